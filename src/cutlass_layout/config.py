@@ -1,0 +1,233 @@
+"""Kernel configs: what a user asks about, validated, with the C++ names they map to.
+
+This issue's family is the SM120/SM121 block-scaled GEMM: dense
+(``cutlass/gemm/collective/sm120_blockscaled_mma_tma.hpp``) and grouped / ptr-array
+(``cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp``), built with CUTLASS's
+``CollectiveBuilder<Sm120, OpClassBlockScaledTensorOp, ...>`` and
+``GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, replace
+
+from .errors import BadInput
+
+
+@dataclass(frozen=True)
+class Element:
+    """A block-scaled operand kind.
+
+    Attributes:
+        name: the flag value (``nvfp4``, ``mxfp4``, ``mxfp8``).
+        cpp: the CUTLASS type passed to the builder (``cutlass::nv_float4_t<...>``).
+        bits: bits of one data element in global memory (4 or 8).
+        scale: the scale-factor type and vector size, for the report.
+    """
+
+    name: str
+    cpp: str
+    bits: int
+    scale: str
+
+
+ELEMENTS = {
+    "nvfp4": Element("nvfp4", "cutlass::nv_float4_t<cutlass::float_e2m1_t>", 4, "ue4m3 per 16"),
+    "mxfp4": Element("mxfp4", "cutlass::mx_float4_t<cutlass::float_e2m1_t>", 4, "ue8m0 per 32"),
+    "mxfp8": Element("mxfp8", "cutlass::mx_float8_t<cutlass::float_e4m3_t>", 8, "ue8m0 per 32"),
+}
+
+#: (A, B) pairs the SM120 block-scaled MMA supports. mxfp8 x mxfp4 is the mixed F8F6F4 pair.
+VALID_PAIRS = {
+    ("nvfp4", "nvfp4"),
+    ("mxfp4", "mxfp4"),
+    ("mxfp8", "mxfp8"),
+    ("mxfp8", "mxfp4"),
+    ("mxfp4", "mxfp8"),
+}
+
+#: Epilogue element kinds (C and D) and their CUTLASS types.
+OUTPUTS = {
+    "void": ("void", 0),
+    "bf16": ("cutlass::bfloat16_t", 16),
+    "f16": ("cutlass::half_t", 16),
+    "f32": ("float", 32),
+}
+
+ARCHS = {"sm120": "sm_120a", "sm121": "sm_121a"}
+KERNELS = ("dense", "grouped")
+PRESETS = ("flashinfer", "trtllm-moe")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One GEMM kernel config.
+
+    Attributes:
+        arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity).
+        kernel: ``dense`` (``Shape<int,int,int,int>`` problem) or ``grouped`` (ptr-array,
+            ``GroupProblemShape``).
+        a, b: operand kinds, keys of :data:`ELEMENTS`.
+        tile: TileShape (M, N, K), K in elements.
+        cluster: ClusterShape (M, N, K); only (1, 1, 1) is valid for SM120.
+        stages: ``None`` for ``StageCountAutoCarveout<sizeof(CollectiveEpilogue::SharedStorage)>``,
+            else ``StageCount<stages>``.
+        c, d: epilogue C and D element kinds (keys of :data:`OUTPUTS`); ``None`` takes the preset's.
+        preset: ``flashinfer`` (C void, EpilogueScheduleAuto, int problem shape) or
+            ``trtllm-moe`` (C = D, AlignmentC from A's element, TmaWarpSpecialized epilogue,
+            int64_t problem shape), as in the two flavours of shared/cases/handed.md.
+    """
+
+    arch: str = "sm120"
+    kernel: str = "grouped"
+    a: str = "nvfp4"
+    b: str = "nvfp4"
+    tile: tuple[int, int, int] = (128, 128, 128)
+    cluster: tuple[int, int, int] = (1, 1, 1)
+    stages: int | None = None
+    c: str | None = None
+    d: str | None = None
+    preset: str = "flashinfer"
+
+    def __post_init__(self):
+        validate(self)
+
+    # -- derived C++ pieces -------------------------------------------------------------
+    @property
+    def element_c(self) -> str:
+        """Epilogue C kind after the preset (``void`` for flashinfer, D's kind for TRT-LLM)."""
+        if self.c is not None:
+            return self.c
+        return "void" if self.preset == "flashinfer" else self.element_d
+
+    @property
+    def element_d(self) -> str:
+        """Epilogue D kind after the preset (bf16 for both presets)."""
+        return self.d if self.d is not None else "bf16"
+
+    def alignment(self, operand: str) -> int:
+        """Alignment in elements of A, B, C or D, as the preset's source computes it.
+
+        A/B: 128 bits of the element (32 for fp4, 16 for fp8); in the mixed mxfp8 x mxfp4
+        pair the fp4 operand uses 128 (TensorRT-LLM ``AlignmentWeight``). D: 128 bits of D.
+        C: 0 for void; flashinfer 128 bits of C; trtllm-moe 128 bits of A's element
+        ("we use ElementType here deliberately", moe_gemm_tma_ws_launcher.inl).
+        """
+        if operand in ("a", "b"):
+            el = ELEMENTS[getattr(self, operand)]
+            mixed = self.a != self.b and "mxfp8" in (self.a, self.b)
+            return 128 if (mixed and el.bits == 4) else 128 // el.bits
+        if operand == "d":
+            return 128 // OUTPUTS[self.element_d][1]
+        if self.element_c == "void":
+            return 0
+        if self.preset == "trtllm-moe":
+            return 128 // ELEMENTS[self.a].bits
+        return 128 // OUTPUTS[self.element_c][1]
+
+    def to_dict(self) -> dict:
+        """The config as plain JSON values (the ``config`` object of every report)."""
+        d = asdict(self)
+        d["tile"] = list(self.tile)
+        d["cluster"] = list(self.cluster)
+        d["stages"] = "auto" if self.stages is None else self.stages
+        d["c"] = self.element_c
+        d["d"] = self.element_d
+        return d
+
+    def label(self) -> str:
+        """Short text like ``sm120 grouped nvfp4xnvfp4 128x128x128 stages=auto flashinfer``."""
+        m, n, k = self.tile
+        st = "auto" if self.stages is None else str(self.stages)
+        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k} "
+                f"stages={st} {self.preset} C={self.element_c} D={self.element_d}")
+
+    def with_(self, **changes) -> "Config":
+        """A copy with some attributes changed (validated again)."""
+        return replace(self, **changes)
+
+
+def validate(cfg: Config) -> None:
+    """Check a config's values; raise :class:`BadInput` with one line naming the bad one."""
+    if cfg.arch not in ARCHS:
+        raise BadInput(f"unknown arch {cfg.arch!r}: this family supports {', '.join(ARCHS)}")
+    if cfg.kernel not in KERNELS:
+        raise BadInput(f"unknown kernel {cfg.kernel!r}: choose dense or grouped")
+    for op in ("a", "b"):
+        if getattr(cfg, op) not in ELEMENTS:
+            raise BadInput(
+                f"unknown element kind {getattr(cfg, op)!r} for {op.upper()}: "
+                f"choose {', '.join(ELEMENTS)}"
+            )
+    if (cfg.a, cfg.b) not in VALID_PAIRS:
+        raise BadInput(f"A={cfg.a} with B={cfg.b} is not a block-scaled pair SM120 supports")
+    for op in ("c", "d"):
+        v = getattr(cfg, op)
+        if v is not None and v not in OUTPUTS:
+            raise BadInput(f"unknown element kind {v!r} for {op.upper()}: choose {', '.join(OUTPUTS)}")
+    if cfg.d == "void":
+        raise BadInput("D cannot be void")
+    if cfg.preset not in PRESETS:
+        raise BadInput(f"unknown preset {cfg.preset!r}: choose {', '.join(PRESETS)}")
+    if len(cfg.tile) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.tile):
+        raise BadInput(f"tile {cfg.tile!r}: M, N and K must be positive integers")
+    if tuple(cfg.cluster) != (1, 1, 1):
+        c = "x".join(map(str, cfg.cluster))
+        raise BadInput(
+            f"cluster {c}: SM120/SM121 GEMMs have no thread-block clusters; only 1x1x1 is valid"
+        )
+    if cfg.stages is not None and (not isinstance(cfg.stages, int) or cfg.stages < 1):
+        raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
+
+
+_TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*([bB])?\s*$")
+
+
+def parse_tile(text: str, a: str = "nvfp4") -> tuple[int, int, int]:
+    """Parse ``MxNxK`` (K in elements) or ``MxNxKB`` (K in bytes of A's element).
+
+    ``128x128x64B`` with nvfp4 A is K = 128 elements, as TensorRT-LLM and flashinfer name
+    tactics (``CtaShape128x128x64B``).
+
+    Raises:
+        BadInput: not three positive integers, or K in bytes not a whole number of elements.
+    """
+    m = _TILE_RE.match(text or "")
+    if not m:
+        raise BadInput(f"tile {text!r}: write MxNxK (K in elements) or MxNxKB (K in bytes)")
+    dims = [int(g) for g in m.groups()[:3]]
+    if any(x <= 0 for x in dims):
+        raise BadInput(f"tile {text!r}: M, N and K must be positive")
+    if m.group(4):
+        if a not in ELEMENTS:
+            raise BadInput(f"unknown element kind {a!r} for A: choose {', '.join(ELEMENTS)}")
+        dims[2] = dims[2] * 8 // ELEMENTS[a].bits
+    return tuple(dims)  # type: ignore[return-value]
+
+
+def parse_shape(text: str, what: str = "cluster") -> tuple[int, int, int]:
+    """Parse ``AxBxC`` into three positive integers; raise :class:`BadInput` otherwise."""
+    m = _TILE_RE.match(text or "")
+    if not m or m.group(4):
+        raise BadInput(f"{what} {text!r}: write AxBxC, e.g. 1x1x1")
+    dims = tuple(int(g) for g in m.groups()[:3])
+    if any(x <= 0 for x in dims):
+        raise BadInput(f"{what} {text!r}: each extent must be positive")
+    return dims  # type: ignore[return-value]
+
+
+def parse_stages(text: str | int | None) -> int | None:
+    """``auto`` (or None) -> None; a positive integer -> that int; else :class:`BadInput`."""
+    if text is None or (isinstance(text, str) and text.strip().lower() == "auto"):
+        return None
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise BadInput(f"stages {text!r}: give auto or a positive integer") from None
+    if n < 1:
+        raise BadInput(f"stages {text!r}: give auto or a positive integer")
+    return n
+
+
+DEFAULT = Config()

@@ -1,0 +1,150 @@
+"""The exact engine: configs in, clang's record layouts out.
+
+``layouts(configs, cutlass=...)`` writes one probe translation unit for all configs
+(:mod:`cutlass_layout.probe`), parses it once with libclang and reads every config's
+``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
+unit with any error gives no numbers: the batch is split and retried so that one config
+that does not compile does not take the others' numbers with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import probe
+from .config import ARCHS, Config
+from .cuda import CudaHeaders, find_cuda
+from .errors import DoesNotCompile
+from .frontends.clang import ProbeUnit, clang_flags, libclang_version
+from .model import CompileError, LayoutReport, Provenance, TmaBytes
+from .sources import CutlassTree, resolve_cutlass
+
+
+@dataclass
+class Target:
+    """A resolved CUTLASS tree plus the CUDA headers to parse it with."""
+
+    tree: CutlassTree
+    cuda: CudaHeaders
+
+    def flags(self, arch: str) -> list[str]:
+        return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch])
+
+    def provenance(self, arch: str) -> Provenance:
+        return Provenance(
+            cutlass_root=str(self.tree.include_root),
+            cutlass_version=self.tree.version,
+            tree_hash=self.tree.tree_hash,
+            origin=self.tree.origin,
+            libclang_version=libclang_version(),
+            cuda_path=str(self.cuda.path),
+            cuda_source=self.cuda.source,
+            flags=self.flags(arch),
+        )
+
+
+def target(cutlass=None, cuda_path=None) -> Target:
+    """Resolve ``cutlass`` (see :func:`cutlass_layout.sources.resolve_cutlass`) and CUDA headers
+    (see :func:`cutlass_layout.cuda.find_cuda`). Raises :class:`BadInput` on either."""
+    if isinstance(cutlass, Target):
+        return cutlass
+    return Target(tree=resolve_cutlass(cutlass), cuda=find_cuda(cuda_path))
+
+
+def _read(unit: ProbeUnit, cfg: Config, index: int, prov: Provenance) -> LayoutReport:
+    names = unit.aliases(f"{probe.NAMESPACE}{index}")
+    rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
+    try:
+        rep.kernel = unit.record(names["KernelStorage"])
+        rep.mainloop = unit.record(names["MainloopStorage"])
+        rep.epilogue = unit.record(names["EpilogueStorage"])
+        ints = {n: ProbeUnit.int_alias(names[n]) for n in probe.INT_ALIASES}
+    except (KeyError, ValueError) as exc:  # never a number from a broken type
+        rep.kernel = rep.mainloop = rep.epilogue = None
+        rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
+        return rep
+    rep.stages = ints["Stages"]
+    consts = {
+        n: unit.constant(n, ints[n], names.get(probe.REFS[n])) for n in probe.REFS
+    }
+    rep.capacity = consts["Capacity"]
+    rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    return rep
+
+
+def _parse(tgt: Target, configs: list[Config], arch: str) -> tuple[ProbeUnit, list[CompileError]]:
+    unit = ProbeUnit(probe.render(configs), tgt.flags(arch), tgt.tree.include_root)
+    return unit, unit.errors()
+
+
+def layouts(configs: list[Config], cutlass=None, *, cuda_path=None) -> list[LayoutReport]:
+    """Lay out several configs with as few libclang parses as possible.
+
+    Args:
+        configs: the configs (any mix of archs; one translation unit per arch).
+        cutlass: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts, or a
+            :class:`Target` from :func:`target` to reuse.
+        cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
+
+    Returns:
+        One :class:`LayoutReport` per config, in order. A config that does not compile has
+        ``error`` set and no numbers.
+
+    Raises:
+        BadInput: the CUTLASS source or CUDA headers are unusable.
+    """
+    tgt = target(cutlass, cuda_path)
+    out: list[LayoutReport | None] = [None] * len(configs)
+    by_arch: dict[str, list[int]] = {}
+    for i, c in enumerate(configs):
+        by_arch.setdefault(c.arch, []).append(i)
+    for arch, idxs in by_arch.items():
+        prov = tgt.provenance(arch)
+        pending = [idxs]
+        while pending:
+            group = pending.pop()
+            unit, errors = _parse(tgt, [configs[i] for i in group], arch)
+            if not errors:
+                for k, i in enumerate(group):
+                    out[i] = _read(unit, configs[i], k, prov)
+            elif len(group) == 1:
+                rep = LayoutReport(config=configs[group[0]].to_dict(), provenance=prov)
+                rep.error = errors[0]
+                out[group[0]] = rep
+            else:
+                half = len(group) // 2
+                pending += [group[:half], group[half:]]
+    return out  # type: ignore[return-value]
+
+
+def layout(config: Config | None = None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False) -> LayoutReport:
+    """The exact SharedStorage layout of one kernel config.
+
+    Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
+    ``cutlass::gemm::kernel::GemmUniversal`` built from CUTLASS's collective builders
+    (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl``,
+    ``cutlass/epilogue/collective/builders/sm120_builder.inl``).
+
+    Args:
+        config: a :class:`~cutlass_layout.config.Config`; default: SM120 grouped NVFP4
+            128x128x128, flashinfer flavour, stages auto.
+        cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.resolve_cutlass`);
+            default: the one installed in this environment, else nvidia-cutlass 4.2.0.0.
+        cuda_path: CUDA root, ``"pip"``, or ``None`` to search.
+        raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
+            ``error`` set.
+
+    Returns:
+        A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
+
+    Raises:
+        BadInput: unusable source, CUDA headers or config.
+        DoesNotCompile: only with ``raise_on_error``.
+    """
+    rep = layouts([config or Config()], cutlass, cuda_path=cuda_path)[0]
+    if raise_on_error and rep.error is not None:
+        raise DoesNotCompile(rep.error)
+    return rep
+
+
+__all__ = ["Target", "target", "layout", "layouts"]

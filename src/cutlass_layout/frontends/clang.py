@@ -1,0 +1,272 @@
+"""libclang frontend: parse a probe translation unit and read clang's record layouts.
+
+The flags are the ones measured in shared/FACTS.md: CUDA host-only mode, the CUDA headers'
+CCCL on an ``-isystem`` path (a literal ``-isystem`` also stops libclang-ng's bindings from
+adding their own libc++), ``CUTLASS_ARCH_MMA_SM{90,100,120}_SUPPORTED`` as nvcc's host pass
+defines them, and an empty ``curand_mtgp32_kernel.h`` on a late include path for CUDA
+header wheels that lack cuRAND.
+
+Error recovery lies: a type whose instantiation failed comes back as ``int`` (size 4). So
+a translation unit with any error yields no numbers, and every layout read must be a
+complete record.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import clang.cindex as ci
+
+from ..errors import BadInput
+from ..model import CompileError, Constant, FieldLayout, StructLayout
+
+STUB_DIR = Path(__file__).resolve().parent.parent / "stubs"
+
+#: Record types shown as leaves (no members listed): storage arrays and TMA descriptors.
+LEAF_PREFIXES = (
+    "cute::ArrayEngine<", "cute::array<", "cute::array_subbyte<", "cute::array_aligned<",
+    "cutlass::Array<", "cutlass::AlignedArray<", "CUtensorMap", "cute::TmaDescriptor",
+)
+
+_ALIGNAS_RE = re.compile(r"\b(?:alignas|CUTE_ALIGNAS|__align__|aligned)\s*\(\s*([^()]*?)\s*\)")
+_SA_RE = re.compile(r"^static assertion failed(?: due to requirement '(.*)')?(?:: (.*))?$", re.S)
+
+
+@lru_cache(maxsize=1)
+def libclang_version() -> str:
+    """``clang version X`` as the loaded libclang reports it (plus the wheel's version)."""
+    try:
+        f = ci.conf.lib.clang_getClangVersion
+        f.restype = ci._CXString
+        text = str(ci._CXString.from_result(f()))
+    except Exception:  # pragma: no cover - bindings without the call
+        text = "clang (unknown version)"
+    try:
+        text += f" (libclang-ng {md.version('libclang-ng')})"
+    except md.PackageNotFoundError:  # pragma: no cover
+        pass
+    return text
+
+
+def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str) -> list[str]:
+    """The command line for a CUDA host-only parse of a probe against one CUTLASS tree."""
+    flags = [
+        "-x", "cuda", "--cuda-host-only", "-nocudalib",
+        f"--cuda-path={cuda_path}", f"--cuda-gpu-arch={gpu_arch}",
+        "-Wno-unknown-cuda-version", "-std=c++17",
+    ]
+    if cccl is not None:
+        flags += ["-isystem", str(cccl)]
+    else:  # older toolkits keep CCCL in include/; the literal -isystem keeps libc++ out
+        flags += ["-isystem", str(Path(cuda_path) / "include")]
+    flags += [
+        f"-I{include_root}",
+        "-idirafter", str(STUB_DIR),
+        "-DCUTLASS_ARCH_MMA_SM90_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM100_SUPPORTED",
+        "-DCUTLASS_ARCH_MMA_SM120_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM120A_ENABLED",
+        "-w",
+    ]
+    return flags
+
+
+class ProbeUnit:
+    """One parsed probe translation unit.
+
+    Args:
+        text: the probe's C++ source.
+        flags: from :func:`clang_flags`.
+        include_root: the CUTLASS include root (file names are reported relative to it).
+        filename: the virtual file name of the probe.
+
+    Raises:
+        BadInput: libclang could not parse at all (e.g. an unreadable flag or path).
+    """
+
+    def __init__(self, text: str, flags: list[str], include_root: Path, filename: str = "cutlass_layout_probe.cu"):
+        self.include_root = Path(include_root)
+        self.filename = filename
+        index = ci.Index.create()
+        try:
+            self.tu = index.parse(
+                filename, args=flags, unsaved_files=[(filename, text)],
+                options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES,
+            )
+        except ci.TranslationUnitLoadError as exc:
+            raise BadInput(f"libclang could not parse the probe: {exc}") from None
+        self._lines: dict[str, list[str]] = {}
+        self._namespaces = {
+            c.spelling: c for c in self.tu.cursor.get_children()
+            if c.kind == ci.CursorKind.NAMESPACE
+        }
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def errors(self) -> list[CompileError]:
+        """Every error or fatal diagnostic, in order, as :class:`CompileError`."""
+        out = []
+        for d in self.tu.diagnostics:
+            if d.severity < ci.Diagnostic.Error:
+                continue
+            out.append(self._error(d))
+        return out
+
+    def _error(self, d) -> CompileError:
+        msg = d.spelling
+        kind = "error"
+        m = _SA_RE.match(msg)
+        if m:
+            kind = "static_assert"
+            if m.group(2):
+                msg = m.group(2).strip().strip('"')
+            elif m.group(1):
+                msg = f"requirement {m.group(1)} is false"
+        loc = d.location
+        file = self.rel(loc.file.name) if loc.file else None
+        return CompileError(kind=kind, message=msg, file=file, line=loc.line if loc.file else None)
+
+    # -- names and text -------------------------------------------------------------------
+    def rel(self, path: str) -> str:
+        """``path`` relative to the CUTLASS include root when inside it, else as given."""
+        p = Path(path)
+        try:
+            return p.resolve().relative_to(self.include_root.resolve()).as_posix()
+        except ValueError:
+            return p.name if p.name == self.filename else str(p)
+
+    def _text(self, extent) -> str:
+        start, end = extent.start, extent.end
+        if start.file is None:
+            return ""
+        name = start.file.name
+        if name not in self._lines:
+            try:
+                self._lines[name] = Path(name).read_text(errors="replace").splitlines(keepends=True)
+            except OSError:
+                self._lines[name] = []
+        lines = self._lines[name]
+        if not lines or start.line > len(lines):
+            return ""
+        if start.line == end.line:
+            return lines[start.line - 1][start.column - 1:end.column - 1]
+        chunk = [lines[start.line - 1][start.column - 1:]]
+        chunk += lines[start.line:end.line - 1]
+        chunk.append(lines[end.line - 1][:end.column - 1] if end.line <= len(lines) else "")
+        return "".join(chunk)
+
+    # -- reading a config's namespace --------------------------------------------------------
+    def aliases(self, namespace: str) -> dict[str, ci.Cursor]:
+        """The declarations of ``namespace`` by name (aliases and variables)."""
+        ns = self._namespaces.get(namespace)
+        if ns is None:
+            return {}
+        return {c.spelling: c for c in ns.get_children()}
+
+    @staticmethod
+    def int_alias(cursor: ci.Cursor) -> int:
+        """The N of a ``using X = char[N]`` alias; raises ValueError if it is not one."""
+        t = cursor.underlying_typedef_type.get_canonical()
+        if t.kind != ci.TypeKind.CONSTANTARRAY:
+            raise ValueError(f"{cursor.spelling} is not a char array (got {t.spelling})")
+        return t.get_size()
+
+    def constant(self, name: str, value: int, ref: ci.Cursor | None) -> Constant:
+        """A :class:`Constant` for ``value``, with the header's expression and file:line taken
+        from the declaration that the reference variable ``ref`` binds to."""
+        decl = None
+        if ref is not None:
+            for c in ref.walk_preorder():
+                if c.kind == ci.CursorKind.DECL_REF_EXPR and c.referenced is not None:
+                    decl = c.referenced
+                    break
+        if decl is None:
+            return Constant(name=name, value=value)
+        text = self._text(decl.extent)
+        expr = text.split("=", 1)[1].strip() if "=" in text else None
+        if expr:
+            expr = re.sub(r"\s+", " ", expr).rstrip(";").strip()
+        loc = decl.location
+        return Constant(
+            name=decl.spelling or name, value=value, expression=expr,
+            file=self.rel(loc.file.name) if loc.file else None, line=loc.line,
+        )
+
+    def record(self, cursor: ci.Cursor) -> StructLayout:
+        """The layout of the record an alias names, members recursively.
+
+        Raises:
+            ValueError: the alias is not a complete record (error recovery's ``int``, or an
+                incomplete type): never report such a number.
+        """
+        t = cursor.underlying_typedef_type.get_canonical()
+        if t.kind != ci.TypeKind.RECORD:
+            raise ValueError(f"{cursor.spelling} is not a record (got {t.spelling})")
+        size, align = t.get_size(), t.get_align()
+        if size <= 0 or align <= 0:
+            raise ValueError(f"{cursor.spelling} is incomplete (size {size})")
+        union = t.get_declaration().kind == ci.CursorKind.UNION_DECL
+        fields = self._members(t, 0, union)
+        end = max((f.offset + f.size for f in fields), default=0)
+        return StructLayout(type=short_name(t.spelling), size=size, align=align,
+                            tail_padding=size - end, fields=fields, union=union)
+
+    def _members(self, t, base: int, union: bool, depth: int = 0) -> list[FieldLayout]:
+        decl = t.get_declaration()
+        members: list[FieldLayout] = []
+        for b in t.get_bases():
+            bt = b.type.get_canonical()
+            if not list(bt.get_fields()) and not list(bt.get_bases()):
+                continue  # empty base (aligned_struct<...>): takes no room
+            off = base + b.get_base_offsetof(decl) // 8
+            members.append(self._field(f"<base {short_name(bt.spelling)}>", b.type, bt, off, None, b, depth))
+        for f in t.get_fields():
+            ft = f.type.get_canonical()
+            off = base + f.get_field_offsetof() // 8
+            members.append(self._field(f.spelling or "<anonymous>", f.type, ft, off, self._alignas(f), f, depth))
+        cursor = base
+        for m in members:
+            m.padding_before = 0 if union else m.offset - cursor
+            if not union:
+                cursor = m.offset + m.size
+        return members
+
+    def _field(self, name, written, canon, offset, alignas, cursor, depth) -> FieldLayout:
+        size = max(canon.get_size(), 0)
+        align = max(canon.get_align(), 0)
+        loc = cursor.location
+        f = FieldLayout(
+            name=name, type=written.spelling, offset=offset, size=size, type_align=align,
+            declared_alignas=alignas,
+            file=self.rel(loc.file.name) if loc.file else None, line=loc.line if loc.file else None,
+        )
+        if canon.kind == ci.TypeKind.RECORD and depth < 12 and not canon.spelling.startswith(LEAF_PREFIXES):
+            sub_union = canon.get_declaration().kind == ci.CursorKind.UNION_DECL
+            f.fields = self._members(canon, offset, sub_union, depth + 1)
+        return f
+
+    def _alignas(self, field: ci.Cursor) -> int | None:
+        if not any(c.kind == ci.CursorKind.ALIGNED_ATTR for c in field.get_children()):
+            return None
+        m = _ALIGNAS_RE.search(self._text(field.extent))
+        if m and m.group(1).isdigit():
+            return int(m.group(1))
+        return None
+
+
+def short_name(spelling: str) -> str:
+    """Shorten template arguments: ``A<x, B<y>>::S`` -> ``A<...>::S``."""
+    out, depth = [], 0
+    for ch in spelling:
+        if ch == "<":
+            if depth == 0:
+                out.append("<...>")
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+__all__ = ["ProbeUnit", "clang_flags", "libclang_version", "short_name"]

@@ -1,0 +1,241 @@
+"""The one model every frontend fills and every report reads: plain dataclasses.
+
+All sizes, offsets and paddings are in **bytes**. A field's ``offset`` counts from the start
+of the top-level struct it belongs to (the kernel's, the mainloop's or the epilogue's
+``SharedStorage``), so ``tensors.epilogue`` at 73728 means byte 73728 of the kernel struct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: Version of the ``layout --json`` schema (see README "JSON schema").
+LAYOUT_SCHEMA = "cutlass-layout/layout/1"
+
+
+@dataclass
+class FieldLayout:
+    """One member of a struct, as clang laid it out.
+
+    Attributes:
+        name: member name (``smem_A``); ``<base T>`` for a non-empty base class.
+        type: the member's type as written in the header (``cute::ArrayEngine<...>``).
+        offset: bytes from the start of the top-level struct.
+        size: ``sizeof`` of the member's type, bytes.
+        type_align: ``alignof`` of the member's type, bytes (not the member's ``alignas``).
+        declared_alignas: the integer in the member's ``alignas(...)``, or ``None``.
+        padding_before: bytes between the end of the previous member (or the start of the
+            enclosing struct) and this member; 0 in unions.
+        fields: members of this member's type, recursively (empty for arrays and leaves
+            such as ``cute::ArrayEngine`` and TMA descriptors).
+        file, line: where the member is declared (file relative to the CUTLASS include
+            root when it lies inside it).
+    """
+
+    name: str
+    type: str
+    offset: int
+    size: int
+    type_align: int
+    declared_alignas: int | None = None
+    padding_before: int = 0
+    fields: list["FieldLayout"] = field(default_factory=list)
+    file: str | None = None
+    line: int | None = None
+
+    def walk(self, prefix: str = ""):
+        """Yield ``(dotted_name, FieldLayout)`` for this member and every nested one."""
+        name = f"{prefix}.{self.name}" if prefix else self.name
+        yield name, self
+        for f in self.fields:
+            yield from f.walk(name)
+
+
+@dataclass
+class StructLayout:
+    """A whole ``SharedStorage`` (kernel, mainloop or epilogue).
+
+    Attributes:
+        type: the struct's C++ name, template arguments shortened to ``<...>``.
+        size: ``sizeof``, bytes.
+        align: ``alignof``, bytes.
+        tail_padding: bytes after the end of the last member up to ``size``.
+        fields: the members, in order.
+        union: whether the struct is a union.
+    """
+
+    type: str
+    size: int
+    align: int
+    tail_padding: int
+    fields: list[FieldLayout] = field(default_factory=list)
+    union: bool = False
+
+    def find(self, dotted: str) -> FieldLayout:
+        """The member at ``a.b.c``; raises ``KeyError`` when there is none."""
+        for name, f in self.walk():
+            if name == dotted:
+                return f
+        raise KeyError(dotted)
+
+    def walk(self):
+        """Yield ``(dotted_name, FieldLayout)`` for every member, depth first."""
+        for f in self.fields:
+            yield from f.walk()
+
+
+@dataclass
+class Constant:
+    """An integer constant read from the headers, with where it is defined.
+
+    Attributes:
+        name: the C++ name (``TmaTransactionBytesMK``, ``sm120_smem_capacity_bytes``).
+        value: its value for this config (bytes where it is a size).
+        expression: the initializer's text as written in the header.
+        file, line: where it is defined (file relative to the include root when inside it).
+    """
+
+    name: str
+    value: int
+    expression: str | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class TmaBytes:
+    """TMA transaction bytes per stage of the mainloop (what the producer's barrier expects).
+
+    Mirrors ``TmaTransactionBytesMK`` / ``TmaTransactionBytesNK`` / ``TmaTransactionBytes``
+    of ``CollectiveMma`` in ``cutlass/gemm/collective/sm120_blockscaled_mma_*tma.hpp``:
+    A's tile plus its scale factors (MK), B's tile plus its scale factors (NK), and their sum.
+    """
+
+    mk: Constant | None
+    nk: Constant | None
+    total: Constant | None
+
+
+@dataclass
+class CompileError:
+    """The first real compiler error of a config that does not compile.
+
+    Attributes:
+        kind: ``static_assert`` or ``error``.
+        message: the assert's text or clang's message, in plain words.
+        file, line: where clang reports it (a CUTLASS header for a failed static_assert).
+    """
+
+    kind: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def one_line(self) -> str:
+        where = f" ({self.file}:{self.line})" if self.file else ""
+        what = "static_assert failed" if self.kind == "static_assert" else "error"
+        return f"does not compile: {what}: {self.message}{where}"
+
+
+@dataclass
+class Provenance:
+    """Where the numbers come from: the CUTLASS tree, the CUDA headers, libclang and its flags."""
+
+    cutlass_root: str
+    cutlass_version: str
+    tree_hash: str
+    origin: str
+    libclang_version: str
+    cuda_path: str
+    cuda_source: str
+    flags: list[str]
+
+
+@dataclass
+class LayoutReport:
+    """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
+
+    ``error`` is set (and every number is ``None``) when the config does not compile: no
+    number ever comes from a translation unit with errors. ``checked`` says what was
+    checked: ``types`` (the kernel's types were instantiated; asserts in kernel bodies, such
+    as tile-shape checks in ``operator()``, were not).
+    """
+
+    config: dict
+    provenance: Provenance
+    checked: str = "types"
+    stages: int | None = None
+    capacity: Constant | None = None
+    kernel: StructLayout | None = None
+    mainloop: StructLayout | None = None
+    epilogue: StructLayout | None = None
+    tma_transaction_bytes: TmaBytes | None = None
+    error: CompileError | None = None
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        return self.capacity.value if self.capacity else None
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """Capacity minus ``sizeof(kernel SharedStorage)``; negative when over."""
+        if self.kernel is None or self.capacity is None:
+            return None
+        return self.capacity.value - self.kernel.size
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the kernel's SharedStorage fits the capacity (``None`` if not computed)."""
+        h = self.headroom_bytes
+        return None if h is None else h >= 0
+
+    @property
+    def exact_fit(self) -> bool:
+        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it."""
+        return self.headroom_bytes == 0
+
+    @property
+    def verdict(self) -> str:
+        """``fits``, ``over_capacity`` or ``does_not_compile``."""
+        if self.error is not None:
+            return "does_not_compile"
+        return "fits" if self.fits else "over_capacity"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
+        def struct(s: StructLayout | None):
+            return None if s is None else asdict(s)
+
+        def const(c: Constant | None):
+            return None if c is None else asdict(c)
+
+        tma = None
+        if self.tma_transaction_bytes is not None:
+            t = self.tma_transaction_bytes
+            tma = {
+                "mk": t.mk.value if t.mk else None,
+                "nk": t.nk.value if t.nk else None,
+                "total": t.total.value if t.total else None,
+                "expressions": {
+                    k: const(getattr(t, k)) for k in ("mk", "nk", "total")
+                },
+            }
+        return {
+            "schema": LAYOUT_SCHEMA,
+            "provenance": asdict(self.provenance),
+            "config": self.config,
+            "checked": self.checked,
+            "verdict": self.verdict,
+            "stages": self.stages,
+            "capacity_bytes": self.capacity_bytes,
+            "capacity": const(self.capacity),
+            "kernel": struct(self.kernel),
+            "mainloop": struct(self.mainloop),
+            "epilogue": struct(self.epilogue),
+            "tma_transaction_bytes": tma,
+            "fits": self.fits,
+            "headroom_bytes": self.headroom_bytes,
+            "exact_fit": self.exact_fit if self.error is None else None,
+            "error": None if self.error is None else asdict(self.error),
+        }
