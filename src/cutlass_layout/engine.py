@@ -9,13 +9,14 @@ that does not compile does not take the others' numbers with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from . import probe
 from .config import ARCHS, Config
 from .cuda import CudaHeaders, find_cuda
 from .errors import DoesNotCompile
-from .frontends.clang import ProbeUnit, clang_flags, libclang_version
+from .frontends.clang import ProbeUnit, clang_flags, ensure_pch, libclang_version
 from .model import CompileError, LayoutReport, Provenance, TmaBytes
 from .sources import CutlassTree, resolve_cutlass
 
@@ -26,6 +27,9 @@ class Target:
 
     tree: CutlassTree
     cuda: CudaHeaders
+    #: use a cached precompiled header of the CUTLASS includes (``CUTLASS_LAYOUT_NO_PCH=1``
+    #: turns it off)
+    pch: bool = field(default_factory=lambda: not os.environ.get("CUTLASS_LAYOUT_NO_PCH"))
 
     def flags(self, arch: str) -> list[str]:
         return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch])
@@ -72,9 +76,28 @@ def _read(unit: ProbeUnit, cfg: Config, index: int, prov: Provenance) -> LayoutR
     return rep
 
 
-def _parse(tgt: Target, configs: list[Config], arch: str) -> tuple[ProbeUnit, list[CompileError]]:
-    unit = ProbeUnit(probe.render(configs), tgt.flags(arch), tgt.tree.include_root)
-    return unit, unit.errors()
+def _parse(tgt: Target, configs: list[Config], arch: str) -> ProbeUnit:
+    flags = tgt.flags(arch)
+    if tgt.pch:
+        pch = ensure_pch(probe.preamble(), flags, tgt.tree.tree_hash)
+        if pch is not None:
+            flags = flags + ["-include-pch", str(pch)]
+    return ProbeUnit(probe.render(configs), flags, tgt.tree.include_root)
+
+
+def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError] | None:
+    """Map each failing config (index into ``configs``) to its first error, or ``None`` when
+    some error cannot be tied to a config."""
+    ranges = probe.line_ranges(configs)
+    failed: dict[int, CompileError] = {}
+    current = None
+    for err, line in unit.errors_with_probe_lines():
+        if line is not None:
+            current = next((k for k, (a, b) in enumerate(ranges) if a <= line <= b), None)
+        if current is None:
+            return None
+        failed.setdefault(current, err)
+    return failed
 
 
 def layouts(configs: list[Config], cutlass=None, *, cuda_path=None) -> list[LayoutReport]:
@@ -103,17 +126,29 @@ def layouts(configs: list[Config], cutlass=None, *, cuda_path=None) -> list[Layo
         pending = [idxs]
         while pending:
             group = pending.pop()
-            unit, errors = _parse(tgt, [configs[i] for i in group], arch)
+            unit = _parse(tgt, [configs[i] for i in group], arch)
+            errors = unit.errors()
             if not errors:
                 for k, i in enumerate(group):
                     out[i] = _read(unit, configs[i], k, prov)
-            elif len(group) == 1:
-                rep = LayoutReport(config=configs[group[0]].to_dict(), provenance=prov)
-                rep.error = errors[0]
-                out[group[0]] = rep
-            else:
+                continue
+            failed = _attribute(unit, [configs[i] for i in group]) if len(group) > 1 else {0: errors[0]}
+            if failed is None:  # cannot tell which config broke: split and retry
                 half = len(group) // 2
                 pending += [group[:half], group[half:]]
+                continue
+            for k, err in failed.items():
+                if err.kind != "static_assert" and len(group) > 1:
+                    # may be a follow-up of another config's failed instantiation of a
+                    # shared type: find its own first error in a translation unit alone
+                    pending.append([group[k]])
+                    continue
+                rep = LayoutReport(config=configs[group[k]].to_dict(), provenance=prov)
+                rep.error = err
+                out[group[k]] = rep
+            rest = [i for k, i in enumerate(group) if k not in failed]
+            if rest:  # numbers only ever come from a translation unit without errors
+                pending.append(rest)
     return out  # type: ignore[return-value]
 
 

@@ -109,6 +109,17 @@ constexpr auto const& capacity_ref = cutlass::arch::sm120_smem_capacity_bytes;
 """
 
 
+def line_ranges(configs: list[Config]) -> list[tuple[int, int]]:
+    """The 1-based (first, last) line of each config's block in :func:`render`'s text."""
+    line = 1 + render([]).count("\n")
+    out = []
+    for i, cfg in enumerate(configs):
+        n = config_block(cfg, i).count("\n")
+        out.append((line, line + n - 1))
+        line += n
+    return out
+
+
 def render(configs: list[Config], *, with_main: bool = False, offsets: list[list[str]] | None = None) -> str:
     """The whole probe for ``configs`` (one namespace each).
 

@@ -13,8 +13,11 @@ complete record.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
+import os
 import re
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -72,6 +75,46 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
     return flags
 
 
+def ensure_pch(preamble: str, flags: list[str], key: str) -> Path | None:
+    """A precompiled header of ``preamble`` (the CUTLASS includes) for ``flags``, cached.
+
+    The cache file is ``<cache>/pch/<sha256(key, flags, preamble, libclang)>.pch``; callers
+    put the tree's content hash in ``key``. Building one takes about as long as one plain
+    parse and saves most of every later parse. Returns ``None`` when the preamble does not
+    parse cleanly (the probe parse without it then reports the real error).
+    """
+    from ..cache import cache_dir
+
+    digest = hashlib.sha256(
+        "\0".join([key, libclang_version(), preamble, *flags]).encode()
+    ).hexdigest()[:24]
+    folder = cache_dir("pch")
+    path = folder / f"{digest}.pch"
+    if path.is_file():
+        return path
+    header = str(folder / f"{digest}.cuh")
+    index = ci.Index.create()
+    try:
+        tu = index.parse(header, args=flags, unsaved_files=[(header, preamble)],
+                         options=ci.TranslationUnit.PARSE_INCOMPLETE
+                         | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    except ci.TranslationUnitLoadError:
+        return None
+    if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+        return None
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".pch.tmp")
+    os.close(fd)
+    try:
+        tu.save(tmp)
+        os.replace(tmp, path)
+    except ci.TranslationUnitSaveError:
+        return None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
 class ProbeUnit:
     """One parsed probe translation unit.
 
@@ -105,11 +148,31 @@ class ProbeUnit:
     # -- diagnostics ----------------------------------------------------------------------
     def errors(self) -> list[CompileError]:
         """Every error or fatal diagnostic, in order, as :class:`CompileError`."""
+        return [e for e, _ in self.errors_with_probe_lines()]
+
+    def errors_with_probe_lines(self) -> list[tuple[CompileError, int | None]]:
+        """Each error with the probe line that led to it (``None`` when clang gives none).
+
+        The probe line is the error's own location when it lies in the probe, else the
+        innermost "in instantiation of ..." note that lies in the probe. clang leaves the
+        instantiation context off errors that follow in the same instantiation, so callers
+        attribute such errors to the previous one's line.
+        """
         out = []
         for d in self.tu.diagnostics:
             if d.severity < ci.Diagnostic.Error:
                 continue
-            out.append(self._error(d))
+            line = None
+            if d.location.file and d.location.file.name == self.filename:
+                line = d.location.line
+            else:
+                for note in d.children:
+                    loc = note.location
+                    if (loc.file and loc.file.name == self.filename
+                            and not note.spelling.startswith("in file included from")):
+                        line = loc.line
+                        break
+            out.append((self._error(d), line))
         return out
 
     def _error(self, d) -> CompileError:

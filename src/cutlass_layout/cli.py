@@ -1,0 +1,138 @@
+"""The ``cutlass-layout`` command: parses flags and calls the library, nothing more.
+
+Every error becomes one line on stderr (``error: ...``) and an exit code from
+:mod:`cutlass_layout.errors`; see the README's exit-code table.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from . import engine, report
+from .config import Config, parse_shape, parse_stages, parse_tile
+from .errors import BadInput, CutlassLayoutError
+
+_SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
+                "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
+                "append #SUBPATH to choose among several trees. Default: the installed one, "
+                "else nvidia-cutlass 4.2.0.0 fetched into the cache.")
+
+
+def _source_options(f):
+    f = click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")(f)
+    f = click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=_SOURCE_HELP)(f)
+    return f
+
+
+def _config_options(f):
+    opts = [
+        click.option("--preset", default="flashinfer", show_default=True,
+                     help="Epilogue flavour: flashinfer or trtllm-moe."),
+        click.option("--d", "d", default=None, help="D element: bf16, f16, f32 (default bf16)."),
+        click.option("--c", "c", default=None, help="C element: void, bf16, f16, f32 (default from --preset)."),
+        click.option("--stages", default="auto", show_default=True, help="auto or N (StageCount<N>)."),
+        click.option("--cluster", default="1x1x1", show_default=True, help="ClusterShape MxNxK."),
+        click.option("--tile", default="128x128x128", show_default=True,
+                     help="TileShape MxNxK (K in elements) or MxNxKB (K in bytes of A's element)."),
+        click.option("--b", "b", default=None, help="B element: nvfp4, mxfp4, mxfp8 (default: same as A)."),
+        click.option("--a", "a", default="nvfp4", show_default=True, help="A element: nvfp4, mxfp4, mxfp8."),
+        click.option("--kernel", default="grouped", show_default=True, help="dense or grouped (ptr-array)."),
+        click.option("--arch", default="sm120", show_default=True, help="sm120 or sm121."),
+    ]
+    for o in opts:
+        f = o(f)
+    return f
+
+
+def config_from_flags(arch, kernel, a, b, tile, cluster, stages, c, d, preset) -> Config:
+    """Build a :class:`Config` from flag strings; raises :class:`BadInput` on a bad value."""
+    a = a.lower()
+    b = (b or a).lower()
+    return Config(
+        arch=arch.lower(), kernel=kernel.lower(), a=a, b=b,
+        tile=parse_tile(tile, a), cluster=parse_shape(cluster, "cluster"),
+        stages=parse_stages(stages), c=c.lower() if c else None, d=d.lower() if d else None,
+        preset=preset.lower(),
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cutlass-layout")
+def cli():
+    """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers."""
+
+
+@cli.command("layout")
+@_config_options
+@_source_options
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema cutlass-layout/layout/1).")
+@click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
+@click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
+@click.option("--show", default="kernel", show_default=True,
+              help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
+def layout_cmd(arch, kernel, a, b, tile, cluster, stages, c, d, preset, cutlass_src, cuda_path,
+               as_json, check, depth, show):
+    """Lay out one kernel config's SharedStorage and compare it with the capacity."""
+    cfg = config_from_flags(arch, kernel, a, b, tile, cluster, stages, c, d, preset)
+    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
+    for s in structs:
+        if s not in ("kernel", "mainloop", "epilogue"):
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
+    rep = engine.layout(cfg, cutlass_src, cuda_path=cuda_path)
+    if as_json:
+        click.echo(report.to_json(rep))
+    else:
+        report.render(rep, max_depth=depth or None, structs=structs)
+    if rep.error is not None:
+        if as_json:
+            click.echo(f"error: {rep.error.one_line()}", err=True)
+        sys.exit(3)
+    if check and not rep.fits:
+        sys.exit(1)
+
+
+@cli.command("source")
+@_source_options
+def source_cmd(cutlass_src, cuda_path):
+    """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
+    tgt = engine.target(cutlass_src, cuda_path)
+    t = tgt.tree
+    click.echo(f"include root: {t.include_root}")
+    click.echo(f"version.h:    {t.version}")
+    click.echo(f"tree hash:    {t.tree_hash}")
+    click.echo(f"origin:       {t.origin}")
+    click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
+
+
+def main(argv=None) -> int:
+    """Console entry point. Returns (and exits with) the exit code."""
+    try:
+        cli.main(args=argv, prog_name="cutlass-layout", standalone_mode=False)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        code = 130
+    except click.ClickException as exc:
+        click.echo(f"error: {exc.format_message()}", err=True)
+        code = 2
+    except CutlassLayoutError as exc:
+        click.echo(f"error: {exc}", err=True)
+        code = exc.exit_code
+    except Exception as exc:  # a bug: one line, unless asked for the traceback
+        if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+                   "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
+        code = 4
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

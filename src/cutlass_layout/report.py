@@ -1,0 +1,96 @@
+"""Reports: the readable table and the JSON of a :class:`~cutlass_layout.model.LayoutReport`."""
+
+from __future__ import annotations
+
+import json
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from .model import FieldLayout, LayoutReport, StructLayout
+
+
+def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
+    """The documented ``layout --json`` text (schema ``cutlass-layout/layout/1``)."""
+    return json.dumps(rep.to_dict(), indent=indent)
+
+
+def _rows(fields: list[FieldLayout], depth: int, max_depth: int | None):
+    for f in fields:
+        yield depth, f
+        if f.fields and (max_depth is None or depth + 1 < max_depth):
+            yield from _rows(f.fields, depth + 1, max_depth)
+
+
+def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> Table:
+    """A table of one struct: offset, size, padding before, member tree, alignas, type."""
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for name in ("offset", "size", "pad"):
+        t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    t.add_column("member", no_wrap=True)
+    t.add_column("alignas", justify="right", no_wrap=True)
+    t.add_column("type", overflow="ellipsis", no_wrap=True, ratio=1)
+    for depth, f in _rows(s.fields, 0, max_depth):
+        t.add_row(
+            str(f.offset), str(f.size), str(f.padding_before or ""),
+            "  " * depth + f.name,
+            str(f.declared_alignas) if f.declared_alignas else "",
+            f.type,
+        )
+    if s.tail_padding:
+        t.add_row(str(s.size - s.tail_padding), "", str(s.tail_padding), "(tail padding)", "", "")
+    t.add_row("", str(s.size), "", f"= sizeof, align {s.align}", "", "", style="bold")
+    return t
+
+
+def default_console() -> Console:
+    """A console for stdout: the terminal's width, or 160 columns when piped."""
+    probe = Console()
+    return Console(highlight=False, width=None if probe.is_terminal else 160)
+
+
+def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
+           structs: tuple[str, ...] = ("kernel",)) -> None:
+    """Print the readable report: provenance, stages, TMA bytes, member tables, verdict."""
+    con = console or default_console()
+    cfg = rep.config
+    p = rep.provenance
+    con.print(f"[bold]{_label(cfg)}[/bold]")
+    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
+    if rep.error is not None:
+        con.print(f"[red]{rep.error.one_line()}[/red]")
+        con.print("checked: types (the kernel's types were instantiated)")
+        return
+    tma = rep.tma_transaction_bytes
+    con.print(
+        f"Stages: {rep.stages}   TMA transaction bytes per stage: "
+        f"MK {tma.mk.value} + NK {tma.nk.value} = {tma.total.value}"
+    )
+    con.print(
+        f"SharedStorage: kernel {rep.kernel.size} B = mainloop {rep.mainloop.size} B "
+        f"(collective) and epilogue {rep.epilogue.size} B (collective), composed with "
+        f"pipelines and alignment as below"
+    )
+    for name in structs:
+        s = getattr(rep, name)
+        con.print(struct_table(f"{name} SharedStorage: {s.type}", s, max_depth))
+    cap = rep.capacity
+    where = f"{cap.name}, {cap.file}:{cap.line}" if cap.file else cap.name
+    if rep.fits:
+        verdict = "[green]fits[/green]"
+        if rep.exact_fit:
+            verdict += " [yellow](exact fit: headroom 0; TensorRT-LLM's occupancy check rejects it)[/yellow]"
+        else:
+            verdict += f", headroom {rep.headroom_bytes} B"
+    else:
+        verdict = f"[red]over capacity by {-rep.headroom_bytes} B[/red]"
+    con.print(f"Total {rep.kernel.size} B of {cap.value} B ({where}): {verdict}")
+    con.print("checked: types (asserts inside kernel bodies were not instantiated)")
+
+
+def _label(cfg: dict) -> str:
+    t = "x".join(map(str, cfg["tile"]))
+    return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
+            f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}  "
+            f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']})")

@@ -1,0 +1,156 @@
+"""Every value of shared/cases/handed.md (sections A, B, C), byte for byte.
+
+The numbers below were computed by nvcc 13.0 from the named CUTLASS headers (sizeof,
+offsetof, DispatchPolicy::Stages), not by this tool. Section D (SM90) belongs to the SM90
+families, which this engine does not cover yet.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cutlass_layout import Config, layouts
+
+pytestmark = pytest.mark.network
+
+# Section A: (tile, preset) -> (stages, mainloop, epilogue, kernel, fits 101376)
+SECTION_A = {
+    ((128, 128, 128), "flashinfer"): (4, 74752, 9216, 84992, True),
+    ((128, 256, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
+    ((256, 128, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
+    ((128, 128, 128), "trtllm-moe"): (4, 74752, 13312, 89088, True),
+    ((128, 256, 128), "trtllm-moe"): (3, 83968, 13312, 98304, True),
+}
+
+
+@pytest.fixture(scope="module")
+def section_a(fi072, nc420):
+    keys = list(SECTION_A)
+    configs = [Config(tile=t, preset=p) for t, p in keys]
+    bad = [Config(tile=(128, 256, 256), preset=p) for p in ("flashinfer", "trtllm-moe")]
+    out = {}
+    for name, tgt in (("fi072", fi072), ("nc420", nc420)):
+        reps = layouts(configs + bad, tgt)
+        out[name] = (dict(zip(keys, reps[: len(keys)])), reps[len(keys):])
+    return out
+
+
+@pytest.mark.parametrize("tree", ["fi072", "nc420"])
+@pytest.mark.parametrize("key", list(SECTION_A), ids=lambda k: f"{'x'.join(map(str, k[0]))}-{k[1]}")
+def test_section_a_rows(section_a, tree, key):
+    rep = section_a[tree][0][key]
+    stages, mainloop, epilogue, kernel, fits = SECTION_A[key]
+    assert rep.error is None
+    assert rep.stages == stages
+    assert rep.mainloop.size == mainloop
+    assert rep.epilogue.size == epilogue
+    assert rep.kernel.size == kernel
+    assert rep.capacity_bytes == 101376
+    assert rep.fits is fits
+    assert rep.headroom_bytes == 101376 - kernel
+    assert rep.checked == "types"
+
+
+@pytest.mark.parametrize("tree", ["fi072", "nc420"])
+def test_section_a_128x256x256_does_not_compile(section_a, tree):
+    for rep in section_a[tree][1]:
+        assert rep.verdict == "does_not_compile"
+        assert rep.kernel is None and rep.stages is None and rep.headroom_bytes is None
+        assert rep.error.kind == "static_assert"
+        assert "Stages set to value 2 or more" in rep.error.message
+        assert rep.error.file.startswith("cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp")
+        assert rep.error.line > 0
+
+
+def test_section_a_mainloop_fields(section_a):
+    m = section_a["fi072"][0][((128, 128, 128), "flashinfer")].mainloop
+    assert m.align == 1024
+    expect = [
+        ("tensors.smem_A", 0, 32768),
+        ("tensors.smem_B", 32768, 32768),
+        ("tensors.smem_SFA", 65536, 4096),
+        ("tensors.smem_SFB", 69632, 4096),
+        ("tensormaps", 73728, 512),
+        ("tensormaps.smem_tensormap_A", 73728, 128),
+        ("tensormaps.smem_tensormap_B", 73856, 128),
+        ("tensormaps.smem_tensormap_SFA", 73984, 128),
+        ("tensormaps.smem_tensormap_SFB", 74112, 128),
+        ("pipeline_storage", 74240, 64),
+        ("pipeline_storage.full_barrier_", 74240, 32),
+        ("pipeline_storage.empty_barrier_", 74272, 32),
+    ]
+    for name, off, size in expect:
+        f = m.find(name)
+        assert (f.offset, f.size) == (off, size), name
+    assert m.tail_padding == 448
+    assert m.find("tensors.smem_A").declared_alignas == 1024
+    assert m.find("tensors.smem_B").declared_alignas == 1024
+    assert m.find("tensors.smem_SFA").declared_alignas == 16  # since CUTLASS 4.4.0
+    assert m.find("pipeline_storage").declared_alignas == 16
+    # clang's type alignment of the storage array is 1: alignas is the member's, not the type's
+    assert m.find("tensors.smem_A").type_align == 1
+
+
+def test_section_a_alignas_absent_before_4_4(section_a):
+    m = section_a["nc420"][0][((128, 128, 128), "flashinfer")].mainloop
+    assert m.find("tensors.smem_SFA").declared_alignas is None
+    assert m.find("tensors.smem_A").declared_alignas == 1024
+
+
+def test_section_a_trtllm_kernel_fields(section_a):
+    k = section_a["fi072"][0][((128, 128, 128), "trtllm-moe")].kernel
+    assert k.size == 89088 and k.size % 1024 == 0
+    expect = [
+        ("tensors.mainloop", 0, 73728),
+        ("tensors.epilogue", 73728, 12800),
+        ("pipelines", 87040, 256),
+        ("pipelines.scheduler", 87040, 128),
+        ("pipelines.mainloop", 87168, 64),
+        ("pipelines.epi_load", 87232, 48),
+        ("pipelines.load_order", 87280, 16),
+        ("scheduler_response", 87296, 128),
+        ("tensormaps", 87424, 896),
+        ("tensormaps.mainloop", 87424, 512),
+        ("tensormaps.epilogue", 87936, 384),
+    ]
+    for name, off, size in expect:
+        f = k.find(name)
+        assert (f.offset, f.size) == (off, size), name
+    assert k.tail_padding == 89088 - (87424 + 896)
+
+
+def test_tma_bytes_and_capacity_from_the_headers(section_a):
+    rep = section_a["fi072"][0][((128, 128, 128), "flashinfer")]
+    tma = rep.tma_transaction_bytes
+    # A tile 128x128 fp4 = 8192 B + SFA 128*128/16 ue4m3 = 1024 B; B likewise
+    assert (tma.mk.value, tma.nk.value, tma.total.value) == (9216, 9216, 18432)
+    assert tma.mk.file == "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
+    assert "SmemLayoutSFA" in tma.mk.expression and "SmemLayoutA" in tma.mk.expression
+    assert tma.total.expression == "TmaTransactionBytesMK + TmaTransactionBytesNK"
+    cap = rep.capacity
+    assert (cap.name, cap.value, cap.file, cap.expression) == (
+        "sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", "101376")
+
+
+# Section B: a public report, SM120 MXFP8 dense, StageCount<2>, C void, D bf16
+@pytest.mark.parametrize("tile", [(256, 128, 128), (128, 256, 128)])
+def test_section_b_mxfp8_dense_error_internal(fi072, tile):
+    forced, auto = layouts(
+        [Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile, stages=2),
+         Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile)], fi072)
+    assert forced.error is None
+    assert (forced.stages, forced.mainloop.size, forced.epilogue.size, forced.kernel.size) == (
+        2, 102400, 9216, 111616)
+    assert forced.fits is False and forced.headroom_bytes == 101376 - 111616
+    assert forced.verdict == "over_capacity"
+    assert auto.verdict == "does_not_compile"
+    assert "Stages set to value 2 or more" in auto.error.message
+
+
+# Section C: the same tile across CUTLASS versions
+def test_section_c_128x32x256(fi068, fi072):
+    cfg = Config(tile=(128, 32, 256))
+    old, = layouts([cfg], fi068)
+    new, = layouts([cfg], fi072)
+    assert (old.stages, old.kernel.size, old.fits) == (4, 102400, False)
+    assert (new.stages, new.kernel.size, new.fits) == (3, 84992, True)
