@@ -31,6 +31,7 @@ class FieldLayout:
             such as ``cute::ArrayEngine`` and TMA descriptors).
         file, line: where the member is declared (file relative to the CUTLASS include
             root when it lies inside it).
+        access: ``public``, ``protected`` or ``private``.
     """
 
     name: str
@@ -43,6 +44,7 @@ class FieldLayout:
     fields: list["FieldLayout"] = field(default_factory=list)
     file: str | None = None
     line: int | None = None
+    access: str = "public"
 
     def walk(self, prefix: str = ""):
         """Yield ``(dotted_name, FieldLayout)`` for this member and every nested one."""

@@ -12,7 +12,8 @@ What is reported (see :data:`SCHEMA` for the JSON form):
 
 * every ``struct``/``union``/``class`` with a body whose name contains ``Storage``
   (``SharedStorage``, ``TensorStorage``, ``PipelineStorage``, ``TensorMapStorage``,
-  ``CollectiveStorageWithC``, ...) with its nested structs, bases, fields in declaration order
+  ``CollectiveStorageWithC``, ...; not helpers ending in Calculator, Traits, Type, Helper,
+  Policy) with its nested structs, bases, fields in declaration order
   (type, ``alignas``, array extent, guarding ``#if``), file and 1-based line;
 * constants (``static constexpr`` members and namespace-scope ``constexpr``/``const``) named
   ``TmaTransactionBytes*``, ``*Stages``, ``*_smem_capacity_bytes`` or ``*SmemCapacity*``, with
@@ -224,7 +225,11 @@ def _scan_file(path: str, rel: str, strict: bool = False):
             return [], [], ([] if why.startswith("empty") else [Diagnostic(rel, 0, why.split(":")[0])]), False
     from .frontends import treesitter
 
-    structs, consts, diags = treesitter.scan_source(data, rel)
+    try:
+        structs, consts, diags = treesitter.scan_source(data, rel)
+    except (RecursionError, ValueError, UnicodeError, AttributeError, TypeError) as exc:
+        # A scanner bug on odd input must not cost the rest of the tree: say so and go on.
+        return [], [], [Diagnostic(rel, 0, f"internal error, file skipped: {type(exc).__name__}: {exc}")], True
     return structs, consts, diags, True
 
 
@@ -341,6 +346,10 @@ def _apply_grep(result: ScanResult, grep: str) -> None:
 # output
 
 
+def _scopes_json(scopes: list[Scope]) -> list[dict]:
+    return [{"kind": e.kind, "name": e.name, "template_args": e.template_args} for e in scopes]
+
+
 def _struct_json(s: Struct) -> dict:
     return {
         "name": s.name,
@@ -353,8 +362,7 @@ def _struct_json(s: Struct) -> dict:
         "alignas": s.alignas,
         "cut": s.cut,
         "condition": s.condition,
-        "enclosing": [{"kind": e.kind, "name": e.name, "template_args": e.template_args}
-                      for e in s.enclosing],
+        "enclosing": _scopes_json(s.enclosing),
         "fields": [{"name": f.name, "type": f.type, "alignas": f.alignas, "extent": f.extent,
                     "line": f.line, "condition": f.condition} for f in s.fields],
         "children": [_struct_json(c) for c in s.children],
@@ -384,7 +392,8 @@ def to_json(result: ScanResult, file_only: bool = False) -> dict:
     out["structs"] = [_struct_json(s) for s in result.structs]
     out["constants"] = [{"name": c.name, "qualified_name": c.qualified_name, "file": c.file,
                          "line": c.line, "type": c.type, "expression": c.expression,
-                         "value": c.value} for c in result.constants]
+                         "value": c.value, "enclosing": _scopes_json(c.enclosing)}
+                        for c in result.constants]
     out["diagnostics"] = [{"file": d.file, "line": d.line, "message": d.message}
                           for d in result.diagnostics]
     return out

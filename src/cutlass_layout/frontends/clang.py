@@ -35,6 +35,11 @@ LEAF_PREFIXES = (
 )
 
 _ALIGNAS_RE = re.compile(r"\b(?:alignas|CUTE_ALIGNAS|__align__|aligned)\s*\(\s*([^()]*?)\s*\)")
+_ACCESS = {
+    ci.AccessSpecifier.PRIVATE: "private",
+    ci.AccessSpecifier.PROTECTED: "protected",
+    ci.AccessSpecifier.PUBLIC: "public",
+}
 _SA_RE = re.compile(r"^static assertion failed(?: due to requirement '(.*)')?(?:: (.*))?$", re.S)
 
 
@@ -302,6 +307,7 @@ class ProbeUnit:
             name=name, type=written.spelling, offset=offset, size=size, type_align=align,
             declared_alignas=alignas,
             file=self.rel(loc.file.name) if loc.file else None, line=loc.line if loc.file else None,
+            access=_ACCESS.get(cursor.access_specifier, "public"),
         )
         if canon.kind == ci.TypeKind.RECORD and depth < 12 and not canon.spelling.startswith(LEAF_PREFIXES):
             sub_union = canon.get_declaration().kind == ci.CursorKind.UNION_DECL

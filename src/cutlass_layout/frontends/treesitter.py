@@ -173,8 +173,11 @@ def parse(src: bytes) -> tree_sitter.Tree:
 # 4. extraction
 
 #: Struct/union/class names kept: any name containing "Storage" (SharedStorage, TensorStorage,
-#: PipelineStorage, TensorMapStorage, CollectiveStorageWithC, ...).
+#: PipelineStorage, TensorMapStorage, CollectiveStorageWithC, ...) except helpers ending in
+#: Calculator, Traits, Type, Helper or Policy.
 _STORAGE_RE = re.compile(rb"Storage\w*")
+#: Helper metafunctions whose name merely contains "Storage" (StorageContainerCalculator).
+_NOT_STORAGE_SUFFIXES = ("Calculator", "Traits", "Type", "Helper", "Policy")
 _STRUCT_BEFORE_RE = re.compile(
     rb"\b(?P<kw>struct|union|class)\s+(?:alignas\s*" + _PARENS + rb"\s*)?\w*$"
 )
@@ -282,6 +285,13 @@ def norm(raw: bytes) -> str:
 
 def int_value(node) -> int | None:
     """Integer value of a literal or a sum/difference/product of literals, else None."""
+    try:
+        return _int_value(node)
+    except RecursionError:
+        return None
+
+
+def _int_value(node) -> int | None:
     t = node.type
     if t == "number_literal":
         s = node.text.decode("ascii", "replace").replace("'", "").rstrip("uUlLzZ")
@@ -296,18 +306,18 @@ def int_value(node) -> int | None:
         except ValueError:
             return None
     if t == "parenthesized_expression" and node.named_child_count == 1:
-        return int_value(node.named_children[0])
+        return _int_value(node.named_children[0])
     if t == "unary_expression":
         op = node.child_by_field_name("operator")
         arg = node.child_by_field_name("argument")
-        v = int_value(arg) if arg is not None else None
+        v = _int_value(arg) if arg is not None else None
         if v is None or op is None:
             return None
         return -v if op.type == "-" else v if op.type == "+" else None
     if t == "binary_expression":
         op = node.child_by_field_name("operator")
-        a = int_value(node.child_by_field_name("left"))
-        b = int_value(node.child_by_field_name("right"))
+        a = _int_value(node.child_by_field_name("left"))
+        b = _int_value(node.child_by_field_name("right"))
         if a is None or b is None or op is None:
             return None
         return {"+": a + b, "-": a - b, "*": a * b}.get(op.type)
@@ -337,6 +347,8 @@ class _Extractor:
                 continue
             kw = before.group("kw").decode()
             name = text[s:e].decode()
+            if name.endswith(_NOT_STORAGE_SUFFIXES):
+                continue
             node = root.named_descendant_for_byte_range(s, e)
             if node is None:
                 continue
@@ -601,8 +613,12 @@ def _name_and_args(name_node) -> tuple[str, str | None]:
     if name_node.type == "template_type":
         n = name_node.child_by_field_name("name")
         a = name_node.child_by_field_name("arguments")
-        return (n.text.decode() if n is not None else norm(name_node.text),
-                norm(a.text) if a is not None else None)
+        args = None
+        if a is not None:
+            args = norm(a.text)
+            if args.startswith("<") and args.endswith(">"):
+                args = "<" + args[1:-1].strip() + ">"
+        return (n.text.decode() if n is not None else norm(name_node.text), args)
     return norm(name_node.text), None
 
 

@@ -1,0 +1,122 @@
+"""The command line: one clear line and the documented exit code for every bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cutlass_layout.cli import main
+
+BAD = [
+    (["layout", "--cutlass", "/no/such/dir/include"], "does not exist"),
+    (["layout", "--tile", "128x0x128"], "tile"),
+    (["layout", "--tile", "abc"], "tile"),
+    (["layout", "--a", "fp5"], "unknown element kind"),
+    (["layout", "--arch", "sm90"], "unknown arch"),
+    (["layout", "--arch", "sm999"], "unknown arch"),
+    (["layout", "--cluster", "2x1x1"], "only 1x1x1"),
+    (["layout", "--stages", "zero"], "stages"),
+    (["layout", "--preset", "vllm"], "preset"),
+    (["layout", "--show", "everything"], "--show"),
+    (["layout", "--no-such-flag"], "No such option"),
+]
+
+
+@pytest.mark.parametrize("argv,words", BAD, ids=[" ".join(a[1:]) for a, _ in BAD])
+def test_bad_input_one_line_exit_2(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ")
+    assert words in err
+    assert len(err.splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_tree_without_cutlass(tmp_path, capsys):
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "foo.h").write_text("int x;\n")
+    assert main(["layout", "--cutlass", str(tmp_path)]) == 2
+    assert "no CUTLASS headers" in capsys.readouterr().err
+
+
+def test_wheel_without_cutlass(tmp_path, capsys):
+    import zipfile
+    whl = tmp_path / "x-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("x/__init__.py", "")
+    assert main(["layout", "--cutlass", str(whl)]) == 2
+    assert "no CUTLASS headers" in capsys.readouterr().err
+
+
+def test_console_script_has_no_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cutlass_layout.cli", "layout", "--cutlass", str(tmp_path / "missing")],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error: path does not exist")
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.network
+def test_layout_json_schema(capsys):
+    assert main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "cutlass-layout/layout/1"
+    for key in ("provenance", "config", "stages", "capacity_bytes", "kernel", "mainloop", "epilogue",
+                "tma_transaction_bytes", "checked", "fits", "headroom_bytes", "error"):
+        assert key in doc
+    for key in ("cutlass_root", "cutlass_version", "tree_hash", "libclang_version", "cuda_path", "flags"):
+        assert key in doc["provenance"]
+    assert doc["provenance"]["cutlass_version"] == "4.5.0"
+    assert doc["config"]["tile"] == [128, 128, 128] and doc["config"]["stages"] == "auto"
+    assert doc["kernel"]["size"] == 84992 and doc["checked"] == "types"
+    f = doc["mainloop"]["fields"][0]["fields"][0]
+    assert set(f) >= {"name", "type", "offset", "size", "type_align", "declared_alignas",
+                      "padding_before", "fields"}
+    assert (f["name"], f["offset"], f["size"], f["declared_alignas"]) == ("smem_A", 0, 32768, 1024)
+    assert doc["tma_transaction_bytes"]["total"] == 18432
+    assert doc["tma_transaction_bytes"]["expressions"]["total"]["line"] > 0
+    assert doc["headroom_bytes"] == 101376 - 84992 and doc["fits"] is True
+
+
+@pytest.mark.network
+def test_does_not_compile_exits_3_and_prints_no_size(capsys):
+    code = main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--tile", "128x256x256"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "Stages set to value 2 or more" in out
+    assert "sm120_blockscaled_mma_array_tma.hpp" in out
+    assert "Total" not in out and "Stages:" not in out
+
+
+@pytest.mark.network
+def test_does_not_compile_json(capsys):
+    code = main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--tile", "128x256x256", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3
+    assert doc["kernel"] is None and doc["stages"] is None and doc["headroom_bytes"] is None
+    assert doc["error"]["kind"] == "static_assert"
+    assert doc["error"]["file"] == "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
+
+
+@pytest.mark.network
+def test_check_exits_1_over_capacity(capsys):
+    # handed.md section B: 2 stages, 111616 B > 101376
+    argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
+            "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
+    assert main(argv + ["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "111616" in out and "over capacity by 10240" in out
+    assert main(argv) == 0
+
+
+@pytest.mark.network
+def test_tile_k_in_bytes_is_the_same_config(capsys):
+    assert main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--tile", "128x128x64B", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["config"]["tile"] == [128, 128, 128]
+    assert doc["kernel"]["size"] == 84992
