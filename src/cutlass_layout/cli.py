@@ -94,6 +94,22 @@ def layout_cmd(arch, kernel, a, b, tile, cluster, stages, c, d, preset, cutlass_
         sys.exit(1)
 
 
+@cli.command("scan")
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
+@click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
+@click.option("--file-only", is_flag=True, help="Print only the files that match.")
+def scan_cmd(path, as_json, grep, file_only):
+    """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
+
+    PATH is a header, a directory, or any source --cutlass accepts. Tolerant of cut-off and
+    damaged headers (tree-sitter): what was recovered is reported with diagnostics.
+    """
+    from .scan import run_scan_cli
+
+    sys.exit(run_scan_cli(path, as_json, grep, file_only))
+
+
 @cli.command("source")
 @_source_options
 def source_cmd(cutlass_src, cuda_path):
