@@ -26,11 +26,13 @@ def test_stages_and_cluster():
 
 
 @pytest.mark.parametrize("kwargs,word", [
-    (dict(arch="sm90"), "arch"),
+    (dict(arch="sm80"), "arch"),
     (dict(a="fp4"), "element"),
     (dict(kernel="batched"), "kernel"),
     (dict(cluster=(2, 1, 1)), "1x1x1"),
     (dict(a="nvfp4", b="mxfp8"), "pair"),
+    (dict(arch="sm90", a="nvfp4"), "pair"),
+    (dict(schedule="pingpong"), "auto"),
     (dict(c="int8"), "element"),
     (dict(preset="vllm"), "preset"),
 ])

@@ -37,25 +37,32 @@ def _config_options(f):
         click.option("--cluster", default="1x1x1", show_default=True, help="ClusterShape MxNxK."),
         click.option("--tile", default="128x128x128", show_default=True,
                      help="TileShape MxNxK (K in elements) or MxNxKB (K in bytes of A's element)."),
-        click.option("--b", "b", default=None, help="B element: nvfp4, mxfp4, mxfp8 (default: same as A)."),
-        click.option("--a", "a", default="nvfp4", show_default=True, help="A element: nvfp4, mxfp4, mxfp8."),
+        click.option("--b", "b", default=None, help="B element (default: same as A)."),
+        click.option("--a", "a", default="nvfp4", show_default=True,
+                     help="A element: nvfp4, mxfp4, mxfp8 (SM120); bf16, f16, e4m3, e5m2 (SM90)."),
+        click.option("--epilogue-schedule", default="auto", show_default=True,
+                     help="auto (the preset's), tma or nosmem."),
+        click.option("--schedule", default="auto", show_default=True, help="auto, cooperative or pingpong (SM90)."),
         click.option("--kernel", default="grouped", show_default=True, help="dense or grouped (ptr-array)."),
-        click.option("--arch", default="sm120", show_default=True, help="sm120 or sm121."),
+        click.option("--arch", default="sm120", show_default=True, help="sm120, sm121 or sm90."),
     ]
     for o in opts:
         f = o(f)
     return f
 
 
-def config_from_flags(arch, kernel, a, b, tile, cluster, stages, c, d, preset) -> Config:
-    """Build a :class:`Config` from flag strings; raises :class:`BadInput` on a bad value."""
+def config_from_flags(*, arch="sm120", kernel="grouped", a="nvfp4", b=None, tile="128x128x128",
+                      cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
+                      schedule="auto", epilogue_schedule="auto") -> Config:
+    """Build a :class:`Config` from flag strings (keyword names = the ``layout`` flags);
+    raises :class:`BadInput` on a bad value."""
     a = a.lower()
     b = (b or a).lower()
     return Config(
         arch=arch.lower(), kernel=kernel.lower(), a=a, b=b,
         tile=parse_tile(tile, a), cluster=parse_shape(cluster, "cluster"),
         stages=parse_stages(stages), c=c.lower() if c else None, d=d.lower() if d else None,
-        preset=preset.lower(),
+        preset=preset.lower(), schedule=schedule.lower(), epilogue_schedule=epilogue_schedule.lower(),
     )
 
 
@@ -73,10 +80,9 @@ def cli():
 @click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
-def layout_cmd(arch, kernel, a, b, tile, cluster, stages, c, d, preset, cutlass_src, cuda_path,
-               as_json, check, depth, show):
+def layout_cmd(cutlass_src, cuda_path, as_json, check, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
-    cfg = config_from_flags(arch, kernel, a, b, tile, cluster, stages, c, d, preset)
+    cfg = config_from_flags(**flags)
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     for s in structs:
         if s not in ("kernel", "mainloop", "epilogue"):

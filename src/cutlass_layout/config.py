@@ -33,18 +33,23 @@ class Element:
 
 
 ELEMENTS = {
+    # block-scaled kinds (SM120/SM121 OpClassBlockScaledTensorOp)
     "nvfp4": Element("nvfp4", "cutlass::nv_float4_t<cutlass::float_e2m1_t>", 4, "ue4m3 per 16"),
     "mxfp4": Element("mxfp4", "cutlass::mx_float4_t<cutlass::float_e2m1_t>", 4, "ue8m0 per 32"),
     "mxfp8": Element("mxfp8", "cutlass::mx_float8_t<cutlass::float_e4m3_t>", 8, "ue8m0 per 32"),
+    # plain kinds (SM90 OpClassTensorOp)
+    "bf16": Element("bf16", "cutlass::bfloat16_t", 16, ""),
+    "f16": Element("f16", "cutlass::half_t", 16, ""),
+    "e4m3": Element("e4m3", "cutlass::float_e4m3_t", 8, ""),
+    "e5m2": Element("e5m2", "cutlass::float_e5m2_t", 8, ""),
 }
 
-#: (A, B) pairs the SM120 block-scaled MMA supports. mxfp8 x mxfp4 is the mixed F8F6F4 pair.
+#: (A, B) pairs per family. mxfp8 x mxfp4 is SM120's mixed F8F6F4 pair.
 VALID_PAIRS = {
-    ("nvfp4", "nvfp4"),
-    ("mxfp4", "mxfp4"),
-    ("mxfp8", "mxfp8"),
-    ("mxfp8", "mxfp4"),
-    ("mxfp4", "mxfp8"),
+    "sm120": {("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp8"),
+              ("mxfp8", "mxfp4"), ("mxfp4", "mxfp8")},
+    "sm90": {("bf16", "bf16"), ("f16", "f16"), ("e4m3", "e4m3"), ("e4m3", "e5m2"),
+             ("e5m2", "e4m3"), ("e5m2", "e5m2")},
 }
 
 #: Epilogue element kinds (C and D) and their CUTLASS types.
@@ -55,7 +60,12 @@ OUTPUTS = {
     "f32": ("float", 32),
 }
 
-ARCHS = {"sm120": "sm_120a", "sm121": "sm_121a"}
+#: arch -> clang's --cuda-gpu-arch
+ARCHS = {"sm120": "sm_120a", "sm121": "sm_121a", "sm90": "sm_90a"}
+#: arch -> family (the collective/kernel files and builders used)
+FAMILY = {"sm120": "sm120", "sm121": "sm120", "sm90": "sm90"}
+SCHEDULES = ("auto", "cooperative", "pingpong")
+EPILOGUE_SCHEDULES = ("auto", "tma", "nosmem")
 KERNELS = ("dense", "grouped")
 PRESETS = ("flashinfer", "trtllm-moe")
 
@@ -65,12 +75,18 @@ class Config:
     """One GEMM kernel config.
 
     Attributes:
-        arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity).
+        arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity),
+            or ``sm90``.
         kernel: ``dense`` (``Shape<int,int,int,int>`` problem) or ``grouped`` (ptr-array,
             ``GroupProblemShape``).
         a, b: operand kinds, keys of :data:`ELEMENTS`.
         tile: TileShape (M, N, K), K in elements.
         cluster: ClusterShape (M, N, K); only (1, 1, 1) is valid for SM120.
+        schedule: mainloop kernel schedule: ``auto`` (``KernelScheduleAuto``), ``cooperative``
+            or ``pingpong`` (SM90 ``KernelTmaWarpSpecializedCooperative``/``Pingpong`` and their
+            ``KernelPtrArray...`` twins for grouped kernels).
+        epilogue_schedule: ``auto`` (the preset's), ``tma`` (``TmaWarpSpecialized*``) or
+            ``nosmem`` (``NoSmemWarpSpecialized``).
         stages: ``None`` for ``StageCountAutoCarveout<sizeof(CollectiveEpilogue::SharedStorage)>``,
             else ``StageCount<stages>``.
         c, d: epilogue C and D element kinds (keys of :data:`OUTPUTS`); ``None`` takes the preset's.
@@ -89,6 +105,13 @@ class Config:
     c: str | None = None
     d: str | None = None
     preset: str = "flashinfer"
+    schedule: str = "auto"
+    epilogue_schedule: str = "auto"
+
+    @property
+    def family(self) -> str:
+        """``sm120`` (SM120/SM121 block-scaled) or ``sm90``."""
+        return FAMILY[self.arch]
 
     def __post_init__(self):
         validate(self)
@@ -140,8 +163,11 @@ class Config:
         """Short text like ``sm120 grouped nvfp4xnvfp4 128x128x128 stages=auto flashinfer``."""
         m, n, k = self.tile
         st = "auto" if self.stages is None else str(self.stages)
-        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k} "
-                f"stages={st} {self.preset} C={self.element_c} D={self.element_d}")
+        sched = "" if self.schedule == "auto" else f" {self.schedule}"
+        epi = "" if self.epilogue_schedule == "auto" else f" epi={self.epilogue_schedule}"
+        cl = "" if self.cluster == (1, 1, 1) else " cluster=" + "x".join(map(str, self.cluster))
+        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k}{cl} "
+                f"stages={st}{sched}{epi} {self.preset} C={self.element_c} D={self.element_d}")
 
     def with_(self, **changes) -> "Config":
         """A copy with some attributes changed (validated again)."""
@@ -160,8 +186,13 @@ def validate(cfg: Config) -> None:
                 f"unknown element kind {getattr(cfg, op)!r} for {op.upper()}: "
                 f"choose {', '.join(ELEMENTS)}"
             )
-    if (cfg.a, cfg.b) not in VALID_PAIRS:
-        raise BadInput(f"A={cfg.a} with B={cfg.b} is not a block-scaled pair SM120 supports")
+    pairs = VALID_PAIRS[FAMILY[cfg.arch]]
+    if (cfg.a, cfg.b) not in pairs:
+        kinds = sorted({x for p in pairs for x in p})
+        raise BadInput(
+            f"A={cfg.a} with B={cfg.b} is not a pair {cfg.arch} supports "
+            f"(element kinds there: {', '.join(kinds)})"
+        )
     for op in ("c", "d"):
         v = getattr(cfg, op)
         if v is not None and v not in OUTPUTS:
@@ -172,11 +203,22 @@ def validate(cfg: Config) -> None:
         raise BadInput(f"unknown preset {cfg.preset!r}: choose {', '.join(PRESETS)}")
     if len(cfg.tile) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.tile):
         raise BadInput(f"tile {cfg.tile!r}: M, N and K must be positive integers")
-    if tuple(cfg.cluster) != (1, 1, 1):
-        c = "x".join(map(str, cfg.cluster))
+    if len(cfg.cluster) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.cluster):
+        raise BadInput(f"cluster {cfg.cluster!r}: M, N and K must be positive integers")
+    c = "x".join(map(str, cfg.cluster))
+    if FAMILY[cfg.arch] == "sm120" and tuple(cfg.cluster) != (1, 1, 1):
         raise BadInput(
             f"cluster {c}: SM120/SM121 GEMMs have no thread-block clusters; only 1x1x1 is valid"
         )
+    if cfg.cluster[2] != 1 or cfg.cluster[0] * cfg.cluster[1] > 16:
+        raise BadInput(f"cluster {c}: K must be 1 and M*N at most 16")
+    if cfg.schedule not in SCHEDULES:
+        raise BadInput(f"unknown schedule {cfg.schedule!r}: choose {', '.join(SCHEDULES)}")
+    if cfg.epilogue_schedule not in EPILOGUE_SCHEDULES:
+        raise BadInput(f"unknown epilogue schedule {cfg.epilogue_schedule!r}: "
+                       f"choose {', '.join(EPILOGUE_SCHEDULES)}")
+    if FAMILY[cfg.arch] == "sm120" and cfg.schedule != "auto":
+        raise BadInput(f"schedule {cfg.schedule!r}: SM120 block-scaled GEMMs take auto here")
     if cfg.stages is not None and (not isinstance(cfg.stages, int) or cfg.stages < 1):
         raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
 
