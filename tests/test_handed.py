@@ -1,8 +1,7 @@
-"""Every value of shared/cases/handed.md (sections A, B, C), byte for byte.
+"""Every value of shared/cases/handed.md (sections A to D), byte for byte.
 
 The numbers below were computed by nvcc 13.0 from the named CUTLASS headers (sizeof,
-offsetof, DispatchPolicy::Stages), not by this tool. Section D (SM90) belongs to the SM90
-families, which this engine does not cover yet.
+offsetof, DispatchPolicy::Stages), not by this tool.
 """
 
 from __future__ import annotations
@@ -154,3 +153,35 @@ def test_section_c_128x32x256(fi068, fi072):
     new, = layouts([cfg], fi072)
     assert (old.stages, old.kernel.size, old.fits) == (4, 102400, False)
     assert (new.stages, new.kernel.size, new.fits) == (3, 84992, True)
+
+
+# Section D: SM90 dense, nvidia-cutlass 4.2.0.0, bf16, cooperative, TMA epilogue, C = D = bf16
+def test_section_d_sm90_dense_cooperative(nc420):
+    cfg = Config(arch="sm90", kernel="dense", a="bf16", b="bf16", tile=(128, 128, 64), c="bf16",
+                 d="bf16", schedule="cooperative", epilogue_schedule="tma")
+    rep, = layouts([cfg], nc420)
+    assert (rep.stages, rep.mainloop.size, rep.epilogue.size, rep.kernel.size) == (6, 196736, 33792, 230400)
+    assert rep.mainloop.align == 128 and rep.kernel.align == 512
+    assert rep.capacity.value == 232448 and rep.capacity.name == "sm90_smem_capacity_bytes"
+    assert rep.capacity.file == "cutlass/gemm/collective/builders/sm90_common.inl"
+    k = rep.kernel
+    for name, off, size in [
+        ("pipelines", 0, 176), ("pipelines.mainloop", 0, 96), ("pipelines.epi_load", 96, 64),
+        ("pipelines.load_order", 160, 16), ("scheduler", 176, 1), ("tensors", 512, 229888),
+        ("tensors.epilogue", 512, 33280), ("tensors.epilogue.collective", 512, 32768),
+        ("tensors.epilogue.thread", 33280, 1), ("tensors.mainloop", 33792, 196608),
+        ("tensors.mainloop.smem_A", 33792, 98304), ("tensors.mainloop.smem_B", 132096, 98304),
+    ]:
+        f = k.find(name)
+        assert (f.offset, f.size) == (off, size), name
+    # smem_C and smem_D share 32768 bytes at 512 as a union
+    assert (k.find("tensors.epilogue.collective.smem_C").offset,
+            k.find("tensors.epilogue.collective.smem_C").size) == (512, 32768)
+    assert (k.find("tensors.epilogue.collective.smem_D").offset,
+            k.find("tensors.epilogue.collective.smem_D").size) == (512, 32768)
+
+
+def test_section_d_grouped_auto_epilogue_does_not_compile(nc420):
+    rep, = layouts([Config(arch="sm90", kernel="grouped", tile=(128, 128, 64))], nc420)
+    assert rep.verdict == "does_not_compile"
+    assert "StrideCD must be rank-3" in rep.error.message

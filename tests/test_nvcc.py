@@ -1,8 +1,9 @@
 """Cross-check against nvcc: the same probe compiled by nvcc 13 prints sizeof and offsetof.
 
-Every struct size and every member offset and size that the engine reports for these
-SM120 configs (dense and grouped) must equal what nvcc computes. Skips only where nvcc is
-missing, and says so.
+Every struct size and every member offset and size that the engine reports must equal what
+nvcc computes, for SM120 block-scaled configs (dense and grouped, one translation unit) and
+SM90 configs (dense cooperative/pingpong, grouped, clusters 2x1x1 and 1x2x1, one
+translation unit). Skips only where nvcc is missing, and says so.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from cutlass_layout import Config, layouts, probe
 
 pytestmark = [pytest.mark.network, pytest.mark.nvcc]
 
-CONFIGS = [
+SM120 = [
     Config(),
     Config(tile=(128, 256, 128), preset="trtllm-moe"),
     Config(tile=(256, 128, 128)),
@@ -26,6 +27,23 @@ CONFIGS = [
     Config(kernel="dense", a="mxfp8", b="mxfp8", tile=(256, 128, 128), stages=2),
     Config(kernel="dense", a="mxfp4", b="mxfp4", preset="trtllm-moe"),
     Config(kernel="dense", tile=(128, 64, 128), stages=3, c="f32"),
+]
+
+SM90 = [
+    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative",
+           epilogue_schedule="tma"),
+    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="pingpong",
+           epilogue_schedule="tma"),
+    Config(arch="sm90", kernel="dense", a="f16", tile=(128, 256, 64), c="f16", d="f16",
+           schedule="cooperative", epilogue_schedule="tma", cluster=(2, 1, 1)),
+    Config(arch="sm90", kernel="dense", a="e4m3", tile=(128, 128, 128), schedule="cooperative",
+           epilogue_schedule="tma", cluster=(1, 2, 1)),
+    Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), c="bf16", schedule="cooperative",
+           epilogue_schedule="tma"),
+    Config(arch="sm90", kernel="grouped", tile=(64, 128, 64), c="bf16", schedule="pingpong",
+           epilogue_schedule="tma"),
+    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative",
+           epilogue_schedule="nosmem"),
 ]
 
 
@@ -45,8 +63,8 @@ def _paths(struct, alias):
     return out
 
 
-def test_engine_equals_nvcc(fi072, nvcc, tmp_path):
-    reps = layouts(CONFIGS, fi072)
+def check_against_nvcc(configs, tgt, gpu_arch, nvcc, tmp_path):
+    reps = layouts(configs, tgt)
     for r in reps:
         assert r.error is None, r.error
     expected = {}
@@ -60,9 +78,9 @@ def test_engine_equals_nvcc(fi072, nvcc, tmp_path):
                 expected[(i,) + key] = val
         offsets.append(want)
     src = tmp_path / "probe.cu"
-    src.write_text(probe.render(CONFIGS, with_main=True, offsets=offsets))
+    src.write_text(probe.render(configs, with_main=True, offsets=offsets))
     exe = tmp_path / "probe"
-    cmd = [nvcc, "-std=c++17", "-arch=sm_120a", "-w", f"-I{fi072.tree.include_root}",
+    cmd = [nvcc, "-std=c++17", f"-arch={gpu_arch}", "-w", f"-I{tgt.tree.include_root}",
            str(src), "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -76,6 +94,14 @@ def test_engine_equals_nvcc(fi072, nvcc, tmp_path):
             alias, path, off, size = rest
             fields[(int(i), alias, path)] = (int(off), int(size))
     for i, r in enumerate(reps):
-        assert sizes[i] == (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages), CONFIGS[i].label()
+        assert sizes[i] == (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages), configs[i].label()
     assert fields == expected
-    assert len(fields) > 200
+    return len(fields)
+
+
+def test_sm120_engine_equals_nvcc(fi072, nvcc, tmp_path):
+    assert check_against_nvcc(SM120, fi072, "sm_120a", nvcc, tmp_path) > 200
+
+
+def test_sm90_engine_equals_nvcc(nc420, nvcc, tmp_path):
+    assert check_against_nvcc(SM90, nc420, "sm_90a", nvcc, tmp_path) > 100

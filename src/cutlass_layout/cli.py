@@ -12,7 +12,7 @@ import sys
 import click
 
 from . import engine, report
-from .config import Config, parse_shape, parse_stages, parse_tile
+from .config import DEFAULT_ELEMENT, FAMILY, Config, parse_shape, parse_stages, parse_tile
 from .errors import BadInput, CutlassLayoutError
 
 _SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
@@ -38,8 +38,9 @@ def _config_options(f):
         click.option("--tile", default="128x128x128", show_default=True,
                      help="TileShape MxNxK (K in elements) or MxNxKB (K in bytes of A's element)."),
         click.option("--b", "b", default=None, help="B element (default: same as A)."),
-        click.option("--a", "a", default="nvfp4", show_default=True,
-                     help="A element: nvfp4, mxfp4, mxfp8 (SM120); bf16, f16, e4m3, e5m2 (SM90)."),
+        click.option("--a", "a", default=None,
+                     help="A element: nvfp4, mxfp4, mxfp8 (SM120, default nvfp4); bf16, f16, e4m3, "
+                          "e5m2 (SM90, default bf16)."),
         click.option("--epilogue-schedule", default="auto", show_default=True,
                      help="auto (the preset's), tma or nosmem."),
         click.option("--schedule", default="auto", show_default=True, help="auto, cooperative or pingpong (SM90)."),
@@ -51,15 +52,16 @@ def _config_options(f):
     return f
 
 
-def config_from_flags(*, arch="sm120", kernel="grouped", a="nvfp4", b=None, tile="128x128x128",
+def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
                       cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
                       schedule="auto", epilogue_schedule="auto") -> Config:
     """Build a :class:`Config` from flag strings (keyword names = the ``layout`` flags);
     raises :class:`BadInput` on a bad value."""
-    a = a.lower()
+    arch = arch.lower()
+    a = a.lower() if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
     b = (b or a).lower()
     return Config(
-        arch=arch.lower(), kernel=kernel.lower(), a=a, b=b,
+        arch=arch, kernel=kernel.lower(), a=a, b=b,
         tile=parse_tile(tile, a), cluster=parse_shape(cluster, "cluster"),
         stages=parse_stages(stages), c=c.lower() if c else None, d=d.lower() if d else None,
         preset=preset.lower(), schedule=schedule.lower(), epilogue_schedule=epilogue_schedule.lower(),

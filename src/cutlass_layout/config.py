@@ -64,6 +64,7 @@ OUTPUTS = {
 ARCHS = {"sm120": "sm_120a", "sm121": "sm_121a", "sm90": "sm_90a"}
 #: arch -> family (the collective/kernel files and builders used)
 FAMILY = {"sm120": "sm120", "sm121": "sm120", "sm90": "sm90"}
+DEFAULT_ELEMENT = {"sm120": "nvfp4", "sm90": "bf16"}
 SCHEDULES = ("auto", "cooperative", "pingpong")
 EPILOGUE_SCHEDULES = ("auto", "tma", "nosmem")
 KERNELS = ("dense", "grouped")
@@ -79,7 +80,8 @@ class Config:
             or ``sm90``.
         kernel: ``dense`` (``Shape<int,int,int,int>`` problem) or ``grouped`` (ptr-array,
             ``GroupProblemShape``).
-        a, b: operand kinds, keys of :data:`ELEMENTS`.
+        a, b: operand kinds, keys of :data:`ELEMENTS`; A defaults to the family's
+            (:data:`DEFAULT_ELEMENT`: nvfp4 on SM120, bf16 on SM90), B to A.
         tile: TileShape (M, N, K), K in elements.
         cluster: ClusterShape (M, N, K); only (1, 1, 1) is valid for SM120.
         schedule: mainloop kernel schedule: ``auto`` (``KernelScheduleAuto``), ``cooperative``
@@ -97,8 +99,8 @@ class Config:
 
     arch: str = "sm120"
     kernel: str = "grouped"
-    a: str = "nvfp4"
-    b: str = "nvfp4"
+    a: str | None = None
+    b: str | None = None
     tile: tuple[int, int, int] = (128, 128, 128)
     cluster: tuple[int, int, int] = (1, 1, 1)
     stages: int | None = None
@@ -114,6 +116,11 @@ class Config:
         return FAMILY[self.arch]
 
     def __post_init__(self):
+        if self.arch in FAMILY:  # unknown archs are reported by validate()
+            if self.a is None:
+                object.__setattr__(self, "a", DEFAULT_ELEMENT[FAMILY[self.arch]])
+            if self.b is None:
+                object.__setattr__(self, "b", self.a)
         validate(self)
 
     # -- derived C++ pieces -------------------------------------------------------------

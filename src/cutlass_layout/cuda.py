@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,21 @@ class CudaHeaders:
     path: Path
     source: str
     cccl: Path | None
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """(major, minor) from ``CUDA_VERSION`` in ``include/cuda.h`` (13050 -> (13, 5));
+        (12, 0) when it cannot be read. nvcc defines ``__CUDACC_VER_MAJOR__``/``MINOR__`` to
+        this and CUTLASS tests them (e.g. the SM90 collective builders need 12 or later)."""
+        try:
+            text = (self.path / "include" / "cuda.h").read_text(errors="replace")
+        except OSError:
+            return (12, 0)
+        m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
+        if not m:
+            return (12, 0)
+        v = int(m.group(1))
+        return (v // 1000, (v % 1000) // 10)
 
 
 def _usable(root: Path) -> bool:

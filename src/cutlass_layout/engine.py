@@ -32,7 +32,8 @@ class Target:
     pch: bool = field(default_factory=lambda: not os.environ.get("CUTLASS_LAYOUT_NO_PCH"))
 
     def flags(self, arch: str) -> list[str]:
-        return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch])
+        return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch],
+                           self.cuda.version)
 
     def provenance(self, arch: str) -> Provenance:
         return Provenance(
@@ -68,11 +69,12 @@ def _read(unit: ProbeUnit, cfg: Config, index: int, prov: Provenance) -> LayoutR
         rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
         return rep
     rep.stages = ints["Stages"]
-    consts = {
-        n: unit.constant(n, ints[n], names.get(probe.REFS[n])) for n in probe.REFS
-    }
-    rep.capacity = consts["Capacity"]
-    rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    rep.capacity = unit.constant("Capacity", ints["Capacity"], names.get("capacity_ref"))
+    tma = {}
+    for alias, member in probe.TMA_MEMBERS.items():
+        value = ProbeUnit.int_alias(names[alias]) - 1  # char[1 + N], or char[1] when absent
+        tma[alias] = unit.static_member(names["CollectiveMainloop"], member, value) if value > 0 else None
+    rep.tma_transaction_bytes = TmaBytes(mk=tma["TmaMK"], nk=tma["TmaNK"], total=tma["TmaTotal"])
     return rep
 
 

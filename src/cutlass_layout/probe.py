@@ -10,8 +10,9 @@ computation a user's code performs (CUTLASS's two ``CollectiveBuilder``s and
 ``EpilogueStorage``  ``CollectiveEpilogue::SharedStorage``
 ``*Bytes``           ``char[sizeof(...)]``: forces each struct to be complete
 ``Stages``           ``char[CollectiveMainloop::DispatchPolicy::Stages]``
-``Tma*``             ``char[TmaTransactionBytes*]``, and references to the members
-``Capacity``         ``char[cutlass::arch::sm120_smem_capacity_bytes]``, and a reference
+``Tma*``             ``char[1 + TmaTransactionBytes*]`` (``char[1]`` when the collective
+                     has no such member)
+``Capacity``         ``char[<arch capacity constant>]``, and ``capacity_ref`` bound to it
 ==================== =====================================================
 
 Integer constants are read through ``char[N]`` aliases because their size is exactly N.
@@ -39,15 +40,73 @@ HEADERS = (
 #: Aliases whose canonical type must be a complete record.
 RECORD_ALIASES = ("KernelStorage", "MainloopStorage", "EpilogueStorage")
 #: ``char[N]`` aliases read as integers.
-INT_ALIASES = ("Stages", "TmaMK", "TmaNK", "TmaTotal", "Capacity")
-#: reference variables whose initializer names the header constant (for file:line/expression).
-REFS = {"TmaMK": "tma_mk_ref", "TmaNK": "tma_nk_ref", "TmaTotal": "tma_total_ref",
-        "Capacity": "capacity_ref"}
+INT_ALIASES = ("Stages", "Capacity")
+#: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
+TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
+               "TmaTotal": "TmaTransactionBytes"}
+
+#: Per family: arch tag, operator class, capacity constant (read from the headers).
+FAMILIES = {
+    "sm120": ("cutlass::arch::Sm120", "cutlass::arch::OpClassBlockScaledTensorOp",
+              "cutlass::arch::sm120_smem_capacity_bytes"),
+    "sm90": ("cutlass::arch::Sm90", "cutlass::arch::OpClassTensorOp",
+             "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes"),
+}
+
+_DETECT = """
+// Detection of optional static members (a collective may not define them): 1 + value, or 1.
+namespace cl_detail {
+#define CL_DETECT(NAME)                                                                  \\
+  template <class T, class = void> struct has_##NAME { static constexpr long long value = 1; }; \\
+  template <class T> struct has_##NAME<T, std::void_t<decltype(T::NAME)>> {              \\
+    static constexpr long long value = 1 + static_cast<long long>(T::NAME); };
+CL_DETECT(TmaTransactionBytesMK)
+CL_DETECT(TmaTransactionBytesNK)
+CL_DETECT(TmaTransactionBytes)
+#undef CL_DETECT
+}  // namespace cl_detail
+"""
 
 
 def preamble() -> str:
     """The includes every probe starts with (also what a precompiled header holds)."""
-    return "".join(f"#include <{h}>\n" for h in HEADERS)
+    return "".join(f"#include <{h}>\n" for h in HEADERS) + "#include <type_traits>\n"
+
+
+def kernel_schedule(cfg: Config) -> str:
+    """The mainloop schedule tag for ``cfg`` (``cutlass/gemm/dispatch_policy.hpp``).
+
+    SM90 grouped kernels need a ptr-array schedule, so ``auto`` means cooperative there.
+    """
+    if cfg.family == "sm120" or (cfg.schedule == "auto" and cfg.kernel == "dense"):
+        return "cutlass::gemm::collective::KernelScheduleAuto"
+    kind = "Pingpong" if cfg.schedule == "pingpong" else "Cooperative"
+    if cfg.kernel == "grouped":
+        return f"cutlass::gemm::KernelPtrArrayTmaWarpSpecialized{kind}"
+    return f"cutlass::gemm::KernelTmaWarpSpecialized{kind}"
+
+
+def epilogue_schedule(cfg: Config) -> str:
+    """The epilogue schedule tag for ``cfg`` (``cutlass/epilogue/dispatch_policy.hpp``).
+
+    ``auto`` is the preset's: ``EpilogueScheduleAuto`` (flashinfer; on SM90 the builder then
+    picks an epilogue without shared memory), ``TmaWarpSpecialized`` on SM120 for trtllm-moe.
+    """
+    sched = cfg.epilogue_schedule
+    if sched == "auto":
+        if cfg.preset == "trtllm-moe":
+            sched = "tma"
+        else:
+            return "cutlass::epilogue::collective::EpilogueScheduleAuto"
+    ptr = "PtrArray" if cfg.kernel == "grouped" else ""
+    if sched == "nosmem":
+        return f"cutlass::epilogue::{ptr}NoSmemWarpSpecialized"
+    if cfg.family == "sm120":
+        return "cutlass::epilogue::TmaWarpSpecialized"
+    suffix = "" if cfg.schedule == "pingpong" else "Cooperative"
+    if cfg.kernel == "grouped" and cfg.schedule == "pingpong":
+        suffix = "Pingpong"
+    return f"cutlass::epilogue::{ptr}TmaWarpSpecialized{suffix}"
 
 
 def config_block(cfg: Config, index: int) -> str:
@@ -55,6 +114,7 @@ def config_block(cfg: Config, index: int) -> str:
     m, n, k = cfg.tile
     grouped = cfg.kernel == "grouped"
     ptr = "*" if grouped else ""
+    arch, op_class, capacity = FAMILIES[cfg.family]
     el_a, el_b = ELEMENTS[cfg.a].cpp, ELEMENTS[cfg.b].cpp
     el_c, el_d = OUTPUTS[cfg.element_c][0], OUTPUTS[cfg.element_d][0]
     if grouped:
@@ -62,32 +122,34 @@ def config_block(cfg: Config, index: int) -> str:
         problem = f"cutlass::gemm::GroupProblemShape<cute::Shape<{idx}, {idx}, {idx}>>"
     else:
         problem = "cute::Shape<int, int, int, int>"
-    epi_schedule = ("cutlass::epilogue::TmaWarpSpecialized" if cfg.preset == "trtllm-moe"
-                    else "cutlass::epilogue::collective::EpilogueScheduleAuto")
     if cfg.stages is None:
         stages = ("cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>("
                   "sizeof(typename CollectiveEpilogue::SharedStorage))>")
     else:
         stages = f"cutlass::gemm::collective::StageCount<{cfg.stages}>"
     cm, cn, ck = cfg.cluster
+    tma = "".join(
+        f"using {alias} = char[cl_detail::has_{member}<CollectiveMainloop>::value];\n"
+        for alias, member in TMA_MEMBERS.items()
+    )
     return f"""
 // {cfg.label()}
 namespace {NAMESPACE}{index} {{
 using TileShape = cute::Shape<cute::Int<{m}>, cute::Int<{n}>, cute::Int<{k}>>;
 using ClusterShape = cute::Shape<cute::Int<{cm}>, cute::Int<{cn}>, cute::Int<{ck}>>;
 using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-    cutlass::arch::Sm120, cutlass::arch::OpClassBlockScaledTensorOp, TileShape, ClusterShape,
+    {arch}, {op_class}, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, float, float,
     {el_c}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("c")},
     {el_d}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("d")},
-    {epi_schedule}>::CollectiveOp;
+    {epilogue_schedule(cfg)}>::CollectiveOp;
 using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-    cutlass::arch::Sm120, cutlass::arch::OpClassBlockScaledTensorOp,
+    {arch}, {op_class},
     {el_a}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("a")},
     {el_b}, cutlass::layout::ColumnMajor{ptr}, {cfg.alignment("b")},
     float, TileShape, ClusterShape,
     {stages},
-    cutlass::gemm::collective::KernelScheduleAuto>::CollectiveOp;
+    {kernel_schedule(cfg)}>::CollectiveOp;
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<
     {problem}, CollectiveMainloop, CollectiveEpilogue, void>;
 using KernelStorage = typename GemmKernel::SharedStorage;
@@ -97,14 +159,8 @@ using KernelStorageBytes = char[sizeof(KernelStorage)];
 using MainloopStorageBytes = char[sizeof(MainloopStorage)];
 using EpilogueStorageBytes = char[sizeof(EpilogueStorage)];
 using Stages = char[CollectiveMainloop::DispatchPolicy::Stages];
-using TmaMK = char[CollectiveMainloop::TmaTransactionBytesMK];
-using TmaNK = char[CollectiveMainloop::TmaTransactionBytesNK];
-using TmaTotal = char[CollectiveMainloop::TmaTransactionBytes];
-using Capacity = char[cutlass::arch::sm120_smem_capacity_bytes];
-constexpr auto const& tma_mk_ref = CollectiveMainloop::TmaTransactionBytesMK;
-constexpr auto const& tma_nk_ref = CollectiveMainloop::TmaTransactionBytesNK;
-constexpr auto const& tma_total_ref = CollectiveMainloop::TmaTransactionBytes;
-constexpr auto const& capacity_ref = cutlass::arch::sm120_smem_capacity_bytes;
+{tma}using Capacity = char[{capacity}];
+constexpr auto const& capacity_ref = {capacity};
 }}  // namespace {NAMESPACE}{index}
 """
 
@@ -130,7 +186,7 @@ def render(configs: list[Config], *, with_main: bool = False,
     sizeof``: what nvcc computes, for cross-checks.
     """
     parts = ["// Generated by cutlass-layout: the type computation of each config.\n",
-             preamble()]
+             preamble(), _DETECT]
     for i, cfg in enumerate(configs):
         parts.append(config_block(cfg, i))
     if with_main:

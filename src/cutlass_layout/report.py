@@ -62,11 +62,7 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(f"[red]{rep.error.one_line()}[/red]")
         con.print("checked: types (the kernel's types were instantiated)")
         return
-    tma = rep.tma_transaction_bytes
-    con.print(
-        f"Stages: {rep.stages}   TMA transaction bytes per stage: "
-        f"MK {tma.mk.value} + NK {tma.nk.value} = {tma.total.value}"
-    )
+    con.print(f"Stages: {rep.stages}   TMA transaction bytes per stage: {_tma_text(rep)}")
     con.print(
         f"SharedStorage: kernel {rep.kernel.size} B = mainloop {rep.mainloop.size} B "
         f"(collective) and epilogue {rep.epilogue.size} B (collective), composed with "
@@ -89,8 +85,20 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     con.print("checked: types (asserts inside kernel bodies were not instantiated)")
 
 
+def _tma_text(rep: LayoutReport) -> str:
+    t = rep.tma_transaction_bytes
+    if t is None or t.total is None:
+        return "(the mainloop defines none)"
+    if t.mk is None or t.nk is None:
+        return f"{t.total.value}"
+    return f"MK {t.mk.value} + NK {t.nk.value} = {t.total.value}"
+
+
 def _label(cfg: dict) -> str:
     t = "x".join(map(str, cfg["tile"]))
+    sched = "" if cfg.get("schedule", "auto") == "auto" else f"  schedule {cfg['schedule']}"
+    epi = cfg.get("epilogue_schedule", "auto")
+    epi = "" if epi == "auto" else f", epilogue {epi}"
     return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
-            f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}  "
-            f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']})")
+            f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
+            f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})")

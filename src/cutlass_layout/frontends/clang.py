@@ -59,8 +59,13 @@ def libclang_version() -> str:
     return text
 
 
-def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str) -> list[str]:
-    """The command line for a CUDA host-only parse of a probe against one CUTLASS tree."""
+def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str,
+                cuda_version: tuple[int, int] = (13, 0)) -> list[str]:
+    """The command line for a CUDA host-only parse of a probe against one CUTLASS tree.
+
+    ``cuda_version`` becomes ``__CUDACC_VER_MAJOR__``/``__CUDACC_VER_MINOR__``, which nvcc
+    defines and clang does not.
+    """
     flags = [
         "-x", "cuda", "--cuda-host-only", "-nocudalib",
         f"--cuda-path={cuda_path}", f"--cuda-gpu-arch={gpu_arch}",
@@ -75,6 +80,8 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
         "-idirafter", str(STUB_DIR),
         "-DCUTLASS_ARCH_MMA_SM90_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM100_SUPPORTED",
         "-DCUTLASS_ARCH_MMA_SM120_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM120A_ENABLED",
+        f"-D__CUDACC_VER_MAJOR__={cuda_version[0]}", f"-D__CUDACC_VER_MINOR__={cuda_version[1]}",
+        "-D__CUDACC_VER_BUILD__=0",
         "-w",
     ]
     return flags
@@ -248,6 +255,26 @@ class ProbeUnit:
                 if c.kind == ci.CursorKind.DECL_REF_EXPR and c.referenced is not None:
                     decl = c.referenced
                     break
+        return self._constant_at(name, value, decl)
+
+    def static_member(self, alias: ci.Cursor, name: str, value: int) -> Constant:
+        """A :class:`Constant` for the static member ``name`` of the class ``alias`` names,
+        with expression and file:line from the class template's definition (an implicit
+        instantiation has no children of its own in libclang)."""
+        decl = alias.underlying_typedef_type.get_canonical().get_declaration()
+        pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+        found = None
+        for owner in (pattern, decl):
+            if owner is None or owner.kind.is_invalid():
+                continue
+            owner._tu = decl._tu  # cursors made by a raw call lack the TU back-reference
+            found = next((c for c in owner.get_children()
+                          if c.kind == ci.CursorKind.VAR_DECL and c.spelling == name), None)
+            if found is not None:
+                break
+        return self._constant_at(name, value, found)
+
+    def _constant_at(self, name: str, value: int, decl: ci.Cursor | None) -> Constant:
         if decl is None:
             return Constant(name=name, value=value)
         text = self._text(decl.extent)
