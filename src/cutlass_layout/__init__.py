@@ -15,11 +15,12 @@ from .config import Config, parse_tile
 from .engine import layout, layouts, target
 from .errors import BadInput, CutlassLayoutError, DoesNotCompile
 from .model import LayoutReport
+from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DoesNotCompile",
-    "LayoutReport", "layout", "layouts", "parse_tile", "resolve_cutlass", "target",
+    "LayoutReport", "UserType", "layout", "layouts", "parse_tile", "resolve_cutlass", "target",
 ]

@@ -6,14 +6,18 @@ Every error becomes one line on stderr (``error: ...``) and an exit code from
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from pathlib import Path
 
 import click
 
-from . import engine, report
+from . import engine, probe, report
 from .config import DEFAULT_ELEMENT, FAMILY, Config, parse_shape, parse_stages, parse_tile
 from .errors import BadInput, CutlassLayoutError
+from .probe import UserType
+from .verify import verify_with_nvcc
 
 _SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
                 "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
@@ -77,27 +81,64 @@ def cli():
 @cli.command("layout")
 @_config_options
 @_source_options
+@click.option("--header", type=str, default=None, metavar="FILE",
+              help="A header declaring your own kernel or collective type (with --type).")
+@click.option("--type", "type_name", default=None, metavar="NAME",
+              help="Qualified name of the GemmKernel, CollectiveMainloop or CollectiveEpilogue to lay out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema cutlass-layout/layout/1).")
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
+@click.option("--check-kernel", is_flag=True,
+              help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
+@click.option("--verify", type=str, default=None, metavar="nvcc",
+              help="Compile the same probe with nvcc and compare every size and offset.")
+@click.option("--emit-probe", type=str, default=None, metavar="FILE",
+              help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
 @click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
-def layout_cmd(cutlass_src, cuda_path, as_json, check, depth, show, **flags):
+def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_kernel, verify,
+               emit_probe, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
-    cfg = config_from_flags(**flags)
+    if (header is None) != (type_name is None):
+        raise BadInput("--header and --type go together")
+    if header is not None:
+        subject = UserType(header=header, type=type_name, arch=flags["arch"].lower())
+    else:
+        subject = config_from_flags(**flags)
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     for s in structs:
         if s not in ("kernel", "mainloop", "epilogue"):
             raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
-    rep = engine.layout(cfg, cutlass_src, cuda_path=cuda_path)
+    if verify not in (None, "nvcc"):
+        raise BadInput(f"--verify {verify!r}: the only verifier is nvcc")
+    tgt = engine.target(cutlass_src, cuda_path)
+    if emit_probe:
+        try:
+            Path(emit_probe).write_text(probe.render([subject], with_main=True))
+        except OSError as exc:
+            raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
+    rep = engine.layout(subject, tgt, check_kernel_body=check_kernel)
     if as_json:
-        click.echo(report.to_json(rep))
+        doc = rep.to_dict()
+        if verify and rep.error is None:
+            v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
+            doc["verification"] = {"tool": "nvcc", "agree": v.agree, "sizes": v.sizes,
+                                   "fields": v.fields, "mismatches": v.mismatches}
+        click.echo(json.dumps(doc, indent=2))
     else:
         report.render(rep, max_depth=depth or None, structs=structs)
+        if verify and rep.error is None:
+            v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
+            click.echo(v.summary())
+    if emit_probe:
+        click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
+                   f"-I{tgt.tree.include_root} {emit_probe})", err=True)
     if rep.error is not None:
         if as_json:
             click.echo(f"error: {rep.error.one_line()}", err=True)
         sys.exit(3)
+    if verify and not v.agree:
+        sys.exit(4)
     if check and not rep.fits:
         sys.exit(1)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import probe
 from .config import ARCHS, Config
 from .cuda import CudaHeaders, find_cuda
-from .errors import DoesNotCompile
+from .errors import BadInput, DoesNotCompile
 from .frontends.clang import ProbeUnit, clang_flags, ensure_pch, libclang_version
 from .model import CompileError, LayoutReport, Provenance, TmaBytes
 from .sources import CutlassTree, resolve_cutlass
@@ -56,25 +56,30 @@ def target(cutlass=None, cuda_path=None) -> Target:
     return Target(tree=resolve_cutlass(cutlass), cuda=find_cuda(cuda_path))
 
 
-def _read(unit: ProbeUnit, cfg: Config, index: int, prov: Provenance) -> LayoutReport:
+def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
     names = unit.aliases(f"{probe.NAMESPACE}{index}")
     rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
     try:
-        rep.kernel = unit.record(names["KernelStorage"])
-        rep.mainloop = unit.record(names["MainloopStorage"])
-        rep.epilogue = unit.record(names["EpilogueStorage"])
-        ints = {n: ProbeUnit.int_alias(names[n]) for n in probe.INT_ALIASES}
+        rep.kernel = unit.record(names["KernelStorage"], optional=True)
+        rep.mainloop = unit.record(names["MainloopStorage"], optional=True)
+        rep.epilogue = unit.record(names["EpilogueStorage"], optional=True)
+        if rep.kernel is None and rep.mainloop is None and rep.epilogue is None:
+            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} is neither a kernel "
+                             "nor a collective with a SharedStorage")
+        stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
+        capacity = ProbeUnit.int_alias(names["Capacity"])
+        tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in probe.TMA_MEMBERS}
     except (KeyError, ValueError) as exc:  # never a number from a broken type
         rep.kernel = rep.mainloop = rep.epilogue = None
         rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
         return rep
-    rep.stages = ints["Stages"]
-    rep.capacity = unit.constant("Capacity", ints["Capacity"], names.get("capacity_ref"))
-    tma = {}
-    for alias, member in probe.TMA_MEMBERS.items():
-        value = ProbeUnit.int_alias(names[alias]) - 1  # char[1 + N], or char[1] when absent
-        tma[alias] = unit.static_member(names["CollectiveMainloop"], member, value) if value > 0 else None
-    rep.tma_transaction_bytes = TmaBytes(mk=tma["TmaMK"], nk=tma["TmaNK"], total=tma["TmaTotal"])
+    rep.stages = stages if stages > 0 else None
+    rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
+    consts = {
+        alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
+        for alias, member in probe.TMA_MEMBERS.items()
+    }
+    rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
     return rep
 
 
@@ -102,14 +107,33 @@ def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError
     return failed
 
 
-def layouts(configs: list[Config], cutlass=None, *, cuda_path=None) -> list[LayoutReport]:
+def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
+    """Instantiate the kernel's device entry point (``cutlass::device_kernel<GemmKernel>``) in
+    a CUDA device pass with function bodies, so that asserts inside ``operator()`` (tile
+    shape, TMA alignment) fire. Returns the first error, or ``None`` when it compiles.
+
+    Costs a full parse without the precompiled header (about 20 s on 2 cores).
+    """
+    text = probe.render([subject]) + probe.kernel_instantiation(0)
+    flags = [f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"]
+    unit = ProbeUnit(text, flags, tgt.tree.include_root, skip_bodies=False)
+    errors = unit.errors()
+    return errors[0] if errors else None
+
+
+def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False) -> list[LayoutReport]:
     """Lay out several configs with as few libclang parses as possible.
 
     Args:
-        configs: the configs (any mix of archs; one translation unit per arch).
+        configs: :class:`~cutlass_layout.config.Config` or
+            :class:`~cutlass_layout.probe.UserType` items (any mix of archs; one translation
+            unit per arch).
         cutlass: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts, or a
             :class:`Target` from :func:`target` to reuse.
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
+        check_kernel_body: also instantiate each kernel's device entry point
+            (:func:`check_kernel`); a config whose body does not compile gets ``error`` and
+            no numbers; the others say ``checked == "kernel"``.
 
     Returns:
         One :class:`LayoutReport` per config, in order. A config that does not compile has
@@ -151,10 +175,24 @@ def layouts(configs: list[Config], cutlass=None, *, cuda_path=None) -> list[Layo
             rest = [i for k, i in enumerate(group) if k not in failed]
             if rest:  # numbers only ever come from a translation unit without errors
                 pending.append(rest)
+        if check_kernel_body:
+            for i in idxs:
+                rep = out[i]
+                rep.checked = "kernel"
+                if rep.error is not None:
+                    continue
+                if rep.kernel is None:
+                    raise BadInput("--check-kernel needs a kernel type (GemmUniversal), not a collective")
+                err = check_kernel(tgt, configs[i], arch)
+                if err is not None:
+                    rep.kernel = rep.mainloop = rep.epilogue = None
+                    rep.stages = rep.capacity = rep.tma_transaction_bytes = None
+                    rep.error = err
     return out  # type: ignore[return-value]
 
 
-def layout(config: Config | None = None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False) -> LayoutReport:
+def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
+           check_kernel_body: bool = False) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config.
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
@@ -163,13 +201,15 @@ def layout(config: Config | None = None, cutlass=None, *, cuda_path=None, raise_
     ``cutlass/epilogue/collective/builders/sm120_builder.inl``).
 
     Args:
-        config: a :class:`~cutlass_layout.config.Config`; default: SM120 grouped NVFP4
+        config: a :class:`~cutlass_layout.config.Config` or a
+            :class:`~cutlass_layout.probe.UserType`; default: SM120 grouped NVFP4
             128x128x128, flashinfer flavour, stages auto.
         cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.resolve_cutlass`);
             default: the one installed in this environment, else nvidia-cutlass 4.2.0.0.
         cuda_path: CUDA root, ``"pip"``, or ``None`` to search.
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
             ``error`` set.
+        check_kernel_body: see :func:`layouts`.
 
     Returns:
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
@@ -178,7 +218,7 @@ def layout(config: Config | None = None, cutlass=None, *, cuda_path=None, raise_
         BadInput: unusable source, CUDA headers or config.
         DoesNotCompile: only with ``raise_on_error``.
     """
-    rep = layouts([config or Config()], cutlass, cuda_path=cuda_path)[0]
+    rep = layouts([config or Config()], cutlass, cuda_path=cuda_path, check_kernel_body=check_kernel_body)[0]
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep

@@ -166,6 +166,7 @@ class LayoutReport:
 
     config: dict
     provenance: Provenance
+    #: ``types`` (class types instantiated) or ``kernel`` (the device entry point too)
     checked: str = "types"
     stages: int | None = None
     capacity: Constant | None = None
@@ -180,11 +181,17 @@ class LayoutReport:
         return self.capacity.value if self.capacity else None
 
     @property
+    def subject(self) -> StructLayout | None:
+        """The struct compared with the capacity: the kernel's SharedStorage, or for a lone
+        collective (``--type`` naming a mainloop or epilogue) that collective's."""
+        return self.kernel or self.mainloop or self.epilogue
+
+    @property
     def headroom_bytes(self) -> int | None:
-        """Capacity minus ``sizeof(kernel SharedStorage)``; negative when over."""
-        if self.kernel is None or self.capacity is None:
+        """Capacity minus ``sizeof`` of :attr:`subject`; negative when over."""
+        if self.subject is None or self.capacity is None:
             return None
-        return self.capacity.value - self.kernel.size
+        return self.capacity.value - self.subject.size
 
     @property
     def fits(self) -> bool | None:

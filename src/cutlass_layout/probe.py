@@ -22,7 +22,11 @@ cross-check the engine.
 
 from __future__ import annotations
 
-from .config import ELEMENTS, OUTPUTS, Config
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ARCHS, ELEMENTS, FAMILY, OUTPUTS, Config
+from .errors import BadInput
 
 NAMESPACE = "cl_probe_"
 
@@ -54,8 +58,9 @@ FAMILIES = {
 }
 
 _DETECT = """
-// Detection of optional static members (a collective may not define them): 1 + value, or 1.
+// Detection of what a subject type is and of optional members (cutlass-layout).
 namespace cl_detail {
+struct cl_none {};  // stands for "the subject has no such part"
 #define CL_DETECT(NAME)                                                                  \\
   template <class T, class = void> struct has_##NAME { static constexpr long long value = 1; }; \\
   template <class T> struct has_##NAME<T, std::void_t<decltype(T::NAME)>> {              \\
@@ -64,8 +69,73 @@ CL_DETECT(TmaTransactionBytesMK)
 CL_DETECT(TmaTransactionBytesNK)
 CL_DETECT(TmaTransactionBytes)
 #undef CL_DETECT
+template <class T, class = void> struct is_kernel : std::false_type {};
+template <class T> struct is_kernel<T, std::void_t<typename T::CollectiveMainloop,
+    typename T::CollectiveEpilogue, typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct is_mainloop : std::false_type {};
+template <class T> struct is_mainloop<T, std::void_t<typename T::TiledMma,
+    typename T::DispatchPolicy, typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct has_storage : std::false_type {};
+template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct mainloop_of {
+  using type = std::conditional_t<is_mainloop<T>::value, T, cl_none>; };
+template <class T> struct mainloop_of<T, std::enable_if_t<is_kernel<T>::value>> {
+  using type = typename T::CollectiveMainloop; };
+template <class T, class = void> struct epilogue_of {
+  using type = std::conditional_t<has_storage<T>::value && !is_mainloop<T>::value, T, cl_none>; };
+template <class T> struct epilogue_of<T, std::enable_if_t<is_kernel<T>::value>> {
+  using type = typename T::CollectiveEpilogue; };
+template <class T, class = void> struct storage_of { using type = cl_none; };
+template <class T> struct storage_of<T, std::void_t<typename T::SharedStorage>> {
+  using type = typename T::SharedStorage; };
+template <class T> using kernel_storage_t =
+    typename storage_of<std::conditional_t<is_kernel<T>::value, T, cl_none>>::type;
+template <class T, class = void> struct stages_of { static constexpr int value = 1; };
+template <class T> struct stages_of<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {
+  static constexpr int value = 1 + T::DispatchPolicy::Stages; };
 }  // namespace cl_detail
 """
+
+
+@dataclass(frozen=True)
+class UserType:
+    """A user's own GemmKernel, CollectiveMainloop or CollectiveEpilogue type.
+
+    Attributes:
+        header: the header that declares it (absolute path); it includes what it needs from
+            the CUTLASS tree given with ``--cutlass``.
+        type: its qualified C++ name (``my::GemmKernel``).
+        arch: ``sm120``, ``sm121`` or ``sm90``: the capacity it is compared with and clang's
+            ``--cuda-gpu-arch``.
+
+    Raises:
+        BadInput: the header does not exist, the name is empty or the arch unknown.
+    """
+
+    header: Path
+    type: str
+    arch: str = "sm90"
+
+    def __post_init__(self):
+        p = Path(self.header).expanduser()
+        if not p.is_file():
+            raise BadInput(f"header not found: {self.header}")
+        object.__setattr__(self, "header", p.resolve())
+        if not self.type or not all(part.isidentifier() or part == "" for part in
+                                    self.type.split("<")[0].split("::")):
+            raise BadInput(f"--type {self.type!r}: give a qualified C++ type name")
+        if self.arch not in ARCHS:
+            raise BadInput(f"unknown arch {self.arch!r}: choose {', '.join(ARCHS)}")
+
+    @property
+    def family(self) -> str:
+        return FAMILY[self.arch]
+
+    def label(self) -> str:
+        return f"{self.type} from {self.header.name} ({self.arch})"
+
+    def to_dict(self) -> dict:
+        return {"header": str(self.header), "type": self.type, "arch": self.arch}
 
 
 def preamble() -> str:
@@ -128,10 +198,6 @@ def config_block(cfg: Config, index: int) -> str:
     else:
         stages = f"cutlass::gemm::collective::StageCount<{cfg.stages}>"
     cm, cn, ck = cfg.cluster
-    tma = "".join(
-        f"using {alias} = char[cl_detail::has_{member}<CollectiveMainloop>::value];\n"
-        for alias, member in TMA_MEMBERS.items()
-    )
     return f"""
 // {cfg.label()}
 namespace {NAMESPACE}{index} {{
@@ -152,17 +218,60 @@ using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder
     {kernel_schedule(cfg)}>::CollectiveOp;
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<
     {problem}, CollectiveMainloop, CollectiveEpilogue, void>;
-using KernelStorage = typename GemmKernel::SharedStorage;
-using MainloopStorage = typename CollectiveMainloop::SharedStorage;
-using EpilogueStorage = typename CollectiveEpilogue::SharedStorage;
+{subject_block("GemmKernel", capacity)}}}  // namespace {NAMESPACE}{index}
+"""
+
+
+def subject_block(subject: str, capacity: str) -> str:
+    """Aliases that expose ``subject``'s storage to the frontend (inside a probe namespace).
+
+    ``subject`` may be a kernel (``GemmUniversal``: has CollectiveMainloop, CollectiveEpilogue
+    and SharedStorage), a mainloop collective (has TiledMma and DispatchPolicy) or an
+    epilogue collective; parts it does not have become ``cl_detail::cl_none``.
+    """
+    tma = "".join(
+        f"using {alias} = char[cl_detail::has_{member}<Mainloop>::value];\n"
+        for alias, member in TMA_MEMBERS.items()
+    )
+    return f"""using Subject = {subject};
+using Mainloop = typename cl_detail::mainloop_of<Subject>::type;
+using Epilogue = typename cl_detail::epilogue_of<Subject>::type;
+using KernelStorage = cl_detail::kernel_storage_t<Subject>;
+using MainloopStorage = typename cl_detail::storage_of<Mainloop>::type;
+using EpilogueStorage = typename cl_detail::storage_of<Epilogue>::type;
 using KernelStorageBytes = char[sizeof(KernelStorage)];
 using MainloopStorageBytes = char[sizeof(MainloopStorage)];
 using EpilogueStorageBytes = char[sizeof(EpilogueStorage)];
-using Stages = char[CollectiveMainloop::DispatchPolicy::Stages];
+using Stages = char[cl_detail::stages_of<Mainloop>::value];
 {tma}using Capacity = char[{capacity}];
 constexpr auto const& capacity_ref = {capacity};
-}}  // namespace {NAMESPACE}{index}
 """
+
+
+def user_block(user: "UserType", index: int) -> str:
+    """A probe namespace that lays out a user's own type from their header."""
+    _, _, capacity = FAMILIES[user.family]
+    name = user.type if user.type.startswith("::") else "::" + user.type
+    return f"""
+// {user.label()}
+#include "{user.header}"
+namespace {NAMESPACE}{index} {{
+{subject_block(name, capacity)}}}  // namespace {NAMESPACE}{index}
+"""
+
+
+def block(subject, index: int) -> str:
+    """The probe block of a :class:`Config` or a :class:`UserType`."""
+    return user_block(subject, index) if isinstance(subject, UserType) else config_block(subject, index)
+
+
+def kernel_instantiation(index: int) -> str:
+    """An explicit instantiation of ``cutlass::device_kernel`` for probe ``index``'s kernel:
+    in a device pass with function bodies, this instantiates ``GemmKernel::operator()``."""
+    ns = f"{NAMESPACE}{index}"
+    return ("\n#include <cutlass/device_kernel.h>\n"
+            f"template __global__ void cutlass::device_kernel<{ns}::Subject>("
+            f"typename {ns}::Subject::Params const);\n")
 
 
 def line_ranges(configs: list[Config]) -> list[tuple[int, int]]:
@@ -170,7 +279,7 @@ def line_ranges(configs: list[Config]) -> list[tuple[int, int]]:
     line = 1 + render([]).count("\n")
     out = []
     for i, cfg in enumerate(configs):
-        n = config_block(cfg, i).count("\n")
+        n = block(cfg, i).count("\n")
         out.append((line, line + n - 1))
         line += n
     return out
@@ -188,7 +297,7 @@ def render(configs: list[Config], *, with_main: bool = False,
     parts = ["// Generated by cutlass-layout: the type computation of each config.\n",
              preamble(), _DETECT]
     for i, cfg in enumerate(configs):
-        parts.append(config_block(cfg, i))
+        parts.append(block(cfg, i))
     if with_main:
         parts.append("#include <cstdio>\n#include <cstddef>\nint main() {\n")
         for i, _ in enumerate(configs):
@@ -196,7 +305,7 @@ def render(configs: list[Config], *, with_main: bool = False,
             parts.append(
                 f'  std::printf("size {i} %zu %zu %zu %d\\n", sizeof({ns}::KernelStorage), '
                 f"sizeof({ns}::MainloopStorage), sizeof({ns}::EpilogueStorage), "
-                f"(int)sizeof({ns}::Stages));\n"
+                f"(int)sizeof({ns}::Stages) - 1);\n"
             )
             for alias, path in (offsets[i] if offsets else []):
                 t = f"{ns}::{alias}"

@@ -60,17 +60,19 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
     if rep.error is not None:
         con.print(f"[red]{rep.error.one_line()}[/red]")
-        con.print("checked: types (the kernel's types were instantiated)")
+        con.print(_checked_text(rep))
         return
-    con.print(f"Stages: {rep.stages}   TMA transaction bytes per stage: {_tma_text(rep)}")
-    con.print(
-        f"SharedStorage: kernel {rep.kernel.size} B = mainloop {rep.mainloop.size} B "
-        f"(collective) and epilogue {rep.epilogue.size} B (collective), composed with "
-        f"pipelines and alignment as below"
-    )
+    stages = "-" if rep.stages is None else rep.stages
+    con.print(f"Stages: {stages}   TMA transaction bytes per stage: {_tma_text(rep)}")
+    parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
+             if getattr(rep, n) is not None]
+    con.print("SharedStorage sizes: " + ", ".join(parts) +
+              ("  (the kernel composes the collectives' storage with pipelines and alignment)"
+               if rep.kernel is not None else ""))
     for name in structs:
         s = getattr(rep, name)
-        con.print(struct_table(f"{name} SharedStorage: {s.type}", s, max_depth))
+        if s is not None:
+            con.print(struct_table(f"{name} SharedStorage: {s.type}", s, max_depth))
     cap = rep.capacity
     where = f"{cap.name}, {cap.file}:{cap.line}" if cap.file else cap.name
     if rep.fits:
@@ -81,8 +83,15 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
         verdict = f"[red]over capacity by {-rep.headroom_bytes} B[/red]"
-    con.print(f"Total {rep.kernel.size} B of {cap.value} B ({where}): {verdict}")
-    con.print("checked: types (asserts inside kernel bodies were not instantiated)")
+    what = "Total" if rep.kernel is not None else "Collective alone (no kernel around it)"
+    con.print(f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}")
+    con.print(_checked_text(rep))
+
+
+def _checked_text(rep: LayoutReport) -> str:
+    if rep.checked == "kernel":
+        return "checked: kernel (the device entry point was instantiated too)"
+    return "checked: types (asserts inside kernel bodies were not instantiated; --check-kernel does)"
 
 
 def _tma_text(rep: LayoutReport) -> str:
@@ -95,6 +104,8 @@ def _tma_text(rep: LayoutReport) -> str:
 
 
 def _label(cfg: dict) -> str:
+    if "type" in cfg:
+        return f"{cfg['type']} from {cfg['header']} ({cfg['arch']})"
     t = "x".join(map(str, cfg["tile"]))
     sched = "" if cfg.get("schedule", "auto") == "auto" else f"  schedule {cfg['schedule']}"
     epi = cfg.get("epilogue_schedule", "auto")

@@ -135,19 +135,21 @@ class ProbeUnit:
         flags: from :func:`clang_flags`.
         include_root: the CUTLASS include root (file names are reported relative to it).
         filename: the virtual file name of the probe.
+        skip_bodies: skip function bodies (types only); ``False`` to instantiate kernels.
 
     Raises:
         BadInput: libclang could not parse at all (e.g. an unreadable flag or path).
     """
 
-    def __init__(self, text: str, flags: list[str], include_root: Path, filename: str = "cutlass_layout_probe.cu"):
+    def __init__(self, text: str, flags: list[str], include_root: Path,
+                 filename: str = "cutlass_layout_probe.cu", skip_bodies: bool = True):
         self.include_root = Path(include_root)
         self.filename = filename
         index = ci.Index.create()
         try:
             self.tu = index.parse(
                 filename, args=flags, unsaved_files=[(filename, text)],
-                options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES,
+                options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES if skip_bodies else 0,
             )
         except ci.TranslationUnitLoadError as exc:
             raise BadInput(f"libclang could not parse the probe: {exc}") from None
@@ -287,14 +289,19 @@ class ProbeUnit:
             file=self.rel(loc.file.name) if loc.file else None, line=loc.line,
         )
 
-    def record(self, cursor: ci.Cursor) -> StructLayout:
+    def record(self, cursor: ci.Cursor, optional: bool = False) -> StructLayout | None:
         """The layout of the record an alias names, members recursively.
+
+        With ``optional``, the probe's placeholder ``cl_detail::cl_none`` (the subject has no
+        such part) gives ``None``.
 
         Raises:
             ValueError: the alias is not a complete record (error recovery's ``int``, or an
                 incomplete type): never report such a number.
         """
         t = cursor.underlying_typedef_type.get_canonical()
+        if optional and t.spelling == "cl_detail::cl_none":
+            return None
         if t.kind != ci.TypeKind.RECORD:
             raise ValueError(f"{cursor.spelling} is not a record (got {t.spelling})")
         size, align = t.get_size(), t.get_align()
