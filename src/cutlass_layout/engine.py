@@ -17,7 +17,7 @@ from .config import ARCHS, Config
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
 from .frontends.clang import ProbeUnit, clang_flags, ensure_pch, libclang_version
-from .model import CompileError, LayoutReport, Provenance, TmaBytes
+from .model import BuilderBudget, CompileError, LayoutReport, Provenance, TmaBytes
 from .sources import CutlassTree, resolve_cutlass
 
 
@@ -84,12 +84,16 @@ def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
 
 
 def _parse(tgt: Target, configs: list[Config], arch: str) -> ProbeUnit:
+    return _parse_text(tgt, probe.render(configs), arch)
+
+
+def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
     flags = tgt.flags(arch)
     if tgt.pch:
         pch = ensure_pch(probe.preamble(), flags, tgt.tree.tree_hash)
         if pch is not None:
             flags = flags + ["-include-pch", str(pch)]
-    return ProbeUnit(probe.render(configs), flags, tgt.tree.include_root)
+    return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
 def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError] | None:
@@ -105,6 +109,34 @@ def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError
             return None
         failed.setdefault(current, err)
     return failed
+
+
+def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudget | None:
+    """The mainloop builder's stage budget for ``cfg`` (see :class:`BuilderBudget`), read by
+    parsing the probe with :func:`cutlass_layout.probe.budget_block` added.
+
+    Returns ``None`` for a user type, a config that did not compile, or a tree whose builder
+    does not have the members read here (the layout itself does not depend on this).
+    """
+    if not isinstance(cfg, Config) or rep.error is not None or rep.epilogue is None:
+        return None
+    tgt = target(cutlass)
+    text = probe.render([cfg]) + probe.budget_block(cfg, 0)
+    unit = _parse_text(tgt, text, cfg.arch)
+    if unit.errors():
+        return None
+    names = unit.aliases(f"{probe.NAMESPACE}0")
+    reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
+    if reduced > 0:
+        capacity = unit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[cfg.family], reduced)
+    else:
+        capacity = rep.capacity
+    carveout = rep.epilogue.size if cfg.stages is None else 0
+    return BuilderBudget(
+        capacity=capacity, carveout_bytes=carveout,
+        stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
+        stages=ProbeUnit.int_alias(names["BudgetStages"]) - 1,
+    )
 
 
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:

@@ -120,6 +120,33 @@ class TmaBytes:
 
 
 @dataclass
+class BuilderBudget:
+    """How the mainloop's CollectiveBuilder budgeted stages (for ``StageCountAutoCarveout``).
+
+    Read from the builder in the same headers: ``capacity`` is its reduced-capacity member
+    (``ReducedSmemCapacityBytes`` since CUTLASS 4.4.2 on SM120, ``Sm90ReducedSmemCapacityBytes``
+    on SM90) or, where it has none, the full capacity constant; ``stage_bytes`` is what its
+    stage function (``sm100_compute_stage_count_or_override_blockscaled`` /
+    ``compute_stage_count_or_override``) counts per stage, found by evaluating that function;
+    ``stages`` is its ``PipelineStages``. Bytes throughout.
+
+    The builder's count leaves out kernel-level pieces (scheduler pipelines, scheduler
+    responses, TMA descriptors, alignment) and may count a pipeline as 128 bytes: compare
+    ``carveout_bytes + stages * stage_bytes`` with the real kernel size.
+    """
+
+    capacity: Constant
+    carveout_bytes: int
+    stage_bytes: int
+    stages: int
+
+    @property
+    def budgeted_bytes(self) -> int:
+        """``carveout_bytes + stages * stage_bytes``: what the builder thinks the kernel takes."""
+        return self.carveout_bytes + self.stages * self.stage_bytes
+
+
+@dataclass
 class CompileError:
     """The first real compiler error of a config that does not compile.
 
@@ -174,6 +201,7 @@ class LayoutReport:
     mainloop: StructLayout | None = None
     epilogue: StructLayout | None = None
     tma_transaction_bytes: TmaBytes | None = None
+    builder_budget: BuilderBudget | None = None
     error: CompileError | None = None
 
     @property
@@ -243,6 +271,8 @@ class LayoutReport:
             "mainloop": struct(self.mainloop),
             "epilogue": struct(self.epilogue),
             "tma_transaction_bytes": tma,
+            "builder_budget": None if self.builder_budget is None else {
+                **asdict(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit if self.error is None else None,

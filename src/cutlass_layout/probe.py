@@ -68,7 +68,19 @@ struct cl_none {};  // stands for "the subject has no such part"
 CL_DETECT(TmaTransactionBytesMK)
 CL_DETECT(TmaTransactionBytesNK)
 CL_DETECT(TmaTransactionBytes)
+CL_DETECT(ReducedSmemCapacityBytes)
+CL_DETECT(Sm90ReducedSmemCapacityBytes)
 #undef CL_DETECT
+// Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
+template <class F, long long Lo, long long Hi>
+constexpr long long min_capacity() {
+  if constexpr (Lo >= Hi) { return Lo; }
+  else {
+    constexpr long long Mid = (Lo + Hi) / 2;
+    if constexpr (F::template stages<static_cast<int>(Mid)>() >= 1000) { return min_capacity<F, Lo, Mid>(); }
+    else { return min_capacity<F, Mid + 1, Hi>(); }
+  }
+}
 template <class T, class = void> struct is_kernel : std::false_type {};
 template <class T> struct is_kernel<T, std::void_t<typename T::CollectiveMainloop,
     typename T::CollectiveEpilogue, typename T::SharedStorage>> : std::true_type {};
@@ -209,13 +221,14 @@ using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBui
     {el_c}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("c")},
     {el_d}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("d")},
     {epilogue_schedule(cfg)}>::CollectiveOp;
-using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+using MainloopBuilder = cutlass::gemm::collective::CollectiveBuilder<
     {arch}, {op_class},
     {el_a}, cutlass::layout::RowMajor{ptr}, {cfg.alignment("a")},
     {el_b}, cutlass::layout::ColumnMajor{ptr}, {cfg.alignment("b")},
     float, TileShape, ClusterShape,
     {stages},
-    {kernel_schedule(cfg)}>::CollectiveOp;
+    {kernel_schedule(cfg)}>;
+using CollectiveMainloop = typename MainloopBuilder::CollectiveOp;
 using GemmKernel = cutlass::gemm::kernel::GemmUniversal<
     {problem}, CollectiveMainloop, CollectiveEpilogue, void>;
 {subject_block("GemmKernel", capacity)}}}  // namespace {NAMESPACE}{index}
@@ -263,6 +276,42 @@ namespace {NAMESPACE}{index} {{
 def block(subject, index: int) -> str:
     """The probe block of a :class:`Config` or a :class:`UserType`."""
     return user_block(subject, index) if isinstance(subject, UserType) else config_block(subject, index)
+
+
+#: Per family: the builder's stage-count function, called with capacity C and no carve-out
+#: (``cutlass/gemm/collective/builders/sm100_blockscaled_umma_builder.inl`` and
+#: ``sm90_gmma_builder.inl``), and the builder's reduced-capacity member, if any.
+_STAGE_FN = {
+    "sm120": ("cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<C, "
+              "typename MainloopBuilder::SmemAllocTypeA, typename MainloopBuilder::SmemAllocTypeB, "
+              "TileShape, typename MainloopBuilder::SmemLayoutAtomSFA, "
+              "typename MainloopBuilder::SmemLayoutAtomSFB>(cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
+              "ReducedSmemCapacityBytes"),
+    "sm90": ("cutlass::gemm::collective::detail::compute_stage_count_or_override<C, "
+             "typename MainloopBuilder::ElementAMma, typename MainloopBuilder::ElementBMma, TileShape>("
+             "cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
+             "Sm90ReducedSmemCapacityBytes"),
+}
+
+
+def budget_block(cfg: Config, index: int) -> str:
+    """Aliases exposing the mainloop builder's stage budget for config ``index``: the
+    capacity it assumed (``BudgetCapacity``: 1 + its reduced-capacity member, or 1 when it
+    has none), the stage count it chose, and 1000 x its bytes per stage, found by a binary
+    search over the builder's own stage function (``BudgetStageBytes1000``)."""
+    fn, reduced = _STAGE_FN[cfg.family]
+    ns = f"{NAMESPACE}{index}"
+    return f"""
+namespace {ns} {{
+struct BudgetStageFn {{ template <int C> static constexpr int stages() {{ return {fn}; }} }};
+using BudgetStageBytes1000 = char[cl_detail::min_capacity<BudgetStageFn, 0, 2000000000>()];
+using BudgetStages = char[1 + MainloopBuilder::PipelineStages];
+using BudgetReducedCapacity = char[cl_detail::has_{reduced}<MainloopBuilder>::value];
+}}  // namespace {ns}
+"""
+
+
+BUDGET_REDUCED = {fam: v[1] for fam, v in _STAGE_FN.items()}
 
 
 def kernel_instantiation(index: int) -> str:

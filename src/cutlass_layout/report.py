@@ -83,9 +83,25 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
         verdict = f"[red]over capacity by {-rep.headroom_bytes} B[/red]"
+    if rep.builder_budget is not None:
+        con.print(budget_text(rep))
     what = "Total" if rep.kernel is not None else "Collective alone (no kernel around it)"
     con.print(f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}")
     con.print(_checked_text(rep))
+
+
+def budget_text(rep: LayoutReport) -> str:
+    """One paragraph: how the builder chose the stage count, and what it left out."""
+    b = rep.builder_budget
+    cap = b.capacity
+    where = f", {cap.file}:{cap.line}" if cap.file else ""
+    gap = rep.kernel.size - b.budgeted_bytes
+    return (
+        f"Builder budget: ({cap.name} {cap.value} B{where} - carve-out {b.carveout_bytes} B) / "
+        f"{b.stage_bytes} B per stage as the builder counts it = {b.stages} stages; it budgets "
+        f"{b.budgeted_bytes} B, the kernel takes {rep.kernel.size} B "
+        f"({gap:+d} B the builder does not count: kernel pipelines, scheduler, descriptors, alignment)"
+    )
 
 
 def _checked_text(rep: LayoutReport) -> str:

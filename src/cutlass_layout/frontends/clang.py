@@ -154,10 +154,10 @@ class ProbeUnit:
         except ci.TranslationUnitLoadError as exc:
             raise BadInput(f"libclang could not parse the probe: {exc}") from None
         self._lines: dict[str, list[str]] = {}
-        self._namespaces = {
-            c.spelling: c for c in self.tu.cursor.get_children()
-            if c.kind == ci.CursorKind.NAMESPACE
-        }
+        self._namespaces: dict[str, list[ci.Cursor]] = {}
+        for c in self.tu.cursor.get_children():
+            if c.kind == ci.CursorKind.NAMESPACE:
+                self._namespaces.setdefault(c.spelling, []).append(c)
 
     # -- diagnostics ----------------------------------------------------------------------
     def errors(self) -> list[CompileError]:
@@ -234,11 +234,8 @@ class ProbeUnit:
 
     # -- reading a config's namespace --------------------------------------------------------
     def aliases(self, namespace: str) -> dict[str, ci.Cursor]:
-        """The declarations of ``namespace`` by name (aliases and variables)."""
-        ns = self._namespaces.get(namespace)
-        if ns is None:
-            return {}
-        return {c.spelling: c for c in ns.get_children()}
+        """The declarations of ``namespace`` (all its blocks) by name (aliases and variables)."""
+        return {c.spelling: c for ns in self._namespaces.get(namespace, []) for c in ns.get_children()}
 
     @staticmethod
     def int_alias(cursor: ci.Cursor) -> int:
