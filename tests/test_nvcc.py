@@ -8,11 +8,10 @@ translation unit). Skips only where nvcc is missing, and says so.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from cutlass_layout import Config, layouts, probe
+from cutlass_layout import Config, layouts
+from cutlass_layout.verify import member_paths, nvcc_numbers
 
 pytestmark = [pytest.mark.network, pytest.mark.nvcc]
 
@@ -47,61 +46,30 @@ SM90 = [
 ]
 
 
-def _paths(struct, alias):
-    """Member paths offsetof can name: public all the way down, no bases or anonymous."""
-    out = []
-
-    def visit(fields, prefix):
-        for f in fields:
-            if "<" in f.name or f.access != "public":
-                continue
-            name = f"{prefix}.{f.name}" if prefix else f.name
-            out.append(((alias, name), (f.offset, f.size)))
-            visit(f.fields, name)
-
-    visit(struct.fields, "")
-    return out
-
-
-def check_against_nvcc(configs, tgt, gpu_arch, nvcc, tmp_path):
+def check_against_nvcc(configs, tgt, nvcc):
+    """Every size, stage count, member offset and size: the engine's against nvcc's."""
     reps = layouts(configs, tgt)
     for r in reps:
         assert r.error is None, r.error
-    expected = {}
-    offsets = []
+    expected, paths = {}, []
     for i, r in enumerate(reps):
-        want = []
+        mine = []
         for alias, s in (("KernelStorage", r.kernel), ("MainloopStorage", r.mainloop),
                          ("EpilogueStorage", r.epilogue)):
-            for key, val in _paths(s, alias):
-                want.append(key)
-                expected[(i,) + key] = val
-        offsets.append(want)
-    src = tmp_path / "probe.cu"
-    src.write_text(probe.render(configs, with_main=True, offsets=offsets))
-    exe = tmp_path / "probe"
-    cmd = [nvcc, "-std=c++17", f"-arch={gpu_arch}", "-w", f"-I{tgt.tree.include_root}",
-           str(src), "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    sizes, fields = {}, {}
-    for line in out.splitlines():
-        kind, i, *rest = line.split()
-        if kind == "size":
-            sizes[int(i)] = tuple(int(x) for x in rest)
-        else:
-            alias, path, off, size = rest
-            fields[(int(i), alias, path)] = (int(off), int(size))
+            for path, off, size in member_paths(s):
+                mine.append((alias, path))
+                expected[(i, alias, path)] = (off, size)
+        paths.append(mine)
+    sizes, fields = nvcc_numbers(configs, tgt.tree.include_root, configs[0].arch, nvcc=nvcc, paths=paths)
     for i, r in enumerate(reps):
         assert sizes[i] == (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages), configs[i].label()
     assert fields == expected
     return len(fields)
 
 
-def test_sm120_engine_equals_nvcc(fi072, nvcc, tmp_path):
-    assert check_against_nvcc(SM120, fi072, "sm_120a", nvcc, tmp_path) > 200
+def test_sm120_engine_equals_nvcc(fi072, nvcc):
+    assert check_against_nvcc(SM120, fi072, nvcc) > 200
 
 
-def test_sm90_engine_equals_nvcc(nc420, nvcc, tmp_path):
-    assert check_against_nvcc(SM90, nc420, "sm_90a", nvcc, tmp_path) > 100
+def test_sm90_engine_equals_nvcc(nc420, nvcc):
+    assert check_against_nvcc(SM90, nc420, nvcc) > 100
