@@ -176,6 +176,15 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
 
 
+def _register() -> None:
+    from .diff import command as diff_command
+
+    cli.add_command(diff_command)
+
+
+_register()
+
+
 def main(argv=None) -> int:
     """Console entry point. Returns (and exits with) the exit code."""
     try:

@@ -168,7 +168,9 @@ class ProbeUnit:
         """Each error with the probe line that led to it (``None`` when clang gives none).
 
         The probe line is the error's own location when it lies in the probe, else the
-        innermost "in instantiation of ..." note that lies in the probe. clang leaves the
+        outermost "in instantiation of ..." note that lies in the probe (the config block
+        that asked for the type; an inner one can be a shared helper such as the
+        ``cl_detail`` detectors, which belongs to no config). clang leaves the
         instantiation context off errors that follow in the same instantiation, so callers
         attribute such errors to the previous one's line.
         """
@@ -180,12 +182,11 @@ class ProbeUnit:
             if d.location.file and d.location.file.name == self.filename:
                 line = d.location.line
             else:
-                for note in d.children:
+                for note in d.children:  # innermost first: keep the last (outermost) one
                     loc = note.location
                     if (loc.file and loc.file.name == self.filename
                             and not note.spelling.startswith("in file included from")):
                         line = loc.line
-                        break
             out.append((self._error(d), line))
         return out
 
