@@ -93,13 +93,15 @@ def cli():
               help="Compile the same probe with nvcc and compare every size and offset.")
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
               help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
+@click.option("--plot", "plot_file", default=None, metavar="FILE",
+              help="Draw the kernel SharedStorage as a memory map (.svg or .png; needs matplotlib).")
 @click.option("--no-budget", is_flag=True,
               help="Skip the builder's stage budget (saves one parse, about 1.5 s).")
 @click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_kernel, verify,
-               emit_probe, no_budget, depth, show, **flags):
+               emit_probe, plot_file, no_budget, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     if (header is None) != (type_name is None):
         raise BadInput("--header and --type go together")
@@ -113,6 +115,10 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_
             raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
     if verify not in (None, "nvcc"):
         raise BadInput(f"--verify {verify!r}: the only verifier is nvcc")
+    if plot_file:
+        from .plot import check_plot_path
+
+        check_plot_path(plot_file)  # a bad name or no matplotlib: one line, before any parse
     tgt = engine.target(cutlass_src, cuda_path)
     if emit_probe:
         try:
@@ -134,6 +140,11 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_
         if verify and rep.error is None:
             v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
             click.echo(v.summary())
+    if plot_file and rep.error is None:
+        from .plot import plot_layout
+
+        plot_layout(rep, plot_file)
+        click.echo(f"plot written to {plot_file}", err=True)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
@@ -178,7 +189,9 @@ def source_cmd(cutlass_src, cuda_path):
 
 def _register() -> None:
     from .diff import command as diff_command
+    from .sweep import command as sweep_command
 
+    cli.add_command(sweep_command)
     cli.add_command(diff_command)
 
 

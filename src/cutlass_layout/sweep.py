@@ -1,0 +1,812 @@
+"""Sweeps and budgets: which tiles and stage counts fit, for a whole grid of configs.
+
+``sweep(grid)`` lays out every config of a grid (see :mod:`cutlass_layout.grid`) with the
+exact engine, many configs per libclang translation unit, spread over a process pool, and
+for each config also finds ``max_stages_that_fit``: the largest explicit ``StageCount<N>``
+whose kernel ``SharedStorage`` fits the capacity, searched below and above the builder's
+choice. Every number it reports comes from a layout of the engine:
+
+* the search predicts candidates from the per-stage growth of the kernel, then lays out
+  each candidate (in batches) and stops only when it holds a layout of ``N`` that fits and
+  one of ``N + 1`` that does not (or does not compile); ``N`` must be at least 2 for the
+  SM120 collectives (their static_assert), else 1;
+* a ``StageCountAuto...`` config that chose ``S`` stages instantiates the same mainloop
+  type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
+  layout counts as the layout of ``StageCount<S>``.
+
+Results are cached per (CUTLASS tree hash, config, libclang version; also the probe's
+C++ text and the clang flags) as JSON in ``cache_dir("results")``: a repeated sweep reads
+them back without starting libclang.
+
+The ``sweep`` command (:data:`command`) prints a table, ``--json`` (schema
+``cutlass-layout/sweep/1``), ``--csv``, and draws ``--plot FILE``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import click
+
+from .config import Config
+from .errors import BadInput
+
+#: Version of the ``sweep --json`` schema.
+SWEEP_SCHEMA = "cutlass-layout/sweep/1"
+#: Version of the cached per-config record (bump when the record or the search changes).
+_RECORD_FORMAT = 1
+#: Upper bound of the stage-count search.
+MAX_STAGES = 32
+#: Most configs in one translation unit (memory grows with it: ~1 GB at about 30).
+MAX_CHUNK = 16
+#: Fewest configs worth a worker process of its own.
+MIN_CHUNK = 4
+
+VERDICTS = ("fits", "over_capacity", "does_not_compile")
+
+
+# --------------------------------------------------------------------------------------
+# results
+# --------------------------------------------------------------------------------------
+@dataclass
+class SweepRecord:
+    """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
+
+    Attributes:
+        config: the config as in the layout report (:meth:`Config.to_dict`).
+        stages: the mainloop's stage count (the builder's choice for ``stages: "auto"``).
+        mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
+            structs (``None`` when the config does not compile).
+        capacity_bytes: the capacity read from the headers.
+        headroom_bytes: capacity minus kernel bytes (negative when over).
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
+            N and N+1 both computed), or ``None`` when no stage count fits.
+        max_stages_kernel_bytes: the kernel bytes with that many stages.
+        error: for a config that does not compile, ``{kind, message, file, line}``.
+        kernel_layout: the kernel's :class:`~cutlass_layout.model.StructLayout` (for
+            plots; not part of the JSON).
+    """
+
+    config: dict
+    stages: int | None
+    mainloop_bytes: int | None
+    epilogue_bytes: int | None
+    kernel_bytes: int | None
+    capacity_bytes: int | None
+    headroom_bytes: int | None
+    verdict: str
+    max_stages_that_fit: int | None
+    max_stages_kernel_bytes: int | None
+    error: dict | None = None
+    kernel_layout: object | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict:
+        """The record as one entry of the JSON ``results`` list."""
+        d = asdict(self)
+        d.pop("kernel_layout")
+        return d
+
+    def summary(self) -> str:
+        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
+        84992 B``."""
+        st = self.config.get("stages", "auto")
+        head = "auto" if st == "auto" else f"StageCount<{st}>"
+        if self.verdict == "does_not_compile":
+            err = self.error or {}
+            what = "static_assert" if err.get("kind") == "static_assert" else "error"
+            first = f"{head}: does not compile ({what}: {err.get('message', '?')})"
+        else:
+            if self.verdict == "fits":
+                how = f"fits, headroom {self.headroom_bytes}"
+            else:
+                how = f"over by {-self.headroom_bytes}"
+            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
+        if self.max_stages_that_fit is None:
+            return f"{first}; no stage count fits"
+        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
+                f"{self.max_stages_kernel_bytes} B")
+
+
+@dataclass
+class SweepResult:
+    """A whole sweep.
+
+    Attributes:
+        provenance: where the numbers come from (as in the layout report; ``flags`` are
+            those of the first config's arch).
+        grid: the configs swept, in order.
+        records: one :class:`SweepRecord` per config, in the grid's order.
+        stats: how the sweep ran (not part of the JSON): ``configs``, ``cached``,
+            ``laid_out`` (layouts computed, search candidates included), ``chunks``
+            (translation units submitted), ``parse_cpu_seconds`` (CPU time of the
+            layouts, all processes), ``seconds`` (wall), ``worker_peak_rss_mb`` (largest
+            peak RSS of a process that parsed, MB; 0 when nothing was parsed).
+    """
+
+    provenance: dict
+    grid: list[Config]
+    records: list[SweepRecord]
+    stats: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
+        return {
+            "schema": SWEEP_SCHEMA,
+            "provenance": self.provenance,
+            "grid": [c.to_dict() for c in self.grid],
+            "results": [r.to_dict() for r in self.records],
+        }
+
+    def sorted_records(self) -> list[SweepRecord]:
+        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
+        headroom, most room first."""
+        def key(r: SweepRecord):
+            h = r.headroom_bytes if r.headroom_bytes is not None else -math.inf
+            return (VERDICTS.index(r.verdict), -h)
+        return sorted(self.records, key=key)
+
+
+# --------------------------------------------------------------------------------------
+# the result cache
+# --------------------------------------------------------------------------------------
+def _cache_key(tgt, cfg: Config, clang: str) -> str:
+    """SHA-256 of the CUTLASS tree's content hash, the config, the libclang version, and
+    also the probe's C++ text for the config and the clang flags (so a change of the
+    probe generator or of the CUDA headers recomputes instead of reusing)."""
+    from . import probe
+
+    text = json.dumps([_RECORD_FORMAT, tgt.tree.tree_hash, cfg.to_dict(), clang,
+                       probe.preamble() + probe.config_block(cfg, 0), tgt.flags(cfg.arch)],
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _cache_path(key: str) -> Path:
+    from .cache import cache_dir
+
+    return cache_dir("results") / f"{key}.json"
+
+
+def _cache_read(key: str) -> SweepRecord | None:
+    try:
+        data = json.loads(_cache_path(key).read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        layout = data.pop("kernel_layout", None)
+        rec = SweepRecord(**data)
+        if layout is not None:
+            rec.kernel_layout = _struct_from_dict(layout)
+    except (TypeError, KeyError, AttributeError):  # written by another version: recompute
+        return None
+    return rec
+
+
+def _cache_write(key: str, rec: SweepRecord) -> None:
+    path = _cache_path(key)
+    data = rec.to_dict()
+    data["kernel_layout"] = asdict(rec.kernel_layout) if rec.kernel_layout is not None else None
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except OSError:  # a cache that cannot be written only costs time
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
+def _struct_from_dict(d: dict):
+    from .model import FieldLayout, StructLayout
+
+    def fld(f: dict) -> FieldLayout:
+        f = dict(f)
+        f["fields"] = [fld(x) for x in f.get("fields", [])]
+        return FieldLayout(**f)
+
+    d = dict(d)
+    d["fields"] = [fld(x) for x in d.get("fields", [])]
+    return StructLayout(**d)
+
+
+# --------------------------------------------------------------------------------------
+# running the engine in a pool
+# --------------------------------------------------------------------------------------
+def _chunk_worker(tgt, configs: list[Config]):
+    """Lay out ``configs`` in this process: (reports, peak RSS in MB, CPU seconds)."""
+    import resource
+
+    from . import engine
+
+    t = time.process_time()
+    reps = engine.layouts(configs, tgt)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return reps, peak, time.process_time() - t
+
+
+def _stage_bytes_guess(c: Config) -> int:
+    """A rough per-stage byte count (A and B tiles), only to order configs: the ones whose
+    budget is below 2 stages (they do not compile) then share translation units, and a
+    unit with an error must be parsed again without it."""
+    from .config import ELEMENTS
+
+    m, n, k = c.tile
+    return (m * ELEMENTS[c.a].bits + n * ELEMENTS[c.b].bits) * k // 8
+
+
+def _mainloop_key(c: Config) -> tuple:
+    """What the mainloop type depends on (the epilogue flavour does not change it)."""
+    return (c.arch, c.kernel, c.a, c.b, c.tile, c.cluster, c.schedule)
+
+
+def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
+    """Split into chunks of one arch each: a multiple of ``jobs`` chunks where there is
+    enough work, each of at most :data:`MAX_CHUNK` configs.
+
+    Order: configs that share a mainloop type (they differ in the epilogue only) go to
+    different chunks where possible: when that type fails to compile, clang reports the
+    static_assert once per translation unit, and a config that gets only follow-up errors
+    costs the engine a parse of its own. Within that, configs are ordered by
+    :func:`_stage_bytes_guess`, so the ones whose budget is below 2 stages share chunks
+    (a chunk with an error is parsed again without the failing configs).
+    """
+    seen: dict[tuple, int] = {}
+    variant = {}
+    for c in configs:
+        k = _mainloop_key(c)
+        variant[c] = seen.get(k, 0)
+        seen[k] = variant[c] + 1
+    by_arch: dict[str, list[Config]] = {}
+    for c in sorted(configs, key=lambda c: (c.arch, variant[c], _stage_bytes_guess(c))):
+        by_arch.setdefault(c.arch, []).append(c)
+    out = []
+    for group in by_arch.values():
+        n = len(group)
+        k = max(1, min(math.ceil(n / MIN_CHUNK), jobs * math.ceil(n / (jobs * MAX_CHUNK))))
+        size = math.ceil(n / k)
+        out += [group[i:i + size] for i in range(0, n, size)]
+    return out
+
+
+class _Runner:
+    """Lays out configs as a pipeline: chunks go to a pool of ``jobs`` workers (or run in
+    this process), and each finished chunk feeds the stage-count searches, whose next
+    candidates are batched into new chunks as soon as a worker is free, without waiting
+    for the rest of the grid.
+
+    :meth:`start` builds the precompiled header here, then forks the workers (before any
+    progress-bar thread runs), so every worker finds the header in the cache.
+    """
+
+    def __init__(self, tgt, jobs: int):
+        self.tgt, self.jobs = tgt, jobs
+        self.progress = None
+        self.pool = None
+        self.peak_mb = 0.0
+        self.chunks = 0
+        self.laid_out = 0
+        self.cpu = 0.0
+
+    def start(self, configs: list[Config]) -> None:
+        from . import probe
+        from .frontends.clang import ensure_pch
+
+        if self.tgt.pch:
+            for arch in sorted({c.arch for c in configs}):
+                ensure_pch(probe.preamble(), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+        import multiprocessing as mp
+
+        if (self.jobs > 1 and len(_chunks(configs, self.jobs)) > 1
+                and "fork" in mp.get_all_start_methods()):  # else: all in this process
+            from concurrent.futures import ProcessPoolExecutor
+
+            # fork: no re-import of the caller's __main__; the first submit forks every
+            # worker at once, here, while this process runs no other thread
+            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"))
+            for f in [self.pool.submit(os.getpid) for _ in range(self.jobs)]:
+                f.result()
+
+    def run(self, configs: list[Config], follow_up) -> dict:
+        """Lay out ``configs``; after each chunk, ``follow_up(reports_by_config)`` returns
+        more configs to lay out. Returns every report by config."""
+        import resource
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        out: dict[Config, object] = {}
+        pending: list[Config] = []
+        seen = set(configs)
+
+        def more(reps: dict) -> None:
+            out.update(reps)
+            self.laid_out += len(reps)
+            self._advance(len(reps))
+            new = [c for c in follow_up(reps) if c not in seen]
+            seen.update(new)
+            pending.extend(new)
+            if new and self.progress is not None:
+                self.progress.add(len(new))
+
+        if self.pool is None:  # one translation unit at a time, in this process
+            pending.extend(configs)
+            while pending:
+                ch = _chunks(pending, 1)[0]
+                taken = set(ch)
+                pending[:] = [c for c in pending if c not in taken]
+                self.chunks += 1
+                reps, _, cpu = _chunk_worker(self.tgt, ch)
+                self.cpu += cpu
+                more(dict(zip(ch, reps)))
+            self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+            return out
+
+        inflight: dict = {}
+
+        def submit(ch: list[Config]) -> None:
+            self.chunks += 1
+            inflight[self.pool.submit(_chunk_worker, self.tgt, ch)] = ch
+
+        for ch in _chunks(configs, self.jobs):
+            submit(ch)
+        while inflight:
+            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
+            for fut in done:
+                ch = inflight.pop(fut)
+                reps, peak, cpu = fut.result()
+                self.peak_mb = max(self.peak_mb, peak)
+                self.cpu += cpu
+                more(dict(zip(ch, reps)))
+            # free workers take what is pending now; busy ones only full chunks
+            while pending:
+                idle = self.jobs - len(inflight)
+                if idle <= 0 and len(pending) < MAX_CHUNK:
+                    break
+                n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(pending) / idle))
+                chunks = _chunks(pending, 1)
+                ch = chunks[0][:min(n, MAX_CHUNK)]
+                taken = set(ch)
+                pending[:] = [c for c in pending if c not in taken]
+                submit(ch)
+        return out
+
+    def _advance(self, n: int) -> None:
+        if self.progress is not None:
+            self.progress.advance(n)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+class _Progress:
+    """A rich progress bar on stderr (the total grows as the stage-count searches add layouts)."""
+
+    def __init__(self):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.p = Progress(TextColumn("laying out"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.task = self.p.add_task("sweep", total=0)
+        self.p.start()
+
+    def add(self, n: int) -> None:
+        self.p.update(self.task, total=(self.p.tasks[0].total or 0) + n)
+
+    def advance(self, n: int) -> None:
+        self.p.advance(self.task, n)
+
+    def stop(self) -> None:
+        self.p.stop()
+
+
+# --------------------------------------------------------------------------------------
+# the stage-count search
+# --------------------------------------------------------------------------------------
+class _Search:
+    """Largest fitting ``StageCount<N>`` of one base config (its stages set to auto)."""
+
+    def __init__(self, base: Config):
+        self.base = base
+        self.min_n = 2 if base.family == "sm120" else 1
+        #: N -> (kernel bytes, mainloop bytes), or None when StageCount<N> does not compile
+        self.points: dict[int, tuple[int, int] | None] = {}
+        self.capacity: int | None = None
+
+    def add(self, n: int | None, rep) -> None:
+        """Learn from a report of StageCount<n> (n None: an auto config)."""
+        if rep.error is not None:
+            if n is not None:
+                self.points[n] = None
+            return
+        self.capacity = rep.capacity_bytes
+        self.points[rep.stages] = (rep.kernel.size, rep.mainloop.size)
+
+    def _fits(self, n: int) -> bool:
+        p = self.points.get(n)
+        return p is not None and self.capacity is not None and p[0] <= self.capacity
+
+    def bounds(self) -> tuple[int, int]:
+        """(lo, hi): lo the largest N known to fit (min_n - 1 if none), hi the smallest
+        N > lo known not to (MAX_STAGES + 1 if none)."""
+        fit = [n for n in self.points if self._fits(n)]
+        lo = max(fit) if fit else self.min_n - 1
+        over = [n for n in self.points if n > lo and not self._fits(n)]
+        hi = min(over) if over else MAX_STAGES + 1
+        return lo, hi
+
+    def done(self) -> bool:
+        lo, hi = self.bounds()
+        return hi == lo + 1 or lo >= MAX_STAGES
+
+    def result(self) -> tuple[int | None, int | None]:
+        lo, _ = self.bounds()
+        if lo < self.min_n:
+            return None, None
+        return lo, self.points[lo][0]
+
+    def candidates(self) -> list[int]:
+        """Stage counts to lay out next, inside the open interval (lo, hi): the predicted
+        answer (from the per-stage growth of the kernel) and the count after it, leaving
+        out what is already known."""
+        lo, hi = self.bounds()
+        compiled = sorted((n, p) for n, p in self.points.items() if p is not None)
+        if not compiled or self.capacity is None:  # nothing compiled yet: the bottom
+            n = lo + 1
+            return [n] if n < hi else []
+        else:
+            # reference: the compiled point nearest the boundary
+            ref_n, (ref_k, ref_m) = min(compiled, key=lambda t: abs(t[1][0] - self.capacity))
+            others = [(n, p) for n, p in compiled if n != ref_n]
+            if others:
+                n2, (k2, _) = min(others, key=lambda t: abs(t[0] - ref_n))
+                delta = (k2 - ref_k) / (n2 - ref_n)
+            else:  # one point: the mainloop's bytes per stage overestimate the growth
+                delta = ref_m / ref_n
+            if delta <= 0:
+                pred = lo + 1
+            else:
+                pred = ref_n + math.floor((self.capacity - ref_k) / delta)
+        if pred <= lo:  # lo looks like the answer: lo + 1 must not fit
+            cands = [lo + 1]
+        elif pred >= hi - 1:  # hi - 1 looks like the answer, hi is known not to fit
+            cands = [hi - 1]
+        else:
+            cands = [pred, pred + 1]
+        return [n for n in cands if lo < n < hi and n <= MAX_STAGES]
+
+
+def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
+    mx, mx_bytes = search.result()
+    ok = rep.error is None
+    return SweepRecord(
+        config=cfg.to_dict(),
+        stages=rep.stages,
+        mainloop_bytes=rep.mainloop.size if ok else None,
+        epilogue_bytes=rep.epilogue.size if ok else None,
+        kernel_bytes=rep.kernel.size if ok else None,
+        capacity_bytes=rep.capacity_bytes,
+        headroom_bytes=rep.headroom_bytes,
+        verdict=rep.verdict,
+        max_stages_that_fit=mx,
+        max_stages_kernel_bytes=mx_bytes,
+        error=None if ok else asdict(rep.error),
+        kernel_layout=rep.kernel if ok else None,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# the API
+# --------------------------------------------------------------------------------------
+def _as_configs(configs_or_grid) -> list[Config]:
+    from .grid import grid_configs
+
+    if isinstance(configs_or_grid, Config):
+        return [configs_or_grid]
+    if isinstance(configs_or_grid, dict):
+        return grid_configs(configs_or_grid)
+    out = list(configs_or_grid)
+    if not all(isinstance(c, Config) for c in out):
+        raise BadInput("sweep: give a grid dict or a list of Config")
+    return out
+
+
+def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = None,
+          use_cache: bool = True, progress: bool = False) -> SweepResult:
+    """Lay out every config of a grid and find, for each, the largest stage count that fits.
+
+    Args:
+        configs_or_grid: a list of :class:`~cutlass_layout.config.Config`, or a grid dict
+            (key -> value or list of values, braces allowed; see
+            :func:`cutlass_layout.grid.grid_configs`).
+        cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.target` takes,
+            or a :class:`~cutlass_layout.engine.Target`).
+        cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
+        jobs: worker processes (default ``os.cpu_count()``); 1 parses in this process.
+        use_cache: read results cached by earlier sweeps. Fresh results are stored either way.
+        progress: show a progress bar on stderr while configs are laid out.
+
+    Returns:
+        A :class:`SweepResult` with one :class:`SweepRecord` per config (bytes throughout).
+        A config that does not compile is a record with verdict ``does_not_compile`` and
+        its error; the sweep itself does not fail.
+
+    Raises:
+        BadInput: a bad grid, CUTLASS source or CUDA path.
+    """
+    from . import engine
+    from .frontends.clang import libclang_version
+
+    t0 = time.perf_counter()
+    grid = _as_configs(configs_or_grid)
+    if not grid:
+        raise BadInput("sweep: the grid is empty")
+    jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
+    tgt = engine.target(cutlass, cuda_path)
+    clang = libclang_version()
+
+    unique = list(dict.fromkeys(grid))
+    keys = {c: _cache_key(tgt, c, clang) for c in unique}
+    found: dict[Config, SweepRecord] = {}
+    if use_cache:
+        for c in unique:
+            rec = _cache_read(keys[c])
+            if rec is not None:
+                found[c] = rec
+    todo = [c for c in unique if c not in found]
+
+    stats = {"configs": len(grid), "cached": len(unique) - len(todo), "laid_out": 0,
+             "chunks": 0, "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
+    if todo:
+        runner = _Runner(tgt, jobs)
+        bar = None
+        try:
+            runner.start(todo)
+            if progress and len(todo) >= 4:
+                bar = runner.progress = _Progress()
+            if bar:
+                bar.add(len(todo))
+            searches: dict[Config, _Search] = {}
+            waiting: dict[Config, int] = {}  # base -> its configs in flight
+            for c in todo:
+                base = c.with_(stages=None)
+                searches.setdefault(base, _Search(base))
+                waiting[base] = waiting.get(base, 0) + 1
+
+            def follow_up(reps: dict) -> list[Config]:
+                touched = []
+                for c, rep in reps.items():
+                    base = c.with_(stages=None)
+                    searches[base].add(c.stages, rep)
+                    waiting[base] -= 1
+                    touched.append(base)
+                want = []
+                for base in dict.fromkeys(touched):
+                    s = searches[base]
+                    if waiting[base] == 0 and not s.done():
+                        new = [base.with_(stages=n) for n in s.candidates()]
+                        waiting[base] += len(new)
+                        want += new
+                return want
+
+            first = runner.run(todo, follow_up)
+        finally:
+            runner.close()
+            if bar:
+                bar.stop()
+        for c in todo:
+            rec = _record(c, first[c], searches[c.with_(stages=None)])
+            found[c] = rec
+            _cache_write(keys[c], rec)
+        stats.update(laid_out=runner.laid_out, chunks=runner.chunks,
+                     parse_cpu_seconds=round(runner.cpu, 2),
+                     worker_peak_rss_mb=round(runner.peak_mb, 1))
+
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    prov = asdict(tgt.provenance(grid[0].arch))
+    return SweepResult(provenance=prov, grid=grid, records=[found[c] for c in grid], stats=stats)
+
+
+# --------------------------------------------------------------------------------------
+# output
+# --------------------------------------------------------------------------------------
+CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
+               "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
+               "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
+               "max_stages_that_fit", "max_stages_kernel_bytes", "error")
+
+
+def to_csv(result: SweepResult) -> str:
+    """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
+    empty cells for ``None``, the error as its one-line text."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in result.records:
+        c = r.config
+        row = {
+            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
+                                     "epilogue_schedule")},
+            "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
+            "requested_stages": c["stages"],
+            **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
+                                           "kernel_bytes", "capacity_bytes", "headroom_bytes",
+                                           "verdict", "max_stages_that_fit",
+                                           "max_stages_kernel_bytes")},
+            "error": _error_text(r.error) if r.error else None,
+        }
+        w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _error_text(err: dict) -> str:
+    what = "static_assert failed" if err.get("kind") == "static_assert" else "error"
+    where = f" ({err['file']}:{err['line']})" if err.get("file") else ""
+    return f"{what}: {err.get('message')}{where}"
+
+
+def _varying(records: list[SweepRecord]) -> list[str]:
+    """Config keys (besides tile and stages) that differ between records, leaving out B
+    when it always equals A, and C/D when the preset alone decides them."""
+    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
+            "epilogue_schedule")
+    out = [k for k in keys if len({json.dumps(r.config[k]) for r in records}) > 1]
+    if all(r.config["a"] == r.config["b"] for r in records):
+        out = [k for k in out if k != "b"]
+    for k in ("c", "d"):
+        by_preset: dict = {}
+        for r in records:
+            by_preset.setdefault(r.config["preset"], set()).add(r.config[k])
+        if k in out and "preset" in out and all(len(v) == 1 for v in by_preset.values()):
+            out.remove(k)
+    return out
+
+
+def config_label(cfg: dict, varying: list[str]) -> str:
+    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
+    parts = ["x".join(map(str, cfg["tile"]))]
+    for k in varying:
+        v = cfg[k]
+        v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
+        parts.append(f"{k.upper()}={v}" if k in ("a", "b", "c", "d") else v)
+    return " ".join(parts)
+
+
+def render(result: SweepResult, console=None) -> None:
+    """Print the table (sorted by verdict, then headroom) and a line per config that does
+    not fit."""
+    from rich import box
+    from rich.table import Table
+
+    from .report import default_console
+
+    con = console or default_console()
+    recs = result.sorted_records()
+    p = result.provenance
+    con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']}; "
+              f"{p['origin']})")
+    common = {k: v for k, v in result.records[0].config.items()}
+    var = _varying(result.records)
+    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
+             for k in ("arch", "kernel", "a", "b", "preset", "c", "d") if k not in var]
+    con.print(f"{len(recs)} configs: " + ", ".join(fixed))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("config", no_wrap=True)
+    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
+        t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("max that fits", justify="right", no_wrap=True)
+    style = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
+    for r in recs:
+        st = r.config["stages"]
+        stages = ("-" if r.stages is None else str(r.stages)) if st == "auto" else f"{st} (set)"
+        if st == "auto" and r.stages is not None:
+            stages = f"auto {r.stages}"
+        mx = ("none" if r.max_stages_that_fit is None
+              else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
+
+        def n(v):
+            return "-" if v is None else str(v)
+        t.add_row(f"[{style[r.verdict]}]{r.verdict}[/]", config_label(r.config, var), stages,
+                  n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
+                  n(r.headroom_bytes), mx)
+    con.print(t)
+    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
+    if cap is not None:
+        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
+                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
+    for r in recs:
+        if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
+            con.print(f"{config_label(r.config, var)}: {r.summary()}", soft_wrap=True)
+            if r.error:
+                con.print(f"  {_error_text(r.error)}", soft_wrap=True, style="dim")
+    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
+    con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+
+
+# --------------------------------------------------------------------------------------
+# the command
+# --------------------------------------------------------------------------------------
+_CONFIG_FLAGS = (
+    ("--arch", "arch", "sm120, sm121 or sm90."),
+    ("--kernel", "kernel", "dense or grouped (ptr-array)."),
+    ("--a", "a", "A element: nvfp4, mxfp4, mxfp8 (SM120); bf16, f16, e4m3, e5m2 (SM90)."),
+    ("--b", "b", "B element (default: same as A)."),
+    ("--tile", "tile", "TileShape MxNxK or MxNxKB; braces expand (quote them): '128x{64,128}x128'."),
+    ("--cluster", "cluster", "ClusterShape MxNxK."),
+    ("--stages", "stages", "auto or N (StageCount<N>)."),
+    ("--c", "c", "C element: void, bf16, f16, f32 (default from --preset)."),
+    ("--d", "d", "D element: bf16, f16, f32."),
+    ("--preset", "preset", "flashinfer or trtllm-moe."),
+    ("--schedule", "schedule", "auto, cooperative or pingpong (SM90)."),
+    ("--epilogue-schedule", "epilogue_schedule", "auto, tma or nosmem."),
+)
+
+
+def _config_flags(f):
+    for flag, name, help_ in reversed(_CONFIG_FLAGS):
+        f = click.option(flag, name, multiple=True,
+                         help=help_ + " Repeatable.")(f)
+    return f
+
+
+@click.command("sweep")
+@_config_flags
+@click.option("--grid", "grid_file", default=None, metavar="FILE",
+              help="TOML or JSON grid file (instead of config flags).")
+@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
+              help="CUTLASS source, as for `layout` (default: the installed one).")
+@click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
+@click.option("--plot", "plot_file", default=None, metavar="FILE",
+              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
+                   "(a memory map when the sweep is one config).")
+@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
+@click.option("--jobs", type=int, default=None, metavar="N",
+              help="Worker processes (default: the number of CPUs).")
+def command(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, **flags):
+    """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
+    count that fits for each. Exit 0 whatever the verdicts."""
+    from .grid import grid_configs, load_grid_file
+
+    given = {k: list(v) for k, v in flags.items() if v}
+    if grid_file and given:
+        raise BadInput("give either --grid FILE or config flags, not both")
+    if as_json and as_csv:
+        raise BadInput("give either --json or --csv, not both")
+    if jobs is not None and jobs < 1:
+        raise BadInput(f"--jobs {jobs}: give a positive number")
+    if plot_file:
+        from .plot import check_plot_path
+
+        check_plot_path(plot_file)
+    configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
+    if not configs:
+        raise BadInput("the grid is empty")
+    result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
+                   use_cache=not no_cache, progress=sys.stderr.isatty())
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif as_csv:
+        click.echo(to_csv(result), nl=False)
+    else:
+        render(result)
+    if plot_file:
+        from .plot import plot_sweep_result
+
+        plot_sweep_result(result, plot_file)
+
+
+__all__ = ["SWEEP_SCHEMA", "SweepRecord", "SweepResult", "command", "render", "sweep", "to_csv"]

@@ -1,0 +1,320 @@
+"""Sweeps: every number checked against shared/cases/handed.md (computed by nvcc 13.0) or
+against nvcc runs named in the comments; plus the stage-count search, the result cache,
+the command's flags and outputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+
+import pytest
+
+from cutlass_layout import Config
+from cutlass_layout.errors import BadInput
+from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
+from cutlass_layout.sweep import (SWEEP_SCHEMA, SweepRecord, _chunks, _Search, command, sweep,
+                                  to_csv)
+
+CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
+
+# handed.md section A (flashinfer-python 0.7.2.post1):
+# (tile, preset) -> (stages, mainloop, epilogue, kernel, fits)
+SECTION_A = {
+    ((128, 128, 128), "flashinfer"): (4, 74752, 9216, 84992, True),
+    ((128, 256, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
+    ((256, 128, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
+    ((128, 128, 128), "trtllm-moe"): (4, 74752, 13312, 89088, True),
+    ((128, 256, 128), "trtllm-moe"): (3, 83968, 13312, 98304, True),
+}
+GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"],
+          "preset": ["flashinfer", "trtllm-moe"]}
+
+
+# ---------------------------------------------------------------------------------------
+# real trees (network: wheels cached after the first run)
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def swept_a(fi072):
+    """Section A's grid, computed (result cache not read), in 2 worker processes."""
+    return sweep(GRID_A, fi072, jobs=2, use_cache=False)
+
+
+@pytest.mark.network
+def test_section_a_values(swept_a):
+    by_key = {(tuple(r.config["tile"]), r.config["preset"]): r for r in swept_a.records}
+    assert len(swept_a.records) == 8
+    for key, (stages, mainloop, epilogue, kernel, fits) in SECTION_A.items():
+        r = by_key[key]
+        assert r.verdict == ("fits" if fits else "over_capacity"), key
+        assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) == \
+            (stages, mainloop, epilogue, kernel), key
+        assert r.capacity_bytes == CAP and r.headroom_bytes == CAP - kernel
+        assert r.error is None
+    # 128x128x128 flashinfer: a 5th stage would add at least the 18432 TMA bytes of a
+    # stage (README: MK 9216 + NK 9216) to 84992 -> over 101376, so 4 is the maximum
+    r = by_key[((128, 128, 128), "flashinfer")]
+    assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (4, 84992)
+
+
+@pytest.mark.network
+def test_section_a_128x256x256_does_not_compile_and_others_survive(swept_a):
+    bad = [r for r in swept_a.records if r.config["tile"] == [128, 256, 256]]
+    assert len(bad) == 2
+    for r in bad:
+        assert r.verdict == "does_not_compile"
+        assert r.error["kind"] == "static_assert"
+        assert "Stages set to value 2 or more" in r.error["message"]
+        assert r.kernel_bytes is None and r.stages is None and r.headroom_bytes is None
+    assert sum(r.verdict == "fits" for r in swept_a.records) == 6
+
+
+@pytest.mark.network
+def test_section_a_json_schema(swept_a):
+    d = json.loads(json.dumps(swept_a.to_dict()))
+    assert d["schema"] == SWEEP_SCHEMA == "cutlass-layout/sweep/1"
+    assert d["provenance"]["tree_hash"] and d["provenance"]["cutlass_version"] == "4.5.0"
+    assert len(d["grid"]) == len(d["results"]) == 8
+    assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
+    keys = {"config", "stages", "mainloop_bytes", "epilogue_bytes", "kernel_bytes",
+            "capacity_bytes", "headroom_bytes", "verdict", "max_stages_that_fit",
+            "max_stages_kernel_bytes", "error"}
+    for g, r in zip(d["grid"], d["results"]):
+        assert set(r) == keys
+        assert r["config"] == g
+        assert r["verdict"] in ("fits", "over_capacity", "does_not_compile")
+
+
+@pytest.mark.network
+def test_warm_cache_is_fast_and_identical(swept_a, fi072, monkeypatch):
+    import clang.cindex as ci
+
+    def no_index(*a, **k):
+        raise AssertionError("the warm path created a libclang Index")
+
+    monkeypatch.setattr(ci.Index, "create", no_index)
+    t = time.perf_counter()
+    warm = sweep(GRID_A, fi072)
+    dt = time.perf_counter() - t
+    assert dt < 0.5
+    assert warm.stats["cached"] == 8 and warm.stats["laid_out"] == 0
+    assert warm.to_dict() == swept_a.to_dict()
+    assert [r.kernel_layout for r in warm.records] == [r.kernel_layout for r in swept_a.records]
+
+
+@pytest.mark.network
+def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
+    grid = {"kernel": "dense", "a": "mxfp8", "tile": "256x128x128", "stages": ["auto", "2"]}
+    res = sweep(grid, fi072, use_cache=False)
+    auto, two = res.records
+    assert auto.config["stages"] == "auto" and two.config["stages"] == 2
+    assert auto.verdict == "does_not_compile"
+    assert "Stages set to value 2 or more" in auto.error["message"]
+    # handed.md B: StageCount<2> -> mainloop 102400, epilogue 9216, kernel 111616 > 101376
+    assert (two.stages, two.mainloop_bytes, two.epilogue_bytes, two.kernel_bytes) == \
+        (2, 102400, 9216, 111616)
+    assert two.verdict == "over_capacity" and two.headroom_bytes == 101376 - 111616
+    for r in (auto, two):
+        assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
+        assert r.summary().endswith("no stage count fits")
+
+
+@pytest.mark.network
+def test_section_c_overshoot_max_that_fits(fi068):
+    res = sweep([Config(tile=(128, 32, 256))], fi068, use_cache=False)
+    (r,) = res.records
+    # handed.md C (flashinfer 0.6.8): 4 stages, kernel 102400, over 101376
+    assert (r.stages, r.kernel_bytes, r.verdict, r.headroom_bytes) == (4, 102400, "over_capacity", -1024)
+    # StageCount<3> on the same tree: kernel 79872 B, mainloop 69632 B -- from nvcc 13.0
+    # (probe.render([Config(tile=(128, 32, 256), stages=3)], with_main=True), compiled with
+    # nvcc -std=c++17 -arch=sm_120a against flashinfer 0.6.8's include root and run)
+    assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (3, 79872)
+    assert r.summary() == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
+
+
+@pytest.mark.network
+def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
+    from click.testing import CliRunner
+
+    root = str(fi072.tree.include_root)
+    args = ["--tile", "128x{128,256}x128", "--tile", "256x128x128", "--tile", "128x256x256",
+            "--preset", "flashinfer", "--preset", "trtllm-moe", "--cutlass", root]
+    runner = CliRunner()
+    out = runner.invoke(command, args + ["--json"], catch_exceptions=False)
+    assert out.exit_code == 0
+    d = json.loads(out.stdout)
+    assert d["schema"] == "cutlass-layout/sweep/1" and len(d["results"]) == 8
+    by = {(tuple(r["config"]["tile"]), r["config"]["preset"]): r for r in d["results"]}
+    assert by[((128, 256, 128), "trtllm-moe")]["kernel_bytes"] == 98304  # handed.md A
+
+    out = runner.invoke(command, args + ["--csv"], catch_exceptions=False)
+    assert out.exit_code == 0
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert len(rows) == 8
+    row = next(r for r in rows if r["tile"] == "128x256x128" and r["preset"] == "trtllm-moe")
+    assert (row["stages"], row["kernel_bytes"], row["verdict"]) == ("3", "98304", "fits")
+    assert next(r for r in rows if r["tile"] == "128x256x256")["kernel_bytes"] == ""
+
+    svg = tmp_path / "sweep.svg"
+    out = runner.invoke(command, args + ["--plot", str(svg)], catch_exceptions=False)
+    assert out.exit_code == 0
+    assert "does_not_compile" in out.stdout and "128x256x256" in out.stdout
+    assert "Stages set to value 2 or more" in out.stdout
+    text = svg.read_text()
+    assert "capacity 101376 B" in text and "128x256x128" in text
+
+
+@pytest.mark.network
+def test_grid_file(fi072, tmp_path, swept_a):
+    from click.testing import CliRunner
+
+    g = tmp_path / "grid.toml"
+    g.write_text('tile = ["128x128x128", "128x256x128"]\npreset = "trtllm-moe"\n')
+    out = CliRunner().invoke(command, ["--grid", str(g), "--cutlass", str(fi072.tree.include_root),
+                                       "--json"], catch_exceptions=False)
+    assert out.exit_code == 0
+    kernels = [r["kernel_bytes"] for r in json.loads(out.stdout)["results"]]
+    assert kernels == [89088, 98304]  # handed.md A, TRT-LLM MoE flavour
+
+
+# ---------------------------------------------------------------------------------------
+# offline: the search, chunking, CSV, bad input
+# ---------------------------------------------------------------------------------------
+_PROV = Provenance("root", "4.5.0", "hash", "test", "clang", "cuda", "test", [])
+
+
+def _rep(stages, kernel, mainloop=None, cap=CAP):
+    rep = LayoutReport(config={}, provenance=_PROV, stages=stages,
+                       capacity=Constant("sm120_smem_capacity_bytes", cap))
+    rep.kernel = StructLayout("K", kernel, 1024, 0)
+    rep.mainloop = StructLayout("M", mainloop or kernel - 10000, 1024, 0)
+    rep.epilogue = StructLayout("E", 9216, 128, 0)
+    return rep
+
+
+def _bad():
+    rep = LayoutReport(config={}, provenance=_PROV)
+    rep.error = CompileError("static_assert", "Specialization requires Stages set to value 2 or more.")
+    return rep
+
+
+def _run_search(kernel_of, start):
+    """Drive a _Search against a synthetic kernel-bytes function; returns (result, layouts)."""
+    s = _Search(Config())
+    s.add(None, start)
+    laid = 0
+    while not s.done():
+        cands = s.candidates()
+        assert cands, "no progress"
+        for n in cands:
+            k = kernel_of(n)
+            s.add(n, _bad() if k is None else _rep(n, k))
+            laid += 1
+    return s.result(), laid
+
+
+def _linear(base, per):
+    return lambda n: None if n < 2 else base + per * n
+
+
+def test_search_builder_choice_is_max():
+    f = _linear(10000, 18000)  # 4 -> 82000 fits, 5 -> 100000 fits, 6 -> 118000 over
+    (n, k), laid = _run_search(f, _rep(5, f(5)))
+    assert (n, k) == (5, 100000) and laid == 1
+
+
+def test_search_builder_overshoots():
+    f = _linear(10000, 23000)  # 4 -> 102000 over, 3 -> 79000 fits
+    (n, k), laid = _run_search(f, _rep(4, f(4)))
+    assert (n, k) == (3, 79000) and laid == 1
+
+
+def test_search_builder_leaves_stages_on_the_table():
+    f = _linear(1000, 10000)  # fits up to 10 stages (101000)
+    (n, k), laid = _run_search(f, _rep(3, f(3), mainloop=25000))
+    assert (n, k) == (10, 101000) and laid <= 4
+
+
+def test_search_auto_does_not_compile():
+    f = _linear(12000, 50000)  # StageCount<2> -> 112000 over
+    assert _run_search(f, _bad()) == ((None, None), 1)
+    f = _linear(1000, 40000)   # StageCount<2> -> 81000 fits, 3 -> 121000 over
+    assert _run_search(f, _bad())[0] == (2, 81000)
+
+
+def test_search_padding_steps():
+    # kernel sizes round up to 1024: growth per stage is not constant
+    f = lambda n: -(-(5000 + 17500 * n) // 1024) * 1024  # noqa: E731
+    truth = max(n for n in range(2, 33) if f(n) <= CAP)
+    (n, k), _ = _run_search(f, _rep(2, f(2)))
+    assert (n, k) == (truth, f(truth))
+
+
+def test_chunks_spread_over_workers():
+    cfgs = [Config(tile=(128, n, k)) for n in (32, 64, 128, 256) for k in (64, 128, 256, 512)]
+    cfgs += [c.with_(preset="trtllm-moe") for c in cfgs]
+    cfgs += [c.with_(kernel="dense") for c in cfgs]
+    chunks = _chunks(cfgs[:64], 2)
+    assert len(chunks) == 4 and sorted(map(len, chunks)) == [16] * 4
+    assert {c for ch in chunks for c in ch} == set(cfgs[:64])
+    assert len(_chunks(cfgs[:3], 2)) == 1
+    assert all(len({c.arch for c in ch}) == 1
+               for ch in _chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
+
+
+def test_csv_and_summary_from_records():
+    from cutlass_layout.sweep import SweepResult
+
+    ok = SweepRecord(Config(tile=(128, 32, 256)).to_dict(), 4, 92160, 9216, 102400, CAP, -1024,
+                     "over_capacity", 3, 79872)
+    bad = SweepRecord(Config(tile=(128, 256, 256)).to_dict(), None, None, None, None, None, None,
+                      "does_not_compile", None, None,
+                      {"kind": "static_assert", "message": "Stages set to value 2 or more.",
+                       "file": "x.hpp", "line": 225})
+    res = SweepResult({}, [Config()], [bad, ok])
+    rows = list(csv.DictReader(io.StringIO(to_csv(res))))
+    assert rows[1]["tile"] == "128x32x256" and rows[1]["max_stages_that_fit"] == "3"
+    assert rows[0]["error"] == "static_assert failed: Stages set to value 2 or more. (x.hpp:225)"
+    assert [r.verdict for r in res.sorted_records()] == ["over_capacity", "does_not_compile"]
+    assert ok.summary() == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
+    assert bad.summary().endswith("; no stage count fits")
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--grid", "g.toml", "--tile", "128x128x128"], "either --grid"),
+    (["--json", "--csv"], "either --json or --csv"),
+    (["--jobs", "0"], "--jobs"),
+    (["--plot", "out.pdf"], ".svg or .png"),
+    (["--tile", "128x{64,0}x128"], "tile"),
+    (["--tile", "128x{64,128x128"], "unbalanced"),
+    (["--grid", "/nonexistent/grid.toml"], "cannot read grid file"),
+])
+def test_command_bad_input(args, msg):
+    with pytest.raises(BadInput, match=msg.replace("{", r"\{").replace(".", r"\.")):
+        command.main(args, standalone_mode=False)
+
+
+def test_sweep_bad_input():
+    with pytest.raises(BadInput):
+        sweep({"tile": "128x0x128"}, cutlass="/nonexistent")
+    with pytest.raises(BadInput):
+        sweep([], cutlass="/nonexistent")
+    with pytest.raises(BadInput):
+        sweep({"nonsense": 1})
+
+
+@pytest.mark.network
+def test_section_d_sm90(nc420):
+    """handed.md D (nvidia-cutlass 4.2.0.0): SM90 dense bf16 128x128x64, cooperative, TMA
+    epilogue, C = D = bf16: 6 stages, mainloop 196736, epilogue 33792, kernel 230400 of
+    232448."""
+    grid = {"arch": "sm90", "kernel": "dense", "a": "bf16", "tile": "128x128x64",
+            "schedule": "cooperative", "epilogue_schedule": "tma", "c": "bf16", "d": "bf16"}
+    (r,) = sweep(grid, nc420, use_cache=False).records
+    assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes, r.capacity_bytes) == \
+        (6, 196736, 33792, 230400, 232448)
+    assert r.verdict == "fits" and r.headroom_bytes == 2048
+    # a 7th stage adds at least its A and B tiles (2 x 128 x 64 x 2 bytes = 32768) > 2048
+    assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (6, 230400)
