@@ -3,8 +3,10 @@
 ``layouts(configs, cutlass=...)`` writes one probe translation unit for all configs
 (:mod:`cutlass_layout.probe`), parses it once with libclang and reads every config's
 ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
-unit with any error gives no numbers: the batch is split and retried so that one config
-that does not compile does not take the others' numbers with it.
+unit with any error gives no numbers: each error is tied to the config whose block asked
+for the failing type, those configs get their error, and the others are parsed again
+without them (split in halves only where an error cannot be tied to a config). So one
+config that does not compile does not take the others' numbers with it.
 """
 
 from __future__ import annotations
@@ -229,8 +231,9 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
     ``cutlass::gemm::kernel::GemmUniversal`` built from CUTLASS's collective builders
-    (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl``,
-    ``cutlass/epilogue/collective/builders/sm120_builder.inl``).
+    (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl`` and
+    ``sm90_gmma_builder.inl``; ``cutlass/epilogue/collective/builders/sm120_builder.inl`` and
+    ``sm90_builder.inl``), or for the user type given.
 
     Args:
         config: a :class:`~cutlass_layout.config.Config` or a
