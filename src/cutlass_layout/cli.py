@@ -96,7 +96,7 @@ def cli():
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
               help="Draw the kernel SharedStorage as a memory map (.svg or .png; needs matplotlib).")
 @click.option("--no-budget", is_flag=True,
-              help="Skip the builder's stage budget (saves one parse, about 1.5 s).")
+              help="Skip the builder's stage budget (read from the same parse; slightly faster without).")
 @click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
@@ -125,9 +125,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_
             Path(emit_probe).write_text(probe.render([subject], with_main=True))
         except OSError as exc:
             raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
-    rep = engine.layout(subject, tgt, check_kernel_body=check_kernel)
-    if not no_budget and isinstance(subject, Config) and subject.stages is None:
-        rep.builder_budget = engine.builder_budget(subject, rep, tgt)
+    rep = engine.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget)
     if as_json:
         doc = rep.to_dict()
         if verify and rep.error is None:

@@ -123,10 +123,11 @@ def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudge
     if not isinstance(cfg, Config) or rep.error is not None or rep.epilogue is None:
         return None
     tgt = target(cutlass)
-    text = probe.render([cfg]) + probe.budget_block(cfg, 0)
-    unit = _parse_text(tgt, text, cfg.arch)
-    if unit.errors():
-        return None
+    unit = _parse_text(tgt, probe.render([cfg]) + probe.budget_block(cfg, 0), cfg.arch)
+    return None if unit.errors() else _read_budget(unit, cfg, rep)
+
+
+def _read_budget(unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget:
     names = unit.aliases(f"{probe.NAMESPACE}0")
     reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
     if reduced > 0:
@@ -139,6 +140,19 @@ def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudge
         stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
         stages=ProbeUnit.int_alias(names["BudgetStages"]) - 1,
     )
+
+
+def _layout_with_budget(cfg: Config, tgt: Target) -> LayoutReport | None:
+    """Layout and builder budget of one auto-stage config from a single parse; ``None`` when
+    that translation unit has errors (the caller then takes the plain path, which reports
+    the config's own error, or its numbers without a budget)."""
+    unit = _parse_text(tgt, probe.render([cfg]) + probe.budget_block(cfg, 0), cfg.arch)
+    if unit.errors():
+        return None
+    rep = _read(unit, cfg, 0, tgt.provenance(cfg.arch))
+    if rep.error is None:
+        rep.builder_budget = _read_budget(unit, cfg, rep)
+    return rep
 
 
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
@@ -226,7 +240,7 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
 
 
 def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
-           check_kernel_body: bool = False) -> LayoutReport:
+           check_kernel_body: bool = False, budget: bool = False) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config.
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
@@ -245,6 +259,8 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
             ``error`` set.
         check_kernel_body: see :func:`layouts`.
+        budget: also read the mainloop builder's stage budget (``builder_budget``), for
+            auto-stage configs, from the same parse.
 
     Returns:
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
@@ -253,7 +269,15 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         BadInput: unusable source, CUDA headers or config.
         DoesNotCompile: only with ``raise_on_error``.
     """
-    rep = layouts([config or Config()], cutlass, cuda_path=cuda_path, check_kernel_body=check_kernel_body)[0]
+    config = config or Config()
+    tgt = target(cutlass, cuda_path)
+    rep = None
+    if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
+        rep = _layout_with_budget(config, tgt)
+    if rep is None:
+        rep = layouts([config], tgt, check_kernel_body=check_kernel_body)[0]
+        if budget and isinstance(config, Config) and config.stages is None and rep.error is None:
+            rep.builder_budget = builder_budget(config, rep, tgt)
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep
