@@ -50,3 +50,13 @@ def test_report_explains_the_overshoot(fi068, capsys):
     assert code == 0
     assert "Builder budget" in out and "22656 B per" in out and "= 4 stages" in out
     assert "102400" in out and "over capacity by 1024" in out
+
+
+def test_sm90_auto_schedule_builder_has_no_budget_and_stays_fast(nc420):
+    """The SM90 KernelScheduleAuto builder forwards to another one and has none of the
+    members the budget reads: no budget, and no runaway instantiation (it once took all
+    memory)."""
+    cfg = Config(arch="sm90", kernel="dense", tile=(128, 128, 64))
+    rep = layout(cfg, nc420, budget=True)
+    assert rep.error is None and rep.builder_budget is None
+    assert rep.stages is not None

@@ -120,3 +120,17 @@ def test_tile_k_in_bytes_is_the_same_config(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["config"]["tile"] == [128, 128, 128]
     assert doc["kernel"]["size"] == 84992
+
+
+def test_binary_user_header_is_bad_input(capsys):
+    assert main(["layout", "--header", "/bin/ls", "--type", "X"]) == 2
+    err = capsys.readouterr().err
+    assert "not a text header" in err or "binary file" in err
+
+
+def test_incomplete_tree_is_bad_input(tmp_path, capsys):
+    inc = tmp_path / "include" / "cutlass"
+    inc.mkdir(parents=True)
+    (inc / "version.h").write_text("#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
+    assert main(["layout", "--cutlass", str(tmp_path), "--no-budget"]) == 2
+    assert "file not found" in capsys.readouterr().err

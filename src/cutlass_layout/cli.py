@@ -94,10 +94,11 @@ def cli():
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
               help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw the kernel SharedStorage as a memory map (.svg or .png; needs matplotlib).")
+              help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
               help="Skip the builder's stage budget (read from the same parse; slightly faster without).")
-@click.option("--depth", default=3, show_default=True, help="Member levels shown in the table (0 = all).")
+@click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
+              help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_kernel, verify,

@@ -1084,7 +1084,7 @@ def _grid_from_flags(tile, kernel, a, preset, stages, grid_file, old_tree=None, 
 @click.argument("new")
 @click.option("--json", "as_json", is_flag=True, help=f"Print JSON (schema {SCHEMA}).")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
-@click.option("--tile", multiple=True, help="Tile(s) MxNxK, braces allowed: 128x{32,64}x256. Repeatable.")
+@click.option("--tile", multiple=True, help="Tile(s) MxNxK, braces allowed (quote them): '128x{32,64}x256'. Repeatable.")
 @click.option("--kernel", multiple=True, help="dense and/or grouped (default: the families both trees have).")
 @click.option("--a", "a", multiple=True, help="A element kind(s) (default nvfp4).")
 @click.option("--preset", multiple=True, help="flashinfer and/or trtllm-moe (default flashinfer).")

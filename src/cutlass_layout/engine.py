@@ -127,8 +127,11 @@ def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudge
     return None if unit.errors() else _read_budget(unit, cfg, rep)
 
 
-def _read_budget(unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget:
+def _read_budget(unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget | None:
     names = unit.aliases(f"{probe.NAMESPACE}0")
+    stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
+    if stages <= 0:  # the builder forwards to another one (SM90 KernelScheduleAuto)
+        return None
     reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
     if reduced > 0:
         capacity = unit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[cfg.family], reduced)
@@ -138,7 +141,7 @@ def _read_budget(unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudg
     return BuilderBudget(
         capacity=capacity, carveout_bytes=carveout,
         stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
-        stages=ProbeUnit.int_alias(names["BudgetStages"]) - 1,
+        stages=stages,
     )
 
 
@@ -202,6 +205,10 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
             group = pending.pop()
             unit = _parse(tgt, [configs[i] for i in group], arch)
             errors = unit.errors()
+            missing = next((e for e in errors if e.message.endswith("file not found")), None)
+            if missing is not None:  # an incomplete tree (or header), not a config problem
+                raise BadInput(f"{missing.message} (included from {missing.file}:{missing.line}; "
+                               f"CUTLASS tree {tgt.tree.include_root})")
             if not errors:
                 for k, i in enumerate(group):
                     out[i] = _read(unit, configs[i], k, prov)

@@ -32,6 +32,8 @@ class FieldLayout:
         file, line: where the member is declared (file relative to the CUTLASS include
             root when it lies inside it).
         access: ``public``, ``protected`` or ``private``.
+        tail_padding: bytes after this member's last member up to its size (0 for leaves
+            and unions).
     """
 
     name: str
@@ -45,6 +47,7 @@ class FieldLayout:
     file: str | None = None
     line: int | None = None
     access: str = "public"
+    tail_padding: int = 0
 
     def walk(self, prefix: str = ""):
         """Yield ``(dotted_name, FieldLayout)`` for this member and every nested one."""

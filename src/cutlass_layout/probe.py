@@ -132,6 +132,13 @@ class UserType:
         p = Path(self.header).expanduser()
         if not p.is_file():
             raise BadInput(f"header not found: {self.header}")
+        try:
+            head = p.read_bytes()[:65536]
+            head.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput(f"{self.header} is not a text header (not UTF-8)") from None
+        if b"\0" in head:
+            raise BadInput(f"{self.header} is a binary file, not a header")
         object.__setattr__(self, "header", p.resolve())
         if not self.type or not all(part.isidentifier() or part == "" for part in
                                     self.type.split("<")[0].split("::")):
@@ -283,29 +290,44 @@ def block(subject, index: int) -> str:
 #: ``sm90_gmma_builder.inl``), and the builder's reduced-capacity member, if any.
 _STAGE_FN = {
     "sm120": ("cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<C, "
-              "typename MainloopBuilder::SmemAllocTypeA, typename MainloopBuilder::SmemAllocTypeB, "
-              "TileShape, typename MainloopBuilder::SmemLayoutAtomSFA, "
-              "typename MainloopBuilder::SmemLayoutAtomSFB>(cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
-              "ReducedSmemCapacityBytes"),
+              "typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, "
+              "TileShape, typename B::SmemLayoutAtomSFA, "
+              "typename B::SmemLayoutAtomSFB>(cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
+              "ReducedSmemCapacityBytes",
+              ("SmemAllocTypeA", "SmemAllocTypeB", "SmemLayoutAtomSFA", "SmemLayoutAtomSFB")),
     "sm90": ("cutlass::gemm::collective::detail::compute_stage_count_or_override<C, "
-             "typename MainloopBuilder::ElementAMma, typename MainloopBuilder::ElementBMma, TileShape>("
+             "typename B::ElementAMma, typename B::ElementBMma, TileShape>("
              "cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
-             "Sm90ReducedSmemCapacityBytes"),
+             "Sm90ReducedSmemCapacityBytes",
+             ("ElementAMma", "ElementBMma")),
 }
 
 
 def budget_block(cfg: Config, index: int) -> str:
     """Aliases exposing the mainloop builder's stage budget for config ``index``: the
-    capacity it assumed (``BudgetCapacity``: 1 + its reduced-capacity member, or 1 when it
-    has none), the stage count it chose, and 1000 x its bytes per stage, found by a binary
-    search over the builder's own stage function (``BudgetStageBytes1000``)."""
-    fn, reduced = _STAGE_FN[cfg.family]
+    capacity it assumed (``BudgetReducedCapacity``: 1 + its reduced-capacity member, or 1
+    when it has none), the stage count it chose (``BudgetStages``: 1 + N, or 1), and 1000 x
+    its bytes per stage, found by a binary search over the builder's own stage function
+    (``BudgetStageBytes1000``; 1 when unknown).
+
+    The search is only instantiated when the builder has every member it needs (a
+    ``KernelScheduleAuto`` builder that forwards to another one does not): a stage function
+    that fails to instantiate would make each step of the search fail.
+    """
+    fn, reduced, members = _STAGE_FN[cfg.family]
     ns = f"{NAMESPACE}{index}"
+    needed = ", ".join([f"typename B::{m}" for m in members] + ["decltype(B::PipelineStages)"])
     return f"""
 namespace {ns} {{
-struct BudgetStageFn {{ template <int C> static constexpr int stages() {{ return {fn}; }} }};
-using BudgetStageBytes1000 = char[cl_detail::min_capacity<BudgetStageFn, 0, 2000000000>()];
-using BudgetStages = char[1 + MainloopBuilder::PipelineStages];
+template <class B, class = void> struct BudgetOf {{
+  static constexpr long long stage_bytes_1000 = 1; static constexpr int stages = 0; }};
+template <class B> struct BudgetOf<B, std::void_t<{needed}>> {{
+  struct Fn {{ template <int C> static constexpr int stages() {{ return {fn}; }} }};
+  static constexpr long long stage_bytes_1000 = cl_detail::min_capacity<Fn, 0, 2000000000>();
+  static constexpr int stages = B::PipelineStages;
+}};
+using BudgetStageBytes1000 = char[BudgetOf<MainloopBuilder>::stage_bytes_1000];
+using BudgetStages = char[1 + BudgetOf<MainloopBuilder>::stages];
 using BudgetReducedCapacity = char[cl_detail::has_{reduced}<MainloopBuilder>::value];
 }}  // namespace {ns}
 """

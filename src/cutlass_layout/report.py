@@ -21,6 +21,8 @@ def _rows(fields: list[FieldLayout], depth: int, max_depth: int | None):
         yield depth, f
         if f.fields and (max_depth is None or depth + 1 < max_depth):
             yield from _rows(f.fields, depth + 1, max_depth)
+            if f.tail_padding:
+                yield depth + 1, f.tail_padding
 
 
 def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> Table:
@@ -32,6 +34,9 @@ def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> T
     t.add_column("alignas", justify="right", no_wrap=True)
     t.add_column("type", overflow="ellipsis", no_wrap=True, ratio=1)
     for depth, f in _rows(s.fields, 0, max_depth):
+        if isinstance(f, int):  # tail padding of the member above
+            t.add_row("", "", str(f), "  " * depth + "(tail padding)", "", "")
+            continue
         t.add_row(
             str(f.offset), str(f.size), str(f.padding_before or ""),
             "  " * depth + f.name,
@@ -47,7 +52,10 @@ def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> T
 def default_console() -> Console:
     """A console for stdout: the terminal's width, or 160 columns when piped."""
     probe = Console()
-    return Console(highlight=False, width=None if probe.is_terminal else 160)
+    if probe.is_terminal:
+        return Console(highlight=False)
+    # piped or redirected: long lines stay whole (grep, copy and paste)
+    return Console(highlight=False, width=160, soft_wrap=True)
 
 
 def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
@@ -96,11 +104,17 @@ def budget_text(rep: LayoutReport) -> str:
     cap = b.capacity
     where = f", {cap.file}:{cap.line}" if cap.file else ""
     gap = rep.kernel.size - b.budgeted_bytes
+    if gap > 0:
+        why = (f"{gap} B more than budgeted: the builder does not count the kernel's own "
+               "pipelines, scheduler, descriptors and alignment")
+    elif gap < 0:
+        why = f"{-gap} B less than budgeted: the builder over-counts some per-stage pieces"
+    else:
+        why = "exactly as budgeted"
     return (
         f"Builder budget: ({cap.name} {cap.value} B{where} - carve-out {b.carveout_bytes} B) / "
         f"{b.stage_bytes} B per stage as the builder counts it = {b.stages} stages; it budgets "
-        f"{b.budgeted_bytes} B, the kernel takes {rep.kernel.size} B "
-        f"({gap:+d} B the builder does not count: kernel pipelines, scheduler, descriptors, alignment)"
+        f"{b.budgeted_bytes} B, the kernel takes {rep.kernel.size} B ({why})"
     )
 
 

@@ -82,9 +82,10 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
         "-DCUTLASS_ARCH_MMA_SM120_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM120A_ENABLED",
         f"-D__CUDACC_VER_MAJOR__={cuda_version[0]}", f"-D__CUDACC_VER_MINOR__={cuda_version[1]}",
         "-D__CUDACC_VER_BUILD__=0",
-        # -w: CUTLASS warns a lot; -ferror-limit=0: past 20 errors clang stops reporting,
-        # and a config in a batch whose error went unreported would cost another parse
-        "-w", "-ferror-limit=0",
+        # -w: CUTLASS warns a lot. -ferror-limit: past clang's default 20 errors it stops
+        # reporting, and a config in a batch whose error went unreported costs another
+        # parse; a bound still stops a runaway cascade of errors
+        "-w", "-ferror-limit=1000",
     ]
     return flags
 
@@ -346,6 +347,8 @@ class ProbeUnit:
         if canon.kind == ci.TypeKind.RECORD and depth < 12 and not canon.spelling.startswith(LEAF_PREFIXES):
             sub_union = canon.get_declaration().kind == ci.CursorKind.UNION_DECL
             f.fields = self._members(canon, offset, sub_union, depth + 1)
+            if f.fields and not sub_union:
+                f.tail_padding = offset + size - max(m.offset + m.size for m in f.fields)
         return f
 
     def _alignas(self, field: ci.Cursor) -> int | None:
