@@ -80,7 +80,7 @@ def test_section_a_json_schema(swept_a):
     assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
     keys = {"config", "stages", "mainloop_bytes", "epilogue_bytes", "kernel_bytes",
             "capacity_bytes", "headroom_bytes", "verdict", "max_stages_that_fit",
-            "max_stages_kernel_bytes", "error"}
+            "max_stages_kernel_bytes", "exact_fit", "error"}
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys
         assert r["config"] == g

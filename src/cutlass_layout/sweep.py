@@ -94,6 +94,8 @@ class SweepRecord:
         """The record as one entry of the JSON ``results`` list."""
         d = asdict(self)
         d.pop("kernel_layout")
+        # headroom 0 fits, but TensorRT-LLM's occupancy check rejects it
+        d["exact_fit"] = self.headroom_bytes == 0
         return d
 
     def summary(self) -> str:
@@ -195,6 +197,7 @@ def _cache_read(key: str) -> SweepRecord | None:
 def _cache_write(key: str, rec: SweepRecord) -> None:
     path = _cache_path(key)
     data = rec.to_dict()
+    data.pop("exact_fit")  # derived from headroom_bytes
     data["kernel_layout"] = asdict(rec.kernel_layout) if rec.kernel_layout is not None else None
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
@@ -698,8 +701,10 @@ def render(result: SweepResult, console=None) -> None:
               f"{p['origin']})")
     common = {k: v for k, v in result.records[0].config.items()}
     var = _varying(result.records)
+    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
+            if k not in var and len({json.dumps(r.config[k]) for r in result.records}) == 1]
     fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
-             for k in ("arch", "kernel", "a", "b", "preset", "c", "d") if k not in var]
+             for k in same]
     con.print(f"{len(recs)} configs: " + ", ".join(fixed))
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("verdict", no_wrap=True)
@@ -718,7 +723,8 @@ def render(result: SweepResult, console=None) -> None:
 
         def n(v):
             return "-" if v is None else str(v)
-        t.add_row(f"[{style[r.verdict]}]{r.verdict}[/]", config_label(r.config, var), stages,
+        exact = " (exact fit)" if r.headroom_bytes == 0 else ""
+        t.add_row(f"[{style[r.verdict]}]{r.verdict}{exact}[/]", config_label(r.config, var), stages,
                   n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
                   n(r.headroom_bytes), mx)
     con.print(t)
