@@ -90,11 +90,25 @@ def _parse(tgt: Target, configs: list[Config], arch: str) -> ProbeUnit:
 
 
 def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
+    """Parse ``text`` with the cached precompiled header when there is one.
+
+    clang refuses a precompiled header when any file it was built from has a newer mtime
+    (a reinstalled venv, a re-unpacked tree with the same content): then the header is
+    built again, once, and failing that the probe is parsed without it.
+    """
     flags = tgt.flags(arch)
     if tgt.pch:
-        pch = ensure_pch(probe.preamble(), flags, tgt.tree.tree_hash)
-        if pch is not None:
-            flags = flags + ["-include-pch", str(pch)]
+        for _attempt in range(2):
+            pch = ensure_pch(probe.preamble(), flags, tgt.tree.tree_hash)
+            if pch is None:
+                break
+            try:
+                unit = ProbeUnit(text, flags + ["-include-pch", str(pch)], tgt.tree.include_root)
+            except BadInput:
+                unit = None
+            if unit is not None and not unit.pch_rejected():
+                return unit
+            pch.unlink(missing_ok=True)  # stale: rebuild it
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 

@@ -163,6 +163,15 @@ class ProbeUnit:
                 self._namespaces.setdefault(c.spelling, []).append(c)
 
     # -- diagnostics ----------------------------------------------------------------------
+    def pch_rejected(self) -> bool:
+        """Whether clang refused the precompiled header (a file changed since it was built)."""
+        return any(
+            d.severity >= ci.Diagnostic.Error
+            and ("precompiled header" in d.spelling or "PCH file" in d.spelling
+                 or "modified since" in d.spelling)
+            for d in self.tu.diagnostics
+        )
+
     def errors(self) -> list[CompileError]:
         """Every error or fatal diagnostic, in order, as :class:`CompileError`."""
         return [e for e, _ in self.errors_with_probe_lines()]
