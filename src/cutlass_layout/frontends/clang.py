@@ -127,7 +127,21 @@ def ensure_pch(preamble: str, flags: list[str], key: str) -> Path | None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    _prune(folder, keep=PCH_KEEP)
     return path
+
+
+#: Precompiled headers kept in the cache (about 50 MB each); the least recently built go.
+PCH_KEEP = 16
+
+
+def _prune(folder: Path, keep: int) -> None:
+    pchs = sorted(folder.glob("*.pch"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in pchs[keep:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass
 
 
 class ProbeUnit:
