@@ -9,17 +9,10 @@ from __future__ import annotations
 import pytest
 
 from cutlass_layout import Config, layouts
+from handed import SECTION_A  # shared known-good values (tests/handed.py)
 
 pytestmark = pytest.mark.network
 
-# Section A: (tile, preset) -> (stages, mainloop, epilogue, kernel, fits 101376)
-SECTION_A = {
-    ((128, 128, 128), "flashinfer"): (4, 74752, 9216, 84992, True),
-    ((128, 256, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
-    ((256, 128, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
-    ((128, 128, 128), "trtllm-moe"): (4, 74752, 13312, 89088, True),
-    ((128, 256, 128), "trtllm-moe"): (3, 83968, 13312, 98304, True),
-}
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from cutlass_layout import Config
+from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
 from cutlass_layout.sweep import (SWEEP_SCHEMA, SweepRecord, _chunks, _Search, command, sweep,
@@ -20,15 +21,6 @@ from cutlass_layout.sweep import (SWEEP_SCHEMA, SweepRecord, _chunks, _Search, c
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 
-# handed.md section A (flashinfer-python 0.7.2.post1):
-# (tile, preset) -> (stages, mainloop, epilogue, kernel, fits)
-SECTION_A = {
-    ((128, 128, 128), "flashinfer"): (4, 74752, 9216, 84992, True),
-    ((128, 256, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
-    ((256, 128, 128), "flashinfer"): (3, 83968, 9216, 94208, True),
-    ((128, 128, 128), "trtllm-moe"): (4, 74752, 13312, 89088, True),
-    ((128, 256, 128), "trtllm-moe"): (3, 83968, 13312, 98304, True),
-}
 GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"],
           "preset": ["flashinfer", "trtllm-moe"]}
 

@@ -518,6 +518,27 @@ class _Structural:
             self.add("constant_retyped", a, b, **ctx, old=a.get("type"), new=b.get("type"))
 
 
+def _unique_moves(removed: list, added: list, key) -> tuple[list[tuple], list, list]:
+    """Pair removed and added items whose ``key`` occurs exactly once on each side (a move
+    between files); returns (moves, still removed, still added), unpaired items last."""
+    count_o: dict = {}
+    count_n: dict = {}
+    for x in removed:
+        count_o[key(x)] = count_o.get(key(x), 0) + 1
+    for x in added:
+        count_n[key(x)] = count_n.get(key(x), 0) + 1
+    unique = {k for k, n in count_o.items() if n == 1 and count_n.get(k) == 1}
+    moves, rem, add = _pair([x for x in removed if key(x) in unique],
+                            [x for x in added if key(x) in unique], (key,))
+    return (moves, rem + [x for x in removed if key(x) not in unique],
+            add + [x for x in added if key(x) not in unique])
+
+
+def _constant_scope(c: dict) -> str:
+    q = c["qualified_name"]
+    return q.rsplit("::", 1)[0] if "::" in q else "(global scope)"
+
+
 def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
     """The structural changes between two trees, and how many headers differ."""
     oh, nh = _file_hashes(old_tree.include_root), _file_hashes(new_tree.include_root)
@@ -539,17 +560,7 @@ def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
         removed += rem
         added += add
     move_key = _Structural._struct_keys()[0]
-    counts_o: dict = {}
-    counts_n: dict = {}
-    for s in removed:
-        counts_o[move_key(s)] = counts_o.get(move_key(s), 0) + 1
-    for s in added:
-        counts_n[move_key(s)] = counts_n.get(move_key(s), 0) + 1
-    unique = {k for k in counts_o if counts_o[k] == 1 and counts_n.get(k) == 1}
-    real_moves, mrem, madd = _pair([s for s in removed if move_key(s) in unique],
-                                   [s for s in added if move_key(s) in unique], (move_key,))
-    removed = mrem + [s for s in removed if move_key(s) not in unique]
-    added = madd + [s for s in added if move_key(s) not in unique]
+    real_moves, removed, added = _unique_moves(removed, added, move_key)
     for o, n in real_moves:
         acc.add("struct_moved", o, n, struct=n["qualified_name"], spec=_spec(n["enclosing"]),
                 old=o["file"], new=n["file"])
@@ -564,27 +575,16 @@ def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
     # constants: same file first, then moves (same scope and name, unique)
     crem, cadd = acc.constants(old_scan["constants"], new_scan["constants"])
     ckey = (lambda c: (_scope_sig(c["enclosing"]), c["name"]))
-    co = {}
-    cn = {}
-    for c in crem:
-        co[ckey(c)] = co.get(ckey(c), 0) + 1
-    for c in cadd:
-        cn[ckey(c)] = cn.get(ckey(c), 0) + 1
-    cunique = {k for k in co if co[k] == 1 and cn.get(k) == 1}
-    cmoves, crem2, cadd2 = _pair([c for c in crem if ckey(c) in cunique],
-                                 [c for c in cadd if ckey(c) in cunique], (ckey,))
+    cmoves, crem, cadd = _unique_moves(crem, cadd, ckey)
     for a, b in cmoves:
-        scope = b["qualified_name"].rsplit("::", 1)[0] if "::" in b["qualified_name"] else "(global scope)"
-        acc.add("constant_moved", a, b, struct=scope, spec=_spec(b["enclosing"]), field=b["name"],
-                old=a["file"], new=b["file"])
+        acc.add("constant_moved", a, b, struct=_constant_scope(b), spec=_spec(b["enclosing"]),
+                field=b["name"], old=a["file"], new=b["file"])
         acc.constant(a, b)
-    for c in crem2 + [c for c in crem if ckey(c) not in cunique]:
-        scope = c["qualified_name"].rsplit("::", 1)[0] if "::" in c["qualified_name"] else "(global scope)"
-        acc.add("constant_removed", c, None, struct=scope, spec=_spec(c["enclosing"]),
+    for c in crem:
+        acc.add("constant_removed", c, None, struct=_constant_scope(c), spec=_spec(c["enclosing"]),
                 field=c["name"], old=c.get("expression"))
-    for c in cadd2 + [c for c in cadd if ckey(c) not in cunique]:
-        scope = c["qualified_name"].rsplit("::", 1)[0] if "::" in c["qualified_name"] else "(global scope)"
-        acc.add("constant_added", None, c, struct=scope, spec=_spec(c["enclosing"]),
+    for c in cadd:
+        acc.add("constant_added", None, c, struct=_constant_scope(c), spec=_spec(c["enclosing"]),
                 field=c["name"], new=c.get("expression"))
 
     def order(c: StructuralChange):
@@ -603,7 +603,8 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
         return [], 0
     from .scan import SCHEMA as SCAN_SCHEMA
 
-    path = _cache_file("structural", _key(old_tree.tree_hash, new_tree.tree_hash, SCAN_SCHEMA))
+    path = _cache_file("structural", _key(old_tree.tree_hash, new_tree.tree_hash, SCAN_SCHEMA,
+                                          _source_fingerprint(_STRUCTURAL_SOURCES)))
     if use_cache:
         data = _cache_load(path)
         if data is not None:
@@ -684,22 +685,31 @@ def _compute_records(include_root: str, cuda_path, configs: list[Config]) -> lis
     return [record(r) for r in layouts(configs, tgt)]
 
 
-_FINGERPRINT: list[str] = []
+_FINGERPRINTS: dict[tuple[str, ...], str] = {}
 
 
-def _engine_fingerprint() -> str:
-    """Hash of the engine's own source (probe, engine, libclang frontend, config), so that
-    cached numbers are never reused after the code that computes them changed."""
-    if not _FINGERPRINT:
+_ENGINE_SOURCES = ("probe.py", "engine.py", "config.py", "model.py", "frontends/clang.py")
+_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "frontends/treesitter.py")
+
+
+def _source_fingerprint(files: tuple[str, ...]) -> str:
+    """Hash of some of this package's own source files, so that cached results are never
+    reused after the code that computes them changed."""
+    if files not in _FINGERPRINTS:
         h = hashlib.sha256()
         here = Path(__file__).parent
-        for rel in ("probe.py", "engine.py", "config.py", "model.py", "frontends/clang.py"):
+        for rel in files:
             try:
                 h.update((here / rel).read_bytes())
             except OSError:
                 h.update(rel.encode())
-        _FINGERPRINT.append(h.hexdigest()[:16])
-    return _FINGERPRINT[0]
+        _FINGERPRINTS[files] = h.hexdigest()[:16]
+    return _FINGERPRINTS[files]
+
+
+def _engine_fingerprint() -> str:
+    """:func:`_source_fingerprint` of the engine (probe, engine, frontend, config, model)."""
+    return _source_fingerprint(_ENGINE_SOURCES)
 
 
 def _records_file(tgt) -> Path:

@@ -197,10 +197,25 @@ def _wheel_roots(zf: zipfile.ZipFile) -> list[str]:
 
 
 def _sha256_file(path: Path) -> str:
+    """SHA-256 of a wheel, remembered in the cache per (path, size, mtime): a 60 MB wheel
+    is hashed once, not on every run that names it."""
+    st = path.stat()
+    memo = cache_dir("wheel-digests") / hashlib.sha256(
+        f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:32]
+    try:
+        digest = memo.read_text().strip()
+        if len(digest) == 64:
+            return digest
+    except OSError:
+        pass
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
+    try:
+        memo.write_text(h.hexdigest())
+    except OSError:  # a memo that cannot be written only costs time
+        pass
     return h.hexdigest()
 
 
