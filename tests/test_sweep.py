@@ -16,7 +16,7 @@ from cutlass_layout import Config
 from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
-from cutlass_layout.sweep import (SWEEP_SCHEMA, SweepRecord, _chunks, _Search, command, sweep,
+from cutlass_layout.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _Search, command, sweep,
                                   to_csv)
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
@@ -248,9 +248,13 @@ def test_chunks_spread_over_workers():
     cfgs = [Config(tile=(128, n, k)) for n in (32, 64, 128, 256) for k in (64, 128, 256, 512)]
     cfgs += [c.with_(preset="trtllm-moe") for c in cfgs]
     cfgs += [c.with_(kernel="dense") for c in cfgs]
-    chunks = _chunks(cfgs[:64], 2)
-    assert len(chunks) == 4 and sorted(map(len, chunks)) == [16] * 4
-    assert {c for ch in chunks for c in ch} == set(cfgs[:64])
+    chunks = _chunks(cfgs, 2)
+    assert MAX_CHUNK == 32 and len(chunks) == 2 and sorted(map(len, chunks)) == [32] * 2
+    assert {c for ch in chunks for c in ch} == set(cfgs)
+    # configs that differ in the epilogue only (same mainloop type) share a translation unit
+    where = {c: i for i, ch in enumerate(chunks) for c in ch}
+    assert all(where[c] == where[c.with_(preset="trtllm-moe")] for c in cfgs[:16])
+    assert [len(ch) for ch in _chunks(cfgs[:16], 2)] == [8, 8]
     assert len(_chunks(cfgs[:3], 2)) == 1
     assert all(len({c.arch for c in ch}) == 1
                for ch in _chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))

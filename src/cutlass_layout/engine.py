@@ -18,7 +18,7 @@ from . import probe
 from .config import ARCHS, Config
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
-from .frontends.clang import ProbeUnit, clang_flags, ensure_pch, libclang_version
+from .frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, ensure_pch, libclang_version
 from .model import BuilderBudget, CompileError, LayoutReport, Provenance, TmaBytes
 from .sources import CutlassTree, resolve_cutlass
 
@@ -99,7 +99,7 @@ def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
     flags = tgt.flags(arch)
     if tgt.pch:
         for _attempt in range(2):
-            pch = ensure_pch(probe.preamble(), flags, tgt.tree.tree_hash)
+            pch = ensure_pch(probe.pch_preambles(arch), flags, tgt.tree.tree_hash)
             if pch is None:
                 break
             try:
@@ -114,15 +114,27 @@ def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
 
 def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError] | None:
     """Map each failing config (index into ``configs``) to its first error, or ``None`` when
-    some error cannot be tied to a config."""
+    some error cannot be tied to a config.
+
+    A config whose first error is a follow-up on a class template that failed on a
+    static_assert earlier in this translation unit (``no type named 'X' in 'C'``, where
+    another config's use of ``C`` hit the static_assert) gets that static_assert: it names
+    the same class, and instantiating it alone fails the same way.
+    """
     ranges = probe.line_ranges(configs)
     failed: dict[int, CompileError] = {}
     current = None
+    classes = None
     for err, line in unit.errors_with_probe_lines():
         if line is not None:
             current = next((k for k, (a, b) in enumerate(ranges) if a <= line <= b), None)
         if current is None:
             return None
+        if current not in failed and err.kind != "static_assert":
+            m = FOLLOW_UP_RE.match(err.message)
+            if m:
+                classes = unit.failed_classes() if classes is None else classes
+                err = classes.get(m.group(1), err)
         failed.setdefault(current, err)
     return failed
 

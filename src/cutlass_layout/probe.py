@@ -59,6 +59,8 @@ FAMILIES = {
 
 _DETECT = """
 // Detection of what a subject type is and of optional members (cutlass-layout).
+#ifndef CL_DETAIL_DEFINED  // also in the precompiled header
+#define CL_DETAIL_DEFINED
 namespace cl_detail {
 struct cl_none {};  // stands for "the subject has no such part"
 #define CL_DETECT(NAME)                                                                  \\
@@ -106,6 +108,7 @@ template <class T, class = void> struct stages_of { static constexpr int value =
 template <class T> struct stages_of<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {
   static constexpr int value = 1 + T::DispatchPolicy::Stages; };
 }  // namespace cl_detail
+#endif  // CL_DETAIL_DEFINED
 """
 
 
@@ -160,6 +163,25 @@ class UserType:
 def preamble() -> str:
     """The includes every probe starts with (also what a precompiled header holds)."""
     return "".join(f"#include <{h}>\n" for h in HEADERS) + "#include <type_traits>\n"
+
+
+def pch_preambles(arch: str) -> list[str]:
+    """What a precompiled header for ``arch`` may hold, best first.
+
+    The first text adds to the includes and the detection helpers a warm-up: the layout
+    of the family's default :class:`Config` (``namespace cl_warm_0``). clang keeps the
+    template instantiations of a precompiled header, and most of them (cute's layout
+    algebra, the builders' helpers, GemmUniversal's parts) are what any config of the
+    family instantiates first, so every later parse starts with them done. The second,
+    without the warm-up, is for a tree where that config does not compile.
+    """
+    plain = preamble() + _DETECT
+    warm = config_block(Config(arch=arch), 0).replace(NAMESPACE, WARM_NAMESPACE)
+    return [plain + warm, plain]
+
+
+#: Namespace of the precompiled header's warm-up config.
+WARM_NAMESPACE = "cl_warm_"
 
 
 def kernel_schedule(cfg: Config) -> str:

@@ -47,7 +47,7 @@ _RECORD_FORMAT = 1
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
 #: Most configs in one translation unit (memory grows with it: ~1 GB at about 30).
-MAX_CHUNK = 16
+MAX_CHUNK = 32
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4
 
@@ -257,21 +257,14 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     """Split into chunks of one arch each: a multiple of ``jobs`` chunks where there is
     enough work, each of at most :data:`MAX_CHUNK` configs.
 
-    Order: configs that share a mainloop type (they differ in the epilogue only) go to
-    different chunks where possible: when that type fails to compile, clang reports the
-    static_assert once per translation unit, and a config that gets only follow-up errors
-    costs the engine a parse of its own. Within that, configs are ordered by
-    :func:`_stage_bytes_guess`, so the ones whose budget is below 2 stages share chunks
-    (a chunk with an error is parsed again without the failing configs).
+    Order: by :func:`_stage_bytes_guess`, so the configs whose budget is below 2 stages
+    share chunks (a chunk with an error is parsed again without the failing configs); and
+    configs that share a mainloop type (they differ in the epilogue only) next to each
+    other, so they share a translation unit: clang instantiates the mainloop once, and the
+    second config costs a fraction of the first.
     """
-    seen: dict[tuple, int] = {}
-    variant = {}
-    for c in configs:
-        k = _mainloop_key(c)
-        variant[c] = seen.get(k, 0)
-        seen[k] = variant[c] + 1
     by_arch: dict[str, list[Config]] = {}
-    for c in sorted(configs, key=lambda c: (c.arch, variant[c], _stage_bytes_guess(c))):
+    for c in sorted(configs, key=lambda c: (c.arch, _stage_bytes_guess(c), repr(_mainloop_key(c)))):
         by_arch.setdefault(c.arch, []).append(c)
     out = []
     for group in by_arch.values():
@@ -307,7 +300,7 @@ class _Runner:
 
         if self.tgt.pch:
             for arch in sorted({c.arch for c in configs}):
-                ensure_pch(probe.preamble(), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
         import multiprocessing as mp
 
         if (self.jobs > 1 and len(_chunks(configs, self.jobs)) > 1

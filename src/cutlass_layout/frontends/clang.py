@@ -40,6 +40,9 @@ _ACCESS = {
     ci.AccessSpecifier.PROTECTED: "protected",
     ci.AccessSpecifier.PUBLIC: "public",
 }
+_INSTANTIATED_RE = re.compile(r"^in instantiation of template class '(.*)' requested here$", re.S)
+#: a follow-up of a failed class instantiation: a member looked up in the invalid class
+FOLLOW_UP_RE = re.compile(r"^no (?:type|member) named '[^']*' in '(.*)'$", re.S)
 _SA_RE = re.compile(r"^static assertion failed(?: due to requirement '(.*)')?(?:: (.*))?$", re.S)
 
 
@@ -90,45 +93,62 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
     return flags
 
 
-def ensure_pch(preamble: str, flags: list[str], key: str) -> Path | None:
-    """A precompiled header of ``preamble`` (the CUTLASS includes) for ``flags``, cached.
+def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path | None:
+    """A precompiled header for ``flags``, cached: of the first of ``preambles`` (C++ texts:
+    the CUTLASS includes, optionally followed by declarations whose instantiations every
+    later parse can reuse) that parses without errors.
 
     The cache file is ``<cache>/pch/<sha256(key, flags, preamble, libclang)>.pch``; callers
-    put the tree's content hash in ``key``. Building one takes about as long as one plain
-    parse and saves most of every later parse. Returns ``None`` when the preamble does not
-    parse cleanly (the probe parse without it then reports the real error).
+    put the tree's content hash in ``key``. A preamble that does not parse cleanly leaves a
+    ``.bad`` marker there, so it is tried once per tree. Building one takes about as long
+    as one plain parse and saves most of every later parse. Returns ``None`` when no
+    preamble parses cleanly (the probe parse without a precompiled header then reports the
+    real error).
     """
     from ..cache import cache_dir
 
-    digest = hashlib.sha256(
-        "\0".join([key, libclang_version(), preamble, *flags]).encode()
-    ).hexdigest()[:24]
     folder = cache_dir("pch")
-    path = folder / f"{digest}.pch"
-    if path.is_file():
-        return path
-    header = str(folder / f"{digest}.cuh")
+    for preamble in [preambles] if isinstance(preambles, str) else preambles:
+        digest = hashlib.sha256(
+            "\0".join([key, libclang_version(), preamble, *flags]).encode()
+        ).hexdigest()[:24]
+        path = folder / f"{digest}.pch"
+        if path.is_file():
+            return path
+        bad = folder / f"{digest}.bad"
+        if bad.is_file():
+            continue
+        if _build_pch(preamble, flags, folder / f"{digest}.cuh", path):
+            _prune(folder, keep=PCH_KEEP)
+            return path
+        try:
+            bad.touch()
+        except OSError:
+            pass
+    return None
+
+
+def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> bool:
     index = ci.Index.create()
     try:
-        tu = index.parse(header, args=flags, unsaved_files=[(header, preamble)],
+        tu = index.parse(str(header), args=flags, unsaved_files=[(str(header), preamble)],
                          options=ci.TranslationUnit.PARSE_INCOMPLETE
                          | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     except ci.TranslationUnitLoadError:
-        return None
+        return False
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
-        return None
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".pch.tmp")
+        return False
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".pch.tmp")
     os.close(fd)
     try:
         tu.save(tmp)
         os.replace(tmp, path)
     except ci.TranslationUnitSaveError:
-        return None
+        return False
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-    _prune(folder, keep=PCH_KEEP)
-    return path
+    return True
 
 
 #: Precompiled headers kept in the cache (about 50 MB each); the least recently built go.
@@ -189,6 +209,25 @@ class ProbeUnit:
     def errors(self) -> list[CompileError]:
         """Every error or fatal diagnostic, in order, as :class:`CompileError`."""
         return [e for e, _ in self.errors_with_probe_lines()]
+
+    def failed_classes(self) -> dict[str, CompileError]:
+        """Class templates whose instantiation failed on a static_assert, by the name clang
+        prints (``in instantiation of template class 'NAME' requested here``), each with
+        that static_assert. A later use of such a class in the same translation unit gets
+        only follow-up errors (``no type named 'X' in 'NAME'``): clang instantiates a class
+        once and reports its failure once."""
+        out: dict[str, CompileError] = {}
+        for d in self.tu.diagnostics:
+            if d.severity < ci.Diagnostic.Error:
+                continue
+            err = self._error(d)
+            if err.kind != "static_assert":
+                continue
+            for note in d.children:
+                m = _INSTANTIATED_RE.match(note.spelling)
+                if m:
+                    out.setdefault(m.group(1), err)
+        return out
 
     def errors_with_probe_lines(self) -> list[tuple[CompileError, int | None]]:
         """Each error with the probe line that led to it (``None`` when clang gives none).

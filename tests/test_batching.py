@@ -1,0 +1,59 @@
+"""How the engine batches configs into translation units (libclang parses counted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cutlass_layout import Config, engine, probe
+
+from handed import SECTION_A
+
+pytestmark = pytest.mark.network
+
+
+def _count_parses(monkeypatch) -> list:
+    calls = []
+    real = engine._parse
+
+    def counted(tgt, configs, arch):
+        calls.append(list(configs))
+        return real(tgt, configs, arch)
+
+    monkeypatch.setattr(engine, "_parse", counted)
+    return calls
+
+
+def test_shared_failing_mainloop_costs_no_extra_parse(fi072, monkeypatch):
+    """handed.md A: grouped NVFP4 128x256x256 does not compile (the builder's stage count is
+    below 2). Its flashinfer and trtllm-moe configs instantiate the same failing mainloop
+    type; clang reports the static_assert once, for the first, and the second gets only
+    follow-up errors (no type named ... in that class). Both get the static_assert from
+    that one parse; the config that compiles is parsed once more, alone."""
+    calls = _count_parses(monkeypatch)
+    bad = Config(kernel="grouped", a="nvfp4", tile=(128, 256, 256))
+    good = Config(kernel="grouped", a="nvfp4", tile=(128, 128, 128))
+    reps = engine.layouts([bad, bad.with_(preset="trtllm-moe"), good], fi072)
+    assert [len(c) for c in calls] == [3, 1] and calls[1] == [good]
+    for r in reps[:2]:
+        assert r.error.kind == "static_assert"
+        assert "Stages set to value 2 or more" in r.error.message
+        assert r.error.file.endswith("sm120_blockscaled_mma_array_tma.hpp")
+        assert r.kernel is None and r.stages is None
+    stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 128, 128), "flashinfer")]
+    r = reps[2]
+    assert r.error is None
+    assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (stages, mainloop, epilogue, kernel)
+
+
+def test_precompiled_header_warm_up_config_lays_out(fi072):
+    """The precompiled header holds the family's default config already instantiated
+    (probe.pch_preambles); laying out that very config reads the same numbers."""
+    assert probe.WARM_NAMESPACE in probe.pch_preambles("sm120")[0]
+    assert probe.WARM_NAMESPACE not in probe.pch_preambles("sm120")[1]
+    r = engine.layout(Config(), fi072)
+    stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 128, 128), "flashinfer")]
+    assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (stages, mainloop, epilogue, kernel)
+    tma = r.tma_transaction_bytes  # handed.md A: A tile 8192 B + SFA 1024 B; B likewise
+    assert (tma.mk.value, tma.nk.value, tma.total.value) == (9216, 9216, 18432)
+    assert tma.mk.file == "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
+    assert (r.capacity.value, r.capacity.file) == (101376, "cutlass/arch/arch.h")
