@@ -57,3 +57,23 @@ def test_precompiled_header_warm_up_config_lays_out(fi072):
     assert (tma.mk.value, tma.nk.value, tma.total.value) == (9216, 9216, 18432)
     assert tma.mk.file == "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
     assert (r.capacity.value, r.capacity.file) == (101376, "cutlass/arch/arch.h")
+
+
+def test_errors_in_a_batch_are_the_errors_alone(fi072, monkeypatch):
+    """MXFP8 grouped with K = 64 does not compile on flashinfer 0.7.2.post1 (a hard error in
+    cute/layout.hpp, not a static_assert), whatever M and N. In a batch, clang reports a
+    shared failed instantiation once, so some of these look clean at first; the engine
+    parses those apart from the configs that compile (those two groups, then nothing
+    more) and gives every config the error it gets alone."""
+    tiles = [(128, 128, 64), (256, 128, 64), (128, 256, 64), (256, 256, 64)]
+    bad = [Config(kernel="grouped", a="mxfp8", tile=t) for t in tiles]
+    good = Config(kernel="grouped", a="mxfp8", tile=(128, 64, 128))
+    calls = _count_parses(monkeypatch)
+    reps = engine.layouts(bad + [good], fi072)
+    assert [len(c) for c in calls] == [5, 2, 1] and calls[2] == [good]
+    assert reps[4].error is None
+    for cfg, r in zip(bad, reps):
+        alone = engine.layouts([cfg], fi072)[0].error
+        assert r.kernel is None and r.error.kind == "error"
+        assert (r.error.message, r.error.file, r.error.line) == (alone.message, alone.file, alone.line)
+        assert r.error.file == "cute/layout.hpp"

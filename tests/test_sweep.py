@@ -16,8 +16,8 @@ from cutlass_layout import Config
 from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
-from cutlass_layout.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _Search, command, sweep,
-                                  to_csv)
+from cutlass_layout.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _first_candidate,
+                                  _likely_fails, _Search, command, sweep, to_csv)
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 
@@ -249,15 +249,32 @@ def test_chunks_spread_over_workers():
     cfgs += [c.with_(preset="trtllm-moe") for c in cfgs]
     cfgs += [c.with_(kernel="dense") for c in cfgs]
     chunks = _chunks(cfgs, 2)
-    assert MAX_CHUNK == 32 and len(chunks) == 2 and sorted(map(len, chunks)) == [32] * 2
-    assert {c for ch in chunks for c in ch} == set(cfgs)
+    assert sum(map(len, chunks)) == len(cfgs) and {c for ch in chunks for c in ch} == set(cfgs)
+    assert all(len(ch) <= MAX_CHUNK for ch in chunks) and len(chunks) % 2 == 0
     # configs that differ in the epilogue only (same mainloop type) share a translation unit
     where = {c: i for i, ch in enumerate(chunks) for c in ch}
     assert all(where[c] == where[c.with_(preset="trtllm-moe")] for c in cfgs[:16])
-    assert [len(ch) for ch in _chunks(cfgs[:16], 2)] == [8, 8]
+    # configs likely to fail their static_assert (NVFP4 128xNx512 and 128x256x256: one
+    # stage of A and B tiles is over half the capacity) do not share units with the others
+    fails = {c for c in cfgs if _likely_fails(c)}
+    assert fails == {c for c in cfgs if c.tile[2] == 512 or c.tile[1:] == (256, 256)}
+    assert all(len({c in fails for c in ch}) == 1 for ch in chunks)
+    ok = [c for c in cfgs if c not in fails]
+    assert [len(ch) for ch in _chunks(ok[:8], 2)] == [4, 4]
     assert len(_chunks(cfgs[:3], 2)) == 1
     assert all(len({c.arch for c in ch}) == 1
                for ch in _chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
+
+
+@pytest.mark.network
+def test_search_guesses_need_one_round(swept_a):
+    """Section A's search candidates (auto + 1 for the six that compile; StageCount<2> for
+    the pair that does not) are guessed right, so a cold sweep lays out 8 + 8 configs in
+    one round."""
+    assert [_first_candidate(Config(tile=(128, 128, 128), preset=p)).stages
+            for p in ("flashinfer", "trtllm-moe")] == [5, 5]  # handed.md: auto 4 stages
+    assert _first_candidate(Config(tile=(128, 256, 256))).stages == 2
+    assert swept_a.stats["laid_out"] == 16
 
 
 def test_csv_and_summary_from_records():

@@ -112,17 +112,25 @@ def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError] | None:
-    """Map each failing config (index into ``configs``) to its first error, or ``None`` when
-    some error cannot be tied to a config.
+def _attribute(unit: ProbeUnit, configs: list[Config]) -> tuple[dict[int, CompileError], set[int]] | None:
+    """Map each failing config (index into ``configs``) to its first error, and say which
+    of those are surely the error the config gets alone; ``None`` when some error cannot
+    be tied to a config.
 
-    A config whose first error is a follow-up on a class template that failed on a
-    static_assert earlier in this translation unit (``no type named 'X' in 'C'``, where
-    another config's use of ``C`` hit the static_assert) gets that static_assert: it names
-    the same class, and instantiating it alone fails the same way.
+    An error in a batch can be a follow-up: a config that uses a type whose instantiation
+    failed earlier in the unit (for another config) gets only errors such as ``no type
+    named 'X' in 'C'``, or none. Sure are: a static_assert; the unit's first error (nothing
+    failed before it); a follow-up on a class template that failed on a static_assert
+    (``no type named 'X' in 'C'``), which becomes that static_assert (instantiating ``C``
+    alone fails the same way); and an error identical (message, file, line) to another
+    config's first error (clang reports a failed instantiation once, so an identical one
+    is a fresh instantiation failing the same way, not a follow-up). Whatever the error,
+    a config with one does not compile alone either: it asked for the failing type.
     """
     ranges = probe.line_ranges(configs)
     failed: dict[int, CompileError] = {}
+    sure: set[int] = set()
+    firsts: set[tuple] = set()
     current = None
     classes = None
     for err, line in unit.errors_with_probe_lines():
@@ -130,13 +138,26 @@ def _attribute(unit: ProbeUnit, configs: list[Config]) -> dict[int, CompileError
             current = next((k for k, (a, b) in enumerate(ranges) if a <= line <= b), None)
         if current is None:
             return None
-        if current not in failed and err.kind != "static_assert":
+        if current in failed:
+            continue
+        if err.kind != "static_assert":
             m = FOLLOW_UP_RE.match(err.message)
             if m:
                 classes = unit.failed_classes() if classes is None else classes
                 err = classes.get(m.group(1), err)
-        failed.setdefault(current, err)
-    return failed
+        key = (err.message, err.file, err.line)
+        if err.kind == "static_assert" or not failed or key in firsts:
+            sure.add(current)
+        firsts.add(key)
+        failed[current] = err
+    return failed, sure
+def _kin(cfg) -> tuple | None:
+    """What configs likely to share instantiations have in common: the arch, the kernel,
+    the element types and the tile's K (the shared memory atoms and scale-factor layouts
+    depend on these, not on M, N or the stage count)."""
+    if not isinstance(cfg, Config):
+        return None
+    return (cfg.arch, cfg.kernel, cfg.a, cfg.b, cfg.tile[2])
 
 
 def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudget | None:
@@ -239,13 +260,14 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
                 for k, i in enumerate(group):
                     out[i] = _read(unit, configs[i], k, prov)
                 continue
-            failed = _attribute(unit, [configs[i] for i in group]) if len(group) > 1 else {0: errors[0]}
-            if failed is None:  # cannot tell which config broke: split and retry
+            tied = _attribute(unit, [configs[i] for i in group]) if len(group) > 1 else ({0: errors[0]}, {0})
+            if tied is None:  # cannot tell which config broke: split and retry
                 half = len(group) // 2
                 pending += [group[:half], group[half:]]
                 continue
+            failed, sure = tied
             for k, err in failed.items():
-                if err.kind != "static_assert" and len(group) > 1:
+                if k not in sure:
                     # may be a follow-up of another config's failed instantiation of a
                     # shared type: find its own first error in a translation unit alone
                     pending.append([group[k]])
@@ -253,9 +275,16 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
                 rep = LayoutReport(config=configs[group[k]].to_dict(), provenance=prov)
                 rep.error = err
                 out[group[k]] = rep
+            # numbers only ever come from a translation unit without errors: parse the
+            # others again. A failed instantiation is reported once, so a config that
+            # shares it with a failing one can look clean here (and its types read back
+            # as if complete); the likely ones go to a unit of their own, so that their
+            # errors do not cost the others yet another parse
             rest = [i for k, i in enumerate(group) if k not in failed]
-            if rest:  # numbers only ever come from a translation unit without errors
-                pending.append(rest)
+            kin = {_kin(configs[group[k]]) for k in failed} - {None}
+            suspects = [i for i in rest if _kin(configs[i]) in kin]
+            clean = [i for i in rest if i not in suspects]
+            pending += [g for g in (clean, suspects) if g]
         if check_kernel_body:
             for i in idxs:
                 rep = out[i]

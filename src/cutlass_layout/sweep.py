@@ -47,7 +47,7 @@ _RECORD_FORMAT = 1
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
 #: Most configs in one translation unit (memory grows with it: ~1 GB at about 30).
-MAX_CHUNK = 32
+MAX_CHUNK = 48
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4
 
@@ -238,14 +238,54 @@ def _chunk_worker(tgt, configs: list[Config]):
     return reps, peak, time.process_time() - t
 
 
+#: Capacity per family, only to guess which configs do not compile (chunk order); every
+#: capacity reported is read from the headers.
+_CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448}
+#: A guess of the epilogue's carve-out, bytes (same use).
+_CARVEOUT_GUESS = 9216
+
+
 def _stage_bytes_guess(c: Config) -> int:
-    """A rough per-stage byte count (A and B tiles), only to order configs: the ones whose
-    budget is below 2 stages (they do not compile) then share translation units, and a
-    unit with an error must be parsed again without it."""
+    """A rough per-stage byte count (A and B tiles and their block scale factors), only to
+    order configs and guess which ones do not compile."""
     from .config import ELEMENTS
 
     m, n, k = c.tile
-    return (m * ELEMENTS[c.a].bits + n * ELEMENTS[c.b].bits) * k // 8
+    sf = {"nvfp4": 16, "mxfp4": 32, "mxfp8": 32}
+    scales = sum(rows * k // sf[e] for rows, e in ((m, c.a), (n, c.b)) if e in sf)
+    return (m * ELEMENTS[c.a].bits + n * ELEMENTS[c.b].bits) * k // 8 + scales
+
+
+def _stages_guess(c: Config) -> int:
+    """A guess of the builder's auto stage count: (capacity - carve-out) / (stage bytes +
+    the 128 bytes the builders count for a stage's pipeline barriers)."""
+    room = _CAPACITY_GUESS.get(c.family, 1 << 62) - _CARVEOUT_GUESS
+    return room // (_stage_bytes_guess(c) + 128)
+
+
+def _min_stages(c: Config) -> int:
+    """The fewest stages the family's collectives accept (their static_assert)."""
+    return 2 if c.family == "sm120" else 1
+
+
+def _likely_fails(c: Config) -> bool:
+    """Whether the builder's auto stage count is likely below the collective's minimum, so
+    the config fails its static_assert. A guess: it only keeps such configs out of the
+    translation units of configs that compile (a unit with an error gives no numbers, and
+    the others in it must be parsed again)."""
+    return c.stages is None and _stages_guess(c) < _min_stages(c)
+
+
+def _first_candidate(c: Config) -> Config | None:
+    """The stage count the search will most likely lay out after ``c`` (an auto config),
+    to lay out in the same round: one more than the guessed auto count (to show that the
+    builder's choice is the largest that fits), or the minimum when the auto config likely
+    does not compile. A wrong guess costs one layout (still a point of the search), never
+    a number."""
+    if c.stages is not None:
+        return None
+    n = _min_stages(c) if _likely_fails(c) else _stages_guess(c) + 1
+    return c.with_(stages=n) if _min_stages(c) <= n <= MAX_STAGES else None
 
 
 def _mainloop_key(c: Config) -> tuple:
@@ -257,17 +297,18 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     """Split into chunks of one arch each: a multiple of ``jobs`` chunks where there is
     enough work, each of at most :data:`MAX_CHUNK` configs.
 
-    Order: by :func:`_stage_bytes_guess`, so the configs whose budget is below 2 stages
-    share chunks (a chunk with an error is parsed again without the failing configs); and
-    configs that share a mainloop type (they differ in the epilogue only) next to each
-    other, so they share a translation unit: clang instantiates the mainloop once, and the
-    second config costs a fraction of the first.
+    Configs that likely do not compile (:func:`_likely_fails`) get chunks of their own: a
+    unit with an error gives numbers for none of its configs. Within that, by
+    :func:`_stage_bytes_guess`, and configs that share a mainloop type (they differ in the
+    epilogue only) next to each other, so they share a translation unit: clang
+    instantiates the mainloop once, and the second config costs a fraction of the first.
     """
-    by_arch: dict[str, list[Config]] = {}
-    for c in sorted(configs, key=lambda c: (c.arch, _stage_bytes_guess(c), repr(_mainloop_key(c)))):
-        by_arch.setdefault(c.arch, []).append(c)
+    groups: dict[tuple, list[Config]] = {}
+    for c in sorted(configs, key=lambda c: (c.arch, _likely_fails(c), _stage_bytes_guess(c),
+                                            repr(_mainloop_key(c)))):
+        groups.setdefault((c.arch, _likely_fails(c)), []).append(c)
     out = []
-    for group in by_arch.values():
+    for group in groups.values():
         n = len(group)
         k = max(1, min(math.ceil(n / MIN_CHUNK), jobs * math.ceil(n / (jobs * MAX_CHUNK))))
         size = math.ceil(n / k)
@@ -571,14 +612,17 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
             runner.start(todo)
             if progress and len(todo) >= 4:
                 bar = runner.progress = _Progress()
-            if bar:
-                bar.add(len(todo))
             searches: dict[Config, _Search] = {}
             waiting: dict[Config, int] = {}  # base -> its configs in flight
-            for c in todo:
+            # the search's likely first candidates go in the first round too
+            guesses = [g for g in dict.fromkeys(map(_first_candidate, todo))
+                       if g is not None and g not in keys]
+            for c in todo + guesses:
                 base = c.with_(stages=None)
                 searches.setdefault(base, _Search(base))
                 waiting[base] = waiting.get(base, 0) + 1
+            if bar:
+                bar.add(len(todo) + len(guesses))
 
             def follow_up(reps: dict) -> list[Config]:
                 touched = []
@@ -596,7 +640,7 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
                         want += new
                 return want
 
-            first = runner.run(todo, follow_up)
+            first = runner.run(todo + guesses, follow_up)
         finally:
             runner.close()
             if bar:
