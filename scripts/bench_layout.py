@@ -5,11 +5,14 @@ Modes, each run as a fresh process (what a user waits for), on a CUTLASS tree al
 unpacked in the cache (default: flashinfer-python 0.7.2.post1's):
 
 * ``no-pch``: libclang parses all CUTLASS headers every time (``CUTLASS_LAYOUT_NO_PCH=1``);
-* ``pch``: with the cached precompiled header of the tree (built once before timing);
+* ``pch``: with the cached precompiled header of the tree (built once before timing); the
+  default config is the header's warm-up config (already instantiated in it);
+* ``pch-other``: with the header, a config it did not instantiate (dense MXFP8
+  128x64x128), what most ``layout`` calls cost;
 * ``nvcc``: the same probe compiled by nvcc (host and device pass) and run, the way
   people check ``sizeof(SharedStorage)`` today.
 
-Usage: python scripts/bench_layout.py [--runs 5] [--cutlass SRC]
+Usage: python scripts/bench_layout.py [--runs 5] [--cutlass SRC] [--no-nvcc]
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cutlass", default="flashinfer-python==0.7.2.post1")
+    ap.add_argument("--no-nvcc", action="store_true")
     args = ap.parse_args()
 
     tgt = target(args.cutlass)  # unpack once, outside the timing
@@ -58,9 +62,11 @@ def main() -> None:
     env = dict(os.environ, CUTLASS_LAYOUT_NO_PCH="1")
     results["no-pch"] = [run(layout_cmd, env) for _ in range(args.runs)]
     results["pch"] = [run(layout_cmd) for _ in range(args.runs)]
+    other = layout_cmd + ["--kernel", "dense", "--a", "mxfp8", "--tile", "128x64x128"]
+    results["pch-other"] = [run(other) for _ in range(args.runs)]
 
     nvcc = shutil.which("nvcc")
-    if nvcc:
+    if nvcc and not args.no_nvcc:
         work = Path(tempfile.mkdtemp(prefix="bench-layout-"))
         src = work / "probe.cu"
         src.write_text(probe.render([Config()], with_main=True))

@@ -9,7 +9,9 @@ choice. Every number it reports comes from a layout of the engine:
 * the search predicts candidates from the per-stage growth of the kernel, then lays out
   each candidate (in batches) and stops only when it holds a layout of ``N`` that fits and
   one of ``N + 1`` that does not (or does not compile); ``N`` must be at least 2 for the
-  SM120 collectives (their static_assert), else 1;
+  SM120 collectives (their static_assert), else 1. Its likely first candidate (one more
+  than a guess of the builder's count, :func:`_first_candidate`) is laid out in the first
+  round, next to the config: a right guess saves a round, a wrong one costs a layout;
 * a ``StageCountAuto...`` config that chose ``S`` stages instantiates the same mainloop
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
@@ -161,14 +163,14 @@ class SweepResult:
 # --------------------------------------------------------------------------------------
 # the result cache
 # --------------------------------------------------------------------------------------
-def _cache_key(tgt, cfg: Config, clang: str) -> str:
+def _cache_key(tree_hash: str, cfg: Config, clang: str, flags: list[str]) -> str:
     """SHA-256 of the CUTLASS tree's content hash, the config, the libclang version, and
-    also the probe's C++ text for the config and the clang flags (so a change of the
-    probe generator or of the CUDA headers recomputes instead of reusing)."""
+    also the probe's C++ text for the config and the clang flags for its arch (so a
+    change of the probe generator or of the CUDA headers recomputes instead of reusing)."""
     from . import probe
 
-    text = json.dumps([_RECORD_FORMAT, tgt.tree.tree_hash, cfg.to_dict(), clang,
-                       probe.preamble() + probe.config_block(cfg, 0), tgt.flags(cfg.arch)],
+    text = json.dumps([_RECORD_FORMAT, tree_hash, cfg.to_dict(), clang,
+                       probe.preamble() + probe.config_block(cfg, 0), flags],
                       sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -594,7 +596,8 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
     clang = libclang_version()
 
     unique = list(dict.fromkeys(grid))
-    keys = {c: _cache_key(tgt, c, clang) for c in unique}
+    flags = {arch: tgt.flags(arch) for arch in {c.arch for c in unique}}
+    keys = {c: _cache_key(tgt.tree.tree_hash, c, clang, flags[c.arch]) for c in unique}
     found: dict[Config, SweepRecord] = {}
     if use_cache:
         for c in unique:
