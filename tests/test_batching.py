@@ -77,3 +77,21 @@ def test_errors_in_a_batch_are_the_errors_alone(fi072, monkeypatch):
         assert r.kernel is None and r.error.kind == "error"
         assert (r.error.message, r.error.file, r.error.line) == (alone.message, alone.file, alone.line)
         assert r.error.file == "cute/layout.hpp"
+
+
+def test_precompiled_header_falls_back_and_remembers_a_bad_preamble(fi072, tmp_path, monkeypatch):
+    """ensure_pch builds the first preamble that parses cleanly; one with errors (a tree
+    where the warm-up config does not compile) is marked and not built again."""
+    from cutlass_layout.frontends import clang as fc
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
+    builds = []
+    real = fc._build_pch
+    monkeypatch.setattr(fc, "_build_pch", lambda text, *a: builds.append(text) or real(text, *a))
+    broken, fine = "struct A { int x; };\nstatic_assert(sizeof(A) == 5, \"no\");\n", "struct A { int x; };\n"
+    flags = fi072.flags("sm120")
+    first = fc.ensure_pch([broken, fine], flags, "k")
+    assert first is not None and first.is_file() and builds == [broken, fine]
+    assert len(list((tmp_path / "pch").glob("*.bad"))) == 1
+    assert fc.ensure_pch([broken, fine], flags, "k") == first and len(builds) == 2
+    assert fc.ensure_pch([broken], flags, "k") is None and len(builds) == 2

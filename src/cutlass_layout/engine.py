@@ -151,6 +151,8 @@ def _attribute(unit: ProbeUnit, configs: list[Config]) -> tuple[dict[int, Compil
         firsts.add(key)
         failed[current] = err
     return failed, sure
+
+
 def _kin(cfg) -> tuple | None:
     """What configs likely to share instantiations have in common: the arch, the kernel,
     the element types and the tile's K (the shared memory atoms and scale-factor layouts

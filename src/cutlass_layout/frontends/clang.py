@@ -118,24 +118,28 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
         bad = folder / f"{digest}.bad"
         if bad.is_file():
             continue
-        if _build_pch(preamble, flags, folder / f"{digest}.cuh", path):
+        built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path)
+        if built:
             _prune(folder, keep=PCH_KEEP)
             return path
-        try:
-            bad.touch()
-        except OSError:
-            pass
+        if built is False:  # errors in the preamble itself: do not try it again
+            try:
+                bad.touch()
+            except OSError:
+                pass
     return None
 
 
-def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> bool:
+def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> bool | None:
+    """Build ``path`` from ``preamble``: ``True`` when built, ``False`` when the preamble
+    has errors, ``None`` when libclang could not parse or save at all (try again later)."""
     index = ci.Index.create()
     try:
         tu = index.parse(str(header), args=flags, unsaved_files=[(str(header), preamble)],
                          options=ci.TranslationUnit.PARSE_INCOMPLETE
                          | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
     except ci.TranslationUnitLoadError:
-        return False
+        return None
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
         return False
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".pch.tmp")
@@ -143,15 +147,15 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> boo
     try:
         tu.save(tmp)
         os.replace(tmp, path)
-    except ci.TranslationUnitSaveError:
-        return False
+    except (ci.TranslationUnitSaveError, OSError):
+        return None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return True
 
 
-#: Precompiled headers kept in the cache (about 50 MB each); the least recently built go.
+#: Precompiled headers kept in the cache (50-60 MB each); the least recently built go.
 PCH_KEEP = 16
 
 
