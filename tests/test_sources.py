@@ -67,6 +67,16 @@ def test_several_trees_are_listed_and_one_can_be_picked(tmp_path):
     assert len(find_trees(sp)) == 2
 
 
+def test_many_trees_are_counted_not_all_listed(tmp_path):
+    for i in range(9):
+        make_tree(tmp_path / f"t{i}" / "include", (4, 2, 0))
+    with pytest.raises(BadInput) as exc:
+        resolve_cutlass(str(tmp_path))
+    msg = str(exc.value)
+    assert msg.startswith(f"{tmp_path} holds 9 CUTLASS trees: t0/include, ")
+    assert "t5/include and 3 more; " in msg and "t6/include" not in msg
+
+
 def test_sgl_kernel_layout(tmp_path):
     sp = tmp_path / "sp"
     make_tree(sp / "deep_gemm" / "include", (4, 2, 0))

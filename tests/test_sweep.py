@@ -67,6 +67,7 @@ def test_section_a_128x256x256_does_not_compile_and_others_survive(swept_a):
 def test_section_a_json_schema(swept_a):
     d = json.loads(json.dumps(swept_a.to_dict()))
     assert d["schema"] == SWEEP_SCHEMA == "cutlass-layout/sweep/1"
+    assert d["checked"] == "types"  # kernel bodies are not instantiated by a sweep
     assert d["provenance"]["tree_hash"] and d["provenance"]["cutlass_version"] == "4.5.0"
     assert len(d["grid"]) == len(d["results"]) == 8
     assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
@@ -147,13 +148,16 @@ def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
     assert len(rows) == 8
     row = next(r for r in rows if r["tile"] == "128x256x128" and r["preset"] == "trtllm-moe")
     assert (row["stages"], row["kernel_bytes"], row["verdict"]) == ("3", "98304", "fits")
-    assert next(r for r in rows if r["tile"] == "128x256x256")["kernel_bytes"] == ""
+    assert row["exact_fit"] == "False"
+    bad = next(r for r in rows if r["tile"] == "128x256x256")
+    assert bad["kernel_bytes"] == "" and bad["exact_fit"] == ""
 
     svg = tmp_path / "sweep.svg"
     out = runner.invoke(command, args + ["--plot", str(svg)], catch_exceptions=False)
     assert out.exit_code == 0
     assert "does_not_compile" in out.stdout and "128x256x256" in out.stdout
     assert "Stages set to value 2 or more" in out.stdout
+    assert "checked: types" in out.stdout
     text = svg.read_text()
     assert "capacity 101376 B" in text and "128x256x128" in text
 

@@ -156,11 +156,17 @@ def find_trees(top: Path) -> list[Path]:
     return sorted(found)
 
 
+#: Trees named in the error when a source holds several (the rest are counted).
+_SHOWN_TREES = 6
+
+
 def _pick(candidates: list, what: str, how: str, shown=str):
     if not candidates:
         raise BadInput(f"no CUTLASS headers (cutlass/version.h) in {what}")
     if len(candidates) > 1:
-        listed = ", ".join(shown(c) for c in candidates)
+        listed = ", ".join(shown(c) for c in candidates[:_SHOWN_TREES])
+        if len(candidates) > _SHOWN_TREES:
+            listed += f" and {len(candidates) - _SHOWN_TREES} more"
         raise BadInput(f"{what} holds {len(candidates)} CUTLASS trees: {listed}; {how}")
     return candidates[0]
 

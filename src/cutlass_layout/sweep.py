@@ -147,6 +147,7 @@ class SweepResult:
         return {
             "schema": SWEEP_SCHEMA,
             "provenance": self.provenance,
+            "checked": "types",
             "grid": [c.to_dict() for c in self.grid],
             "results": [r.to_dict() for r in self.records],
         }
@@ -667,7 +668,7 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
                "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
-               "max_stages_that_fit", "max_stages_kernel_bytes", "error")
+               "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
 
 
 def to_csv(result: SweepResult) -> str:
@@ -687,6 +688,7 @@ def to_csv(result: SweepResult) -> str:
                                            "kernel_bytes", "capacity_bytes", "headroom_bytes",
                                            "verdict", "max_stages_that_fit",
                                            "max_stages_kernel_bytes")},
+            "exact_fit": r.headroom_bytes == 0 if r.headroom_bytes is not None else None,
             "error": _error_text(r.error) if r.error else None,
         }
         w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
@@ -772,6 +774,8 @@ def render(result: SweepResult, console=None) -> None:
     if cap is not None:
         con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
                   f"StageCount<N> whose kernel fits (laid out, as is N+1)")
+    con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
+              "not instantiated: `layout --check-kernel` does, per config)")
     for r in recs:
         if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
             con.print(f"{config_label(r.config, var)}: {r.summary()}", soft_wrap=True)
