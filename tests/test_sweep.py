@@ -157,6 +157,7 @@ def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
     assert out.exit_code == 0
     assert "does_not_compile" in out.stdout and "128x256x256" in out.stdout
     assert "Stages set to value 2 or more" in out.stdout
+    assert "  at cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp:" in out.stdout
     assert "checked: types" in out.stdout
     text = svg.read_text()
     assert "capacity 101376 B" in text and "128x256x128" in text

@@ -779,8 +779,8 @@ def render(result: SweepResult, console=None) -> None:
     for r in recs:
         if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
             con.print(f"{config_label(r.config, var)}: {r.summary()}", soft_wrap=True)
-            if r.error:
-                con.print(f"  {_error_text(r.error)}", soft_wrap=True, style="dim")
+            if r.error and r.error.get("file"):  # the summary has the message
+                con.print(f"  at {r.error['file']}:{r.error['line']}", soft_wrap=True, style="dim")
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
     con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
 
