@@ -244,8 +244,11 @@ def _chunk_worker(tgt, configs: list[Config]):
 #: Capacity per family, only to guess which configs do not compile (chunk order); every
 #: capacity reported is read from the headers.
 _CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448}
-#: A guess of the epilogue's carve-out, bytes (same use).
-_CARVEOUT_GUESS = 9216
+#: Guesses of the epilogue's carve-out and of the bytes a builder counts per stage besides
+#: the A and B tiles (pipeline barriers), per family (same use): SM120's TMA epilogues take
+#: about 9 KB; SM90's default (``EpilogueScheduleAuto``) takes none.
+_CARVEOUT_GUESS = {"sm120": 9216, "sm90": 0}
+_STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32}
 
 
 def _stage_bytes_guess(c: Config) -> int:
@@ -261,9 +264,9 @@ def _stage_bytes_guess(c: Config) -> int:
 
 def _stages_guess(c: Config) -> int:
     """A guess of the builder's auto stage count: (capacity - carve-out) / (stage bytes +
-    the 128 bytes the builders count for a stage's pipeline barriers)."""
-    room = _CAPACITY_GUESS.get(c.family, 1 << 62) - _CARVEOUT_GUESS
-    return room // (_stage_bytes_guess(c) + 128)
+    the bytes the builder counts for a stage's pipeline barriers)."""
+    room = _CAPACITY_GUESS.get(c.family, 1 << 62) - _CARVEOUT_GUESS.get(c.family, 0)
+    return room // (_stage_bytes_guess(c) + _STAGE_EXTRA_GUESS.get(c.family, 128))
 
 
 def _min_stages(c: Config) -> int:
