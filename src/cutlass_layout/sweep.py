@@ -48,7 +48,8 @@ SWEEP_SCHEMA = "cutlass-layout/sweep/1"
 _RECORD_FORMAT = 1
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
-#: Most configs in one translation unit (memory grows with it: ~1 GB at about 30).
+#: Most configs in one translation unit (memory grows with it: peak 0.35 GB per worker
+#: at 27 configs, 0.85 GB at 48).
 MAX_CHUNK = 48
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4
