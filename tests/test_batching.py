@@ -48,8 +48,9 @@ def test_shared_failing_mainloop_costs_no_extra_parse(fi072, monkeypatch):
 def test_precompiled_header_warm_up_config_lays_out(fi072):
     """The precompiled header holds the family's default config already instantiated
     (probe.pch_preambles); laying out that very config reads the same numbers."""
-    assert probe.WARM_NAMESPACE in probe.pch_preambles("sm120")[0]
-    assert probe.WARM_NAMESPACE not in probe.pch_preambles("sm120")[1]
+    full, first, plain = probe.pch_preambles("sm120")
+    assert full.count(f"namespace {probe.WARM_NAMESPACE}") == 2 * len(probe.WARM_UP["sm120"]) == 8
+    assert first.count(f"namespace {probe.WARM_NAMESPACE}") == 2 and probe.WARM_NAMESPACE not in plain
     r = engine.layout(Config(), fi072)
     stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 128, 128), "flashinfer")]
     assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (stages, mainloop, epilogue, kernel)
