@@ -7,8 +7,8 @@ unpacked in the cache (default: flashinfer-python 0.7.2.post1's):
 * ``no-pch``: libclang parses all CUTLASS headers every time (``CUTLASS_LAYOUT_NO_PCH=1``);
 * ``pch``: with the cached precompiled header of the tree (built once before timing); the
   default config is the header's warm-up config (already instantiated in it);
-* ``pch-other``: with the header, a config it did not instantiate (dense MXFP8
-  128x64x128), what most ``layout`` calls cost;
+* ``pch-other``: with the header, a config whose element kind and tile it did not
+  instantiate (grouped MXFP4 128x64x256), what most ``layout`` calls cost;
 * ``nvcc``: the same probe compiled by nvcc (host and device pass) and run, the way
   people check ``sizeof(SharedStorage)`` today.
 
@@ -62,7 +62,7 @@ def main() -> None:
     env = dict(os.environ, CUTLASS_LAYOUT_NO_PCH="1")
     results["no-pch"] = [run(layout_cmd, env) for _ in range(args.runs)]
     results["pch"] = [run(layout_cmd) for _ in range(args.runs)]
-    other = layout_cmd + ["--kernel", "dense", "--a", "mxfp8", "--tile", "128x64x128"]
+    other = layout_cmd + ["--a", "mxfp4", "--tile", "128x64x256"]
     results["pch-other"] = [run(other) for _ in range(args.runs)]
 
     nvcc = shutil.which("nvcc")
