@@ -16,45 +16,9 @@ import click
 from . import engine, probe, report
 from .config import DEFAULT_ELEMENT, FAMILY, Config, parse_shape, parse_stages, parse_tile
 from .errors import BadInput, CutlassLayoutError
+from .options import config_options, source_options
 from .probe import UserType
 from .verify import verify_with_nvcc
-
-_SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
-                "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
-                "append #SUBPATH to choose among several trees. Default: the installed one, "
-                "else nvidia-cutlass 4.2.0.0 fetched into the cache.")
-
-
-def _source_options(f):
-    f = click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")(f)
-    f = click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=_SOURCE_HELP)(f)
-    return f
-
-
-def _config_options(f):
-    opts = [
-        click.option("--preset", default="flashinfer", show_default=True,
-                     help="Epilogue flavour: flashinfer or trtllm-moe."),
-        click.option("--d", "d", default=None, help="D element: bf16, f16, f32 (default bf16)."),
-        click.option("--c", "c", default=None, help="C element: void, bf16, f16, f32 (default from --preset)."),
-        click.option("--stages", default="auto", show_default=True, help="auto or N (StageCount<N>)."),
-        click.option("--cluster", default="1x1x1", show_default=True, help="ClusterShape MxNxK."),
-        click.option("--tile", default="128x128x128", show_default=True,
-                     help="TileShape MxNxK (K in elements) or MxNxKB (K in bytes of A's element)."),
-        click.option("--b", "b", default=None, help="B element (default: same as A)."),
-        click.option("--a", "a", default=None,
-                     help="A element: nvfp4, mxfp4, mxfp8 (SM120, default nvfp4); bf16, f16, e4m3, "
-                          "e5m2 (SM90, default bf16)."),
-        click.option("--epilogue-schedule", default="auto", show_default=True,
-                     help="auto (the preset's), tma or nosmem."),
-        click.option("--schedule", default="auto", show_default=True, help="auto, cooperative or pingpong (SM90)."),
-        click.option("--kernel", default="grouped", show_default=True, help="dense or grouped (ptr-array)."),
-        click.option("--arch", default="sm120", show_default=True, help="sm120, sm121 or sm90."),
-    ]
-    for o in opts:
-        f = o(f)
-    return f
-
 
 def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
                       cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
@@ -79,8 +43,8 @@ def cli():
 
 
 @cli.command("layout")
-@_config_options
-@_source_options
+@config_options()
+@source_options
 @click.option("--header", type=str, default=None, metavar="FILE",
               help="A header declaring your own kernel or collective type (with --type).")
 @click.option("--type", "type_name", default=None, metavar="NAME",
@@ -174,7 +138,7 @@ def scan_cmd(path, as_json, grep, file_only):
 
 
 @cli.command("source")
-@_source_options
+@source_options
 def source_cmd(cutlass_src, cuda_path):
     """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
     tgt = engine.target(cutlass_src, cuda_path)

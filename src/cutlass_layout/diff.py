@@ -73,6 +73,7 @@ import click
 from .cache import cache_dir
 from .config import Config
 from .errors import BadInput
+from .options import cuda_path_option
 
 #: Version of the ``diff --json`` schema.
 SCHEMA = "cutlass-layout/diff/1"
@@ -1102,7 +1103,7 @@ def _grid_from_flags(tile, kernel, a, preset, stages, grid_file, old_tree=None, 
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
 @click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
-@click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")
+@cuda_path_option
 def command(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid_file,
             structural_only, numeric_only, cuda_path):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).

@@ -41,6 +41,7 @@ import click
 
 from .config import Config
 from .errors import BadInput
+from .options import config_options, source_options
 
 #: Version of the ``sweep --json`` schema.
 SWEEP_SCHEMA = "cutlass-layout/sweep/1"
@@ -792,36 +793,11 @@ def render(result: SweepResult, console=None) -> None:
 # --------------------------------------------------------------------------------------
 # the command
 # --------------------------------------------------------------------------------------
-_CONFIG_FLAGS = (
-    ("--arch", "arch", "sm120, sm121 or sm90."),
-    ("--kernel", "kernel", "dense or grouped (ptr-array)."),
-    ("--a", "a", "A element: nvfp4, mxfp4, mxfp8 (SM120); bf16, f16, e4m3, e5m2 (SM90)."),
-    ("--b", "b", "B element (default: same as A)."),
-    ("--tile", "tile", "TileShape MxNxK or MxNxKB; braces expand (quote them): '128x{64,128}x128'."),
-    ("--cluster", "cluster", "ClusterShape MxNxK."),
-    ("--stages", "stages", "auto or N (StageCount<N>)."),
-    ("--c", "c", "C element: void, bf16, f16, f32 (default from --preset)."),
-    ("--d", "d", "D element: bf16, f16, f32."),
-    ("--preset", "preset", "flashinfer or trtllm-moe."),
-    ("--schedule", "schedule", "auto, cooperative or pingpong (SM90)."),
-    ("--epilogue-schedule", "epilogue_schedule", "auto, tma or nosmem."),
-)
-
-
-def _config_flags(f):
-    for flag, name, help_ in reversed(_CONFIG_FLAGS):
-        f = click.option(flag, name, multiple=True,
-                         help=help_ + " Repeatable.")(f)
-    return f
-
-
 @click.command("sweep")
-@_config_flags
+@config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
               help="TOML or JSON grid file (instead of config flags).")
-@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="CUTLASS source, as for `layout` (default: the installed one).")
-@click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")
+@source_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",

@@ -195,6 +195,9 @@ class ProbeUnit:
         except ci.TranslationUnitLoadError as exc:
             raise BadInput(f"libclang could not parse the probe: {exc}") from None
         self._lines: dict[str, list[str]] = {}
+        self._errors: list | None = None
+        self._root = self.include_root.resolve()
+        self._rel: dict[str, str] = {}
         self._namespaces: dict[str, list[ci.Cursor]] = {}
         for c in self.tu.cursor.get_children():
             if c.kind == ci.CursorKind.NAMESPACE:
@@ -221,10 +224,7 @@ class ProbeUnit:
         only follow-up errors (``no type named 'X' in 'NAME'``): clang instantiates a class
         once and reports its failure once."""
         out: dict[str, CompileError] = {}
-        for d in self.tu.diagnostics:
-            if d.severity < ci.Diagnostic.Error:
-                continue
-            err = self._error(d)
+        for d, err, _ in self._error_diagnostics():
             if err.kind != "static_assert":
                 continue
             for note in d.children:
@@ -243,6 +243,12 @@ class ProbeUnit:
         instantiation context off errors that follow in the same instantiation, so callers
         attribute such errors to the previous one's line.
         """
+        return [(err, line) for _, err, line in self._error_diagnostics()]
+
+    def _error_diagnostics(self) -> list[tuple[ci.Diagnostic, CompileError, int | None]]:
+        """(diagnostic, error, probe line) of every error, computed once per unit."""
+        if self._errors is not None:
+            return self._errors
         out = []
         for d in self.tu.diagnostics:
             if d.severity < ci.Diagnostic.Error:
@@ -256,7 +262,8 @@ class ProbeUnit:
                     if (loc.file and loc.file.name == self.filename
                             and not note.spelling.startswith("in file included from")):
                         line = loc.line
-            out.append((self._error(d), line))
+            out.append((d, self._error(d), line))
+        self._errors = out
         return out
 
     def _error(self, d) -> CompileError:
@@ -276,11 +283,13 @@ class ProbeUnit:
     # -- names and text -------------------------------------------------------------------
     def rel(self, path: str) -> str:
         """``path`` relative to the CUTLASS include root when inside it, else as given."""
-        p = Path(path)
-        try:
-            return p.resolve().relative_to(self.include_root.resolve()).as_posix()
-        except ValueError:
-            return p.name if p.name == self.filename else str(p)
+        if path not in self._rel:
+            p = Path(path)
+            try:
+                self._rel[path] = p.resolve().relative_to(self._root).as_posix()
+            except ValueError:
+                self._rel[path] = p.name if p.name == self.filename else str(p)
+        return self._rel[path]
 
     def _text(self, extent) -> str:
         start, end = extent.start, extent.end
