@@ -1,12 +1,24 @@
-"""The user cache directory: unpacked wheels, downloaded wheels, precompiled headers.
+"""The user cache directory, and the one results cache every command reads and writes.
 
 Nothing is ever written into a user's CUTLASS tree or site-packages; everything that is
-derived goes below :func:`cache_dir`.
+derived (unpacked wheels, downloaded wheels, precompiled headers, results) goes below
+:func:`cache_dir`.
+
+:class:`ResultCache` stores JSON results under ``<cache>/results/<kind>/``, one file per
+key. A key is :func:`result_key` of everything that determines the result (tree hash, the
+config's probe text or the generated file, clang flags, libclang version, and
+:func:`code_fingerprint` of the code that computes it). Writes are atomic (a temporary file
+renamed into place); every entry carries its key and a SHA-256 of its payload, and an entry
+whose key or checksum does not match is a miss, never a result.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
@@ -22,3 +34,72 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def result_key(*parts) -> str:
+    """SHA-256 (hex, 32 digits) of ``parts`` as canonical JSON (``str`` for other values)."""
+    text = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=None)
+def code_fingerprint(*modules: str) -> str:
+    """SHA-256 (16 hex digits) of some of this package's own source files (paths relative to
+    the package, e.g. ``"engine.py"``, ``"frontends/clang.py"``), so that a cached result is
+    never reused after the code that computed it changed."""
+    h = hashlib.sha256()
+    here = Path(__file__).parent
+    for rel in modules:
+        h.update(rel.encode() + b"\0")
+        try:
+            h.update((here / rel).read_bytes())
+        except OSError:
+            pass
+    return h.hexdigest()[:16]
+
+
+class ResultCache:
+    """JSON results of one kind (``layouts``, ``audit``, ...), keyed by :func:`result_key`.
+
+    ``get`` returns the payload stored for a key, or ``None`` (missing, unreadable, written
+    for another key, or altered: the stored SHA-256 of the payload does not match). ``put``
+    never raises: a cache that cannot be written only costs time.
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def _path(self, key: str) -> Path:
+        return cache_dir("results", self.kind) / f"{key}.json"
+
+    @staticmethod
+    def _digest(payload) -> str:
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def get(self, key: str):
+        try:
+            entry = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key or "payload" not in entry:
+            return None
+        if entry.get("sha256") != self._digest(entry["payload"]):
+            return None
+        return entry["payload"]
+
+    def put(self, key: str, payload) -> None:
+        try:
+            path = self._path(key)
+            entry = {"key": key, "sha256": self._digest(payload), "payload": payload}
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(entry, fh)
+            os.replace(tmp, path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass

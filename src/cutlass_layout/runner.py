@@ -1,0 +1,150 @@
+"""The one runner: worker processes for parse work, and progress on stderr.
+
+A libclang parse holds the GIL and 0.3-1 GB of memory, so parallel work means processes.
+:class:`Pool` forks its workers at once, before any progress thread runs, so they inherit
+what the parent prepared (precompiled headers in the cache, resolved trees) and re-import
+nothing; with one job, or where ``fork`` is not available, the same calls run in this
+process. Tasks are submitted one at a time and collected as they finish, so a caller can
+feed follow-up work (the sweep's stage-count search) to whichever worker is free.
+
+:class:`Progress` shows a bar on a terminal and, when stderr is not a terminal, a plain
+line at most every few seconds (a long run in CI or under ``nohup`` still says where it is).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+
+def default_jobs(jobs: int | None = None) -> int:
+    """``jobs`` if given (at least 1), else the number of CPUs."""
+    return max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
+
+
+class Pool:
+    """Run ``fn(*args)`` tasks in ``jobs`` forked worker processes (or in this process).
+
+    Use as a context manager; :meth:`submit` returns a ticket, :meth:`next_done` waits for at
+    least one task and returns ``[(ticket, result), ...]``. A task's exception is raised by
+    :meth:`next_done`. Results come back by pickling: keep them plain (dataclasses, dicts).
+    """
+
+    def __init__(self, jobs: int, *, parallel: bool = True):
+        self.jobs = max(1, jobs)
+        self._tickets = 0
+        self._futures: dict = {}
+        self._local: deque = deque()
+        self._pool = None
+        if parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"))
+            # the first submits fork every worker now, while this process runs no other thread
+            for f in [self._pool.submit(os.getpid) for _ in range(self.jobs)]:
+                f.result()
+
+    @property
+    def parallel(self) -> bool:
+        """Whether tasks run in worker processes."""
+        return self._pool is not None
+
+    @property
+    def busy(self) -> int:
+        """Tasks submitted and not yet returned by :meth:`next_done`."""
+        return len(self._futures) + len(self._local)
+
+    @property
+    def idle(self) -> int:
+        """Workers without a task (0 in-process while a task waits)."""
+        return max(0, self.jobs - self.busy) if self._pool else (0 if self._local else 1)
+
+    def submit(self, fn, *args) -> int:
+        self._tickets += 1
+        if self._pool is None:
+            self._local.append((self._tickets, fn, args))
+        else:
+            self._futures[self._pool.submit(fn, *args)] = self._tickets
+        return self._tickets
+
+    def next_done(self) -> list[tuple[int, object]]:
+        """Wait for at least one task; return ``[(ticket, result)]`` of those that finished."""
+        if self._pool is None:
+            if not self._local:
+                return []
+            ticket, fn, args = self._local.popleft()
+            return [(ticket, fn(*args))]
+        if not self._futures:
+            return []
+        done, _ = wait(list(self._futures), return_when=FIRST_COMPLETED)
+        return [(self._futures.pop(f), f.result()) for f in done]
+
+    def map(self, fn, items):
+        """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""
+        items = list(items)
+        tickets = {self.submit(fn, it): it for it in items}
+        while self.busy:
+            for ticket, result in self.next_done():
+                yield tickets[ticket], result
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._local.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Progress:
+    """Progress of ``total`` units of work (the total may grow) on stderr.
+
+    On a terminal: a rich bar, removed when done. Otherwise: a line such as
+    ``audit: 5/11 generated files (38 s)`` at most every ``every`` seconds, and one at the end.
+    ``enabled=False`` shows nothing.
+    """
+
+    def __init__(self, what: str, total: int = 0, *, enabled: bool = True, every: float = 10.0):
+        self.what, self.total, self.done = what, total, 0
+        self.enabled, self.every = enabled, every
+        self.t0 = self._last = time.monotonic()
+        self._bar = None
+        if enabled and sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+            self._bar = Bar(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=Console(stderr=True), transient=True)
+            self._task = self._bar.add_task(what, total=total)
+            self._bar.start()
+
+    def add(self, n: int) -> None:
+        self.total += n
+        if self._bar is not None:
+            self._bar.update(self._task, total=self.total)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+        elif self.enabled and time.monotonic() - self._last >= self.every:
+            self._line()
+
+    def _line(self) -> None:
+        self._last = time.monotonic()
+        print(f"{self.what}: {self.done}/{self.total} ({self._last - self.t0:.0f} s)",
+              file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+        elif self.enabled and self.done and time.monotonic() - self.t0 >= self.every:
+            self._line()
