@@ -49,6 +49,8 @@ def cli():
               help="A header declaring your own kernel or collective type (with --type).")
 @click.option("--type", "type_name", default=None, metavar="NAME",
               help="Qualified name of the GemmKernel, CollectiveMainloop or CollectiveEpilogue to lay out.")
+@click.option("--tactic", default=None, metavar="ID",
+              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part).")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema cutlass-layout/layout/1).")
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
@@ -65,9 +67,12 @@ def cli():
               help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
-def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_kernel, verify,
+def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check, check_kernel, verify,
                emit_probe, plot_file, no_budget, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
+    if tactic is not None:
+        return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), as_json,
+                              check, depth, show, plot_file)
     if (header is None) != (type_name is None):
         raise BadInput("--header and --type go together")
     if header is not None:
@@ -121,6 +126,31 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, as_json, check, check_
         sys.exit(1)
 
 
+def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, plot_file):
+    """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
+    from .audit import audit, find_tactic
+
+    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
+    if plot_file:
+        from .plot import check_plot_path
+
+        check_plot_path(plot_file)
+    t = find_tactic(audit(src, arch, cuda_path=cuda_path, progress=True), tactic)
+    rep = t.report
+    if as_json:
+        click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
+    else:
+        report.render(rep, max_depth=depth or None, structs=structs)
+    if plot_file and rep.error is None:
+        from .plot import plot_layout
+
+        plot_layout(rep, plot_file)
+    if rep.error is not None:
+        sys.exit(3)
+    if check and not rep.fits:
+        sys.exit(1)
+
+
 @cli.command("scan")
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
@@ -135,6 +165,41 @@ def scan_cmd(path, as_json, grep, file_only):
     from .scan import run_scan_cli
 
     sys.exit(run_scan_cli(path, as_json, grep, file_only))
+
+
+@cli.command("audit")
+@click.argument("src", required=False, metavar="SRC")
+@click.option("--arch", default="sm120", show_default=True,
+              help="sm120 or sm121 (the same builds), sm90.")
+@click.option("--family", default=None, metavar="NAME",
+              help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name.")
+@click.option("--grep", default=None, metavar="TEXT", help="Keep tactics whose name, launcher or file contains TEXT.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/audit/1).")
+@click.option("--check", is_flag=True,
+              help="Exit 1 when a tactic the runtime would (or may) try is over capacity.")
+@click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
+@click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
+@click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")
+def audit_cmd(src, arch, family, grep, as_json, check, jobs, no_cache, cuda_path):
+    """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
+
+    SRC: a flashinfer install (site-packages or package dir, .whl, flashinfer-python==VERSION;
+    default: the one installed here). What it builds is read from its own code: its JIT
+    module builders and TensorRT-LLM's MoE kernel generator.
+    """
+    from .audit import audit
+
+    if jobs is not None and jobs < 1:
+        raise BadInput(f"--jobs {jobs}: give a positive number")
+    res = audit(src, arch.lower(), family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
+                use_cache=not no_cache, progress=True)
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), indent=2))
+    else:
+        report.render_audit(res)
+    if check and any(t.verdict == "over_capacity" and t.runtime_candidate is not False
+                     for t in res.tactics):
+        sys.exit(1)
 
 
 @cli.command("source")

@@ -281,3 +281,172 @@ class LayoutReport:
             "exact_fit": self.exact_fit if self.error is None else None,
             "error": None if self.error is None else asdict(self.error),
         }
+
+
+def _struct_from_dict(d: dict | None) -> StructLayout | None:
+    def fld(f: dict) -> FieldLayout:
+        return FieldLayout(**{**f, "fields": [fld(x) for x in f.get("fields", [])]})
+    if d is None:
+        return None
+    return StructLayout(**{**d, "fields": [fld(x) for x in d.get("fields", [])]})
+
+
+def _constant_from_dict(d: dict | None) -> Constant | None:
+    return None if d is None else Constant(**d)
+
+
+def layout_report_from_dict(d: dict) -> LayoutReport:
+    """The :class:`LayoutReport` of a :meth:`LayoutReport.to_dict` object (the ``layout
+    --json`` document); properties computed from the numbers (verdict, fits, headroom) are
+    not read back but recomputed."""
+    tma = d.get("tma_transaction_bytes")
+    budget = d.get("builder_budget")
+    return LayoutReport(
+        config=d["config"], provenance=Provenance(**d["provenance"]), checked=d.get("checked", "types"),
+        stages=d.get("stages"), capacity=_constant_from_dict(d.get("capacity")),
+        kernel=_struct_from_dict(d.get("kernel")), mainloop=_struct_from_dict(d.get("mainloop")),
+        epilogue=_struct_from_dict(d.get("epilogue")),
+        tma_transaction_bytes=None if tma is None else TmaBytes(
+            **{k: _constant_from_dict(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
+        builder_budget=None if budget is None else BuilderBudget(
+            capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
+            stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+        error=None if d.get("error") is None else CompileError(**d["error"]),
+    )
+
+
+#: Version of the ``audit --json`` schema.
+AUDIT_SCHEMA = "cutlass-layout/audit/1"
+
+
+@dataclass
+class Tactic:
+    """One kernel an installed library builds (a tactic of its runtime), laid out exactly.
+
+    Identity (as the install names it):
+        family: ``moe`` for TensorRT-LLM's MoE grouped GEMM; otherwise the flashinfer JIT
+            module (``fp4_gemm_cutlass_sm120``, ...).
+        name: the install's own name: the TensorRT-LLM tile enum (``CtaShape128x256x64B``,
+            K in bytes of the activation, as its dispatch counts it) for ``moe``, else the
+            launcher (struct or function) and kernel alias.
+        a, b: the mainloop's A and B element kinds, named as ``layout``'s flags name them
+            (``nvfp4``, ``mxfp4``, ``mxfp8``, ``e4m3``, ``bf16``, ...; with ``swap_ab`` A is the
+            weight); out: the output (D, or the scatter epilogue's final output) kind.
+        fusion: ``none``, ``finalize``, ``activation`` (TensorRT-LLM's epilogue fusion) or None.
+        swap_ab: whether A and B are swapped (None where the source has no such choice).
+        tile: the CTA tile (M, N, K), K in elements, as the kernel's template arguments give
+            it; cluster: (M, N, K), or None when it is a runtime value.
+        kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag.
+    Where:
+        file, line: the generated (or rendered) source and the line of the instantiation;
+        launcher: the function or struct whose body names the kernel; launcher_file,
+        launcher_line: where the kernel type alias is written (the launcher's header).
+    Numbers: ``report`` (a :class:`LayoutReport`: every member, stages, capacity, error).
+        runtime_candidate: whether the install's runtime candidate list for the arch would
+            try this tactic (None when that list cannot be read).
+    """
+
+    family: str
+    name: str | None
+    a: str | None
+    b: str | None
+    out: str | None
+    fusion: str | None
+    swap_ab: bool | None
+    tile: list[int] | None
+    cluster: list[int] | None
+    kernel: str | None
+    schedule: str | None
+    file: str
+    line: int | None
+    launcher: str
+    launcher_file: str | None = None
+    launcher_line: int | None = None
+    runtime_candidate: bool | None = None
+    report: LayoutReport | None = None
+
+    @property
+    def id(self) -> str:
+        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab]``
+        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``)."""
+        parts = [self.family, self.name or self.launcher, f"{self.a}x{self.b}", str(self.out)]
+        if self.fusion:
+            parts.append(self.fusion)
+        if self.swap_ab:
+            parts.append("swap_ab")
+        return "/".join(parts)
+
+    @property
+    def verdict(self) -> str:
+        """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
+        v = self.report.verdict
+        return "exact_fit" if v == "fits" and self.report.exact_fit else v
+
+    def identity(self) -> dict:
+        """The fields that name this tactic (everything but the numbers)."""
+        return {k: getattr(self, k) for k in (
+            "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
+            "schedule", "file", "line", "launcher", "launcher_file", "launcher_line")}
+
+    def to_dict(self) -> dict:
+        """One entry of the ``audit --json`` ``tactics`` list (bytes throughout)."""
+        r = self.report
+        ok = r.error is None
+
+        def size(s):
+            return s.size if ok and s is not None else None
+        return {
+            "id": self.id, **self.identity(),
+            "stages": r.stages if ok else None,
+            "kernel_bytes": size(r.kernel), "mainloop_bytes": size(r.mainloop),
+            "epilogue_bytes": size(r.epilogue),
+            "capacity_bytes": r.capacity_bytes if ok else None,
+            "headroom_bytes": r.headroom_bytes if ok else None,
+            "verdict": self.verdict, "runtime_candidate": self.runtime_candidate,
+            "error": None if ok else asdict(r.error),
+        }
+
+
+@dataclass
+class AuditResult:
+    """Every kernel an install builds for one arch, laid out.
+
+    Attributes:
+        provenance: where the numbers come from: the install (``library``, ``version``,
+            ``origin``, ``root``), the CUTLASS tree and libclang (as in a layout report).
+        arch: ``sm120`` (also for SM121), ``sm100``, ``sm90``.
+        capacity: the arch's capacity constant read from the headers (None when no kernel
+            was laid out).
+        tactics: one :class:`Tactic` per kernel, in the order :meth:`sorted_tactics` gives.
+        sources: one entry per source the install's JIT compiles for the arch: ``{module,
+            file, kernels, skipped, error}``.
+        notes: what the audit could not read, in plain words.
+        stats: how it ran (not part of the JSON): seconds, parsed, cached, peak memory.
+    """
+
+    provenance: dict
+    arch: str
+    capacity: Constant | None
+    tactics: list[Tactic]
+    sources: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stats: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        return None if self.capacity is None else self.capacity.value
+
+    def over_capacity_candidates(self) -> list[Tactic]:
+        """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
+        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate]
+
+    def to_dict(self) -> dict:
+        """The documented ``audit --json`` object (schema :data:`AUDIT_SCHEMA`)."""
+        return {
+            "schema": AUDIT_SCHEMA, "provenance": self.provenance, "arch": self.arch,
+            "checked": "types",
+            "capacity_bytes": self.capacity_bytes,
+            "capacity": None if self.capacity is None else asdict(self.capacity),
+            "tactics": [t.to_dict() for t in self.tactics],
+            "sources": self.sources, "notes": self.notes,
+        }

@@ -134,6 +134,9 @@ def _tma_text(rep: LayoutReport) -> str:
 
 
 def _label(cfg: dict) -> str:
+    if "tactic" in cfg:
+        tile = "x".join(map(str, cfg["tile"] or [])) or "?"
+        return f"tactic {cfg['tactic']}  tile {tile}  ({cfg['file']}:{cfg['line']}, {cfg['launcher']})"
     if "type" in cfg:
         return f"{cfg['type']} from {cfg['header']} ({cfg['arch']})"
     t = "x".join(map(str, cfg["tile"]))
@@ -143,3 +146,78 @@ def _label(cfg: dict) -> str:
     return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
             f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
             f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})")
+
+
+# ============================================================================================
+# audit
+_VERDICT_STYLE = {"fits": "green", "exact_fit": "yellow", "over_capacity": "red",
+                  "does_not_compile": "magenta"}
+_VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "over capacity",
+                 "does_not_compile": "does not compile"}
+
+
+def _yes_no(v) -> str:
+    return "?" if v is None else ("yes" if v else "no")
+
+
+def audit_table(tactics, title: str | None = None) -> Table:
+    """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
+    three SharedStorage sizes, headroom and whether the runtime tries it (bytes)."""
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("tactic", no_wrap=True)
+    for name in ("A x B", "out", "fusion", "swap"):
+        t.add_column(name, no_wrap=True)
+    t.add_column("tile", no_wrap=True)
+    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
+        t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("tried", justify="center", no_wrap=True)
+    for x in tactics:
+        r = x.report
+        ok = r.error is None
+
+        def n(v):
+            return "-" if v is None or not ok else str(v)
+        style = _VERDICT_STYLE[x.verdict]
+        t.add_row(f"[{style}]{_VERDICT_TEXT[x.verdict]}[/]", str(x.name or x.launcher),
+                  f"{x.a} x {x.b}", str(x.out or "-"), str(x.fusion or "-"),
+                  "-" if x.swap_ab is None else ("swap" if x.swap_ab else ""),
+                  "x".join(map(str, x.tile)) if x.tile else "-",
+                  n(r.stages), n(r.mainloop and r.mainloop.size), n(r.epilogue and r.epilogue.size),
+                  n(r.kernel and r.kernel.size), n(r.headroom_bytes), _yes_no(x.runtime_candidate))
+    return t
+
+
+def render_audit(result, console: Console | None = None) -> None:
+    """Print an :class:`~cutlass_layout.model.AuditResult`: provenance, one table per family
+    (over capacity first, then exact fits), the errors, and a count per verdict."""
+    con = console or default_console()
+    p = result.provenance
+    con.print(f"[bold]{p['library']} {p['version']}[/bold] ({p['origin']})")
+    con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})")
+    cap = result.capacity
+    where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
+    parsed = [s for s in result.sources if not s.get("skipped")]
+    con.print(f"{result.arch}: {len(result.tactics)} tactics from {len(parsed)} generated sources; "
+              f"capacity {result.capacity_bytes if cap else '-'} B{where}")
+    families: dict[str, list] = {}
+    for x in result.tactics:
+        families.setdefault(x.family, []).append(x)
+    for fam, items in families.items():
+        what = " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)" if fam == "moe" else ""
+        con.print(audit_table(items, title=f"{fam}{what}: {len(items)} tactics"))
+    for x in result.tactics:
+        if x.report.error is not None:
+            con.print(f"{x.id}: {x.report.error.one_line()}", soft_wrap=True)
+    for s in result.sources:
+        if s.get("error"):
+            con.print(f"[red]{s['file']}: {s['error']}[/red]", soft_wrap=True)
+    for note in result.notes:
+        con.print(f"note: {note}", soft_wrap=True)
+    counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
+    tried = sum(1 for x in result.tactics if x.verdict == "over_capacity" and x.runtime_candidate)
+    con.print(f"{counts['over_capacity']} over capacity ({tried} of them tried by the runtime), "
+              f"{counts['exact_fit']} exact fits, {counts['does_not_compile']} do not compile, "
+              f"{counts['fits']} fit")
+    con.print("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
+              "inside kernel bodies were not instantiated)")

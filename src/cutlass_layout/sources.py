@@ -385,3 +385,185 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
     if os.sep in text or text.endswith(".whl") or text.startswith("."):
         raise BadInput(f"path does not exist: {text}")
     return _from_dist(text, sub, f"installed {text}")
+
+
+# ============================================================================================
+# flashinfer installs (what `audit` reads)
+
+#: Parts of a flashinfer wheel that ``audit`` unpacks (paths under ``flashinfer/``): the JIT's
+#: Python (module builders, the TensorRT-LLM kernel generator, templates' renderers), the
+#: top-level modules it reads constants from, the headers its builds include, and the
+#: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders).
+INSTALL_DIRS = ("jit/", "data/include/", "data/spdlog/", "data/cccl/", "data/csrc/nv_internal/",
+                "data/cutlass/tools/")
+_INSTALL_MARKER = ".cutlass-layout-install-complete"
+_FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
+
+
+@dataclass(frozen=True)
+class FlashinferInstall:
+    """An installed (or unpacked) flashinfer package.
+
+    Attributes:
+        root: the ``flashinfer`` package directory (holds ``jit/`` and ``data/``).
+        version: flashinfer's version (``_build_meta.py``, else the dist-info), or ``unknown``.
+        origin: what the user named and how it was found.
+        tree: the CUTLASS tree it ships (``data/cutlass/include``).
+        fingerprint: identifies the install's content: the wheel's SHA-256 for a wheel, else
+            a hash of every file's path, size and mtime under ``root`` (a changed header changes it).
+    """
+
+    root: Path
+    version: str
+    origin: str
+    tree: CutlassTree
+    fingerprint: str
+
+
+def _wanted_install_member(name: str) -> bool:
+    if not name.startswith("flashinfer/") or name.endswith("/"):
+        return False
+    rel = name[len("flashinfer/"):]
+    if "/" not in rel:
+        return rel.endswith(".py")
+    if rel.startswith("data/csrc/") and "/" not in rel[len("data/csrc/"):]:
+        return True
+    return rel.startswith(INSTALL_DIRS)
+
+
+def _flashinfer_version(root: Path) -> str:
+    for name in ("_build_meta.py", "version.py"):
+        try:
+            m = re.search(r"__version__\s*(?::\s*str\s*)?=\s*[\"']([^\"']+)[\"']",
+                          (root / name).read_text(errors="replace"))
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    for info in sorted(root.parent.glob("flashinfer*.dist-info")):
+        try:
+            m = re.search(r"^Version:\s*(\S+)", (info / "METADATA").read_text(errors="replace"), re.M)
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return "unknown"
+
+
+def _stat_fingerprint(root: Path) -> str:
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _flashinfer_root(path: Path) -> Path | None:
+    for cand in (path, path / "flashinfer"):
+        if (cand / "jit").is_dir() and (cand / "data").is_dir():
+            return cand
+    return None
+
+
+def _install(root: Path, origin: str, fingerprint: str | None = None) -> FlashinferInstall:
+    inc = root / "data" / "cutlass" / "include"
+    if not _is_tree(inc):
+        raise BadInput(f"the flashinfer package at {root} has no CUTLASS tree (data/cutlass/include)")
+    return FlashinferInstall(root=root.resolve(), version=_flashinfer_version(root), origin=origin,
+                             tree=_tree(inc, origin), fingerprint=fingerprint or _stat_fingerprint(root))
+
+
+def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise BadInput(f"{path} is not a readable wheel: {exc}") from None
+    with zf:
+        names = zf.namelist()
+        if "flashinfer/jit/__init__.py" not in names and not any(
+                n.startswith("flashinfer/jit/") for n in names):
+            raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
+        digest = _sha256_file(path)[:16]
+        base = cache_dir("trees", digest)
+        if not (base / _INSTALL_MARKER).is_file():
+            tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
+            try:
+                for m in zf.infolist():
+                    if not _wanted_install_member(m.filename) or ".." in Path(m.filename).parts:
+                        continue
+                    out = tmp / m.filename
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    with zf.open(m) as src, open(out, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                top = tmp / "flashinfer"
+                for entry in sorted(top.rglob("*")) if top.is_dir() else []:
+                    rel = entry.relative_to(tmp)
+                    dest = base / rel
+                    if entry.is_dir():
+                        continue
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(entry, dest)
+                (base / _INSTALL_MARKER).write_text(f"{path.name}\n")
+            except zipfile.BadZipFile as exc:
+                raise BadInput(f"{path} is a damaged wheel: {exc}") from None
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    # the CUTLASS include tree is unpacked (and marked complete) as for `--cutlass WHEEL`
+    _from_wheel(path, "flashinfer/data/cutlass/include", origin)
+    return _install(base / "flashinfer", origin, fingerprint=f"wheel:{digest}")
+
+
+def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstall:
+    """Resolve what the user named to a :class:`FlashinferInstall`.
+
+    ``src`` may be ``None`` (the flashinfer installed in this environment), a ``flashinfer``
+    package directory or a directory holding one (site-packages, a venv's site-packages), a
+    ``.whl`` file (the parts ``audit`` reads, :data:`INSTALL_DIRS`, are unpacked into the user
+    cache, keyed by the wheel's SHA-256), ``flashinfer-python==VERSION`` (that wheel, fetched
+    into the cache), or an installed distribution name (``flashinfer``, ``flashinfer-python``).
+
+    Raises:
+        BadInput: no flashinfer there, no CUTLASS tree in it, a damaged wheel, no such wheel.
+    """
+    if src is None:
+        for name in _FLASHINFER_DISTS:
+            try:
+                dist = md.distribution(name)
+            except md.PackageNotFoundError:
+                continue
+            root = _flashinfer_root(Path(str(dist.locate_file(""))))
+            if root is not None:
+                return _install(root, f"installed {name} {dist.version}")
+        raise BadInput("no flashinfer is installed in this environment: name one "
+                       "(a site-packages dir, a .whl, or flashinfer-python==VERSION)")
+    text = os.fspath(src)
+    path = Path(text).expanduser()
+    if path.exists():
+        if path.is_file():
+            if path.suffix != ".whl":
+                raise BadInput(f"{path} is a file, not a directory or a .whl wheel")
+            return _install_from_wheel(path, f"wheel {path}")
+        root = _flashinfer_root(path)
+        if root is None:
+            raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}")
+        return _install(root, f"directory {path}")
+    if "==" in text:
+        whl = fetch_wheel(text)
+        return _install_from_wheel(whl, f"{text} (wheel {whl.name}, cached)")
+    if os.sep in text or text.endswith(".whl") or text.startswith("."):
+        raise BadInput(f"path does not exist: {text}")
+    name = DIST_ALIASES.get(text.lower(), text)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        raise BadInput(f"{text!r} is neither an existing path nor an installed distribution") from None
+    root = _flashinfer_root(Path(str(dist.locate_file(""))))
+    if root is None:
+        raise BadInput(f"distribution {name} {dist.version} holds no flashinfer package")
+    return _install(root, f"installed {name} {dist.version}")

@@ -451,3 +451,16 @@ def short_name(spelling: str) -> str:
 
 
 __all__ = ["ProbeUnit", "clang_flags", "libclang_version", "short_name"]
+
+
+def spelling_location(cursor) -> tuple[str | None, int | None]:
+    """``(file, line)`` where ``cursor`` is written: for a declaration expanded from a macro,
+    inside the macro's definition (``cursor.location`` gives the expansion)."""
+    file, line, col, off = ci.c_object_p(), ci.c_uint(), ci.c_uint(), ci.c_uint()
+    f = ci.conf.lib.clang_getSpellingLocation
+    f.argtypes = [ci.SourceLocation, ci.POINTER(ci.c_object_p), ci.POINTER(ci.c_uint),
+                  ci.POINTER(ci.c_uint), ci.POINTER(ci.c_uint)]
+    f(cursor.location, ci.byref(file), ci.byref(line), ci.byref(col), ci.byref(off))
+    if not file:
+        return None, None
+    return ci.File(file).name, line.value

@@ -1,0 +1,418 @@
+"""audit: every CUTLASS GEMM kernel an installed flashinfer builds for an arch, laid out exactly.
+
+``audit(src)`` reads what the install builds from its own code (:mod:`cutlass_layout.flashinfer_jit`:
+its JIT module builders, the TensorRT-LLM MoE generator, its templates), lays out the kernel
+of every launcher in every generated source with the flags its JIT compiles them with
+(:mod:`cutlass_layout.kernels`), and names each as the install does:
+
+* ``moe`` (TensorRT-LLM's MoE grouped GEMM, ``moe_gemm_tma_ws_launcher.inl``): the tile
+  enum of its dispatch (``CtaShape128x256x64B``: K in bytes of the activation, as
+  ``moe_gemm_template_dispatch_tma_ws.h`` counts it), the epilogue fusion, swap_ab and the
+  output type, from the arguments of the launcher macro; and whether the install's runtime
+  candidate list for the arch would try it (:mod:`cutlass_layout.candidates`);
+* other modules: the launcher (struct or function) and the kernel alias.
+
+Results are cached per source in the one results cache (:class:`~cutlass_layout.cache.ResultCache`,
+kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
+text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .cache import ResultCache, code_fingerprint, result_key
+from .errors import BadInput
+from .kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
+                      split_preamble, template_args)
+from .model import AuditResult, Provenance, Tactic, layout_report_from_dict
+
+#: Version of the cached per-source payload.
+_FORMAT = 1
+#: The code a cached per-source result depends on (naming tactics happens after reading it;
+#: which sources and flags are read is in the key itself), and STANDINS below.
+_CODE = ("kernels.py", "engine.py", "probe.py", "model.py", "frontends/clang.py")
+#: The stand-in headers (package ``stubs/``) a build may include.
+STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parent / "stubs").glob("*.h")))
+#: Verdicts in the order the table lists them.
+VERDICT_ORDER = ("over_capacity", "exact_fit", "does_not_compile", "fits")
+
+#: CUDA / flashinfer type names in TensorRT-LLM's launcher macros -> (flag name, bits)
+CUDA_TYPES = {
+    "SafeFP4": ("nvfp4", 4), "__nv_fp4_e2m1": ("e2m1", 4), "__nv_fp8_e4m3": ("e4m3", 8),
+    "SafeFP8": ("e4m3", 8), "__nv_fp8_e5m2": ("e5m2", 8), "half": ("f16", 16),
+    "__nv_bfloat16": ("bf16", 16), "SafeBF16": ("bf16", 16), "float": ("f32", 32),
+}
+#: CUTLASS element types -> flag names (``layout --a/--b/--d``)
+CUTLASS_TYPES = {
+    "cutlass::float_e2m1_t": "e2m1", "cutlass::float_e4m3_t": "e4m3", "cutlass::float_e5m2_t": "e5m2",
+    "cutlass::float_e3m2_t": "e3m2", "cutlass::float_e2m3_t": "e2m3",
+    "cutlass::half_t": "f16", "cutlass::bfloat16_t": "bf16", "float": "f32", "void": "void",
+    "cutlass::tfloat32_t": "tf32", "int8_t": "s8", "signed char": "s8",
+}
+#: (data, scale factor) of a block-scaled element -> flag name
+BLOCK_SCALED = {
+    ("e2m1", "cutlass::float_ue4m3_t"): "nvfp4", ("e2m1", "cutlass::float_ue8m0_t"): "mxfp4",
+    ("e4m3", "cutlass::float_ue8m0_t"): "mxfp8", ("e5m2", "cutlass::float_ue8m0_t"): "mxfp8-e5m2",
+    ("e3m2", "cutlass::float_ue8m0_t"): "mxfp6", ("e2m3", "cutlass::float_ue8m0_t"): "mxfp6-e2m3",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# naming a kernel
+def element_kind(spelled: str) -> str | None:
+    """The flag name of a CUTLASS element type as a collective spells it:
+    ``cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>`` (block-scaled data and its
+    scale factor) -> ``nvfp4``; ``cutlass::bfloat16_t`` -> ``bf16``; None when unknown."""
+    s = " ".join(spelled.split())
+    if s.startswith("cute::tuple<"):
+        parts = template_args(s)
+        if len(parts) == 2:
+            data = element_kind(parts[0])
+            return BLOCK_SCALED.get((data, parts[1]))
+        return None
+    for prefix, name in (("cutlass::detail::float_e2m1_unpacksmem_t", "e2m1"),
+                         ("cutlass::detail::float_e4m3_unpacksmem_t", "e4m3")):
+        if s.startswith(prefix):
+            return name
+    return CUTLASS_TYPES.get(s)
+
+
+def kernel_parts(spelling: str) -> dict:
+    """What a kernel's canonical type says of itself: ``kernel`` (grouped or dense), ``tile``
+    (M, N, K), ``cluster`` (or None when a runtime value), ``a``, ``b``, ``d``, ``schedule``."""
+    problem, mainloop, epilogue = (template_args(spelling) + [""] * 3)[:3]
+    out: dict = {"kernel": "grouped" if problem.startswith("cutlass::gemm::GroupProblemShape<") else "dense",
+                 "tile": None, "cluster": None, "a": None, "b": None, "d": None, "schedule": None}
+    margs = template_args(mainloop)
+    if len(margs) >= 5:
+        out["tile"] = _shape(margs[1])
+        out["a"], out["b"] = element_kind(margs[2]), element_kind(margs[4])
+        policy = template_args(margs[0])
+        for p in policy:
+            shape = _shape(p)
+            if shape is not None:
+                out["cluster"] = shape
+                break
+        if policy:
+            out["schedule"] = re.sub(r"<.*", "", policy[-1]).split("::")[-1] or None
+    eargs = template_args(epilogue)
+    if len(eargs) >= 6:
+        out["d"] = element_kind(eargs[5])
+    return out
+
+
+def _shape(text: str) -> list[int] | None:
+    m = re.fullmatch(r"cute::tuple<cute::C<(\d+)>, cute::C<(\d+)>, cute::C<(\d+)>>", text.strip())
+    return [int(x) for x in m.groups()] if m else None
+
+
+_MACRO_PARAMS: dict[tuple[str, str], list[str] | None] = {}
+
+
+def macro_params(file: Path, name: str) -> list[str] | None:
+    """The parameter names of ``#define name(...)`` in ``file`` (None when it has none)."""
+    key = (str(file), name)
+    if key not in _MACRO_PARAMS:
+        try:
+            text = file.read_text(errors="replace").replace("\\\n", " ")
+        except OSError:
+            text = ""
+        m = re.search(rf"#\s*define\s+{re.escape(name)}\s*\(([^)]*)\)", text)
+        _MACRO_PARAMS[key] = [p.strip() for p in m.group(1).split(",")] if m else None
+    return _MACRO_PARAMS[key]
+
+
+def _macro_args(k: FoundKernel, decl_file: Path | None) -> dict[str, str]:
+    if k.macro is None or decl_file is None:
+        return {}
+    params = macro_params(decl_file, k.macro[0])
+    if not params or len(params) != len(k.macro[1]):
+        return {}
+    return dict(zip(params, k.macro[1]))
+
+
+def _moe_identity(args: dict[str, str]) -> dict | None:
+    """TensorRT-LLM's MoE launcher macro (``INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM``):
+    the tactic's fusion, swap_ab, output type, launcher tile and tile enum name."""
+    need = ("DataType_", "OutputType_", "FUSION_", "CTA_M_", "CTA_N_", "CTA_K_", "SWAP_AB_")
+    if not all(p in args for p in need):
+        return None
+    try:
+        m, n, k = (int(args[p]) for p in ("CTA_M_", "CTA_N_", "CTA_K_"))
+    except ValueError:
+        return None
+    act = CUDA_TYPES.get(args["DataType_"])
+    name = f"CtaShape{m}x{n}x{k * act[1] // 8}B" if act and (k * act[1]) % 8 == 0 else None
+    cluster = None
+    try:
+        cluster = [int(args[p]) for p in ("CGA_M_", "CGA_N_", "CGA_K_")]
+    except (KeyError, ValueError):
+        pass
+    if args.get("DYNAMIC_CGA_") == "true":
+        cluster = None
+    return {"family": "moe", "name": name, "fusion": args["FUSION_"].lower(),
+            "swap_ab": args["SWAP_AB_"] == "true",
+            "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
+            "cluster": cluster}
+
+
+def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
+              install_root: Path) -> Tactic:
+    """The :class:`Tactic` of a kernel found in a source of ``module``."""
+    parts = kernel_parts(kernel_core(k.spelling) or k.spelling)
+    decl = Path(k.decl_file) if k.decl_file else None
+    if decl is not None and not decl.is_absolute():
+        decl = None
+    args = _macro_args(k, decl) if decl is not None else {}
+    ident = _moe_identity(args) if args else None
+    owner = re.sub(r"\(.*", "", k.owner) or "(namespace scope)"
+    if ident is None:
+        swap = next((v for p, v in args.items() if re.fullmatch(r"SWAP_?AB_?", p, re.I)), None)
+        ident = {"family": module, "name": f"{owner}::{k.alias}" if k.owner else k.alias,
+                 "fusion": None, "swap_ab": None if swap is None else swap == "true",
+                 "out": parts["d"], "tile": parts["tile"], "cluster": parts["cluster"]}
+    try:
+        file = str(source.relative_to(gen_root)) if gen_root else str(source)
+    except ValueError:
+        file = str(source)
+    launcher_file = k.decl_file
+    if launcher_file and Path(launcher_file).is_absolute():
+        try:
+            launcher_file = str(Path(launcher_file).relative_to(install_root))
+        except ValueError:
+            pass
+    t = Tactic(
+        family=ident["family"], name=ident["name"], a=parts["a"], b=parts["b"], out=ident["out"],
+        fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=ident["tile"] or parts["tile"],
+        cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
+        file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
+        launcher_line=k.decl_line, report=report)
+    report.config = {"tactic": t.id, **t.identity()}
+    return t
+
+
+# ---------------------------------------------------------------------------------------
+# the work of one source (also run in worker processes)
+def _lay_out(source: Source, provenance: dict, pch: str | None) -> dict:
+    import resource
+
+    t0 = time.process_time()
+    res = lay_out_source(source, Provenance(**provenance), pch=Path(pch) if pch else None)
+    return {
+        "error": res.error,
+        "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}
+                    for k, rep in res.kernels],
+        "cpu_seconds": round(time.process_time() - t0, 2), "seconds": res.seconds,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def _found_from(d: dict) -> FoundKernel:
+    d = dict(d)
+    if d.get("macro") is not None:
+        d["macro"] = (d["macro"][0], list(d["macro"][1]))
+    return FoundKernel(**d)
+
+
+_ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm_?12[01]", re.I),
+              "sm100": re.compile(r"sm_?10[03]", re.I), "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
+
+
+def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
+          cuda_path=None, jobs: int | None = None, use_cache: bool = True,
+          progress: bool = False) -> AuditResult:
+    """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
+
+    Args:
+        src: a flashinfer install: site-packages or package dir, ``.whl``,
+            ``flashinfer-python==VERSION``, or None for the one installed here
+            (:func:`cutlass_layout.sources.resolve_flashinfer`).
+        arch: ``sm120`` (default; ``sm121`` is the same builds), ``sm100`` or ``sm90``.
+        family: keep only tactics of this family (``moe``, or a JIT module name).
+        grep: keep only tactics whose name, launcher or file contains this text.
+        cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
+        jobs: worker processes (default: the CPUs); use_cache: read cached results.
+        progress: progress on stderr while sources are parsed.
+
+    Returns:
+        An :class:`~cutlass_layout.model.AuditResult`; a kernel that does not compile is a
+        tactic with verdict ``does_not_compile`` and its first error (bytes throughout).
+
+    Raises:
+        BadInput: no flashinfer at ``src``, one too old to have JIT module builders for the
+            arch, builders that could not run at all, unusable CUDA headers.
+    """
+    from . import engine
+    from .candidates import runtime_candidates
+    from .flashinfer_jit import jit_modules
+    from .frontends.clang import ensure_pch, libclang_version
+    from .runner import Pool, Progress, default_jobs
+    from .sources import resolve_flashinfer
+
+    t0 = time.perf_counter()
+    if arch not in _ARCH_WORD:
+        raise BadInput(f"unknown arch {arch!r} for audit: choose {', '.join(_ARCH_WORD)}")
+    install = resolve_flashinfer(src)
+    tgt = engine.target(install.tree, cuda_path)
+    clang_arch = "sm120" if arch in ("sm120", "sm121") else arch
+    if clang_arch not in ("sm120", "sm90"):
+        raise BadInput(f"audit --arch {arch}: only sm120, sm121 and sm90 are supported yet")
+    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache)
+    base_flags = tgt.flags(clang_arch)
+    prov = asdict(tgt.provenance(clang_arch))
+    clang = libclang_version()
+    code = code_fingerprint(*_CODE, *STANDINS)
+    cache = ResultCache("audit")
+    notes = [f"{b}: {e}" for b, e in builds.failed.items()]
+    gen_root = None
+
+    work = []  # (module, Source, key, preamble)
+    sources_out: list[dict] = []
+    for mod in builds.modules:
+        flags = tuple(base_flags + mod.clang_flags())
+        for path in mod.generated:
+            gen_root = gen_root or _gen_root(path)
+            entry = {"module": mod.name, "builder": mod.builder, "file": _rel(path, gen_root),
+                     "kernels": 0, "skipped": None, "error": None, "cached": False}
+            sources_out.append(entry)
+            if path.suffix not in (".cu", ".cpp", ".cc", ".cuh"):
+                entry["skipped"] = "not a C++ source"
+                continue
+            try:
+                text = path.read_text(errors="replace")
+            except OSError as exc:
+                entry["error"] = f"cannot read: {exc.strerror or exc}"
+                continue
+            if not _ARCH_WORD[arch].search(text):
+                entry["skipped"] = f"names no {arch} symbol"
+                continue
+            includes, _ = split_preamble(text)
+            key = result_key("audit", _FORMAT, install.fingerprint, install.tree.tree_hash,
+                             hashlib.sha256(text.encode()).hexdigest(), list(flags), clang,
+                             str(tgt.cuda.path), code)
+            work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
+                         pch_preamble(includes) if includes else None, entry))
+
+    results: dict[str, dict] = {}
+    todo = []
+    for mod, source, key, pre, entry in work:
+        hit = cache.get(key) if use_cache else None
+        if hit is not None:
+            results[key] = hit
+            entry["cached"] = True
+        else:
+            todo.append((mod, source, key, pre, entry))
+    stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
+             "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
+    if todo:
+        pchs: dict[tuple, str | None] = {}
+        # the stand-in headers are part of what a precompiled header was built from
+        pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
+        for _, source, _, pre, _ in todo:  # built here, before the workers fork
+            if pre is not None and (pre, source.flags) not in pchs:
+                p = ensure_pch(pre, list(source.flags), pch_key)
+                pchs[(pre, source.flags)] = str(p) if p else None
+        bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
+        try:
+            with Pool(default_jobs(jobs)) as pool:
+                args = {key: (source, prov, pchs.get((pre, source.flags))) for _, source, key, pre, _ in todo}
+                for key, payload in _map_parallel(pool, args):
+                    results[key] = payload
+                    stats["parsed"] += 1
+                    stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
+                    stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"], payload.get("peak_rss_mb", 0.0))
+                    if payload.get("error") is None:
+                        cache.put(key, payload)
+                    bar.advance()
+        finally:
+            bar.stop()
+
+    tactics: list[Tactic] = []
+    for mod, source, key, _, entry in work:
+        payload = results[key]
+        entry["error"] = payload.get("error")
+        entry["kernels"] = len(payload["kernels"])
+        for item in payload["kernels"]:
+            k = _found_from(item["found"])
+            if (kernel_arch(k.spelling) or clang_arch) != clang_arch:
+                continue
+            rep = layout_report_from_dict(item["report"])
+            rep.provenance = Provenance(**prov)
+            tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
+    moe = next((m for m in builds.modules if m.name.startswith("fused_moe")), None)
+    cand = runtime_candidates(install, arch, tgt, moe, use_cache=use_cache)
+    for t in tactics:
+        t.runtime_candidate = cand.get(t) if cand is not None else None
+    if cand is None and any(t.family == "moe" for t in tactics):
+        notes.append("runtime candidates: the install's candidate list for the arch could not be read")
+    elif cand is not None and cand.note:
+        notes.append(cand.note)
+    if family:
+        tactics = [t for t in tactics if t.family == family]
+    if grep:
+        g = grep.lower()
+        tactics = [t for t in tactics if g in " ".join(str(x) for x in (t.name, t.launcher, t.file)).lower()]
+    capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
+                  "root": str(install.root), "fingerprint": install.fingerprint,
+                  "generated_root": str(gen_root) if gen_root else None,
+                  "builders": builds.builders, **prov}
+    return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
+                       tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats)
+
+
+def _map_parallel(pool, args: dict):
+    tickets = {pool.submit(_lay_out, *a): key for key, a in args.items()}
+    while pool.busy:
+        for ticket, result in pool.next_done():
+            yield tickets[ticket], result
+
+
+def _gen_root(path: Path) -> Path:
+    parts = path.parts
+    return Path(*parts[:parts.index("generated") + 1]) if "generated" in parts else path.parent
+
+
+def _rel(path: Path, root: Path | None) -> str:
+    try:
+        return str(path.relative_to(root)) if root else str(path)
+    except ValueError:
+        return str(path)
+
+
+def sort_tactics(tactics: list[Tactic]) -> list[Tactic]:
+    """Grouped by family (``moe`` first), then over capacity, exact fits, does not compile,
+    fits; within a verdict by kernel bytes, largest first, then name."""
+    def key(t: Tactic):
+        kb = t.report.kernel.size if t.report.error is None and t.report.kernel else -1
+        return (t.family != "moe", t.family, VERDICT_ORDER.index(t.verdict), -kb, str(t.name),
+                str(t.out), str(t.fusion), bool(t.swap_ab))
+    return sorted(tactics, key=key)
+
+
+def find_tactic(result: AuditResult, text: str) -> Tactic:
+    """The one tactic whose id equals ``text``, or else contains it (case-insensitive).
+
+    Raises:
+        BadInput: none or several match (the message lists up to eight ids).
+    """
+    ids = {t.id: t for t in result.tactics}
+    if text in ids:
+        return ids[text]
+    hits = [i for i in ids if text.lower() in i.lower()]
+    if len(hits) == 1:
+        return ids[hits[0]]
+    if not hits:
+        raise BadInput(f"no tactic matches {text!r}: give an id as `audit` lists them "
+                       "(family/name/AxB/out/fusion[/swap_ab])")
+    more = f" and {len(hits) - 8} more" if len(hits) > 8 else ""
+    raise BadInput(f"{len(hits)} tactics match {text!r}: {', '.join(hits[:8])}{more}")
+
+
+__all__ = ["audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics"]

@@ -1,0 +1,189 @@
+"""What an installed flashinfer's JIT builds for an arch: its modules, their sources, their flags.
+
+Enumerated from the install's own code, never from a list here:
+
+* :func:`builders` finds the JIT's module builder functions for the arch by reading
+  ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...`` whose code names CUTLASS
+  and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the dense and
+  grouped ones in ``jit/gemm/core.py``);
+* :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout._flashinfer_harness`),
+  which runs flashinfer's own code (the TensorRT-LLM generator ``generate_kernels.py``, the
+  jinja templates) into a folder of the user cache and records what each builder passes to
+  ``gen_jit_spec``: the module name, its sources, its nvcc flags and include paths. The
+  build's own defaults (``gen_jit_spec``'s defines, flashinfer's CCCL and system include
+  folders) are read from ``jit/core.py`` and ``jit/cpp_ext.py``.
+
+Nothing is written into the install: generated sources go to ``<cache>/flashinfer-jit/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cache import ResultCache, cache_dir, code_fingerprint, result_key
+from .errors import BadInput
+from .sources import FlashinferInstall
+
+HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
+#: arch -> (regular expression a builder's name matches, the arch code the builds target)
+ARCH_BUILDERS = {
+    "sm120": (r"sm_?12[01](?!\d)", "120"),
+    "sm121": (r"sm_?12[01](?!\d)", "120"),
+    "sm100": (r"sm_?10[03](?!\d)", "100"),
+    "sm90": (r"sm_?90(?!\d)", "90"),
+}
+#: Seconds the install's builders may take (the MoE generator takes well under one).
+HARNESS_TIMEOUT = 300
+
+
+@dataclass
+class JitModule:
+    """One module the install's JIT builds (one ``gen_jit_spec`` call).
+
+    Attributes:
+        name: the module name (``fused_moe_120``, ``fp4_gemm_cutlass_sm120``).
+        builder: ``module.function`` that made it.
+        sources: every source the module compiles (generated ones under the cache folder).
+        generated: the sources written by the builder (the generator's instantiation files,
+            rendered templates, copies), in the order the builder lists them.
+        defines: ``-D`` flags of its CUDA compile (the module's, then the build's defaults).
+        include_dirs: ``-I`` folders (the module's, then flashinfer's CCCL); system_include_dirs:
+            ``-isystem`` folders (flashinfer's own: its include/, csrc/, CUTLASS, spdlog).
+    """
+
+    name: str
+    builder: str
+    sources: list[Path]
+    generated: list[Path]
+    defines: list[str]
+    include_dirs: list[Path]
+    system_include_dirs: list[Path]
+
+    def clang_flags(self) -> list[str]:
+        """The module's own flags as clang takes them (after :func:`~cutlass_layout.frontends.clang.clang_flags`)."""
+        out = list(self.defines)
+        for d in self.include_dirs:
+            out.append(f"-I{d}")
+        for d in self.system_include_dirs:
+            out += ["-isystem", str(d)]
+        return out
+
+
+@dataclass
+class JitBuilds:
+    """What :func:`jit_modules` found: the modules, and the builders that failed (``{builder:
+    error}``, the install's exception in one line)."""
+
+    modules: list[JitModule] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    builders: list[str] = field(default_factory=list)
+
+
+def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
+    """The install's module builders for ``arch``: ``(module, function)`` pairs of functions
+    in ``flashinfer/jit/**/*.py`` named ``gen_...<arch>...`` that take no required argument
+    and whose code names both CUTLASS and a GEMM (case-insensitive). Sorted by module.
+
+    Raises:
+        BadInput: an arch this reader has no pattern for.
+    """
+    if arch not in ARCH_BUILDERS:
+        raise BadInput(f"unknown arch {arch!r} for audit: choose {', '.join(ARCH_BUILDERS)}")
+    pattern = re.compile(ARCH_BUILDERS[arch][0])
+    jit = install.root / "jit"
+    out = []
+    for path in sorted(jit.rglob("*.py")):
+        try:
+            text = path.read_text(errors="replace")
+            tree = ast.parse(text)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        module = "flashinfer." + ".".join(path.relative_to(install.root).with_suffix("").parts)
+        for node in tree.body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("gen_")
+                    and pattern.search(node.name)):
+                continue
+            required = len(node.args.args) - len(node.args.defaults)
+            code = (ast.get_source_segment(text, node) or "").lower()
+            if required == 0 and "cutlass" in code and "gemm" in code:
+                out.append((module, node.name))
+    return out
+
+
+def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int],
+                 wanted: list[tuple[str, str]]) -> dict:
+    request = {"root": str(install.root), "out": str(out), "arch": ARCH_BUILDERS[arch][1],
+               "cuda": list(cuda), "builders": [list(b) for b in wanted]}
+    try:
+        proc = subprocess.run([sys.executable, str(HARNESS)], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=HARNESS_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise BadInput(f"flashinfer's JIT module builders ({install.root}) ran over "
+                       f"{HARNESS_TIMEOUT} s") from None
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        raise BadInput(f"running flashinfer's JIT module builders ({install.root}) failed: "
+                       f"{tail[0][:300]}") from None
+
+
+def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
+                cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True) -> JitBuilds:
+    """Run the install's module builders for ``arch`` (see the module docstring) and return
+    the modules they build. Cached per (install fingerprint, arch, CUDA version, this code):
+    a second call runs nothing.
+
+    Raises:
+        BadInput: the install has no builder for the arch, or the builders could not run.
+    """
+    wanted = builders(install, arch)
+    if not wanted:
+        raise BadInput(f"flashinfer {install.version} at {install.root} has no JIT module "
+                       f"builder for {arch} that builds a CUTLASS GEMM")
+    key = result_key("flashinfer-jit", 1, install.fingerprint, str(install.root), arch,
+                     list(cuda_version), wanted,
+                     code_fingerprint("_flashinfer_harness.py", "flashinfer_jit.py"))
+    cache = ResultCache("flashinfer-jit")
+    out = cache_dir("flashinfer-jit", key)
+    data = cache.get(key) if use_cache else None
+    if data is not None and not all(Path(s).is_file() for b in data["builders"]
+                                    for spec in b["specs"] for s in spec["sources"]
+                                    if s.startswith(str(out))):
+        data = None
+    if data is None:
+        from filelock import FileLock
+
+        with FileLock(str(out) + ".lock"):
+            data = _run_harness(install, arch, out, cuda_version, wanted)
+        cache.put(key, data)
+    return _builds(data, out)
+
+
+def _builds(data: dict, out: Path) -> JitBuilds:
+    defaults = data.get("defaults", {})
+    res = JitBuilds()
+    for b in data["builders"]:
+        name = f"{b['module']}.{b['function']}"
+        res.builders.append(name)
+        if b.get("error"):
+            res.failed[name] = b["error"]
+        for spec in b["specs"]:
+            sources = [Path(s) for s in spec["sources"]]
+            defines = [f for f in spec["extra_cuda_cflags"] if f.startswith(("-D", "-U"))]
+            defines += [d for d in defaults.get("defines", []) if d not in defines]
+            res.modules.append(JitModule(
+                name=spec["name"], builder=name, sources=sources,
+                generated=[s for s in sources if str(s).startswith(str(out))],
+                defines=defines,
+                include_dirs=[Path(p) for p in spec["extra_include_paths"]]
+                + [Path(p) for p in defaults.get("cccl_include_dirs", [])],
+                system_include_dirs=[Path(p) for p in defaults.get("system_include_dirs", [])],
+            ))
+    return res
