@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .cache import ResultCache, code_fingerprint, result_key
 from .errors import BadInput
+from .launchers import blank_comments
 from .kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
                       split_preamble, template_args)
 from .model import AuditResult, Provenance, Tactic, layout_report_from_dict
@@ -35,7 +36,7 @@ from .model import AuditResult, Provenance, Tactic, layout_report_from_dict
 _FORMAT = 1
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("kernels.py", "engine.py", "probe.py", "model.py", "frontends/clang.py")
+_CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "frontends/clang.py")
 #: The stand-in headers (package ``stubs/``) a build may include.
 STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parent / "stubs").glob("*.h")))
 #: Verdicts in the order the table lists them.
@@ -155,7 +156,14 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
         pass
     if args.get("DYNAMIC_CGA_") == "true":
         cluster = None
-    return {"family": "moe", "name": name, "fusion": args["FUSION_"].lower(),
+    mx = args.get("MXFPX_") == "true"
+    kinds = []
+    for p in ("DataType_", "WeightType_"):  # the activation's and the weight's kind
+        kind = CUDA_TYPES.get(args.get(p, ""), (None,))[0]
+        if mx and kind in ("nvfp4", "e4m3"):
+            kind = {"nvfp4": "mxfp4", "e4m3": "mxfp8"}[kind]
+        kinds.append(kind)
+    return {"family": "moe", "name": name, "fusion": args["FUSION_"].lower(), "operands": kinds,
             "swap_ab": args["SWAP_AB_"] == "true",
             "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
             "cluster": cluster}
@@ -186,8 +194,12 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
             launcher_file = str(Path(launcher_file).relative_to(install_root))
         except ValueError:
             pass
+    a, b = parts["a"], parts["b"]
+    if (a is None or b is None) and ident.get("operands"):  # the launcher's own types
+        act, weight = ident["operands"]
+        a, b = (weight, act) if ident["swap_ab"] else (act, weight)
     t = Tactic(
-        family=ident["family"], name=ident["name"], a=parts["a"], b=parts["b"], out=ident["out"],
+        family=ident["family"], name=ident["name"], a=a, b=b, out=ident["out"],
         fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=ident["tile"] or parts["tile"],
         cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
         file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
@@ -288,7 +300,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             except OSError as exc:
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
-            if not _ARCH_WORD[arch].search(text):
+            if not _ARCH_WORD[arch].search(path.name + blank_comments(text, strings=False)):
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
             includes, _ = split_preamble(text)

@@ -59,7 +59,12 @@ def target(cutlass=None, cuda_path=None) -> Target:
 
 
 def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
-    names = unit.aliases(f"{probe.NAMESPACE}{index}")
+    return read_subject(unit, unit.aliases(f"{probe.NAMESPACE}{index}"), cfg, prov)
+
+
+def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
+    """The :class:`LayoutReport` of one :func:`cutlass_layout.probe.subject_block`, its
+    declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``)."""
     rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
     try:
         rep.kernel = unit.record(names["KernelStorage"], optional=True)

@@ -21,6 +21,7 @@ with the install's flags and a precompiled header of the source's leading ``#inc
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from .model import CompileError, LayoutReport, Provenance
 
 #: The CUTLASS 3.x kernel class every GEMM kernel type is an instance of.
 KERNEL_PREFIX = "cutlass::gemm::kernel::GemmUniversal<"
+
+#: Prefix of the probe declarations put after a kernel alias inside a launcher.
+PROBE_PREFIX = "cl_k"
 
 #: Capacity constants per arch family (read from the headers being parsed).
 CAPACITY = {
@@ -93,6 +97,9 @@ class FoundKernel:
     decl_line: int | None = None
     macro: tuple[str, list[str]] | None = None
     error: CompileError | None = None
+    #: the alias's qualified name (``::ns::Struct::GemmKernel``) where C++ can name it from
+    #: namespace scope (not inside a function); pass 2 names the kernel by it
+    qualified: str | None = None
 
     def to_dict(self) -> dict:
         return {"alias": self.alias, "owner": self.owner, "line": self.line}
@@ -239,15 +246,38 @@ def _split_top(raw: str) -> list[str]:
     return [" ".join(a.split()) for a in out]
 
 
-def find_kernels(unit, text: str) -> tuple[list[FoundKernel], list[CompileError]]:
+_PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+)_(\w+)$")
+
+
+def _qualified(cursor) -> str | None:
+    """``::a::B::name`` of a declaration reachable from namespace scope, else None."""
+    import clang.cindex as ci
+
+    parts = [cursor.spelling]
+    p = cursor.semantic_parent
+    while p is not None and p.kind != ci.CursorKind.TRANSLATION_UNIT:
+        if p.kind not in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL) \
+                or not p.spelling:
+            return None
+        parts.insert(0, p.spelling)
+        p = p.semantic_parent
+    return "::" + "::".join(parts)
+
+
+def find_kernels(unit, text: str, prelude: Prelude | None = None,
+                 probes: dict | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
     """Pass 1 on a parsed source (a :class:`~cutlass_layout.frontends.clang.ProbeUnit` with
     bodies): the kernels its aliases name, each with its owner's first error, and the errors
-    tied to no owner."""
+    tied to no owner. Kernels the ``prelude`` re-hosts are named as their instantiation is.
+
+    ``probes``, if given, is filled with the in-place probe declarations (see
+    :func:`in_place_probe`) of each kernel: ``{(owner, spelling): {name: cursor}}``."""
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location
 
     main = unit.filename
+    extra = str(prelude.path) if prelude is not None and prelude.path else None
     kinds = (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL)
     owners_kinds = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.CXX_METHOD,
                     ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
@@ -258,7 +288,7 @@ def find_kernels(unit, text: str) -> tuple[list[FoundKernel], list[CompileError]
     def visit(cursor, owner: str):
         for c in cursor.get_children():
             loc = c.location
-            if loc.file is None or loc.file.name != main:
+            if loc.file is None or loc.file.name not in (main, extra):
                 continue
             if c.kind in owners_kinds:
                 name = c.displayname or c.spelling
@@ -273,9 +303,20 @@ def find_kernels(unit, text: str) -> tuple[list[FoundKernel], list[CompileError]
                 visit(c, owner)
 
     def visit_body(cursor, owner: str):
+        mine: dict[str, dict] = {}
         for d in cursor.walk_preorder():
-            if d.kind in kinds and d.location.file is not None and d.location.file.name == main:
+            if d.location.file is None or d.location.file.name != main:
+                continue
+            m = _PROBE_RE.match(d.spelling) if probes is not None else None
+            if m and d.kind in kinds + (ci.CursorKind.VAR_DECL,):
+                mine.setdefault(m.group(1), {})[m.group(2)] = d
+            elif d.kind in kinds:
                 add(d, owner)
+        for names in mine.values():
+            subject = names.get("Subject")
+            if subject is not None:
+                spelling = subject.underlying_typedef_type.get_canonical().spelling
+                probes.setdefault((owner, spelling), names)
 
     def add(c, owner: str):
         t = c.underlying_typedef_type.get_canonical()
@@ -285,10 +326,13 @@ def find_kernels(unit, text: str) -> tuple[list[FoundKernel], list[CompileError]
         if any(k.spelling == spelling and k.owner == owner for k in found):
             return  # another alias of the same kernel in the same owner
         file, line = spelling_location(c)
-        found.append(FoundKernel(
-            spelling=spelling, alias=c.spelling, owner=owner, line=c.location.line,
-            decl_file=unit.rel(file) if file else None, decl_line=line,
-            macro=_macro_call(text, c.location.line)))
+        k = FoundKernel(spelling=spelling, alias=c.spelling, owner=owner, line=c.location.line,
+                        qualified=_qualified(c),
+                        decl_file=unit.rel(file) if file else None, decl_line=line,
+                        macro=_macro_call(text, c.location.line) if c.location.file.name == main else None)
+        if prelude is not None:
+            prelude.restore(k, file)
+        found.append(k)
 
     visit(unit.tu.cursor, "")
     loose: list[CompileError] = []
@@ -306,33 +350,247 @@ def find_kernels(unit, text: str) -> tuple[list[FoundKernel], list[CompileError]
 
 
 # ---------------------------------------------------------------------------------------
+# pass 0: the prelude (launcher macros cut down, function templates re-hosted)
+@dataclass
+class Prelude:
+    """What :func:`prelude` puts before a source (an ``-include`` file in the cache): launcher
+    macros redefined with their bodies cut after the kernel alias, and the re-hosted kernels of
+    explicitly instantiated function templates (:mod:`cutlass_layout.launchers`).
+
+    Attributes:
+        macros: ``#undef``/``#define`` lines; rehosts: re-hosted declarations.
+        origins: macro name -> (its file, the line of its last kernel alias there).
+        hosted: re-hosted alias -> (owner as written, source line, file, alias line, alias).
+        path: the file written (None until :meth:`write`).
+    """
+
+    macros: str = ""
+    rehosts: str = ""
+    origins: dict = field(default_factory=dict)
+    hosted: dict = field(default_factory=dict)
+    path: Path | None = None
+
+    def text(self, trimmed: bool = True) -> str:
+        return (self.macros if trimmed else "") + self.rehosts
+
+    def write(self, trimmed: bool = True) -> Path | None:
+        from .cache import cache_dir
+        import hashlib
+
+        text = self.text(trimmed)
+        if not text:
+            self.path = None
+            return None
+        path = cache_dir("preludes") / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".h")
+        if not path.is_file():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text("// cutlass-layout: launchers cut down and function templates re-hosted\n" + text)
+            os.replace(tmp, path)
+        self.path = path
+        return path
+
+    def restore(self, k: "FoundKernel", spelled_in: str | None) -> None:
+        """Name a kernel found through the prelude as the install's code names it."""
+        if k.alias in self.hosted:
+            owner, line, file, alias_line, alias = self.hosted[k.alias]
+            k.owner, k.line, k.alias, k.decl_file, k.decl_line = owner, line, alias, file, alias_line
+            k.macro = None
+        elif self.path is not None and spelled_in == str(self.path) and k.macro is not None:
+            origin = self.origins.get(k.macro[0])
+            if origin is not None:
+                k.decl_file, k.decl_line = origin
+
+
+def _read_text(path: str, memo: dict) -> str:
+    if path not in memo:
+        try:
+            memo[path] = Path(path).read_text(errors="replace")
+        except OSError:
+            memo[path] = ""
+    return memo[path]
+
+
+def in_place_probe(capacity: str):
+    """The ``probe`` argument of :func:`~cutlass_layout.launchers.trimmed_macro`: a probe block
+    (:func:`cutlass_layout.probe.subject_block`) after the ``i``-th kernel alias, its names
+    prefixed ``cl_k<i>_``."""
+    def probe(i: int, alias: str, in_class: bool) -> str:
+        return probe_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
+    return probe
+
+
+def probe_block(subject: str, capacity: str, **kw) -> str:
+    return probe.subject_block(subject, capacity, **kw)
+
+
+def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
+    """Pass 0 (the source parsed without bodies): the :class:`Prelude` for it: every macro the
+    source expands into declarations, whose active definition (the one the expanded
+    declarations are spelled in) has a kernel alias, cut down; and every function template the
+    source explicitly instantiates whose body has one, re-hosted."""
+    import clang.cindex as ci
+
+    from .frontends.clang import spelling_location
+    from .launchers import (KERNEL_ALIAS_RE, blank_comments, explicit_instantiations, macro_definition,
+                            rehost_template, trimmed_macro)
+
+    main = unit.filename
+    out = Prelude()
+    memo: dict[str, str] = {}
+    seen: set[str] = set()
+    namespaces: set[tuple] = {()}
+
+    def visit(cursor, path: tuple):
+        for c in cursor.get_children():
+            if c.location.file is None or c.location.file.name != main:
+                continue
+            if c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
+                inner = path + ((c.spelling,) if c.kind == ci.CursorKind.NAMESPACE else ())
+                namespaces.add(inner)
+                visit(c, inner)
+                continue
+            call = _macro_call(text, c.location.line)
+            if call is None or call[0] in seen:
+                continue
+            file, line = spelling_location(c)
+            if not file or file == main:
+                continue
+            seen.add(call[0])
+            found = macro_definition(_read_text(file, memo), call[0], near_line=line)
+            if found is None:
+                continue
+            params, body, start = found
+            trimmed = trimmed_macro(call[0], params, body,
+                                    probe=in_place_probe(capacity) if capacity else None)
+            if trimmed is None:
+                continue
+            out.macros += trimmed
+            # the line of the last kernel alias, in the file as written
+            lines = []
+            for ln in _read_text(file, memo).split("\n")[start - 1:]:
+                cont = ln.rstrip().endswith("\\")
+                lines.append(ln.rstrip()[:-1] if cont else ln)
+                if not cont:
+                    break
+            joined = blank_comments("\n".join(lines))
+            hits = list(KERNEL_ALIAS_RE.finditer(joined))
+            alias_line = start + joined.count("\n", 0, hits[-1].start()) if hits else None
+            out.origins[call[0]] = (unit.rel(file), alias_line)
+
+    visit(unit.tu.cursor, ())
+    # explicit instantiations of function templates (their bodies are not visible)
+    for n, (name, args, line) in enumerate(explicit_instantiations(text)):
+        template = _find_template(unit, name, namespaces)
+        if template is None:
+            continue
+        file = template.extent.start.file.name
+        src = _read_text(file, memo)
+        # a skipped body is not in the cursor's extent: it is the braces after the signature
+        end = template.extent.end.offset
+        clean = blank_comments(src)
+        brace = clean.find("{", end)
+        close = _matching_brace(clean, brace) if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None
+        if close is None:
+            continue
+        definition = src[template.extent.start.offset:close + 1]
+        hosted = rehost_template(definition, n)
+        if hosted is None:
+            continue
+        usings, struct, alias = hosted
+        ns = []
+        p = template.semantic_parent
+        while p is not None and p.kind == ci.CursorKind.NAMESPACE:
+            ns.insert(0, p.spelling)
+            p = p.semantic_parent
+        name_alias = f"cl_rehosted_{n}"
+        alias_line = src.count("\n", 0, template.extent.start.offset) + 1 + \
+            definition[:definition.find(f"using {alias}")].count("\n") if f"using {alias}" in definition else None
+        opening = "".join(f"namespace {x} {{ " for x in ns)
+        closing = "".join("} " for _ in ns)
+        out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n} {{\n{usings}\n{struct}}}\n"
+                        f"using {name_alias} = typename cl_rehost_ns_{n}::cl_rehost_{n}<{args}>::{alias};\n"
+                        f"{closing}\n")
+        out.hosted[name_alias] = (f"{name}<{args}>", line, unit.rel(file), alias_line, alias)
+    return out
+
+
+def _matching_brace(text: str, start: int) -> int | None:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _find_template(unit, name: str, paths: set[tuple]):
+    """The function template ``name`` declared (in a header) in one of the namespaces ``paths``
+    the source opens (``("flashinfer", "gemm")``)."""
+    import clang.cindex as ci
+
+    def walk(cursors, rest):
+        for ns in cursors:
+            kids = list(ns.get_children())
+            if not rest:
+                for c in kids:
+                    if (c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.spelling == name
+                            and c.location.file is not None and c.location.file.name != unit.filename):
+                        return c
+                continue
+            hit = walk([k for k in kids if k.kind == ci.CursorKind.NAMESPACE and k.spelling == rest[0]],
+                       rest[1:])
+            if hit is not None:
+                return hit
+        return None
+
+    for path in sorted(paths, key=len, reverse=True):
+        hit = walk([unit.tu.cursor], path)
+        if hit is not None:
+            return hit
+    return None
+
+
+# ---------------------------------------------------------------------------------------
 # pass 2: lay them out
-def _blocks(kernels: list[str], arch_of) -> str:
+def _blocks(kernels: list[str], arch_of, names: dict | None = None) -> str:
     out = []
     for i, spelling in enumerate(kernels):
         cap = CAPACITY.get(arch_of(spelling))
-        out.append(f"\nnamespace {probe.NAMESPACE}{i} {{\n{probe.subject_block(spelling, cap)}}}"
+        subject = (names or {}).get(spelling) or spelling
+        out.append(f"\nnamespace {probe.NAMESPACE}{i} {{\n{probe.subject_block(subject, cap)}}}"
                    f"  // namespace {probe.NAMESPACE}{i}\n")
     return "".join(out)
 
 
-def _parse(source: Source, text: str, pch: Path | None, bodies: bool):
+def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: Path | None = None):
     from .frontends.clang import ProbeUnit
 
     flags = list(source.flags) + (["-include-pch", str(pch)] if pch else [])
+    flags += ["-include", str(include)] if include else []
     return ProbeUnit(text, flags, source.include_root, filename=str(source.path),
                      skip_bodies=not bodies)
 
 
-def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None = None) -> SourceLayout:
-    """Find and lay out every kernel ``source`` instantiates (the module docstring's two
-    passes). ``pch``: a precompiled header of :func:`pch_preamble` of the source's includes,
-    built with :func:`~cutlass_layout.frontends.clang.ensure_pch` and the same flags (without
-    it the includes are parsed in the source, with their function bodies: much slower).
+def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None = None,
+                   trim: bool = True) -> SourceLayout:
+    """Find and lay out every kernel ``source`` instantiates (the module docstring's passes).
 
-    Returns a :class:`SourceLayout`; bytes throughout. Never raises for a source that does
-    not compile (its kernels carry the error); a source that cannot be read or parsed at all
-    gives ``SourceLayout(error=...)``.
+    Args:
+        source: the file and its flags.
+        provenance: put in each report.
+        pch: a precompiled header of :func:`pch_preamble` of the source's includes, built
+            with :func:`~cutlass_layout.frontends.clang.ensure_pch` and the same flags
+            (without it the includes are parsed in the source, bodies and all: much slower).
+        trim: cut launcher macros after their kernel alias (:func:`prelude`); a cut-down
+            source that does not compile is parsed again as written.
+
+    Returns:
+        A :class:`SourceLayout`; bytes throughout. Never raises for a source that does not
+        compile (its kernels carry the error); a source that cannot be read or parsed at all
+        gives ``SourceLayout(error=...)``.
     """
     from .engine import _read
     from .errors import BadInput
@@ -345,37 +603,61 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     if pch is None:
         text, includes = original, []
     t0 = time.perf_counter()
+    capacity = CAPACITY.get(source.arch)
+    probes: dict = {}
     try:
-        unit = _parse(source, text, pch, bodies=True)
+        pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
+        trimmed = trim and bool(pre.macros)
+        unit = _parse(source, text, pch, bodies=True, include=pre.write(trimmed))
+        if trimmed and unit.errors():  # the cut-down launchers do not compile: as written
+            trimmed = False
+            unit = _parse(source, text, pch, bodies=True, include=pre.write(False))
     except BadInput as exc:
         return SourceLayout(error=str(exc))
     if unit.pch_rejected():
         return SourceLayout(error="the precompiled header was refused")
-    found, loose = find_kernels(unit, original)
-    del unit
+    found, loose = find_kernels(unit, original, pre, probes if trimmed else None)
     if not found and loose:  # nothing to lay out, and the source does not compile
         return SourceLayout(error=loose[0].one_line())
-    out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0})
+    out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
+                                "trimmed": trimmed, "rehosted": len(pre.hosted)})
+    reports: dict[str, LayoutReport] = {}
+    if trimmed and not unit.errors():  # the kernels laid out in place: no second parse
+        from .engine import read_subject
+
+        for k in found:
+            names = probes.get((k.owner, k.spelling))
+            if names is not None and k.spelling not in reports:
+                plain = {n: c for n, c in names.items()}
+                reports[k.spelling] = read_subject(unit, plain, _Subject(k.spelling), provenance)
+    del unit
     t1 = time.perf_counter()
-    spellings = list(dict.fromkeys(k.spelling for k in found if k.error is None))
+    spellings = list(dict.fromkeys(k.spelling for k in found
+                                   if k.error is None and k.spelling not in reports))
+    # what names each kernel in pass 2: its alias where namespace scope reaches it (a
+    # canonical spelling does not always parse again), else that spelling
+    names = {}
+    for k in found:
+        if k.error is None and (names.get(k.spelling) is None or k.qualified):
+            names[k.spelling] = k.qualified or names.get(k.spelling)
 
     def arch_of(s):
         return kernel_arch(s) or source.arch
 
-    reports: dict[str, LayoutReport] = {}
     pending = [spellings] if spellings else []
     while pending:
         group = pending.pop()
-        body = text + _blocks(group, arch_of)
+        blocks = _blocks(group, arch_of, names)
+        body = text + blocks
         try:
-            unit = _parse(source, body, pch, bodies=False)
+            unit = _parse(source, body, pch, bodies=False, include=pre.path)
         except BadInput as exc:
             return SourceLayout(error=str(exc))
         out.seconds["parses"] += 1
-        base = body.count("\n") - _blocks(group, arch_of).count("\n") + 1
+        base = body.count("\n") - blocks.count("\n") + 1
         ranges, line = [], base
         for s in group:
-            n = _blocks([s], arch_of).count("\n")
+            n = _blocks([s], arch_of, names).count("\n")
             ranges.append((line, line + n - 1))
             line += n
         errors = unit.errors_with_probe_lines()

@@ -277,29 +277,32 @@ using GemmKernel = cutlass::gemm::kernel::GemmUniversal<
 """
 
 
-def subject_block(subject: str, capacity: str) -> str:
+def subject_block(subject: str, capacity: str, *, prefix: str = "", member: bool = False) -> str:
     """Aliases that expose ``subject``'s storage to the frontend (inside a probe namespace).
 
     ``subject`` may be a kernel (``GemmUniversal``: has CollectiveMainloop, CollectiveEpilogue
     and SharedStorage), a mainloop collective (has TiledMma and DispatchPolicy) or an
-    epilogue collective; parts it does not have become ``cl_detail::cl_none``.
+    epilogue collective; parts it does not have become ``cl_detail::cl_none``. ``prefix``
+    goes before every name (for several blocks in one scope, e.g. inside a launcher's body);
+    ``member`` makes the capacity reference a static member (for a block inside a class).
     """
+    p = prefix
     tma = "".join(
-        f"using {alias} = char[cl_detail::has_{member}<Mainloop>::value];\n"
-        for alias, member in TMA_MEMBERS.items()
+        f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
+        for alias, member_ in TMA_MEMBERS.items()
     )
-    return f"""using Subject = {subject};
-using Mainloop = typename cl_detail::mainloop_of<Subject>::type;
-using Epilogue = typename cl_detail::epilogue_of<Subject>::type;
-using KernelStorage = cl_detail::kernel_storage_t<Subject>;
-using MainloopStorage = typename cl_detail::storage_of<Mainloop>::type;
-using EpilogueStorage = typename cl_detail::storage_of<Epilogue>::type;
-using KernelStorageBytes = char[sizeof(KernelStorage)];
-using MainloopStorageBytes = char[sizeof(MainloopStorage)];
-using EpilogueStorageBytes = char[sizeof(EpilogueStorage)];
-using Stages = char[cl_detail::stages_of<Mainloop>::value];
-{tma}using Capacity = char[{capacity}];
-constexpr auto const& capacity_ref = {capacity};
+    return f"""using {p}Subject = {subject};
+using {p}Mainloop = typename cl_detail::mainloop_of<{p}Subject>::type;
+using {p}Epilogue = typename cl_detail::epilogue_of<{p}Subject>::type;
+using {p}KernelStorage = cl_detail::kernel_storage_t<{p}Subject>;
+using {p}MainloopStorage = typename cl_detail::storage_of<{p}Mainloop>::type;
+using {p}EpilogueStorage = typename cl_detail::storage_of<{p}Epilogue>::type;
+using {p}KernelStorageBytes = char[sizeof({p}KernelStorage)];
+using {p}MainloopStorageBytes = char[sizeof({p}MainloopStorage)];
+using {p}EpilogueStorageBytes = char[sizeof({p}EpilogueStorage)];
+using {p}Stages = char[cl_detail::stages_of<{p}Mainloop>::value];
+{tma}using {p}Capacity = char[{capacity}];
+{"static " if member else ""}constexpr auto const& {p}capacity_ref = {capacity};
 """
 
 

@@ -162,29 +162,41 @@ def _yes_no(v) -> str:
 
 def audit_table(tactics, title: str | None = None) -> Table:
     """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
-    three SharedStorage sizes, headroom and whether the runtime tries it (bytes)."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("tactic", no_wrap=True)
-    for name in ("A x B", "out", "fusion", "swap"):
-        t.add_column(name, no_wrap=True)
-    t.add_column("tile", no_wrap=True)
-    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("tried", justify="center", no_wrap=True)
-    for x in tactics:
-        r = x.report
-        ok = r.error is None
+    three SharedStorage sizes, headroom and whether the runtime tries it (bytes). Columns that
+    say nothing for the family (no fusion, no swap_ab, no runtime list) are left out; the
+    numeric ones never are, and the name is the one that wraps."""
+    def ok(x):
+        return x.report.error is None
 
-        def n(v):
-            return "-" if v is None or not ok else str(v)
-        style = _VERDICT_STYLE[x.verdict]
-        t.add_row(f"[{style}]{_VERDICT_TEXT[x.verdict]}[/]", str(x.name or x.launcher),
-                  f"{x.a} x {x.b}", str(x.out or "-"), str(x.fusion or "-"),
-                  "-" if x.swap_ab is None else ("swap" if x.swap_ab else ""),
-                  "x".join(map(str, x.tile)) if x.tile else "-",
-                  n(r.stages), n(r.mainloop and r.mainloop.size), n(r.epilogue and r.epilogue.size),
-                  n(r.kernel and r.kernel.size), n(r.headroom_bytes), _yes_no(x.runtime_candidate))
+    def num(x, v):
+        return "-" if v is None or not ok(x) else str(v)
+
+    columns = [  # (header, cell, right-aligned, min width)
+        ("verdict", lambda x: f"[{_VERDICT_STYLE[x.verdict]}]{_VERDICT_TEXT[x.verdict]}[/]", False, 9),
+        ("tactic", lambda x: str(x.name or x.launcher), False, None),
+        ("A x B", lambda x: f"{x.a or '?'} x {x.b or '?'}", False, 13),
+        ("out", lambda x: str(x.out or "-"), False, 4),
+        ("fusion", lambda x: str(x.fusion or "-"), False, 8),
+        ("swap", lambda x: "" if not x.swap_ab else "swap", False, 4),
+        ("tile", lambda x: "x".join(map(str, x.tile)) if x.tile else "-", False, 11),
+        ("stages", lambda x: num(x, x.report.stages), True, 6),
+        ("mainloop", lambda x: num(x, x.report.mainloop and x.report.mainloop.size), True, 8),
+        ("epilogue", lambda x: num(x, x.report.epilogue and x.report.epilogue.size), True, 8),
+        ("kernel", lambda x: num(x, x.report.kernel and x.report.kernel.size), True, 6),
+        ("headroom", lambda x: num(x, x.report.headroom_bytes), True, 8),
+        ("tried", lambda x: _yes_no(x.runtime_candidate), False, 5),
+    ]
+    optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
+                "tried": lambda x: x.runtime_candidate is not None}
+    shown = [c for c in columns if c[0] not in optional or any(optional[c[0]](x) for x in tactics)]
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for name, _, right, width in shown:
+        if width is None:
+            t.add_column(name, overflow="fold", ratio=1)
+        else:
+            t.add_column(name, justify="right" if right else "left", no_wrap=True, min_width=width)
+    for x in tactics:
+        t.add_row(*(cell(x) for _, cell, _, _ in shown))
     return t
 
 
@@ -209,14 +221,21 @@ def render_audit(result, console: Console | None = None) -> None:
     for x in result.tactics:
         if x.report.error is not None:
             con.print(f"{x.id}: {x.report.error.one_line()}", soft_wrap=True)
+    unread: dict[str, list[str]] = {}
     for s in result.sources:
         if s.get("error"):
-            con.print(f"[red]{s['file']}: {s['error']}[/red]", soft_wrap=True)
+            unread.setdefault(s["error"], []).append(s["file"].rsplit("/", 1)[-1])
+    for err, files in unread.items():
+        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
+        con.print(f"[yellow]{len(files)} source(s) not read ({shown}): {err}[/yellow]", soft_wrap=True)
     for note in result.notes:
         con.print(f"note: {note}", soft_wrap=True)
     counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
-    tried = sum(1 for x in result.tactics if x.verdict == "over_capacity" and x.runtime_candidate)
-    con.print(f"{counts['over_capacity']} over capacity ({tried} of them tried by the runtime), "
+    over = [x for x in result.tactics if x.verdict == "over_capacity"]
+    tried = sum(1 for x in over if x.runtime_candidate)
+    unknown = sum(1 for x in over if x.runtime_candidate is None)
+    how = f"{tried} of them tried by the runtime" + (f", {unknown} unknown" if unknown else "")
+    con.print(f"{counts['over_capacity']} over capacity ({how}), "
               f"{counts['exact_fit']} exact fits, {counts['does_not_compile']} do not compile, "
               f"{counts['fits']} fit")
     con.print("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "

@@ -1,0 +1,256 @@
+"""Launchers cut down to the declarations their kernel type needs (a text transform of C++).
+
+A launcher declares its kernel's type chain (collective builders, then ``using GemmKernel =
+GemmUniversal<...>``) and then builds and runs it: arguments, ``GemmUniversalAdapter``,
+``initialize``, ``run``. Parsing that second part costs most of a parse (12 s of a 16 s
+parse for 8 TensorRT-LLM MoE launchers) and cannot change the kernel's type: a declaration
+after the alias can neither change what the alias names nor the layout of the class it
+names. So a launcher macro is redefined with its body cut right after its last kernel alias
+(:func:`trimmed_macro`), with the braces it leaves open closed again.
+
+A kernel declared in a function *template* that a source instantiates explicitly (flashinfer's
+``CutlassGroupwiseScaledGEMMSM120<...>``) lies in a body libclang does not show instantiated;
+:func:`rehost_template` copies the template's declarations up to the kernel alias into a
+class template of the same parameters (local ``constexpr`` values become static members,
+``using namespace`` goes to the enclosing scope), so the kernel of each instantiation is a
+named type.
+
+Both are text transforms of the install's own code; whatever they produce is compiled, and a
+transform that does not compile is not used (:mod:`cutlass_layout.kernels` falls back to the
+source as written, or reports the error).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: A type alias naming a GemmUniversal, possibly wrapped (``Sm12xOnly<GemmUniversal<...>>``).
+KERNEL_ALIAS_RE = re.compile(
+    r"\busing\s+(\w+)\s*=\s*(?:typename\s+)?(?:[\w:]+\s*<\s*)*?"
+    r"(?:(?:::)?cutlass::)?(?:gemm::)?(?:kernel::)?(?<!device::)GemmUniversal\s*<")
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def blank_comments(text: str, strings: bool = True) -> str:
+    """``text`` with comments, and (``strings``) the contents of string and char literals,
+    replaced by spaces (same length, newlines kept), so that braces and semicolons in them
+    are not counted."""
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            for k in range(i + 1, min(j, n)) if strings else ():  # the quotes stay
+                out[k] = " "
+            i = min(n, j + 1)
+            continue
+        else:
+            i += 1
+            continue
+        for k in range(i, j):
+            if out[k] != "\n":
+                out[k] = " "
+        i = j
+    return "".join(out)
+
+
+def cut_after_last_kernel_alias(body: str) -> int | None:
+    """The index just after the ``;`` ending the last kernel alias of ``body`` (a function or
+    macro body), or None when it has none."""
+    clean = blank_comments(body)
+    last = None
+    for m in KERNEL_ALIAS_RE.finditer(clean):
+        depth = 0
+        for i in range(m.end(), len(clean)):
+            ch = clean[i]
+            if ch in _OPEN:
+                depth += 1
+            elif ch in _CLOSE:
+                depth -= 1
+                if depth < 0:
+                    break
+            elif ch == ";" and depth == 0:
+                last = i + 1
+                break
+    return last
+
+
+def closers(kept: str) -> str:
+    """What closes the scopes ``kept`` leaves open, innermost first: ``};`` for a class or an
+    initializer, ``}`` for a block or function, ``#endif`` for an open ``#if``."""
+    clean = blank_comments(kept)
+    stack: list[str] = []
+    start = 0
+    for i, ch in enumerate(clean):
+        if ch == "{":
+            before = clean[start:i]
+            struct = re.search(r"\b(struct|class|union|enum)\b[^()]*$", before) or "=" in before
+            stack.append("};" if struct else "}")
+            start = i + 1
+        elif ch == "}":
+            if stack:
+                stack.pop()
+            start = i + 1
+        elif ch == ";":
+            start = i + 1
+    ifs = 0
+    for line in clean.split("\n"):
+        s = line.strip()
+        if re.match(r"#\s*if", s):
+            ifs += 1
+        elif re.match(r"#\s*endif", s):
+            ifs -= 1
+    return " ".join(reversed(stack)) + "".join("\n#endif" for _ in range(max(ifs, 0)))
+
+
+def macro_definition(text: str, name: str, near_line: int | None = None) -> tuple[str, str, int] | None:
+    """``(parameters, body, line)`` of the ``#define name(...)`` in ``text``: the one that
+    starts at or before ``near_line`` (the active one, where a file defines it twice under
+    ``#if``), else the first. Continuation lines are joined."""
+    lines = text.split("\n")
+    starts = [i for i, ln in enumerate(lines)
+              if re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(", ln)]
+    if near_line is not None:
+        before = [i for i in starts if i + 1 <= near_line]
+        starts = before[-1:] or starts
+    if not starts:
+        return None
+    i = starts[0]
+    parts = []
+    while i < len(lines):
+        ln = lines[i]
+        parts.append(ln[:-1] if ln.rstrip().endswith("\\") else ln)
+        if not ln.rstrip().endswith("\\"):
+            break
+        parts[-1] = ln.rstrip()[:-1]
+        i += 1
+    full = " ".join(parts)
+    m = re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(([^)]*)\)", full)
+    if not m:
+        return None
+    return m.group(1), full[m.end():], starts[0] + 1
+
+
+def _in_class(clean: str, pos: int) -> bool:
+    """Whether position ``pos`` of ``clean`` (comments blanked) lies directly in a class body."""
+    stack: list[bool] = []
+    start = 0
+    for i, ch in enumerate(clean[:pos]):
+        if ch == "{":
+            stack.append(bool(re.search(r"\b(struct|class|union)\b[^()=]*$", clean[start:i])))
+            start = i + 1
+        elif ch == "}":
+            if stack:
+                stack.pop()
+            start = i + 1
+        elif ch == ";":
+            start = i + 1
+    return bool(stack and stack[-1])
+
+
+def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
+    """``#undef``/``#define`` lines redefining launcher macro ``name`` with its body cut after
+    its last kernel alias (see the module docstring); None when the body has no kernel alias.
+
+    ``probe(index, alias, in_class)``, if given, returns declarations to put right after the
+    ``index``-th kernel alias (``alias`` is its name; ``in_class`` whether it is a class member),
+    so that one parse of the expanded source also lays the kernels out."""
+    cut = cut_after_last_kernel_alias(body)
+    if cut is None:
+        return None
+    kept = blank_comments(body[:cut])
+    if probe is not None:
+        inserts = []
+        for i, m in enumerate(KERNEL_ALIAS_RE.finditer(kept)):
+            end = cut_after_last_kernel_alias(kept[:m.end()] + kept[m.end():].split(";", 1)[0] + ";")
+            if end is None:
+                continue
+            inserts.append((end, " " + probe(i, m.group(1), _in_class(kept, m.start())) + " "))
+        for end, text in reversed(inserts):
+            kept = kept[:end] + text + kept[end:]
+    text = " ".join((kept + " " + closers(kept)).split())
+    return f"#undef {name}\n#define {name}({params}) {text}\n"
+
+
+def _matching(text: str, start: int, open_: str, close: str) -> int | None:
+    """Index of the bracket closing the one at ``start`` (angle brackets inside parentheses
+    are not counted)."""
+    depth, paren = 0, 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "(":
+            paren += 1
+        elif ch == ")":
+            paren -= 1
+        if open_ == "<" and paren > 0:
+            continue
+        if ch == open_:
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def explicit_instantiations(text: str) -> list[tuple[str, str, int]]:
+    """``(function name, template arguments as written, line)`` of each explicit instantiation
+    ``template R name<args>(params);`` in a source (comments ignored)."""
+    clean = blank_comments(text)
+    out = []
+    for m in re.finditer(r"\btemplate\s+(?!<)[^;{}<>]*?\b(\w+)\s*<", clean):
+        lt = m.end() - 1
+        gt = _matching(clean, lt, "<", ">")
+        if gt is None:
+            continue
+        after = clean[gt + 1:gt + 200].lstrip()
+        if not after.startswith("("):
+            continue
+        args = " ".join(text[lt + 1:gt].split())
+        out.append((m.group(1), args, clean.count("\n", 0, m.start()) + 1))
+    return out
+
+
+def rehost_template(definition: str, index: int) -> tuple[str, str, str] | None:
+    """A class template holding a function template's declarations up to its last kernel
+    alias: returns ``(using-directives, class template text, kernel alias name)``; the class is
+    named ``cl_rehost_<index>``. None when the body has no kernel alias."""
+    clean = blank_comments(definition)
+    m = re.match(r"\s*template\s*<", clean)
+    if not m:
+        return None
+    gt = _matching(clean, m.end() - 1, "<", ">")
+    if gt is None:
+        return None
+    params = definition[m.end():gt]
+    paren = clean.find("(", gt)
+    close = _matching(clean, paren, "(", ")") if paren >= 0 else None
+    if close is None:
+        return None
+    brace = clean.find("{", close)
+    if brace < 0:
+        return None
+    body = definition[brace + 1:]
+    cut = cut_after_last_kernel_alias(body)
+    if cut is None:
+        return None
+    alias = KERNEL_ALIAS_RE.findall(blank_comments(body[:cut]))[-1]
+    kept = blank_comments(body[:cut])
+    usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
+    kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
+    # a local constant becomes a static data member
+    kept = re.sub(r"(^|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
+    code = "\n".join(ln for ln in kept.split("\n") if not ln.lstrip().startswith("#"))
+    if re.search(r"\b(if|for|while|return|switch)\b\s*[(\w]", code):
+        return None  # statements: not a list of declarations
+    struct = (f"template <{params}>\nstruct cl_rehost_{index} {{\n{kept}\n{closers(kept)}\n}};\n")
+    return "\n".join(usings), struct, alias
