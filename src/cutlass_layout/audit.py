@@ -37,6 +37,8 @@ _FORMAT = 1
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
 _CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "frontends/clang.py")
+#: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
+MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
 STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parent / "stubs").glob("*.h")))
 #: Verdicts in the order the table lists them.
@@ -163,7 +165,7 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
         if mx and kind in ("nvfp4", "e4m3"):
             kind = {"nvfp4": "mxfp4", "e4m3": "mxfp8"}[kind]
         kinds.append(kind)
-    return {"family": "moe", "name": name, "fusion": args["FUSION_"].lower(), "operands": kinds,
+    return {"family": MOE, "name": name, "fusion": args["FUSION_"].lower(), "operands": kinds,
             "swap_ab": args["SWAP_AB_"] == "true",
             "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
             "cluster": cluster}
@@ -286,11 +288,13 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     work = []  # (module, Source, key, preamble)
     sources_out: list[dict] = []
     for mod in builds.modules:
+        if family and family != (MOE if mod.name.startswith("fused_moe") else mod.name):
+            continue  # not asked for: not parsed
         flags = tuple(base_flags + mod.clang_flags())
         for path in mod.generated:
             gen_root = gen_root or _gen_root(path)
             entry = {"module": mod.name, "builder": mod.builder, "file": _rel(path, gen_root),
-                     "kernels": 0, "skipped": None, "error": None, "cached": False}
+                     "kernels": 0, "skipped": None, "error": None}
             sources_out.append(entry)
             if path.suffix not in (".cu", ".cpp", ".cc", ".cuh"):
                 entry["skipped"] = "not a C++ source"
@@ -316,7 +320,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         hit = cache.get(key) if use_cache else None
         if hit is not None:
             results[key] = hit
-            entry["cached"] = True
         else:
             todo.append((mod, source, key, pre, entry))
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
@@ -360,7 +363,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     cand = runtime_candidates(install, arch, tgt, moe, use_cache=use_cache)
     for t in tactics:
         t.runtime_candidate = cand.get(t) if cand is not None else None
-    if cand is None and any(t.family == "moe" for t in tactics):
+    if cand is None and any(t.family == MOE for t in tactics):
         notes.append("runtime candidates: the install's candidate list for the arch could not be read")
     elif cand is not None and cand.note:
         notes.append(cand.note)
@@ -403,7 +406,7 @@ def sort_tactics(tactics: list[Tactic]) -> list[Tactic]:
     fits; within a verdict by kernel bytes, largest first, then name."""
     def key(t: Tactic):
         kb = t.report.kernel.size if t.report.error is None and t.report.kernel else -1
-        return (t.family != "moe", t.family, VERDICT_ORDER.index(t.verdict), -kb, str(t.name),
+        return (t.family != MOE, t.family, VERDICT_ORDER.index(t.verdict), -kb, str(t.name),
                 str(t.out), str(t.fusion), bool(t.swap_ab))
     return sorted(tactics, key=key)
 

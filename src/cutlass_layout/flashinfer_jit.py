@@ -143,7 +143,14 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     Raises:
         BadInput: the install has no builder for the arch, or the builders could not run.
     """
-    wanted = builders(install, arch)
+    found_key = result_key("flashinfer-builders", 1, install.fingerprint, str(install.root), arch,
+                           code_fingerprint("flashinfer_jit.py"))
+    found = ResultCache("flashinfer-jit")
+    wanted = found.get(found_key) if use_cache else None
+    if wanted is None:  # reading every jit/*.py costs a few tenths of a second: once
+        wanted = builders(install, arch)
+        found.put(found_key, wanted)
+    wanted = [tuple(b) for b in wanted]
     if not wanted:
         raise BadInput(f"flashinfer {install.version} at {install.root} has no JIT module "
                        f"builder for {arch} that builds a CUTLASS GEMM")

@@ -121,19 +121,23 @@ class SourceLayout:
 # C++ names
 def template_args(spelling: str) -> list[str]:
     """The top-level template arguments of ``A<x, B<y, z>>`` -> ``["x", "B<y, z>"]``
-    (of the first ``<...>``)."""
+    (of the first ``<...>``; ``<`` and ``>`` inside parentheses are operators)."""
     start = spelling.find("<")
     if start < 0:
         return []
-    out, depth, cur = [], 0, []
+    out, angle, paren, cur = [], 0, 0, []
     for ch in spelling[start + 1:]:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            if depth == 0:
+        if ch in "([{":
+            paren += 1
+        elif ch in ")]}":
+            paren -= 1
+        elif ch == "<" and paren == 0:
+            angle += 1
+        elif ch == ">" and paren == 0:
+            if angle == 0:
                 break
-            depth -= 1
-        if ch == "," and depth == 0:
+            angle -= 1
+        if ch == "," and angle == 0 and paren == 0:
             out.append("".join(cur).strip())
             cur = []
             continue

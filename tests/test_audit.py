@@ -1,0 +1,297 @@
+"""audit: the kernels an installed flashinfer builds, read from its own code.
+
+Offline: fixtures/installs/mini_flashinfer, a miniature install around a tiny stand-in for
+CUTLASS's GemmUniversal whose SharedStorage sizes are worked out by hand below (alignas(1024)
+tiles, 8-byte barriers, an alignas(128) epilogue buffer, 48 bytes of alignas(16) pipelines).
+With the package index: flashinfer-python 0.7.2.post1 and 0.6.8, against handed.md section E
+and against nvcc's host pass (tests/test_audit_nvcc.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cutlass_layout import BadInput
+from cutlass_layout.audit import audit, element_kind, find_tactic, kernel_parts
+from cutlass_layout.cli import main
+from cutlass_layout.kernels import kernel_core, template_args
+from cutlass_layout.launchers import (blank_comments, closers, explicit_instantiations,
+                                      macro_definition, rehost_template, trimmed_macro)
+
+MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
+CAPACITY = 101376
+
+
+def mini_sizes(m: int, n: int, k: int, stages: int, epilogue: int) -> tuple[int, int, int]:
+    """(mainloop, epilogue, kernel) SharedStorage bytes of the fixture's stand-in, by hand:
+    smem_A and smem_B alignas(1024), barriers 2 x stages x 8 bytes, struct aligned to 1024;
+    the kernel holds mainloop, epilogue (alignas(128)) and 48 pipeline bytes, aligned to 1024."""
+    def up(x, a):
+        return -(-x // a) * a
+    a = m * k * stages
+    b = n * k * stages
+    mainloop = up(up(a, 1024) + b + 16 * stages, 1024)
+    kernel = up(mainloop + epilogue + 48, 1024)
+    return mainloop, epilogue, kernel
+
+
+def test_mini_sizes_by_hand():
+    # 128x64x32, 3 stages: A 12288 @0, B 6144 @12288, barriers 48 @18432 -> 18480 -> 19456;
+    # kernel 19456 + 4096 + 48 = 23600 -> 24576
+    assert mini_sizes(128, 64, 32, 3, 4096) == (19456, 4096, 24576)
+    # 256x128x64, 5 stages: 81920 + 40960 + 80 = 122960 -> 123904; + 4096 + 48 -> 129024
+    assert mini_sizes(256, 128, 64, 5, 4096) == (123904, 4096, 129024)
+
+
+@pytest.fixture
+def mini(tmp_path, monkeypatch):
+    """A copy of the miniature install, and a private cache."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    dest = tmp_path / "site-packages"
+    shutil.copytree(MINI, dest)
+    return dest
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*")}
+
+
+def test_mini_audit(mini):
+    before = _files(mini)
+    res = audit(str(mini), jobs=1)
+    assert _files(mini) == before  # nothing written into the install (no __pycache__ either)
+    assert res.capacity_bytes == CAPACITY and res.provenance["version"] == "0.0.1+mini"
+    by = {t.id: t for t in res.tactics}
+
+    # MoE launchers, declared in macro-generated function bodies; named as TensorRT-LLM does
+    # (K in bytes of the fp4 activation: 32 elements = 16 B)
+    t = by["moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
+    r = t.report
+    assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (3, *mini_sizes(128, 64, 32, 3, 4096))
+    assert t.verdict == "fits" and r.headroom_bytes == CAPACITY - 24576
+    assert t.tile == [128, 64, 32] and t.fusion == "finalize" and t.swap_ab is False and t.out == "f16"
+    assert t.file == "cutlass_instantiations/120/gemm_grouped/120/mini_moe_sm120_group0.generated.cu"
+    assert t.line == 4  # the macro invocation (the generator writes 3 lines before it)
+    inl = "data/csrc/nv_internal/launchers/mini_launcher.inl"
+    assert t.launcher_file == inl
+    alias_line = 1 + (MINI / "flashinfer" / inl).read_text().split("\n").index(
+        next(ln for ln in (MINI / "flashinfer" / inl).read_text().split("\n") if "using GemmKernel" in ln))
+    assert t.launcher_line == alias_line
+    assert [f.name for f in r.kernel.fields] == ["mainloop", "epilogue", "pipelines"]
+    assert r.kernel.find("epilogue").offset == 19456
+
+    over = by["moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"]
+    assert over.verdict == "over_capacity"
+    assert (over.report.stages, over.report.kernel.size) == (5, mini_sizes(256, 128, 64, 5, 4096)[2])
+    assert over.report.headroom_bytes == CAPACITY - 129024
+
+    swapped = by["moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+    assert swapped.report.kernel.size == mini_sizes(128, 128, 64, 5, 4096)[2] == 88064
+
+    bad = by["moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none"]
+    assert bad.verdict == "does_not_compile" and bad.report.kernel is None
+    assert bad.report.error.kind == "static_assert"
+    assert bad.report.error.message == "The tile's K must be positive."
+
+    # the runtime's candidate list (fixture heuristic): 128x128x32B pruned for grouped GEMMs,
+    # 256x128x32B only for FP8 activations, 128x64x0B not a candidate at all
+    assert [by[i].runtime_candidate for i in (
+        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize",
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab", "moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none",
+    )] == [True, True, False, False]
+
+    # a dense GEMM macro: two kernels in a struct (the active one of two definitions)
+    dense = [t for t in res.tactics if t.family == "fp4_gemm_cutlass_sm120"]
+    assert sorted(t.name for t in dense) == sorted(
+        f"MiniDense_{d}_128_64_32true::GemmKernel{s}" for d in ("f16", "bf16") for s in ("Default", "StreamK"))
+    for t in dense:
+        assert (t.report.stages, t.report.mainloop.size, t.report.epilogue.size, t.report.kernel.size) == \
+            (2, *mini_sizes(128, 64, 32, 2, 2048))
+        assert t.swap_ab is True and t.runtime_candidate is None
+
+    # a function template instantiated explicitly: its body re-hosted
+    (group,) = [t for t in res.tactics if t.family == "gemm_sm120"]
+    assert group.launcher == "MiniGroupwiseGEMM<128, 64, cutlass::half_t>"
+    assert group.report.kernel.size == mini_sizes(128, 64, 64, 2, 1024)[2] == 27648
+
+    skipped = {s["file"]: s["skipped"] for s in res.sources}
+    assert skipped["cutlass_instantiations/120/mini_sm90_group0.generated.cu"] == "names no sm120 symbol"
+    assert any("broken on purpose" in n for n in res.notes)
+    assert res.tactics[0].verdict == "over_capacity"  # over capacity first
+
+
+def test_mini_audit_cached_and_json(mini):
+    cold = audit(str(mini), jobs=2)
+    warm = audit(str(mini), jobs=2)
+    assert cold.stats["parsed"] == cold.stats["sources"] > 0
+    assert warm.stats["parsed"] == 0 and warm.stats["cached"] == warm.stats["sources"]
+    assert warm.to_dict() == cold.to_dict()
+    doc = warm.to_dict()
+    assert doc["schema"] == "cutlass-layout/audit/1" and doc["capacity_bytes"] == CAPACITY
+    keys = {"id", "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "stages",
+            "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "headroom_bytes", "verdict",
+            "runtime_candidate", "file", "line", "error"}
+    assert all(keys <= set(t) for t in doc["tactics"])
+
+
+def test_mini_cli(mini, capsys):
+    assert main(["audit", str(mini), "--json", "--family", "moe"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {t["family"] for t in doc["tactics"]} == {"moe"} and len(doc["tactics"]) == 4
+    assert main(["audit", str(mini), "--check"]) == 1  # a tactic the runtime tries is over
+    assert main(["audit", str(mini), "--check", "--family", "gemm_sm120"]) == 0
+    capsys.readouterr()
+    assert main(["audit", str(mini), "--grep", "256x128"]) == 0
+    out = capsys.readouterr().out
+    assert "CtaShape256x128x32B" in out and "CtaShape128x64x16B" not in out and "over capacity" in out
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "pipelines" in out and "over capacity by 27648 B" in out
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "moe/CtaShape"]) == 2
+    assert "tactics match" in capsys.readouterr().err
+
+
+def test_bad_sources(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["audit", str(empty)]) == 2
+    assert capsys.readouterr().err.startswith("error: no flashinfer package")
+    (tmp_path / "x.txt").write_text("x")
+    assert main(["audit", str(tmp_path / "x.txt")]) == 2
+    assert main(["audit", str(tmp_path / "missing")]) == 2
+    broken = tmp_path / "broken.whl"
+    broken.write_bytes(b"PK\x03\x04 not a zip")
+    assert main(["audit", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 3 and "Traceback" not in err
+    # an install too old to have JIT module builders for the arch
+    old = tmp_path / "old"
+    shutil.copytree(MINI, old)
+    for f in ("jit/fused_moe.py", "jit/gemm/core.py"):
+        (old / "flashinfer" / f).unlink()
+    assert main(["audit", str(old)]) == 2
+    assert "no JIT module builder for sm120" in capsys.readouterr().err
+    with pytest.raises(BadInput):
+        audit(str(old), arch="sm75")
+
+
+# -------------------------------------------------------------------------------------------
+# the text transforms (launchers.py) and the kernel names
+MACRO = r"""
+#define LAUNCH(T, M)                                              \
+  struct Kernels_##T {                                            \
+    using Mainloop = int; /* } a brace in a comment */            \
+    using KernelA = cutlass::gemm::kernel::GemmUniversal<T, M>;   \
+    using KernelB =                                               \
+        Wrap<cutlass::gemm::kernel::GemmUniversal<T, M, long>>;   \
+    using Gemm = cutlass::gemm::device::GemmUniversalAdapter<KernelA>; \
+  };                                                              \
+  inline int run_##T() { if (true) { return 1; } return 0; }
+"""
+
+
+def test_trimmed_macro():
+    params, body, line = macro_definition(MACRO, "LAUNCH")
+    assert params == "T, M" and line == 2
+    out = trimmed_macro("LAUNCH", params, body)
+    assert out.startswith("#undef LAUNCH\n#define LAUNCH(T, M) struct Kernels_##T {")
+    assert out.rstrip().endswith("long>>; };")  # cut after KernelB, the struct closed
+    assert "Adapter" not in out and "run_" not in out and "comment" not in out
+    probed = trimmed_macro("LAUNCH", params, body, probe=lambda i, a, c: f"using P{i} = {a}; // {c}")
+    assert "using P0 = KernelA;" in probed and "using P1 = KernelB;" in probed
+    assert trimmed_macro("X", "", "int f() { return 0; }") is None
+
+
+def test_closers_and_comments():
+    assert closers("struct S { using A = int;") == "};"
+    assert closers("void f() { if (x) { int y = 0;") == "} }"
+    assert closers("int v[] = { 1,") == "};"
+    assert closers("#if defined(X)\n using A = int;") == "\n#endif"
+    assert blank_comments('a = "x;{" + \'{\'; // c {\n/* } */ b') == 'a = "   " + \' \';       \n        b'
+
+
+def test_rehost_and_instantiations():
+    tmpl = ("template <int M, typename T>\nint F(T* a) {\n  static_assert(M > 0, \"M\");\n"
+            "  using namespace cutlass::gemm;\n  constexpr int S = 2;\n"
+            "  using GemmKernel = kernel::GemmUniversal<T, S>;\n  int n = sizeof(GemmKernel);\n"
+            "  return n;\n}\n")
+    usings, struct, alias = rehost_template(tmpl, 3)
+    assert usings == "using namespace cutlass::gemm;" and alias == "GemmKernel"
+    assert struct.startswith("template <int M, typename T>\nstruct cl_rehost_3 {")
+    assert "static constexpr int S = 2;" in struct and "sizeof" not in struct
+    src = "namespace a {\n// template int F<9>(x);\ntemplate int F<128, cutlass::half_t>(cutlass::half_t* a);\n}"
+    assert explicit_instantiations(src) == [("F", "128, cutlass::half_t", 3)]
+
+
+def test_kernel_names():
+    core = "cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, M, E, void>"
+    assert kernel_core(core) == core
+    assert kernel_core(f"ns::S::Sm12xOnly<{core}>") == core
+    assert kernel_core(f"cutlass::gemm::device::GemmUniversalAdapter<{core}>") is None
+    assert template_args("A<x, B<y, z>, (1 > 2)>") == ["x", "B<y, z>", "(1 > 2)"]
+    assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>") == "nvfp4"
+    assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue8m0_t>") == "mxfp4"
+    assert element_kind("cute::tuple<cutlass::float_e4m3_t, cutlass::float_ue8m0_t>") == "mxfp8"
+    assert element_kind("cutlass::bfloat16_t") == "bf16" and element_kind("weird") is None
+    spelled = ("cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, "
+               "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm120ArrayTmaWarpSpecializedBlockScaled"
+               "<3, 3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cutlass::gemm::KernelPtrArrayTmaWarpSpecialized"
+               "CooperativeBlockScaledSm120<3>>, cute::tuple<cute::C<256>, cute::C<128>, cute::C<128>>, "
+               "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, "
+               "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, T>, "
+               "cutlass::epilogue::collective::CollectiveEpilogue<P, T2, E2, cutlass::half_t, SC, void, SD, F>, void>")
+    parts = kernel_parts(spelled)
+    assert parts["kernel"] == "grouped" and parts["tile"] == [256, 128, 128] and parts["cluster"] == [1, 1, 1]
+    assert parts["a"] == parts["b"] == "nvfp4" and parts["d"] == "void"
+    assert parts["schedule"] == "KernelPtrArrayTmaWarpSpecializedCooperativeBlockScaledSm120"
+
+
+# -------------------------------------------------------------------------------------------
+# real installs (network: wheels cached after the first run)
+@pytest.fixture(scope="module")
+def audit_072():
+    return audit("flashinfer-python==0.7.2.post1", family="moe")
+
+
+@pytest.mark.network
+def test_072_moe_matches_handed_e(audit_072):
+    """shared/cases/handed.md section E (nvcc 13.0): the FINALIZE, not swapped, 128x256x128 and
+    256x128x128 MoE tactics (f16 and bf16) are 102400 B, 3 stages, mainloop 83968, epilogue 17408."""
+    moe = audit_072.tactics
+    # the generator's SM120 list (generate_kernels.py): 8 FP4 tiles and 3 FP8 x FP4 tiles, each
+    # {NONE, FINALIZE} x {swap_ab, not} x {f16, bf16}
+    assert len(moe) == (8 + 3) * 2 * 2 * 2
+    assert all(t.verdict != "does_not_compile" for t in moe)
+    by = {t.id: t for t in moe}
+    for tile in ("128x256x64B", "256x128x64B"):
+        for out in ("f16", "bf16"):
+            t = by[f"moe/CtaShape{tile}/nvfp4xnvfp4/{out}/finalize"]
+            r = t.report
+            assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (3, 83968, 17408, 102400)
+            assert t.verdict == "over_capacity" and r.headroom_bytes == 101376 - 102400
+            assert t.runtime_candidate is True
+    none = by["moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/none"].report
+    assert (none.stages, none.mainloop.size, none.epilogue.size, none.kernel.size) == (3, 83968, 13312, 98304)
+    assert audit_072.capacity.value == 101376 and audit_072.capacity.name == "sm120_smem_capacity_bytes"
+    # every generated tile is a runtime candidate of 0.7.2.post1 (get_candidate_configs_sm120:
+    # its pruning removes 128x128x256B, 256x128x128B, and x64B tiles for FP8 activations, which
+    # the generator does not emit)
+    assert all(t.runtime_candidate is True for t in moe)
+    assert find_tactic(audit_072, "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize").report.kernel.size == 102400
+
+
+@pytest.mark.network
+def test_068_moe_runs():
+    res = audit("flashinfer-python==0.6.8", family="moe")
+    # 0.6.8's generator: 4 FP4 tiles and one FP8 x FP4 tile, x fusion x swap x output
+    assert len(res.tactics) == (4 + 1) * 2 * 2 * 2
+    assert all(t.verdict != "does_not_compile" for t in res.tactics)
+    # 0.6.8's candidates: 6 tiles, no pruning; its dispatch maps 4 (128x128x64B, 128x128x128B,
+    # 128x256x64B, 256x128x64B): all the generator emits
+    assert all(t.runtime_candidate is True for t in res.tactics)
+    assert res.tactics[0].verdict == "over_capacity"
