@@ -262,7 +262,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             arch, builders that could not run at all, unusable CUDA headers.
     """
     from . import engine
-    from .candidates import runtime_candidates
     from .flashinfer_jit import jit_modules
     from .frontends.clang import ensure_pch, libclang_version
     from .runner import Pool, Progress, default_jobs
@@ -277,6 +276,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     if clang_arch not in ("sm120", "sm90"):
         raise BadInput(f"audit --arch {arch}: only sm120, sm121 and sm90 are supported yet")
     builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache)
+    t_jit = time.perf_counter()
     base_flags = tgt.flags(clang_arch)
     prov = asdict(tgt.provenance(clang_arch))
     clang = libclang_version()
@@ -324,28 +324,46 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             todo.append((mod, source, key, pre, entry))
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
              "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
+    # the stand-in headers are part of what a precompiled header was built from
+    pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
+    moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
+    cand_args = (install, arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
+    cand = None
     if todo:
         pchs: dict[tuple, str | None] = {}
-        # the stand-in headers are part of what a precompiled header was built from
-        pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
+        t = time.perf_counter()
         for _, source, _, pre, _ in todo:  # built here, before the workers fork
             if pre is not None and (pre, source.flags) not in pchs:
                 p = ensure_pch(pre, list(source.flags), pch_key)
                 pchs[(pre, source.flags)] = str(p) if p else None
+        stats["pch_seconds"] = round(time.perf_counter() - t, 2)
         bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
         try:
             with Pool(default_jobs(jobs)) as pool:
-                args = {key: (source, prov, pchs.get((pre, source.flags))) for _, source, key, pre, _ in todo}
-                for key, payload in _map_parallel(pool, args):
-                    results[key] = payload
-                    stats["parsed"] += 1
-                    stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
-                    stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"], payload.get("peak_rss_mb", 0.0))
-                    if payload.get("error") is None:
-                        cache.put(key, payload)
-                    bar.advance()
+                tickets = {}
+                if cand_args:  # the runtime's candidate list, beside the sources (13 s)
+                    tickets[pool.submit(_candidates, *cand_args)] = None
+                for _, source, key, pre, _ in todo:
+                    tickets[pool.submit(_lay_out, source, prov, pchs.get((pre, source.flags)))] = key
+                while pool.busy:
+                    for ticket, payload in pool.next_done():
+                        key = tickets[ticket]
+                        if key is None:
+                            cand = payload
+                            continue
+                        results[key] = payload
+                        stats["parsed"] += 1
+                        stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
+                        stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
+                                                          payload.get("peak_rss_mb", 0.0))
+                        if payload.get("error") is None:
+                            cache.put(key, payload)
+                        bar.advance()
         finally:
             bar.stop()
+    elif cand_args:
+        cand = _candidates(*cand_args)
+    stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
     tactics: list[Tactic] = []
     for mod, source, key, _, entry in work:
@@ -359,8 +377,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             rep = layout_report_from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
-    moe = next((m for m in builds.modules if m.name.startswith("fused_moe")), None)
-    cand = runtime_candidates(install, arch, tgt, moe, use_cache=use_cache)
     for t in tactics:
         t.runtime_candidate = cand.get(t) if cand is not None else None
     if cand is None and any(t.family == MOE for t in tactics):
@@ -374,6 +390,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         tactics = [t for t in tactics if g in " ".join(str(x) for x in (t.name, t.launcher, t.file)).lower()]
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
+    stats["jit_seconds"] = round(t_jit - t0, 2)
     provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
                   "root": str(install.root), "fingerprint": install.fingerprint,
                   "generated_root": str(gen_root) if gen_root else None,
@@ -382,11 +399,12 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats)
 
 
-def _map_parallel(pool, args: dict):
-    tickets = {pool.submit(_lay_out, *a): key for key, a in args.items()}
-    while pool.busy:
-        for ticket, result in pool.next_done():
-            yield tickets[ticket], result
+def _candidates(install, arch, flags, preamble, pch_key, use_cache):
+    """:func:`~cutlass_layout.candidates.runtime_candidates` (also run in a worker process)."""
+    from .candidates import runtime_candidates
+
+    return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
+                              use_cache=use_cache)
 
 
 def _gen_root(path: Path) -> Path:

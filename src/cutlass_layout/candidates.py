@@ -217,20 +217,26 @@ def _set_from_mixed(lam, var: str) -> bool:
     return False
 
 
-def runtime_candidates(install, arch: str, tgt, module=None, *, use_cache: bool = True) -> Candidates | None:
+def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_preamble: str | None = None,
+                       pch_key: str = "", use_cache: bool = True) -> Candidates | None:
     """The MoE runtime candidates of ``arch`` in ``install`` (see the module docstring), or
-    None where the install has no candidate function for the arch. Cached per (install,
-    arch, flags, this code)."""
-    if arch not in ARCH or module is None:
+    None where the install has no candidate function for the arch or no MoE module.
+
+    ``flags`` are the MoE module's clang flags; ``pch_preamble`` the includes of one of its
+    generated sources (:func:`cutlass_layout.kernels.pch_preamble`): the headers they include
+    come from that precompiled header (the same one the sources' parses use), so only the
+    heuristic and the dispatch are parsed with their bodies. Cached per (install, arch,
+    flags, this code).
+    """
+    if arch not in ARCH or flags is None:
         return None
     inc = install.root / "data" / "csrc" / "nv_internal"
     if not (inc / HEURISTIC).is_file() or not (inc / DISPATCH_TMA_WS).is_file():
         return Candidates(note=f"runtime candidates: {HEURISTIC} or {DISPATCH_TMA_WS} is missing")
     from dataclasses import asdict
 
-    from .frontends.clang import ProbeUnit, libclang_version
+    from .frontends.clang import ProbeUnit, ensure_pch, libclang_version
 
-    flags = tgt.flags("sm120") + module.clang_flags() + [f"-I{inc}"]
     key = result_key("candidates", 1, install.fingerprint, arch, flags, libclang_version(),
                      code_fingerprint("candidates.py"))
     cache = ResultCache("candidates")
@@ -239,8 +245,10 @@ def runtime_candidates(install, arch: str, tgt, module=None, *, use_cache: bool 
         return Candidates(**hit)
     # the dispatch header includes the TMA WS dispatch (which has no include guard)
     text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC))
+    pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None
     try:
-        unit = ProbeUnit(text, flags, install.tree.include_root, filename="cutlass_layout_candidates.cu",
+        unit = ProbeUnit(text, list(flags) + (["-include-pch", str(pch)] if pch else []),
+                         install.tree.include_root, filename="cutlass_layout_candidates.cu",
                          skip_bodies=False)
     except Exception as exc:  # libclang could not parse at all
         return Candidates(note=f"runtime candidates: cannot parse {HEURISTIC}: {exc}")
