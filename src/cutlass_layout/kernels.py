@@ -3,21 +3,28 @@
 An install's kernels are declared in its own sources, often where no name reaches them: the
 TensorRT-LLM MoE launchers (``moe_gemm_tma_ws_launcher.inl``) declare the whole type chain
 as local typedefs inside macro-generated function bodies, flashinfer's dense GEMMs inside
-macro-generated structs. :func:`lay_out_source` reads them in two parses of the source, both
-with the install's flags and a precompiled header of the source's leading ``#include`` lines
-(built with function bodies skipped, so the headers' templates cost no body instantiation):
+macro-generated structs, its groupwise GEMMs in function templates. :func:`lay_out_source`
+reads them with the install's flags and a precompiled header of the source's leading
+``#include`` lines (built with function bodies skipped, so the headers' templates cost no
+body instantiation):
 
-1. **find**: the source itself is parsed *with* function bodies; every type alias in it
-   (function bodies, structs, namespaces) whose canonical type is
-   ``cutlass::gemm::kernel::GemmUniversal<...>`` is a kernel the source builds. Errors are
-   tied to the function or struct they occur in (its extent, or the outermost
-   instantiation note inside it); an error tied to none marks every kernel of the source.
-2. **lay out**: the same source without bodies, followed by one probe block per kernel that
-   names the kernel by its canonical spelling (:func:`cutlass_layout.probe.subject_block`),
-   read as :mod:`cutlass_layout.engine` reads a config. A block with an error gets no
-   numbers; numbers only come from a parse without errors (blocks are split apart until
-   each error is tied to its block).
-"""
+0. **prelude**: the source parsed without bodies: the launcher macros it expands and the
+   function templates it instantiates explicitly; :mod:`cutlass_layout.launchers` cuts each
+   macro down after its last kernel alias, with a probe block after each alias
+   (:func:`cutlass_layout.probe.subject_block`), and re-hosts each function template as a
+   class template. The result is an ``-include`` file of the next parses.
+1. **find** (and lay out): the source parsed *with* bodies: every type alias in it (function
+   bodies, structs, namespaces) naming a ``cutlass::gemm::kernel::GemmUniversal<...>`` (or a
+   kernel wrapping one) is a kernel the source builds. Errors are tied to the function or
+   struct they occur in (its extent, or the outermost instantiation note inside it); an error
+   tied to none marks every kernel of the source. Where the unit has no error, the in-place
+   probe blocks give each kernel's layout; a cut-down source with an error is parsed again as
+   written (no probes), so an error is always the install's own.
+2. **lay out** what has no in-place probe (re-hosted kernels, sources as written): the source
+   without bodies, followed by one probe block per kernel that names it by its alias where
+   namespace scope reaches it, else by its canonical spelling. A block with an error gets no
+   numbers; numbers only come from a parse without errors (blocks are split apart until each
+   error is tied to its block).
 
 from __future__ import annotations
 
@@ -101,8 +108,6 @@ class FoundKernel:
     #: namespace scope (not inside a function); pass 2 names the kernel by it
     qualified: str | None = None
 
-    def to_dict(self) -> dict:
-        return {"alias": self.alias, "owner": self.owner, "line": self.line}
 
 
 @dataclass
@@ -418,13 +423,9 @@ def in_place_probe(capacity: str):
     """The ``probe`` argument of :func:`~cutlass_layout.launchers.trimmed_macro`: a probe block
     (:func:`cutlass_layout.probe.subject_block`) after the ``i``-th kernel alias, its names
     prefixed ``cl_k<i>_``."""
-    def probe(i: int, alias: str, in_class: bool) -> str:
-        return probe_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
-    return probe
-
-
-def probe_block(subject: str, capacity: str, **kw) -> str:
-    return probe.subject_block(subject, capacity, **kw)
+    def block(i: int, alias: str, in_class: bool) -> str:
+        return probe.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
+    return block
 
 
 def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
@@ -632,8 +633,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         for k in found:
             names = probes.get((k.owner, k.spelling))
             if names is not None and k.spelling not in reports:
-                plain = {n: c for n, c in names.items()}
-                reports[k.spelling] = read_subject(unit, plain, _Subject(k.spelling), provenance)
+                reports[k.spelling] = read_subject(unit, names, _Subject(k.spelling), provenance)
     del unit
     t1 = time.perf_counter()
     spellings = list(dict.fromkeys(k.spelling for k in found
