@@ -25,6 +25,7 @@ body instantiation):
    namespace scope reaches it, else by its canonical spelling. A block with an error gets no
    numbers; numbers only come from a parse without errors (blocks are split apart until each
    error is tied to its block).
+"""
 
 from __future__ import annotations
 
