@@ -14,27 +14,11 @@ from pathlib import Path
 import click
 
 from . import engine, probe, report
-from .config import DEFAULT_ELEMENT, FAMILY, Config, parse_shape, parse_stages, parse_tile
+from .config import config_from_flags
 from .errors import BadInput, CutlassLayoutError
 from .options import config_options, source_options
 from .probe import UserType
 from .verify import verify_with_nvcc
-
-def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
-                      cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
-                      schedule="auto", epilogue_schedule="auto") -> Config:
-    """Build a :class:`Config` from flag strings (keyword names = the ``layout`` flags);
-    raises :class:`BadInput` on a bad value."""
-    arch = arch.lower()
-    a = a.lower() if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
-    b = (b or a).lower()
-    return Config(
-        arch=arch, kernel=kernel.lower(), a=a, b=b,
-        tile=parse_tile(tile, a), cluster=parse_shape(cluster, "cluster"),
-        stages=parse_stages(stages), c=c.lower() if c else None, d=d.lower() if d else None,
-        preset=preset.lower(), schedule=schedule.lower(), epilogue_schedule=epilogue_schedule.lower(),
-    )
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cutlass-layout")

@@ -188,12 +188,12 @@ def sweep_chart(records, *, title: str | None = None):
         a ``capacity`` line labelled ``capacity N B``, and a dot at the kernel bytes of the
         largest stage count that fits where it differs from the bar.
     """
-    from .sweep import _varying, config_label
+    from .report import config_label, varying_keys
 
     Figure, Patch = _matplotlib()
     records = list(records)
     n = len(records)
-    var = _varying(records)
+    var = varying_keys(records)
     labels = [config_label(r.config, var) for r in records]
     longest = max((len(t) for t in labels), default=0)
     fig = Figure(figsize=(max(6.0, 0.3 * n + 2.5), 3.5 + 0.055 * longest))

@@ -30,13 +30,11 @@ import re
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BadInput
-
-#: Identifies the JSON layout written by :func:`to_json`. Bumped on incompatible changes.
-SCHEMA = "cutlass-layout/scan/1"
+from .model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
+from .model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
 
 #: File name endings treated as headers when a directory is scanned.
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
@@ -60,126 +58,6 @@ def _wanted(data: bytes) -> bool:
 
 _POOL_MIN_FILES = 24  # fewer files than this are scanned in-process
 _WORKERS = 2
-
-
-@dataclass
-class Scope:
-    """One enclosing scope: ``kind`` is namespace, struct, class, union or function.
-
-    ``template_args`` is the text of a partial specialization's argument list
-    (``<MainloopSm90TmaGmmaWarpSpecialized<...>, ...>``), which tells the many
-    ``CollectiveMma``/``GemmUniversal`` specializations apart; None otherwise.
-    """
-
-    kind: str
-    name: str
-    template_args: str | None = None
-
-
-@dataclass
-class Field:
-    """A data member, in declaration order.
-
-    ``type`` is the declared type as written (whitespace collapsed; the struct's name for a
-    member declared with an inline struct, ``union (anonymous)`` for an unnamed one);
-    ``alignas`` the text inside ``alignas(...)``/``CUTE_ALIGNAS(...)``; ``extent`` the text
-    between the brackets of an array (``"3][4"`` for ``[3][4]``); ``condition`` the ``#if``
-    condition(s) guarding it, joined with ``&&``; ``line`` is 1-based.
-    """
-
-    name: str
-    type: str
-    alignas: str | None = None
-    extent: str | None = None
-    line: int = 0
-    condition: str | None = None
-
-
-@dataclass
-class Struct:
-    """A storage struct or union (or a struct nested in one).
-
-    ``line``/``end_line`` are the 1-based lines of the keyword and of the closing brace (for a
-    ``cut`` struct: the last line of the file). ``qualified_name`` joins the enclosing
-    namespaces and classes with ``::`` without template arguments
-    (``cutlass::gemm::collective::CollectiveMma::SharedStorage``); ``enclosing`` keeps them with
-    their arguments. ``cut`` is True when the file ends before the closing brace.
-    ``aliases`` holds the member ``using``/``typedef`` declarations (as :class:`Field` with
-    ``name``, ``type`` = the aliased type, ``line``), which say what a field's type stands
-    for (``using MainloopTensorStorage = typename CollectiveMainloop::TensorStorage``).
-    """
-
-    name: str
-    qualified_name: str
-    file: str
-    line: int
-    end_line: int
-    kind: str = "struct"
-    bases: list[str] = field(default_factory=list)
-    alignas: str | None = None
-    cut: bool = False
-    condition: str | None = None
-    enclosing: list[Scope] = field(default_factory=list)
-    fields: list[Field] = field(default_factory=list)
-    children: list["Struct"] = field(default_factory=list)
-    aliases: list[Field] = field(default_factory=list)
-
-    def walk(self):
-        """Yield this struct and every nested struct, depth first."""
-        yield self
-        for c in self.children:
-            yield from c.walk()
-
-
-@dataclass
-class Constant:
-    """A transaction-byte, stage-count or capacity constant.
-
-    ``expression`` is the initializer text (whitespace collapsed); ``value`` its integer value
-    (bytes for ``*_smem_capacity_bytes`` and ``TmaTransactionBytes*``) when the expression is
-    a literal or a sum/difference/product of literals, else None.
-    """
-
-    name: str
-    qualified_name: str
-    file: str
-    line: int
-    expression: str
-    value: int | None = None
-    type: str | None = None
-    enclosing: list[Scope] = field(default_factory=list)
-
-
-@dataclass
-class Diagnostic:
-    """Something the scan could not read cleanly: ``file`` (relative), 1-based ``line``."""
-
-    file: str
-    line: int
-    message: str
-
-
-@dataclass
-class ScanResult:
-    """Everything found under ``root``, sorted by file and line.
-
-    ``files_scanned`` counts headers looked at, ``files_parsed`` those that passed the byte
-    prefilter and were parsed; ``seconds`` is the wall time of the scan.
-    """
-
-    root: str
-    structs: list[Struct] = field(default_factory=list)
-    constants: list[Constant] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    files_scanned: int = 0
-    files_parsed: int = 0
-    source: str | None = None
-    seconds: float = 0.0
-
-    def files(self) -> list[str]:
-        """Relative paths of the files holding a struct, constant or diagnostic, sorted."""
-        return sorted({s.file for s in self.structs} | {c.file for c in self.constants}
-                      | {d.file for d in self.diagnostics})
 
 
 # --------------------------------------------------------------------------------------------
@@ -346,57 +224,10 @@ def _apply_grep(result: ScanResult, grep: str) -> None:
 # output
 
 
-def _scopes_json(scopes: list[Scope]) -> list[dict]:
-    return [{"kind": e.kind, "name": e.name, "template_args": e.template_args} for e in scopes]
-
-
-def _struct_json(s: Struct) -> dict:
-    return {
-        "name": s.name,
-        "qualified_name": s.qualified_name,
-        "file": s.file,
-        "line": s.line,
-        "end_line": s.end_line,
-        "kind": s.kind,
-        "bases": list(s.bases),
-        "alignas": s.alignas,
-        "cut": s.cut,
-        "condition": s.condition,
-        "enclosing": _scopes_json(s.enclosing),
-        "fields": [{"name": f.name, "type": f.type, "alignas": f.alignas, "extent": f.extent,
-                    "line": f.line, "condition": f.condition} for f in s.fields],
-        "children": [_struct_json(c) for c in s.children],
-        "aliases": [{"name": a.name, "type": a.type, "line": a.line, "condition": a.condition}
-                    for a in s.aliases],
-    }
-
-
 def to_json(result: ScanResult, file_only: bool = False) -> dict:
-    """The result as a JSON-ready dict following :data:`SCHEMA` (``cutlass-layout/scan/1``).
-
-    Keys: ``schema``, ``root``, ``source``, ``files_scanned``, ``files_parsed``, ``structs``,
-    ``constants``, ``diagnostics`` (or ``files`` instead of the last three with
-    ``file_only``). Lines are 1-based; paths are relative to ``root``; ``value`` is an
-    integer or null.
-    """
-    out = {
-        "schema": SCHEMA,
-        "root": result.root,
-        "source": result.source,
-        "files_scanned": result.files_scanned,
-        "files_parsed": result.files_parsed,
-    }
-    if file_only:
-        out["files"] = result.files()
-        return out
-    out["structs"] = [_struct_json(s) for s in result.structs]
-    out["constants"] = [{"name": c.name, "qualified_name": c.qualified_name, "file": c.file,
-                         "line": c.line, "type": c.type, "expression": c.expression,
-                         "value": c.value, "enclosing": _scopes_json(c.enclosing)}
-                        for c in result.constants]
-    out["diagnostics"] = [{"file": d.file, "line": d.line, "message": d.message}
-                          for d in result.diagnostics]
-    return out
+    """The result as a JSON-ready dict following :data:`SCHEMA` (``cutlass-layout/scan/1``):
+    :meth:`ScanResult.to_dict <cutlass_layout.model.ScanResult.to_dict>`."""
+    return result.to_dict(file_only=file_only)
 
 
 def _abbrev_args(args: str | None) -> str:

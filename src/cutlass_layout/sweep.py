@@ -706,40 +706,13 @@ def _error_text(err: dict) -> str:
     return f"{what}: {err.get('message')}{where}"
 
 
-def _varying(records: list[SweepRecord]) -> list[str]:
-    """Config keys (besides tile and stages) that differ between records, leaving out B
-    when it always equals A, and C/D when the preset alone decides them."""
-    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule")
-    out = [k for k in keys if len({json.dumps(r.config[k]) for r in records}) > 1]
-    if all(r.config["a"] == r.config["b"] for r in records):
-        out = [k for k in out if k != "b"]
-    for k in ("c", "d"):
-        by_preset: dict = {}
-        for r in records:
-            by_preset.setdefault(r.config["preset"], set()).add(r.config[k])
-        if k in out and "preset" in out and all(len(v) == 1 for v in by_preset.values()):
-            out.remove(k)
-    return out
-
-
-def config_label(cfg: dict, varying: list[str]) -> str:
-    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
-    parts = ["x".join(map(str, cfg["tile"]))]
-    for k in varying:
-        v = cfg[k]
-        v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
-        parts.append(f"{k.upper()}={v}" if k in ("a", "b", "c", "d") else v)
-    return " ".join(parts)
-
-
 def render(result: SweepResult, console=None) -> None:
     """Print the table (sorted by verdict, then headroom) and a line per config that does
     not fit."""
     from rich import box
     from rich.table import Table
 
-    from .report import default_console
+    from .report import config_label, default_console, varying_keys
 
     con = console or default_console()
     recs = result.sorted_records()
@@ -747,7 +720,7 @@ def render(result: SweepResult, console=None) -> None:
     con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']}; "
               f"{p['origin']})")
     common = {k: v for k, v in result.records[0].config.items()}
-    var = _varying(result.records)
+    var = varying_keys(result.records)
     same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
             if k not in var and len({json.dumps(r.config[k]) for r in result.records}) == 1]
     fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
