@@ -23,9 +23,10 @@ From Python::
     res.has_differences, res.to_dict()["numeric"][0]["changed"]
 
 Identical trees (same tree hash) are reported identical at once: nothing is scanned or
-computed. Otherwise the structural result is cached per pair of tree hashes and each
-config's numbers per (tree hash, config, libclang version, CUDA headers), in
-``<cache>/diff`` (see :func:`cutlass_layout.cache.cache_dir`).
+computed. Otherwise both sides come from the one results cache
+(:class:`cutlass_layout.cache.ResultCache`) where it holds them: the structural result per
+pair of tree hashes, and each config's layout as the engine caches it (so a config that
+``layout`` or ``sweep`` laid out on a tree is not laid out again here).
 
 JSON schema :data:`SCHEMA` (``cutlass-layout/diff/1``)::
 
@@ -63,23 +64,27 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import click
 
-from .cache import cache_dir
+from .cache import ResultCache, code_fingerprint, result_key
 from .config import Config
 from .errors import BadInput
 from .options import cuda_path_option
+from .runner import Pool, default_jobs
 
 #: Version of the ``diff --json`` schema.
 SCHEMA = "cutlass-layout/diff/1"
 
-#: Bumped whenever the cached structural results or numeric records change shape or meaning.
-_CACHE_VERSION = "2"
+#: Bumped whenever the cached structural results change shape or meaning beyond what the
+#: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
+_CACHE_VERSION = "3"
+#: The code whose every change invalidates cached structural diffs.
+_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "model.py", "frontends/treesitter.py")
+_STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
 FAMILY_FILES = {
@@ -234,39 +239,6 @@ class DiffResult:
             "files_compared": self.files_compared,
             "numeric": None if self.numeric is None else [r.to_dict() for r in self.numeric],
         }
-
-
-# ============================================================================================
-# small cache helpers
-
-
-def _cache_file(kind: str, key: str) -> Path:
-    return cache_dir("diff", kind) / f"{key}.json"
-
-
-def _cache_load(path: Path):
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION:
-        return None
-    return data
-
-
-def _cache_store(path: Path, data: dict) -> None:
-    data = dict(data, version=_CACHE_VERSION)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)
-    except OSError:  # a cache that cannot be written only costs time
-        pass
-
-
-def _key(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
 # ============================================================================================
@@ -598,21 +570,24 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
     """Structural changes between two resolved trees (:class:`~cutlass_layout.sources.CutlassTree`).
 
     Only headers whose bytes differ are scanned (an unchanged header cannot hold a change).
-    Returns ``(changes, number of differing headers)``; cached per pair of tree hashes.
+    Returns ``(changes, number of differing headers)``; cached per pair of tree hashes (and
+    this code's fingerprint) in the results cache: ``use_cache=False`` recomputes (and
+    stores the result).
     """
     if old_tree.tree_hash == new_tree.tree_hash:
         return [], 0
     from .scan import SCHEMA as SCAN_SCHEMA
 
-    path = _cache_file("structural", _key(old_tree.tree_hash, new_tree.tree_hash, SCAN_SCHEMA,
-                                          _source_fingerprint(_STRUCTURAL_SOURCES)))
-    if use_cache:
-        data = _cache_load(path)
-        if data is not None:
+    key = result_key(_CACHE_VERSION, old_tree.tree_hash, new_tree.tree_hash, SCAN_SCHEMA,
+                     code_fingerprint(*_STRUCTURAL_SOURCES))
+    data = _STRUCTURAL.get(key) if use_cache else None
+    if data is not None:
+        try:
             return [StructuralChange(**c) for c in data["changes"]], data["files_compared"]
+        except (KeyError, TypeError):  # written by another version: compute again
+            pass
     changes, n = _structural(old_tree, new_tree)
-    if use_cache:
-        _cache_store(path, {"changes": [c.to_dict() for c in changes], "files_compared": n})
+    _STRUCTURAL.put(key, {"changes": [c.to_dict() for c in changes], "files_compared": n})
     return changes, n
 
 
@@ -678,100 +653,41 @@ def compare(cfg: Config, old: dict | None, new: dict | None) -> NumericRow:
                       changed=changed, members=members)
 
 
-def _compute_records(include_root: str, cuda_path, configs: list[Config]) -> list[dict]:
-    """Lay out ``configs`` on one tree (also run in a worker process)."""
-    from .engine import layouts, target
+def _compute_records(job) -> list[dict]:
+    """Lay out ``configs`` on one target (also run in a worker process): their records."""
+    from .engine import layouts
 
-    tgt = target(include_root, cuda_path)
-    return [record(r) for r in layouts(configs, tgt)]
-
-
-_FINGERPRINTS: dict[tuple[str, ...], str] = {}
-
-
-_ENGINE_SOURCES = ("probe.py", "engine.py", "config.py", "model.py", "frontends/clang.py")
-_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "frontends/treesitter.py")
-
-
-def _source_fingerprint(files: tuple[str, ...]) -> str:
-    """Hash of some of this package's own source files, so that cached results are never
-    reused after the code that computes them changed."""
-    if files not in _FINGERPRINTS:
-        h = hashlib.sha256()
-        here = Path(__file__).parent
-        for rel in files:
-            try:
-                h.update((here / rel).read_bytes())
-            except OSError:
-                h.update(rel.encode())
-        _FINGERPRINTS[files] = h.hexdigest()[:16]
-    return _FINGERPRINTS[files]
-
-
-def _engine_fingerprint() -> str:
-    """:func:`_source_fingerprint` of the engine (probe, engine, frontend, config, model)."""
-    return _source_fingerprint(_ENGINE_SOURCES)
-
-
-def _records_file(tgt) -> Path:
-    """``<cache>/diff/records/<tree hash>-<engine key>.json``: one tree's records for this
-    libclang, these CUDA headers and this engine source."""
-    from .frontends.clang import libclang_version
-
-    engine_key = _key(libclang_version(), str(tgt.cuda.path), _engine_fingerprint())[:16]
-    return cache_dir("diff", "records") / f"{tgt.tree.tree_hash}-{engine_key}.json"
-
-
-def _tree_of(path: Path) -> str:
-    return path.name.split("-", 1)[0]
-
-
-def _records_key(cfg: Config) -> str:
-    return _key(cfg.to_dict())
+    tgt, configs = job
+    return [record(r) for r in layouts(configs, tgt, use_cache=False)]
 
 
 def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = True,
-                    parallel: bool = True) -> list[list[dict]]:
+                    jobs: int | None = None) -> list[list[dict]]:
     """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.engine.Target`.
 
-    Cached per (tree hash, libclang version, CUDA headers, engine source, config). Trees with configs left
-    to compute are laid out in parallel worker processes (one per tree) when there are two.
+    Layouts come from the engine's results cache where it has them (written by ``layout``,
+    ``sweep`` or an earlier diff; see :mod:`cutlass_layout.engine`); the others are laid out,
+    one target per worker process when two have configs left (``jobs`` 1: in this process),
+    and stored. ``use_cache=False`` lays out every config again.
     """
-    stores = []
-    todo: list[list[int]] = []
-    for tgt in targets:
-        path = _records_file(tgt)
-        data = (_cache_load(path) if use_cache else None) or {"records": {}}
-        keys = [_records_key(c) for c in configs]
-        stores.append((path, data, keys))
-        todo.append([i for i, k in enumerate(keys) if k not in data["records"]])
-    jobs = [(t, [configs[i] for i in idx]) for t, idx in zip(targets, todo) if idx]
-    results: list[list[dict]] = []
-    if len(jobs) > 1 and parallel:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+    from .engine import cached
 
-        with ProcessPoolExecutor(max_workers=len(jobs), mp_context=mp.get_context("spawn")) as pool:
-            futs = [pool.submit(_compute_records, str(t.tree.include_root), str(t.cuda.path), cf)
-                    for t, cf in jobs]
-            results = [f.result() for f in futs]
-    else:
-        results = [_compute_records(t.tree.include_root, t.cuda.path, cf) for t, cf in jobs]
-    it = iter(results)
     out = []
-    for (path, data, keys), idx in zip(stores, todo):
-        if idx:
-            for i, rec in zip(idx, next(it)):
-                data["records"][keys[i]] = rec
-            if use_cache:
-                _cache_store(path, data)
-                for stale in path.parent.glob(f"{_tree_of(path)}-*.json"):
-                    if stale != path:  # records of an older engine or libclang: never used again
-                        try:
-                            stale.unlink()
-                        except OSError:
-                            pass
-        out.append([data["records"][k] for k in keys])
+    work = []
+    for tgt in targets:
+        reps = cached(configs, tgt) if use_cache else [None] * len(configs)
+        recs = [None if r is None else record(r) for r in reps]
+        todo = [i for i, r in enumerate(recs) if r is None]
+        out.append(recs)
+        if todo:
+            work.append((len(out) - 1, todo, (tgt, [configs[i] for i in todo])))
+    if work:
+        n = min(len(work), default_jobs(jobs))
+        with Pool(n, parallel=n > 1) as pool:
+            done = {id(job): recs for job, recs in pool.map(_compute_records, [j for _, _, j in work])}
+        for side, todo, job in work:
+            for i, rec in zip(todo, done[id(job)]):
+                out[side][i] = rec
     return out
 
 
@@ -837,7 +753,8 @@ def describe_grid(configs: list[Config]) -> str:
 
 
 def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
-         cuda_path=None, use_cache: bool = True, grid_source: str | None = None) -> DiffResult:
+         cuda_path=None, use_cache: bool = True, jobs: int | None = None,
+         grid_source: str | None = None) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS trees.
 
     Args:
@@ -848,7 +765,10 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
             (:func:`cutlass_layout.grid.grid_configs`), or None for :func:`default_grid`.
         structural, numeric: which sides to compute.
         cuda_path: CUDA headers for the engine (see :func:`cutlass_layout.cuda.find_cuda`).
-        use_cache: read and write the diff cache (``<cache>/diff``).
+        use_cache: read results cached earlier: the structural diff of the two trees, and
+            each config's layout (shared with ``layout`` and ``sweep``). Fresh results are
+            stored either way.
+        jobs: worker processes for the numeric side (one tree each; default: the CPUs).
         grid_source: how the grid was given, for the report (default: ``python``, or
             ``default`` when ``grid`` is None).
 
@@ -894,7 +814,7 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
         if res.identical or not res.grid:
             res.numeric = []
         else:
-            old_recs, new_recs = numeric_records(tgts, res.grid, use_cache=use_cache)
+            old_recs, new_recs = numeric_records(tgts, res.grid, use_cache=use_cache, jobs=jobs)
             res.numeric = _sort_rows([compare(c, o, n) for c, o, n in zip(res.grid, old_recs, new_recs)])
     res.seconds = time.perf_counter() - t0
     return res

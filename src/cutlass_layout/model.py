@@ -56,6 +56,11 @@ class FieldLayout:
         for f in self.fields:
             yield from f.walk(name)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "FieldLayout":
+        """The inverse of ``dataclasses.asdict``."""
+        return cls(**{**d, "fields": [cls.from_dict(f) for f in d.get("fields", [])]})
+
 
 @dataclass
 class StructLayout:
@@ -88,6 +93,11 @@ class StructLayout:
         """Yield ``(dotted_name, FieldLayout)`` for every member, depth first."""
         for f in self.fields:
             yield from f.walk()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StructLayout":
+        """The inverse of ``dataclasses.asdict``."""
+        return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
 
 
 @dataclass
@@ -231,9 +241,11 @@ class LayoutReport:
         return None if h is None else h >= 0
 
     @property
-    def exact_fit(self) -> bool:
-        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it."""
-        return self.headroom_bytes == 0
+    def exact_fit(self) -> bool | None:
+        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it (``None``
+        if not computed)."""
+        h = self.headroom_bytes
+        return None if h is None else h == 0
 
     @property
     def verdict(self) -> str:
@@ -278,9 +290,35 @@ class LayoutReport:
                 **asdict(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
-            "exact_fit": self.exact_fit if self.error is None else None,
+            "exact_fit": self.exact_fit,
             "error": None if self.error is None else asdict(self.error),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "LayoutReport":
+        """The report from its :meth:`to_dict` object (values computed from others, such as
+        ``verdict`` and ``headroom_bytes``, are computed again, not read)."""
+        def struct(s):
+            return None if s is None else StructLayout.from_dict(s)
+
+        def const(c):
+            return None if c is None else Constant(**c)
+
+        tma = d.get("tma_transaction_bytes")
+        budget = d.get("builder_budget")
+        return cls(
+            config=d["config"], provenance=Provenance(**d["provenance"]),
+            checked=d.get("checked", "types"), stages=d.get("stages"),
+            capacity=const(d.get("capacity")),
+            kernel=struct(d.get("kernel")), mainloop=struct(d.get("mainloop")),
+            epilogue=struct(d.get("epilogue")),
+            tma_transaction_bytes=None if tma is None else TmaBytes(
+                **{k: const(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
+            builder_budget=None if budget is None else BuilderBudget(
+                capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
+                stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+            error=None if d.get("error") is None else CompileError(**d["error"]),
+        )
 
 
 # ==========================================================================================

@@ -16,9 +16,9 @@ choice. Every number it reports comes from a layout of the engine:
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
 
-Results are cached per (CUTLASS tree hash, config, libclang version; also the probe's
-C++ text and the clang flags) as JSON in ``cache_dir("results")``: a repeated sweep reads
-them back without starting libclang.
+Every layout comes from the engine's results cache when it holds it (one entry per
+config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine`), so a
+repeated sweep runs the whole search over cached layouts without starting libclang.
 
 The ``sweep`` command (:data:`command`) prints a table, ``--json`` (schema
 ``cutlass-layout/sweep/1``), ``--csv``, and draws ``--plot FILE``.
@@ -27,26 +27,22 @@ The ``sweep`` command (:data:`command`) prints a table, ``--json`` (schema
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import click
 
 from .config import Config
 from .errors import BadInput
 from .options import config_options, source_options
+from .runner import Pool, Progress, default_jobs
 
 #: Version of the ``sweep --json`` schema.
 SWEEP_SCHEMA = "cutlass-layout/sweep/1"
-#: Version of the cached per-config record (bump when the record or the search changes).
-_RECORD_FORMAT = 1
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
 #: Most configs in one translation unit (memory grows with it: peak 0.35 GB per worker
@@ -164,81 +160,17 @@ class SweepResult:
 
 
 # --------------------------------------------------------------------------------------
-# the result cache
-# --------------------------------------------------------------------------------------
-def _cache_key(tree_hash: str, cfg: Config, clang: str, flags: list[str]) -> str:
-    """SHA-256 of the CUTLASS tree's content hash, the config, the libclang version, and
-    also the probe's C++ text for the config and the clang flags for its arch (so a
-    change of the probe generator or of the CUDA headers recomputes instead of reusing)."""
-    from . import probe
-
-    text = json.dumps([_RECORD_FORMAT, tree_hash, cfg.to_dict(), clang,
-                       probe.preamble() + probe.config_block(cfg, 0), flags],
-                      sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _cache_path(key: str) -> Path:
-    from .cache import cache_dir
-
-    return cache_dir("results") / f"{key}.json"
-
-
-def _cache_read(key: str) -> SweepRecord | None:
-    try:
-        data = json.loads(_cache_path(key).read_text())
-    except (OSError, ValueError):
-        return None
-    try:
-        layout = data.pop("kernel_layout", None)
-        rec = SweepRecord(**data)
-        if layout is not None:
-            rec.kernel_layout = _struct_from_dict(layout)
-    except (TypeError, KeyError, AttributeError):  # written by another version: recompute
-        return None
-    return rec
-
-
-def _cache_write(key: str, rec: SweepRecord) -> None:
-    path = _cache_path(key)
-    data = rec.to_dict()
-    data.pop("exact_fit")  # derived from headroom_bytes
-    data["kernel_layout"] = asdict(rec.kernel_layout) if rec.kernel_layout is not None else None
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
-    except OSError:  # a cache that cannot be written only costs time
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-
-
-def _struct_from_dict(d: dict):
-    from .model import FieldLayout, StructLayout
-
-    def fld(f: dict) -> FieldLayout:
-        f = dict(f)
-        f["fields"] = [fld(x) for x in f.get("fields", [])]
-        return FieldLayout(**f)
-
-    d = dict(d)
-    d["fields"] = [fld(x) for x in d.get("fields", [])]
-    return StructLayout(**d)
-
-
-# --------------------------------------------------------------------------------------
 # running the engine in a pool
 # --------------------------------------------------------------------------------------
 def _chunk_worker(tgt, configs: list[Config]):
-    """Lay out ``configs`` in this process: (reports, peak RSS in MB, CPU seconds)."""
+    """Lay out ``configs`` (not in the cache: the caller looked) in this process, and store
+    them in the cache: (reports, peak RSS in MB, CPU seconds)."""
     import resource
 
-    from . import engine
+    from .engine import layouts
 
     t = time.process_time()
-    reps = engine.layouts(configs, tgt)
+    reps = layouts(configs, tgt, use_cache=False)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return reps, peak, time.process_time() - t
 
@@ -324,136 +256,116 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     return out
 
 
-class _Runner:
-    """Lays out configs as a pipeline: chunks go to a pool of ``jobs`` workers (or run in
-    this process), and each finished chunk feeds the stage-count searches, whose next
-    candidates are batched into new chunks as soon as a worker is free, without waiting
-    for the rest of the grid.
+class _Layouts:
+    """Lays out configs as a pipeline: each config is looked up in the engine's results
+    cache first; the others go, in chunks, to a :class:`~cutlass_layout.runner.Pool` of
+    ``jobs`` workers (or run in this process), and every report that comes back (from the
+    cache or a worker) feeds the stage-count searches, whose next candidates are looked up
+    and batched into new chunks as soon as a worker is free, without waiting for the rest
+    of the grid.
 
-    :meth:`start` builds the precompiled header here, then forks the workers (before any
-    progress-bar thread runs), so every worker finds the header in the cache.
+    The workers are forked once, when the first round (the grid, the searches' likely first
+    candidates, and whatever the cached ones lead to) leaves more than one chunk to lay
+    out, after the precompiled header is built here and before the progress bar starts; a
+    later round without workers runs in this process.
     """
 
-    def __init__(self, tgt, jobs: int):
-        self.tgt, self.jobs = tgt, jobs
-        self.progress = None
-        self.pool = None
+    def __init__(self, tgt, jobs: int, *, use_cache: bool, progress: bool):
+        self.tgt, self.jobs, self.use_cache, self.progress = tgt, jobs, use_cache, progress
         self.peak_mb = 0.0
         self.chunks = 0
         self.laid_out = 0
         self.cpu = 0.0
-
-    def start(self, configs: list[Config]) -> None:
-        from . import probe
-        from .frontends.clang import ensure_pch
-
-        if self.tgt.pch:
-            for arch in sorted({c.arch for c in configs}):
-                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
-        import multiprocessing as mp
-
-        if (self.jobs > 1 and len(_chunks(configs, self.jobs)) > 1
-                and "fork" in mp.get_all_start_methods()):  # else: all in this process
-            from concurrent.futures import ProcessPoolExecutor
-
-            # fork: no re-import of the caller's __main__; the first submit forks every
-            # worker at once, here, while this process runs no other thread
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"))
-            for f in [self.pool.submit(os.getpid) for _ in range(self.jobs)]:
-                f.result()
+        self.hits: set[Config] = set()
 
     def run(self, configs: list[Config], follow_up) -> dict:
-        """Lay out ``configs``; after each chunk, ``follow_up(reports_by_config)`` returns
-        more configs to lay out. Returns every report by config."""
+        """Lay out ``configs``; after each batch of reports, ``follow_up(reports_by_config)``
+        returns more configs to lay out. Returns every report by config."""
         import resource
-        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from . import engine, probe
+        from .frontends.clang import ensure_pch
 
         out: dict[Config, object] = {}
-        pending: list[Config] = []
         seen = set(configs)
+        fresh = list(configs)  # not looked up in the cache yet
+        todo: list[Config] = []  # to lay out
+        bar = None
 
         def more(reps: dict) -> None:
             out.update(reps)
-            self.laid_out += len(reps)
-            self._advance(len(reps))
             new = [c for c in follow_up(reps) if c not in seen]
             seen.update(new)
-            pending.extend(new)
-            if new and self.progress is not None:
-                self.progress.add(len(new))
+            fresh.extend(new)
 
-        if self.pool is None:  # one translation unit at a time, in this process
-            pending.extend(configs)
-            while pending:
-                ch = _chunks(pending, 1)[0]
-                taken = set(ch)
-                pending[:] = [c for c in pending if c not in taken]
-                self.chunks += 1
-                reps, _, cpu = _chunk_worker(self.tgt, ch)
-                self.cpu += cpu
-                more(dict(zip(ch, reps)))
-            self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        def look_up() -> None:
+            while fresh:  # a cached report's follow-ups are looked up at once
+                batch = fresh[:]
+                fresh.clear()
+                reps = engine.cached(batch, self.tgt) if self.use_cache else [None] * len(batch)
+                hits = {c: r for c, r in zip(batch, reps) if r is not None}
+                self.hits.update(hits)
+                misses = [c for c in batch if c not in hits]
+                todo.extend(misses)
+                if bar is not None and misses:
+                    bar.add(len(misses))
+                if hits:
+                    more(hits)
+
+        look_up()
+        if not todo:
             return out
-
-        inflight: dict = {}
-
-        def submit(ch: list[Config]) -> None:
-            self.chunks += 1
-            inflight[self.pool.submit(_chunk_worker, self.tgt, ch)] = ch
-
-        for ch in _chunks(configs, self.jobs):
-            submit(ch)
-        while inflight:
-            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-            for fut in done:
-                ch = inflight.pop(fut)
-                reps, peak, cpu = fut.result()
-                self.peak_mb = max(self.peak_mb, peak)
-                self.cpu += cpu
-                more(dict(zip(ch, reps)))
-            # free workers take what is pending now; busy ones only full chunks
-            while pending:
-                idle = self.jobs - len(inflight)
-                if idle <= 0 and len(pending) < MAX_CHUNK:
-                    break
-                n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(pending) / idle))
-                chunks = _chunks(pending, 1)
-                ch = chunks[0][:min(n, MAX_CHUNK)]
-                taken = set(ch)
-                pending[:] = [c for c in pending if c not in taken]
-                submit(ch)
+        if self.tgt.pch:
+            for arch in sorted({c.arch for c in todo}):
+                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+        first = _chunks(todo, self.jobs)
+        pool = Pool(self.jobs, parallel=len(first) > 1)
+        try:
+            if self.progress and len(todo) >= 4:
+                bar = Progress("laying out", len(todo))
+            if pool.parallel:
+                todo.clear()
+                for ch in first:
+                    self._submit(pool, ch)
+            while todo or pool.busy:
+                self._feed(pool, todo)
+                for _, (ch, (reps, peak, cpu)) in pool.next_done():
+                    self.peak_mb = max(self.peak_mb, peak)
+                    self.cpu += cpu
+                    self.laid_out += len(ch)
+                    if bar is not None:
+                        bar.advance(len(ch))
+                    more(dict(zip(ch, reps)))
+                look_up()
+        finally:
+            pool.close()
+            if bar is not None:
+                bar.stop()
+        if not pool.parallel:
+            self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return out
 
-    def _advance(self, n: int) -> None:
-        if self.progress is not None:
-            self.progress.advance(n)
+    def _submit(self, pool, ch: list[Config]) -> None:
+        self.chunks += 1
+        pool.submit(_tagged, ch, self.tgt)
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+    def _feed(self, pool, todo: list[Config]) -> None:
+        """Free workers take what is left now; busy ones only full chunks (in this process:
+        one chunk at a time)."""
+        while todo:
+            idle = pool.idle
+            if idle <= 0 and (not pool.parallel or len(todo) < MAX_CHUNK):
+                return
+            n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(todo) / idle))
+            ch = _chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
+            taken = set(ch)
+            todo[:] = [c for c in todo if c not in taken]
+            self._submit(pool, ch)
 
 
-class _Progress:
-    """A rich progress bar on stderr (the total grows as the stage-count searches add layouts)."""
-
-    def __init__(self):
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.p = Progress(TextColumn("laying out"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-        self.task = self.p.add_task("sweep", total=0)
-        self.p.start()
-
-    def add(self, n: int) -> None:
-        self.p.update(self.task, total=(self.p.tasks[0].total or 0) + n)
-
-    def advance(self, n: int) -> None:
-        self.p.advance(self.task, n)
-
-    def stop(self) -> None:
-        self.p.stop()
+def _tagged(ch: list[Config], tgt):
+    """:func:`_chunk_worker`, returning its chunk too."""
+    return ch, _chunk_worker(tgt, ch)
 
 
 # --------------------------------------------------------------------------------------
@@ -579,7 +491,9 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
             or a :class:`~cutlass_layout.engine.Target`).
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
         jobs: worker processes (default ``os.cpu_count()``); 1 parses in this process.
-        use_cache: read results cached by earlier sweeps. Fresh results are stored either way.
+        use_cache: read layouts cached earlier (by any command: see
+            :mod:`cutlass_layout.engine`); the stage-count search then runs over them
+            without libclang. Fresh layouts are stored either way.
         progress: show a progress bar on stderr while configs are laid out.
 
     Returns:
@@ -590,79 +504,49 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
     Raises:
         BadInput: a bad grid, CUTLASS source or CUDA path.
     """
-    from . import engine
-    from .frontends.clang import libclang_version
+    from .engine import target
 
     t0 = time.perf_counter()
     grid = _as_configs(configs_or_grid)
     if not grid:
         raise BadInput("sweep: the grid is empty")
-    jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
-    tgt = engine.target(cutlass, cuda_path)
-    clang = libclang_version()
-
+    tgt = target(cutlass, cuda_path)
     unique = list(dict.fromkeys(grid))
-    flags = {arch: tgt.flags(arch) for arch in {c.arch for c in unique}}
-    keys = {c: _cache_key(tgt.tree.tree_hash, c, clang, flags[c.arch]) for c in unique}
-    found: dict[Config, SweepRecord] = {}
-    if use_cache:
-        for c in unique:
-            rec = _cache_read(keys[c])
-            if rec is not None:
-                found[c] = rec
-    todo = [c for c in unique if c not in found]
+    searches: dict[Config, _Search] = {}
+    waiting: dict[Config, int] = {}  # base -> its configs in flight
+    # the search's likely first candidates go in the first round too
+    grid_set = set(unique)
+    guesses = [g for g in dict.fromkeys(map(_first_candidate, unique))
+               if g is not None and g not in grid_set]
+    for c in unique + guesses:
+        base = c.with_(stages=None)
+        searches.setdefault(base, _Search(base))
+        waiting[base] = waiting.get(base, 0) + 1
 
-    stats = {"configs": len(grid), "cached": len(unique) - len(todo), "laid_out": 0,
-             "chunks": 0, "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
-    if todo:
-        runner = _Runner(tgt, jobs)
-        bar = None
-        try:
-            runner.start(todo)
-            if progress and len(todo) >= 4:
-                bar = runner.progress = _Progress()
-            searches: dict[Config, _Search] = {}
-            waiting: dict[Config, int] = {}  # base -> its configs in flight
-            # the search's likely first candidates go in the first round too
-            guesses = [g for g in dict.fromkeys(map(_first_candidate, todo))
-                       if g is not None and g not in keys]
-            for c in todo + guesses:
-                base = c.with_(stages=None)
-                searches.setdefault(base, _Search(base))
-                waiting[base] = waiting.get(base, 0) + 1
-            if bar:
-                bar.add(len(todo) + len(guesses))
+    def follow_up(reps: dict) -> list[Config]:
+        touched = []
+        for c, rep in reps.items():
+            base = c.with_(stages=None)
+            searches[base].add(c.stages, rep)
+            waiting[base] -= 1
+            touched.append(base)
+        want = []
+        for base in dict.fromkeys(touched):
+            s = searches[base]
+            if waiting[base] == 0 and not s.done():
+                new = [base.with_(stages=n) for n in s.candidates()]
+                waiting[base] += len(new)
+                want += new
+        return want
 
-            def follow_up(reps: dict) -> list[Config]:
-                touched = []
-                for c, rep in reps.items():
-                    base = c.with_(stages=None)
-                    searches[base].add(c.stages, rep)
-                    waiting[base] -= 1
-                    touched.append(base)
-                want = []
-                for base in dict.fromkeys(touched):
-                    s = searches[base]
-                    if waiting[base] == 0 and not s.done():
-                        new = [base.with_(stages=n) for n in s.candidates()]
-                        waiting[base] += len(new)
-                        want += new
-                return want
-
-            first = runner.run(todo + guesses, follow_up)
-        finally:
-            runner.close()
-            if bar:
-                bar.stop()
-        for c in todo:
-            rec = _record(c, first[c], searches[c.with_(stages=None)])
-            found[c] = rec
-            _cache_write(keys[c], rec)
-        stats.update(laid_out=runner.laid_out, chunks=runner.chunks,
-                     parse_cpu_seconds=round(runner.cpu, 2),
-                     worker_peak_rss_mb=round(runner.peak_mb, 1))
-
-    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    runner = _Layouts(tgt, default_jobs(jobs), use_cache=use_cache, progress=progress)
+    reps = runner.run(unique + guesses, follow_up)
+    found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
+    stats = {"configs": len(grid), "cached": sum(c in runner.hits for c in unique),
+             "laid_out": runner.laid_out, "chunks": runner.chunks,
+             "parse_cpu_seconds": round(runner.cpu, 2),
+             "worker_peak_rss_mb": round(runner.peak_mb, 1),
+             "seconds": round(time.perf_counter() - t0, 3)}
     prov = asdict(tgt.provenance(grid[0].arch))
     return SweepResult(provenance=prov, grid=grid, records=[found[c] for c in grid], stats=stats)
 
