@@ -84,3 +84,21 @@ def test_keys(fi072, tmp_path):
     header = tmp_path / "k.hpp"
     header.write_text("struct K {};\n")
     assert report_key(tgt, UserType(header, "K", "sm120")) is None
+
+
+def test_result_cache_entries(tmp_path, monkeypatch):
+    """Atomic, keyed, checksummed: an altered or misplaced entry is a miss, never a result."""
+    from cutlass_layout.cache import ResultCache, result_key
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
+    cache, key = ResultCache("test"), result_key("tree", {"tile": [128, 128, 128]})
+    assert cache.get(key) is None
+    cache.put(key, {"size": 84992, "fields": [1, None, "é"]})
+    assert cache.get(key) == {"size": 84992, "fields": [1, None, "é"]}
+    path = cache._path(key)
+    path.write_bytes(path.read_bytes().replace(b"84992", b"84993"))
+    assert cache.get(key) is None  # altered
+    other = result_key("another tree")
+    path.rename(cache._path(other))
+    assert cache.get(other) is None  # written for another key
+    assert not list(path.parent.glob("*.tmp"))

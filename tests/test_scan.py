@@ -433,10 +433,10 @@ def test_grep_and_file_only(capsys):
 
 
 def test_single_file_does_not_start_a_pool(monkeypatch):
-    import cutlass_layout.scan as scan_mod
+    from cutlass_layout import runner  # the one process pool, which scan uses
 
     def boom(*a, **k):
         raise AssertionError("process pool started for one file")
 
-    monkeypatch.setattr(scan_mod, "ProcessPoolExecutor", boom)
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", boom)
     assert scan(FIXTURES / "storage_demo.hpp").structs

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .cache import cache_dir
@@ -45,16 +46,22 @@ class CudaHeaders:
     def version(self) -> tuple[int, int]:
         """(major, minor) from ``CUDA_VERSION`` in ``include/cuda.h`` (13050 -> (13, 5));
         (12, 0) when it cannot be read. nvcc defines ``__CUDACC_VER_MAJOR__``/``MINOR__`` to
-        this and CUTLASS tests them (e.g. the SM90 collective builders need 12 or later)."""
-        try:
-            text = (self.path / "include" / "cuda.h").read_text(errors="replace")
-        except OSError:
-            return (12, 0)
-        m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
-        if not m:
-            return (12, 0)
-        v = int(m.group(1))
-        return (v // 1000, (v % 1000) // 10)
+        this and CUTLASS tests them (e.g. the SM90 collective builders need 12 or later).
+        Read once per process."""
+        return _cuda_version(self.path)
+
+
+@lru_cache(maxsize=None)
+def _cuda_version(root: Path) -> tuple[int, int]:
+    try:
+        text = (root / "include" / "cuda.h").read_text(errors="replace")
+    except OSError:
+        return (12, 0)
+    m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
+    if not m:
+        return (12, 0)
+    v = int(m.group(1))
+    return (v // 1000, (v % 1000) // 10)
 
 
 def _usable(root: Path) -> bool:

@@ -59,9 +59,7 @@ verdict changes first, then other changes, then unchanged rows. Bytes throughout
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import sys
 import time
@@ -83,7 +81,7 @@ SCHEMA = "cutlass-layout/diff/1"
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
 _CACHE_VERSION = "3"
 #: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "model.py", "frontends/treesitter.py")
+_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "model.py", "sources.py", "frontends/treesitter.py")
 _STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
@@ -101,7 +99,6 @@ DEFAULT_GRID = {"a": "nvfp4", "tile": "{128,256}x{32,64,128,256}x{128,256}",
 NUMERIC_KEYS = ("verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
                 "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total", "capacity_bytes")
 
-_HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
 
 
 # ============================================================================================
@@ -269,51 +266,20 @@ def _describe(src) -> str:
 # structural diff
 
 
-def _file_hashes(root: Path) -> dict[str, str]:
-    """Relative path (``/``-separated) -> SHA-1 of the bytes, for every header under ``root``."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for fn in filenames:
-            if fn.endswith(_HEADER_SUFFIXES):
-                p = os.path.join(dirpath, fn)
-                try:
-                    with open(p, "rb") as fh:
-                        digest = hashlib.sha1(fh.read()).hexdigest()
-                except OSError:
-                    continue
-                out[os.path.relpath(p, root).replace(os.sep, "/")] = digest
-    return out
+def _header_digests(root) -> dict[str, bytes]:
+    """Relative path -> SHA-256 of the bytes, for every header of the tree at ``root``."""
+    from .sources import file_digests, is_header
+
+    return {rel: h for rel, h in file_digests(root).items() if is_header(rel)}
 
 
 def _scan_files(root: Path, rels: list[str]) -> dict:
     """Scan the given headers of one tree: the ``cutlass-layout/scan/1`` JSON dict."""
-    from . import scan as scan_mod
+    from .scan import scan_files
 
     if not rels:
         return {"structs": [], "constants": []}
-    many = getattr(scan_mod, "_scan_many", None)
-    if many is not None:
-        result = many(Path(root), sorted(rels))
-        result.structs.sort(key=lambda s: (s.file, s.line))
-        result.constants.sort(key=lambda c: (c.file, c.line))
-        return scan_mod.to_json(result)
-    structs, consts = [], []  # fallback: the public one-file scan
-    for rel in sorted(rels):
-        one = scan_mod.to_json(scan_mod.scan(Path(root) / rel))
-        for s in one["structs"]:
-            _set_file(s, rel)
-            structs.append(s)
-        for c in one["constants"]:
-            c["file"] = rel
-            consts.append(c)
-    return {"structs": structs, "constants": consts}
-
-
-def _set_file(s: dict, rel: str) -> None:
-    s["file"] = rel
-    for c in s.get("children", []):
-        _set_file(c, rel)
+    return scan_files(root, sorted(rels)).to_dict()
 
 
 _WS = re.compile(r"\s+")
@@ -514,7 +480,7 @@ def _constant_scope(c: dict) -> str:
 
 def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
     """The structural changes between two trees, and how many headers differ."""
-    oh, nh = _file_hashes(old_tree.include_root), _file_hashes(new_tree.include_root)
+    oh, nh = _header_digests(old_tree.include_root), _header_digests(new_tree.include_root)
     differing = sorted(r for r in set(oh) | set(nh) if oh.get(r) != nh.get(r))
     old_scan = _scan_files(old_tree.include_root, [r for r in differing if r in oh])
     new_scan = _scan_files(new_tree.include_root, [r for r in differing if r in nh])

@@ -43,9 +43,14 @@ class Target:
     #: turns it off)
     pch: bool = field(default_factory=lambda: not os.environ.get("CUTLASS_LAYOUT_NO_PCH"))
 
+    _flags: dict = field(default_factory=dict, repr=False, compare=False)
+
     def flags(self, arch: str) -> list[str]:
-        return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch],
-                           self.cuda.version)
+        """The clang flags for ``arch`` (computed once per target and arch)."""
+        if arch not in self._flags:
+            self._flags[arch] = clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl,
+                                            ARCHS[arch], self.cuda.version)
+        return list(self._flags[arch])
 
     def provenance(self, arch: str) -> Provenance:
         return Provenance(

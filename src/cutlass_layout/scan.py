@@ -29,15 +29,13 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from .errors import BadInput
 from .model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
 from .model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
-
-#: File name endings treated as headers when a directory is scanned.
-HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
+from .runner import Pool, default_jobs
+from .sources import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).
@@ -57,7 +55,7 @@ def _wanted(data: bytes) -> bool:
 
 
 _POOL_MIN_FILES = 24  # fewer files than this are scanned in-process
-_WORKERS = 2
+_WORKERS = 2  # at most (the tree-sitter work of a whole tree is about 1 s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,18 +109,9 @@ def _scan_file(path: str, rel: str, strict: bool = False):
     return structs, consts, diags, True
 
 
-def _scan_batch(root: str, rels: list[str]):
+def _scan_batch(job) -> list:
+    root, rels = job
     return [(rel, _scan_file(os.path.join(root, rel), rel)) for rel in rels]
-
-
-def _headers(top: Path) -> list[str]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fn in filenames:
-            if fn.endswith(HEADER_SUFFIXES):
-                out.append(os.path.relpath(os.path.join(dirpath, fn), top))
-    return sorted(out)
 
 
 def scan(path, grep: str | None = None) -> ScanResult:
@@ -166,10 +155,10 @@ def scan(path, grep: str | None = None) -> ScanResult:
             tree = resolve_cutlass(text)
             root = tree.include_root
             source = f"CUTLASS {tree.version} from {tree.origin}"
-        rels = _headers(root)
+        rels = header_files(root)
         if not rels:
             raise BadInput(f"no headers ({' '.join(HEADER_SUFFIXES)}) under {root}")
-        result = _scan_many(root, rels)
+        result = scan_files(root, rels)
         result.source = source
     _sort(result)
     if grep:
@@ -178,14 +167,16 @@ def scan(path, grep: str | None = None) -> ScanResult:
     return result
 
 
-def _scan_many(root: Path, rels: list[str]) -> ScanResult:
+def scan_files(root, rels: list[str]) -> ScanResult:
+    """Scan the headers ``rels`` (paths relative to ``root``) without the byte prefilter's
+    rejects; results sorted by file and line. Many files are scanned by worker processes
+    (:class:`~cutlass_layout.runner.Pool`), biggest first, dealt round-robin into small
+    batches so the workers finish together and pickling stays cheap."""
     result = ScanResult(str(root), files_scanned=len(rels))
-    outs = []
-    if len(rels) < _POOL_MIN_FILES:
-        outs = _scan_batch(str(root), rels)
+    jobs = min(_WORKERS, default_jobs()) if len(rels) >= _POOL_MIN_FILES else 1
+    if jobs == 1:
+        outs = _scan_batch((str(root), rels))
     else:
-        # Biggest files first, dealt round-robin into small batches, so both workers finish
-        # together; batches keep the pickling overhead low.
         sizes = {}
         for r in rels:
             try:
@@ -193,16 +184,18 @@ def _scan_many(root: Path, rels: list[str]) -> ScanResult:
             except OSError:
                 sizes[r] = 0
         order = sorted(rels, key=lambda r: -sizes[r])
-        nbatch = max(_WORKERS * 8, 1)
-        batches = [order[i::nbatch] for i in range(nbatch)]
-        with ProcessPoolExecutor(max_workers=_WORKERS) as pool:
-            for part in pool.map(_scan_batch, [str(root)] * len(batches), batches):
+        nbatch = jobs * 8
+        batches = [(str(root), order[i::nbatch]) for i in range(nbatch)]
+        outs = []
+        with Pool(jobs) as pool:
+            for _, part in pool.map(_scan_batch, batches):
                 outs.extend(part)
     for _rel, (structs, consts, diags, parsed) in outs:
         result.structs += structs
         result.constants += consts
         result.diagnostics += diags
         result.files_parsed += int(parsed)
+    _sort(result)
     return result
 
 
