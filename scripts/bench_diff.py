@@ -24,7 +24,8 @@ import time
 
 CODE = """
 import sys
-from cutlass_layout.diff import diff, render_text
+from cutlass_layout.diff import diff
+from cutlass_layout.reports.diff import render_text
 old, new, mode = sys.argv[1:4]
 kw = {"structural": mode != "numeric", "numeric": mode != "structural",
       "use_cache": mode != "cold" and mode != "structural"}

@@ -46,7 +46,7 @@ def test_a_config_the_sweep_cached_is_not_parsed_by_diff(fi068, fi072, parses):
     res = diff(fi068.tree, fi072.tree, [cfg], structural=False)
     assert parses() == swept  # every layout came from the sweep's entries
     (row,) = res.numeric
-    assert row.old["kernel_bytes"] == row.new["kernel_bytes"] == 84992 and row.changed == []
+    assert row.old.kernel_bytes == row.new.kernel_bytes == 84992 and row.changed == []
     # and a sweep again, or a layout of the same config, parses nothing either
     sweep([cfg], target(fi072.tree), jobs=1)
     assert layout(cfg, target(fi072.tree), budget=False).kernel.size == 84992

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout.errors import BadInput
-from cutlass_layout.scan import SCHEMA, Struct, render_text, run_scan_cli, scan, to_json
+from cutlass_layout.cli import run_scan_cli
+from cutlass_layout.reports.scan import render_text
+from cutlass_layout.scan import SCHEMA, Struct, scan, to_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "scan"
 

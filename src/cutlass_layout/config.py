@@ -10,7 +10,7 @@ This issue's family is the SM120/SM121 block-scaled GEMM: dense
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from .errors import BadInput
 
@@ -71,9 +71,9 @@ KERNELS = ("dense", "grouped")
 PRESETS = ("flashinfer", "trtllm-moe")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Config:
-    """One GEMM kernel config.
+    """One GEMM kernel config (its repr names only what differs from the default).
 
     Attributes:
         arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity),
@@ -179,6 +179,13 @@ class Config:
     def with_(self, **changes) -> "Config":
         """A copy with some attributes changed (validated again)."""
         return replace(self, **changes)
+
+    def __repr__(self) -> str:
+        default = DEFAULT_ELEMENT.get(FAMILY.get(self.arch, ""))
+        skip = {"a": default, "b": self.a}
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if getattr(self, f.name) != skip.get(f.name, f.default)]
+        return f"Config({', '.join(parts)})"
 
 
 def validate(cfg: Config) -> None:

@@ -1,4 +1,18 @@
-"""The one model every frontend fills and every report reads: plain dataclasses.
+"""The one model every frontend fills, every command returns and every report reads:
+plain dataclasses, and their JSON (``to_dict``, built with :func:`dataclasses.asdict`).
+
+* layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
+  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`CompileError`, :class:`Provenance`,
+  and one config's answer, :class:`LayoutReport`;
+* scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
+  :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
+* sweeps: :class:`SweepRecord`, :class:`SweepResult`;
+* diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
+  :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
+  :class:`DiffResult`.
+
+This module imports nothing from the package (the configs in sweep and diff results are
+:class:`cutlass_layout.config.Config` objects, named here for type checkers only).
 
 All sizes, offsets and paddings are in **bytes**. A field's ``offset`` counts from the start
 of the top-level struct it belongs to (the kernel's, the mainloop's or the epilogue's
@@ -8,13 +22,16 @@ of the top-level struct it belongs to (the kernel's, the mainloop's or the epilo
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for annotations only: config.py builds on errors, this module on nothing
+    from .config import Config
 
 #: Version of the ``layout --json`` schema (see README "JSON schema").
 LAYOUT_SCHEMA = "cutlass-layout/layout/1"
 
 
-@dataclass
+@dataclass(repr=False)
 class FieldLayout:
     """One member of a struct, as clang laid it out.
 
@@ -61,8 +78,12 @@ class FieldLayout:
         """The inverse of ``dataclasses.asdict``."""
         return cls(**{**d, "fields": [cls.from_dict(f) for f in d.get("fields", [])]})
 
+    def __repr__(self) -> str:
+        more = f", {len(self.fields)} members" if self.fields else ""
+        return f"FieldLayout({self.name!r}, offset={self.offset}, size={self.size}{more})"
 
-@dataclass
+
+@dataclass(repr=False)
 class StructLayout:
     """A whole ``SharedStorage`` (kernel, mainloop or epilogue).
 
@@ -98,6 +119,10 @@ class StructLayout:
     def from_dict(cls, d: dict) -> "StructLayout":
         """The inverse of ``dataclasses.asdict``."""
         return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
+
+    def __repr__(self) -> str:
+        return (f"StructLayout({self.type!r}, size={self.size}, align={self.align}, "
+                f"{len(self.fields)} members)")
 
 
 @dataclass
@@ -182,19 +207,22 @@ class CompileError:
 
 @dataclass
 class Provenance:
-    """Where the numbers come from: the CUTLASS tree, the CUDA headers, libclang and its flags."""
+    """Where the numbers come from: the CUTLASS tree, the CUDA headers, libclang and its flags.
+
+    The last four are ``None`` where no layout was computed (a structural diff's sides).
+    """
 
     cutlass_root: str
     cutlass_version: str
     tree_hash: str
     origin: str
-    libclang_version: str
-    cuda_path: str
-    cuda_source: str
-    flags: list[str]
+    libclang_version: str | None = None
+    cuda_path: str | None = None
+    cuda_source: str | None = None
+    flags: list[str] | None = None
 
 
-@dataclass
+@dataclass(repr=False)
 class LayoutReport:
     """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
 
@@ -204,6 +232,8 @@ class LayoutReport:
     as tile-shape checks in ``operator()``, were not).
     """
 
+    #: the subject as in the JSON: a config's :meth:`~cutlass_layout.config.Config.to_dict`,
+    #: or a user type's ``{header, type, arch}``
     config: dict
     provenance: Provenance
     #: ``types`` (class types instantiated) or ``kernel`` (the device entry point too)
@@ -294,6 +324,17 @@ class LayoutReport:
             "error": None if self.error is None else asdict(self.error),
         }
 
+    def __repr__(self) -> str:
+        c = self.config
+        what = (c["type"] if "type" in c else
+                f"{c.get('arch')} {c.get('kernel')} {c.get('a')}x{c.get('b')} "
+                f"{'x'.join(map(str, c.get('tile', ())))} stages={c.get('stages')} {c.get('preset')}")
+        if self.error is not None:
+            return f"<LayoutReport {what}: {self.error.one_line()}>"
+        s = self.subject
+        return (f"<LayoutReport {what}: {self.stages} stages, {s.size if s else '?'} B of "
+                f"{self.capacity_bytes} B, {self.verdict}>")
+
     @classmethod
     def from_dict(cls, d: dict) -> "LayoutReport":
         """The report from its :meth:`to_dict` object (values computed from others, such as
@@ -340,6 +381,31 @@ class Scope:
     kind: str
     name: str
     template_args: str | None = None
+
+    @property
+    def short_name(self) -> str:
+        """The name with its template arguments abbreviated (:func:`abbrev_args`)."""
+        return self.name + abbrev_args(self.template_args)
+
+
+def abbrev_args(args: str | None) -> str:
+    """``<Mainloop<A, B>, X, Y>`` -> ``<Mainloop<…>, …>``; ``""`` for none."""
+    if not args:
+        return ""
+    inner = args.strip()[1:-1].strip()
+    depth, first = 0, inner
+    for i, ch in enumerate(inner):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            first = inner[:i] + ", …"
+            break
+    head, rest = first.split(", …")[0], ", …" if first.endswith(", …") else ""
+    if "<" in head:
+        head = head[: head.index("<")] + "<…>"
+    return f"<{head}{rest}>"
 
 
 @dataclass
@@ -440,7 +506,7 @@ class Diagnostic:
     message: str
 
 
-@dataclass
+@dataclass(repr=False)
 class ScanResult:
     """Everything found under ``root``, sorted by file and line.
 
@@ -462,6 +528,11 @@ class ScanResult:
         return sorted({s.file for s in self.structs} | {c.file for c in self.constants}
                       | {d.file for d in self.diagnostics})
 
+    def __repr__(self) -> str:
+        return (f"<ScanResult {self.root}: {self.files_scanned} headers, {len(self.structs)} "
+                f"storage structs, {len(self.constants)} constants, {len(self.diagnostics)} "
+                "diagnostics>")
+
     def to_dict(self, file_only: bool = False) -> dict:
         """The documented ``scan --json`` object (schema :data:`SCAN_SCHEMA`): ``schema``,
         ``root``, ``source``, ``files_scanned``, ``files_parsed``, then ``structs``,
@@ -476,3 +547,365 @@ class ScanResult:
         out["constants"] = [c.to_dict() for c in self.constants]
         out["diagnostics"] = [asdict(d) for d in self.diagnostics]
         return out
+
+
+# ==========================================================================================
+# sweep: a grid of configs, and for each the largest stage count that fits
+
+#: Version of the ``sweep --json`` schema.
+SWEEP_SCHEMA = "cutlass-layout/sweep/1"
+#: The verdicts, in report order.
+VERDICTS = ("fits", "over_capacity", "does_not_compile")
+
+
+@dataclass
+class SweepRecord:
+    """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
+
+    Attributes:
+        config: the :class:`~cutlass_layout.config.Config`.
+        stages: the mainloop's stage count (the builder's choice for ``stages`` auto).
+        mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
+            structs (``None`` when the config does not compile).
+        capacity_bytes: the capacity read from the headers.
+        headroom_bytes: capacity minus kernel bytes (negative when over).
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
+            N and N+1 both computed), or ``None`` when no stage count fits.
+        max_stages_kernel_bytes: the kernel bytes with that many stages.
+        error: for a config that does not compile, its first error.
+        kernel_layout: the kernel's :class:`StructLayout` (for plots; not in the JSON).
+    """
+
+    config: Config
+    stages: int | None
+    mainloop_bytes: int | None
+    epilogue_bytes: int | None
+    kernel_bytes: int | None
+    capacity_bytes: int | None
+    headroom_bytes: int | None
+    verdict: str
+    max_stages_that_fit: int | None
+    max_stages_kernel_bytes: int | None
+    error: CompileError | None = None
+    kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def exact_fit(self) -> bool | None:
+        """Headroom 0: fits, but TensorRT-LLM's occupancy check rejects it (``None`` if not
+        computed)."""
+        return None if self.headroom_bytes is None else self.headroom_bytes == 0
+
+    def to_dict(self) -> dict:
+        """The record as one entry of the JSON ``results`` list."""
+        return {
+            "config": self.config.to_dict(), "stages": self.stages,
+            "mainloop_bytes": self.mainloop_bytes, "epilogue_bytes": self.epilogue_bytes,
+            "kernel_bytes": self.kernel_bytes, "capacity_bytes": self.capacity_bytes,
+            "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
+            "max_stages_that_fit": self.max_stages_that_fit,
+            "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
+            "error": None if self.error is None else asdict(self.error),
+            "exact_fit": self.exact_fit,
+        }
+
+    def summary(self) -> str:
+        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
+        79872 B``."""
+        st = self.config.stages
+        head = "auto" if st is None else f"StageCount<{st}>"
+        if self.verdict == "does_not_compile":
+            err = self.error
+            what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
+            first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
+        else:
+            if self.verdict == "fits":
+                how = f"fits, headroom {self.headroom_bytes}"
+            else:
+                how = f"over by {-self.headroom_bytes}"
+            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
+        if self.max_stages_that_fit is None:
+            return f"{first}; no stage count fits"
+        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
+                f"{self.max_stages_kernel_bytes} B")
+
+
+@dataclass(repr=False)
+class SweepResult:
+    """A whole sweep.
+
+    Attributes:
+        provenance: where the numbers come from (as in the layout report; ``flags`` are
+            those of the first config's arch).
+        grid: the configs swept, in order.
+        records: one :class:`SweepRecord` per config, in the grid's order.
+        stats: how the sweep ran (not part of the JSON): ``configs``, ``cached`` (configs
+            whose layout came from the results cache), ``laid_out`` (layouts computed,
+            search candidates included), ``chunks`` (translation units submitted),
+            ``parse_cpu_seconds`` (CPU time of the layouts, all processes), ``seconds``
+            (wall), ``worker_peak_rss_mb`` (largest peak RSS of a process that parsed, MB; 0
+            when nothing was parsed).
+    """
+
+    provenance: Provenance
+    grid: list[Config]
+    records: list[SweepRecord]
+    stats: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
+        return {
+            "schema": SWEEP_SCHEMA,
+            "provenance": asdict(self.provenance),
+            "checked": "types",
+            "grid": [c.to_dict() for c in self.grid],
+            "results": [r.to_dict() for r in self.records],
+        }
+
+    def sorted_records(self) -> list[SweepRecord]:
+        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
+        headroom, most room first."""
+        def key(r: SweepRecord):
+            h = r.headroom_bytes if r.headroom_bytes is not None else -float("inf")
+            return (VERDICTS.index(r.verdict), -h)
+        return sorted(self.records, key=key)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{sum(r.verdict == v for r in self.records)} {v}" for v in VERDICTS)
+        return f"<SweepResult {len(self.records)} configs: {counts}>"
+
+
+# ==========================================================================================
+# diff: two CUTLASS trees, what their headers say and what their layouts are
+
+#: Version of the ``diff --json`` schema.
+DIFF_SCHEMA = "cutlass-layout/diff/1"
+#: :class:`NumericRecord` values compared for every config, in report order.
+NUMERIC_KEYS = ("verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
+                "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total", "capacity_bytes")
+
+
+@dataclass
+class StructuralChange:
+    """One difference in what the headers say.
+
+    Attributes:
+        change: ``struct_added``, ``struct_removed``, ``struct_moved``, ``struct_realigned``
+            (the struct's own ``alignas``), ``struct_bases_changed``, ``struct_kind_changed``,
+            ``struct_condition_changed``, ``field_added``, ``field_removed``,
+            ``field_renamed``, ``field_retyped`` (type or array extent), ``field_realigned``
+            (``alignas``), ``field_condition_changed``, ``fields_reordered``,
+            ``alias_added``, ``alias_removed``, ``alias_changed``, ``constant_added``,
+            ``constant_removed``, ``constant_changed`` (expression), ``constant_retyped``,
+            ``constant_moved``.
+        struct: qualified name of the struct (for a constant: of its enclosing scope).
+        specialization: template arguments of the innermost enclosing class specialization,
+            abbreviated (``<MainloopSm120ArrayTmaWarpSpecializedBlockScaled<…>, …>``), or None.
+        field: the field, alias or constant name (None for a struct-level change).
+        old, new: the text before and after (type, ``alignas(16)``, expression, field order,
+            field name), None on the side where it does not exist.
+        old_file, old_line, new_file, new_line: where, on each side (paths relative to the
+            include root, 1-based lines; None on the side where it does not exist).
+    """
+
+    change: str
+    struct: str
+    field: str | None = None
+    old: str | None = None
+    new: str | None = None
+    old_file: str | None = None
+    old_line: int | None = None
+    new_file: str | None = None
+    new_line: int | None = None
+    specialization: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MemberSpan:
+    """Where a kernel member sits: bytes from the start of the kernel's SharedStorage, and
+    its size."""
+
+    offset: int
+    size: int
+
+
+@dataclass
+class TmaValues:
+    """The mainloop's TMA transaction bytes per stage (``None`` where it defines none)."""
+
+    mk: int | None = None
+    nk: int | None = None
+    total: int | None = None
+
+
+@dataclass
+class NumericRecord:
+    """The numbers of one :class:`LayoutReport` that a diff compares. A config that does
+    not compile has only ``verdict`` and ``error`` (its one line) set.
+
+    Attributes:
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        error: :meth:`CompileError.one_line`, or ``None``.
+        stages, kernel_bytes, mainloop_bytes, epilogue_bytes, capacity_bytes,
+            headroom_bytes: as in the layout report.
+        tma_bytes: the TMA transaction bytes.
+        members: every kernel member by dotted name (``tensors.mainloop.smem_SFB``).
+    """
+
+    verdict: str
+    error: str | None = None
+    stages: int | None = None
+    kernel_bytes: int | None = None
+    mainloop_bytes: int | None = None
+    epilogue_bytes: int | None = None
+    capacity_bytes: int | None = None
+    headroom_bytes: int | None = None
+    tma_bytes: TmaValues = field(default_factory=TmaValues)
+    members: dict[str, MemberSpan] = field(default_factory=dict)
+
+    @classmethod
+    def from_report(cls, rep: LayoutReport) -> "NumericRecord":
+        if rep.error is not None or rep.kernel is None:
+            return cls(verdict=rep.verdict,
+                       error=rep.error.one_line() if rep.error is not None else None)
+        tma = rep.tma_transaction_bytes
+
+        def val(c):
+            return None if c is None else c.value
+
+        return cls(
+            verdict=rep.verdict, stages=rep.stages, kernel_bytes=rep.kernel.size,
+            mainloop_bytes=rep.mainloop.size if rep.mainloop else None,
+            epilogue_bytes=rep.epilogue.size if rep.epilogue else None,
+            capacity_bytes=rep.capacity_bytes, headroom_bytes=rep.headroom_bytes,
+            tma_bytes=TmaValues(val(tma.mk), val(tma.nk), val(tma.total)) if tma else TmaValues(),
+            members={name: MemberSpan(f.offset, f.size) for name, f in rep.kernel.walk()},
+        )
+
+    def get(self, key: str):
+        """A value of :data:`NUMERIC_KEYS` (``tma_bytes.nk``: the TMA NK bytes)."""
+        if key.startswith("tma_bytes."):
+            return getattr(self.tma_bytes, key.split(".", 1)[1])
+        return getattr(self, key)
+
+
+@dataclass
+class MemberChange:
+    """A kernel member whose offset or size differs, or that exists on one side only."""
+
+    name: str
+    old: MemberSpan | None
+    new: MemberSpan | None
+
+
+@dataclass
+class NumericRow:
+    """One config on both trees.
+
+    Attributes:
+        config: the :class:`~cutlass_layout.config.Config`.
+        label: :meth:`Config.label <cutlass_layout.config.Config.label>`.
+        old, new: the two :class:`NumericRecord`.
+        changed: names of what differs (see :data:`NUMERIC_KEYS`, plus ``kernel.<member>``).
+        members: the kernel members that differ.
+    """
+
+    config: Config
+    label: str
+    old: NumericRecord | None
+    new: NumericRecord | None
+    changed: list[str] = field(default_factory=list)
+    members: list[MemberChange] = field(default_factory=list)
+
+    @property
+    def verdict_changed(self) -> bool:
+        return "verdict" in self.changed
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "label": self.label,
+                "old": None if self.old is None else asdict(self.old),
+                "new": None if self.new is None else asdict(self.new),
+                "changed": list(self.changed), "members": [asdict(m) for m in self.members]}
+
+
+@dataclass
+class Side:
+    """One side of the diff: what the user named and what it resolved to."""
+
+    source: str
+    provenance: Provenance
+
+    @property
+    def tree_hash(self) -> str:
+        return self.provenance.tree_hash
+
+    def to_dict(self) -> dict:
+        return {"source": self.source,
+                "provenance": {k: v for k, v in asdict(self.provenance).items() if v is not None}}
+
+
+@dataclass(repr=False)
+class DiffResult:
+    """The diff of two CUTLASS trees.
+
+    Attributes:
+        old, new: the two sides (source and provenance).
+        identical: the two trees have the same content hash (nothing was computed).
+        grid: the configs of the numeric diff.
+        grid_source: ``default``, ``flags``, ``file``, ``python`` or ``none``.
+        structural: the structural changes, or None when not asked for.
+        files_compared: headers whose bytes differ between the trees (the ones scanned).
+        numeric: one row per config, verdict changes first, or None when not asked for.
+        notes: plain-language remarks (e.g. why the default grid is empty).
+        seconds: wall time of the diff.
+    """
+
+    old: Side
+    new: Side
+    identical: bool
+    grid: list[Config] = field(default_factory=list)
+    grid_source: str = "none"
+    structural: list[StructuralChange] | None = None
+    files_compared: int | None = None
+    numeric: list[NumericRow] | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def numeric_changes(self) -> list[NumericRow]:
+        """The rows with a difference."""
+        return [r for r in (self.numeric or []) if r.changed]
+
+    @property
+    def has_differences(self) -> bool:
+        """Any structural change, or any config whose numbers or verdict differ."""
+        return bool(self.structural) or bool(self.numeric_changes)
+
+    def to_dict(self) -> dict:
+        """The documented ``diff --json`` object (schema :data:`DIFF_SCHEMA`)."""
+        return {
+            "schema": DIFF_SCHEMA,
+            "old": self.old.to_dict(),
+            "new": self.new.to_dict(),
+            "identical": self.identical,
+            "has_differences": self.has_differences,
+            "grid_source": self.grid_source,
+            "grid": [c.to_dict() for c in self.grid],
+            "notes": list(self.notes),
+            "structural": None if self.structural is None else [c.to_dict() for c in self.structural],
+            "files_compared": self.files_compared,
+            "numeric": None if self.numeric is None else [r.to_dict() for r in self.numeric],
+        }
+
+    def __repr__(self) -> str:
+        def side(s: Side) -> str:
+            return f"{s.source} (CUTLASS {s.provenance.cutlass_version}, tree {s.tree_hash})"
+        parts = []
+        if self.structural is not None:
+            parts.append(f"{len(self.structural)} structural changes")
+        if self.numeric is not None:
+            parts.append(f"{len(self.numeric_changes)} of {len(self.numeric)} configs differ")
+        return f"<DiffResult {side(self.old)} -> {side(self.new)}: {', '.join(parts) or 'nothing compared'}>"

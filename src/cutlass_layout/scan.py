@@ -4,11 +4,15 @@ This is the fast, compiler-free view: it parses headers with tree-sitter-cpp and
 the source *says* (declarations, ``alignas``, extents, expressions), not sizes or offsets, which
 need template arguments (the libclang engine computes those). Typical use::
 
+    from cutlass_layout import scan
+    from cutlass_layout.reports.scan import render_text
     result = scan("flashinfer-python==0.7.2.post1", grep="TensorStorage")
     print(render_text(result))
-    json.dumps(to_json(result))
+    json.dumps(result.to_dict())
 
-What is reported (see :data:`SCHEMA` for the JSON form):
+The records are the model's (:class:`~cutlass_layout.model.ScanResult`,
+:class:`~cutlass_layout.model.Struct`, ...; :data:`SCHEMA` is their JSON's); the headers are
+parsed by :mod:`cutlass_layout.frontends.treesitter`. What is reported:
 
 * every ``struct``/``union``/``class`` with a body whose name contains ``Storage``
   (``SharedStorage``, ``TensorStorage``, ``PipelineStorage``, ``TensorMapStorage``,
@@ -27,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -223,138 +226,4 @@ def to_json(result: ScanResult, file_only: bool = False) -> dict:
     return result.to_dict(file_only=file_only)
 
 
-def _abbrev_args(args: str | None) -> str:
-    """``<Mainloop<A, B>, X, Y>`` -> ``<Mainloop<…>, …>``."""
-    if not args:
-        return ""
-    inner = args.strip()[1:-1].strip()
-    depth, first = 0, inner
-    for i, ch in enumerate(inner):
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            first = inner[:i] + ", …"
-            break
-    head, rest = first.split(", …")[0], ", …" if first.endswith(", …") else ""
-    if "<" in head:
-        head = head[: head.index("<")] + "<…>"
-    return f"<{head}{rest}>"
-
-
-def _render_struct(s: Struct, indent: int, lines: list[str], open_only: bool = False) -> None:
-    pad = "  " * indent
-    head = f"{s.kind} "
-    if s.alignas:
-        head += f"alignas({s.alignas}) "
-    head += s.name or "(anonymous)"
-    if s.bases:
-        head += " : " + ", ".join(s.bases)
-    note = f"  // #if {s.condition}" if s.condition else ""
-    lines.append(f"{s.line:6d}  {pad}{head} {{{note}")
-    items = ([(f.line, 1, f) for f in s.fields] + [(c.line, 0, c) for c in s.children]
-             + [(a.line, 2, ("alias", a)) for a in s.aliases])
-    items.sort(key=lambda t: (t[0], t[1]))
-    merged: set[int] = set()
-    for i, (_line, _k, item) in enumerate(items):
-        if i in merged:
-            continue
-        if isinstance(item, Struct):
-            _render_struct(item, indent + 1, lines, open_only=True)
-            # "} tensors;": the fields declared with the inline struct
-            decls = [j for j in range(i + 1, len(items))
-                     if isinstance(items[j][2], Field) and items[j][2].line == item.end_line
-                     and items[j][2].type == (item.name or f"{item.kind} (anonymous)")]
-            if item.cut:
-                continue
-            names = ", ".join(_declarator(items[j][2]) for j in decls)
-            merged.update(decls)
-            closing = f"}} {names};" if names else "};"
-            lines.append(f"{item.end_line:6d}  {pad}  {closing}")
-            continue
-        if isinstance(item, tuple):
-            a = item[1]
-            cond = f"  // #if {a.condition}" if a.condition else ""
-            lines.append(f"{a.line:6d}  {pad}  using {a.name} = {a.type};{cond}")
-            continue
-        f = item
-        decl = (f"alignas({f.alignas}) " if f.alignas else "") + f"{f.type} {_declarator(f)}"
-        cond = f"  // #if {f.condition}" if f.condition else ""
-        lines.append(f"{f.line:6d}  {pad}  {decl};{cond}")
-    if s.cut:
-        lines.append(f"{s.end_line:6d}  {pad}  … CUT: the file ends here, inside {s.name or 'this struct'}")
-    elif not open_only:
-        lines.append(f"{s.end_line:6d}  {pad}}};")
-
-
-def _declarator(f: Field) -> str:
-    return f.name + (f"[{f.extent}]" if f.extent is not None else "")
-
-
-def render_text(result: ScanResult, file_only: bool = False) -> str:
-    """A readable listing: per file, each storage struct as C++-like text with line numbers,
-    then the constants (``= value`` where known), then diagnostics as ``file:line: message``."""
-    if file_only:
-        return "\n".join(result.files()) + ("\n" if result.files() else "")
-    lines: list[str] = []
-    n_structs = sum(1 for s in result.structs for _ in s.walk())
-    lines.append(f"root: {result.root}" + (f"  ({result.source})" if result.source else ""))
-    lines.append(f"{result.files_scanned} headers, {result.files_parsed} parsed, "
-                 f"{len(result.structs)} storage structs ({n_structs} with nested), "
-                 f"{len(result.constants)} constants, {len(result.diagnostics)} diagnostics, "
-                 f"{result.seconds:.2f} s")
-    by_file: dict[str, list] = {}
-    for s in result.structs:
-        by_file.setdefault(s.file, []).append((s.line, 0, s))
-    for c in result.constants:
-        by_file.setdefault(c.file, []).append((c.line, 1, c))
-    for f in sorted(by_file):
-        lines.append("")
-        lines.append(f)
-        last_scope = None
-        for _line, _k, item in sorted(by_file[f], key=lambda t: (t[0], t[1])):
-            scope = "::".join(e.name + _abbrev_args(e.template_args) for e in item.enclosing)
-            if scope != last_scope:
-                lines.append(f"  in {scope or '(global scope)'}")
-                last_scope = scope
-            if isinstance(item, Struct):
-                _render_struct(item, 1, lines)
-            else:
-                val = f"  = {item.value}" if item.value is not None else ""
-                typ = f"{item.type} " if item.type else ""
-                lines.append(f"{item.line:6d}    {typ}{item.name} = {item.expression};{val}")
-    if result.diagnostics:
-        lines.append("")
-        lines.append("diagnostics:")
-        for d in result.diagnostics:
-            lines.append(f"  {d.file}:{d.line}: {d.message}")
-    if not result.structs and not result.constants:
-        lines.append("")
-        lines.append("no storage structs or constants found")
-    return "\n".join(lines) + "\n"
-
-
-def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
-                 file_only: bool = False) -> int:
-    """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only]``.
-
-    Prints the result to stdout (text, or JSON with ``json_out``) and returns the exit code:
-    0 when the scan ran (diagnostics included), 2 for bad input, after printing
-    ``error: <one line>`` to stderr. Never lets a traceback out for bad input.
-    """
-    import json
-
-    try:
-        result = scan(path, grep=grep)
-    except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    if json_out:
-        sys.stdout.write(json.dumps(to_json(result, file_only=file_only), indent=2) + "\n")
-    else:
-        sys.stdout.write(render_text(result, file_only=file_only))
-    return 0
+__all__ = ["SCHEMA", "ScanResult", "Struct", "scan", "scan_files", "to_json"]

@@ -20,29 +20,21 @@ Every layout comes from the engine's results cache when it holds it (one entry p
 config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine`), so a
 repeated sweep runs the whole search over cached layouts without starting libclang.
 
-The ``sweep`` command (:data:`command`) prints a table, ``--json`` (schema
-``cutlass-layout/sweep/1``), ``--csv``, and draws ``--plot FILE``.
+The result is a :class:`~cutlass_layout.model.SweepResult` (its ``to_dict()`` is the
+``sweep --json`` object, schema ``cutlass-layout/sweep/1``); the table and the CSV are in
+:mod:`cutlass_layout.reports.sweep`, the plots in :mod:`cutlass_layout.reports.plot`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-import sys
 import time
-from dataclasses import asdict, dataclass, field
-
-import click
 
 from .config import Config
 from .errors import BadInput
-from .options import config_options, source_options
+from .model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
 from .runner import Pool, Progress, default_jobs
 
-#: Version of the ``sweep --json`` schema.
-SWEEP_SCHEMA = "cutlass-layout/sweep/1"
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
 #: Most configs in one translation unit (memory grows with it: peak 0.35 GB per worker
@@ -50,113 +42,6 @@ MAX_STAGES = 32
 MAX_CHUNK = 48
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4
-
-VERDICTS = ("fits", "over_capacity", "does_not_compile")
-
-
-# --------------------------------------------------------------------------------------
-# results
-# --------------------------------------------------------------------------------------
-@dataclass
-class SweepRecord:
-    """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
-
-    Attributes:
-        config: the config as in the layout report (:meth:`Config.to_dict`).
-        stages: the mainloop's stage count (the builder's choice for ``stages: "auto"``).
-        mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
-            structs (``None`` when the config does not compile).
-        capacity_bytes: the capacity read from the headers.
-        headroom_bytes: capacity minus kernel bytes (negative when over).
-        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
-        max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
-            N and N+1 both computed), or ``None`` when no stage count fits.
-        max_stages_kernel_bytes: the kernel bytes with that many stages.
-        error: for a config that does not compile, ``{kind, message, file, line}``.
-        kernel_layout: the kernel's :class:`~cutlass_layout.model.StructLayout` (for
-            plots; not part of the JSON).
-    """
-
-    config: dict
-    stages: int | None
-    mainloop_bytes: int | None
-    epilogue_bytes: int | None
-    kernel_bytes: int | None
-    capacity_bytes: int | None
-    headroom_bytes: int | None
-    verdict: str
-    max_stages_that_fit: int | None
-    max_stages_kernel_bytes: int | None
-    error: dict | None = None
-    kernel_layout: object | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict:
-        """The record as one entry of the JSON ``results`` list."""
-        d = asdict(self)
-        d.pop("kernel_layout")
-        # headroom 0 fits, but TensorRT-LLM's occupancy check rejects it
-        d["exact_fit"] = self.headroom_bytes == 0
-        return d
-
-    def summary(self) -> str:
-        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
-        84992 B``."""
-        st = self.config.get("stages", "auto")
-        head = "auto" if st == "auto" else f"StageCount<{st}>"
-        if self.verdict == "does_not_compile":
-            err = self.error or {}
-            what = "static_assert" if err.get("kind") == "static_assert" else "error"
-            first = f"{head}: does not compile ({what}: {err.get('message', '?')})"
-        else:
-            if self.verdict == "fits":
-                how = f"fits, headroom {self.headroom_bytes}"
-            else:
-                how = f"over by {-self.headroom_bytes}"
-            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
-        if self.max_stages_that_fit is None:
-            return f"{first}; no stage count fits"
-        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
-                f"{self.max_stages_kernel_bytes} B")
-
-
-@dataclass
-class SweepResult:
-    """A whole sweep.
-
-    Attributes:
-        provenance: where the numbers come from (as in the layout report; ``flags`` are
-            those of the first config's arch).
-        grid: the configs swept, in order.
-        records: one :class:`SweepRecord` per config, in the grid's order.
-        stats: how the sweep ran (not part of the JSON): ``configs``, ``cached``,
-            ``laid_out`` (layouts computed, search candidates included), ``chunks``
-            (translation units submitted), ``parse_cpu_seconds`` (CPU time of the
-            layouts, all processes), ``seconds`` (wall), ``worker_peak_rss_mb`` (largest
-            peak RSS of a process that parsed, MB; 0 when nothing was parsed).
-    """
-
-    provenance: dict
-    grid: list[Config]
-    records: list[SweepRecord]
-    stats: dict = field(default_factory=dict, compare=False)
-
-    def to_dict(self) -> dict:
-        """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
-        return {
-            "schema": SWEEP_SCHEMA,
-            "provenance": self.provenance,
-            "checked": "types",
-            "grid": [c.to_dict() for c in self.grid],
-            "results": [r.to_dict() for r in self.records],
-        }
-
-    def sorted_records(self) -> list[SweepRecord]:
-        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
-        headroom, most room first."""
-        def key(r: SweepRecord):
-            h = r.headroom_bytes if r.headroom_bytes is not None else -math.inf
-            return (VERDICTS.index(r.verdict), -h)
-        return sorted(self.records, key=key)
 
 
 # --------------------------------------------------------------------------------------
@@ -448,7 +333,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
     mx, mx_bytes = search.result()
     ok = rep.error is None
     return SweepRecord(
-        config=cfg.to_dict(),
+        config=cfg,
         stages=rep.stages,
         mainloop_bytes=rep.mainloop.size if ok else None,
         epilogue_bytes=rep.epilogue.size if ok else None,
@@ -458,7 +343,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
         verdict=rep.verdict,
         max_stages_that_fit=mx,
         max_stages_kernel_bytes=mx_bytes,
-        error=None if ok else asdict(rep.error),
+        error=rep.error,
         kernel_layout=rep.kernel if ok else None,
     )
 
@@ -547,153 +432,8 @@ def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = N
              "parse_cpu_seconds": round(runner.cpu, 2),
              "worker_peak_rss_mb": round(runner.peak_mb, 1),
              "seconds": round(time.perf_counter() - t0, 3)}
-    prov = asdict(tgt.provenance(grid[0].arch))
-    return SweepResult(provenance=prov, grid=grid, records=[found[c] for c in grid], stats=stats)
+    return SweepResult(provenance=tgt.provenance(grid[0].arch), grid=grid,
+                       records=[found[c] for c in grid], stats=stats)
 
 
-# --------------------------------------------------------------------------------------
-# output
-# --------------------------------------------------------------------------------------
-CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
-               "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
-               "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
-               "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
-
-
-def to_csv(result: SweepResult) -> str:
-    """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
-    empty cells for ``None``, the error as its one-line text."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for r in result.records:
-        c = r.config
-        row = {
-            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
-                                     "epilogue_schedule")},
-            "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
-            "requested_stages": c["stages"],
-            **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
-                                           "kernel_bytes", "capacity_bytes", "headroom_bytes",
-                                           "verdict", "max_stages_that_fit",
-                                           "max_stages_kernel_bytes")},
-            "exact_fit": r.headroom_bytes == 0 if r.headroom_bytes is not None else None,
-            "error": _error_text(r.error) if r.error else None,
-        }
-        w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
-    return buf.getvalue()
-
-
-def _error_text(err: dict) -> str:
-    what = "static_assert failed" if err.get("kind") == "static_assert" else "error"
-    where = f" ({err['file']}:{err['line']})" if err.get("file") else ""
-    return f"{what}: {err.get('message')}{where}"
-
-
-def render(result: SweepResult, console=None) -> None:
-    """Print the table (sorted by verdict, then headroom) and a line per config that does
-    not fit."""
-    from rich import box
-    from rich.table import Table
-
-    from .report import config_label, default_console, varying_keys
-
-    con = console or default_console()
-    recs = result.sorted_records()
-    p = result.provenance
-    con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']}; "
-              f"{p['origin']})")
-    common = {k: v for k, v in result.records[0].config.items()}
-    var = varying_keys(result.records)
-    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
-            if k not in var and len({json.dumps(r.config[k]) for r in result.records}) == 1]
-    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
-             for k in same]
-    con.print(f"{len(recs)} configs: " + ", ".join(fixed))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("config", no_wrap=True)
-    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("max that fits", justify="right", no_wrap=True)
-    style = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
-    for r in recs:
-        st = r.config["stages"]
-        stages = ("-" if r.stages is None else str(r.stages)) if st == "auto" else f"{st} (set)"
-        if st == "auto" and r.stages is not None:
-            stages = f"auto {r.stages}"
-        mx = ("none" if r.max_stages_that_fit is None
-              else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
-
-        def n(v):
-            return "-" if v is None else str(v)
-        exact = " (exact fit)" if r.headroom_bytes == 0 else ""
-        t.add_row(f"[{style[r.verdict]}]{r.verdict}{exact}[/]", config_label(r.config, var), stages,
-                  n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
-                  n(r.headroom_bytes), mx)
-    con.print(t)
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
-    if cap is not None:
-        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
-                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
-    con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
-              "not instantiated: `layout --check-kernel` does, per config)")
-    for r in recs:
-        if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
-            con.print(f"{config_label(r.config, var)}: {r.summary()}", soft_wrap=True)
-            if r.error and r.error.get("file"):  # the summary has the message
-                con.print(f"  at {r.error['file']}:{r.error['line']}", soft_wrap=True, style="dim")
-    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
-    con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
-
-
-# --------------------------------------------------------------------------------------
-# the command
-# --------------------------------------------------------------------------------------
-@click.command("sweep")
-@config_options(repeatable=True)
-@click.option("--grid", "grid_file", default=None, metavar="FILE",
-              help="TOML or JSON grid file (instead of config flags).")
-@source_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
-@click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
-                   "(a memory map when the sweep is one config).")
-@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
-@click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs).")
-def command(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, **flags):
-    """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
-    count that fits for each. Exit 0 whatever the verdicts."""
-    from .grid import grid_configs, load_grid_file
-
-    given = {k: list(v) for k, v in flags.items() if v}
-    if grid_file and given:
-        raise BadInput("give either --grid FILE or config flags, not both")
-    if as_json and as_csv:
-        raise BadInput("give either --json or --csv, not both")
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
-    if plot_file:
-        from .plot import check_plot_path
-
-        check_plot_path(plot_file)
-    configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
-    if not configs:
-        raise BadInput("the grid is empty")
-    result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
-                   use_cache=not no_cache, progress=sys.stderr.isatty())
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
-    elif as_csv:
-        click.echo(to_csv(result), nl=False)
-    else:
-        render(result)
-    if plot_file:
-        from .plot import plot_sweep_result
-
-        plot_sweep_result(result, plot_file)
-
-
-__all__ = ["SWEEP_SCHEMA", "SweepRecord", "SweepResult", "command", "render", "sweep", "to_csv"]
+__all__ = ["MAX_CHUNK", "MAX_STAGES", "SWEEP_SCHEMA", "SweepRecord", "SweepResult", "sweep"]

@@ -1,4 +1,5 @@
-"""Reports: the readable table and the JSON of a :class:`~cutlass_layout.model.LayoutReport`."""
+"""The readable table and the JSON text of one :class:`~cutlass_layout.model.LayoutReport`
+(``cutlass-layout layout``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from .model import FieldLayout, LayoutReport, StructLayout
+from ..model import FieldLayout, LayoutReport, StructLayout
 
 
 def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
@@ -143,30 +144,3 @@ def _label(cfg: dict) -> str:
     return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
             f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
             f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})")
-
-
-def varying_keys(records) -> list[str]:
-    """Config keys (besides tile and stages) that differ between records, leaving out B
-    when it always equals A, and C/D when the preset alone decides them."""
-    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule")
-    out = [k for k in keys if len({json.dumps(r.config[k]) for r in records}) > 1]
-    if all(r.config["a"] == r.config["b"] for r in records):
-        out = [k for k in out if k != "b"]
-    for k in ("c", "d"):
-        by_preset: dict = {}
-        for r in records:
-            by_preset.setdefault(r.config["preset"], set()).add(r.config[k])
-        if k in out and "preset" in out and all(len(v) == 1 for v in by_preset.values()):
-            out.remove(k)
-    return out
-
-
-def config_label(cfg: dict, varying: list[str]) -> str:
-    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
-    parts = ["x".join(map(str, cfg["tile"]))]
-    for k in varying:
-        v = cfg[k]
-        v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
-        parts.append(f"{k.upper()}={v}" if k in ("a", "b", "c", "d") else v)
-    return " ".join(parts)
