@@ -117,7 +117,7 @@ def find_cuda(cuda_path: str | os.PathLike | None = None, *, system: bool = True
     if cuda_path is not None and str(cuda_path) != "pip":
         root = Path(cuda_path).expanduser()
         if not _usable(root):
-            raise BadInput(f"--cuda-path {root}: no include/cuda_runtime.h there")
+            raise BadInput(f"CUDA path {root}: no include/cuda_runtime.h there")
         return _headers(root.resolve(), "--cuda-path")
     if cuda_path is None and system:
         for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -134,7 +134,7 @@ def find_cuda(cuda_path: str | os.PathLike | None = None, *, system: bool = True
     found = _pip_root()
     if found is None:
         raise BadInput(
-            "no CUDA headers: give --cuda-path, set CUDA_HOME, or "
+            "no CUDA headers: give a CUDA root (the CUDA path), set CUDA_HOME, or "
             "pip install nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt"
         )
     return found

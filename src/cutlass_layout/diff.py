@@ -581,6 +581,8 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
         raise BadInput("nothing to diff: both the structural and the numeric side are off")
     if grid is not None and grid_values:
         raise BadInput("give either a grid or grid values, not both")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise BadInput(f"jobs {jobs!r}: give a positive number")
     old_tree = resolve_side(old, "old")
     new_tree = resolve_side(new, "new")
     if grid_values:

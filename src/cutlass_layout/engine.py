@@ -25,11 +25,12 @@ from dataclasses import dataclass, field, replace
 
 from . import probe
 from .cache import ResultCache, code_fingerprint, result_key
-from .config import ARCHS, Config
+from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
 from .frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, ensure_pch, libclang_version
 from .model import BuilderBudget, CompileError, LayoutReport, Provenance, TmaBytes
+from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
 
@@ -292,14 +293,27 @@ def _store(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types", budge
         _REPORTS.put(key, rep.to_dict())
 
 
+def subject(value=None, **flags):
+    """What to lay out: a :class:`~cutlass_layout.probe.UserType` as is, else
+    :func:`cutlass_layout.config.config_from` (a ``Config``, a tile string such as
+    ``"128x256x128"``, a dict of config values, or nothing, plus keyword config values as the
+    command line takes them). Raises :class:`BadInput`."""
+    if isinstance(value, UserType):
+        if flags:
+            raise BadInput("a user type takes no config values")
+        return value
+    return config_from(value, **flags)
+
+
 def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False,
             use_cache: bool = True) -> list[LayoutReport]:
     """Lay out several configs with as few libclang parses as possible.
 
     Args:
         configs: :class:`~cutlass_layout.config.Config` or
-            :class:`~cutlass_layout.probe.UserType` items (any mix of archs; one translation
-            unit per arch).
+            :class:`~cutlass_layout.probe.UserType` items, tile strings (``"128x256x128"``)
+            or dicts of config values (see :func:`subject`); any mix of archs (one
+            translation unit per arch).
         cutlass: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts, or a
             :class:`Target` from :func:`target` to reuse.
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
@@ -316,6 +330,9 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     Raises:
         BadInput: the CUTLASS source or CUDA headers are unusable.
     """
+    if isinstance(configs, (str, Config, UserType, dict)):
+        raise BadInput("layouts() takes a list of configs; layout() takes one")
+    configs = [subject(c) for c in configs]
     tgt = target(cutlass, cuda_path)
     checked = "kernel" if check_kernel_body else "types"
     out = cached(configs, tgt, checked=checked) if use_cache else [None] * len(configs)
@@ -399,7 +416,8 @@ def _compute(tgt: Target, configs: list) -> list[LayoutReport]:
 
 
 def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
-           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True) -> LayoutReport:
+           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
+           **flags) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config.
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
@@ -409,8 +427,9 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     ``sm90_builder.inl``), or for the user type given.
 
     Args:
-        config: a :class:`~cutlass_layout.config.Config` or a
-            :class:`~cutlass_layout.probe.UserType`; default: SM120 grouped NVFP4
+        config: a :class:`~cutlass_layout.config.Config`, a
+            :class:`~cutlass_layout.probe.UserType`, or a tile as the command line takes it
+            (``"128x256x128"``, ``"128x128x64B"``); default: SM120 grouped NVFP4
             128x128x128, flashinfer flavour, stages auto.
         cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.resolve_cutlass`);
             default: the one installed in this environment, else nvidia-cutlass 4.2.0.0.
@@ -421,6 +440,9 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         budget: also read the mainloop builder's stage budget (``builder_budget``) of an
             auto-stage config, from the same parse (as the command line does by default).
         use_cache: see :func:`layouts`.
+        flags: the other config values, as the ``layout`` command's flags take them
+            (``preset="trtllm-moe"``, ``kernel="dense"``, ``a="mxfp8"``, ``stages=3``, ...;
+            see :func:`cutlass_layout.config.config_from_flags`).
 
     Returns:
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
@@ -429,7 +451,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         BadInput: unusable source, CUDA headers or config.
         DoesNotCompile: only with ``raise_on_error``.
     """
-    config = config or Config()
+    config = subject(config, **flags)
     tgt = target(cutlass, cuda_path)
     if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
         rep = _layout_and_budget(config, tgt, use_cache)
@@ -457,4 +479,4 @@ def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutRepor
     return rep
 
 
-__all__ = ["Target", "target", "layout", "layouts", "cached", "report_key"]
+__all__ = ["Target", "cached", "layout", "layouts", "report_key", "subject", "target"]

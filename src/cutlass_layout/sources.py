@@ -222,7 +222,7 @@ def _from_dir(path: Path, sub: str | None, origin: str) -> CutlassTree:
     root = _pick(
         trees,
         str(path),
-        f"pass one of them with --cutlass {path}#SUBPATH or its path",
+        f"pick one as {path}#SUBPATH, or give its path",
         shown=lambda t: os.path.relpath(t, path),
     )
     return _tree(root, origin)
@@ -276,7 +276,7 @@ def _from_wheel(path: Path, sub: str | None, origin: str) -> CutlassTree:
             prefix = _pick(
                 roots,
                 str(path),
-                f"pick one with --cutlass {path}#SUBPATH",
+                f"pick one as {path}#SUBPATH",
                 shown=lambda p: p.rstrip("/"),
             )
         digest = _sha256_file(path)[:16]
@@ -359,7 +359,7 @@ def _from_dist(name: str, sub: str | None, origin: str) -> CutlassTree:
     root = _pick(
         trees,
         f"distribution {dist_name} {dist.version}",
-        f"pick one with --cutlass {name}#SUBPATH",
+        f"pick one as {name}#SUBPATH",
         shown=lambda t: os.path.relpath(t, base),
     )
     return _tree(root, origin)

@@ -351,50 +351,65 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
 # --------------------------------------------------------------------------------------
 # the API
 # --------------------------------------------------------------------------------------
-def _as_configs(configs_or_grid) -> list[Config]:
+def _as_configs(grid, values: dict) -> list[Config]:
+    from .config import config_from
     from .grid import grid_configs
 
-    if isinstance(configs_or_grid, Config):
-        return [configs_or_grid]
-    if isinstance(configs_or_grid, dict):
-        return grid_configs(configs_or_grid)
-    out = list(configs_or_grid)
-    if not all(isinstance(c, Config) for c in out):
-        raise BadInput("sweep: give a grid dict or a list of Config")
-    return out
+    if values:
+        if grid is not None and not isinstance(grid, dict):
+            raise BadInput("give either configs or grid values, not both")
+        return grid_configs({**(grid or {}), **values})
+    if grid is None:
+        raise BadInput("give a grid: configs, a dict of grid values, or grid values "
+                       "such as tile='128x{32,64}x128'")
+    if isinstance(grid, dict):
+        return grid_configs(grid)
+    if isinstance(grid, (Config, str)):
+        grid = [grid]
+    try:
+        items = list(grid)
+    except TypeError:
+        raise BadInput(f"grid {grid!r}: give configs, a dict of grid values, or grid values") from None
+    return [config_from(c) for c in items]
 
 
-def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = None,
-          use_cache: bool = True, progress: bool = False) -> SweepResult:
+def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
+          use_cache: bool = True, progress: bool = False, **values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest stage count that fits.
 
     Args:
-        configs_or_grid: a list of :class:`~cutlass_layout.config.Config`, or a grid dict
-            (key -> value or list of values, braces allowed; see
-            :func:`cutlass_layout.grid.grid_configs`).
+        grid: the configs: a list of :class:`~cutlass_layout.config.Config` (or of tile
+            strings, or of dicts of config values), or a grid dict (key -> value or list
+            of values, braces allowed; see :func:`cutlass_layout.grid.grid_configs`).
         cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.target` takes,
             or a :class:`~cutlass_layout.engine.Target`).
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
-        jobs: worker processes (default ``os.cpu_count()``); 1 parses in this process.
+        jobs: worker processes (default: the number of CPUs); 1 parses in this process.
         use_cache: read layouts cached earlier (by any command: see
             :mod:`cutlass_layout.engine`); the stage-count search then runs over them
             without libclang. Fresh layouts are stored either way.
         progress: show a progress bar on stderr while configs are laid out.
+        values: grid values as the ``sweep`` command's repeatable flags take them, instead
+            of (or added to a dict) ``grid``: ``tile="128x{32,64,128,256}x{128,256}"``,
+            ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``, ...
 
     Returns:
-        A :class:`SweepResult` with one :class:`SweepRecord` per config (bytes throughout).
-        A config that does not compile is a record with verdict ``does_not_compile`` and
-        its error; the sweep itself does not fail.
+        A :class:`~cutlass_layout.model.SweepResult` with one
+        :class:`~cutlass_layout.model.SweepRecord` per config (bytes throughout). A config
+        that does not compile is a record with verdict ``does_not_compile`` and its error;
+        the sweep itself does not fail.
 
     Raises:
-        BadInput: a bad grid, CUTLASS source or CUDA path.
+        BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
     """
     from .engine import target
 
     t0 = time.perf_counter()
-    grid = _as_configs(configs_or_grid)
+    grid = _as_configs(grid, values)
     if not grid:
-        raise BadInput("sweep: the grid is empty")
+        raise BadInput("the grid is empty")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise BadInput(f"jobs {jobs!r}: give a positive number")
     tgt = target(cutlass, cuda_path)
     unique = list(dict.fromkeys(grid))
     searches: dict[Config, _Search] = {}
