@@ -1,5 +1,5 @@
 """The one model every frontend fills, every command returns and every report reads:
-plain dataclasses, and their JSON (``to_dict``, built with :func:`dataclasses.asdict`).
+plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the one serializer).
 
 * layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
   :class:`TmaBytes`, :class:`BuilderBudget`, :class:`CompileError`, :class:`Provenance`,
@@ -21,11 +21,30 @@ of the top-level struct it belongs to (the kernel's, the mainloop's or the epilo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for annotations only: config.py builds on errors, this module on nothing
     from .config import Config
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def plain(value):
+    """JSON values of a dataclass (a dict of its fields, in order), recursively through
+    lists, tuples (as lists) and dicts: what :func:`dataclasses.asdict` gives, without its
+    deep copies (a scan of a whole tree has tens of thousands of records)."""
+    cls = type(value)
+    names = _NAMES.get(cls)
+    if names is None and hasattr(cls, "__dataclass_fields__"):
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    if names is not None:
+        return {n: plain(getattr(value, n)) for n in names}
+    if cls is list or cls is tuple:
+        return [plain(v) for v in value]
+    if cls is dict:
+        return {k: plain(v) for k, v in value.items()}
+    return value
 
 #: Version of the ``layout --json`` schema (see README "JSON schema").
 LAYOUT_SCHEMA = "cutlass-layout/layout/1"
@@ -75,7 +94,7 @@ class FieldLayout:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FieldLayout":
-        """The inverse of ``dataclasses.asdict``."""
+        """The inverse of :func:`plain`."""
         return cls(**{**d, "fields": [cls.from_dict(f) for f in d.get("fields", [])]})
 
     def __repr__(self) -> str:
@@ -117,7 +136,7 @@ class StructLayout:
 
     @classmethod
     def from_dict(cls, d: dict) -> "StructLayout":
-        """The inverse of ``dataclasses.asdict``."""
+        """The inverse of :func:`plain`."""
         return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
 
     def __repr__(self) -> str:
@@ -287,10 +306,10 @@ class LayoutReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
         def struct(s: StructLayout | None):
-            return None if s is None else asdict(s)
+            return None if s is None else plain(s)
 
         def const(c: Constant | None):
-            return None if c is None else asdict(c)
+            return None if c is None else plain(c)
 
         tma = None
         if self.tma_transaction_bytes is not None:
@@ -305,7 +324,7 @@ class LayoutReport:
             }
         return {
             "schema": LAYOUT_SCHEMA,
-            "provenance": asdict(self.provenance),
+            "provenance": plain(self.provenance),
             "config": self.config,
             "checked": self.checked,
             "verdict": self.verdict,
@@ -317,11 +336,11 @@ class LayoutReport:
             "epilogue": struct(self.epilogue),
             "tma_transaction_bytes": tma,
             "builder_budget": None if self.builder_budget is None else {
-                **asdict(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
+                **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
-            "error": None if self.error is None else asdict(self.error),
+            "error": None if self.error is None else plain(self.error),
         }
 
     def __repr__(self) -> str:
@@ -465,11 +484,15 @@ class Struct:
     def to_dict(self) -> dict:
         """The struct as one entry of the scan JSON's ``structs`` (aliases without
         ``alignas``/``extent``)."""
-        d = asdict(self)
+        d = {n: plain(getattr(self, n)) for n in _STRUCT_OWN}
         d["children"] = [c.to_dict() for c in self.children]
         d["aliases"] = [{"name": a.name, "type": a.type, "line": a.line, "condition": a.condition}
                         for a in self.aliases]
         return d
+
+
+#: :class:`Struct`'s fields but its children and aliases, which :meth:`Struct.to_dict` adds.
+_STRUCT_OWN = tuple(f.name for f in fields(Struct) if f.name not in ("children", "aliases"))
 
 
 @dataclass
@@ -492,7 +515,7 @@ class ScanConstant:
 
     def to_dict(self) -> dict:
         """The constant as one entry of the scan JSON's ``constants``."""
-        d = asdict(self)
+        d = plain(self)
         return {k: d[k] for k in ("name", "qualified_name", "file", "line", "type", "expression",
                                   "value", "enclosing")}
 
@@ -545,7 +568,7 @@ class ScanResult:
             return out
         out["structs"] = [s.to_dict() for s in self.structs]
         out["constants"] = [c.to_dict() for c in self.constants]
-        out["diagnostics"] = [asdict(d) for d in self.diagnostics]
+        out["diagnostics"] = [plain(d) for d in self.diagnostics]
         return out
 
 
@@ -605,7 +628,7 @@ class SweepRecord:
             "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
-            "error": None if self.error is None else asdict(self.error),
+            "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
         }
 
@@ -656,7 +679,7 @@ class SweepResult:
         """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
         return {
             "schema": SWEEP_SCHEMA,
-            "provenance": asdict(self.provenance),
+            "provenance": plain(self.provenance),
             "checked": "types",
             "grid": [c.to_dict() for c in self.grid],
             "results": [r.to_dict() for r in self.records],
@@ -720,7 +743,7 @@ class StructuralChange:
     specialization: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return plain(self)
 
 
 @dataclass(frozen=True)
@@ -826,9 +849,9 @@ class NumericRow:
 
     def to_dict(self) -> dict:
         return {"config": self.config.to_dict(), "label": self.label,
-                "old": None if self.old is None else asdict(self.old),
-                "new": None if self.new is None else asdict(self.new),
-                "changed": list(self.changed), "members": [asdict(m) for m in self.members]}
+                "old": None if self.old is None else plain(self.old),
+                "new": None if self.new is None else plain(self.new),
+                "changed": list(self.changed), "members": [plain(m) for m in self.members]}
 
 
 @dataclass
@@ -844,7 +867,7 @@ class Side:
 
     def to_dict(self) -> dict:
         return {"source": self.source,
-                "provenance": {k: v for k, v in asdict(self.provenance).items() if v is not None}}
+                "provenance": {k: v for k, v in plain(self.provenance).items() if v is not None}}
 
 
 @dataclass(repr=False)
