@@ -205,6 +205,7 @@ class _Layouts:
                 ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
         first = _chunks(todo, self.jobs)
         pool = Pool(self.jobs, parallel=len(first) > 1)
+        stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
         try:
             if self.progress and len(todo) >= 4:
                 bar = Progress("laying out", len(todo))
@@ -222,8 +223,9 @@ class _Layouts:
                         bar.advance(len(ch))
                     more(dict(zip(ch, reps)))
                 look_up()
+            stop = False
         finally:
-            pool.close()
+            pool.close(stop=stop)
             if bar is not None:
                 bar.stop()
         if not pool.parallel:
