@@ -127,3 +127,26 @@ def test_no_module_reaches_a_command_through_the_facade():
     bad = [f"{m}: from . import {name} (line {line})" for m, imps in graph.items() if m != NAME
            for _, line, name in imps if name is not None and name in facade]
     assert not bad, bad
+
+
+#: The README's module map ("How it works"), bottom first: a module imports only modules of
+#: its own layer or of layers before it.
+LAYERS = [
+    ["errors", "model", "cache", "runner"],
+    ["config", "sources", "cuda"],
+    ["frontends", "frontends.clang", "frontends.treesitter", "probe", "grid"],
+    ["engine", "verify"],
+    ["sweep", "diff", "scan"],
+    [""],  # the facade, cutlass_layout/__init__.py
+    ["reports", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot"],
+    ["options", "cli"],
+]
+
+
+def test_layers_point_one_way():
+    modules, graph = _graph()
+    rank = {".".join(filter(None, [NAME, m])): i for i, layer in enumerate(LAYERS) for m in layer}
+    assert set(rank) == set(modules), f"modules not in the map: {sorted(set(modules) ^ set(rank))}"
+    bad = [f"{m} (layer {rank[m]}) imports {t} (layer {rank[t]})"
+           for m, imps in graph.items() for t, _, _ in imps if rank[t] > rank[m]]
+    assert not bad, bad
