@@ -146,7 +146,9 @@ LAYERS = [
 def test_layers_point_one_way():
     modules, graph = _graph()
     rank = {".".join(filter(None, [NAME, m])): i for i, layer in enumerate(LAYERS) for m in layer}
-    assert set(rank) == set(modules), f"modules not in the map: {sorted(set(modules) ^ set(rank))}"
+    missing = sorted(set(modules) ^ set(rank))
+    assert not missing, (f"{missing}: add each module to LAYERS here and to the README's module "
+                         "map (How it works), in the layer of what it imports")
     bad = [f"{m} (layer {rank[m]}) imports {t} (layer {rank[t]})"
            for m, imps in graph.items() for t, _, _ in imps if rank[t] > rank[m]]
     assert not bad, bad
