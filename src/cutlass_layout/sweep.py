@@ -205,11 +205,12 @@ class _Layouts:
                 ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
         first = _chunks(todo, self.jobs)
         pool = Pool(self.jobs, parallel=len(first) > 1)
+        parallel = pool.parallel
         stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
         try:
             if self.progress and len(todo) >= 4:
                 bar = Progress("laying out", len(todo))
-            if pool.parallel:
+            if parallel:
                 todo.clear()
                 for ch in first:
                     self._submit(pool, ch)
@@ -228,7 +229,7 @@ class _Layouts:
             pool.close(stop=stop)
             if bar is not None:
                 bar.stop()
-        if not pool.parallel:
+        if not parallel:  # the parses ran here
             self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return out
 
