@@ -7,7 +7,7 @@ SOURCE is anything ``scan`` accepts (default: flashinfer-python==0.7.2.post1, fe
 into the user cache). Prints the median wall time over ``--runs`` runs of
 
 * ``scan(include_root)`` in this process (process pool of 2 workers),
-* a fresh ``python`` process calling ``run_scan_cli(include_root, json_out=True)`` (what a
+* a fresh ``python`` process calling ``cutlass_layout.cli.run_scan_cli(include_root, json_out=True)`` (what a
   user waits for, interpreter start-up and JSON output included),
 * ``scan()`` of one header (the single-file path, no pool).
 """
@@ -53,7 +53,7 @@ def main() -> int:
     med, times = _median(lambda: scan(root), args.runs)
     print(f"scan() in process:      median {med:.3f} s  ({', '.join(f'{t:.3f}' for t in times)})")
 
-    code = ("import sys; from cutlass_layout.scan import run_scan_cli; "
+    code = ("import sys; from cutlass_layout.cli import run_scan_cli; "
             f"sys.exit(run_scan_cli({str(root)!r}, json_out=True))")
     cmd = [sys.executable, "-c", code]
     med, times = _median(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True),

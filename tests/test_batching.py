@@ -32,7 +32,7 @@ def test_shared_failing_mainloop_costs_no_extra_parse(fi072, monkeypatch):
     calls = _count_parses(monkeypatch)
     bad = Config(kernel="grouped", a="nvfp4", tile=(128, 256, 256))
     good = Config(kernel="grouped", a="nvfp4", tile=(128, 128, 128))
-    reps = engine.layouts([bad, bad.with_(preset="trtllm-moe"), good], fi072)
+    reps = engine.layouts([bad, bad.with_(preset="trtllm-moe"), good], fi072, use_cache=False)
     assert [len(c) for c in calls] == [3, 1] and calls[1] == [good]
     for r in reps[:2]:
         assert r.error.kind == "static_assert"
@@ -70,11 +70,11 @@ def test_errors_in_a_batch_are_the_errors_alone(fi072, monkeypatch):
     bad = [Config(kernel="grouped", a="mxfp8", tile=t) for t in tiles]
     good = Config(kernel="grouped", a="mxfp8", tile=(128, 64, 128))
     calls = _count_parses(monkeypatch)
-    reps = engine.layouts(bad + [good], fi072)
+    reps = engine.layouts(bad + [good], fi072, use_cache=False)
     assert [len(c) for c in calls] == [5, 2, 1] and calls[2] == [good]
     assert reps[4].error is None
     for cfg, r in zip(bad, reps):
-        alone = engine.layouts([cfg], fi072)[0].error
+        alone = engine.layouts([cfg], fi072, use_cache=False)[0].error
         assert r.kernel is None and r.error.kind == "error"
         assert (r.error.message, r.error.file, r.error.line) == (alone.message, alone.file, alone.line)
         assert r.error.file == "cute/layout.hpp"

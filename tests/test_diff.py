@@ -20,8 +20,10 @@ from click.testing import CliRunner
 
 from cutlass_layout import BadInput, Config, resolve_cutlass
 from cutlass_layout import cli as cli_mod
-from cutlass_layout.diff import (SCHEMA, command, compare, default_grid, diff, render_text,
-                                 structural_diff)
+from cutlass_layout.cli import diff_cmd as command
+from cutlass_layout.diff import SCHEMA, compare, default_grid, diff, structural_diff
+from cutlass_layout.model import MemberChange, MemberSpan, NumericRecord, TmaValues
+from cutlass_layout.reports.diff import render_text
 
 FI_050 = "flashinfer-python==0.5.0"
 FI_068 = "flashinfer-python==0.6.8"
@@ -234,20 +236,22 @@ def test_bad_sides_offline(tmp_path, main, capsys, synthetic):
 
 def test_compare_rows_offline():
     """Row logic on hand-made records: what changed, verdict changes first."""
-    base = {"verdict": "fits", "stages": 3, "kernel_bytes": 84992, "mainloop_bytes": 74752,
-            "epilogue_bytes": 9216, "capacity_bytes": 101376, "headroom_bytes": 16384,
-            "tma_bytes": {"mk": 18432, "nk": 6144, "total": 24576}, "error": None,
-            "members": {"tensors.mainloop.smem_SFB": {"offset": 67584, "size": 6144}}}
-    old = dict(base, verdict="over_capacity", stages=4, kernel_bytes=102400,
-               tma_bytes={"mk": 18432, "nk": 4096, "total": 22528},
-               members={"tensors.mainloop.smem_SFB": {"offset": 90112, "size": 16}})
+    from dataclasses import replace
+
+    base = NumericRecord(verdict="fits", stages=3, kernel_bytes=84992, mainloop_bytes=74752,
+                         epilogue_bytes=9216, capacity_bytes=101376, headroom_bytes=16384,
+                         tma_bytes=TmaValues(mk=18432, nk=6144, total=24576), error=None,
+                         members={"tensors.mainloop.smem_SFB": MemberSpan(offset=67584, size=6144)})
+    old = replace(base, verdict="over_capacity", stages=4, kernel_bytes=102400,
+                  tma_bytes=TmaValues(mk=18432, nk=4096, total=22528),
+                  members={"tensors.mainloop.smem_SFB": MemberSpan(offset=90112, size=16)})
     row = compare(Config(tile=(128, 32, 256)), old, base)
     assert row.changed == ["verdict", "stages", "kernel_bytes", "tma_bytes.nk", "tma_bytes.total",
                            "kernel.tensors.mainloop.smem_SFB"]
-    assert row.members == [{"name": "tensors.mainloop.smem_SFB", "old": {"offset": 90112, "size": 16},
-                            "new": {"offset": 67584, "size": 6144}}]
-    assert compare(Config(), base, dict(base)).changed == []
-    broken = {"verdict": "does_not_compile", "error": "does not compile: ...", "members": {}}
+    assert row.members == [MemberChange("tensors.mainloop.smem_SFB", old=MemberSpan(offset=90112, size=16),
+                                        new=MemberSpan(offset=67584, size=6144))]
+    assert compare(Config(), base, replace(base)).changed == []
+    broken = NumericRecord(verdict="does_not_compile", error="does not compile: ...", members={})
     row = compare(Config(), base, broken)
     assert "verdict" in row.changed and row.members == []
 

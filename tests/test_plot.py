@@ -10,7 +10,7 @@ pytest.importorskip("matplotlib")
 from cutlass_layout import Config
 from cutlass_layout.errors import BadInput, DoesNotCompile
 from cutlass_layout.model import CompileError, FieldLayout, LayoutReport, Provenance, StructLayout
-from cutlass_layout.plot import VERDICT_COLORS, memory_map, plot_layout, sweep_chart
+from cutlass_layout.reports.plot import VERDICT_COLORS, memory_map, plot_layout, sweep_chart
 from cutlass_layout.sweep import SweepRecord, SweepResult
 
 CAP = 101376
@@ -96,7 +96,7 @@ def test_plot_layout_refuses_error_and_bad_names(tmp_path):
 
 
 def _rec(tile, kernel, verdict, stages=3, mx=None, mxb=None):
-    return SweepRecord(Config(tile=tile).to_dict(), stages, None, None, kernel,
+    return SweepRecord(Config(tile=tile), stages, None, None, kernel,
                        CAP if kernel else None, (CAP - kernel) if kernel else None, verdict, mx, mxb)
 
 
@@ -123,13 +123,14 @@ def test_sweep_chart_bars_by_verdict_and_capacity():
 
 
 def test_sweep_result_one_config_is_a_memory_map(tmp_path):
-    from cutlass_layout.plot import plot_sweep_result
+    from cutlass_layout.reports.plot import plot_sweep_result
 
     r = _rec((128, 128, 128), 84992, "fits", 4, 4, 84992)
     r.kernel_layout = _struct()
-    fig = plot_sweep_result(SweepResult({}, [Config()], [r]), tmp_path / "one.svg")
+    prov = Provenance("r", "4.5.0", "h", "o", "c", "p", "s", [])
+    fig = plot_sweep_result(SweepResult(prov, [Config()], [r]), tmp_path / "one.svg")
     assert "tensors\n82944 B" in _texts(fig)
-    fig = plot_sweep_result(SweepResult({}, [Config(), Config(tile=(128, 32, 256))],
+    fig = plot_sweep_result(SweepResult(prov, [Config(), Config(tile=(128, 32, 256))],
                                         [r, _rec((128, 32, 256), 102400, "over_capacity")]))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["128x128x128", "128x32x256"]
 

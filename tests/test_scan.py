@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout.errors import BadInput
-from cutlass_layout.scan import SCHEMA, Struct, render_text, run_scan_cli, scan, to_json
+from cutlass_layout.cli import run_scan_cli
+from cutlass_layout.reports.scan import render_text
+from cutlass_layout.scan import SCHEMA, Struct, scan, to_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "scan"
 
@@ -433,10 +435,10 @@ def test_grep_and_file_only(capsys):
 
 
 def test_single_file_does_not_start_a_pool(monkeypatch):
-    import cutlass_layout.scan as scan_mod
+    from cutlass_layout import runner  # the one process pool, which scan uses
 
     def boom(*a, **k):
         raise AssertionError("process pool started for one file")
 
-    monkeypatch.setattr(scan_mod, "ProcessPoolExecutor", boom)
+    monkeypatch.setattr(runner, "ProcessPoolExecutor", boom)
     assert scan(FIXTURES / "storage_demo.hpp").structs

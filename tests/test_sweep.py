@@ -16,8 +16,10 @@ from cutlass_layout import Config
 from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
+from cutlass_layout.cli import sweep_cmd as command
+from cutlass_layout.reports.sweep import to_csv
 from cutlass_layout.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _first_candidate,
-                                  _likely_fails, _Search, command, sweep, to_csv)
+                                  _likely_fails, _Search, sweep)
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 
@@ -36,7 +38,7 @@ def swept_a(fi072):
 
 @pytest.mark.network
 def test_section_a_values(swept_a):
-    by_key = {(tuple(r.config["tile"]), r.config["preset"]): r for r in swept_a.records}
+    by_key = {(r.config.tile, r.config.preset): r for r in swept_a.records}
     assert len(swept_a.records) == 8
     for key, (stages, mainloop, epilogue, kernel, fits) in SECTION_A.items():
         r = by_key[key]
@@ -53,12 +55,12 @@ def test_section_a_values(swept_a):
 
 @pytest.mark.network
 def test_section_a_128x256x256_does_not_compile_and_others_survive(swept_a):
-    bad = [r for r in swept_a.records if r.config["tile"] == [128, 256, 256]]
+    bad = [r for r in swept_a.records if r.config.tile == (128, 256, 256)]
     assert len(bad) == 2
     for r in bad:
         assert r.verdict == "does_not_compile"
-        assert r.error["kind"] == "static_assert"
-        assert "Stages set to value 2 or more" in r.error["message"]
+        assert r.error.kind == "static_assert"
+        assert "Stages set to value 2 or more" in r.error.message
         assert r.kernel_bytes is None and r.stages is None and r.headroom_bytes is None
     assert sum(r.verdict == "fits" for r in swept_a.records) == 6
 
@@ -102,9 +104,9 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
     grid = {"kernel": "dense", "a": "mxfp8", "tile": "256x128x128", "stages": ["auto", "2"]}
     res = sweep(grid, fi072, use_cache=False)
     auto, two = res.records
-    assert auto.config["stages"] == "auto" and two.config["stages"] == 2
+    assert auto.config.stages is None and two.config.stages == 2  # "auto" and 2
     assert auto.verdict == "does_not_compile"
-    assert "Stages set to value 2 or more" in auto.error["message"]
+    assert "Stages set to value 2 or more" in auto.error.message
     # handed.md B: StageCount<2> -> mainloop 102400, epilogue 9216, kernel 111616 > 101376
     assert (two.stages, two.mainloop_bytes, two.epilogue_bytes, two.kernel_bytes) == \
         (2, 102400, 9216, 111616)
@@ -285,13 +287,12 @@ def test_search_guesses_need_one_round(swept_a):
 def test_csv_and_summary_from_records():
     from cutlass_layout.sweep import SweepResult
 
-    ok = SweepRecord(Config(tile=(128, 32, 256)).to_dict(), 4, 92160, 9216, 102400, CAP, -1024,
+    ok = SweepRecord(Config(tile=(128, 32, 256)), 4, 92160, 9216, 102400, CAP, -1024,
                      "over_capacity", 3, 79872)
-    bad = SweepRecord(Config(tile=(128, 256, 256)).to_dict(), None, None, None, None, None, None,
+    bad = SweepRecord(Config(tile=(128, 256, 256)), None, None, None, None, None, None,
                       "does_not_compile", None, None,
-                      {"kind": "static_assert", "message": "Stages set to value 2 or more.",
-                       "file": "x.hpp", "line": 225})
-    res = SweepResult({}, [Config()], [bad, ok])
+                      CompileError("static_assert", "Stages set to value 2 or more.", "x.hpp", 225))
+    res = SweepResult(_PROV, [Config()], [bad, ok])
     rows = list(csv.DictReader(io.StringIO(to_csv(res))))
     assert rows[1]["tile"] == "128x32x256" and rows[1]["max_stages_that_fit"] == "3"
     assert rows[0]["error"] == "static_assert failed: Stages set to value 2 or more. (x.hpp:225)"

@@ -30,7 +30,7 @@ from .errors import BadInput
 from .launchers import blank_comments
 from .kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
                       split_preamble, template_args)
-from .model import AuditResult, Provenance, Tactic, layout_report_from_dict
+from .model import AuditResult, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload.
 _FORMAT = 1
@@ -374,7 +374,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             k = _found_from(item["found"])
             if (kernel_arch(k.spelling) or clang_arch) != clang_arch:
                 continue
-            rep = layout_report_from_dict(item["report"])
+            rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
     for t in tactics:

@@ -64,6 +64,9 @@ class ResultCache:
     ``get`` returns the payload stored for a key, or ``None`` (missing, unreadable, written
     for another key, or altered: the stored SHA-256 of the payload does not match). ``put``
     never raises: a cache that cannot be written only costs time.
+
+    An entry is one file: a line ``{"key": ..., "sha256": ...}``, then the payload's JSON,
+    whose bytes the SHA-256 is of (checked without encoding the payload again).
     """
 
     def __init__(self, kind: str):
@@ -72,31 +75,29 @@ class ResultCache:
     def _path(self, key: str) -> Path:
         return cache_dir("results", self.kind) / f"{key}.json"
 
-    @staticmethod
-    def _digest(payload) -> str:
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
     def get(self, key: str):
         try:
-            entry = json.loads(self._path(key).read_text())
+            data = self._path(key).read_bytes()
+            head, _, body = data.partition(b"\n")
+            meta = json.loads(head)
+            if (not isinstance(meta, dict) or meta.get("key") != key
+                    or meta.get("sha256") != hashlib.sha256(body).hexdigest()):
+                return None
+            return json.loads(body)
         except (OSError, ValueError):
             return None
-        if not isinstance(entry, dict) or entry.get("key") != key or "payload" not in entry:
-            return None
-        if entry.get("sha256") != self._digest(entry["payload"]):
-            return None
-        return entry["payload"]
 
     def put(self, key: str, payload) -> None:
         try:
             path = self._path(key)
-            entry = {"key": key, "sha256": self._digest(payload), "payload": payload}
+            body = json.dumps(payload, separators=(",", ":")).encode()
+            head = json.dumps({"key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
-        except OSError:
+        except (OSError, TypeError, ValueError):
             return
         try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(entry, fh)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(head + b"\n" + body)
             os.replace(tmp, path)
         except OSError:
             try:

@@ -1,4 +1,4 @@
-"""The ``cutlass-layout`` command: parses flags and calls the library, nothing more.
+"""The ``cutlass-layout`` command: flags to library calls and results to reports, nothing more.
 
 Every error becomes one line on stderr (``error: ...``) and an exit code from
 :mod:`cutlass_layout.errors`; see the README's exit-code table.
@@ -13,33 +13,30 @@ from pathlib import Path
 
 import click
 
-from . import engine, probe, report
-from .config import DEFAULT_ELEMENT, FAMILY, Config, parse_shape, parse_stages, parse_tile
+from . import engine, probe
+from .config import config_from_flags
 from .errors import BadInput, CutlassLayoutError
-from .options import config_options, source_options
+from .options import config_options, cuda_path_option, source_options
 from .probe import UserType
+from .reports import layout as layout_report
 from .verify import verify_with_nvcc
-
-def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
-                      cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
-                      schedule="auto", epilogue_schedule="auto") -> Config:
-    """Build a :class:`Config` from flag strings (keyword names = the ``layout`` flags);
-    raises :class:`BadInput` on a bad value."""
-    arch = arch.lower()
-    a = a.lower() if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
-    b = (b or a).lower()
-    return Config(
-        arch=arch, kernel=kernel.lower(), a=a, b=b,
-        tile=parse_tile(tile, a), cluster=parse_shape(cluster, "cluster"),
-        stages=parse_stages(stages), c=c.lower() if c else None, d=d.lower() if d else None,
-        preset=preset.lower(), schedule=schedule.lower(), epilogue_schedule=epilogue_schedule.lower(),
-    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cutlass-layout")
 def cli():
     """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers."""
+
+
+def _check_plot(plot_file) -> None:
+    if plot_file:
+        from .reports.plot import check_plot_path
+
+        check_plot_path(plot_file)  # a bad name or no matplotlib: one line, before any parse
+
+
+# ------------------------------------------------------------------------------------------
+# layout
 
 
 @cli.command("layout")
@@ -63,12 +60,13 @@ def cli():
               help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
               help="Skip the builder's stage budget (read from the same parse; slightly faster without).")
+@click.option("--no-cache", is_flag=True, help="Lay out again instead of reading the results cache (the result is still stored).")
 @click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
               help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check, check_kernel, verify,
-               emit_probe, plot_file, no_budget, depth, show, **flags):
+               emit_probe, plot_file, no_budget, no_cache, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     if tactic is not None:
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), as_json,
@@ -85,17 +83,20 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
             raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
     if verify not in (None, "nvcc"):
         raise BadInput(f"--verify {verify!r}: the only verifier is nvcc")
-    if plot_file:
-        from .plot import check_plot_path
-
-        check_plot_path(plot_file)  # a bad name or no matplotlib: one line, before any parse
+    _check_plot(plot_file)
     tgt = engine.target(cutlass_src, cuda_path)
     if emit_probe:
         try:
             Path(emit_probe).write_text(probe.render([subject], with_main=True))
         except OSError as exc:
             raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
-    rep = engine.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget)
+    try:
+        rep = engine.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget,
+                            use_cache=not no_cache)
+    except BadInput as exc:
+        if check_kernel and "kernel body" in str(exc):
+            raise BadInput(f"--check-kernel: {exc}") from None
+        raise
     if as_json:
         doc = rep.to_dict()
         if verify and rep.error is None:
@@ -104,12 +105,12 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
                                    "fields": v.fields, "mismatches": v.mismatches}
         click.echo(json.dumps(doc, indent=2))
     else:
-        report.render(rep, max_depth=depth or None, structs=structs)
+        layout_report.render(rep, max_depth=depth or None, structs=structs)
         if verify and rep.error is None:
             v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
             click.echo(v.summary())
     if plot_file and rep.error is None:
-        from .plot import plot_layout
+        from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
         click.echo(f"plot written to {plot_file}", err=True)
@@ -131,24 +132,162 @@ def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, pl
     from .audit import audit, find_tactic
 
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
-    if plot_file:
-        from .plot import check_plot_path
-
-        check_plot_path(plot_file)
+    _check_plot(plot_file)
     t = find_tactic(audit(src, arch, cuda_path=cuda_path, progress=True), tactic)
     rep = t.report
     if as_json:
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
     else:
-        report.render(rep, max_depth=depth or None, structs=structs)
+        layout_report.render(rep, max_depth=depth or None, structs=structs)
     if plot_file and rep.error is None:
-        from .plot import plot_layout
+        from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
     if rep.error is not None:
         sys.exit(3)
     if check and not rep.fits:
         sys.exit(1)
+
+
+# ------------------------------------------------------------------------------------------
+# sweep
+
+
+@cli.command("sweep")
+@config_options(repeatable=True)
+@click.option("--grid", "grid_file", default=None, metavar="FILE",
+              help="TOML or JSON grid file (instead of config flags).")
+@source_options
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
+@click.option("--plot", "plot_file", default=None, metavar="FILE",
+              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
+                   "(a memory map when the sweep is one config).")
+@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
+@click.option("--jobs", type=int, default=None, metavar="N",
+              help="Worker processes (default: the number of CPUs).")
+def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, **flags):
+    """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
+    count that fits for each. Exit 0 whatever the verdicts."""
+    from .grid import grid_configs, load_grid_file
+    from .reports.sweep import render, to_csv
+    from .sweep import sweep
+
+    given = {k: list(v) for k, v in flags.items() if v}
+    if grid_file and given:
+        raise BadInput("give either --grid FILE or config flags, not both")
+    if as_json and as_csv:
+        raise BadInput("give either --json or --csv, not both")
+    if jobs is not None and jobs < 1:
+        raise BadInput(f"--jobs {jobs}: give a positive number")
+    _check_plot(plot_file)
+    configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
+    if not configs:
+        raise BadInput("the grid is empty")
+    result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
+                   use_cache=not no_cache, progress=sys.stderr.isatty())
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif as_csv:
+        click.echo(to_csv(result), nl=False)
+    else:
+        render(result)
+    if plot_file:
+        from .reports.plot import plot_sweep_result
+
+        plot_sweep_result(result, plot_file)
+
+
+# ------------------------------------------------------------------------------------------
+# diff
+
+
+@cli.command("diff")
+@click.argument("old")
+@click.argument("new")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/diff/1).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
+@click.option("--tile", multiple=True, help="Tile(s) MxNxK, braces allowed (quote them): '128x{32,64}x256'. Repeatable.")
+@click.option("--kernel", multiple=True, help="dense and/or grouped (default: the families both trees have).")
+@click.option("--a", "a", multiple=True, help="A element kind(s) (default nvfp4).")
+@click.option("--preset", multiple=True, help="flashinfer and/or trtllm-moe (default flashinfer).")
+@click.option("--stages", multiple=True, help="auto and/or N (default auto).")
+@click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
+@click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
+@click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
+@cuda_path_option
+def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid_file,
+             structural_only, numeric_only, cuda_path):
+    """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
+
+    OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
+    distribution, NAME==VERSION such as flashinfer-python==0.6.8). Shows storage structs and
+    constants that changed in the headers (structural), and, for a grid of configs, stages,
+    SharedStorage sizes, TMA bytes, member offsets and the capacity verdict on both
+    (numeric). Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
+    {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto.
+
+    Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
+    """
+    from .diff import diff, grid_from_values, resolve_side
+    from .grid import load_grid_file
+    from .reports.diff import render_text
+
+    if structural_only and numeric_only:
+        raise BadInput("--structural-only and --numeric-only exclude each other")
+    old_tree = resolve_side(old, "old")
+    new_tree = resolve_side(new, "new")
+    values = {k: list(v) for k, v in (("tile", tile), ("kernel", kernel), ("a", a),
+                                       ("preset", preset), ("stages", stages)) if v}
+    if grid_file and values:
+        raise BadInput("--grid FILE cannot be combined with --tile/--kernel/--a/--preset/--stages")
+    if grid_file:
+        configs, source = load_grid_file(grid_file), "file"
+    elif values:
+        configs, source = grid_from_values(values, old_tree, new_tree), "flags"
+    else:
+        configs, source = None, "default"
+    if structural_only and source != "default":
+        raise BadInput("--structural-only takes no grid flags")
+    res = diff(old_tree, new_tree, configs, structural=not numeric_only,
+               numeric=not structural_only, cuda_path=cuda_path, grid_source=source)
+    res.old.source, res.new.source = old, new
+    if as_json:
+        click.echo(json.dumps(res.to_dict(), indent=2))
+    else:
+        click.echo(render_text(res), nl=False)
+    if exit_code and res.has_differences:
+        sys.exit(1)
+
+
+# ------------------------------------------------------------------------------------------
+# scan
+
+
+def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
+                 file_only: bool = False) -> int:
+    """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only]``.
+
+    Prints the result to stdout (text, or JSON with ``json_out``) and returns the exit code:
+    0 when the scan ran (diagnostics included), 2 for bad input, after printing
+    ``error: <one line>`` to stderr. Never lets a traceback out for bad input.
+    """
+    from .reports.scan import render_text
+    from .scan import scan
+
+    try:
+        result = scan(path, grep=grep)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_dict(file_only=file_only), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(result, file_only=file_only))
+    return 0
 
 
 @cli.command("scan")
@@ -162,8 +301,6 @@ def scan_cmd(path, as_json, grep, file_only):
     PATH is a header, a directory, or any source --cutlass accepts. Tolerant of cut-off and
     damaged headers (tree-sitter): what was recovered is reported with diagnostics.
     """
-    from .scan import run_scan_cli
-
     sys.exit(run_scan_cli(path, as_json, grep, file_only))
 
 
@@ -179,7 +316,7 @@ def scan_cmd(path, as_json, grep, file_only):
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity.")
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
-@click.option("--cuda-path", default=None, help="CUDA root, or 'pip' for the CUDA header wheels.")
+@cuda_path_option
 def audit_cmd(src, arch, family, grep, as_json, check, jobs, no_cache, cuda_path):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
@@ -196,10 +333,16 @@ def audit_cmd(src, arch, family, grep, as_json, check, jobs, no_cache, cuda_path
     if as_json:
         click.echo(json.dumps(res.to_dict(), indent=2))
     else:
-        report.render_audit(res)
+        from .reports.audit import render_audit
+
+        render_audit(res)
     if check and any(t.verdict == "over_capacity" and t.runtime_candidate is not False
                      for t in res.tactics):
         sys.exit(1)
+
+
+# ------------------------------------------------------------------------------------------
+# source
 
 
 @cli.command("source")
@@ -213,17 +356,6 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"tree hash:    {t.tree_hash}")
     click.echo(f"origin:       {t.origin}")
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
-
-
-def _register() -> None:
-    from .diff import command as diff_command
-    from .sweep import command as sweep_command
-
-    cli.add_command(sweep_command)
-    cli.add_command(diff_command)
-
-
-_register()
 
 
 def main(argv=None) -> int:

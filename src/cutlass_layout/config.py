@@ -10,7 +10,7 @@ This issue's family is the SM120/SM121 block-scaled GEMM: dense
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from .errors import BadInput
 
@@ -71,9 +71,9 @@ KERNELS = ("dense", "grouped")
 PRESETS = ("flashinfer", "trtllm-moe")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Config:
-    """One GEMM kernel config.
+    """One GEMM kernel config (its repr names only what differs from the default).
 
     Attributes:
         arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity),
@@ -180,6 +180,13 @@ class Config:
         """A copy with some attributes changed (validated again)."""
         return replace(self, **changes)
 
+    def __repr__(self) -> str:
+        default = DEFAULT_ELEMENT.get(FAMILY.get(self.arch, ""))
+        skip = {"a": default, "b": self.a}
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if getattr(self, f.name) != skip.get(f.name, f.default)]
+        return f"Config({', '.join(parts)})"
+
 
 def validate(cfg: Config) -> None:
     """Check a config's values; raise :class:`BadInput` with one line naming the bad one."""
@@ -267,16 +274,87 @@ def parse_shape(text: str, what: str = "cluster") -> tuple[int, int, int]:
 
 
 def parse_stages(text: str | int | None) -> int | None:
-    """``auto`` (or None) -> None; a positive integer -> that int; else :class:`BadInput`."""
+    """``auto`` (or None) -> None; a positive integer (or its text) -> that int; else
+    :class:`BadInput`."""
     if text is None or (isinstance(text, str) and text.strip().lower() == "auto"):
         return None
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise BadInput(f"stages {text!r}: give auto or a positive integer")
     try:
         n = int(text)
-    except (TypeError, ValueError):
+    except ValueError:
         raise BadInput(f"stages {text!r}: give auto or a positive integer") from None
     if n < 1:
         raise BadInput(f"stages {text!r}: give auto or a positive integer")
     return n
+
+
+#: The keyword names of :func:`config_from_flags`: the ``layout`` command's config flags.
+CONFIG_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
+               "schedule", "epilogue_schedule")
+
+
+def _name(what: str, value) -> str:
+    if not isinstance(value, str):
+        raise BadInput(f"{what} {value!r}: give it as text, as on the command line")
+    return value.lower()
+
+
+def _shape(what: str, value, a: str) -> tuple[int, int, int]:
+    if isinstance(value, str):
+        return parse_tile(value, a) if what == "tile" else parse_shape(value, what)
+    if isinstance(value, (tuple, list)) and len(value) == 3 and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return tuple(value)  # type: ignore[return-value]
+    raise BadInput(f"{what} {value!r}: write MxNxK, e.g. '128x128x128', or give three integers")
+
+
+def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
+                      cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
+                      schedule="auto", epilogue_schedule="auto") -> Config:
+    """Build a :class:`Config` from the values the command line takes (keyword names = the
+    ``layout`` flags, :data:`CONFIG_KEYS`): strings as typed there (``tile="128x64x128B"``,
+    ``stages="auto"`` or ``"3"``), or already typed (``tile=(128, 128, 128)``, ``stages=3``
+    or ``None``). Raises :class:`BadInput` on a bad value."""
+    arch = _name("arch", arch)
+    a = _name("A element", a) if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
+    b = _name("B element", b) if b else a
+    return Config(
+        arch=arch, kernel=_name("kernel", kernel), a=a, b=b,
+        tile=_shape("tile", tile, a), cluster=_shape("cluster", cluster, a),
+        stages=parse_stages(stages), c=_name("C element", c) if c else None,
+        d=_name("D element", d) if d else None, preset=_name("preset", preset),
+        schedule=_name("schedule", schedule),
+        epilogue_schedule=_name("epilogue schedule", epilogue_schedule),
+    )
+
+
+def config_from(value=None, **flags) -> Config:
+    """A :class:`Config` from what a Python caller gives: a ``Config`` (as is), a tile string
+    (``"128x256x128"``, the ``tile`` value), a dict of config values, or nothing, plus
+    keyword config values (see :func:`config_from_flags`), the others taking the ``layout``
+    command's defaults.
+
+    Raises:
+        BadInput: an unknown key, a bad value, or a ``Config`` together with values.
+    """
+    if isinstance(value, Config):
+        if flags:
+            raise BadInput("give either a Config or config values, not both")
+        return value
+    if isinstance(value, str):
+        if "tile" in flags:
+            raise BadInput(f"tile given twice ({value!r} and {flags['tile']!r})")
+        flags = {"tile": value, **flags}
+    elif isinstance(value, dict):
+        flags = {**value, **flags}
+    elif value is not None:
+        raise BadInput(f"config {value!r}: give a Config, a tile such as '128x256x128', "
+                       "or config values")
+    unknown = sorted(set(flags) - set(CONFIG_KEYS))
+    if unknown:
+        raise BadInput(f"unknown config key {unknown[0]!r}: use {', '.join(CONFIG_KEYS)}")
+    return config_from_flags(**{k: v for k, v in flags.items() if v is not None})
 
 
 DEFAULT = Config()

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from .cache import cache_dir
@@ -45,16 +46,22 @@ class CudaHeaders:
     def version(self) -> tuple[int, int]:
         """(major, minor) from ``CUDA_VERSION`` in ``include/cuda.h`` (13050 -> (13, 5));
         (12, 0) when it cannot be read. nvcc defines ``__CUDACC_VER_MAJOR__``/``MINOR__`` to
-        this and CUTLASS tests them (e.g. the SM90 collective builders need 12 or later)."""
-        try:
-            text = (self.path / "include" / "cuda.h").read_text(errors="replace")
-        except OSError:
-            return (12, 0)
-        m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
-        if not m:
-            return (12, 0)
-        v = int(m.group(1))
-        return (v // 1000, (v % 1000) // 10)
+        this and CUTLASS tests them (e.g. the SM90 collective builders need 12 or later).
+        Read once per process."""
+        return _cuda_version(self.path)
+
+
+@lru_cache(maxsize=None)
+def _cuda_version(root: Path) -> tuple[int, int]:
+    try:
+        text = (root / "include" / "cuda.h").read_text(errors="replace")
+    except OSError:
+        return (12, 0)
+    m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
+    if not m:
+        return (12, 0)
+    v = int(m.group(1))
+    return (v // 1000, (v % 1000) // 10)
 
 
 def _usable(root: Path) -> bool:
@@ -110,7 +117,7 @@ def find_cuda(cuda_path: str | os.PathLike | None = None, *, system: bool = True
     if cuda_path is not None and str(cuda_path) != "pip":
         root = Path(cuda_path).expanduser()
         if not _usable(root):
-            raise BadInput(f"--cuda-path {root}: no include/cuda_runtime.h there")
+            raise BadInput(f"CUDA path {root}: no include/cuda_runtime.h there")
         return _headers(root.resolve(), "--cuda-path")
     if cuda_path is None and system:
         for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -127,7 +134,7 @@ def find_cuda(cuda_path: str | os.PathLike | None = None, *, system: bool = True
     found = _pip_root()
     if found is None:
         raise BadInput(
-            "no CUDA headers: give --cuda-path, set CUDA_HOME, or "
+            "no CUDA headers: give a CUDA root (the CUDA path), set CUDA_HOME, or "
             "pip install nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt"
         )
     return found

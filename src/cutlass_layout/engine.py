@@ -7,19 +7,30 @@ unit with any error gives no numbers: each error is tied to the config whose blo
 for the failing type, those configs get their error, and the others are parsed again
 without them (split in halves only where an error cannot be tied to a config). So one
 config that does not compile does not take the others' numbers with it.
+
+Every report of a :class:`~cutlass_layout.config.Config` is cached (a
+:class:`~cutlass_layout.cache.ResultCache` of kind ``layouts``), keyed by what determines
+it: the tree's content hash, the config's probe text, the clang flags (the include root
+left out: the tree hash stands for it), the libclang version and a fingerprint of the
+engine's own code; a layout that also checked the kernel body, or read the builder's
+budget, has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write it, so a
+config laid out once is never parsed again. A :class:`~cutlass_layout.probe.UserType` is not
+cached: its header's own includes cannot be tracked.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import probe
-from .config import ARCHS, Config
+from .cache import ResultCache, code_fingerprint, result_key
+from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
 from .frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, ensure_pch, libclang_version
 from .model import BuilderBudget, CompileError, LayoutReport, Provenance, TmaBytes
+from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
 
@@ -33,9 +44,14 @@ class Target:
     #: turns it off)
     pch: bool = field(default_factory=lambda: not os.environ.get("CUTLASS_LAYOUT_NO_PCH"))
 
+    _flags: dict = field(default_factory=dict, repr=False, compare=False)
+
     def flags(self, arch: str) -> list[str]:
-        return clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch],
-                           self.cuda.version)
+        """The clang flags for ``arch`` (computed once per target and arch)."""
+        if arch not in self._flags:
+            self._flags[arch] = clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl,
+                                            ARCHS[arch], self.cuda.version)
+        return list(self._flags[arch])
 
     def provenance(self, arch: str) -> Provenance:
         return Provenance(
@@ -226,19 +242,91 @@ def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
     return errors[0] if errors else None
 
 
-def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False) -> list[LayoutReport]:
+#: The code whose every change invalidates the cached reports.
+ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "model.py", "frontends/clang.py")
+#: Bumped when what a cached report holds changes in a way the code fingerprint misses.
+REPORT_FORMAT = 1
+_REPORTS = ResultCache("layouts")
+
+
+def report_key(tgt: Target, cfg, *, checked: str = "types", budget: bool = False) -> str | None:
+    """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type).
+
+    ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too); ``budget``: the
+    report holds the builder's budget.
+    """
+    if not isinstance(cfg, Config):
+        return None
+    text = probe.preamble() + probe.config_block(cfg, 0)
+    if budget:
+        text += probe.budget_block(cfg, 0)
+    if checked == "kernel":
+        text += probe.kernel_instantiation(0)
+    root = str(tgt.tree.include_root)
+    flags = [f.replace(root, "<cutlass>") for f in tgt.flags(cfg.arch)]
+    return result_key(REPORT_FORMAT, tgt.tree.tree_hash, checked, budget, text, flags,
+                      libclang_version(), code_fingerprint(*ENGINE_SOURCES))
+
+
+def cached(configs: list, cutlass=None, *, checked: str = "types", budget: bool = False
+           ) -> list[LayoutReport | None]:
+    """The cached report of each config (``None`` where there is none), with this target's
+    provenance. Starts no libclang."""
+    tgt = target(cutlass)
+    out: list[LayoutReport | None] = []
+    prov: dict[str, Provenance] = {}
+    for cfg in configs:
+        key = report_key(tgt, cfg, checked=checked, budget=budget)
+        payload = _REPORTS.get(key) if key else None
+        rep = None
+        if payload is not None:
+            try:
+                rep = LayoutReport.from_dict(payload)
+            except (KeyError, TypeError, AttributeError):  # written by another version
+                rep = None
+        if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
+            if cfg.arch not in prov:
+                prov[cfg.arch] = tgt.provenance(cfg.arch)
+            rep.config, rep.provenance = cfg.to_dict(), prov[cfg.arch]
+        out.append(rep)
+    return out
+
+
+def _store(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types", budget: bool = False) -> None:
+    key = report_key(tgt, cfg, checked=checked, budget=budget)
+    if key is not None:
+        _REPORTS.put(key, rep.to_dict())
+
+
+def subject(value=None, **flags):
+    """What to lay out: a :class:`~cutlass_layout.probe.UserType` as is, else
+    :func:`cutlass_layout.config.config_from` (a ``Config``, a tile string such as
+    ``"128x256x128"``, a dict of config values, or nothing, plus keyword config values as the
+    command line takes them). Raises :class:`BadInput`."""
+    if isinstance(value, UserType):
+        if flags:
+            raise BadInput("a user type takes no config values")
+        return value
+    return config_from(value, **flags)
+
+
+def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False,
+            use_cache: bool = True) -> list[LayoutReport]:
     """Lay out several configs with as few libclang parses as possible.
 
     Args:
         configs: :class:`~cutlass_layout.config.Config` or
-            :class:`~cutlass_layout.probe.UserType` items (any mix of archs; one translation
-            unit per arch).
+            :class:`~cutlass_layout.probe.UserType` items, tile strings (``"128x256x128"``)
+            or dicts of config values (see :func:`subject`); any mix of archs (one
+            translation unit per arch).
         cutlass: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts, or a
             :class:`Target` from :func:`target` to reuse.
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
         check_kernel_body: also instantiate each kernel's device entry point
             (:func:`check_kernel`); a config whose body does not compile gets ``error`` and
             no numbers; the others say ``checked == "kernel"``.
+        use_cache: read reports cached earlier (see the module docstring). Fresh reports
+            are stored either way.
 
     Returns:
         One :class:`LayoutReport` per config, in order. A config that does not compile has
@@ -247,7 +335,44 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     Raises:
         BadInput: the CUTLASS source or CUDA headers are unusable.
     """
+    if isinstance(configs, (str, Config, UserType, dict)):
+        raise BadInput("layouts() takes a list of configs; layout() takes one")
+    configs = [subject(c) for c in configs]
     tgt = target(cutlass, cuda_path)
+    checked = "kernel" if check_kernel_body else "types"
+    out = cached(configs, tgt, checked=checked) if use_cache else [None] * len(configs)
+    todo = [i for i, rep in enumerate(out) if rep is None]
+    if not todo:
+        return out  # type: ignore[return-value]
+    if check_kernel_body:
+        reps = layouts([configs[i] for i in todo], tgt, use_cache=use_cache)
+        for i, rep in zip(todo, reps):
+            out[i] = _check_kernel_body(tgt, configs[i], rep)
+    else:
+        for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo])):
+            out[i] = rep
+    for i in todo:
+        _store(tgt, configs[i], out[i], checked=checked)
+    return out  # type: ignore[return-value]
+
+
+def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
+    """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`."""
+    rep.checked = "kernel"
+    if rep.error is not None:
+        return rep
+    if rep.kernel is None:
+        raise BadInput("checking the kernel body needs a kernel type (GemmUniversal), not a collective")
+    err = check_kernel(tgt, cfg, cfg.arch)
+    if err is not None:
+        rep.kernel = rep.mainloop = rep.epilogue = None
+        rep.stages = rep.capacity = rep.tma_transaction_bytes = None
+        rep.error = err
+    return rep
+
+
+def _compute(tgt: Target, configs: list) -> list[LayoutReport]:
+    """Types-only reports of ``configs``, parsed (see the module docstring)."""
     out: list[LayoutReport | None] = [None] * len(configs)
     by_arch: dict[str, list[int]] = {}
     for i, c in enumerate(configs):
@@ -292,24 +417,12 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
             suspects = [i for i in rest if _kin(configs[i]) in kin]
             clean = [i for i in rest if i not in suspects]
             pending += [g for g in (clean, suspects) if g]
-        if check_kernel_body:
-            for i in idxs:
-                rep = out[i]
-                rep.checked = "kernel"
-                if rep.error is not None:
-                    continue
-                if rep.kernel is None:
-                    raise BadInput("--check-kernel needs a kernel type (GemmUniversal), not a collective")
-                err = check_kernel(tgt, configs[i], arch)
-                if err is not None:
-                    rep.kernel = rep.mainloop = rep.epilogue = None
-                    rep.stages = rep.capacity = rep.tma_transaction_bytes = None
-                    rep.error = err
     return out  # type: ignore[return-value]
 
 
 def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
-           check_kernel_body: bool = False, budget: bool = False) -> LayoutReport:
+           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
+           **flags) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config.
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
@@ -319,8 +432,9 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     ``sm90_builder.inl``), or for the user type given.
 
     Args:
-        config: a :class:`~cutlass_layout.config.Config` or a
-            :class:`~cutlass_layout.probe.UserType`; default: SM120 grouped NVFP4
+        config: a :class:`~cutlass_layout.config.Config`, a
+            :class:`~cutlass_layout.probe.UserType`, or a tile as the command line takes it
+            (``"128x256x128"``, ``"128x128x64B"``); default: SM120 grouped NVFP4
             128x128x128, flashinfer flavour, stages auto.
         cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.resolve_cutlass`);
             default: the one installed in this environment, else nvidia-cutlass 4.2.0.0.
@@ -328,8 +442,12 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
             ``error`` set.
         check_kernel_body: see :func:`layouts`.
-        budget: also read the mainloop builder's stage budget (``builder_budget``), for
-            auto-stage configs, from the same parse.
+        budget: also read the mainloop builder's stage budget (``builder_budget``) of an
+            auto-stage config, from the same parse (as the command line does by default).
+        use_cache: see :func:`layouts`.
+        flags: the other config values, as the ``layout`` command's flags take them
+            (``preset="trtllm-moe"``, ``kernel="dense"``, ``a="mxfp8"``, ``stages=3``, ...;
+            see :func:`cutlass_layout.config.config_from_flags`).
 
     Returns:
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
@@ -338,18 +456,32 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         BadInput: unusable source, CUDA headers or config.
         DoesNotCompile: only with ``raise_on_error``.
     """
-    config = config or Config()
+    config = subject(config, **flags)
     tgt = target(cutlass, cuda_path)
-    rep = None
     if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
-        rep = _layout_with_budget(config, tgt)
-    if rep is None:
-        rep = layouts([config], tgt, check_kernel_body=check_kernel_body)[0]
-        if budget and isinstance(config, Config) and config.stages is None and rep.error is None:
-            rep.builder_budget = builder_budget(config, rep, tgt)
+        rep = _layout_and_budget(config, tgt, use_cache)
+    else:
+        rep = layouts([config], tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)[0]
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep
 
 
-__all__ = ["Target", "target", "layout", "layouts"]
+def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutReport:
+    """The report of an auto-stage config with its builder budget (cached under a key of its
+    own; the layout alone is stored under the plain key too)."""
+    rep = cached([cfg], tgt, budget=True)[0] if use_cache else None
+    if rep is not None:
+        return rep
+    rep = _layout_with_budget(cfg, tgt)
+    if rep is not None:
+        _store(tgt, cfg, replace(rep, builder_budget=None))
+    else:  # that unit has errors: the plain path gives the config's own error, or numbers
+        rep = layouts([cfg], tgt, use_cache=use_cache)[0]
+        if rep.error is None:
+            rep.builder_budget = builder_budget(cfg, rep, tgt)
+    _store(tgt, cfg, rep, budget=True)
+    return rep
+
+
+__all__ = ["Target", "cached", "layout", "layouts", "report_key", "subject", "target"]

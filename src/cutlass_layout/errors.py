@@ -1,13 +1,18 @@
 """Errors that the command line turns into one clear line and an exit code.
 
-Exit codes (the README keeps the same table):
+Exit codes (the README keeps the same table; :func:`cutlass_layout.cli.main` sets them):
 
 ==== =====================================================================
-0    computed (or scanned, swept, diffed)
-1    computed and over capacity, when ``--check`` is given
-2    bad input: a missing path, a tree without CUTLASS, a bad flag value
-3    the config does not compile (no numbers are given)
+0    computed (or scanned, swept, diffed, resolved)
+1    ``layout --check``: computed and over capacity; ``diff --exit-code``: differences
+2    bad input (:class:`BadInput`): a missing path, a tree without CUTLASS, a bad value
+3    the config does not compile (:class:`DoesNotCompile`; no numbers are given)
+4    ``layout --verify nvcc``: nvcc disagrees; or an internal error (a bug)
+130  interrupted (Ctrl-C)
 ==== =====================================================================
+
+In Python these are plain exceptions: ``str(err)`` is one line that names values, not
+command-line flags.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ class CutlassLayoutError(Exception):
 
 
 class BadInput(CutlassLayoutError):
-    """Unusable input: path, source, flag value or header. CLI exit code 2."""
+    """Unusable input: path, source, config or grid value, or header. CLI exit code 2."""
 
     exit_code = 2
 

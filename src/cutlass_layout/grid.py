@@ -26,10 +26,10 @@ import json
 import re
 from pathlib import Path
 
-from .config import Config
+from .config import Config, config_from_flags
 from .errors import BadInput
 
-#: The flags (keyword names of :func:`cutlass_layout.cli.config_from_flags`) a grid may vary.
+#: The flags (keyword names of :func:`cutlass_layout.config.config_from_flags`) a grid may vary.
 GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
              "schedule", "epilogue_schedule")
 
@@ -78,8 +78,6 @@ def grid_configs(values: dict) -> list[Config]:
     Raises:
         BadInput: an unknown key or a bad value (the first one found).
     """
-    from .cli import config_from_flags  # the one place flag strings become a Config
-
     unknown = sorted(set(values) - set(GRID_KEYS))
     if unknown:
         raise BadInput(f"unknown grid key {unknown[0]!r}: use {', '.join(GRID_KEYS)}")

@@ -1,4 +1,18 @@
-"""The one model every frontend fills and every report reads: plain dataclasses.
+"""The one model every frontend fills, every command returns and every report reads:
+plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the one serializer).
+
+* layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
+  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`CompileError`, :class:`Provenance`,
+  and one config's answer, :class:`LayoutReport`;
+* scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
+  :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
+* sweeps: :class:`SweepRecord`, :class:`SweepResult`;
+* diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
+  :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
+  :class:`DiffResult`.
+
+This module imports nothing from the package (the configs in sweep and diff results are
+:class:`cutlass_layout.config.Config` objects, named here for type checkers only).
 
 All sizes, offsets and paddings are in **bytes**. A field's ``offset`` counts from the start
 of the top-level struct it belongs to (the kernel's, the mainloop's or the epilogue's
@@ -7,14 +21,36 @@ of the top-level struct it belongs to (the kernel's, the mainloop's or the epilo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for annotations only: config.py builds on errors, this module on nothing
+    from .config import Config
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def plain(value):
+    """JSON values of a dataclass (a dict of its fields, in order), recursively through
+    lists, tuples (as lists) and dicts: what :func:`dataclasses.asdict` gives, without its
+    deep copies (a scan of a whole tree has tens of thousands of records)."""
+    cls = type(value)
+    names = _NAMES.get(cls)
+    if names is None and hasattr(cls, "__dataclass_fields__"):
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    if names is not None:
+        return {n: plain(getattr(value, n)) for n in names}
+    if cls is list or cls is tuple:
+        return [plain(v) for v in value]
+    if cls is dict:
+        return {k: plain(v) for k, v in value.items()}
+    return value
 
 #: Version of the ``layout --json`` schema (see README "JSON schema").
 LAYOUT_SCHEMA = "cutlass-layout/layout/1"
 
 
-@dataclass
+@dataclass(repr=False)
 class FieldLayout:
     """One member of a struct, as clang laid it out.
 
@@ -56,8 +92,17 @@ class FieldLayout:
         for f in self.fields:
             yield from f.walk(name)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "FieldLayout":
+        """The inverse of :func:`plain`."""
+        return cls(**{**d, "fields": [cls.from_dict(f) for f in d.get("fields", [])]})
 
-@dataclass
+    def __repr__(self) -> str:
+        more = f", {len(self.fields)} members" if self.fields else ""
+        return f"FieldLayout({self.name!r}, offset={self.offset}, size={self.size}{more})"
+
+
+@dataclass(repr=False)
 class StructLayout:
     """A whole ``SharedStorage`` (kernel, mainloop or epilogue).
 
@@ -88,6 +133,15 @@ class StructLayout:
         """Yield ``(dotted_name, FieldLayout)`` for every member, depth first."""
         for f in self.fields:
             yield from f.walk()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StructLayout":
+        """The inverse of :func:`plain`."""
+        return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
+
+    def __repr__(self) -> str:
+        return (f"StructLayout({self.type!r}, size={self.size}, align={self.align}, "
+                f"{len(self.fields)} members)")
 
 
 @dataclass
@@ -172,19 +226,22 @@ class CompileError:
 
 @dataclass
 class Provenance:
-    """Where the numbers come from: the CUTLASS tree, the CUDA headers, libclang and its flags."""
+    """Where the numbers come from: the CUTLASS tree, the CUDA headers, libclang and its flags.
+
+    The last four are ``None`` where no layout was computed (a structural diff's sides).
+    """
 
     cutlass_root: str
     cutlass_version: str
     tree_hash: str
     origin: str
-    libclang_version: str
-    cuda_path: str
-    cuda_source: str
-    flags: list[str]
+    libclang_version: str | None = None
+    cuda_path: str | None = None
+    cuda_source: str | None = None
+    flags: list[str] | None = None
 
 
-@dataclass
+@dataclass(repr=False)
 class LayoutReport:
     """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
 
@@ -194,6 +251,8 @@ class LayoutReport:
     as tile-shape checks in ``operator()``, were not).
     """
 
+    #: the subject as in the JSON: a config's :meth:`~cutlass_layout.config.Config.to_dict`,
+    #: or a user type's ``{header, type, arch}``
     config: dict
     provenance: Provenance
     #: ``types`` (class types instantiated) or ``kernel`` (the device entry point too)
@@ -231,9 +290,11 @@ class LayoutReport:
         return None if h is None else h >= 0
 
     @property
-    def exact_fit(self) -> bool:
-        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it."""
-        return self.headroom_bytes == 0
+    def exact_fit(self) -> bool | None:
+        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it (``None``
+        if not computed)."""
+        h = self.headroom_bytes
+        return None if h is None else h == 0
 
     @property
     def verdict(self) -> str:
@@ -245,10 +306,10 @@ class LayoutReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
         def struct(s: StructLayout | None):
-            return None if s is None else asdict(s)
+            return None if s is None else plain(s)
 
         def const(c: Constant | None):
-            return None if c is None else asdict(c)
+            return None if c is None else plain(c)
 
         tma = None
         if self.tma_transaction_bytes is not None:
@@ -263,7 +324,7 @@ class LayoutReport:
             }
         return {
             "schema": LAYOUT_SCHEMA,
-            "provenance": asdict(self.provenance),
+            "provenance": plain(self.provenance),
             "config": self.config,
             "checked": self.checked,
             "verdict": self.verdict,
@@ -275,45 +336,606 @@ class LayoutReport:
             "epilogue": struct(self.epilogue),
             "tma_transaction_bytes": tma,
             "builder_budget": None if self.builder_budget is None else {
-                **asdict(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
+                **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
-            "exact_fit": self.exact_fit if self.error is None else None,
-            "error": None if self.error is None else asdict(self.error),
+            "exact_fit": self.exact_fit,
+            "error": None if self.error is None else plain(self.error),
         }
 
+    def __repr__(self) -> str:
+        c = self.config
+        what = (c["type"] if "type" in c else
+                f"{c.get('arch')} {c.get('kernel')} {c.get('a')}x{c.get('b')} "
+                f"{'x'.join(map(str, c.get('tile', ())))} stages={c.get('stages')} {c.get('preset')}")
+        if self.error is not None:
+            return f"<LayoutReport {what}: {self.error.one_line()}>"
+        s = self.subject
+        return (f"<LayoutReport {what}: {self.stages} stages, {s.size if s else '?'} B of "
+                f"{self.capacity_bytes} B, {self.verdict}>")
 
-def _struct_from_dict(d: dict | None) -> StructLayout | None:
-    def fld(f: dict) -> FieldLayout:
-        return FieldLayout(**{**f, "fields": [fld(x) for x in f.get("fields", [])]})
-    if d is None:
-        return None
-    return StructLayout(**{**d, "fields": [fld(x) for x in d.get("fields", [])]})
+    @classmethod
+    def from_dict(cls, d: dict) -> "LayoutReport":
+        """The report from its :meth:`to_dict` object (values computed from others, such as
+        ``verdict`` and ``headroom_bytes``, are computed again, not read)."""
+        def struct(s):
+            return None if s is None else StructLayout.from_dict(s)
+
+        def const(c):
+            return None if c is None else Constant(**c)
+
+        tma = d.get("tma_transaction_bytes")
+        budget = d.get("builder_budget")
+        return cls(
+            config=d["config"], provenance=Provenance(**d["provenance"]),
+            checked=d.get("checked", "types"), stages=d.get("stages"),
+            capacity=const(d.get("capacity")),
+            kernel=struct(d.get("kernel")), mainloop=struct(d.get("mainloop")),
+            epilogue=struct(d.get("epilogue")),
+            tma_transaction_bytes=None if tma is None else TmaBytes(
+                **{k: const(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
+            builder_budget=None if budget is None else BuilderBudget(
+                capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
+                stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+            error=None if d.get("error") is None else CompileError(**d["error"]),
+        )
 
 
-def _constant_from_dict(d: dict | None) -> Constant | None:
-    return None if d is None else Constant(**d)
+# ==========================================================================================
+# scan: declarations as the headers write them (tree-sitter; no sizes, no compiler)
+
+#: Version of the ``scan --json`` schema. Bumped on incompatible changes.
+SCAN_SCHEMA = "cutlass-layout/scan/1"
 
 
-def layout_report_from_dict(d: dict) -> LayoutReport:
-    """The :class:`LayoutReport` of a :meth:`LayoutReport.to_dict` object (the ``layout
-    --json`` document); properties computed from the numbers (verdict, fits, headroom) are
-    not read back but recomputed."""
-    tma = d.get("tma_transaction_bytes")
-    budget = d.get("builder_budget")
-    return LayoutReport(
-        config=d["config"], provenance=Provenance(**d["provenance"]), checked=d.get("checked", "types"),
-        stages=d.get("stages"), capacity=_constant_from_dict(d.get("capacity")),
-        kernel=_struct_from_dict(d.get("kernel")), mainloop=_struct_from_dict(d.get("mainloop")),
-        epilogue=_struct_from_dict(d.get("epilogue")),
-        tma_transaction_bytes=None if tma is None else TmaBytes(
-            **{k: _constant_from_dict(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
-        builder_budget=None if budget is None else BuilderBudget(
-            capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
-            stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
-        error=None if d.get("error") is None else CompileError(**d["error"]),
-    )
+@dataclass
+class Scope:
+    """One enclosing scope: ``kind`` is namespace, struct, class, union or function.
 
+    ``template_args`` is the text of a partial specialization's argument list
+    (``<MainloopSm90TmaGmmaWarpSpecialized<...>, ...>``), which tells the many
+    ``CollectiveMma``/``GemmUniversal`` specializations apart; None otherwise.
+    """
+
+    kind: str
+    name: str
+    template_args: str | None = None
+
+    @property
+    def short_name(self) -> str:
+        """The name with its template arguments abbreviated (:func:`abbrev_args`)."""
+        return self.name + abbrev_args(self.template_args)
+
+
+def abbrev_args(args: str | None) -> str:
+    """``<Mainloop<A, B>, X, Y>`` -> ``<Mainloop<…>, …>``; ``""`` for none."""
+    if not args:
+        return ""
+    inner = args.strip()[1:-1].strip()
+    depth, first = 0, inner
+    for i, ch in enumerate(inner):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            first = inner[:i] + ", …"
+            break
+    head, rest = first.split(", …")[0], ", …" if first.endswith(", …") else ""
+    if "<" in head:
+        head = head[: head.index("<")] + "<…>"
+    return f"<{head}{rest}>"
+
+
+@dataclass
+class Field:
+    """A data member, in declaration order.
+
+    ``type`` is the declared type as written (whitespace collapsed; the struct's name for a
+    member declared with an inline struct, ``union (anonymous)`` for an unnamed one);
+    ``alignas`` the text inside ``alignas(...)``/``CUTE_ALIGNAS(...)``; ``extent`` the text
+    between the brackets of an array (``"3][4"`` for ``[3][4]``); ``condition`` the ``#if``
+    condition(s) guarding it, joined with ``&&``; ``line`` is 1-based.
+    """
+
+    name: str
+    type: str
+    alignas: str | None = None
+    extent: str | None = None
+    line: int = 0
+    condition: str | None = None
+
+
+@dataclass
+class Struct:
+    """A storage struct or union (or a struct nested in one).
+
+    ``line``/``end_line`` are the 1-based lines of the keyword and of the closing brace (for a
+    ``cut`` struct: the last line of the file). ``qualified_name`` joins the enclosing
+    namespaces and classes with ``::`` without template arguments
+    (``cutlass::gemm::collective::CollectiveMma::SharedStorage``); ``enclosing`` keeps them with
+    their arguments. ``cut`` is True when the file ends before the closing brace.
+    ``aliases`` holds the member ``using``/``typedef`` declarations (as :class:`Field` with
+    ``name``, ``type`` = the aliased type, ``line``), which say what a field's type stands
+    for (``using MainloopTensorStorage = typename CollectiveMainloop::TensorStorage``).
+    """
+
+    name: str
+    qualified_name: str
+    file: str
+    line: int
+    end_line: int
+    kind: str = "struct"
+    bases: list[str] = field(default_factory=list)
+    alignas: str | None = None
+    cut: bool = False
+    condition: str | None = None
+    enclosing: list[Scope] = field(default_factory=list)
+    fields: list[Field] = field(default_factory=list)
+    children: list["Struct"] = field(default_factory=list)
+    aliases: list[Field] = field(default_factory=list)
+
+    def walk(self):
+        """Yield this struct and every nested struct, depth first."""
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def to_dict(self) -> dict:
+        """The struct as one entry of the scan JSON's ``structs`` (aliases without
+        ``alignas``/``extent``)."""
+        d = {n: plain(getattr(self, n)) for n in _STRUCT_OWN}
+        d["children"] = [c.to_dict() for c in self.children]
+        d["aliases"] = [{"name": a.name, "type": a.type, "line": a.line, "condition": a.condition}
+                        for a in self.aliases]
+        return d
+
+
+#: :class:`Struct`'s fields but its children and aliases, which :meth:`Struct.to_dict` adds.
+_STRUCT_OWN = tuple(f.name for f in fields(Struct) if f.name not in ("children", "aliases"))
+
+
+@dataclass
+class ScanConstant:
+    """A transaction-byte, stage-count or capacity constant.
+
+    ``expression`` is the initializer text (whitespace collapsed); ``value`` its integer value
+    (bytes for ``*_smem_capacity_bytes`` and ``TmaTransactionBytes*``) when the expression is
+    a literal or a sum/difference/product of literals, else None.
+    """
+
+    name: str
+    qualified_name: str
+    file: str
+    line: int
+    expression: str
+    value: int | None = None
+    type: str | None = None
+    enclosing: list[Scope] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The constant as one entry of the scan JSON's ``constants``."""
+        d = plain(self)
+        return {k: d[k] for k in ("name", "qualified_name", "file", "line", "type", "expression",
+                                  "value", "enclosing")}
+
+
+@dataclass
+class Diagnostic:
+    """Something the scan could not read cleanly: ``file`` (relative), 1-based ``line``."""
+
+    file: str
+    line: int
+    message: str
+
+
+@dataclass(repr=False)
+class ScanResult:
+    """Everything found under ``root``, sorted by file and line.
+
+    ``files_scanned`` counts headers looked at, ``files_parsed`` those that passed the byte
+    prefilter and were parsed; ``seconds`` is the wall time of the scan.
+    """
+
+    root: str
+    structs: list[Struct] = field(default_factory=list)
+    constants: list[ScanConstant] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files_scanned: int = 0
+    files_parsed: int = 0
+    source: str | None = None
+    seconds: float = 0.0
+
+    def files(self) -> list[str]:
+        """Relative paths of the files holding a struct, constant or diagnostic, sorted."""
+        return sorted({s.file for s in self.structs} | {c.file for c in self.constants}
+                      | {d.file for d in self.diagnostics})
+
+    def __repr__(self) -> str:
+        return (f"<ScanResult {self.root}: {self.files_scanned} headers, {len(self.structs)} "
+                f"storage structs, {len(self.constants)} constants, {len(self.diagnostics)} "
+                "diagnostics>")
+
+    def to_dict(self, file_only: bool = False) -> dict:
+        """The documented ``scan --json`` object (schema :data:`SCAN_SCHEMA`): ``schema``,
+        ``root``, ``source``, ``files_scanned``, ``files_parsed``, then ``structs``,
+        ``constants`` and ``diagnostics`` (or only ``files`` with ``file_only``). Lines are
+        1-based; paths relative to ``root``; ``value`` an integer or null."""
+        out = {"schema": SCAN_SCHEMA, "root": self.root, "source": self.source,
+               "files_scanned": self.files_scanned, "files_parsed": self.files_parsed}
+        if file_only:
+            out["files"] = self.files()
+            return out
+        out["structs"] = [s.to_dict() for s in self.structs]
+        out["constants"] = [c.to_dict() for c in self.constants]
+        out["diagnostics"] = [plain(d) for d in self.diagnostics]
+        return out
+
+
+# ==========================================================================================
+# sweep: a grid of configs, and for each the largest stage count that fits
+
+#: Version of the ``sweep --json`` schema.
+SWEEP_SCHEMA = "cutlass-layout/sweep/1"
+#: The verdicts, in report order.
+VERDICTS = ("fits", "over_capacity", "does_not_compile")
+
+
+@dataclass
+class SweepRecord:
+    """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
+
+    Attributes:
+        config: the :class:`~cutlass_layout.config.Config`.
+        stages: the mainloop's stage count (the builder's choice for ``stages`` auto).
+        mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
+            structs (``None`` when the config does not compile).
+        capacity_bytes: the capacity read from the headers.
+        headroom_bytes: capacity minus kernel bytes (negative when over).
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
+            N and N+1 both computed), or ``None`` when no stage count fits.
+        max_stages_kernel_bytes: the kernel bytes with that many stages.
+        error: for a config that does not compile, its first error.
+        kernel_layout: the kernel's :class:`StructLayout` (for plots; not in the JSON).
+    """
+
+    config: Config
+    stages: int | None
+    mainloop_bytes: int | None
+    epilogue_bytes: int | None
+    kernel_bytes: int | None
+    capacity_bytes: int | None
+    headroom_bytes: int | None
+    verdict: str
+    max_stages_that_fit: int | None
+    max_stages_kernel_bytes: int | None
+    error: CompileError | None = None
+    kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def exact_fit(self) -> bool | None:
+        """Headroom 0: fits, but TensorRT-LLM's occupancy check rejects it (``None`` if not
+        computed)."""
+        return None if self.headroom_bytes is None else self.headroom_bytes == 0
+
+    def to_dict(self) -> dict:
+        """The record as one entry of the JSON ``results`` list."""
+        return {
+            "config": self.config.to_dict(), "stages": self.stages,
+            "mainloop_bytes": self.mainloop_bytes, "epilogue_bytes": self.epilogue_bytes,
+            "kernel_bytes": self.kernel_bytes, "capacity_bytes": self.capacity_bytes,
+            "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
+            "max_stages_that_fit": self.max_stages_that_fit,
+            "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
+            "error": None if self.error is None else plain(self.error),
+            "exact_fit": self.exact_fit,
+        }
+
+    def summary(self) -> str:
+        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
+        79872 B``."""
+        st = self.config.stages
+        head = "auto" if st is None else f"StageCount<{st}>"
+        if self.verdict == "does_not_compile":
+            err = self.error
+            what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
+            first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
+        else:
+            if self.verdict == "fits":
+                how = f"fits, headroom {self.headroom_bytes}"
+            else:
+                how = f"over by {-self.headroom_bytes}"
+            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
+        if self.max_stages_that_fit is None:
+            return f"{first}; no stage count fits"
+        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
+                f"{self.max_stages_kernel_bytes} B")
+
+
+@dataclass(repr=False)
+class SweepResult:
+    """A whole sweep.
+
+    Attributes:
+        provenance: where the numbers come from (as in the layout report; ``flags`` are
+            those of the first config's arch).
+        grid: the configs swept, in order.
+        records: one :class:`SweepRecord` per config, in the grid's order.
+        stats: how the sweep ran (not part of the JSON): ``configs``, ``cached`` (configs
+            whose layout came from the results cache), ``laid_out`` (layouts computed,
+            search candidates included), ``chunks`` (translation units submitted),
+            ``parse_cpu_seconds`` (CPU time of the layouts, all processes), ``seconds``
+            (wall), ``worker_peak_rss_mb`` (largest peak RSS of a process that parsed, MB; 0
+            when nothing was parsed).
+    """
+
+    provenance: Provenance
+    grid: list[Config]
+    records: list[SweepRecord]
+    stats: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
+        return {
+            "schema": SWEEP_SCHEMA,
+            "provenance": plain(self.provenance),
+            "checked": "types",
+            "grid": [c.to_dict() for c in self.grid],
+            "results": [r.to_dict() for r in self.records],
+        }
+
+    def sorted_records(self) -> list[SweepRecord]:
+        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
+        headroom, most room first."""
+        def key(r: SweepRecord):
+            h = r.headroom_bytes if r.headroom_bytes is not None else -float("inf")
+            return (VERDICTS.index(r.verdict), -h)
+        return sorted(self.records, key=key)
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{sum(r.verdict == v for r in self.records)} {v}" for v in VERDICTS)
+        return f"<SweepResult {len(self.records)} configs: {counts}>"
+
+
+# ==========================================================================================
+# diff: two CUTLASS trees, what their headers say and what their layouts are
+
+#: Version of the ``diff --json`` schema.
+DIFF_SCHEMA = "cutlass-layout/diff/1"
+#: :class:`NumericRecord` values compared for every config, in report order.
+NUMERIC_KEYS = ("verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
+                "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total", "capacity_bytes")
+
+
+@dataclass
+class StructuralChange:
+    """One difference in what the headers say.
+
+    Attributes:
+        change: ``struct_added``, ``struct_removed``, ``struct_moved``, ``struct_realigned``
+            (the struct's own ``alignas``), ``struct_bases_changed``, ``struct_kind_changed``,
+            ``struct_condition_changed``, ``field_added``, ``field_removed``,
+            ``field_renamed``, ``field_retyped`` (type or array extent), ``field_realigned``
+            (``alignas``), ``field_condition_changed``, ``fields_reordered``,
+            ``alias_added``, ``alias_removed``, ``alias_changed``, ``constant_added``,
+            ``constant_removed``, ``constant_changed`` (expression), ``constant_retyped``,
+            ``constant_moved``.
+        struct: qualified name of the struct (for a constant: of its enclosing scope).
+        specialization: template arguments of the innermost enclosing class specialization,
+            abbreviated (``<MainloopSm120ArrayTmaWarpSpecializedBlockScaled<…>, …>``), or None.
+        field: the field, alias or constant name (None for a struct-level change).
+        old, new: the text before and after (type, ``alignas(16)``, expression, field order,
+            field name), None on the side where it does not exist.
+        old_file, old_line, new_file, new_line: where, on each side (paths relative to the
+            include root, 1-based lines; None on the side where it does not exist).
+    """
+
+    change: str
+    struct: str
+    field: str | None = None
+    old: str | None = None
+    new: str | None = None
+    old_file: str | None = None
+    old_line: int | None = None
+    new_file: str | None = None
+    new_line: int | None = None
+    specialization: str | None = None
+
+    def to_dict(self) -> dict:
+        return plain(self)
+
+
+@dataclass(frozen=True)
+class MemberSpan:
+    """Where a kernel member sits: bytes from the start of the kernel's SharedStorage, and
+    its size."""
+
+    offset: int
+    size: int
+
+
+@dataclass
+class TmaValues:
+    """The mainloop's TMA transaction bytes per stage (``None`` where it defines none)."""
+
+    mk: int | None = None
+    nk: int | None = None
+    total: int | None = None
+
+
+@dataclass
+class NumericRecord:
+    """The numbers of one :class:`LayoutReport` that a diff compares. A config that does
+    not compile has only ``verdict`` and ``error`` (its one line) set.
+
+    Attributes:
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        error: :meth:`CompileError.one_line`, or ``None``.
+        stages, kernel_bytes, mainloop_bytes, epilogue_bytes, capacity_bytes,
+            headroom_bytes: as in the layout report.
+        tma_bytes: the TMA transaction bytes.
+        members: every kernel member by dotted name (``tensors.mainloop.smem_SFB``).
+    """
+
+    verdict: str
+    error: str | None = None
+    stages: int | None = None
+    kernel_bytes: int | None = None
+    mainloop_bytes: int | None = None
+    epilogue_bytes: int | None = None
+    capacity_bytes: int | None = None
+    headroom_bytes: int | None = None
+    tma_bytes: TmaValues = field(default_factory=TmaValues)
+    members: dict[str, MemberSpan] = field(default_factory=dict)
+
+    @classmethod
+    def from_report(cls, rep: LayoutReport) -> "NumericRecord":
+        if rep.error is not None or rep.kernel is None:
+            return cls(verdict=rep.verdict,
+                       error=rep.error.one_line() if rep.error is not None else None)
+        tma = rep.tma_transaction_bytes
+
+        def val(c):
+            return None if c is None else c.value
+
+        return cls(
+            verdict=rep.verdict, stages=rep.stages, kernel_bytes=rep.kernel.size,
+            mainloop_bytes=rep.mainloop.size if rep.mainloop else None,
+            epilogue_bytes=rep.epilogue.size if rep.epilogue else None,
+            capacity_bytes=rep.capacity_bytes, headroom_bytes=rep.headroom_bytes,
+            tma_bytes=TmaValues(val(tma.mk), val(tma.nk), val(tma.total)) if tma else TmaValues(),
+            members={name: MemberSpan(f.offset, f.size) for name, f in rep.kernel.walk()},
+        )
+
+    def get(self, key: str):
+        """A value of :data:`NUMERIC_KEYS` (``tma_bytes.nk``: the TMA NK bytes)."""
+        if key.startswith("tma_bytes."):
+            return getattr(self.tma_bytes, key.split(".", 1)[1])
+        return getattr(self, key)
+
+
+@dataclass
+class MemberChange:
+    """A kernel member whose offset or size differs, or that exists on one side only."""
+
+    name: str
+    old: MemberSpan | None
+    new: MemberSpan | None
+
+
+@dataclass
+class NumericRow:
+    """One config on both trees.
+
+    Attributes:
+        config: the :class:`~cutlass_layout.config.Config`.
+        label: :meth:`Config.label <cutlass_layout.config.Config.label>`.
+        old, new: the two :class:`NumericRecord`.
+        changed: names of what differs (see :data:`NUMERIC_KEYS`, plus ``kernel.<member>``).
+        members: the kernel members that differ.
+    """
+
+    config: Config
+    label: str
+    old: NumericRecord | None
+    new: NumericRecord | None
+    changed: list[str] = field(default_factory=list)
+    members: list[MemberChange] = field(default_factory=list)
+
+    @property
+    def verdict_changed(self) -> bool:
+        return "verdict" in self.changed
+
+    def to_dict(self) -> dict:
+        return {"config": self.config.to_dict(), "label": self.label,
+                "old": None if self.old is None else plain(self.old),
+                "new": None if self.new is None else plain(self.new),
+                "changed": list(self.changed), "members": [plain(m) for m in self.members]}
+
+
+@dataclass
+class Side:
+    """One side of the diff: what the user named and what it resolved to."""
+
+    source: str
+    provenance: Provenance
+
+    @property
+    def tree_hash(self) -> str:
+        return self.provenance.tree_hash
+
+    def to_dict(self) -> dict:
+        return {"source": self.source,
+                "provenance": {k: v for k, v in plain(self.provenance).items() if v is not None}}
+
+
+@dataclass(repr=False)
+class DiffResult:
+    """The diff of two CUTLASS trees.
+
+    Attributes:
+        old, new: the two sides (source and provenance).
+        identical: the two trees have the same content hash (nothing was computed).
+        grid: the configs of the numeric diff.
+        grid_source: ``default``, ``flags``, ``file``, ``python`` or ``none``.
+        structural: the structural changes, or None when not asked for.
+        files_compared: headers whose bytes differ between the trees (the ones scanned).
+        numeric: one row per config, verdict changes first, or None when not asked for.
+        notes: plain-language remarks (e.g. why the default grid is empty).
+        seconds: wall time of the diff.
+    """
+
+    old: Side
+    new: Side
+    identical: bool
+    grid: list[Config] = field(default_factory=list)
+    grid_source: str = "none"
+    structural: list[StructuralChange] | None = None
+    files_compared: int | None = None
+    numeric: list[NumericRow] | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def numeric_changes(self) -> list[NumericRow]:
+        """The rows with a difference."""
+        return [r for r in (self.numeric or []) if r.changed]
+
+    @property
+    def has_differences(self) -> bool:
+        """Any structural change, or any config whose numbers or verdict differ."""
+        return bool(self.structural) or bool(self.numeric_changes)
+
+    def to_dict(self) -> dict:
+        """The documented ``diff --json`` object (schema :data:`DIFF_SCHEMA`)."""
+        return {
+            "schema": DIFF_SCHEMA,
+            "old": self.old.to_dict(),
+            "new": self.new.to_dict(),
+            "identical": self.identical,
+            "has_differences": self.has_differences,
+            "grid_source": self.grid_source,
+            "grid": [c.to_dict() for c in self.grid],
+            "notes": list(self.notes),
+            "structural": None if self.structural is None else [c.to_dict() for c in self.structural],
+            "files_compared": self.files_compared,
+            "numeric": None if self.numeric is None else [r.to_dict() for r in self.numeric],
+        }
+
+    def __repr__(self) -> str:
+        def side(s: Side) -> str:
+            return f"{s.source} (CUTLASS {s.provenance.cutlass_version}, tree {s.tree_hash})"
+        parts = []
+        if self.structural is not None:
+            parts.append(f"{len(self.structural)} structural changes")
+        if self.numeric is not None:
+            parts.append(f"{len(self.numeric_changes)} of {len(self.numeric)} configs differ")
+        return f"<DiffResult {side(self.old)} -> {side(self.new)}: {', '.join(parts) or 'nothing compared'}>"
+
+
+# ==========================================================================================
+# audit: the kernels an install builds
 
 #: Version of the ``audit --json`` schema.
 AUDIT_SCHEMA = "cutlass-layout/audit/1"
@@ -403,7 +1025,7 @@ class Tactic:
             "capacity_bytes": r.capacity_bytes if ok else None,
             "headroom_bytes": r.headroom_bytes if ok else None,
             "verdict": self.verdict, "runtime_candidate": self.runtime_candidate,
-            "error": None if ok else asdict(r.error),
+            "error": None if ok else plain(r.error),
         }
 
 
@@ -446,7 +1068,7 @@ class AuditResult:
             "schema": AUDIT_SCHEMA, "provenance": self.provenance, "arch": self.arch,
             "checked": "types",
             "capacity_bytes": self.capacity_bytes,
-            "capacity": None if self.capacity is None else asdict(self.capacity),
+            "capacity": None if self.capacity is None else plain(self.capacity),
             "tactics": [t.to_dict() for t in self.tactics],
             "sources": self.sources, "notes": self.notes,
         }

@@ -2,7 +2,7 @@
 
 ``layout`` takes each config flag once, with the defaults below; ``sweep`` takes each one
 repeatedly (the grid is the product). The flag strings become a :class:`Config` in
-:func:`cutlass_layout.cli.config_from_flags` either way.
+:func:`cutlass_layout.config.config_from_flags` either way.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class UserType:
         object.__setattr__(self, "header", p.resolve())
         if not self.type or not all(part.isidentifier() or part == "" for part in
                                     self.type.split("<")[0].split("::")):
-            raise BadInput(f"--type {self.type!r}: give a qualified C++ type name")
+            raise BadInput(f"type {self.type!r}: give a qualified C++ type name")
         if self.arch not in ARCHS:
             raise BadInput(f"unknown arch {self.arch!r}: choose {', '.join(ARCHS)}")
 

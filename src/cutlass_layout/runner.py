@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections import deque
@@ -26,12 +27,19 @@ def default_jobs(jobs: int | None = None) -> int:
     return max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Pool:
     """Run ``fn(*args)`` tasks in ``jobs`` forked worker processes (or in this process).
 
     Use as a context manager; :meth:`submit` returns a ticket, :meth:`next_done` waits for at
     least one task and returns ``[(ticket, result), ...]``. A task's exception is raised by
     :meth:`next_done`. Results come back by pickling: keep them plain (dataclasses, dicts).
+    Leaving the ``with`` block on an exception (Ctrl-C included) stops the workers at once
+    instead of waiting for their tasks; workers ignore Ctrl-C themselves.
     """
 
     def __init__(self, jobs: int, *, parallel: bool = True):
@@ -41,7 +49,8 @@ class Pool:
         self._local: deque = deque()
         self._pool = None
         if parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"))
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"),
+                                             initializer=_worker_init)
             # the first submits fork every worker now, while this process runs no other thread
             for f in [self._pool.submit(os.getpid) for _ in range(self.jobs)]:
                 f.result()
@@ -89,17 +98,22 @@ class Pool:
             for ticket, result in self.next_done():
                 yield tickets[ticket], result
 
-    def close(self) -> None:
+    def close(self, *, stop: bool = False) -> None:
+        """Shut the workers down; with ``stop``, end them without waiting for their tasks."""
         if self._pool is not None:
+            if stop:
+                for proc in list(getattr(self._pool, "_processes", {}).values()):
+                    proc.terminate()
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        self._futures.clear()
         self._local.clear()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(stop=exc_type is not None)
         return False
 
 

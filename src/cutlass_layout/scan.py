@@ -4,11 +4,15 @@ This is the fast, compiler-free view: it parses headers with tree-sitter-cpp and
 the source *says* (declarations, ``alignas``, extents, expressions), not sizes or offsets, which
 need template arguments (the libclang engine computes those). Typical use::
 
+    from cutlass_layout import scan
+    from cutlass_layout.reports.scan import render_text
     result = scan("flashinfer-python==0.7.2.post1", grep="TensorStorage")
     print(render_text(result))
-    json.dumps(to_json(result))
+    json.dumps(result.to_dict())
 
-What is reported (see :data:`SCHEMA` for the JSON form):
+The records are the model's (:class:`~cutlass_layout.model.ScanResult`,
+:class:`~cutlass_layout.model.Struct`, ...; :data:`SCHEMA` is their JSON's); the headers are
+parsed by :mod:`cutlass_layout.frontends.treesitter`. What is reported:
 
 * every ``struct``/``union``/``class`` with a body whose name contains ``Storage``
   (``SharedStorage``, ``TensorStorage``, ``PipelineStorage``, ``TensorMapStorage``,
@@ -27,19 +31,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BadInput
-
-#: Identifies the JSON layout written by :func:`to_json`. Bumped on incompatible changes.
-SCHEMA = "cutlass-layout/scan/1"
-
-#: File name endings treated as headers when a directory is scanned.
-HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
+from .model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
+from .model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
+from .runner import Pool, default_jobs
+from .sources import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).
@@ -59,127 +58,7 @@ def _wanted(data: bytes) -> bool:
 
 
 _POOL_MIN_FILES = 24  # fewer files than this are scanned in-process
-_WORKERS = 2
-
-
-@dataclass
-class Scope:
-    """One enclosing scope: ``kind`` is namespace, struct, class, union or function.
-
-    ``template_args`` is the text of a partial specialization's argument list
-    (``<MainloopSm90TmaGmmaWarpSpecialized<...>, ...>``), which tells the many
-    ``CollectiveMma``/``GemmUniversal`` specializations apart; None otherwise.
-    """
-
-    kind: str
-    name: str
-    template_args: str | None = None
-
-
-@dataclass
-class Field:
-    """A data member, in declaration order.
-
-    ``type`` is the declared type as written (whitespace collapsed; the struct's name for a
-    member declared with an inline struct, ``union (anonymous)`` for an unnamed one);
-    ``alignas`` the text inside ``alignas(...)``/``CUTE_ALIGNAS(...)``; ``extent`` the text
-    between the brackets of an array (``"3][4"`` for ``[3][4]``); ``condition`` the ``#if``
-    condition(s) guarding it, joined with ``&&``; ``line`` is 1-based.
-    """
-
-    name: str
-    type: str
-    alignas: str | None = None
-    extent: str | None = None
-    line: int = 0
-    condition: str | None = None
-
-
-@dataclass
-class Struct:
-    """A storage struct or union (or a struct nested in one).
-
-    ``line``/``end_line`` are the 1-based lines of the keyword and of the closing brace (for a
-    ``cut`` struct: the last line of the file). ``qualified_name`` joins the enclosing
-    namespaces and classes with ``::`` without template arguments
-    (``cutlass::gemm::collective::CollectiveMma::SharedStorage``); ``enclosing`` keeps them with
-    their arguments. ``cut`` is True when the file ends before the closing brace.
-    ``aliases`` holds the member ``using``/``typedef`` declarations (as :class:`Field` with
-    ``name``, ``type`` = the aliased type, ``line``), which say what a field's type stands
-    for (``using MainloopTensorStorage = typename CollectiveMainloop::TensorStorage``).
-    """
-
-    name: str
-    qualified_name: str
-    file: str
-    line: int
-    end_line: int
-    kind: str = "struct"
-    bases: list[str] = field(default_factory=list)
-    alignas: str | None = None
-    cut: bool = False
-    condition: str | None = None
-    enclosing: list[Scope] = field(default_factory=list)
-    fields: list[Field] = field(default_factory=list)
-    children: list["Struct"] = field(default_factory=list)
-    aliases: list[Field] = field(default_factory=list)
-
-    def walk(self):
-        """Yield this struct and every nested struct, depth first."""
-        yield self
-        for c in self.children:
-            yield from c.walk()
-
-
-@dataclass
-class Constant:
-    """A transaction-byte, stage-count or capacity constant.
-
-    ``expression`` is the initializer text (whitespace collapsed); ``value`` its integer value
-    (bytes for ``*_smem_capacity_bytes`` and ``TmaTransactionBytes*``) when the expression is
-    a literal or a sum/difference/product of literals, else None.
-    """
-
-    name: str
-    qualified_name: str
-    file: str
-    line: int
-    expression: str
-    value: int | None = None
-    type: str | None = None
-    enclosing: list[Scope] = field(default_factory=list)
-
-
-@dataclass
-class Diagnostic:
-    """Something the scan could not read cleanly: ``file`` (relative), 1-based ``line``."""
-
-    file: str
-    line: int
-    message: str
-
-
-@dataclass
-class ScanResult:
-    """Everything found under ``root``, sorted by file and line.
-
-    ``files_scanned`` counts headers looked at, ``files_parsed`` those that passed the byte
-    prefilter and were parsed; ``seconds`` is the wall time of the scan.
-    """
-
-    root: str
-    structs: list[Struct] = field(default_factory=list)
-    constants: list[Constant] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    files_scanned: int = 0
-    files_parsed: int = 0
-    source: str | None = None
-    seconds: float = 0.0
-
-    def files(self) -> list[str]:
-        """Relative paths of the files holding a struct, constant or diagnostic, sorted."""
-        return sorted({s.file for s in self.structs} | {c.file for c in self.constants}
-                      | {d.file for d in self.diagnostics})
+_WORKERS = 2  # at most (the tree-sitter work of a whole tree is about 1 s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,18 +112,9 @@ def _scan_file(path: str, rel: str, strict: bool = False):
     return structs, consts, diags, True
 
 
-def _scan_batch(root: str, rels: list[str]):
+def _scan_batch(job) -> list:
+    root, rels = job
     return [(rel, _scan_file(os.path.join(root, rel), rel)) for rel in rels]
-
-
-def _headers(top: Path) -> list[str]:
-    out = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for fn in filenames:
-            if fn.endswith(HEADER_SUFFIXES):
-                out.append(os.path.relpath(os.path.join(dirpath, fn), top))
-    return sorted(out)
 
 
 def scan(path, grep: str | None = None) -> ScanResult:
@@ -288,10 +158,10 @@ def scan(path, grep: str | None = None) -> ScanResult:
             tree = resolve_cutlass(text)
             root = tree.include_root
             source = f"CUTLASS {tree.version} from {tree.origin}"
-        rels = _headers(root)
+        rels = header_files(root)
         if not rels:
             raise BadInput(f"no headers ({' '.join(HEADER_SUFFIXES)}) under {root}")
-        result = _scan_many(root, rels)
+        result = scan_files(root, rels)
         result.source = source
     _sort(result)
     if grep:
@@ -300,14 +170,16 @@ def scan(path, grep: str | None = None) -> ScanResult:
     return result
 
 
-def _scan_many(root: Path, rels: list[str]) -> ScanResult:
+def scan_files(root, rels: list[str]) -> ScanResult:
+    """Scan the headers ``rels`` (paths relative to ``root``) without the byte prefilter's
+    rejects; results sorted by file and line. Many files are scanned by worker processes
+    (:class:`~cutlass_layout.runner.Pool`), biggest first, dealt round-robin into small
+    batches so the workers finish together and pickling stays cheap."""
     result = ScanResult(str(root), files_scanned=len(rels))
-    outs = []
-    if len(rels) < _POOL_MIN_FILES:
-        outs = _scan_batch(str(root), rels)
+    jobs = min(_WORKERS, default_jobs()) if len(rels) >= _POOL_MIN_FILES else 1
+    if jobs == 1:
+        outs = _scan_batch((str(root), rels))
     else:
-        # Biggest files first, dealt round-robin into small batches, so both workers finish
-        # together; batches keep the pickling overhead low.
         sizes = {}
         for r in rels:
             try:
@@ -315,16 +187,18 @@ def _scan_many(root: Path, rels: list[str]) -> ScanResult:
             except OSError:
                 sizes[r] = 0
         order = sorted(rels, key=lambda r: -sizes[r])
-        nbatch = max(_WORKERS * 8, 1)
-        batches = [order[i::nbatch] for i in range(nbatch)]
-        with ProcessPoolExecutor(max_workers=_WORKERS) as pool:
-            for part in pool.map(_scan_batch, [str(root)] * len(batches), batches):
+        nbatch = jobs * 8
+        batches = [(str(root), order[i::nbatch]) for i in range(nbatch)]
+        outs = []
+        with Pool(jobs) as pool:
+            for _, part in pool.map(_scan_batch, batches):
                 outs.extend(part)
     for _rel, (structs, consts, diags, parsed) in outs:
         result.structs += structs
         result.constants += consts
         result.diagnostics += diags
         result.files_parsed += int(parsed)
+    _sort(result)
     return result
 
 
@@ -346,191 +220,10 @@ def _apply_grep(result: ScanResult, grep: str) -> None:
 # output
 
 
-def _scopes_json(scopes: list[Scope]) -> list[dict]:
-    return [{"kind": e.kind, "name": e.name, "template_args": e.template_args} for e in scopes]
-
-
-def _struct_json(s: Struct) -> dict:
-    return {
-        "name": s.name,
-        "qualified_name": s.qualified_name,
-        "file": s.file,
-        "line": s.line,
-        "end_line": s.end_line,
-        "kind": s.kind,
-        "bases": list(s.bases),
-        "alignas": s.alignas,
-        "cut": s.cut,
-        "condition": s.condition,
-        "enclosing": _scopes_json(s.enclosing),
-        "fields": [{"name": f.name, "type": f.type, "alignas": f.alignas, "extent": f.extent,
-                    "line": f.line, "condition": f.condition} for f in s.fields],
-        "children": [_struct_json(c) for c in s.children],
-        "aliases": [{"name": a.name, "type": a.type, "line": a.line, "condition": a.condition}
-                    for a in s.aliases],
-    }
-
-
 def to_json(result: ScanResult, file_only: bool = False) -> dict:
-    """The result as a JSON-ready dict following :data:`SCHEMA` (``cutlass-layout/scan/1``).
-
-    Keys: ``schema``, ``root``, ``source``, ``files_scanned``, ``files_parsed``, ``structs``,
-    ``constants``, ``diagnostics`` (or ``files`` instead of the last three with
-    ``file_only``). Lines are 1-based; paths are relative to ``root``; ``value`` is an
-    integer or null.
-    """
-    out = {
-        "schema": SCHEMA,
-        "root": result.root,
-        "source": result.source,
-        "files_scanned": result.files_scanned,
-        "files_parsed": result.files_parsed,
-    }
-    if file_only:
-        out["files"] = result.files()
-        return out
-    out["structs"] = [_struct_json(s) for s in result.structs]
-    out["constants"] = [{"name": c.name, "qualified_name": c.qualified_name, "file": c.file,
-                         "line": c.line, "type": c.type, "expression": c.expression,
-                         "value": c.value, "enclosing": _scopes_json(c.enclosing)}
-                        for c in result.constants]
-    out["diagnostics"] = [{"file": d.file, "line": d.line, "message": d.message}
-                          for d in result.diagnostics]
-    return out
+    """The result as a JSON-ready dict following :data:`SCHEMA` (``cutlass-layout/scan/1``):
+    :meth:`ScanResult.to_dict <cutlass_layout.model.ScanResult.to_dict>`."""
+    return result.to_dict(file_only=file_only)
 
 
-def _abbrev_args(args: str | None) -> str:
-    """``<Mainloop<A, B>, X, Y>`` -> ``<Mainloop<…>, …>``."""
-    if not args:
-        return ""
-    inner = args.strip()[1:-1].strip()
-    depth, first = 0, inner
-    for i, ch in enumerate(inner):
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            first = inner[:i] + ", …"
-            break
-    head, rest = first.split(", …")[0], ", …" if first.endswith(", …") else ""
-    if "<" in head:
-        head = head[: head.index("<")] + "<…>"
-    return f"<{head}{rest}>"
-
-
-def _render_struct(s: Struct, indent: int, lines: list[str], open_only: bool = False) -> None:
-    pad = "  " * indent
-    head = f"{s.kind} "
-    if s.alignas:
-        head += f"alignas({s.alignas}) "
-    head += s.name or "(anonymous)"
-    if s.bases:
-        head += " : " + ", ".join(s.bases)
-    note = f"  // #if {s.condition}" if s.condition else ""
-    lines.append(f"{s.line:6d}  {pad}{head} {{{note}")
-    items = ([(f.line, 1, f) for f in s.fields] + [(c.line, 0, c) for c in s.children]
-             + [(a.line, 2, ("alias", a)) for a in s.aliases])
-    items.sort(key=lambda t: (t[0], t[1]))
-    merged: set[int] = set()
-    for i, (_line, _k, item) in enumerate(items):
-        if i in merged:
-            continue
-        if isinstance(item, Struct):
-            _render_struct(item, indent + 1, lines, open_only=True)
-            # "} tensors;": the fields declared with the inline struct
-            decls = [j for j in range(i + 1, len(items))
-                     if isinstance(items[j][2], Field) and items[j][2].line == item.end_line
-                     and items[j][2].type == (item.name or f"{item.kind} (anonymous)")]
-            if item.cut:
-                continue
-            names = ", ".join(_declarator(items[j][2]) for j in decls)
-            merged.update(decls)
-            closing = f"}} {names};" if names else "};"
-            lines.append(f"{item.end_line:6d}  {pad}  {closing}")
-            continue
-        if isinstance(item, tuple):
-            a = item[1]
-            cond = f"  // #if {a.condition}" if a.condition else ""
-            lines.append(f"{a.line:6d}  {pad}  using {a.name} = {a.type};{cond}")
-            continue
-        f = item
-        decl = (f"alignas({f.alignas}) " if f.alignas else "") + f"{f.type} {_declarator(f)}"
-        cond = f"  // #if {f.condition}" if f.condition else ""
-        lines.append(f"{f.line:6d}  {pad}  {decl};{cond}")
-    if s.cut:
-        lines.append(f"{s.end_line:6d}  {pad}  … CUT: the file ends here, inside {s.name or 'this struct'}")
-    elif not open_only:
-        lines.append(f"{s.end_line:6d}  {pad}}};")
-
-
-def _declarator(f: Field) -> str:
-    return f.name + (f"[{f.extent}]" if f.extent is not None else "")
-
-
-def render_text(result: ScanResult, file_only: bool = False) -> str:
-    """A readable listing: per file, each storage struct as C++-like text with line numbers,
-    then the constants (``= value`` where known), then diagnostics as ``file:line: message``."""
-    if file_only:
-        return "\n".join(result.files()) + ("\n" if result.files() else "")
-    lines: list[str] = []
-    n_structs = sum(1 for s in result.structs for _ in s.walk())
-    lines.append(f"root: {result.root}" + (f"  ({result.source})" if result.source else ""))
-    lines.append(f"{result.files_scanned} headers, {result.files_parsed} parsed, "
-                 f"{len(result.structs)} storage structs ({n_structs} with nested), "
-                 f"{len(result.constants)} constants, {len(result.diagnostics)} diagnostics, "
-                 f"{result.seconds:.2f} s")
-    by_file: dict[str, list] = {}
-    for s in result.structs:
-        by_file.setdefault(s.file, []).append((s.line, 0, s))
-    for c in result.constants:
-        by_file.setdefault(c.file, []).append((c.line, 1, c))
-    for f in sorted(by_file):
-        lines.append("")
-        lines.append(f)
-        last_scope = None
-        for _line, _k, item in sorted(by_file[f], key=lambda t: (t[0], t[1])):
-            scope = "::".join(e.name + _abbrev_args(e.template_args) for e in item.enclosing)
-            if scope != last_scope:
-                lines.append(f"  in {scope or '(global scope)'}")
-                last_scope = scope
-            if isinstance(item, Struct):
-                _render_struct(item, 1, lines)
-            else:
-                val = f"  = {item.value}" if item.value is not None else ""
-                typ = f"{item.type} " if item.type else ""
-                lines.append(f"{item.line:6d}    {typ}{item.name} = {item.expression};{val}")
-    if result.diagnostics:
-        lines.append("")
-        lines.append("diagnostics:")
-        for d in result.diagnostics:
-            lines.append(f"  {d.file}:{d.line}: {d.message}")
-    if not result.structs and not result.constants:
-        lines.append("")
-        lines.append("no storage structs or constants found")
-    return "\n".join(lines) + "\n"
-
-
-def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
-                 file_only: bool = False) -> int:
-    """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only]``.
-
-    Prints the result to stdout (text, or JSON with ``json_out``) and returns the exit code:
-    0 when the scan ran (diagnostics included), 2 for bad input, after printing
-    ``error: <one line>`` to stderr. Never lets a traceback out for bad input.
-    """
-    import json
-
-    try:
-        result = scan(path, grep=grep)
-    except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    if json_out:
-        sys.stdout.write(json.dumps(to_json(result, file_only=file_only), indent=2) + "\n")
-    else:
-        sys.stdout.write(render_text(result, file_only=file_only))
-    return 0
+__all__ = ["SCHEMA", "ScanResult", "Struct", "scan", "scan_files", "to_json"]

@@ -70,35 +70,71 @@ class CutlassTree:
 
     @property
     def tree_hash(self) -> str:
-        """SHA-256 (hex, first 16 digits) over every header's relative path and bytes."""
+        """See :func:`tree_hash`."""
         return tree_hash(self.include_root)
 
 
-_TREE_HASHES: dict[Path, str] = {}
+#: File name endings of C++ headers (the files ``scan`` and ``diff`` read).
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
+
+
+def tree_files(top, *, hidden: bool = True) -> list[str]:
+    """Every file below ``top``, as paths relative to it (``/``-separated), sorted. Links to
+    directories are not followed; with ``hidden=False`` directories whose name starts with
+    ``.`` (``.git``) are not entered. The one walk over a tree that every command uses."""
+    top = os.fspath(top)
+    out = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        if not hidden:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, top)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        out.extend(prefix + name for name in filenames)
+    out.sort()
+    return out
+
+
+def is_header(rel: str) -> bool:
+    """Whether a relative path from :func:`tree_files` is a header (:data:`HEADER_SUFFIXES`)
+    outside hidden directories."""
+    return rel.endswith(HEADER_SUFFIXES) and not any(p.startswith(".") for p in rel.split("/")[:-1])
+
+
+def header_files(top) -> list[str]:
+    """The headers below ``top`` (see :func:`is_header`), as :func:`tree_files` gives them."""
+    return [r for r in tree_files(top, hidden=False) if is_header(r)]
+
+
+#: Per process: a root's tree hash (keyed by the root as given, and resolved), and its
+#: file digests (keyed by ``(resolved root, "files")``).
+_TREE_HASHES: dict = {}
+
+
+def file_digests(root) -> dict[str, bytes]:
+    """SHA-256 of every file below ``root`` (but the cache's own marker beside an unpacked
+    tree), by path relative to it, in :func:`tree_files` order. Read once per process."""
+    root = Path(root).resolve()
+    if (root, "files") not in _TREE_HASHES:
+        out = {}
+        for rel in tree_files(root):
+            if rel.rsplit("/", 1)[-1] == _MARKER:
+                continue
+            with open(root / rel, "rb") as fh:
+                out[rel] = hashlib.sha256(fh.read()).digest()
+        _TREE_HASHES[root, "files"] = out
+    return _TREE_HASHES[root, "files"]
 
 
 def tree_hash(root: Path) -> str:
-    """Content hash of an include tree: SHA-256 over sorted (relative path, bytes) pairs.
-
-    Returns the first 16 hex digits. Memoised per process.
-    """
-    root = Path(root).resolve()
-    if root in _TREE_HASHES:
-        return _TREE_HASHES[root]
-    h = hashlib.sha256()
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in filenames:
-            if name == _MARKER:
-                continue
-            files.append(os.path.join(dirpath, name))
-    for path in sorted(files):
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
-        h.update(rel.encode() + b"\0")
-        with open(path, "rb") as fh:
-            h.update(hashlib.sha256(fh.read()).digest())
-    _TREE_HASHES[root] = h.hexdigest()[:16]
+    """Content hash of a tree: SHA-256 over every file's relative path and the SHA-256 of its
+    bytes (:func:`file_digests`), in path order. Returns the first 16 hex digits. Memoised
+    per process."""
+    if root not in _TREE_HASHES:  # keyed as given too: resolving a path costs system calls
+        h = hashlib.sha256()
+        for rel, digest in file_digests(root).items():
+            h.update(rel.encode() + b"\0")
+            h.update(digest)
+        _TREE_HASHES[root] = h.hexdigest()[:16]
     return _TREE_HASHES[root]
 
 
@@ -186,7 +222,7 @@ def _from_dir(path: Path, sub: str | None, origin: str) -> CutlassTree:
     root = _pick(
         trees,
         str(path),
-        f"pass one of them with --cutlass {path}#SUBPATH or its path",
+        f"pick one as {path}#SUBPATH, or give its path",
         shown=lambda t: os.path.relpath(t, path),
     )
     return _tree(root, origin)
@@ -225,28 +261,50 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _from_wheel(path: Path, sub: str | None, origin: str) -> CutlassTree:
+def _open_wheel(path: Path) -> zipfile.ZipFile:
     try:
-        zf = zipfile.ZipFile(path)
+        return zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
         raise BadInput(f"{path} is not a readable wheel: {exc}") from None
-    with zf:
+
+
+def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
+    """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (reading a
+    big wheel's directory takes about 0.1 s)."""
+    memo = cache_dir("wheel-digests") / f"{digest[:32]}.roots"
+    try:
+        roots = memo.read_text().split("\n")[:-1]
+        if roots and roots[0] == digest:
+            return roots[1:]
+    except OSError:
+        pass
+    with _open_wheel(path) as zf:
         roots = _wheel_roots(zf)
-        if sub:
-            prefix = sub.strip("/") + "/"
-            if prefix not in roots:
-                raise BadInput(f"{path} has no CUTLASS tree at {sub}")
-        else:
-            prefix = _pick(
-                roots,
-                str(path),
-                f"pick one with --cutlass {path}#SUBPATH",
-                shown=lambda p: p.rstrip("/"),
-            )
-        digest = _sha256_file(path)[:16]
-        dest = cache_dir("trees", digest) / prefix
-        marker = dest / _MARKER
-        if not marker.is_file():
+    try:
+        memo.write_text("".join(f"{line}\n" for line in [digest, *roots]))
+    except OSError:  # a memo that cannot be written only costs time
+        pass
+    return roots
+
+
+def _from_wheel(path: Path, sub: str | None, origin: str) -> CutlassTree:
+    full = _sha256_file(path)
+    roots = _cached_wheel_roots(path, full)
+    if sub:
+        prefix = sub.strip("/") + "/"
+        if prefix not in roots:
+            raise BadInput(f"{path} has no CUTLASS tree at {sub}")
+    else:
+        prefix = _pick(
+            roots,
+            str(path),
+            f"pick one as {path}#SUBPATH",
+            shown=lambda p: p.rstrip("/"),
+        )
+    dest = cache_dir("trees", full[:16]) / prefix
+    marker = dest / _MARKER
+    if not marker.is_file():
+        with _open_wheel(path) as zf:
             members = [m for m in zf.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
             tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
             try:
@@ -323,7 +381,7 @@ def _from_dist(name: str, sub: str | None, origin: str) -> CutlassTree:
     root = _pick(
         trees,
         f"distribution {dist_name} {dist.version}",
-        f"pick one with --cutlass {name}#SUBPATH",
+        f"pick one as {name}#SUBPATH",
         shown=lambda t: os.path.relpath(t, base),
     )
     return _tree(root, origin)

@@ -16,37 +16,25 @@ choice. Every number it reports comes from a layout of the engine:
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
 
-Results are cached per (CUTLASS tree hash, config, libclang version; also the probe's
-C++ text and the clang flags) as JSON in ``cache_dir("results")``: a repeated sweep reads
-them back without starting libclang.
+Every layout comes from the engine's results cache when it holds it (one entry per
+config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine`), so a
+repeated sweep runs the whole search over cached layouts without starting libclang.
 
-The ``sweep`` command (:data:`command`) prints a table, ``--json`` (schema
-``cutlass-layout/sweep/1``), ``--csv``, and draws ``--plot FILE``.
+The result is a :class:`~cutlass_layout.model.SweepResult` (its ``to_dict()`` is the
+``sweep --json`` object, schema ``cutlass-layout/sweep/1``); the table and the CSV are in
+:mod:`cutlass_layout.reports.sweep`, the plots in :mod:`cutlass_layout.reports.plot`.
 """
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
-import json
 import math
-import os
-import sys
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-
-import click
 
 from .config import Config
 from .errors import BadInput
-from .options import config_options, source_options
+from .model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
+from .runner import Pool, Progress, default_jobs
 
-#: Version of the ``sweep --json`` schema.
-SWEEP_SCHEMA = "cutlass-layout/sweep/1"
-#: Version of the cached per-config record (bump when the record or the search changes).
-_RECORD_FORMAT = 1
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
 #: Most configs in one translation unit (memory grows with it: peak 0.35 GB per worker
@@ -55,190 +43,19 @@ MAX_CHUNK = 48
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4
 
-VERDICTS = ("fits", "over_capacity", "does_not_compile")
-
-
-# --------------------------------------------------------------------------------------
-# results
-# --------------------------------------------------------------------------------------
-@dataclass
-class SweepRecord:
-    """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
-
-    Attributes:
-        config: the config as in the layout report (:meth:`Config.to_dict`).
-        stages: the mainloop's stage count (the builder's choice for ``stages: "auto"``).
-        mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
-            structs (``None`` when the config does not compile).
-        capacity_bytes: the capacity read from the headers.
-        headroom_bytes: capacity minus kernel bytes (negative when over).
-        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
-        max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
-            N and N+1 both computed), or ``None`` when no stage count fits.
-        max_stages_kernel_bytes: the kernel bytes with that many stages.
-        error: for a config that does not compile, ``{kind, message, file, line}``.
-        kernel_layout: the kernel's :class:`~cutlass_layout.model.StructLayout` (for
-            plots; not part of the JSON).
-    """
-
-    config: dict
-    stages: int | None
-    mainloop_bytes: int | None
-    epilogue_bytes: int | None
-    kernel_bytes: int | None
-    capacity_bytes: int | None
-    headroom_bytes: int | None
-    verdict: str
-    max_stages_that_fit: int | None
-    max_stages_kernel_bytes: int | None
-    error: dict | None = None
-    kernel_layout: object | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict:
-        """The record as one entry of the JSON ``results`` list."""
-        d = asdict(self)
-        d.pop("kernel_layout")
-        # headroom 0 fits, but TensorRT-LLM's occupancy check rejects it
-        d["exact_fit"] = self.headroom_bytes == 0
-        return d
-
-    def summary(self) -> str:
-        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
-        84992 B``."""
-        st = self.config.get("stages", "auto")
-        head = "auto" if st == "auto" else f"StageCount<{st}>"
-        if self.verdict == "does_not_compile":
-            err = self.error or {}
-            what = "static_assert" if err.get("kind") == "static_assert" else "error"
-            first = f"{head}: does not compile ({what}: {err.get('message', '?')})"
-        else:
-            if self.verdict == "fits":
-                how = f"fits, headroom {self.headroom_bytes}"
-            else:
-                how = f"over by {-self.headroom_bytes}"
-            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
-        if self.max_stages_that_fit is None:
-            return f"{first}; no stage count fits"
-        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
-                f"{self.max_stages_kernel_bytes} B")
-
-
-@dataclass
-class SweepResult:
-    """A whole sweep.
-
-    Attributes:
-        provenance: where the numbers come from (as in the layout report; ``flags`` are
-            those of the first config's arch).
-        grid: the configs swept, in order.
-        records: one :class:`SweepRecord` per config, in the grid's order.
-        stats: how the sweep ran (not part of the JSON): ``configs``, ``cached``,
-            ``laid_out`` (layouts computed, search candidates included), ``chunks``
-            (translation units submitted), ``parse_cpu_seconds`` (CPU time of the
-            layouts, all processes), ``seconds`` (wall), ``worker_peak_rss_mb`` (largest
-            peak RSS of a process that parsed, MB; 0 when nothing was parsed).
-    """
-
-    provenance: dict
-    grid: list[Config]
-    records: list[SweepRecord]
-    stats: dict = field(default_factory=dict, compare=False)
-
-    def to_dict(self) -> dict:
-        """The documented ``sweep --json`` object (schema :data:`SWEEP_SCHEMA`)."""
-        return {
-            "schema": SWEEP_SCHEMA,
-            "provenance": self.provenance,
-            "checked": "types",
-            "grid": [c.to_dict() for c in self.grid],
-            "results": [r.to_dict() for r in self.records],
-        }
-
-    def sorted_records(self) -> list[SweepRecord]:
-        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
-        headroom, most room first."""
-        def key(r: SweepRecord):
-            h = r.headroom_bytes if r.headroom_bytes is not None else -math.inf
-            return (VERDICTS.index(r.verdict), -h)
-        return sorted(self.records, key=key)
-
-
-# --------------------------------------------------------------------------------------
-# the result cache
-# --------------------------------------------------------------------------------------
-def _cache_key(tree_hash: str, cfg: Config, clang: str, flags: list[str]) -> str:
-    """SHA-256 of the CUTLASS tree's content hash, the config, the libclang version, and
-    also the probe's C++ text for the config and the clang flags for its arch (so a
-    change of the probe generator or of the CUDA headers recomputes instead of reusing)."""
-    from . import probe
-
-    text = json.dumps([_RECORD_FORMAT, tree_hash, cfg.to_dict(), clang,
-                       probe.preamble() + probe.config_block(cfg, 0), flags],
-                      sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def _cache_path(key: str) -> Path:
-    from .cache import cache_dir
-
-    return cache_dir("results") / f"{key}.json"
-
-
-def _cache_read(key: str) -> SweepRecord | None:
-    try:
-        data = json.loads(_cache_path(key).read_text())
-    except (OSError, ValueError):
-        return None
-    try:
-        layout = data.pop("kernel_layout", None)
-        rec = SweepRecord(**data)
-        if layout is not None:
-            rec.kernel_layout = _struct_from_dict(layout)
-    except (TypeError, KeyError, AttributeError):  # written by another version: recompute
-        return None
-    return rec
-
-
-def _cache_write(key: str, rec: SweepRecord) -> None:
-    path = _cache_path(key)
-    data = rec.to_dict()
-    data.pop("exact_fit")  # derived from headroom_bytes
-    data["kernel_layout"] = asdict(rec.kernel_layout) if rec.kernel_layout is not None else None
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
-    except OSError:  # a cache that cannot be written only costs time
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-
-
-def _struct_from_dict(d: dict):
-    from .model import FieldLayout, StructLayout
-
-    def fld(f: dict) -> FieldLayout:
-        f = dict(f)
-        f["fields"] = [fld(x) for x in f.get("fields", [])]
-        return FieldLayout(**f)
-
-    d = dict(d)
-    d["fields"] = [fld(x) for x in d.get("fields", [])]
-    return StructLayout(**d)
-
 
 # --------------------------------------------------------------------------------------
 # running the engine in a pool
 # --------------------------------------------------------------------------------------
 def _chunk_worker(tgt, configs: list[Config]):
-    """Lay out ``configs`` in this process: (reports, peak RSS in MB, CPU seconds)."""
+    """Lay out ``configs`` (not in the cache: the caller looked) in this process, and store
+    them in the cache: (reports, peak RSS in MB, CPU seconds)."""
     import resource
 
-    from . import engine
+    from .engine import layouts
 
     t = time.process_time()
-    reps = engine.layouts(configs, tgt)
+    reps = layouts(configs, tgt, use_cache=False)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return reps, peak, time.process_time() - t
 
@@ -324,136 +141,119 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     return out
 
 
-class _Runner:
-    """Lays out configs as a pipeline: chunks go to a pool of ``jobs`` workers (or run in
-    this process), and each finished chunk feeds the stage-count searches, whose next
-    candidates are batched into new chunks as soon as a worker is free, without waiting
-    for the rest of the grid.
+class _Layouts:
+    """Lays out configs as a pipeline: each config is looked up in the engine's results
+    cache first; the others go, in chunks, to a :class:`~cutlass_layout.runner.Pool` of
+    ``jobs`` workers (or run in this process), and every report that comes back (from the
+    cache or a worker) feeds the stage-count searches, whose next candidates are looked up
+    and batched into new chunks as soon as a worker is free, without waiting for the rest
+    of the grid.
 
-    :meth:`start` builds the precompiled header here, then forks the workers (before any
-    progress-bar thread runs), so every worker finds the header in the cache.
+    The workers are forked once, when the first round (the grid, the searches' likely first
+    candidates, and whatever the cached ones lead to) leaves more than one chunk to lay
+    out, after the precompiled header is built here and before the progress bar starts; a
+    later round without workers runs in this process.
     """
 
-    def __init__(self, tgt, jobs: int):
-        self.tgt, self.jobs = tgt, jobs
-        self.progress = None
-        self.pool = None
+    def __init__(self, tgt, jobs: int, *, use_cache: bool, progress: bool):
+        self.tgt, self.jobs, self.use_cache, self.progress = tgt, jobs, use_cache, progress
         self.peak_mb = 0.0
         self.chunks = 0
         self.laid_out = 0
         self.cpu = 0.0
-
-    def start(self, configs: list[Config]) -> None:
-        from . import probe
-        from .frontends.clang import ensure_pch
-
-        if self.tgt.pch:
-            for arch in sorted({c.arch for c in configs}):
-                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
-        import multiprocessing as mp
-
-        if (self.jobs > 1 and len(_chunks(configs, self.jobs)) > 1
-                and "fork" in mp.get_all_start_methods()):  # else: all in this process
-            from concurrent.futures import ProcessPoolExecutor
-
-            # fork: no re-import of the caller's __main__; the first submit forks every
-            # worker at once, here, while this process runs no other thread
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"))
-            for f in [self.pool.submit(os.getpid) for _ in range(self.jobs)]:
-                f.result()
+        self.hits: set[Config] = set()
 
     def run(self, configs: list[Config], follow_up) -> dict:
-        """Lay out ``configs``; after each chunk, ``follow_up(reports_by_config)`` returns
-        more configs to lay out. Returns every report by config."""
+        """Lay out ``configs``; after each batch of reports, ``follow_up(reports_by_config)``
+        returns more configs to lay out. Returns every report by config."""
         import resource
-        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from . import engine, probe
+        from .frontends.clang import ensure_pch
 
         out: dict[Config, object] = {}
-        pending: list[Config] = []
         seen = set(configs)
+        fresh = list(configs)  # not looked up in the cache yet
+        todo: list[Config] = []  # to lay out
+        bar = None
 
         def more(reps: dict) -> None:
             out.update(reps)
-            self.laid_out += len(reps)
-            self._advance(len(reps))
             new = [c for c in follow_up(reps) if c not in seen]
             seen.update(new)
-            pending.extend(new)
-            if new and self.progress is not None:
-                self.progress.add(len(new))
+            fresh.extend(new)
 
-        if self.pool is None:  # one translation unit at a time, in this process
-            pending.extend(configs)
-            while pending:
-                ch = _chunks(pending, 1)[0]
-                taken = set(ch)
-                pending[:] = [c for c in pending if c not in taken]
-                self.chunks += 1
-                reps, _, cpu = _chunk_worker(self.tgt, ch)
-                self.cpu += cpu
-                more(dict(zip(ch, reps)))
-            self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        def look_up() -> None:
+            while fresh:  # a cached report's follow-ups are looked up at once
+                batch = fresh[:]
+                fresh.clear()
+                reps = engine.cached(batch, self.tgt) if self.use_cache else [None] * len(batch)
+                hits = {c: r for c, r in zip(batch, reps) if r is not None}
+                self.hits.update(hits)
+                misses = [c for c in batch if c not in hits]
+                todo.extend(misses)
+                if bar is not None and misses:
+                    bar.add(len(misses))
+                if hits:
+                    more(hits)
+
+        look_up()
+        if not todo:
             return out
-
-        inflight: dict = {}
-
-        def submit(ch: list[Config]) -> None:
-            self.chunks += 1
-            inflight[self.pool.submit(_chunk_worker, self.tgt, ch)] = ch
-
-        for ch in _chunks(configs, self.jobs):
-            submit(ch)
-        while inflight:
-            done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
-            for fut in done:
-                ch = inflight.pop(fut)
-                reps, peak, cpu = fut.result()
-                self.peak_mb = max(self.peak_mb, peak)
-                self.cpu += cpu
-                more(dict(zip(ch, reps)))
-            # free workers take what is pending now; busy ones only full chunks
-            while pending:
-                idle = self.jobs - len(inflight)
-                if idle <= 0 and len(pending) < MAX_CHUNK:
-                    break
-                n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(pending) / idle))
-                chunks = _chunks(pending, 1)
-                ch = chunks[0][:min(n, MAX_CHUNK)]
-                taken = set(ch)
-                pending[:] = [c for c in pending if c not in taken]
-                submit(ch)
+        if self.tgt.pch:
+            for arch in sorted({c.arch for c in todo}):
+                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+        first = _chunks(todo, self.jobs)
+        pool = Pool(self.jobs, parallel=len(first) > 1)
+        parallel = pool.parallel
+        stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
+        try:
+            if self.progress and len(todo) >= 4:
+                bar = Progress("laying out", len(todo))
+            if parallel:
+                todo.clear()
+                for ch in first:
+                    self._submit(pool, ch)
+            while todo or pool.busy:
+                self._feed(pool, todo)
+                for _, (ch, (reps, peak, cpu)) in pool.next_done():
+                    self.peak_mb = max(self.peak_mb, peak)
+                    self.cpu += cpu
+                    self.laid_out += len(ch)
+                    if bar is not None:
+                        bar.advance(len(ch))
+                    more(dict(zip(ch, reps)))
+                look_up()
+            stop = False
+        finally:
+            pool.close(stop=stop)
+            if bar is not None:
+                bar.stop()
+        if not parallel:  # the parses ran here
+            self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return out
 
-    def _advance(self, n: int) -> None:
-        if self.progress is not None:
-            self.progress.advance(n)
+    def _submit(self, pool, ch: list[Config]) -> None:
+        self.chunks += 1
+        pool.submit(_tagged, ch, self.tgt)
 
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+    def _feed(self, pool, todo: list[Config]) -> None:
+        """Free workers take what is left now; busy ones only full chunks (in this process:
+        one chunk at a time)."""
+        while todo:
+            idle = pool.idle
+            if idle <= 0 and (not pool.parallel or len(todo) < MAX_CHUNK):
+                return
+            n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(todo) / idle))
+            ch = _chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
+            taken = set(ch)
+            todo[:] = [c for c in todo if c not in taken]
+            self._submit(pool, ch)
 
 
-class _Progress:
-    """A rich progress bar on stderr (the total grows as the stage-count searches add layouts)."""
-
-    def __init__(self):
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.p = Progress(TextColumn("laying out"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-        self.task = self.p.add_task("sweep", total=0)
-        self.p.start()
-
-    def add(self, n: int) -> None:
-        self.p.update(self.task, total=(self.p.tasks[0].total or 0) + n)
-
-    def advance(self, n: int) -> None:
-        self.p.advance(self.task, n)
-
-    def stop(self) -> None:
-        self.p.stop()
+def _tagged(ch: list[Config], tgt):
+    """:func:`_chunk_worker`, returning its chunk too."""
+    return ch, _chunk_worker(tgt, ch)
 
 
 # --------------------------------------------------------------------------------------
@@ -536,7 +336,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
     mx, mx_bytes = search.result()
     ok = rep.error is None
     return SweepRecord(
-        config=cfg.to_dict(),
+        config=cfg,
         stages=rep.stages,
         mainloop_bytes=rep.mainloop.size if ok else None,
         epilogue_bytes=rep.epilogue.size if ok else None,
@@ -546,7 +346,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
         verdict=rep.verdict,
         max_stages_that_fit=mx,
         max_stages_kernel_bytes=mx_bytes,
-        error=None if ok else asdict(rep.error),
+        error=rep.error,
         kernel_layout=rep.kernel if ok else None,
     )
 
@@ -554,289 +354,104 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
 # --------------------------------------------------------------------------------------
 # the API
 # --------------------------------------------------------------------------------------
-def _as_configs(configs_or_grid) -> list[Config]:
+def _as_configs(grid, values: dict) -> list[Config]:
+    from .config import config_from
     from .grid import grid_configs
 
-    if isinstance(configs_or_grid, Config):
-        return [configs_or_grid]
-    if isinstance(configs_or_grid, dict):
-        return grid_configs(configs_or_grid)
-    out = list(configs_or_grid)
-    if not all(isinstance(c, Config) for c in out):
-        raise BadInput("sweep: give a grid dict or a list of Config")
-    return out
+    if values:
+        if grid is not None and not isinstance(grid, dict):
+            raise BadInput("give either configs or grid values, not both")
+        return grid_configs({**(grid or {}), **values})
+    if grid is None:
+        raise BadInput("give a grid: configs, a dict of grid values, or grid values "
+                       "such as tile='128x{32,64}x128'")
+    if isinstance(grid, dict):
+        return grid_configs(grid)
+    if isinstance(grid, (Config, str)):
+        grid = [grid]
+    try:
+        items = list(grid)
+    except TypeError:
+        raise BadInput(f"grid {grid!r}: give configs, a dict of grid values, or grid values") from None
+    return [config_from(c) for c in items]
 
 
-def sweep(configs_or_grid, cutlass=None, *, cuda_path=None, jobs: int | None = None,
-          use_cache: bool = True, progress: bool = False) -> SweepResult:
+def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
+          use_cache: bool = True, progress: bool = False, **values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest stage count that fits.
 
     Args:
-        configs_or_grid: a list of :class:`~cutlass_layout.config.Config`, or a grid dict
-            (key -> value or list of values, braces allowed; see
-            :func:`cutlass_layout.grid.grid_configs`).
+        grid: the configs: a list of :class:`~cutlass_layout.config.Config` (or of tile
+            strings, or of dicts of config values), or a grid dict (key -> value or list
+            of values, braces allowed; see :func:`cutlass_layout.grid.grid_configs`).
         cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.target` takes,
             or a :class:`~cutlass_layout.engine.Target`).
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
-        jobs: worker processes (default ``os.cpu_count()``); 1 parses in this process.
-        use_cache: read results cached by earlier sweeps. Fresh results are stored either way.
+        jobs: worker processes (default: the number of CPUs); 1 parses in this process.
+        use_cache: read layouts cached earlier (by any command: see
+            :mod:`cutlass_layout.engine`); the stage-count search then runs over them
+            without libclang. Fresh layouts are stored either way.
         progress: show a progress bar on stderr while configs are laid out.
+        values: grid values as the ``sweep`` command's repeatable flags take them, instead
+            of (or added to a dict) ``grid``: ``tile="128x{32,64,128,256}x{128,256}"``,
+            ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``, ...
 
     Returns:
-        A :class:`SweepResult` with one :class:`SweepRecord` per config (bytes throughout).
-        A config that does not compile is a record with verdict ``does_not_compile`` and
-        its error; the sweep itself does not fail.
+        A :class:`~cutlass_layout.model.SweepResult` with one
+        :class:`~cutlass_layout.model.SweepRecord` per config (bytes throughout). A config
+        that does not compile is a record with verdict ``does_not_compile`` and its error;
+        the sweep itself does not fail.
 
     Raises:
-        BadInput: a bad grid, CUTLASS source or CUDA path.
+        BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
     """
-    from . import engine
-    from .frontends.clang import libclang_version
+    from .engine import target
 
     t0 = time.perf_counter()
-    grid = _as_configs(configs_or_grid)
+    grid = _as_configs(grid, values)
     if not grid:
-        raise BadInput("sweep: the grid is empty")
-    jobs = max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
-    tgt = engine.target(cutlass, cuda_path)
-    clang = libclang_version()
-
-    unique = list(dict.fromkeys(grid))
-    flags = {arch: tgt.flags(arch) for arch in {c.arch for c in unique}}
-    keys = {c: _cache_key(tgt.tree.tree_hash, c, clang, flags[c.arch]) for c in unique}
-    found: dict[Config, SweepRecord] = {}
-    if use_cache:
-        for c in unique:
-            rec = _cache_read(keys[c])
-            if rec is not None:
-                found[c] = rec
-    todo = [c for c in unique if c not in found]
-
-    stats = {"configs": len(grid), "cached": len(unique) - len(todo), "laid_out": 0,
-             "chunks": 0, "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
-    if todo:
-        runner = _Runner(tgt, jobs)
-        bar = None
-        try:
-            runner.start(todo)
-            if progress and len(todo) >= 4:
-                bar = runner.progress = _Progress()
-            searches: dict[Config, _Search] = {}
-            waiting: dict[Config, int] = {}  # base -> its configs in flight
-            # the search's likely first candidates go in the first round too
-            guesses = [g for g in dict.fromkeys(map(_first_candidate, todo))
-                       if g is not None and g not in keys]
-            for c in todo + guesses:
-                base = c.with_(stages=None)
-                searches.setdefault(base, _Search(base))
-                waiting[base] = waiting.get(base, 0) + 1
-            if bar:
-                bar.add(len(todo) + len(guesses))
-
-            def follow_up(reps: dict) -> list[Config]:
-                touched = []
-                for c, rep in reps.items():
-                    base = c.with_(stages=None)
-                    searches[base].add(c.stages, rep)
-                    waiting[base] -= 1
-                    touched.append(base)
-                want = []
-                for base in dict.fromkeys(touched):
-                    s = searches[base]
-                    if waiting[base] == 0 and not s.done():
-                        new = [base.with_(stages=n) for n in s.candidates()]
-                        waiting[base] += len(new)
-                        want += new
-                return want
-
-            first = runner.run(todo + guesses, follow_up)
-        finally:
-            runner.close()
-            if bar:
-                bar.stop()
-        for c in todo:
-            rec = _record(c, first[c], searches[c.with_(stages=None)])
-            found[c] = rec
-            _cache_write(keys[c], rec)
-        stats.update(laid_out=runner.laid_out, chunks=runner.chunks,
-                     parse_cpu_seconds=round(runner.cpu, 2),
-                     worker_peak_rss_mb=round(runner.peak_mb, 1))
-
-    stats["seconds"] = round(time.perf_counter() - t0, 3)
-    prov = asdict(tgt.provenance(grid[0].arch))
-    return SweepResult(provenance=prov, grid=grid, records=[found[c] for c in grid], stats=stats)
-
-
-# --------------------------------------------------------------------------------------
-# output
-# --------------------------------------------------------------------------------------
-CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
-               "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
-               "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
-               "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
-
-
-def to_csv(result: SweepResult) -> str:
-    """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
-    empty cells for ``None``, the error as its one-line text."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for r in result.records:
-        c = r.config
-        row = {
-            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
-                                     "epilogue_schedule")},
-            "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
-            "requested_stages": c["stages"],
-            **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
-                                           "kernel_bytes", "capacity_bytes", "headroom_bytes",
-                                           "verdict", "max_stages_that_fit",
-                                           "max_stages_kernel_bytes")},
-            "exact_fit": r.headroom_bytes == 0 if r.headroom_bytes is not None else None,
-            "error": _error_text(r.error) if r.error else None,
-        }
-        w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
-    return buf.getvalue()
-
-
-def _error_text(err: dict) -> str:
-    what = "static_assert failed" if err.get("kind") == "static_assert" else "error"
-    where = f" ({err['file']}:{err['line']})" if err.get("file") else ""
-    return f"{what}: {err.get('message')}{where}"
-
-
-def _varying(records: list[SweepRecord]) -> list[str]:
-    """Config keys (besides tile and stages) that differ between records, leaving out B
-    when it always equals A, and C/D when the preset alone decides them."""
-    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule")
-    out = [k for k in keys if len({json.dumps(r.config[k]) for r in records}) > 1]
-    if all(r.config["a"] == r.config["b"] for r in records):
-        out = [k for k in out if k != "b"]
-    for k in ("c", "d"):
-        by_preset: dict = {}
-        for r in records:
-            by_preset.setdefault(r.config["preset"], set()).add(r.config[k])
-        if k in out and "preset" in out and all(len(v) == 1 for v in by_preset.values()):
-            out.remove(k)
-    return out
-
-
-def config_label(cfg: dict, varying: list[str]) -> str:
-    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
-    parts = ["x".join(map(str, cfg["tile"]))]
-    for k in varying:
-        v = cfg[k]
-        v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
-        parts.append(f"{k.upper()}={v}" if k in ("a", "b", "c", "d") else v)
-    return " ".join(parts)
-
-
-def render(result: SweepResult, console=None) -> None:
-    """Print the table (sorted by verdict, then headroom) and a line per config that does
-    not fit."""
-    from rich import box
-    from rich.table import Table
-
-    from .report import default_console
-
-    con = console or default_console()
-    recs = result.sorted_records()
-    p = result.provenance
-    con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']}; "
-              f"{p['origin']})")
-    common = {k: v for k, v in result.records[0].config.items()}
-    var = _varying(result.records)
-    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
-            if k not in var and len({json.dumps(r.config[k]) for r in result.records}) == 1]
-    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
-             for k in same]
-    con.print(f"{len(recs)} configs: " + ", ".join(fixed))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("config", no_wrap=True)
-    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("max that fits", justify="right", no_wrap=True)
-    style = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
-    for r in recs:
-        st = r.config["stages"]
-        stages = ("-" if r.stages is None else str(r.stages)) if st == "auto" else f"{st} (set)"
-        if st == "auto" and r.stages is not None:
-            stages = f"auto {r.stages}"
-        mx = ("none" if r.max_stages_that_fit is None
-              else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
-
-        def n(v):
-            return "-" if v is None else str(v)
-        exact = " (exact fit)" if r.headroom_bytes == 0 else ""
-        t.add_row(f"[{style[r.verdict]}]{r.verdict}{exact}[/]", config_label(r.config, var), stages,
-                  n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
-                  n(r.headroom_bytes), mx)
-    con.print(t)
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
-    if cap is not None:
-        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
-                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
-    con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
-              "not instantiated: `layout --check-kernel` does, per config)")
-    for r in recs:
-        if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
-            con.print(f"{config_label(r.config, var)}: {r.summary()}", soft_wrap=True)
-            if r.error and r.error.get("file"):  # the summary has the message
-                con.print(f"  at {r.error['file']}:{r.error['line']}", soft_wrap=True, style="dim")
-    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
-    con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
-
-
-# --------------------------------------------------------------------------------------
-# the command
-# --------------------------------------------------------------------------------------
-@click.command("sweep")
-@config_options(repeatable=True)
-@click.option("--grid", "grid_file", default=None, metavar="FILE",
-              help="TOML or JSON grid file (instead of config flags).")
-@source_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
-@click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
-                   "(a memory map when the sweep is one config).")
-@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
-@click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs).")
-def command(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, **flags):
-    """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
-    count that fits for each. Exit 0 whatever the verdicts."""
-    from .grid import grid_configs, load_grid_file
-
-    given = {k: list(v) for k, v in flags.items() if v}
-    if grid_file and given:
-        raise BadInput("give either --grid FILE or config flags, not both")
-    if as_json and as_csv:
-        raise BadInput("give either --json or --csv, not both")
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
-    if plot_file:
-        from .plot import check_plot_path
-
-        check_plot_path(plot_file)
-    configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
-    if not configs:
         raise BadInput("the grid is empty")
-    result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
-                   use_cache=not no_cache, progress=sys.stderr.isatty())
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
-    elif as_csv:
-        click.echo(to_csv(result), nl=False)
-    else:
-        render(result)
-    if plot_file:
-        from .plot import plot_sweep_result
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise BadInput(f"jobs {jobs!r}: give a positive number")
+    tgt = target(cutlass, cuda_path)
+    unique = list(dict.fromkeys(grid))
+    searches: dict[Config, _Search] = {}
+    waiting: dict[Config, int] = {}  # base -> its configs in flight
+    # the search's likely first candidates go in the first round too
+    grid_set = set(unique)
+    guesses = [g for g in dict.fromkeys(map(_first_candidate, unique))
+               if g is not None and g not in grid_set]
+    for c in unique + guesses:
+        base = c.with_(stages=None)
+        searches.setdefault(base, _Search(base))
+        waiting[base] = waiting.get(base, 0) + 1
 
-        plot_sweep_result(result, plot_file)
+    def follow_up(reps: dict) -> list[Config]:
+        touched = []
+        for c, rep in reps.items():
+            base = c.with_(stages=None)
+            searches[base].add(c.stages, rep)
+            waiting[base] -= 1
+            touched.append(base)
+        want = []
+        for base in dict.fromkeys(touched):
+            s = searches[base]
+            if waiting[base] == 0 and not s.done():
+                new = [base.with_(stages=n) for n in s.candidates()]
+                waiting[base] += len(new)
+                want += new
+        return want
+
+    runner = _Layouts(tgt, default_jobs(jobs), use_cache=use_cache, progress=progress)
+    reps = runner.run(unique + guesses, follow_up)
+    found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
+    stats = {"configs": len(grid), "cached": sum(c in runner.hits for c in unique),
+             "laid_out": runner.laid_out, "chunks": runner.chunks,
+             "parse_cpu_seconds": round(runner.cpu, 2),
+             "worker_peak_rss_mb": round(runner.peak_mb, 1),
+             "seconds": round(time.perf_counter() - t0, 3)}
+    return SweepResult(provenance=tgt.provenance(grid[0].arch), grid=grid,
+                       records=[found[c] for c in grid], stats=stats)
 
 
-__all__ = ["SWEEP_SCHEMA", "SweepRecord", "SweepResult", "command", "render", "sweep", "to_csv"]
+__all__ = ["MAX_CHUNK", "MAX_STAGES", "SWEEP_SCHEMA", "SweepRecord", "SweepResult", "sweep"]

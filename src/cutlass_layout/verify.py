@@ -76,7 +76,7 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     """
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
-        raise BadInput("--verify nvcc: nvcc is not on PATH")
+        raise BadInput("verifying with nvcc needs nvcc, and it is not on PATH")
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     src = work / "probe.cu"
     src.write_text(probe.render(subjects, with_main=True, offsets=paths))

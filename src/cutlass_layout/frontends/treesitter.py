@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import tree_sitter
 import tree_sitter_cpp
 
-from ..scan import Constant, Diagnostic, Field, Scope, Struct
+from ..model import Diagnostic, Field, ScanConstant, Scope, Struct
 
 # --------------------------------------------------------------------------------------------
 # 1. macro blanking
@@ -194,7 +194,7 @@ _SPECIFIERS = {"struct_specifier", "union_specifier", "class_specifier"}
 _MAX_ERRORS_PER_STRUCT = 3
 
 
-def scan_source(src: bytes, relpath: str) -> tuple[list[Struct], list[Constant], list[Diagnostic]]:
+def scan_source(src: bytes, relpath: str) -> tuple[list[Struct], list[ScanConstant], list[Diagnostic]]:
     """Scan the text of one header. Returns (storage structs, constants, diagnostics).
 
     ``relpath`` is only copied into the results. Never raises on bad C++; damaged input shows
@@ -549,8 +549,8 @@ class _Extractor:
             ))
 
     # -- constants ----------------------------------------------------------------------------
-    def constants(self, root) -> list[Constant]:
-        out: list[Constant] = []
+    def constants(self, root) -> list[ScanConstant]:
+        out: list[ScanConstant] = []
         seen: set[int] = set()
         text = self.text
         for m in _CONST_HIT_RE.finditer(text):
@@ -571,7 +571,7 @@ class _Extractor:
                 out.append(c)
         return out
 
-    def _constant(self, ident) -> Constant | None:
+    def _constant(self, ident) -> ScanConstant | None:
         holder = ident.parent
         if holder is None:
             return None
@@ -595,7 +595,7 @@ class _Extractor:
             value = value.named_children[0]
         name = ident.text.decode()
         typ = decl.child_by_field_name("type")
-        return Constant(
+        return ScanConstant(
             name=name,
             qualified_name="::".join([sc.name for sc in scopes] + [name]),
             file=self.relpath,

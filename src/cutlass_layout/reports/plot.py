@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import BadInput, DoesNotCompile
+from ..errors import BadInput, DoesNotCompile
 
 FORMATS = (".svg", ".png")
 VERDICT_COLORS = {"fits": "#4c9a2a", "over_capacity": "#c0392b", "does_not_compile": "#9e9e9e"}
@@ -179,7 +179,7 @@ def sweep_chart(records, *, title: str | None = None):
     """Bars of kernel bytes per config against the capacity line, colored by verdict.
 
     Args:
-        records: :class:`~cutlass_layout.sweep.SweepRecord` objects, drawn in order.
+        records: :class:`~cutlass_layout.model.SweepRecord` objects, drawn in order.
         title: the axes title.
 
     Returns:
@@ -188,13 +188,14 @@ def sweep_chart(records, *, title: str | None = None):
         a ``capacity`` line labelled ``capacity N B``, and a dot at the kernel bytes of the
         largest stage count that fits where it differs from the bar.
     """
-    from .sweep import _varying, config_label
+    from .sweep import config_label, varying_keys
 
     Figure, Patch = _matplotlib()
     records = list(records)
     n = len(records)
-    var = _varying(records)
-    labels = [config_label(r.config, var) for r in records]
+    cfgs = [r.config.to_dict() for r in records]
+    var = varying_keys(cfgs)
+    labels = [config_label(c, var) for c in cfgs]
     longest = max((len(t) for t in labels), default=0)
     fig = Figure(figsize=(max(6.0, 0.3 * n + 2.5), 3.5 + 0.055 * longest))
     ax = fig.add_subplot()
@@ -238,19 +239,19 @@ def sweep_chart(records, *, title: str | None = None):
 
 
 def plot_sweep_result(result, path=None):
-    """Draw a :class:`~cutlass_layout.sweep.SweepResult`: the memory map when it is one
+    """Draw a :class:`~cutlass_layout.model.SweepResult`: the memory map when it is one
     config that compiled, else the bar chart. Writes ``path`` (``.svg``/``.png``) when
     given; returns the Figure. Raises :class:`BadInput` on a bad file name."""
     recs = result.records
     if len(recs) == 1 and recs[0].kernel_layout is not None:
         r = recs[0]
-        title = (f"{_title(r.config)}: {r.stages} stages, kernel {r.kernel_bytes} B "
+        title = (f"{_title(r.config.to_dict())}: {r.stages} stages, kernel {r.kernel_bytes} B "
                  f"({r.verdict.replace('_', ' ')})")
         fig = memory_map(r.kernel_layout, r.capacity_bytes, title=title)
     else:
         p = result.provenance
-        fig = sweep_chart(recs, title=f"CUTLASS {p.get('cutlass_version')} "
-                                      f"(tree {p.get('tree_hash')}): kernel SharedStorage per config")
+        fig = sweep_chart(recs, title=f"CUTLASS {p.cutlass_version} "
+                                      f"(tree {p.tree_hash}): kernel SharedStorage per config")
     _save(fig, path)
     return fig
 

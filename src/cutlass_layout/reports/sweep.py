@@ -1,0 +1,133 @@
+"""The readable table and the CSV of a :class:`~cutlass_layout.model.SweepResult`
+(``cutlass-layout sweep``), and the short config labels the table and the plots share."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ..model import VERDICTS, CompileError, SweepResult
+
+CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
+               "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
+               "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
+               "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
+
+
+def to_csv(result: SweepResult) -> str:
+    """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
+    empty cells for ``None``, the error as its one-line text."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in result.records:
+        c = r.config.to_dict()
+        row = {
+            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
+                                     "epilogue_schedule")},
+            "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
+            "requested_stages": c["stages"],
+            **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
+                                           "kernel_bytes", "capacity_bytes", "headroom_bytes",
+                                           "verdict", "max_stages_that_fit",
+                                           "max_stages_kernel_bytes", "exact_fit")},
+            "error": error_text(r.error) if r.error else None,
+        }
+        w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def error_text(err: CompileError) -> str:
+    """``static_assert failed: MESSAGE (FILE:LINE)``."""
+    what = "static_assert failed" if err.kind == "static_assert" else "error"
+    where = f" ({err.file}:{err.line})" if err.file else ""
+    return f"{what}: {err.message}{where}"
+
+
+def varying_keys(configs: list[dict]) -> list[str]:
+    """Config keys (besides tile and stages) that differ between configs (their
+    ``to_dict()``), leaving out B when it always equals A, and C/D when the preset alone
+    decides them."""
+    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
+            "epilogue_schedule")
+    out = [k for k in keys if len({json.dumps(c[k]) for c in configs}) > 1]
+    if all(c["a"] == c["b"] for c in configs):
+        out = [k for k in out if k != "b"]
+    for k in ("c", "d"):
+        by_preset: dict = {}
+        for c in configs:
+            by_preset.setdefault(c["preset"], set()).add(c[k])
+        if k in out and "preset" in out and all(len(v) == 1 for v in by_preset.values()):
+            out.remove(k)
+    return out
+
+
+def config_label(cfg: dict, varying: list[str]) -> str:
+    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
+    parts = ["x".join(map(str, cfg["tile"]))]
+    for k in varying:
+        v = cfg[k]
+        v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
+        parts.append(f"{k.upper()}={v}" if k in ("a", "b", "c", "d") else v)
+    return " ".join(parts)
+
+
+def render(result: SweepResult, console=None) -> None:
+    """Print the table (sorted by verdict, then headroom) and a line per config that does
+    not fit."""
+    from rich import box
+    from rich.table import Table
+
+    from .layout import default_console
+
+    con = console or default_console()
+    recs = result.sorted_records()
+    p = result.provenance
+    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
+    cfgs = {id(r): r.config.to_dict() for r in result.records}
+    common = cfgs[id(result.records[0])]
+    var = varying_keys(list(cfgs.values()))
+    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
+            if k not in var and len({json.dumps(c[k]) for c in cfgs.values()}) == 1]
+    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
+             for k in same]
+    con.print(f"{len(recs)} configs: " + ", ".join(fixed))
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("verdict", no_wrap=True)
+    t.add_column("config", no_wrap=True)
+    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
+        t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("max that fits", justify="right", no_wrap=True)
+    style = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
+    for r in recs:
+        st = r.config.stages
+        stages = ("-" if r.stages is None else str(r.stages)) if st is None else f"{st} (set)"
+        if st is None and r.stages is not None:
+            stages = f"auto {r.stages}"
+        mx = ("none" if r.max_stages_that_fit is None
+              else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
+
+        def n(v):
+            return "-" if v is None else str(v)
+        exact = " (exact fit)" if r.exact_fit else ""
+        t.add_row(f"[{style[r.verdict]}]{r.verdict}{exact}[/]", config_label(cfgs[id(r)], var),
+                  stages, n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
+                  n(r.headroom_bytes), mx)
+    con.print(t)
+    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
+    if cap is not None:
+        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
+                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
+    con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
+              "not instantiated: `layout --check-kernel` does, per config)")
+    for r in recs:
+        if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
+            con.print(f"{config_label(cfgs[id(r)], var)}: {r.summary()}", soft_wrap=True)
+            if r.error and r.error.file:  # the summary has the message
+                con.print(f"  at {r.error.file}:{r.error.line}", soft_wrap=True, style="dim")
+    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
+    con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+
+
+__all__ = ["CSV_COLUMNS", "config_label", "error_text", "render", "to_csv", "varying_keys"]

@@ -1,0 +1,104 @@
+"""One results cache: a config laid out by one command is not parsed again by another.
+
+Parses are counted as ``ProbeUnit`` constructions (written to a file, so that forked
+workers count too), in a temporary cache without precompiled headers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cutlass_layout import Config, UserType
+from cutlass_layout.diff import diff
+from cutlass_layout.engine import cached, layout, layouts, report_key, target
+from cutlass_layout.frontends.clang import ProbeUnit
+from cutlass_layout.model import LayoutReport
+from cutlass_layout.sweep import sweep
+
+from handed import SECTION_A
+
+
+@pytest.fixture()
+def parses(tmp_path, monkeypatch):
+    """A private cache dir; returns a function giving the number of parses so far."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUTLASS_LAYOUT_NO_PCH", "1")  # no header to build in the temporary cache
+    log = tmp_path / "parses.log"
+    real = ProbeUnit.__init__
+
+    def counted(self, *args, **kwargs):
+        with open(log, "a") as fh:
+            fh.write("parse\n")
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProbeUnit, "__init__", counted)
+    return lambda: len(log.read_text().splitlines()) if log.exists() else 0
+
+
+@pytest.mark.network
+def test_a_config_the_sweep_cached_is_not_parsed_by_diff(fi068, fi072, parses):
+    cfg = Config()  # handed.md A: 4 stages, 84992 B on both trees
+    for tree in (fi068.tree, fi072.tree):
+        (rec,) = sweep([cfg], target(tree), jobs=1).records
+        assert (rec.stages, rec.kernel_bytes) == (4, 84992)
+    swept = parses()
+    assert swept >= 2  # at least one translation unit per tree
+    res = diff(fi068.tree, fi072.tree, [cfg], structural=False)
+    assert parses() == swept  # every layout came from the sweep's entries
+    (row,) = res.numeric
+    assert row.old.kernel_bytes == row.new.kernel_bytes == 84992 and row.changed == []
+    # and a sweep again, or a layout of the same config, parses nothing either
+    sweep([cfg], target(fi072.tree), jobs=1)
+    assert layout(cfg, target(fi072.tree), budget=False).kernel.size == 84992
+    assert parses() == swept
+    # use_cache=False parses again (and stores what it found)
+    again = layouts([cfg], target(fi072.tree), use_cache=False)[0]
+    assert parses() == swept + 1 and again.kernel.size == 84992
+
+
+@pytest.mark.network
+def test_cached_report_is_the_report(fi072, parses):
+    """A report read back from the cache is the one computed (to_dict/from_dict), with the
+    provenance of the tree as named now."""
+    cfg = Config(tile=(128, 256, 128), preset="trtllm-moe")
+    fresh = layouts([cfg], target(fi072.tree))[0]
+    n = parses()
+    (back,) = cached([cfg], target(fi072.tree))
+    assert parses() == n
+    assert back == fresh and back.to_dict() == fresh.to_dict()
+    assert LayoutReport.from_dict(fresh.to_dict()) == fresh
+    stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 256, 128), "trtllm-moe")]
+    assert (back.stages, back.mainloop.size, back.epilogue.size, back.kernel.size) == \
+        (stages, mainloop, epilogue, kernel)
+
+
+@pytest.mark.network
+def test_keys(fi072, tmp_path):
+    """A kernel-body check and a builder budget are cached apart from the types-only
+    layout; a user's own type is not cached at all (its header's includes are not tracked)."""
+    tgt = target(fi072.tree)
+    cfg = Config()
+    keys = {report_key(tgt, cfg), report_key(tgt, cfg, checked="kernel"),
+            report_key(tgt, cfg, budget=True), report_key(tgt, cfg.with_(preset="trtllm-moe"))}
+    assert len(keys) == 4 and None not in keys
+    header = tmp_path / "k.hpp"
+    header.write_text("struct K {};\n")
+    assert report_key(tgt, UserType(header, "K", "sm120")) is None
+
+
+def test_result_cache_entries(tmp_path, monkeypatch):
+    """Atomic, keyed, checksummed: an altered or misplaced entry is a miss, never a result."""
+    from cutlass_layout.cache import ResultCache, result_key
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
+    cache, key = ResultCache("test"), result_key("tree", {"tile": [128, 128, 128]})
+    assert cache.get(key) is None
+    cache.put(key, {"size": 84992, "fields": [1, None, "é"]})
+    assert cache.get(key) == {"size": 84992, "fields": [1, None, "é"]}
+    path = cache._path(key)
+    path.write_bytes(path.read_bytes().replace(b"84992", b"84993"))
+    assert cache.get(key) is None  # altered
+    other = result_key("another tree")
+    path.rename(cache._path(other))
+    assert cache.get(other) is None  # written for another key
+    assert not list(path.parent.glob("*.tmp"))

@@ -1,0 +1,156 @@
+"""The package's layers point one way: every import of every module (at module level or
+inside a function; ``if TYPE_CHECKING:`` blocks aside), read with ``ast``, makes a graph
+without a cycle, and no module but the command line imports it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import cutlass_layout
+
+PKG = Path(cutlass_layout.__file__).resolve().parent
+NAME = "cutlass_layout"
+
+#: Modules that import nothing from the package (everything else builds on them).
+LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache", "cutlass_layout.runner",
+          "cutlass_layout._flashinfer_harness", "cutlass_layout.launchers"}
+#: What the frontends may import: the model, and the leaves for errors and cache folders.
+FRONTEND_DEPS = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(PKG).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([NAME, *parts])] = path
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(mod: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int, str | None]]:
+    """(imported module, line, name imported from the package itself or None) for every
+    import of ``mod`` that lands inside the package."""
+    tree = ast.parse(path.read_text(), str(path))
+    is_pkg = path.name == "__init__.py"
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    out = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.orelse:
+                    visit(sub)
+                continue
+            if isinstance(child, ast.Import):
+                for a in child.names:
+                    if a.name == NAME or a.name.startswith(NAME + "."):
+                        out.append((a.name, child.lineno, None))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    target = ".".join(base[: len(base) - child.level + 1] + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                if target != NAME and not target.startswith(NAME + "."):
+                    continue
+                for a in child.names:
+                    sub = f"{target}.{a.name}"
+                    if sub in modules:
+                        out.append((sub, child.lineno, a.name if target == NAME else None))
+                    else:
+                        out.append((target, child.lineno, a.name if target == NAME else None))
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def _graph():
+    modules = _modules()
+    return modules, {m: _imports(m, p, modules) for m, p in modules.items()}
+
+
+def test_no_import_cycle():
+    modules, graph = _graph()
+    edges = {m: {t for t, _, _ in imps if t != m and t != NAME} for m, imps in graph.items()}
+    # a module that imports from the package itself (``from . import x``) depends on the facade
+    for m, imps in graph.items():
+        if m != NAME and any(t == NAME for t, _, _ in imps):
+            edges[m].add(NAME)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges.get(m, ())):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if t not in state:
+                dfs(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            dfs(m)
+
+
+def test_nothing_imports_the_cli():
+    _, graph = _graph()
+    bad = [f"{m} (line {line})" for m, imps in graph.items() if m != f"{NAME}.cli"
+           for t, line, _ in imps if t == f"{NAME}.cli"]
+    assert not bad, "imports cutlass_layout.cli: " + ", ".join(bad)
+
+
+def test_layers():
+    _, graph = _graph()
+    for m in LEAVES:
+        assert not graph[m], f"{m} must import nothing from the package: {graph[m]}"
+    for m, imps in graph.items():
+        if m.startswith(f"{NAME}.frontends."):
+            extra = {t for t, _, _ in imps} - FRONTEND_DEPS
+            assert not extra, f"{m} imports {sorted(extra)}; frontends import only the model"
+
+
+def test_no_module_reaches_a_command_through_the_facade():
+    """``from . import sweep`` would get the facade's function, not the module."""
+    _, graph = _graph()
+    facade = set(cutlass_layout.__all__)
+    bad = [f"{m}: from . import {name} (line {line})" for m, imps in graph.items() if m != NAME
+           for _, line, name in imps if name is not None and name in facade]
+    assert not bad, bad
+
+
+#: The README's module map ("How it works"), bottom first: a module imports only modules of
+#: its own layer or of layers before it.
+LAYERS = [
+    ["errors", "model", "cache", "runner", "_flashinfer_harness"],
+    ["config", "sources", "cuda", "flashinfer_jit"],
+    ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
+    ["engine", "verify", "kernels", "candidates"],
+    ["sweep", "diff", "scan", "audit"],
+    [""],  # the facade, cutlass_layout/__init__.py
+    ["reports", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
+     "reports.audit"],
+    ["options", "cli"],
+]
+
+
+def test_layers_point_one_way():
+    modules, graph = _graph()
+    rank = {".".join(filter(None, [NAME, m])): i for i, layer in enumerate(LAYERS) for m in layer}
+    missing = sorted(set(modules) ^ set(rank))
+    assert not missing, (f"{missing}: add each module to LAYERS here and to the README's module "
+                         "map (How it works), in the layer of what it imports")
+    bad = [f"{m} (layer {rank[m]}) imports {t} (layer {rank[t]})"
+           for m, imps in graph.items() for t, _, _ in imps if rank[t] > rank[m]]
+    assert not bad, bad

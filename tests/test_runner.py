@@ -1,0 +1,47 @@
+"""The one runner: forked or in-process pools give the same results; leaving the pool on an
+error (or Ctrl-C) ends its workers at once; progress on a non-terminal is plain lines."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from cutlass_layout.runner import Pool, Progress
+
+
+def _square(x):
+    return x * x
+
+
+def _sleep(x):
+    time.sleep(x)
+    return x
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_map_gives_every_result(parallel):
+    with Pool(2, parallel=parallel) as pool:
+        assert pool.parallel is parallel
+        assert sorted(pool.map(_square, range(6))) == [(i, i * i) for i in range(6)]
+        assert pool.busy == 0
+
+
+def test_an_error_stops_the_workers_at_once():
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        with Pool(2) as pool:
+            pool.submit(_sleep, 30)
+            pool.submit(_sleep, 30)
+            raise KeyboardInterrupt
+    assert time.perf_counter() - t0 < 10
+
+
+def test_progress_lines_when_not_a_terminal(capsys):
+    p = Progress("laying out", 3, every=0.0)
+    p.advance()
+    p.add(1)
+    p.advance(3)
+    p.stop()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("laying out: 1/3") and lines[-1].startswith("laying out: 4/4")
