@@ -215,9 +215,13 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
 @click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
+@click.option("--audit", "with_audit", is_flag=True,
+              help="Compare the kernels two flashinfer installs build (their audits) instead.")
+@click.option("--arch", default="sm120", show_default=True, help="With --audit: the arch audited.")
+@click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
 @cuda_path_option
 def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid_file,
-             structural_only, numeric_only, cuda_path):
+             structural_only, numeric_only, with_audit, arch, family, cuda_path):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
     OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
@@ -227,6 +231,11 @@ def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid
     (numeric). Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
     {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto.
 
+    With --audit, OLD and NEW are flashinfer installs (as `audit` takes them): the kernels
+    each builds for --arch are laid out (or read from the cache) and matched by tactic id and
+    tile; verdict changes first, then byte or stage changes with the members that moved, then
+    tactics only on one side.
+
     Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
     """
     from .diff import diff, grid_from_values, resolve_side
@@ -235,6 +244,16 @@ def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid
 
     if structural_only and numeric_only:
         raise BadInput("--structural-only and --numeric-only exclude each other")
+    if with_audit:
+        if structural_only or numeric_only or grid_file or tile or kernel or a or preset or stages:
+            raise BadInput("--audit compares the kernels the installs build: it takes no grid "
+                           "flags, --structural-only or --numeric-only")
+        res = diff(old, new, audit=True, arch=arch.lower(), family=family, cuda_path=cuda_path)
+        res.old.source, res.new.source = old, new
+        click.echo(json.dumps(res.to_dict(), indent=2) if as_json else render_text(res), nl=not not as_json)
+        if exit_code and res.has_differences:
+            sys.exit(1)
+        return
     old_tree = resolve_side(old, "old")
     new_tree = resolve_side(new, "new")
     values = {k: list(v) for k, v in (("tile", tile), ("kernel", kernel), ("a", a),

@@ -64,14 +64,15 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .cache import ResultCache, code_fingerprint, result_key
 from .config import Config
 from .errors import BadInput
 from .model import DIFF_SCHEMA as SCHEMA
-from .model import NUMERIC_KEYS, DiffResult, Field, MemberChange, NumericRecord, NumericRow
+from .model import (NUMERIC_KEYS, AuditDiff, DiffResult, Field, MemberChange, NumericRecord, NumericRow,
+                    TacticChange)
 from .model import Provenance, ScanResult, Side, StructuralChange
 from .runner import Pool, default_jobs
 
@@ -435,22 +436,66 @@ def _get(rec: NumericRecord | None, key: str):
     return None if rec is None else rec.get(key)
 
 
-def compare(cfg: Config, old: NumericRecord | None, new: NumericRecord | None) -> NumericRow:
-    """A :class:`~cutlass_layout.model.NumericRow` for one config from its two records."""
+def changes(old: NumericRecord | None, new: NumericRecord | None) -> tuple[list[str], list[MemberChange]]:
+    """What differs between two records: the :data:`NUMERIC_KEYS` that differ (and
+    ``kernel.<member>`` for each kernel member that moved or changed size), and those members.
+    Where a side does not compile, the verdict and the error say it all (no members)."""
     changed = [k for k in NUMERIC_KEYS if _get(old, k) != _get(new, k)]
     members: list[MemberChange] = []
     if _get(old, "verdict") == "does_not_compile" or _get(new, "verdict") == "does_not_compile":
-        # no layout on one side: the verdict (and the error) says it all
-        return NumericRow(config=cfg, label=cfg.label(), old=old, new=new, changed=changed)
+        return changed, members
     om = old.members if old is not None else {}
     nm = new.members if new is not None else {}
-    names = list(om) + [n for n in nm if n not in om]
-    for name in names:
+    for name in list(om) + [n for n in nm if n not in om]:
         if om.get(name) != nm.get(name):
             members.append(MemberChange(name, om.get(name), nm.get(name)))
             changed.append(f"kernel.{name}")
+    return changed, members
+
+
+def compare(cfg: Config, old: NumericRecord | None, new: NumericRecord | None) -> NumericRow:
+    """A :class:`~cutlass_layout.model.NumericRow` for one config from its two records."""
+    changed, members = changes(old, new)
     return NumericRow(config=cfg, label=cfg.label(), old=old, new=new, changed=changed,
                       members=members)
+
+
+# ============================================================================================
+# audit diff: the kernels two installs build
+
+#: Order of the audit diff's rows.
+AUDIT_ORDER = ("verdict", "numbers", "added", "removed", "same")
+
+
+def _tactic_key(t) -> tuple:
+    return (t.id, tuple(t.tile or ()))
+
+
+def audit_diff(old_audit, new_audit) -> AuditDiff:
+    """Compare two :class:`~cutlass_layout.model.AuditResult` of one arch: tactics matched by
+    id (family, the install's name, A x B, output, fusion, swap_ab) and tile; for each, the
+    verdict (``exact_fit`` counts as its own), stages, the three SharedStorage sizes, TMA
+    bytes and every kernel member, as the numeric diff compares configs."""
+    olds = {_tactic_key(t): t for t in old_audit.tactics}
+    news = {_tactic_key(t): t for t in new_audit.tactics}
+    rows = []
+    for key in list(olds) + [k for k in news if k not in olds]:
+        o, n = olds.get(key), news.get(key)
+        t = n or o
+        if o is None or n is None:
+            rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
+                                     old=o, new=n))
+            continue
+        changed, members = changes(NumericRecord.from_report(o.report), NumericRecord.from_report(n.report))
+        if o.verdict != n.verdict and "verdict" not in changed:
+            changed.insert(0, "verdict")  # fits <-> exact fit
+        kind = "verdict" if "verdict" in changed else "numbers" if changed else "same"
+        rows.append(TacticChange(t.id, t.family, t.name, kind, old=o, new=n, changed=changed,
+                                 members=members))
+    rows.sort(key=lambda r: AUDIT_ORDER.index(r.change))
+    return AuditDiff(arch=new_audit.arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
+                     new_tactics=len(new_audit.tactics),
+                     notes=[f"old: {x}" for x in old_audit.notes] + [f"new: {x}" for x in new_audit.notes])
 
 
 def _compute_records(job) -> list[NumericRecord]:
@@ -545,7 +590,8 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
 # the diff
 
 
-def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
+def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
+         audit: bool = False, arch: str = "sm120", family: str | None = None,
          cuda_path=None, use_cache: bool = True, jobs: int | None = None,
          grid_source: str | None = None, **grid_values) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS trees.
@@ -556,7 +602,11 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
             ``flashinfer-python==0.6.8``), or a resolved ``CutlassTree``.
         grid: the numeric diff's configs: a list of :class:`Config`, a dict of grid values
             (:func:`cutlass_layout.grid.grid_configs`), or None for :func:`default_grid`.
-        structural, numeric: which sides to compute.
+        structural, numeric: which sides to compute (default: both; neither with ``audit``).
+        audit: also compare the kernels the two installs build: each side is a flashinfer
+            install (:func:`cutlass_layout.audit.audit`, from the results cache where it has
+            run), its tactics matched by id and tile (:func:`audit_diff`); ``arch`` and
+            ``family`` as in ``audit``.
         cuda_path: CUDA headers for the engine (see :func:`cutlass_layout.cuda.find_cuda`).
         use_cache: read results cached earlier: the structural diff of the two trees, and
             each config's layout (shared with ``layout`` and ``sweep``). Fresh results are
@@ -577,8 +627,12 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
             version, or the grid has a bad value; unusable CUDA headers (numeric side).
     """
     t0 = time.perf_counter()
-    if not structural and not numeric:
+    structural = (not audit) if structural is None else structural
+    numeric = (not audit) if numeric is None else numeric
+    if not structural and not numeric and not audit:
         raise BadInput("nothing to diff: both the structural and the numeric side are off")
+    if audit and not structural and not numeric:
+        return _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0)
     if grid is not None and grid_values:
         raise BadInput("give either a grid or grid values, not both")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
@@ -618,10 +672,38 @@ def diff(old, new, grid=None, *, structural: bool = True, numeric: bool = True,
         else:
             old_recs, new_recs = numeric_records(tgts, res.grid, use_cache=use_cache, jobs=jobs)
             res.numeric = _sort_rows([compare(c, o, n) for c, o, n in zip(res.grid, old_recs, new_recs)])
+    if audit:
+        res.audit = _audits(old, new, arch, family, cuda_path, use_cache, jobs)[0]
     res.seconds = time.perf_counter() - t0
     return res
 
 
-__all__ = ["SCHEMA", "DEFAULT_GRID", "FAMILY_FILES", "compare", "default_grid", "diff",
+def _audits(old, new, arch, family, cuda_path, use_cache, jobs) -> AuditDiff:
+    from .audit import audit
+
+    a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache)
+    b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache)
+    out = audit_diff(a, b)
+    out.family = family
+    return out, a, b
+
+
+def _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0) -> DiffResult:
+    """``diff --audit`` alone: the two installs' audits compared; the sides are their CUTLASS
+    trees' provenance, ``identical`` when the installs have the same content fingerprint."""
+    out, a, b = _audits(old, new, arch, family, cuda_path, use_cache, jobs)
+
+    def side(src, res):
+        keep = {f.name for f in fields(Provenance)}
+        return Side(_describe(src), Provenance(**{k: v for k, v in res.provenance.items() if k in keep}))
+
+    res = DiffResult(old=side(old, a), new=side(new, b),
+                     identical=a.provenance["fingerprint"] == b.provenance["fingerprint"],
+                     audit=out)
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+__all__ = ["SCHEMA", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "changes", "compare", "default_grid", "diff",
            "grid_from_values", "numeric_records", "record", "resolve_side", "structural_diff",
            "supported_families"]

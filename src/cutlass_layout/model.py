@@ -855,6 +855,65 @@ class NumericRow:
 
 
 @dataclass
+class TacticChange:
+    """One tactic of two installs' audits (``diff --audit``), matched by its id and tile.
+
+    Attributes:
+        id: the tactic's id (:attr:`Tactic.id`); family, name: as in the audit.
+        change: ``verdict`` (the verdict differs: ``over_capacity -> fits``, ``-> does_not_compile``),
+            ``numbers`` (bytes or stages differ, the verdict does not), ``added`` (only the new
+            install builds it), ``removed`` (only the old one does) or ``same``.
+        old, new: the tactic on each side (None where it does not exist).
+        changed: what differs (see :data:`NUMERIC_KEYS`, plus ``kernel.<member>``).
+        members: the kernel members that moved or changed size.
+    """
+
+    id: str
+    family: str
+    name: str | None
+    change: str
+    old: "Tactic | None" = None
+    new: "Tactic | None" = None
+    changed: list[str] = field(default_factory=list)
+    members: list[MemberChange] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "family": self.family, "name": self.name, "change": self.change,
+                "changed": list(self.changed), "members": [plain(m) for m in self.members],
+                "old": None if self.old is None else self.old.to_dict(),
+                "new": None if self.new is None else self.new.to_dict()}
+
+
+@dataclass
+class AuditDiff:
+    """The audit side of a diff: the kernels two installs build for one arch.
+
+    Attributes:
+        arch: the arch audited; family: the family kept (None: all).
+        rows: one :class:`TacticChange` per tactic of either side: verdict changes first,
+            then number changes, tactics only on one side, then the unchanged.
+        old_tactics, new_tactics: how many tactics each side's audit has.
+        notes: what either audit could not read.
+    """
+
+    arch: str
+    family: str | None
+    rows: list[TacticChange] = field(default_factory=list)
+    old_tactics: int = 0
+    new_tactics: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[TacticChange]:
+        return [r for r in self.rows if r.change != "same"]
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "family": self.family, "old_tactics": self.old_tactics,
+                "new_tactics": self.new_tactics, "notes": list(self.notes),
+                "tactics": [r.to_dict() for r in self.rows]}
+
+
+@dataclass
 class Side:
     """One side of the diff: what the user named and what it resolved to."""
 
@@ -896,6 +955,8 @@ class DiffResult:
     numeric: list[NumericRow] | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: the kernels the two installs build (``diff --audit``), or None when not asked for
+    audit: AuditDiff | None = None
 
     @property
     def numeric_changes(self) -> list[NumericRow]:
@@ -904,8 +965,10 @@ class DiffResult:
 
     @property
     def has_differences(self) -> bool:
-        """Any structural change, or any config whose numbers or verdict differ."""
-        return bool(self.structural) or bool(self.numeric_changes)
+        """Any structural change, any config whose numbers or verdict differ, or any tactic
+        that changed, appeared or disappeared."""
+        return (bool(self.structural) or bool(self.numeric_changes)
+                or bool(self.audit is not None and self.audit.changes))
 
     def to_dict(self) -> dict:
         """The documented ``diff --json`` object (schema :data:`DIFF_SCHEMA`)."""
@@ -921,6 +984,7 @@ class DiffResult:
             "structural": None if self.structural is None else [c.to_dict() for c in self.structural],
             "files_compared": self.files_compared,
             "numeric": None if self.numeric is None else [r.to_dict() for r in self.numeric],
+            "audit": None if self.audit is None else self.audit.to_dict(),
         }
 
     def __repr__(self) -> str:
@@ -931,6 +995,8 @@ class DiffResult:
             parts.append(f"{len(self.structural)} structural changes")
         if self.numeric is not None:
             parts.append(f"{len(self.numeric_changes)} of {len(self.numeric)} configs differ")
+        if self.audit is not None:
+            parts.append(f"{len(self.audit.changes)} of {len(self.audit.rows)} tactics differ")
         return f"<DiffResult {side(self.old)} -> {side(self.new)}: {', '.join(parts) or 'nothing compared'}>"
 
 

@@ -189,9 +189,56 @@ def render_text(res: DiffResult, member_lines: int = 8) -> str:
                     rec = getattr(r, side)
                     if r.verdict_changed and rec and rec.error:
                         out.append(f"        {side}: {rec.error}")
+    if res.audit is not None:
+        out += _audit_lines(res.audit, member_lines)
     out.append("")
     out.append("differences found" if res.has_differences else "no differences")
     return "\n".join(out) + "\n"
+
+
+def _tactic_numbers(t) -> str:
+    if t is None:
+        return "-"
+    r = t.report
+    if r.error is not None:
+        return f"does not compile ({r.error.message})"
+    v = {"over_capacity": "over", "exact_fit": "exact fit"}.get(t.verdict, t.verdict)
+    return f"{r.kernel.size} B, {r.stages} stages, {v}"
+
+
+def _audit_lines(a, member_lines: int) -> list[str]:
+    """The audit side: verdict changes (``!``), then tactics whose numbers changed (``*``) with
+    the members that changed size, tactics only on one side (``+``/``-``), and the unchanged
+    ones that are over capacity on both sides (``=``)."""
+    fam = f", family {a.family}" if a.family else ""
+    out = ["", f"Audit ({a.arch}{fam}): {a.old_tactics} tactics on the old side, {a.new_tactics} "
+               f"on the new"]
+    counts = {k: sum(r.change == k for r in a.rows) for k in ("verdict", "numbers", "added", "removed", "same")}
+    out.append(f"  {counts['verdict']} verdict changes, {counts['numbers']} with other changes, "
+               f"{counts['added']} only new, {counts['removed']} only old, {counts['same']} the same")
+    flags = {"verdict": "!", "numbers": "*", "added": "+", "removed": "-"}
+    for r in a.rows:
+        if r.change == "same":
+            continue
+        if r.change in ("added", "removed"):
+            t = r.new or r.old
+            out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(t)}")
+            continue
+        out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}")
+        resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
+        names = [m.name for m in resized]
+        resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
+        for m in resized[:member_lines]:
+            out.append(f"        {m.name}: {_member_text(m.old)} -> {_member_text(m.new)}")
+        if len(resized) > member_lines:
+            out.append(f"        ... {len(resized) - member_lines} more members change size")
+        if len(r.members) > len(resized):
+            out.append(f"        ({len(r.members) - len(resized)} more members only move)")
+    both = [r for r in a.rows if r.change == "same" and r.new.verdict == "over_capacity"]
+    for r in both:  # unchanged, but what an upgrade does not fix
+        out.append(f"  = {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}")
+    out += [f"  note: {n}" for n in a.notes]
+    return out
 
 
 __all__ = ["describe_grid", "render_text"]
