@@ -136,7 +136,7 @@ LAYERS = [
     ["errors", "model", "cache", "runner", "_flashinfer_harness"],
     ["config", "sources", "cuda", "flashinfer_jit"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
-    ["engine", "verify", "kernels", "candidates"],
+    ["engine", "verify", "gpu", "kernels", "candidates"],
     ["sweep", "diff", "scan", "audit"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import engine, probe
-from .config import config_from_flags
+from .config import Config, config_from_flags
 from .errors import BadInput, CutlassLayoutError
 from .options import config_options, cuda_path_option, source_options
 from .probe import UserType
@@ -52,8 +52,9 @@ def _check_plot(plot_file) -> None:
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
               help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
-@click.option("--verify", type=str, default=None, metavar="nvcc",
-              help="Compile the same probe with nvcc and compare every size and offset.")
+@click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
+              help="nvcc: compile the same probe with nvcc and compare every size and offset. "
+                   "gpu: also build the kernel for the local GPU, launch it and check the verdict holds.")
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
               help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
@@ -81,8 +82,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
     for s in structs:
         if s not in ("kernel", "mainloop", "epilogue"):
             raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
-    if verify not in (None, "nvcc"):
-        raise BadInput(f"--verify {verify!r}: the only verifier is nvcc")
+    device = _verify_preflight(verify, subject)
     _check_plot(plot_file)
     tgt = engine.target(cutlass_src, cuda_path)
     if emit_probe:
@@ -100,14 +100,15 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
     if as_json:
         doc = rep.to_dict()
         if verify and rep.error is None:
-            v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
-            doc["verification"] = {"tool": "nvcc", "agree": v.agree, "sizes": v.sizes,
-                                   "fields": v.fields, "mismatches": v.mismatches}
+            v = _verify(verify, device, subject, rep, tgt)
+            doc["verification"] = (v.to_dict() if verify == "gpu" else
+                                   {"tool": "nvcc", "agree": v.agree, "sizes": v.sizes,
+                                    "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json.dumps(doc, indent=2))
     else:
         layout_report.render(rep, max_depth=depth or None, structs=structs)
         if verify and rep.error is None:
-            v = verify_with_nvcc([subject], [rep], tgt.tree.include_root)
+            v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
@@ -125,6 +126,28 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
         sys.exit(4)
     if check and not rep.fits:
         sys.exit(1)
+
+
+def _verify_preflight(verify, subject):
+    """Check ``--verify``'s value, and for ``gpu`` the GPU and nvcc, before any layout."""
+    if verify not in (None, "nvcc", "gpu"):
+        raise BadInput(f"--verify {verify!r}: choose nvcc or gpu")
+    if verify != "gpu":
+        return None
+    from .gpu import preflight
+
+    if not isinstance(subject, Config):
+        raise BadInput("--verify gpu launches preset configs; for your own type use --verify nvcc")
+    return preflight(subject.arch)
+
+
+def _verify(verify, device, subject, rep, tgt):
+    if verify == "gpu":
+        from .gpu import verify_on_gpu
+
+        return verify_on_gpu([subject], [(rep.verdict, rep.kernel.size, rep.stages)], tgt.tree.include_root,
+                             arch=subject.arch, device=device)
+    return verify_with_nvcc([subject], [rep], tgt.tree.include_root)
 
 
 def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, plot_file):
@@ -166,7 +189,10 @@ def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, pl
 @click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
               help="Worker processes (default: the number of CPUs).")
-def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, **flags):
+@click.option("--verify", type=click.Choice(["gpu"]), default=None,
+              help="gpu: build every config that compiles for the local GPU, launch it, and check "
+                   "each verdict holds (exit 4 when one does not).")
+def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
     count that fits for each. Exit 0 whatever the verdicts."""
     from .grid import grid_configs, load_grid_file
@@ -184,10 +210,29 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
     configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
     if not configs:
         raise BadInput("the grid is empty")
+    device = None
+    if verify:
+        from .gpu import preflight
+
+        archs = {c.arch for c in configs}
+        if len(archs) != 1:
+            raise BadInput(f"--verify gpu: the grid mixes archs ({', '.join(sorted(archs))}); "
+                           "a GPU runs one")
+        device = preflight(archs.pop())
     result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
                    use_cache=not no_cache, progress=sys.stderr.isatty())
+    checks = None
+    if verify:
+        from .gpu import verify_on_gpu
+
+        built = [r for r in result.records if r.verdict != "does_not_compile"]
+        checks = verify_on_gpu([r.config for r in built], [(r.verdict, r.kernel_bytes, r.stages) for r in built],
+                               Path(result.provenance.cutlass_root), arch=device.arch, device=device)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        doc = result.to_dict()
+        if checks is not None:
+            doc["verification"] = checks.to_dict()
+        click.echo(json.dumps(doc, indent=2))
     elif as_csv:
         click.echo(to_csv(result), nl=False)
     else:
@@ -196,6 +241,11 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
         from .reports.plot import plot_sweep_result
 
         plot_sweep_result(result, plot_file)
+    if checks is not None:
+        if not as_json:
+            click.echo(checks.summary(), err=as_csv)
+        if not checks.agree:
+            sys.exit(4)
 
 
 # ------------------------------------------------------------------------------------------
