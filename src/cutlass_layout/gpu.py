@@ -37,7 +37,7 @@ from pathlib import Path
 from . import probe
 from .config import ARCHS, Config
 from .errors import BadInput
-from .model import LayoutReport, plain
+from .model import plain
 
 #: compute capability -> the arch names that run there
 CC_ARCH = {(9, 0): "sm90", (12, 0): "sm120", (12, 1): "sm121", (10, 0): "sm100", (10, 3): "sm103"}
@@ -185,8 +185,7 @@ def gpu_program(cfg: Config) -> str:
     if not isinstance(cfg, Config):
         raise BadInput("a GPU check runs configs (presets), not user types")
     m, n, k = cfg.tile
-    body = probe.render([cfg]).replace("#include <cutlass/gemm/kernel/gemm_universal.hpp>",
-                                       "#include <cutlass/gemm/kernel/gemm_universal.hpp>")
+    body = probe.render([cfg])
     grouped = "true" if cfg.kernel == "grouped" else "false"
     return (body + _MAIN + f"  cl_run<{probe.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"
             "  return 0;\n}\n")
