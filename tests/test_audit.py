@@ -124,6 +124,21 @@ def test_mini_audit(mini):
     assert res.tactics[0].verdict == "over_capacity"  # over capacity first
 
 
+def test_a_source_that_does_not_compile_is_cached_too(mini):
+    """A generated source that includes a header the wheel lacks (as flashinfer's TVM-FFI
+    bindings do) is reported with its error, and the warm run reads that answer from the cache
+    instead of parsing the source again."""
+    template = mini / "flashinfer/data/csrc/mini_groupwise_kernel_inst.jinja"
+    template.write_text("#include <tvm/ffi/not_in_the_wheel.h>\n" + template.read_text())
+    cold = audit(str(mini), jobs=1)
+    entry = next(s for s in cold.sources if s["file"].endswith("mini_groupwise_sm120.cu"))
+    assert "not_in_the_wheel.h" in entry["error"] and entry["kernels"] == 0
+    assert not any(t.family == "gemm_sm120" for t in cold.tactics)
+    warm = audit(str(mini), jobs=1)
+    assert warm.stats["parsed"] == 0 and warm.stats["cached"] == warm.stats["sources"]
+    assert next(s for s in warm.sources if s["file"].endswith("mini_groupwise_sm120.cu")) == entry
+
+
 def test_mini_audit_cached_and_json(mini):
     cold = audit(str(mini), jobs=2)
     warm = audit(str(mini), jobs=2)

@@ -218,7 +218,7 @@ def _lay_out(source: Source, provenance: dict, pch: str | None) -> dict:
     t0 = time.process_time()
     res = lay_out_source(source, Provenance(**provenance), pch=Path(pch) if pch else None)
     return {
-        "error": res.error,
+        "error": res.error, "lasting": res.lasting,
         "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}
                     for k, rep in res.kernels],
         "cpu_seconds": round(time.process_time() - t0, 2), "seconds": res.seconds,
@@ -263,7 +263,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     """
     from . import engine
     from .flashinfer_jit import jit_modules
-    from .frontends.clang import ensure_pch, libclang_version
+    from .frontends.clang import libclang_version
     from .runner import Pool, Progress, default_jobs
     from .sources import resolve_flashinfer
 
@@ -330,37 +330,56 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     cand_args = (install, arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
     cand = None
     if todo:
-        pchs: dict[tuple, str | None] = {}
-        t = time.perf_counter()
-        for _, source, _, pre, _ in todo:  # built here, before the workers fork
-            if pre is not None and (pre, source.flags) not in pchs:
-                p = ensure_pch(pre, list(source.flags), pch_key)
-                pchs[(pre, source.flags)] = str(p) if p else None
-        stats["pch_seconds"] = round(time.perf_counter() - t, 2)
+        # precompiled headers are built in the pool too (one per module's includes), each
+        # source submitted once its header is there; the candidate list waits for the MoE one
+        pch_of = {(pre, source.flags) for _, source, _, pre, _ in todo if pre is not None}
+        waiting: dict[tuple, list] = {pk: [] for pk in pch_of}
+        cand_pk = (moe[1], moe[0].flags) if moe and moe[1] is not None else None
+        stats["pch_seconds"] = 0.0
         bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
         try:
             with Pool(default_jobs(jobs)) as pool:
-                tickets = {}
-                if cand_args:  # the runtime's candidate list, beside the sources (13 s)
-                    tickets[pool.submit(_candidates, *cand_args)] = None
+                tickets: dict[int, tuple] = {}
+
+                def submit_source(source, key, pch):
+                    tickets[pool.submit(_lay_out, source, prov, pch)] = ("source", key)
+
+                def submit_candidates():
+                    tickets[pool.submit(_candidates, *cand_args)] = ("candidates", None)
+
+                for pk in sorted(pch_of, key=lambda x: (x[0], x[1])):
+                    tickets[pool.submit(_pch, pk[0], list(pk[1]), pch_key)] = ("pch", pk)
                 for _, source, key, pre, _ in todo:
-                    tickets[pool.submit(_lay_out, source, prov, pchs.get((pre, source.flags)))] = key
+                    if pre is None:
+                        submit_source(source, key, None)
+                    else:
+                        waiting[(pre, source.flags)].append((source, key))
+                if cand_args and (cand_pk is None or cand_pk not in pch_of):
+                    submit_candidates()  # the runtime's candidate list, beside the sources (13 s)
                 while pool.busy:
                     for ticket, payload in pool.next_done():
-                        key = tickets[ticket]
-                        if key is None:
+                        what, key = tickets.pop(ticket)
+                        if what == "candidates":
                             cand = payload
-                            continue
-                        results[key] = payload
-                        stats["parsed"] += 1
-                        stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
-                        stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
-                                                          payload.get("peak_rss_mb", 0.0))
-                        if payload.get("error") is None:
-                            cache.put(key, payload)
-                        bar.advance()
+                        elif what == "pch":
+                            path, seconds = payload
+                            stats["pch_seconds"] += seconds
+                            for source, skey in waiting.pop(key):
+                                submit_source(source, skey, path)
+                            if cand_args and key == cand_pk:
+                                submit_candidates()
+                        else:
+                            results[key] = payload
+                            stats["parsed"] += 1
+                            stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
+                            stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
+                                                              payload.get("peak_rss_mb", 0.0))
+                            if payload.get("error") is None or payload.get("lasting"):
+                                cache.put(key, payload)  # a source's own compile error is an answer too
+                            bar.advance()
         finally:
             bar.stop()
+        stats["pch_seconds"] = round(stats["pch_seconds"], 2)
     elif cand_args:
         cand = _candidates(*cand_args)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
@@ -397,6 +416,15 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                   "builders": builds.builders, **prov}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats)
+
+
+def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
+    """:func:`~cutlass_layout.frontends.clang.ensure_pch` in a worker: (its path or None, seconds)."""
+    from .frontends.clang import ensure_pch
+
+    t = time.perf_counter()
+    path = ensure_pch(preamble, flags, key)
+    return (str(path) if path else None), round(time.perf_counter() - t, 2)
 
 
 def _candidates(install, arch, flags, preamble, pch_key, use_cache):

@@ -119,6 +119,10 @@ class SourceLayout:
 
     kernels: list[tuple[FoundKernel, LayoutReport]] = field(default_factory=list)
     error: str | None = None
+    #: the error is the source's own (it does not compile with these flags and headers), so
+    #: the same inputs give it again and it may be cached; unreadable files and refused
+    #: precompiled headers may not
+    lasting: bool = False
     #: wall seconds of the two passes (``find``, ``lay_out``), and parses of pass 2
     seconds: dict = field(default_factory=dict)
 
@@ -371,6 +375,8 @@ class Prelude:
         macros: ``#undef``/``#define`` lines; rehosts: re-hosted declarations.
         origins: macro name -> (its file, the line of its last kernel alias there).
         hosted: re-hosted alias -> (owner as written, source line, file, alias line, alias).
+        head: the source's own leading ``#include`` lines, put first when no precompiled
+            header holds them (the cut-down launchers and re-hosted templates name their types).
         path: the file written (None until :meth:`write`).
     """
 
@@ -378,10 +384,12 @@ class Prelude:
     rehosts: str = ""
     origins: dict = field(default_factory=dict)
     hosted: dict = field(default_factory=dict)
+    head: str = ""
     path: Path | None = None
 
     def text(self, trimmed: bool = True) -> str:
-        return (self.macros if trimmed else "") + self.rehosts
+        body = (self.macros if trimmed else "") + self.rehosts
+        return (self.head + "\n" + body) if body and self.head else body
 
     def write(self, trimmed: bool = True) -> Path | None:
         from .cache import cache_dir
@@ -575,6 +583,7 @@ def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: P
     from .frontends.clang import ProbeUnit
 
     flags = list(source.flags) + (["-include-pch", str(pch)] if pch else [])
+    flags += ["-iquote", str(source.path.parent)]  # the source's quoted includes, from the prelude too
     flags += ["-include", str(include)] if include else []
     return ProbeUnit(text, flags, source.include_root, filename=str(source.path),
                      skip_bodies=not bodies)
@@ -613,6 +622,8 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     probes: dict = {}
     try:
         pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
+        if pch is None:  # the includes are not in a header before the prelude: put them first
+            pre.head = "\n".join(split_preamble(original)[0])
         trimmed = trim and bool(pre.macros)
         unit = _parse(source, text, pch, bodies=True, include=pre.write(trimmed))
         if trimmed and unit.errors():  # the cut-down launchers do not compile: as written
@@ -624,7 +635,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         return SourceLayout(error="the precompiled header was refused")
     found, loose = find_kernels(unit, original, pre, probes if trimmed else None)
     if not found and loose:  # nothing to lay out, and the source does not compile
-        return SourceLayout(error=loose[0].one_line())
+        return SourceLayout(error=loose[0].one_line(), lasting=True)
     out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
                                 "trimmed": trimmed, "rehosted": len(pre.hosted)})
     reports: dict[str, LayoutReport] = {}
