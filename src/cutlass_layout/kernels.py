@@ -589,6 +589,51 @@ def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: P
                      skip_bodies=not bodies)
 
 
+_UPPER_CALL = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*\(", re.M)
+
+
+def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> str | None:
+    """The key under which sources can share pass 0's prelude, or None when they cannot.
+
+    A source that explicitly instantiates function templates itself gets re-hosted
+    templates of its own (their arguments are the source's); one that only calls launcher
+    macros gets the cut-down definitions of those macros, which depend on nothing but the
+    macros' names and the headers and flags they are read with (the precompiled header's
+    name is a digest of both, and of the tree)."""
+    from .cache import code_fingerprint, result_key
+    from .launchers import blank_comments, explicit_instantiations
+
+    if pch is None or explicit_instantiations(original):
+        return None
+    calls = sorted(set(_UPPER_CALL.findall(blank_comments(original))))
+    if not calls:
+        return None
+    return result_key("prelude", pch.name, list(source.flags), calls, capacity,
+                      code_fingerprint("kernels", "launchers", "probe"))
+
+
+def _shared_prelude(source, original, pch, capacity) -> "Prelude | None":
+    from .cache import ResultCache
+
+    key = _prelude_key(source, original, pch, capacity)
+    hit = ResultCache("preludes").get(key) if key else None
+    if not isinstance(hit, dict):
+        return None
+    try:
+        return Prelude(macros=hit["macros"], rehosts="",
+                       origins={k: tuple(v) for k, v in hit["origins"].items()})
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _share_prelude(source, original, pch, capacity, pre: "Prelude") -> None:
+    from .cache import ResultCache
+
+    key = _prelude_key(source, original, pch, capacity)
+    if key and not pre.rehosts and not pre.hosted:
+        ResultCache("preludes").put(key, {"macros": pre.macros, "origins": pre.origins})
+
+
 def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None = None,
                    trim: bool = True) -> SourceLayout:
     """Find and lay out every kernel ``source`` instantiates (the module docstring's passes).
@@ -621,7 +666,10 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     capacity = CAPACITY.get(source.arch)
     probes: dict = {}
     try:
-        pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
+        pre = _shared_prelude(source, original, pch, capacity)
+        if pre is None:
+            pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
+            _share_prelude(source, original, pch, capacity, pre)
         if pch is None:  # the includes are not in a header before the prelude: put them first
             pre.head = "\n".join(split_preamble(original)[0])
         trimmed = trim and bool(pre.macros)
