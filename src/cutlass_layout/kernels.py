@@ -43,6 +43,10 @@ KERNEL_PREFIX = "cutlass::gemm::kernel::GemmUniversal<"
 
 #: Prefix of the probe declarations put after a kernel alias inside a launcher.
 PROBE_PREFIX = "cl_k"
+#: probe blocks after re-hosted kernel aliases are numbered from here (those in launcher
+#: macros from 0), and found under this owner
+REHOST_PROBE = 9000
+REHOSTED = "<re-hosted>"
 
 #: Capacity constants per arch family (read from the headers being parsed).
 CAPACITY = {
@@ -285,7 +289,8 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
     tied to no owner. Kernels the ``prelude`` re-hosts are named as their instantiation is.
 
     ``probes``, if given, is filled with the in-place probe declarations (see
-    :func:`in_place_probe`) of each kernel: ``{(owner, spelling): {name: cursor}}``."""
+    :func:`in_place_probe`) of each kernel: ``{(owner, spelling): {name: cursor}}``, those
+    after re-hosted kernel aliases under the owner :data:`REHOSTED`."""
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location
@@ -299,10 +304,16 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
     found: list[FoundKernel] = []
     owners: list[tuple[str, int, int]] = []  # (name, first line, last line)
 
+    rehosted: dict[str, dict] = {}
+
     def visit(cursor, owner: str):
         for c in cursor.get_children():
             loc = c.location
             if loc.file is None or loc.file.name not in (main, extra):
+                continue
+            m = _PROBE_RE.match(c.spelling) if probes is not None and loc.file.name == extra else None
+            if m and int(m.group(1)) >= REHOST_PROBE and c.kind in kinds + (ci.CursorKind.VAR_DECL,):
+                rehosted.setdefault(m.group(1), {})[m.group(2)] = c
                 continue
             if c.kind in owners_kinds:
                 name = c.displayname or c.spelling
@@ -349,6 +360,10 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
         found.append(k)
 
     visit(unit.tu.cursor, "")
+    for names in rehosted.values():
+        if "Subject" in names:
+            spelling = names["Subject"].underlying_typedef_type.get_canonical().spelling
+            probes.setdefault((REHOSTED, spelling), names)
     loose: list[CompileError] = []
     owner_error: dict[str, CompileError] = {}
     for err, line in unit.errors_with_probe_lines():
@@ -373,6 +388,8 @@ class Prelude:
 
     Attributes:
         macros: ``#undef``/``#define`` lines; rehosts: re-hosted declarations.
+        rehost_probes: a probe block after each re-hosted kernel alias (names
+            ``cl_k<REHOST_PROBE + n>_*``), so pass 1 lays those kernels out in place.
         origins: macro name -> (its file, the line of its last kernel alias there).
         hosted: re-hosted alias -> (owner as written, source line, file, alias line, alias).
         head: the source's own leading ``#include`` lines, put first when no precompiled
@@ -382,20 +399,21 @@ class Prelude:
 
     macros: str = ""
     rehosts: str = ""
+    rehost_probes: str = ""
     origins: dict = field(default_factory=dict)
     hosted: dict = field(default_factory=dict)
     head: str = ""
     path: Path | None = None
 
-    def text(self, trimmed: bool = True) -> str:
-        body = (self.macros if trimmed else "") + self.rehosts
+    def text(self, trimmed: bool = True, probes: bool = True) -> str:
+        body = (self.macros if trimmed else "") + self.rehosts + (self.rehost_probes if probes else "")
         return (self.head + "\n" + body) if body and self.head else body
 
-    def write(self, trimmed: bool = True) -> Path | None:
+    def write(self, trimmed: bool = True, probes: bool = True) -> Path | None:
         from .cache import cache_dir
         import hashlib
 
-        text = self.text(trimmed)
+        text = self.text(trimmed, probes)
         if not text:
             self.path = None
             return None
@@ -525,6 +543,9 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
                         f"using {name_alias} = typename cl_rehost_ns_{n}::cl_rehost_{n}<{args}>::{alias};\n"
                         f"{closing}\n")
         out.hosted[name_alias] = (f"{name}<{args}>", line, unit.rel(file), alias_line, alias)
+        if capacity:
+            block = probe.subject_block(name_alias, capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}_")
+            out.rehost_probes += f"{opening}\n{block}{closing}\n"
     return out
 
 
@@ -671,27 +692,29 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
             pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
             _share_prelude(source, original, pch, capacity, pre)
         if pch is None:  # the includes are not in a header before the prelude: put them first
-            pre.head = "\n".join(split_preamble(original)[0])
+            pre.head = pch_preamble(split_preamble(original)[0])
         trimmed = trim and bool(pre.macros)
         unit = _parse(source, text, pch, bodies=True, include=pre.write(trimmed))
-        if trimmed and unit.errors():  # the cut-down launchers do not compile: as written
+        if (trimmed or pre.rehost_probes) and unit.errors():
+            # the cut-down launchers or the probes do not compile: the source as written
             trimmed = False
-            unit = _parse(source, text, pch, bodies=True, include=pre.write(False))
+            unit = _parse(source, text, pch, bodies=True, include=pre.write(False, probes=False))
+            probes = None
     except BadInput as exc:
         return SourceLayout(error=str(exc))
     if unit.pch_rejected():
         return SourceLayout(error="the precompiled header was refused")
-    found, loose = find_kernels(unit, original, pre, probes if trimmed else None)
+    found, loose = find_kernels(unit, original, pre, probes)
     if not found and loose:  # nothing to lay out, and the source does not compile
         return SourceLayout(error=loose[0].one_line(), lasting=True)
     out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
                                 "trimmed": trimmed, "rehosted": len(pre.hosted)})
     reports: dict[str, LayoutReport] = {}
-    if trimmed and not unit.errors():  # the kernels laid out in place: no second parse
+    if probes and not unit.errors():  # the kernels laid out in place: no second parse
         from .engine import read_subject
 
         for k in found:
-            names = probes.get((k.owner, k.spelling))
+            names = probes.get((k.owner, k.spelling)) or probes.get((REHOSTED, k.spelling))
             if names is not None and k.spelling not in reports:
                 reports[k.spelling] = read_subject(unit, names, _Subject(k.spelling), provenance)
     del unit
