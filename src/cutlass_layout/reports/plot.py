@@ -120,7 +120,7 @@ def _levels(struct, depth: int):
         nxt = []
         for f, dotted, color, _ in level:
             for j, c in enumerate(f.fields):
-                amount = 0.3 + 0.45 * (j % 3) / 2
+                amount = 0.22 + 0.56 * (j % 4) / 3  # four shades, lighter than the parent
                 nxt.append((c, f"{dotted}.{c.name}", _shade(color, amount), f))
         parents = [(f.fields, f.offset, f.offset + f.size) for f, _, _, _ in level if f.fields]
         level = nxt
