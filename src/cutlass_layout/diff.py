@@ -43,6 +43,7 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
      "structural": null | [{change, struct, field, old, new,
                             old_file, old_line, new_file, new_line, specialization}],
      "files_compared": int | null,
+     "structural_arch": null | [arch, ...], "structural_others": {family: count},
      "numeric": null | [{config, label, old: record | null, new: record | null,
                          changed: [name, ...],
                          members: [{name, old: {offset, size} | null, new: ...}]}]}
@@ -52,7 +53,9 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
               headroom_bytes, tma_bytes: {mk, nk, total},
               members: {"tensors.mainloop.smem_A": {offset, size}, ...}}
 
-``structural``/``numeric`` are ``null`` when that side was not asked for. ``changed`` names
+``structural``/``numeric`` are ``null`` when that side was not asked for; with an ``arch``
+``structural`` holds the changes that concern its family only (:func:`keep_arch`) and
+``structural_others`` counts the others. ``changed`` names
 ``verdict``, ``stages``, ``kernel_bytes``, ``mainloop_bytes``, ``epilogue_bytes``,
 ``capacity_bytes``, ``tma_bytes.mk|nk|total`` and ``kernel.<member>`` (offset or size
 changed, or member only on one side); ``members`` lists the changed members only. Rows come
