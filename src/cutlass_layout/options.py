@@ -44,6 +44,11 @@ CONFIG_PARAMS = tuple(name for _, name, _, _ in CONFIG_FLAGS)
 
 _GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
 _FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
+#: What the filter flags say instead, where a flag does not filter (``audit``).
+_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (the same builds) or sm90.",
+                "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
+                "preset": "Not recorded per tactic: refused here (see --family moe).",
+                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout)."}
 
 
 def config_options(*, repeatable: bool = False, filters: bool = False):
@@ -53,7 +58,8 @@ def config_options(*, repeatable: bool = False, filters: bool = False):
     def decorate(f):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
             if filters:
-                f = click.option(flag, name, multiple=True, help=help_ + _FILTER_MORE)(f)
+                f = click.option(flag, name, multiple=True,
+                                 help=_FILTER_HELP.get(name, help_ + _FILTER_MORE))(f)
             elif repeatable:
                 f = click.option(flag, name, multiple=True, help=help_ + _GRID_MORE)(f)
             else:
