@@ -1,14 +1,48 @@
-"""Shared fixtures: real CUTLASS trees from the package index, fetched once and cached.
+"""Shared fixtures: real CUTLASS trees from the package index; the session's own cache.
 
-The wheels are downloaded with ``pip download`` into the user cache dir
-(``cutlass_layout.cache.cache_dir``) the first time and reused on every later run.
+Tests never write outside a temporary cache: unless whoever runs them has set
+``CUTLASS_LAYOUT_CACHE`` (then that folder is the cache they chose, and it is kept), the
+session points it at a new temporary folder and removes it at the end. Wheels are fetched
+with ``pip download`` (:func:`cutlass_layout.sources.fetch_wheel`); those already in the
+user cache (``~/.cache/cutlass-layout/wheels``) are linked into the temporary one, read and
+never written, so a session does not download them again.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+_OWN_CACHE: list[Path] = []
+
+
+def pytest_configure(config):
+    """Point ``CUTLASS_LAYOUT_CACHE`` at a temporary folder for the whole session (worker
+    processes and subprocesses inherit it), before any test runs."""
+    if os.environ.get("CUTLASS_LAYOUT_CACHE"):
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="cutlass-layout-tests-"))
+    os.environ["CUTLASS_LAYOUT_CACHE"] = str(tmp)
+    _OWN_CACHE.append(tmp)
+    import platformdirs
+
+    user_wheels = Path(platformdirs.user_cache_dir("cutlass-layout")) / "wheels"
+    if user_wheels.is_dir():
+        for spec in user_wheels.iterdir():
+            wheels = sorted(spec.glob("*.whl")) if spec.is_dir() else []
+            if wheels:
+                (tmp / "wheels" / spec.name).mkdir(parents=True, exist_ok=True)
+                (tmp / "wheels" / spec.name / wheels[0].name).symlink_to(wheels[0])
+
+
+def pytest_unconfigure(config):
+    for tmp in _OWN_CACHE:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.environ.pop("CUTLASS_LAYOUT_CACHE", None)
 
 from cutlass_layout import resolve_cutlass, target
 

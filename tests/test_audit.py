@@ -310,3 +310,30 @@ def test_068_moe_runs():
     # 128x256x64B, 256x128x64B): all the generator emits
     assert all(t.runtime_candidate is True for t in res.tactics)
     assert res.tactics[0].verdict == "over_capacity"
+
+
+def test_mini_config_flags_filter_the_tactics(mini, capsys):
+    """The config flags of layout/sweep/diff keep the tactics that match (sizes of the kept
+    ones by hand, mini_sizes)."""
+    res = audit(str(mini), jobs=1, tile="128x64x16B")  # K 16 bytes of nvfp4 = 32 elements
+    assert [t.id for t in res.tactics] == ["moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
+    assert res.tactics[0].report.kernel.size == mini_sizes(128, 64, 32, 3, 4096)[2] == 24576
+    assert [t.id for t in audit(str(mini), jobs=1, tile="128x64x32").tactics] == [
+        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
+    # braces expand; with swap_ab the activation is B (nvfp4 here too): 64 elements = 32 B
+    assert [t.id for t in audit(str(mini), jobs=1, tile="128x{64,128}x32B").tactics] == [
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+    assert {t.id for t in audit(str(mini), jobs=1, stages="5").tactics} == {
+        "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"}
+    assert len(audit(str(mini), jobs=1, stages="auto").tactics) == len(audit(str(mini), jobs=1).tactics) == 9
+    assert [t.id for t in audit(str(mini), jobs=1, d="bf16", a="nvfp4").tactics] == [
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+    assert audit(str(mini), jobs=1, kernel="grouped").tactics == []  # the stand-in kernels are dense
+    assert audit(str(mini), jobs=1, a=["mxfp8"]).tactics == []
+    # the command: same flags, one line for what cannot filter
+    assert main(["audit", "--cutlass", str(mini), "--tile", "256x128x32B", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| over capacity | `CtaShape256x128x32B` | nvfp4 x nvfp4 |" in out
+    assert "| 256x128x32B | 5 | 123904 | 4096 | 129024 | -27648 |" in out  # tile as typed, in bytes
+    assert main(["audit", str(mini), "--epilogue-schedule", "tma"]) == 2
+    assert "'epilogue_schedule' is not recorded for a tactic" in capsys.readouterr().err

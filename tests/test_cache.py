@@ -6,6 +6,8 @@ workers count too), in a temporary cache without precompiled headers.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cutlass_layout import Config, UserType
@@ -102,3 +104,19 @@ def test_result_cache_entries(tmp_path, monkeypatch):
     path.rename(cache._path(other))
     assert cache.get(other) is None  # written for another key
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_the_session_cache_is_not_the_user_cache():
+    """tests/conftest.py: a session without CUTLASS_LAYOUT_CACHE gets a temporary one; tests
+    never write into ~/.cache/cutlass-layout."""
+    import os
+
+    import platformdirs
+
+    import conftest
+    from cutlass_layout.cache import cache_dir
+
+    if not conftest._OWN_CACHE:
+        pytest.skip("CUTLASS_LAYOUT_CACHE was set by whoever runs the tests: their cache")
+    assert os.environ["CUTLASS_LAYOUT_CACHE"] == str(conftest._OWN_CACHE[0])
+    assert cache_dir() != Path(platformdirs.user_cache_dir("cutlass-layout"))

@@ -52,3 +52,21 @@ def test_preset_epilogue_values():
     assert Config(preset="trtllm-moe", c="f32").element_c == "f32"
     assert Config(a="mxfp8", b="mxfp4").alignment("b") == 128
     assert Config(a="mxfp8", b="mxfp8").alignment("a") == 16
+
+
+def test_tile_bytes_capital_only_and_back():
+    from cutlass_layout.config import split_tile, tile_text
+
+    assert split_tile("128x256x64B") == (128, 256, 64, True)
+    assert split_tile("128x256x64") == (128, 256, 64, False)
+    with pytest.raises(BadInput, match=r"capital B \(128x256x64B\)"):
+        parse_tile("128x256x64b")
+    with pytest.raises(BadInput, match="layout takes one tile"):
+        parse_tile("128x{128,256}x64B")
+    # K 128 elements: 64 bytes of fp4, 128 of fp8, 256 of bf16
+    assert tile_text((128, 256, 128), "nvfp4", True) == "128x256x64B"
+    assert tile_text((128, 256, 128), "mxfp8", True) == "128x256x128B"
+    assert tile_text((128, 256, 128), "bf16", True) == "128x256x256B"
+    assert tile_text((128, 256, 128), "nvfp4") == "128x256x128"
+    assert tile_text((128, 256, 127), "nvfp4", True) == "128x256x127"  # not whole bytes: elements
+    assert tile_text((128, 256, 128), None, True) == "128x256x128"

@@ -467,3 +467,101 @@ def test_bad_sides_network(main, capsys, old, new, words):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and words in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------------
+# --arch: what concerns one arch family; the config flags of layout and sweep
+
+
+def _ch(file, struct="X::SharedStorage", spec=None):
+    from cutlass_layout.model import StructuralChange
+
+    return StructuralChange("field_added", struct, "f", new="int", new_file=file, new_line=1,
+                            specialization=spec)
+
+
+def test_keep_arch_offline():
+    from cutlass_layout.diff import change_family, keep_arch
+
+    changes = [
+        _ch("cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"),
+        _ch("cutlass/gemm/kernel/sm90_gemm_array_tma_warpspecialized_cooperative.hpp"),  # SM120 runs on it
+        _ch("cutlass/epilogue/collective/sm90_epilogue_tma_warpspecialized.hpp"),
+        _ch("cutlass/arch/arch.h"),  # no arch in its name: every arch's
+        _ch("cutlass/gemm/dispatch_policy.hpp", struct="cutlass::gemm::MainloopSm100TmaUmma"),
+        _ch("cutlass/gemm/collective/builders/sm100_umma_builder.inl"),
+        _ch("cutlass/gemm/collective/builders/sm103_blockscaled_umma_builder.inl"),
+        _ch("cutlass/gemm/collective/builders/sm120_mma_builder.inl", spec="CollectiveBuilder<arch::Sm120, …>"),
+        _ch("cutlass/conv/collective/builders/sm90_umma_builder.inl"),
+    ]
+    kept, others = keep_arch(changes, ["sm120"])
+    assert [c.new_file for c in kept] == [c.new_file for c in changes[:4]] + [changes[7].new_file]
+    assert others == {"sm100": 3, "conv": 1}
+    kept, others = keep_arch(changes, ["sm90"])
+    assert [c.new_file for c in kept] == [changes[i].new_file for i in (1, 2, 3)]
+    assert others == {"sm100": 3, "sm120": 2, "conv": 1}
+    kept, _ = keep_arch(changes, ["sm90", "sm120"])
+    assert len(kept) == 5
+    assert change_family(_ch("cutlass/gemm/collective/sm10x_thing.hpp"), "sm120") == "sm100"
+
+
+def test_capacity_line_only_when_both_sides_have_one():
+    from cutlass_layout.model import DiffResult, Provenance, Side
+
+    ok = NumericRecord(verdict="fits", stages=3, kernel_bytes=84992, mainloop_bytes=74752,
+                       epilogue_bytes=9216, capacity_bytes=101376, headroom_bytes=16384,
+                       tma_bytes=TmaValues(mk=18432, nk=6144, total=24576), error=None, members={})
+    broken = NumericRecord(verdict="does_not_compile", error="does not compile: static_assert", members={})
+    prov = Provenance("r", "4.5.0", "h", "o", "c", "p", "s", [])
+    res = DiffResult(old=Side("a", prov), new=Side("b", prov), identical=False,
+                     grid=[Config()], grid_source="python",
+                     numeric=[compare(Config(), ok, broken)])
+    text = render_text(res)
+    assert "capacity:" not in text and "-> - B" not in text
+    assert "fits -> does not compile" in text
+
+
+@pytest.mark.network
+def test_068_to_072_arch_keeps_what_concerns_sm120(main, capsys):
+    # by hand from the unfiltered listing: the 21 changes are 18 in SM100/SM103 GEMM builders
+    # (cutlass/gemm/collective/builders/sm10{0,3}_*.inl) and 3 in the SM100 conv builder
+    full = diff(FI_068, FI_072, numeric=False)
+    files = [c.new_file or c.old_file for c in full.structural]
+    assert len(files) == 21
+    assert sum(f.startswith("cutlass/conv/") for f in files) == 3
+    assert sum(f.startswith(("cutlass/gemm/collective/builders/sm100_",
+                             "cutlass/gemm/collective/builders/sm103_")) for f in files) == 18
+    res = diff(FI_068, FI_072, numeric=False, arch="sm120")
+    assert res.structural == [] and res.structural_others == {"sm100": 18, "conv": 3}
+    assert not res.has_differences
+    assert main(["diff", FI_068, FI_072, "--structural-only", "--arch", "sm120", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["structural"] == [] and doc["structural_arch"] == ["sm120"]
+    assert doc["structural_others"] == {"sm100": 18, "conv": 3}
+    assert main(["diff", FI_068, FI_072, "--structural-only", "--arch", "sm120"]) == 0
+    out = capsys.readouterr().out
+    assert "21 changes in headers of other arch families not shown (sm100 18, conv 3)" in out
+
+
+@pytest.mark.network
+def test_sm90_mixed_flags_diff(main, capsys):
+    """The issue's command: every config flag of layout/sweep, here SM90 dense bf16. Numbers:
+    nvcc 13.0 agreed with them on both trees (``layout --verify nvcc``: 4 sizes and stage
+    counts, 21 member offsets and sizes): 7 stages, mainloop 229504, epilogue 1 (no shared
+    memory: the builder's auto epilogue), kernel 229760 of 232448."""
+    argv = ["diff", NC_420, FI_072, "--arch", "sm90", "--kernel", "dense", "--a", "bf16", "--b", "bf16",
+            "--tile", "128x128x64"]
+    assert main(argv + ["--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = doc["numeric"]
+    c = row["config"]
+    assert (c["arch"], c["kernel"], c["a"], c["b"], c["tile"]) == ("sm90", "dense", "bf16", "bf16", [128, 128, 64])
+    for side in ("old", "new"):
+        r = row[side]
+        assert (r["verdict"], r["stages"], r["mainloop_bytes"], r["epilogue_bytes"], r["kernel_bytes"],
+                r["capacity_bytes"]) == ("fits", 7, 229504, 1, 229760, 232448)
+    assert doc["structural_arch"] == ["sm90"]
+    assert all("sm100" not in (s["new_file"] or s["old_file"]) for s in doc["structural"])
+    assert main(argv + ["--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert "| sm90 dense bf16 128x128x64 | fits | 7 | 229760 | 229504 | 1 |" in md

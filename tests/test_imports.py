@@ -139,7 +139,7 @@ LAYERS = [
     ["engine", "verify", "gpu", "kernels", "candidates"],
     ["sweep", "diff", "scan", "audit"],
     [""],  # the facade, cutlass_layout/__init__.py
-    ["reports", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
+    ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
      "reports.audit"],
     ["options", "cli"],
 ]

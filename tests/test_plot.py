@@ -1,5 +1,7 @@
-"""Plots: the drawn elements (member boxes and labels, padding, the capacity line, bars by
-verdict), read back from the matplotlib Figure and from the SVG text."""
+"""Plots: the drawn elements (member boxes and labels, padding, the zoomed panel, the capacity
+line and the headroom, bars by verdict, the y band), read back from the matplotlib Figure,
+the SVG text and the PNG's header. The structs here are written by hand (offsets and sizes in
+bytes), or handed.md's for the real layout."""
 
 from __future__ import annotations
 
@@ -8,12 +10,15 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from cutlass_layout import Config
+from cutlass_layout.cli import main
 from cutlass_layout.errors import BadInput, DoesNotCompile
 from cutlass_layout.model import CompileError, FieldLayout, LayoutReport, Provenance, StructLayout
-from cutlass_layout.reports.plot import VERDICT_COLORS, memory_map, plot_layout, sweep_chart
+from cutlass_layout.reports.plot import (DPI, MISSING, VERDICT_COLORS, check_plot_path, memory_map,
+                                         plot_layout, plot_sweep_result, sweep_chart)
 from cutlass_layout.sweep import SweepRecord, SweepResult
 
 CAP = 101376
+ORIGIN = "flashinfer-python==0.7.2.post1 (wheel flashinfer_python-0.7.2.post1-py3-none-any.whl, cached)"
 
 
 def _struct():
@@ -27,28 +32,38 @@ def _struct():
     return StructLayout("SharedStorage", 84992, 1024, 768, [tensors, pipes, maps])
 
 
-def _texts(fig):
-    ax = fig.axes[0]
-    out = [t.get_text() for t in ax.texts]
-    leg = ax.get_legend()
-    if leg is not None:
-        out += [t.get_text() for t in leg.get_texts()]
+def _prov(origin=ORIGIN):
+    return Provenance("r", "4.5.0", "h", origin, "c", "p", "s", [])
+
+
+def _texts(fig, axes=None):
+    out = []
+    for ax in (fig.axes if axes is None else [fig.axes[axes]]):
+        out += [t.get_text() for t in ax.texts]
+        leg = ax.get_legend()
+        if leg is not None:
+            out += [t.get_text() for t in leg.get_texts()]
     return out
 
 
-def _by_gid(fig, gid):
-    ax = fig.axes[0]
-    return [a for a in ax.patches + ax.lines if a.get_gid() == gid]
+def _by_gid(fig, gid, axes=None):
+    out = []
+    for ax in (fig.axes if axes is None else [fig.axes[axes]]):
+        out += [a for a in ax.patches + ax.lines + ax.texts if a.get_gid() == gid]
+    return out
+
+
+def _labels(fig, gid):
+    return [t.get_text() for t in _by_gid(fig, gid)]
 
 
 def test_memory_map_members_padding_capacity():
     fig = memory_map(_struct(), CAP, depth=2)
-    texts = _texts(fig)
-    assert "tensors\n82944 B" in texts
-    assert "mainloop\n73728 B" in texts and "epilogue\n8704 B" in texts
-    # too narrow for an inline label: listed with size and offset
-    assert "pipelines  240 B @ 82944" in texts and "tensormaps  896 B @ 83328" in texts
-    assert "capacity 101376 B" in texts
+    assert len(fig.axes) == 2  # the whole struct, and a zoom on the small members
+    full = _texts(fig, 0)
+    assert "tensors\n82944 B" in full
+    assert "mainloop\n73728 B" in full and "epilogue\n8704 B" in full
+    assert "capacity 101376 B" in full and "sizeof 84992 B" in full
     (box,) = _by_gid(fig, "member:tensors.epilogue")
     assert (box.get_x(), box.get_width()) == (73728, 8704)
     (cap,) = _by_gid(fig, "capacity")
@@ -56,6 +71,29 @@ def test_memory_map_members_padding_capacity():
     pads = sorted((p.get_x(), p.get_width()) for p in _by_gid(fig, "padding"))
     # inside tensors: 512 after epilogue; top level: 144 before tensormaps, 768 tail
     assert pads == [(82432, 512), (83184, 144), (84224, 768)]
+    # too narrow at full scale: drawn again in the zoom, at the same bytes, labelled there
+    (zp,) = _by_gid(fig, "zoom:member:pipelines")
+    assert (zp.get_x(), zp.get_width()) == (82944, 240)
+    (zt,) = _by_gid(fig, "zoom:member:tensormaps")
+    assert (zt.get_x(), zt.get_width()) == (83328, 896)
+    assert _labels(fig, "zoom:label:tensormaps")[0].replace("\n", " ") == "tensormaps 896 B"
+    assert _labels(fig, "zoom:label:pipelines")[0].replace("\n", " ") == "pipelines 240 B"
+    lo, hi = fig.axes[1].get_xlim()
+    assert lo <= 82432 and hi >= 84992 and hi - lo < 84992 / 2
+    # the headroom, sizeof .. capacity
+    (room,) = _by_gid(fig, "headroom", axes=0)
+    assert room.get_gid() == "headroom"
+    assert "headroom 16384 B" in _texts(fig)
+
+
+def test_memory_map_over_capacity_and_no_zoom_when_all_is_large():
+    big = StructLayout("S", 110000, 16, 0, [FieldLayout("a", "A", 0, 60000, 16),
+                                            FieldLayout("b", "B", 60000, 50000, 16)])
+    fig = memory_map(big, CAP, depth=2)
+    assert len(fig.axes) == 1
+    assert _by_gid(fig, "overshoot") and not _by_gid(fig, "headroom")
+    assert "over capacity by 8624 B" in _texts(fig)
+    assert "a\n60000 B" in _texts(fig) and "b\n50000 B" in _texts(fig)
 
 
 def test_memory_map_depth_1_has_no_children():
@@ -64,26 +102,38 @@ def test_memory_map_depth_1_has_no_children():
     assert _by_gid(fig, "member:tensors")
 
 
-def test_svg_text(tmp_path):
-    rep = LayoutReport(config=Config().to_dict(),
-                       provenance=Provenance("r", "4.5.0", "h", "o", "c", "p", "s", []), stages=4)
+def _report():
+    rep = LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(), provenance=_prov(), stages=4)
     from cutlass_layout.model import Constant
 
     rep.capacity = Constant("sm120_smem_capacity_bytes", CAP)
     rep.kernel = _struct()
+    return rep
+
+
+def test_svg_text_png_dpi_and_title(tmp_path):
+    rep = _report()
     path = tmp_path / "map.svg"
     fig = plot_layout(rep, path)
-    assert fig.axes
+    title = fig.get_suptitle()
+    assert title.startswith("flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0): kernel SharedStorage")
+    assert "84992 B of 101376 B: fits, headroom 16384 B" in title
     svg = path.read_text()
     assert "capacity 101376 B" in svg and "tensors" in svg and 'id="capacity"' in svg
     png = tmp_path / "map.png"
-    plot_layout(rep, png)
+    plot_layout(rep, png, tile_bytes=True)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert round(im.info["dpi"][0]) == DPI == 150
+        assert im.size[0] >= 1500  # 11 inches at 150 dpi, less the trimmed margins
+    # the tile in the unit typed: K 128 elements of nvfp4 = 64 bytes
+    assert "tile 128x128x64B" in plot_layout(rep, tile_bytes=True).get_suptitle()
 
 
 def test_plot_layout_refuses_error_and_bad_names(tmp_path):
-    rep = LayoutReport(config=Config().to_dict(),
-                       provenance=Provenance("r", "4.5.0", "h", "o", "c", "p", "s", []))
+    rep = LayoutReport(config=Config().to_dict(), provenance=_prov())
     rep.error = CompileError("static_assert", "Specialization requires Stages set to value 2 or more.")
     with pytest.raises(DoesNotCompile):
         plot_layout(rep, tmp_path / "x.svg")
@@ -95,44 +145,82 @@ def test_plot_layout_refuses_error_and_bad_names(tmp_path):
         plot_layout(rep, tmp_path / "missing" / "x.svg")
 
 
-def _rec(tile, kernel, verdict, stages=3, mx=None, mxb=None):
-    return SweepRecord(Config(tile=tile), stages, None, None, kernel,
+def test_without_matplotlib_one_line(monkeypatch, tmp_path, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if absent
+    with pytest.raises(BadInput) as exc:
+        check_plot_path(tmp_path / "x.png")
+    assert str(exc.value) == MISSING == "plots need matplotlib: pip install 'cutlass-layout[plot]'"
+    # the command says so before any work (no CUTLASS tree is even looked for)
+    assert main(["layout", "--cutlass", str(tmp_path / "nowhere"), "--plot", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {MISSING}"
+
+
+def _rec(tile, kernel, verdict, stages=3, mx=None, mxb=None, cfg=None):
+    return SweepRecord(cfg or Config(tile=tile), stages, None, None, kernel,
                        CAP if kernel else None, (CAP - kernel) if kernel else None, verdict, mx, mxb)
 
 
 def test_sweep_chart_bars_by_verdict_and_capacity():
     recs = [_rec((128, 128, 128), 84992, "fits", 4, 4, 84992),
             _rec((128, 32, 256), 102400, "over_capacity", 4, 3, 79872),
-            _rec((128, 256, 256), None, "does_not_compile", None)]
+            _rec((128, 256, 256), None, "does_not_compile", None),
+            _rec((128, 64, 128), CAP, "fits", 3, 3, CAP)]
     fig = sweep_chart(recs)
     ax = fig.axes[0]
     bars = [p for p in ax.patches if (p.get_gid() or "").startswith("bar:")]
-    assert [b.get_height() for b in bars] == [84992, 102400, 0]
+    assert [b.get_height() for b in bars] == [84992, 102400, 0, CAP]
     from matplotlib.colors import to_rgba
 
-    assert [b.get_facecolor() for b in bars] == [to_rgba(VERDICT_COLORS[v]) for v in
-                                                 ("fits", "over_capacity", "does_not_compile")]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["128x128x128", "128x32x256", "128x256x256"]
+    assert [b.get_facecolor() for b in bars] == [
+        to_rgba(VERDICT_COLORS[v]) for v in ("fits", "over_capacity", "does_not_compile", "exact_fit")]
+    assert VERDICT_COLORS["exact_fit"] != VERDICT_COLORS["fits"]
+    assert bars[3].get_hatch() == "//"  # an exact fit is drawn apart from a fit
+    # the config that does not compile: a hatched column over the whole band, labelled
+    (nc,) = _by_gid(fig, "ncbar:2")
+    assert nc.get_hatch() == "xx" and nc.get_height() > 0
+    assert "does not compile" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128x128x128", "128x32x256",
+                                                          "128x256x256", "128x64x128"]
     (cap,) = [ln for ln in ax.lines if ln.get_gid() == "capacity"]
     assert list(cap.get_ydata()) == [CAP, CAP]
-    assert "capacity 101376 B" in [t.get_text() for t in ax.texts]
+    (label,) = _by_gid(fig, "capacity-label")
+    assert label.get_text() == "capacity 101376 B"
+    assert label.get_position()[0] > 1.0  # right of the bars (axes coordinates)
     (dot,) = [ln for ln in ax.lines if ln.get_gid() == "max:1"]
     assert list(dot.get_ydata()) == [79872]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert {"fits", "over capacity", "does not compile"} <= set(legend)
+    assert {"fits", "over capacity", "does not compile", "exact fit (headroom 0)"} <= set(legend)
+    # the band around the capacity: not from 0, and the axis says where it starts
+    lo, hi = ax.get_ylim()
+    assert 0 < lo <= 79872 and hi > 102400
+    assert lo % 5000 == 0 and f"axis from {int(lo)} B, not 0" in ax.get_ylabel()
 
 
-def test_sweep_result_one_config_is_a_memory_map(tmp_path):
-    from cutlass_layout.reports.plot import plot_sweep_result
+def test_sweep_chart_cuts_outliers_and_labels_tiles_in_bytes():
+    recs = [_rec((128, 128, 128), 84992, "fits", 4),
+            _rec((128, 256, 128), 236544, "over_capacity", 4, cfg=Config(tile=(128, 256, 128), stages=4))]
+    fig = sweep_chart(recs, tile_bytes=True)
+    ax = fig.axes[0]
+    assert ax.get_ylim()[1] < 236544  # the band stays readable
+    assert _labels(fig, "cut:1") == ["4 st, 236544 B \u2191"]
+    # nvfp4 A: K 128 elements = 64 bytes; the requested stage counts differ, so they are named
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128x128x64B auto", "128x256x64B 4 st"]
 
+
+def test_sweep_result_title_and_one_config_is_a_memory_map(tmp_path):
     r = _rec((128, 128, 128), 84992, "fits", 4, 4, 84992)
     r.kernel_layout = _struct()
-    prov = Provenance("r", "4.5.0", "h", "o", "c", "p", "s", [])
-    fig = plot_sweep_result(SweepResult(prov, [Config()], [r]), tmp_path / "one.svg")
+    fig = plot_sweep_result(SweepResult(_prov(), [Config()], [r]), tmp_path / "one.svg")
     assert "tensors\n82944 B" in _texts(fig)
-    fig = plot_sweep_result(SweepResult(prov, [Config(), Config(tile=(128, 32, 256))],
-                                        [r, _rec((128, 32, 256), 102400, "over_capacity")]))
+    assert fig.get_suptitle().startswith("flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)")
+    two = [r, _rec((128, 32, 256), 102400, "over_capacity")]
+    fig = plot_sweep_result(SweepResult(_prov("directory /tmp/cutlass/include"),
+                                        [Config(), Config(tile=(128, 32, 256))], two))
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["128x128x128", "128x32x256"]
+    assert fig.get_suptitle().startswith("/tmp/cutlass/include (CUTLASS 4.5.0): kernel SharedStorage per config")
 
 
 @pytest.mark.network
@@ -142,7 +230,7 @@ def test_plot_real_layout(fi072, tmp_path):
     from cutlass_layout import layout
 
     rep = layout(Config(preset="trtllm-moe"), fi072)
-    fig = plot_layout(rep, tmp_path / "real.svg")
+    fig = plot_layout(rep, tmp_path / "real.png")
     expect = {"tensors.mainloop": (0, 73728), "tensors.epilogue": (73728, 12800),
               "pipelines": (87040, 256), "scheduler_response": (87296, 128),
               "tensormaps": (87424, 896)}
@@ -151,6 +239,11 @@ def test_plot_real_layout(fi072, tmp_path):
         assert (box.get_x(), box.get_width()) == (off, size), name
     texts = _texts(fig)
     assert "mainloop\n73728 B" in texts and "epilogue\n12800 B" in texts
-    assert "pipelines  256 B @ 87040" in texts
-    assert "capacity 101376 B" in texts
-    assert "tensors" in (tmp_path / "real.svg").read_text()
+    # small at full scale, labelled in the zoom (or listed beside it with bytes and offset)
+    for name, (off, size) in (("pipelines", (87040, 256)), ("tensormaps", (87424, 896)),
+                              ("scheduler_response", (87296, 128))):
+        (box,) = _by_gid(fig, f"zoom:member:{name}")
+        assert (box.get_x(), box.get_width()) == (off, size)
+        shown = [x.replace("\n", " ") for x in _labels(fig, f"zoom:label:{name}")]
+        assert shown == [f"{name} {size} B"] or f"{name}  {size} B @ {off}" in texts, name
+    assert "capacity 101376 B" in texts and "headroom 12288 B" in texts

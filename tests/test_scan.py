@@ -442,3 +442,93 @@ def test_single_file_does_not_start_a_pool(monkeypatch):
 
     monkeypatch.setattr(runner, "ProcessPoolExecutor", boom)
     assert scan(FIXTURES / "storage_demo.hpp").structs
+
+
+# ------------------------------------------------------------------------------------------
+# an excerpt on stdin, its lines as in the real file
+
+
+def _stdin(monkeypatch, data: bytes):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+
+def _lines(path: Path, first: int, last: int) -> bytes:
+    """``sed -n FIRST,LASTp PATH``."""
+    return b"".join(path.read_bytes().splitlines(keepends=True)[first - 1:last])
+
+
+def test_stdin_excerpt_with_line_offset(monkeypatch, capsys):
+    demo = FIXTURES / "storage_demo.hpp"
+    # by hand (grep -n): SharedStorage opens at line 25, TensorStorage at 26, smem_A at 27,
+    # the alias PipelineStorage at 46, the struct closes at 50
+    _stdin(monkeypatch, _lines(demo, 20, 52))
+    assert run_scan_cli("-", json_out=True, line_offset="19") == 0
+    doc = json.loads(capsys.readouterr().out)
+    (s,) = doc["structs"]
+    assert (s["name"], s["line"], s["end_line"], s["file"]) == ("SharedStorage", 25, 50, "<stdin>")
+    (tensors,) = [c for c in s["children"] if c["name"] == "TensorStorage"]
+    assert tensors["line"] == 26 and tensors["fields"][0]["name"] == "smem_A"
+    assert tensors["fields"][0]["line"] == 27
+    assert [a["line"] for a in s["aliases"]] == [46]
+    # FILE:START names the real file; START is the excerpt's first line
+    _stdin(monkeypatch, _lines(demo, 20, 52))
+    assert run_scan_cli("-", json_out=True, line_offset="storage_demo.hpp:20") == 0
+    (s,) = json.loads(capsys.readouterr().out)["structs"]
+    assert (s["line"], s["file"]) == (25, "storage_demo.hpp")
+
+
+def test_stdin_cut_excerpt_diagnostic_counts_real_lines(monkeypatch, capsys):
+    demo = FIXTURES / "storage_demo.hpp"
+    _stdin(monkeypatch, _lines(demo, 25, 35))  # stops inside TensorStorage, at line 35
+    assert run_scan_cli("-", line_offset="24") == 0
+    out = capsys.readouterr().out
+    assert "    25  " in out and "CUT: the file ends here" in out
+    assert "<stdin>:35: cut: file ends at line 35 inside" in out
+
+
+def test_line_offset_on_a_file_and_bad_uses(monkeypatch, tmp_path, capsys):
+    demo = FIXTURES / "storage_demo.hpp"
+    part = tmp_path / "part.hpp"
+    part.write_bytes(_lines(demo, 20, 52))
+    res = scan(part, line_offset=19)
+    assert [(s.name, s.line, s.file) for s in res.structs] == [("SharedStorage", 25, "part.hpp")]
+    from cutlass_layout.scan import parse_line_offset
+
+    assert parse_line_offset("249") == (None, 249)
+    assert parse_line_offset("x.hpp:250") == ("x.hpp", 249)
+    for bad, words in (("abc", "give N"), ("x.hpp:0", "between 1"), (":5", "needs the file"),
+                       ("-3", "between 0"), ("99999999", "between 0")):
+        with pytest.raises(BadInput, match=words):
+            parse_line_offset(bad)
+    assert run_scan_cli(str(FIXTURES), line_offset="3") == 2
+    assert "one header (or stdin)" in capsys.readouterr().err
+    assert run_scan_cli(str(part), line_offset="part.hpp:20") == 2
+    assert "for a file give --line-offset N" in capsys.readouterr().err
+    _stdin(monkeypatch, b"")
+    assert run_scan_cli("-") == 2
+    assert "empty" in capsys.readouterr().err
+    _stdin(monkeypatch, b"\x00\x01binary")
+    assert run_scan_cli("-") == 2
+    assert "binary" in capsys.readouterr().err
+
+
+@pytest.mark.network
+def test_sed_excerpt_of_the_real_header_through_the_command(fi_tree):
+    """The seed's workflow: ``sed -n 250,300p sm120_blockscaled_mma_array_tma.hpp |
+    cutlass-layout scan - --line-offset 249``; SharedStorage is at line 269 of flashinfer
+    0.7.2.post1's header (grep -n 'struct SharedStorage')."""
+    import subprocess
+    import sys
+
+    header = Path(fi_tree.include_root) / SM120_ARRAY
+    excerpt = subprocess.run(["sed", "-n", "250,300p", str(header)], capture_output=True, check=True).stdout
+    proc = subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "scan", "-", "--line-offset", "249",
+                           "--json"], input=excerpt, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    (s,) = [x for x in doc["structs"] if x["name"] == "SharedStorage"]
+    assert s["line"] == 269
+    assert header.read_text().split("\n")[268].strip() == "struct SharedStorage {"

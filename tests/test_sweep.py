@@ -303,7 +303,9 @@ def test_csv_and_summary_from_records():
 
 @pytest.mark.parametrize("args, msg", [
     (["--grid", "g.toml", "--tile", "128x128x128"], "either --grid"),
-    (["--json", "--csv"], "either --json or --csv"),
+    (["--json", "--csv"], "one output format, not json and csv"),
+    (["--format", "csv", "--json"], "one output format, not csv and json"),
+    (["--format", "html"], "--format html: choose text, markdown, json, csv"),
     (["--jobs", "0"], "--jobs"),
     (["--plot", "out.pdf"], ".svg or .png"),
     (["--tile", "128x{64,0}x128"], "tile"),

@@ -237,9 +237,94 @@ _ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm
               "sm100": re.compile(r"sm_?10[03]", re.I), "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
 
 
+# ---------------------------------------------------------------------------------------
+# keeping the tactics that match config values
+
+#: Config keys a tactic can be matched on (the others are not recorded per tactic).
+FILTER_KEYS = ("kernel", "a", "b", "tile", "cluster", "stages", "d", "schedule")
+#: Bits of an element as tactics name them (``Tactic.a``/``b``), for tiles with K in bytes.
+ELEMENT_BITS = {"nvfp4": 4, "mxfp4": 4, "e2m1": 4, "mxfp6": 6, "mxfp6-e2m3": 6, "e3m2": 6,
+                "e2m3": 6, "mxfp8": 8, "mxfp8-e5m2": 8, "e4m3": 8, "e5m2": 8, "s8": 8,
+                "bf16": 16, "f16": 16, "f32": 32, "tf32": 32}
+
+
+def tactic_filter(**values):
+    """A predicate on :class:`~cutlass_layout.model.Tactic` from config values as ``layout``
+    takes them (each a value or a list, braces expanding): a tactic is kept when, for every
+    key given, it matches one of the values.
+
+    ``kernel``, ``a``, ``b``, ``d`` (the output) compare names; ``tile`` is ``MxNxK`` (K in
+    elements) or ``MxNxKB`` (K in bytes of the activation: A, or B with swap_ab, as
+    TensorRT-LLM's ``CtaShape...B`` names count it); ``cluster`` ``MxNxK``; ``stages`` N
+    (``auto`` keeps all); ``schedule`` ``cooperative`` or ``pingpong`` (in the kernel
+    schedule's name; ``auto`` keeps all).
+
+    Raises:
+        BadInput: a key that is not recorded per tactic (``c``, ``preset``,
+            ``epilogue_schedule``, ``arch`` is the audit's own), or a bad value.
+    """
+    from .config import KERNELS, parse_shape, parse_stages, split_tile
+    from .grid import expand_braces
+
+    tests = []
+    for key, raw in values.items():
+        if raw is None or raw == [] or raw == ():
+            continue
+        if key not in FILTER_KEYS:
+            raise BadInput(f"{key!r} is not recorded for a tactic (an audit lays out the kernels "
+                           f"as the install builds them); match on {', '.join(FILTER_KEYS)}")
+        items = raw if isinstance(raw, (list, tuple)) else [raw]
+        vals = [v for item in items for v in expand_braces(str(item))]
+        if key == "kernel":
+            bad = [v for v in vals if v.lower() not in KERNELS]
+            if bad:
+                raise BadInput(f"unknown kernel {bad[0]!r}: choose dense or grouped")
+            want = {v.lower() for v in vals}
+            tests.append(lambda t, w=want: t.kernel in w)
+        elif key in ("a", "b", "d"):
+            bad = [v for v in vals if v.lower() not in ELEMENT_BITS]
+            if bad:
+                raise BadInput(f"unknown element kind {bad[0]!r} for {key.upper()}: choose "
+                               f"{', '.join(ELEMENT_BITS)}")
+            want = {v.lower() for v in vals}
+            attr = "out" if key == "d" else key
+            tests.append(lambda t, w=want, a=attr: getattr(t, a) in w)
+        elif key == "tile":
+            tiles = [split_tile(v) for v in vals]
+            tests.append(lambda t, ts=tiles: any(_tile_matches(t, x) for x in ts))
+        elif key == "cluster":
+            want = {tuple(parse_shape(v, "cluster")) for v in vals}
+            tests.append(lambda t, w=want: t.cluster is not None and tuple(t.cluster) in w)
+        elif key == "stages":
+            want = {parse_stages(v) for v in vals}
+            if None not in want:
+                tests.append(lambda t, w=want: t.report is not None and t.report.stages in w)
+        elif key == "schedule":
+            want = {v.lower() for v in vals}
+            bad = want - {"auto", "cooperative", "pingpong"}
+            if bad:
+                raise BadInput(f"unknown schedule {sorted(bad)[0]!r}: choose auto, cooperative or pingpong")
+            if "auto" not in want:
+                tests.append(lambda t, w=want: any(x in str(t.schedule).lower() for x in w))
+    return lambda t: all(test(t) for test in tests)
+
+
+def _tile_matches(t: Tactic, typed: tuple[int, int, int, bool]) -> bool:
+    if not t.tile:
+        return False
+    m, n, k, in_bytes = typed
+    tm, tn, tk = t.tile
+    if (m, n) != (tm, tn):
+        return False
+    if not in_bytes:
+        return k == tk
+    bits = ELEMENT_BITS.get(str(t.b if t.swap_ab else t.a))
+    return bits is not None and k * 8 == tk * bits
+
+
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
-          progress: bool = False) -> AuditResult:
+          progress: bool = False, **config_values) -> AuditResult:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
@@ -252,6 +337,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
         jobs: worker processes (default: the CPUs); use_cache: read cached results.
         progress: progress on stderr while sources are parsed.
+        config_values: ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages``, ``d``,
+            ``schedule`` as ``layout`` takes them (``tile="128x256x64B"``, lists allowed):
+            keep only the tactics that match (:func:`tactic_filter`).
 
     Returns:
         An :class:`~cutlass_layout.model.AuditResult`; a kernel that does not compile is a
@@ -270,6 +358,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     t0 = time.perf_counter()
     if arch not in _ARCH_WORD:
         raise BadInput(f"unknown arch {arch!r} for audit: choose {', '.join(_ARCH_WORD)}")
+    keep = tactic_filter(**config_values)  # bad values: an error before any work
     install = resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
     clang_arch = "sm120" if arch in ("sm120", "sm121") else arch
@@ -407,6 +496,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     if grep:
         g = grep.lower()
         tactics = [t for t in tactics if g in " ".join(str(x) for x in (t.name, t.launcher, t.file)).lower()]
+    tactics = [t for t in tactics if keep(t)]
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
@@ -476,4 +566,4 @@ def find_tactic(result: AuditResult, text: str) -> Tactic:
     raise BadInput(f"{len(hits)} tactics match {text!r}: {', '.join(hits[:8])}{more}")
 
 
-__all__ = ["audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics"]
+__all__ = ["audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import click
 from . import engine, probe
 from .config import Config, config_from_flags
 from .errors import BadInput, CutlassLayoutError
-from .options import config_options, cuda_path_option, source_options
+from .options import (CONFIG_PARAMS, config_options, cuda_path_option, format_options, output_format,
+                      source_options)
 from .probe import UserType
 from .reports import layout as layout_report
 from .verify import verify_with_nvcc
@@ -48,7 +50,7 @@ def _check_plot(plot_file) -> None:
               help="Qualified name of the GemmKernel, CollectiveMainloop or CollectiveEpilogue to lay out.")
 @click.option("--tactic", default=None, metavar="ID",
               help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part).")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema cutlass-layout/layout/1).")
+@format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
               help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
@@ -66,11 +68,13 @@ def _check_plot(plot_file) -> None:
               help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
-def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check, check_kernel, verify,
-               emit_probe, plot_file, no_budget, no_cache, depth, show, **flags):
+def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, fmt, as_json, check, check_kernel,
+               verify, emit_probe, plot_file, no_budget, no_cache, depth, show, **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
+    fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
+    as_json = fmt == "json"
     if tactic is not None:
-        return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), as_json,
+        return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
                               check, depth, show, plot_file)
     if (header is None) != (type_name is None):
         raise BadInput("--header and --type go together")
@@ -106,14 +110,17 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, as_json, check
                                     "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json.dumps(doc, indent=2))
     else:
-        layout_report.render(rep, max_depth=depth or None, structs=structs)
+        if fmt == "markdown":
+            click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
+        else:
+            layout_report.render(rep, max_depth=depth or None, structs=structs)
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 
-        plot_layout(rep, plot_file)
+        plot_layout(rep, plot_file, tile_bytes=_typed_in_bytes([flags["tile"]]))
         click.echo(f"plot written to {plot_file}", err=True)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
@@ -150,16 +157,23 @@ def _verify(verify, device, subject, rep, tgt):
     return verify_with_nvcc([subject], [rep], tgt.tree.include_root)
 
 
-def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, plot_file):
+def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_file):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
     from .audit import audit, find_tactic
 
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     _check_plot(plot_file)
-    t = find_tactic(audit(src, arch, cuda_path=cuda_path, progress=True), tactic)
+    # an id names its family first (moe/CtaShape...): only that family's sources are read
+    family = tactic.split("/", 1)[0] if "/" in tactic else None
+    res = audit(src, arch, family=family, cuda_path=cuda_path, progress=True)
+    if family is not None and not res.tactics:  # not a family name after all
+        res = audit(src, arch, cuda_path=cuda_path, progress=True)
+    t = find_tactic(res, tactic)
     rep = t.report
-    if as_json:
+    if fmt == "json":
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
+    elif fmt == "markdown":
+        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
     else:
         layout_report.render(rep, max_depth=depth or None, structs=structs)
     if plot_file and rep.error is None:
@@ -181,8 +195,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, pl
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
               help="TOML or JSON grid file (instead of config flags).")
 @source_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/sweep/1).")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV, one row per config.")
+@format_options("text", "markdown", "json", "csv")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
               help="Draw an SVG or PNG: kernel bytes per config against the capacity "
                    "(a memory map when the sweep is one config).")
@@ -192,18 +205,19 @@ def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, pl
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
               help="gpu: build every config that compiles for the local GPU, launch it, and check "
                    "each verdict holds (exit 4 when one does not).")
-def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_cache, jobs, verify, **flags):
+def sweep_cmd(grid_file, cutlass_src, cuda_path, fmt, as_json, as_csv, plot_file, no_cache, jobs,
+              verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
     count that fits for each. Exit 0 whatever the verdicts."""
     from .grid import grid_configs, load_grid_file
-    from .reports.sweep import render, to_csv
+    from .reports.sweep import render, to_csv, to_markdown
     from .sweep import sweep
 
     given = {k: list(v) for k, v in flags.items() if v}
     if grid_file and given:
         raise BadInput("give either --grid FILE or config flags, not both")
-    if as_json and as_csv:
-        raise BadInput("give either --json or --csv, not both")
+    fmt = output_format(fmt, ("text", "markdown", "json", "csv"), as_json, as_csv)
+    tile_bytes = _typed_in_bytes(given.get("tile"))
     if jobs is not None and jobs < 1:
         raise BadInput(f"--jobs {jobs}: give a positive number")
     _check_plot(plot_file)
@@ -228,22 +242,24 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
         built = [r for r in result.records if r.verdict != "does_not_compile"]
         checks = verify_on_gpu([r.config for r in built], [(r.verdict, r.kernel_bytes, r.stages) for r in built],
                                Path(result.provenance.cutlass_root), arch=device.arch, device=device)
-    if as_json:
+    if fmt == "json":
         doc = result.to_dict()
         if checks is not None:
             doc["verification"] = checks.to_dict()
         click.echo(json.dumps(doc, indent=2))
-    elif as_csv:
+    elif fmt == "csv":
         click.echo(to_csv(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(to_markdown(result, tile_bytes=tile_bytes), nl=False)
     else:
-        render(result)
+        render(result, tile_bytes=tile_bytes)
     if plot_file:
         from .reports.plot import plot_sweep_result
 
-        plot_sweep_result(result, plot_file)
+        plot_sweep_result(result, plot_file, tile_bytes=tile_bytes)
     if checks is not None:
-        if not as_json:
-            click.echo(checks.summary(), err=as_csv)
+        if fmt != "json":
+            click.echo(checks.summary(), err=fmt == "csv")
         if not checks.agree:
             sys.exit(4)
 
@@ -255,31 +271,29 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
 @cli.command("diff")
 @click.argument("old")
 @click.argument("new")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/diff/1).")
+@format_options("text", "markdown", "json")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
-@click.option("--tile", multiple=True, help="Tile(s) MxNxK, braces allowed (quote them): '128x{32,64}x256'. Repeatable.")
-@click.option("--kernel", multiple=True, help="dense and/or grouped (default: the families both trees have).")
-@click.option("--a", "a", multiple=True, help="A element kind(s) (default nvfp4).")
-@click.option("--preset", multiple=True, help="flashinfer and/or trtllm-moe (default flashinfer).")
-@click.option("--stages", multiple=True, help="auto and/or N (default auto).")
+@config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
 @click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
 @click.option("--audit", "with_audit", is_flag=True,
               help="Compare the kernels two flashinfer installs build (their audits) instead.")
-@click.option("--arch", default="sm120", show_default=True, help="With --audit: the arch audited.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
 @cuda_path_option
-def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid_file,
-             structural_only, numeric_only, with_audit, arch, family, cuda_path):
+def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
+             with_audit, family, cuda_path, **flags):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
     OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
     distribution, NAME==VERSION such as flashinfer-python==0.6.8). Shows storage structs and
     constants that changed in the headers (structural), and, for a grid of configs, stages,
     SharedStorage sizes, TMA bytes, member offsets and the capacity verdict on both
-    (numeric). Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
-    {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto.
+    (numeric). The config flags are those of layout and sweep (repeatable, braces expand).
+    Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
+    {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto. --arch also keeps
+    the structural view to the headers and structs of that arch family (the others are
+    counted in one line).
 
     With --audit, OLD and NEW are flashinfer installs (as `audit` takes them): the kernels
     each builds for --arch are laid out (or read from the cache) and matched by tactic id and
@@ -290,43 +304,60 @@ def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid
     """
     from .diff import diff, grid_from_values, resolve_side
     from .grid import load_grid_file
-    from .reports.diff import render_text
+    from .reports.diff import render_text, to_markdown
 
+    fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     if structural_only and numeric_only:
         raise BadInput("--structural-only and --numeric-only exclude each other")
     if with_audit:
-        if structural_only or numeric_only or grid_file or tile or kernel or a or preset or stages:
-            raise BadInput("--audit compares the kernels the installs build: it takes no grid "
-                           "flags, --structural-only or --numeric-only")
-        res = diff(old, new, audit=True, arch=arch.lower(), family=family, cuda_path=cuda_path)
+        given = {k: v for k, v in flags.items() if v}
+        if structural_only or numeric_only or grid_file or set(given) - {"arch"}:
+            raise BadInput("--audit compares the kernels the installs build: it takes --arch "
+                           "and --family, no grid flags, --structural-only or --numeric-only")
+        res = diff(old, new, audit=True, arch=given.get("arch"), family=family, cuda_path=cuda_path)
         res.old.source, res.new.source = old, new
-        click.echo(json.dumps(res.to_dict(), indent=2) if as_json else render_text(res), nl=not not as_json)
+        if fmt == "json":
+            click.echo(json.dumps(res.to_dict(), indent=2))
+        elif fmt == "markdown":
+            click.echo(to_markdown(res), nl=False)
+        else:
+            click.echo(render_text(res), nl=False)
         if exit_code and res.has_differences:
             sys.exit(1)
         return
     old_tree = resolve_side(old, "old")
     new_tree = resolve_side(new, "new")
-    values = {k: list(v) for k, v in (("tile", tile), ("kernel", kernel), ("a", a),
-                                       ("preset", preset), ("stages", stages)) if v}
+    values = {k: list(v) for k, v in flags.items() if v}
+    archs = values.get("arch")
     if grid_file and values:
-        raise BadInput("--grid FILE cannot be combined with --tile/--kernel/--a/--preset/--stages")
+        raise BadInput("--grid FILE cannot be combined with config flags")
     if grid_file:
         configs, source = load_grid_file(grid_file), "file"
-    elif values:
+    elif values and not structural_only:
         configs, source = grid_from_values(values, old_tree, new_tree), "flags"
     else:
         configs, source = None, "default"
-    if structural_only and source != "default":
-        raise BadInput("--structural-only takes no grid flags")
+    if structural_only and set(values) - {"arch"}:
+        raise BadInput("--structural-only takes no config flags but --arch")
     res = diff(old_tree, new_tree, configs, structural=not numeric_only,
-               numeric=not structural_only, cuda_path=cuda_path, grid_source=source)
+               numeric=not structural_only, arch=archs, cuda_path=cuda_path, grid_source=source)
     res.old.source, res.new.source = old, new
-    if as_json:
+    tile_bytes = _typed_in_bytes(values.get("tile"))
+    if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
+    elif fmt == "markdown":
+        click.echo(to_markdown(res, tile_bytes=tile_bytes), nl=False)
     else:
-        click.echo(render_text(res), nl=False)
+        click.echo(render_text(res, tile_bytes=tile_bytes), nl=False)
     if exit_code and res.has_differences:
         sys.exit(1)
+
+
+def _typed_in_bytes(tiles) -> bool:
+    """Whether the user typed every tile with K in bytes (``128x256x64B``): reports then
+    show tiles in that unit."""
+    tiles = [t for t in (tiles or []) if isinstance(t, str)]
+    return bool(tiles) and all(t.strip().endswith("B") for t in tiles)
 
 
 # ------------------------------------------------------------------------------------------
@@ -334,18 +365,30 @@ def diff_cmd(old, new, as_json, exit_code, tile, kernel, a, preset, stages, grid
 
 
 def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
-                 file_only: bool = False) -> int:
-    """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only]``.
+                 file_only: bool = False, line_offset: str | None = None) -> int:
+    """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only] [--line-offset N|FILE:START]``.
 
-    Prints the result to stdout (text, or JSON with ``json_out``) and returns the exit code:
-    0 when the scan ran (diagnostics included), 2 for bad input, after printing
-    ``error: <one line>`` to stderr. Never lets a traceback out for bad input.
+    PATH ``-`` reads one header's text from stdin. Prints the result to stdout (text, or
+    JSON with ``json_out``) and returns the exit code: 0 when the scan ran (diagnostics
+    included), 2 for bad input, after printing ``error: <one line>`` to stderr. Never lets a
+    traceback out for bad input.
     """
     from .reports.scan import render_text
-    from .scan import scan
+    from .scan import parse_line_offset, scan, scan_text
 
     try:
-        result = scan(path, grep=grep)
+        name, offset = parse_line_offset(line_offset)
+        if path == "-":
+            if sys.stdin is None or sys.stdin.isatty():
+                raise BadInput("scan -: pipe a header's text into stdin "
+                               "(sed -n 250,300p FILE | cutlass-layout scan - --line-offset 249)")
+            result = scan_text(sys.stdin.buffer.read(), name or "<stdin>", line_offset=offset,
+                               grep=grep)
+        else:
+            if name is not None:
+                raise BadInput("--line-offset FILE:START names the real file of stdin's text; "
+                               "for a file give --line-offset N")
+            result = scan(path, grep=grep, line_offset=offset)
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -360,51 +403,83 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 
 
 @cli.command("scan")
-@click.argument("path")
+@click.argument("path", required=False)
+@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
+              help="A CUTLASS source, as for the other commands (instead of PATH).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
 @click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
 @click.option("--file-only", is_flag=True, help="Print only the files that match.")
-def scan_cmd(path, as_json, grep, file_only):
+@click.option("--line-offset", default=None, metavar="N|FILE:START",
+              help="The text is an excerpt: report lines as in the real file (N lines before it, "
+                   "or the real FILE and the excerpt's START line). One header or stdin only.")
+def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
 
-    PATH is a header, a directory, or any source --cutlass accepts. Tolerant of cut-off and
-    damaged headers (tree-sitter): what was recovered is reported with diagnostics.
+    PATH is a header, a directory, any source --cutlass accepts, or - for one header's text
+    on stdin. Tolerant of cut-off and damaged headers (tree-sitter): what was recovered is
+    reported with diagnostics.
     """
-    sys.exit(run_scan_cli(path, as_json, grep, file_only))
+    if path is not None and cutlass_src is not None:
+        raise BadInput("give PATH or --cutlass SRC, not both")
+    target = path if path is not None else cutlass_src
+    if target is None:
+        raise BadInput("give what to scan: PATH (a header, a directory, a source), - for stdin, "
+                       "or --cutlass SRC")
+    sys.exit(run_scan_cli(target, as_json, grep, file_only, line_offset))
 
 
 @cli.command("audit")
 @click.argument("src", required=False, metavar="SRC")
-@click.option("--arch", default="sm120", show_default=True,
-              help="sm120 or sm121 (the same builds), sm90.")
+@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
+              help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
+@config_options(filters=True)
 @click.option("--family", default=None, metavar="NAME",
               help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name.")
 @click.option("--grep", default=None, metavar="TEXT", help="Keep tactics whose name, launcher or file contains TEXT.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/audit/1).")
+@format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity.")
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, arch, family, grep, as_json, check, jobs, no_cache, cuda_path):
+def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC: a flashinfer install (site-packages or package dir, .whl, flashinfer-python==VERSION;
     default: the one installed here). What it builds is read from its own code: its JIT
     module builders and TensorRT-LLM's MoE kernel generator.
+
+    The config flags of layout, sweep and diff filter what was found: --arch picks the arch
+    (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
+    activation, as TensorRT-LLM names its tiles), --cluster, --stages, --d and --schedule
+    keep the tactics that match one of their values. --c, --preset and --epilogue-schedule
+    are not recorded per tactic and are refused.
     """
     from .audit import audit
 
+    fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
+    if src is not None and cutlass_src is not None:
+        raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
     if jobs is not None and jobs < 1:
         raise BadInput(f"--jobs {jobs}: give a positive number")
-    res = audit(src, arch.lower(), family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                use_cache=not no_cache, progress=True)
-    if as_json:
+    archs = [a.lower() for a in flags.pop("arch")]
+    if len(set(archs)) > 1:
+        raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
+    arch = archs[0] if archs else "sm120"
+    filters = {k: list(v) for k, v in flags.items() if v}
+    res = audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
+                cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
+    tile_bytes = _typed_in_bytes(filters.get("tile"))
+    if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
+    elif fmt == "markdown":
+        from .reports.audit import to_markdown
+
+        click.echo(to_markdown(res, tile_bytes=tile_bytes), nl=False)
     else:
         from .reports.audit import render_audit
 
-        render_audit(res)
+        render_audit(res, tile_bytes=tile_bytes)
     if check and any(t.verdict == "over_capacity" and t.runtime_candidate is not False
                      for t in res.tactics):
         sys.exit(1)
@@ -427,6 +502,23 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
 
 
+_SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
+
+
+def _usage_hint(exc: click.ClickException) -> str:
+    """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
+    shell expanded into extra arguments."""
+    msg = exc.format_message()
+    if "unexpected extra argument" not in msg:
+        return ""
+    extra = re.findall(r"\(([^)]*)\)", msg)
+    words = extra[-1].split() if extra else []
+    if any(_SHAPE_WORD.match(w) for w in words):
+        return (" (the shell expanded unquoted braces in a tile into several words: quote "
+                "them, --tile '128x{128,256}x64B', or repeat --tile)")
+    return ""
+
+
 def main(argv=None) -> int:
     """Console entry point. Returns (and exits with) the exit code."""
     try:
@@ -438,7 +530,7 @@ def main(argv=None) -> int:
         click.echo("error: aborted", err=True)
         code = 130
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"error: {exc.format_message()}{_usage_hint(exc)}", err=True)
         code = 2
     except CutlassLayoutError as exc:
         click.echo(f"error: {exc}", err=True)

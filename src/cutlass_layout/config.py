@@ -240,33 +240,67 @@ def validate(cfg: Config) -> None:
 _TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*([bB])?\s*$")
 
 
+def _shape_hint(text: str) -> str:
+    if "{" in text or "," in text:
+        return ("; braces and lists expand in sweep, diff and audit (quote them there: "
+                "'128x{128,256}x64B'); layout takes one tile")
+    return ""
+
+
+def split_tile(text: str) -> tuple[int, int, int, bool]:
+    """``MxNxK`` or ``MxNxKB`` -> (M, N, K, K counted in bytes?), as typed (K not converted).
+
+    Only a capital ``B`` means bytes (``128x128x64B``, as TensorRT-LLM's ``CtaShape128x128x64B``
+    names it); a lower-case ``b`` is refused rather than guessed.
+
+    Raises:
+        BadInput: not three positive integers, or a lower-case ``b``.
+    """
+    m = _TILE_RE.match(text or "")
+    if not m:
+        raise BadInput(f"tile {text!r}: write MxNxK (K in elements) or MxNxKB (K in bytes)"
+                       + _shape_hint(text or ""))
+    if m.group(4) == "b":
+        raise BadInput(f"tile {text!r}: K in bytes is written with a capital B "
+                       f"({text.strip()[:-1]}B); a lower-case b is not read as bytes")
+    dims = [int(g) for g in m.groups()[:3]]
+    if any(x <= 0 for x in dims):
+        raise BadInput(f"tile {text!r}: M, N and K must be positive")
+    return dims[0], dims[1], dims[2], m.group(4) == "B"
+
+
 def parse_tile(text: str, a: str = "nvfp4") -> tuple[int, int, int]:
     """Parse ``MxNxK`` (K in elements) or ``MxNxKB`` (K in bytes of A's element).
 
     ``128x128x64B`` with nvfp4 A is K = 128 elements, as TensorRT-LLM and flashinfer name
-    tactics (``CtaShape128x128x64B``).
+    tactics (``CtaShape128x128x64B``). Only a capital ``B`` means bytes (:func:`split_tile`).
 
     Raises:
-        BadInput: not three positive integers, or K in bytes not a whole number of elements.
+        BadInput: not three positive integers, a lower-case ``b``, or an unknown A.
     """
-    m = _TILE_RE.match(text or "")
-    if not m:
-        raise BadInput(f"tile {text!r}: write MxNxK (K in elements) or MxNxKB (K in bytes)")
-    dims = [int(g) for g in m.groups()[:3]]
-    if any(x <= 0 for x in dims):
-        raise BadInput(f"tile {text!r}: M, N and K must be positive")
-    if m.group(4):
+    m, n, k, in_bytes = split_tile(text)
+    if in_bytes:
         if a not in ELEMENTS:
             raise BadInput(f"unknown element kind {a!r} for A: choose {', '.join(ELEMENTS)}")
-        dims[2] = dims[2] * 8 // ELEMENTS[a].bits
-    return tuple(dims)  # type: ignore[return-value]
+        k = k * 8 // ELEMENTS[a].bits
+    return m, n, k
+
+
+def tile_text(tile, a: str | None = None, in_bytes: bool = False) -> str:
+    """``MxNxK`` of a tile (K in elements), or with ``in_bytes`` ``MxNxKB``: K in bytes of
+    A's element (the unit TensorRT-LLM names its tactics in), where A's width is known and K
+    is a whole number of bytes; else K in elements."""
+    m, n, k = tile
+    if in_bytes and a in ELEMENTS and (k * ELEMENTS[a].bits) % 8 == 0:
+        return f"{m}x{n}x{k * ELEMENTS[a].bits // 8}B"
+    return f"{m}x{n}x{k}"
 
 
 def parse_shape(text: str, what: str = "cluster") -> tuple[int, int, int]:
     """Parse ``AxBxC`` into three positive integers; raise :class:`BadInput` otherwise."""
     m = _TILE_RE.match(text or "")
     if not m or m.group(4):
-        raise BadInput(f"{what} {text!r}: write AxBxC, e.g. 1x1x1")
+        raise BadInput(f"{what} {text!r}: write AxBxC, e.g. 1x1x1" + _shape_hint(text or ""))
     dims = tuple(int(g) for g in m.groups()[:3])
     if any(x <= 0 for x in dims):
         raise BadInput(f"{what} {text!r}: each extent must be positive")

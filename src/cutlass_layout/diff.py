@@ -43,6 +43,7 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
      "structural": null | [{change, struct, field, old, new,
                             old_file, old_line, new_file, new_line, specialization}],
      "files_compared": int | null,
+     "structural_arch": null | [arch, ...], "structural_others": {family: count},
      "numeric": null | [{config, label, old: record | null, new: record | null,
                          changed: [name, ...],
                          members: [{name, old: {offset, size} | null, new: ...}]}]}
@@ -52,7 +53,9 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
               headroom_bytes, tma_bytes: {mk, nk, total},
               members: {"tensors.mainloop.smem_A": {offset, size}, ...}}
 
-``structural``/``numeric`` are ``null`` when that side was not asked for. ``changed`` names
+``structural``/``numeric`` are ``null`` when that side was not asked for; with an ``arch``
+``structural`` holds the changes that concern its family only (:func:`keep_arch`) and
+``structural_others`` counts the others. ``changed`` names
 ``verdict``, ``stages``, ``kernel_bytes``, ``mainloop_bytes``, ``epilogue_bytes``,
 ``capacity_bytes``, ``tma_bytes.mk|nk|total`` and ``kernel.<member>`` (offset or size
 changed, or member only on one side); ``members`` lists the changed members only. Rows come
@@ -573,17 +576,77 @@ def default_grid(old_tree, new_tree) -> tuple[list[Config], list[str]]:
 
 
 def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
-    """The numeric grid from some grid values (``tile``, ``kernel``, ``a``, ``preset``,
-    ``stages``, ...: each a value or a list, braces allowed, as for a sweep), the others
-    from :data:`DEFAULT_GRID`; without ``kernel``, the families both trees have."""
+    """The numeric grid from some grid values (``arch``, ``tile``, ``kernel``, ``a``, ``b``,
+    ``preset``, ``stages``, ... every config key: each a value or a list, braces allowed, as
+    for a sweep), the others from :data:`DEFAULT_GRID`; without ``kernel``, the SM120
+    families both trees have (both kinds for another arch). With ``arch`` the element
+    defaults to that arch's (bf16 on SM90), not NVFP4."""
+    from .config import FAMILY
     from .grid import grid_configs
 
-    merged = dict(DEFAULT_GRID, **values)
+    defaults = dict(DEFAULT_GRID)
+    archs = values.get("arch")
+    archs = [archs] if isinstance(archs, str) else list(archs or [])
+    if archs:
+        defaults.pop("a")  # each arch's own default element (config_from_flags)
+    merged = dict(defaults, **values)
     if "kernel" not in values:
+        sm120 = all(FAMILY.get(str(a).lower()) == "sm120" for a in archs)
         fams = [k for k in FAMILY_FILES
                 if k in supported_families(old_tree) and k in supported_families(new_tree)]
-        merged["kernel"] = fams or list(FAMILY_FILES)
+        merged["kernel"] = (fams or list(FAMILY_FILES)) if sm120 else list(FAMILY_FILES)
     return grid_configs(merged)
+
+
+# ============================================================================================
+# keeping what concerns one arch
+
+#: What the headers and structs of an arch family are named with. SM120/SM121 GEMMs are built
+#: on SM90's kernels (``sm90_gemm_*``), epilogues (``sm90_epilogue_*``) and pipelines, so
+#: the SM120 family keeps those too.
+ARCH_WORDS = {"sm120": ("sm120", "sm121", "sm12x", "sm90"), "sm121": ("sm120", "sm121", "sm12x", "sm90"),
+              "sm90": ("sm90",)}
+#: ``sm100_umma_builder.inl``, ``arch::Sm100``, ``MainloopSm100TmaUmma...``, ``SM90``
+_ARCH_TOKEN = re.compile(r"(?:(?<![A-Za-z0-9])sm|Sm|SM)_?(\d+[a-z]?)")
+
+
+def _token_family(token: str) -> str:
+    """``100`` / ``103a`` / ``10x`` -> ``sm100``; ``120`` -> ``sm120``; ``90`` -> ``sm90``."""
+    digits = re.match(r"\d+", token).group()
+    if token[len(digits):].startswith("x"):  # sm10x, sm12x
+        digits += "0"
+    if len(digits) == 3 and digits[:2] in ("10", "11", "12"):
+        return "sm" + digits[:2] + "0"
+    return "sm" + digits
+
+
+def change_family(change: StructuralChange, arch: str) -> str | None:
+    """None when ``change`` concerns ``arch`` (its header and struct name that arch's family,
+    or no arch at all: ``cutlass/arch/arch.h``, the pipelines); else the family it belongs to
+    (``sm100``, or ``conv`` for the convolution headers)."""
+    file = (change.new_file or change.old_file or "").lower()
+    if file.startswith("cutlass/conv/") or "/conv/" in file:
+        return "conv"
+    words = ARCH_WORDS.get(arch, (arch,))
+    text = " ".join(x for x in (file, change.struct, change.specialization) if x)
+    tokens = ["sm" + t.lower() for t in _ARCH_TOKEN.findall(text)]
+    tokens = [t if not t.endswith(("a", "f")) else t[:-1] for t in tokens]
+    if not tokens or any(t in words for t in tokens):
+        return None
+    return _token_family(tokens[0][2:])
+
+
+def keep_arch(changes: list[StructuralChange], archs: list[str]) -> tuple[list[StructuralChange], dict[str, int]]:
+    """The changes that concern one of ``archs`` (see :func:`change_family`), and the others
+    counted per family (``{"sm100": 18, "conv": 3}``, largest first)."""
+    kept, others = [], {}
+    for c in changes:
+        fams = [change_family(c, a) for a in archs]
+        if any(f is None for f in fams):
+            kept.append(c)
+        else:
+            others[fams[0]] = others.get(fams[0], 0) + 1
+    return kept, dict(sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 # ============================================================================================
@@ -591,7 +654,7 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
 
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
-         audit: bool = False, arch: str = "sm120", family: str | None = None,
+         audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
          cuda_path=None, use_cache: bool = True, jobs: int | None = None,
          grid_source: str | None = None, **grid_values) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS trees.
@@ -605,8 +668,12 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         structural, numeric: which sides to compute (default: both; neither with ``audit``).
         audit: also compare the kernels the two installs build: each side is a flashinfer
             install (:func:`cutlass_layout.audit.audit`, from the results cache where it has
-            run), its tactics matched by id and tile (:func:`audit_diff`); ``arch`` and
-            ``family`` as in ``audit``.
+            run), its tactics matched by id and tile (:func:`audit_diff`); ``arch`` (one;
+            default ``sm120``) and ``family`` as in ``audit``.
+        arch: an arch (``sm120``, ``sm121``, ``sm90``) or several: the structural view keeps
+            the headers and structs of their families (:func:`keep_arch`; the others are
+            counted in ``structural_others`` and are not differences), and, without a
+            ``grid``, the numeric grid is of that arch.
         cuda_path: CUDA headers for the engine (see :func:`cutlass_layout.cuda.find_cuda`).
         use_cache: read results cached earlier: the structural diff of the two trees, and
             each config's layout (shared with ``layout`` and ``sweep``). Fresh results are
@@ -631,14 +698,27 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
     numeric = (not audit) if numeric is None else numeric
     if not structural and not numeric and not audit:
         raise BadInput("nothing to diff: both the structural and the numeric side are off")
-    if audit and not structural and not numeric:
-        return _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0)
+    if audit:
+        audit_arch = _one_arch(arch)
+        if not structural and not numeric:
+            return _audit_only(old, new, audit_arch, family, cuda_path, use_cache, jobs, t0)
     if grid is not None and grid_values:
         raise BadInput("give either a grid or grid values, not both")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise BadInput(f"jobs {jobs!r}: give a positive number")
+    archs = None
+    if arch is not None:
+        from .config import ARCHS
+
+        archs = [arch] if isinstance(arch, str) else list(arch)
+        archs = [a.lower() if isinstance(a, str) else a for a in archs]
+        for a in archs:
+            if a not in ARCHS:
+                raise BadInput(f"unknown arch {a!r}: choose {', '.join(ARCHS)}")
     old_tree = resolve_side(old, "old")
     new_tree = resolve_side(new, "new")
+    if archs and grid is None and numeric:
+        grid_values = {"arch": archs, **grid_values}
     if grid_values:
         grid = grid_from_values(grid_values, old_tree, new_tree)
     from .engine import target
@@ -666,6 +746,9 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
     if structural:
         res.structural, res.files_compared = structural_diff(old_tree, new_tree, use_cache=use_cache)
+        if archs:
+            res.structural_arch = archs
+            res.structural, res.structural_others = keep_arch(res.structural, archs)
     if numeric:
         if res.identical or not res.grid:
             res.numeric = []
@@ -673,9 +756,19 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             old_recs, new_recs = numeric_records(tgts, res.grid, use_cache=use_cache, jobs=jobs)
             res.numeric = _sort_rows([compare(c, o, n) for c, o, n in zip(res.grid, old_recs, new_recs)])
     if audit:
-        res.audit = _audits(old, new, arch, family, cuda_path, use_cache, jobs)[0]
+        res.audit = _audits(old, new, audit_arch, family, cuda_path, use_cache, jobs)[0]
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _one_arch(arch) -> str:
+    """The one arch an audit diff is of: ``sm120`` by default; several are bad input."""
+    if arch is None:
+        return "sm120"
+    archs = [arch] if isinstance(arch, str) else list(arch)
+    if len(archs) != 1:
+        raise BadInput(f"diff --audit compares one arch's kernels; got {', '.join(map(str, archs))}")
+    return str(archs[0]).lower()
 
 
 def _audits(old, new, arch, family, cuda_path, use_cache, jobs) -> AuditDiff:
@@ -704,6 +797,6 @@ def _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0) -> DiffR
     return res
 
 
-__all__ = ["SCHEMA", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "changes", "compare", "default_grid", "diff",
-           "grid_from_values", "numeric_records", "record", "resolve_side", "structural_diff",
+__all__ = ["SCHEMA", "ARCH_WORDS", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "change_family", "changes", "compare",
+           "default_grid", "diff", "grid_from_values", "keep_arch", "numeric_records", "record", "resolve_side", "structural_diff",
            "supported_families"]

@@ -940,6 +940,9 @@ class DiffResult:
         grid_source: ``default``, ``flags``, ``file``, ``python`` or ``none``.
         structural: the structural changes, or None when not asked for.
         files_compared: headers whose bytes differ between the trees (the ones scanned).
+        structural_arch: the arch families the structural view was kept to (``["sm120"]``),
+            or None for all; structural_others: the changes left out, counted per family
+            of the headers they are in (``{"sm100": 18, "conv": 3}``).
         numeric: one row per config, verdict changes first, or None when not asked for.
         notes: plain-language remarks (e.g. why the default grid is empty).
         seconds: wall time of the diff.
@@ -952,6 +955,8 @@ class DiffResult:
     grid_source: str = "none"
     structural: list[StructuralChange] | None = None
     files_compared: int | None = None
+    structural_arch: list[str] | None = None
+    structural_others: dict[str, int] = field(default_factory=dict)
     numeric: list[NumericRow] | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -983,6 +988,8 @@ class DiffResult:
             "notes": list(self.notes),
             "structural": None if self.structural is None else [c.to_dict() for c in self.structural],
             "files_compared": self.files_compared,
+            "structural_arch": self.structural_arch,
+            "structural_others": dict(self.structural_others),
             "numeric": None if self.numeric is None else [r.to_dict() for r in self.numeric],
             "audit": None if self.audit is None else self.audit.to_dict(),
         }

@@ -1,13 +1,19 @@
-"""Click options shared by the commands: one table of config flags, and the source flags.
+"""Click options shared by the commands: one table of config flags, the source flags and the
+output format.
 
-``layout`` takes each config flag once, with the defaults below; ``sweep`` takes each one
-repeatedly (the grid is the product). The flag strings become a :class:`Config` in
-:func:`cutlass_layout.config.config_from_flags` either way.
+Every command that takes a config takes the same flags, from :data:`CONFIG_FLAGS`:
+``layout`` each once, with the defaults below; ``sweep`` and ``diff`` each repeatedly (the
+grid is the product, braces expand); ``audit`` each repeatedly, as filters (a tactic is kept
+when it matches one value of every flag given). The flag strings become a :class:`Config`
+in :func:`cutlass_layout.config.config_from_flags`, or a filter in
+:func:`cutlass_layout.audit.tactic_filter`.
 """
 
 from __future__ import annotations
 
 import click
+
+from .errors import BadInput
 
 SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
                "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
@@ -23,7 +29,7 @@ CONFIG_FLAGS = (
                        "e5m2 (SM90, default bf16)."),
     ("--b", "b", None, "B element (default: same as A)."),
     ("--tile", "tile", "128x128x128",
-     "TileShape MxNxK (K in elements) or MxNxKB (K in bytes of A's element)."),
+     "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element)."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
     ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
@@ -33,15 +39,29 @@ CONFIG_FLAGS = (
     ("--epilogue-schedule", "epilogue_schedule", "auto", "auto (the preset's), tma or nosmem."),
 )
 
+#: Parameter names of :data:`CONFIG_FLAGS`.
+CONFIG_PARAMS = tuple(name for _, name, _, _ in CONFIG_FLAGS)
 
-def config_options(*, repeatable: bool = False):
+_GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
+_FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
+#: What the filter flags say instead, where a flag does not filter (``audit``).
+_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (the same builds) or sm90.",
+                "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
+                "preset": "Not recorded per tactic: refused here (see --family moe).",
+                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout)."}
+
+
+def config_options(*, repeatable: bool = False, filters: bool = False):
     """Decorator adding every :data:`CONFIG_FLAGS` option: once each with its default, or
-    (``repeatable``) any number of times each, braces expanding (the sweep's grid)."""
+    (``repeatable``) any number of times each, braces expanding (a grid), or (``filters``,
+    for ``audit``) any number of times each, as filters of what was found."""
     def decorate(f):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
-            if repeatable:
-                more = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
-                f = click.option(flag, name, multiple=True, help=help_ + more)(f)
+            if filters:
+                f = click.option(flag, name, multiple=True,
+                                 help=_FILTER_HELP.get(name, help_ + _FILTER_MORE))(f)
+            elif repeatable:
+                f = click.option(flag, name, multiple=True, help=help_ + _GRID_MORE)(f)
             else:
                 f = click.option(flag, name, default=default, show_default=default is not None,
                                  help=help_)(f)
@@ -58,3 +78,45 @@ def source_options(f):
     """Decorator adding ``--cutlass SRC`` (parameter ``cutlass_src``) and ``--cuda-path``."""
     f = cuda_path_option(f)
     return click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=SOURCE_HELP)(f)
+
+
+#: Output formats: the readable text (tables), Markdown for GitHub issues and PRs, JSON, CSV.
+FORMATS = ("text", "markdown", "json", "csv")
+
+
+def format_options(*formats: str):
+    """Decorator adding ``--format`` (parameter ``fmt``, one of ``formats``, default
+    ``text``) and the shorthands ``--json`` (``as_json``) and, where CSV is a format,
+    ``--csv`` (``as_csv``); :func:`output_format` reconciles them."""
+    def decorate(f):
+        if "csv" in formats:
+            f = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(f)
+        f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
+        return click.option("--format", "fmt", default=None, metavar="|".join(formats),
+                            help="Output: text (tables), markdown (for GitHub issues and PRs), "
+                                 + ", ".join(x for x in formats if x not in ("text", "markdown"))
+                                 + ". Default text.")(f)
+    return decorate
+
+
+def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = False,
+                  as_csv: bool = False) -> str:
+    """The one output format of ``--format``, ``--json`` and ``--csv``.
+
+    Raises:
+        BadInput: an unknown format, or two different ones asked for.
+    """
+    asked = []
+    if fmt is not None:
+        f = fmt.strip().lower()
+        f = {"md": "markdown", "table": "text"}.get(f, f)
+        if f not in formats:
+            raise BadInput(f"--format {fmt}: choose {', '.join(formats)}")
+        asked.append(f)
+    if as_json:
+        asked.append("json")
+    if as_csv:
+        asked.append("csv")
+    if len(set(asked)) > 1:
+        raise BadInput(f"give one output format, not {' and '.join(dict.fromkeys(asked))}")
+    return asked[0] if asked else "text"

@@ -117,7 +117,75 @@ def _scan_batch(job) -> list:
     return [(rel, _scan_file(os.path.join(root, rel), rel)) for rel in rels]
 
 
-def scan(path, grep: str | None = None) -> ScanResult:
+#: The largest line offset taken (no header is this long).
+MAX_LINE_OFFSET = 1_000_000
+
+
+def parse_line_offset(text: str | int | None) -> tuple[str | None, int]:
+    """``N`` (the excerpt starts after N lines of the real file) or ``FILE:START`` (the real
+    file's name and the excerpt's first line there) -> (file name or None, lines to add).
+
+    Raises:
+        BadInput: neither form, or a number out of range.
+    """
+    if text is None:
+        return None, 0
+    if isinstance(text, int) and not isinstance(text, bool):
+        name, num, start = None, text, False
+    else:
+        t = str(text).strip()
+        name, sep, tail = t.rpartition(":")
+        if not sep:
+            name, tail = None, t
+        start = bool(sep)
+        try:
+            num = int(tail)
+        except ValueError:
+            raise BadInput(f"line offset {text!r}: give N (lines of the real file before the "
+                           "excerpt) or FILE:START (the real file and the excerpt's first line)") from None
+        if sep and not name:
+            raise BadInput(f"line offset {text!r}: FILE:START needs the file's name")
+    offset = num - 1 if start else num
+    if offset < 0 or (start and num < 1) or offset > MAX_LINE_OFFSET:
+        raise BadInput(f"line offset {text!r}: give a line between "
+                       f"{1 if start else 0} and {MAX_LINE_OFFSET}")
+    return name, offset
+
+
+def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
+              grep: str | None = None, root: str = "-") -> ScanResult:
+    """Scan the text of one header (bytes, e.g. read from stdin or a ``sed -n 250,300p``
+    excerpt), reported as file ``name``, its lines counted from ``line_offset + 1`` (the
+    lines of the real file before the excerpt), so that every line number, in the records
+    and in the diagnostics' words, is the real file's.
+
+    Raises:
+        BadInput: empty, binary or non-UTF-8 text, or a bad ``line_offset``.
+    """
+    t0 = time.perf_counter()
+    if isinstance(line_offset, bool) or not isinstance(line_offset, int) or not (
+            0 <= line_offset <= MAX_LINE_OFFSET):
+        raise BadInput(f"line offset {line_offset!r}: give a number from 0 to {MAX_LINE_OFFSET}")
+    why = _check_text(data, name)
+    if why:
+        raise BadInput(why)
+    from .frontends import treesitter
+
+    # the lines before the excerpt, as empty lines: every line the parser reports is the real one
+    try:
+        structs, consts, diags = treesitter.scan_source(b"\n" * line_offset + data, name)
+    except (RecursionError, ValueError, UnicodeError, AttributeError, TypeError) as exc:
+        structs, consts = [], []
+        diags = [Diagnostic(name, 0, f"internal error, text skipped: {type(exc).__name__}: {exc}")]
+    result = ScanResult(root, structs, consts, diags, 1, 1)
+    _sort(result)
+    if grep:
+        _apply_grep(result, grep)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
     """Scan a header, a directory of headers or a CUTLASS source.
 
     ``path`` is an existing file (scanned alone, whatever its suffix), an existing directory
@@ -128,17 +196,29 @@ def scan(path, grep: str | None = None) -> ScanResult:
     whose name or qualified name contains it (case-sensitive).
 
     Returns a :class:`ScanResult`; file paths in it are relative to the scanned root (the
-    file's directory for a single file).
+    file's directory for a single file). ``line_offset`` (a single file only): the file is
+    an excerpt that starts after that many lines of the real one (see :func:`scan_text`).
 
     Raises:
         BadInput: missing path, empty/binary/non-UTF-8 single file, directory without
-            headers, or a source ``resolve_cutlass`` rejects. Damaged C++ never raises: it is
-            reported in ``diagnostics`` and as ``cut`` structs.
+            headers, or a source ``resolve_cutlass`` rejects; a ``line_offset`` for more than
+            one file. Damaged C++ never raises: it is reported in ``diagnostics`` and as
+            ``cut`` structs.
     """
     t0 = time.perf_counter()
     text = os.fspath(path)
     p = Path(text).expanduser()
     source = None
+    if line_offset:
+        if not p.is_file() or p.name.endswith(".whl"):
+            raise BadInput(f"a line offset applies to one header (or stdin), not to {text}")
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise BadInput(f"cannot read {p}: {exc.strerror}") from None
+        result = scan_text(data, p.name, line_offset=line_offset, grep=grep, root=str(p.parent))
+        result.seconds = time.perf_counter() - t0
+        return result
     if p.is_file() and not p.name.endswith(".whl"):
         root = p.parent
         rel = p.name
@@ -226,4 +306,5 @@ def to_json(result: ScanResult, file_only: bool = False) -> dict:
     return result.to_dict(file_only=file_only)
 
 
-__all__ = ["SCHEMA", "ScanResult", "Struct", "scan", "scan_files", "to_json"]
+__all__ = ["SCHEMA", "ScanResult", "Struct", "parse_line_offset", "scan", "scan_files", "scan_text",
+           "to_json"]

@@ -3,12 +3,13 @@ command's :mod:`~cutlass_layout.model` result into text, tables, CSV or pictures
 computes anything.
 
 ==================== =================================================================
-:mod:`.layout`       ``layout``: the member table, the builder budget, the verdict; JSON text
-:mod:`.sweep`        ``sweep``: the table sorted by verdict and headroom, CSV, labels
-:mod:`.diff`         ``diff``: structural changes by file, the numeric table
+:mod:`.common`       one table as terminal text or Markdown; the source's name for titles
+:mod:`.layout`       ``layout``: the member table, the builder budget, the verdict; JSON, Markdown
+:mod:`.sweep`        ``sweep``: the table sorted by verdict and headroom, CSV, Markdown, labels
+:mod:`.diff`         ``diff``: structural changes by file, the numeric table; Markdown
 :mod:`.scan`         ``scan``: each storage struct as C++-like text, constants, diagnostics
 :mod:`.plot`         memory maps of a SharedStorage and bar charts of a sweep (matplotlib)
-:mod:`.audit`        ``audit``: one table per family (over capacity first), errors, counts
+:mod:`.audit`        ``audit``: one table per family (over capacity first), errors, counts; Markdown
 ==================== =================================================================
 
 JSON objects are the results' own ``to_dict()`` (:mod:`cutlass_layout.model`).

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
+from ..config import tile_text
+from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 from .layout import default_console
 
 _VERDICT_STYLE = {"fits": "green", "exact_fit": "yellow", "over_capacity": "red",
@@ -18,83 +19,135 @@ def _yes_no(v) -> str:
     return "?" if v is None else ("yes" if v else "no")
 
 
-def audit_table(tactics, title: str | None = None) -> Table:
-    """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
-    three SharedStorage sizes, headroom and whether the runtime tries it (bytes). Columns that
-    say nothing for the family (no fusion, no swap_ab, no runtime list) are left out; the
-    numeric ones never are, and the name is the one that wraps."""
+def _columns_and_rows(tactics, tile_bytes: bool = False):
+    """The columns that say something for these tactics, and their rows (bytes)."""
     def ok(x):
         return x.report.error is None
 
     def num(x, v):
         return "-" if v is None or not ok(x) else str(v)
 
-    columns = [  # (header, cell, right-aligned, min width)
-        ("verdict", lambda x: f"[{_VERDICT_STYLE[x.verdict]}]{_VERDICT_TEXT[x.verdict]}[/]", False, 9),
-        ("tactic", lambda x: str(x.name or x.launcher), False, None),
-        ("A x B", lambda x: f"{x.a or '?'} x {x.b or '?'}", False, 13),
-        ("out", lambda x: str(x.out or "-"), False, 4),
-        ("fusion", lambda x: str(x.fusion or "-"), False, 8),
-        ("swap", lambda x: "" if not x.swap_ab else "swap", False, 4),
-        ("tile", lambda x: "x".join(map(str, x.tile)) if x.tile else "-", False, 11),
-        ("stages", lambda x: num(x, x.report.stages), True, 6),
-        ("mainloop", lambda x: num(x, x.report.mainloop and x.report.mainloop.size), True, 8),
-        ("epilogue", lambda x: num(x, x.report.epilogue and x.report.epilogue.size), True, 8),
-        ("kernel", lambda x: num(x, x.report.kernel and x.report.kernel.size), True, 6),
-        ("headroom", lambda x: num(x, x.report.headroom_bytes), True, 8),
-        ("tried", lambda x: _yes_no(x.runtime_candidate), False, 5),
+    def tile(x):
+        if not x.tile:
+            return "-"
+        # K in bytes of the activation, as TensorRT-LLM counts it (with swap_ab, B)
+        return tile_text(x.tile, x.b if x.swap_ab else x.a, tile_bytes)
+
+    columns = [  # (column, cell)
+        (Column("verdict"), lambda x: (_VERDICT_TEXT[x.verdict], _VERDICT_STYLE[x.verdict])),
+        (Column("tactic", wrap=True, code=True), lambda x: str(x.name or x.launcher)),
+        (Column("A x B"), lambda x: f"{x.a or '?'} x {x.b or '?'}"),
+        (Column("out"), lambda x: str(x.out or "-")),
+        (Column("fusion"), lambda x: str(x.fusion or "-")),
+        (Column("swap"), lambda x: "" if not x.swap_ab else "swap"),
+        (Column("tile"), tile),
+        (Column("stages", right=True), lambda x: num(x, x.report.stages)),
+        (Column("mainloop", right=True), lambda x: num(x, x.report.mainloop and x.report.mainloop.size)),
+        (Column("epilogue", right=True), lambda x: num(x, x.report.epilogue and x.report.epilogue.size)),
+        (Column("kernel", right=True), lambda x: num(x, x.report.kernel and x.report.kernel.size)),
+        (Column("headroom", right=True), lambda x: num(x, x.report.headroom_bytes)),
+        (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
     ]
     optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
                 "tried": lambda x: x.runtime_candidate is not None}
-    shown = [c for c in columns if c[0] not in optional or any(optional[c[0]](x) for x in tactics)]
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for name, _, right, width in shown:
-        if width is None:
-            t.add_column(name, overflow="fold", ratio=1)
-        else:
-            t.add_column(name, justify="right" if right else "left", no_wrap=True, min_width=width)
-    for x in tactics:
-        t.add_row(*(cell(x) for _, cell, _, _ in shown))
-    return t
+    shown = [(c, f) for c, f in columns
+             if c.header not in optional or any(optional[c.header](x) for x in tactics)]
+    return [c for c, _ in shown], [[f(x) for _, f in shown] for x in tactics]
 
 
-def render_audit(result, console: Console | None = None) -> None:
-    """Print an :class:`~cutlass_layout.model.AuditResult`: provenance, one table per family
-    (over capacity first, then exact fits), the errors, and a count per verdict."""
-    con = console or default_console()
-    p = result.provenance
-    con.print(f"[bold]{p['library']} {p['version']}[/bold] ({p['origin']})")
-    con.print(f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})")
-    cap = result.capacity
-    where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
-    parsed = [s for s in result.sources if not s.get("skipped")]
-    con.print(f"{result.arch}: {len(result.tactics)} tactics from {len(parsed)} generated sources; "
-              f"capacity {result.capacity_bytes if cap else '-'} B{where}")
+def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
+    """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
+    three SharedStorage sizes, headroom and whether the runtime tries it (bytes). Columns that
+    say nothing for the family (no fusion, no swap_ab, no runtime list) are left out; the
+    numeric ones never are, and the name is the one that wraps. ``tile_bytes``: K in bytes
+    of A's element, as TensorRT-LLM's tile names count it."""
+    columns, rows = _columns_and_rows(tactics, tile_bytes)
+    return rich_table(columns, rows, title=title)
+
+
+def _family_title(fam: str, n: int) -> str:
+    what = " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)" if fam == "moe" else ""
+    return f"{fam}{what}: {n} tactics"
+
+
+def _families(result) -> dict[str, list]:
     families: dict[str, list] = {}
     for x in result.tactics:
         families.setdefault(x.family, []).append(x)
-    for fam, items in families.items():
-        what = " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)" if fam == "moe" else ""
-        con.print(audit_table(items, title=f"{fam}{what}: {len(items)} tactics"))
-    for x in result.tactics:
-        if x.report.error is not None:
-            con.print(f"{x.id}: {x.report.error.one_line()}", soft_wrap=True)
+    return families
+
+
+def _head(result) -> list[str]:
+    p = result.provenance
+    cap = result.capacity
+    where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
+    parsed = [s for s in result.sources if not s.get("skipped")]
+    return [f"{p['library']} {p['version']} ({p['origin']})",
+            f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
+            f"{result.arch}: {len(result.tactics)} tactics from {len(parsed)} generated sources; "
+            f"capacity {result.capacity_bytes if cap else '-'} B{where}"]
+
+
+def _tail(result) -> tuple[list[str], list[str], str, str]:
+    """(errors of tactics, sources not read and notes, the counts, what was checked)."""
+    errors = [f"{x.id}: {x.report.error.one_line()}" for x in result.tactics
+              if x.report.error is not None]
     unread: dict[str, list[str]] = {}
     for s in result.sources:
         if s.get("error"):
             unread.setdefault(s["error"], []).append(s["file"].rsplit("/", 1)[-1])
+    notes = []
     for err, files in unread.items():
         shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
-        con.print(f"[yellow]{len(files)} source(s) not read ({shown}): {err}[/yellow]", soft_wrap=True)
-    for note in result.notes:
-        con.print(f"note: {note}", soft_wrap=True)
+        notes.append(f"{len(files)} source(s) not read ({shown}): {err}")
+    notes += [f"note: {n}" for n in result.notes]
     counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
     over = [x for x in result.tactics if x.verdict == "over_capacity"]
     tried = sum(1 for x in over if x.runtime_candidate)
     unknown = sum(1 for x in over if x.runtime_candidate is None)
     how = f"{tried} of them tried by the runtime" + (f", {unknown} unknown" if unknown else "")
-    con.print(f"{counts['over_capacity']} over capacity ({how}), "
-              f"{counts['exact_fit']} exact fits, {counts['does_not_compile']} do not compile, "
-              f"{counts['fits']} fit")
-    con.print("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
-              "inside kernel bodies were not instantiated)")
+    total = (f"{counts['over_capacity']} over capacity ({how}), "
+             f"{counts['exact_fit']} exact fits, {counts['does_not_compile']} do not compile, "
+             f"{counts['fits']} fit")
+    checked = ("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
+               "inside kernel bodies were not instantiated)")
+    return errors, notes, total, checked
+
+
+def render_audit(result, console: Console | None = None, *, tile_bytes: bool = False) -> None:
+    """Print an :class:`~cutlass_layout.model.AuditResult`: provenance, one table per family
+    (over capacity first, then exact fits), the errors, and a count per verdict."""
+    con = console or default_console()
+    first, *head = _head(result)
+    con.print(f"[bold]{escape(first)}[/bold]", soft_wrap=True)
+    for line in head:
+        con.print(line, soft_wrap=True, markup=False)
+    for fam, items in _families(result).items():
+        print_table(con, audit_table(items, title=_family_title(fam, len(items)), tile_bytes=tile_bytes))
+    errors, notes, total, checked = _tail(result)
+    for line in errors:
+        con.print(line, soft_wrap=True, markup=False)
+    for line in notes:
+        style = None if line.startswith("note: ") else "yellow"
+        con.print(line, soft_wrap=True, markup=False, style=style)
+    con.print(total)
+    con.print(checked)
+
+
+def to_markdown(result, *, tile_bytes: bool = False) -> str:
+    """The audit in GitHub Markdown: the install, one table per family, errors, notes and
+    the counts (bytes)."""
+    p = result.provenance
+    first, second, third = _head(result)
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}", "",
+           f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    for fam, items in _families(result).items():
+        columns, rows = _columns_and_rows(items, tile_bytes)
+        out += [f"**{md_cell(_family_title(fam, len(items)))}**", "", markdown_table(columns, rows)]
+    errors, notes, total, checked = _tail(result)
+    out += [f"- `{md_cell(e.split(': ', 1)[0])}`: {md_cell(e.split(': ', 1)[1])}" for e in errors]
+    out += [f"- {md_cell(n)}" for n in notes]
+    if errors or notes:
+        out.append("")
+    out += [f"**{total}**", "", checked]
+    return "\n".join(out) + "\n"

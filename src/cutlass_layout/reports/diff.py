@@ -4,7 +4,9 @@ that differ flagged."""
 
 from __future__ import annotations
 
+from ..config import tile_text
 from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side
+from .common import Column, markdown_table, md_cell
 
 
 def describe_grid(configs: list) -> str:
@@ -97,98 +99,148 @@ def _member_text(x: MemberSpan | None) -> str:
     return "absent" if x is None else f"{x.size} B @ {x.offset}"
 
 
-def render_text(res: DiffResult, member_lines: int = 8) -> str:
+def _others_line(res: DiffResult) -> str | None:
+    """What the arch filter left out, in one line (None when nothing was)."""
+    if not res.structural_others:
+        return None
+    n = sum(res.structural_others.values())
+    per = ", ".join(f"{k} {v}" for k, v in res.structural_others.items())
+    return (f"{n} changes in headers of other arch families not shown ({per}); "
+            f"kept: {', '.join(res.structural_arch or [])} and the headers of no arch")
+
+
+def _structural_head(res: DiffResult) -> list[str]:
+    if not res.structural:
+        what = "identical trees" if res.identical else f"{res.files_compared} headers differ"
+        return [f"Structural (tree-sitter scan): no changes to storage structs or constants "
+                f"({what})" + (" that concern this arch" if res.structural_others else "")]
+    counts: dict[str, int] = {}
+    for c in res.structural:
+        counts[c.change] = counts.get(c.change, 0) + 1
+    return [f"Structural (tree-sitter scan of the {res.files_compared} headers that differ): "
+            f"{len(res.structural)} changes",
+            ", ".join(f"{_CHANGE_WORDS.get(k, k)} {v}" for k, v in counts.items())]
+
+
+def _change_lines(c) -> tuple[str, list[str], str]:
+    """(what changed, its old/new texts, where) of one structural change."""
+    if c.old_file and c.new_file and c.old_file == c.new_file:
+        where = f"line {c.old_line} -> {c.new_line}"
+    else:
+        where = (f"{c.old_file}:{c.old_line}" if c.old_file else "(none)") + " -> " + \
+            (f"{c.new_file}:{c.new_line}" if c.new_file else "(none)")
+    what = c.struct + (f"::{c.field}" if c.field and c.change.startswith("constant")
+                       else f".{c.field}" if c.field else "")
+    spec = f"  [{c.specialization}]" if c.specialization else ""
+    texts = []
+    if c.change not in ("struct_moved", "constant_moved"):
+        if c.old is not None and c.new is not None:
+            a, b = _excerpt(c.old, c.new)
+            texts += [f"old: {a}", f"new: {b}"]
+        elif c.change.endswith(("_added", "_removed")) and (c.old or c.new) \
+                and not c.change.startswith("struct"):
+            texts.append(f"{'old' if c.old else 'new'}: {_short(c.old or c.new)}")
+    return f"{_CHANGE_WORDS.get(c.change, c.change)}: {what}{spec}", texts, where
+
+
+_NUMERIC_COLS = ["verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
+                 "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total"]
+_NUMERIC_HEADS = ["", "config", "verdict", "stages", "kernel", "mainloop", "epilogue",
+                  "TMA MK", "TMA NK", "TMA total"]
+
+
+def _row_name(r: NumericRow, tile_bytes: bool) -> str:
+    c = r.config.to_dict()
+    name = "" if c["arch"] == "sm120" else f"{c['arch']} "
+    ab = c["a"] if c["a"] == c["b"] else f"{c['a']}x{c['b']}"
+    name += f"{c['kernel']} {ab} {tile_text(c['tile'], c['a'], tile_bytes)}"
+    if c["stages"] != "auto":
+        name += f" st{c['stages']}"
+    if c["preset"] != "flashinfer":
+        name += f" {c['preset']}"
+    for k in ("schedule", "epilogue_schedule"):
+        if c.get(k, "auto") != "auto":
+            name += f" {c[k]}"
+    return name
+
+
+def _numeric_rows(res: DiffResult, tile_bytes: bool) -> list[list[str]]:
+    return [["!" if r.verdict_changed else "*" if r.changed else "", _row_name(r, tile_bytes)]
+            + [_cell(r, k) for k in _NUMERIC_COLS] for r in res.numeric]
+
+
+def _row_details(r: NumericRow, member_lines: int) -> list[str]:
+    """Under a changed row: the capacity where both sides have one and it changed, the
+    members whose size changed, how many only moved, and the errors of a verdict change."""
+    out = []
+    if "capacity_bytes" in r.changed and None not in (_get(r.old, "capacity_bytes"),
+                                                      _get(r.new, "capacity_bytes")):
+        out.append(f"capacity: {_cell(r, 'capacity_bytes')} B")
+    resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
+    shifted = len(r.members) - len(resized)
+    names = [m.name for m in resized]
+    # leaves (smem_SFB) before the containers that grow with them (tensors)
+    resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
+    for m in resized[:member_lines]:
+        out.append(f"{m.name}: {_member_text(m.old)} -> {_member_text(m.new)}")
+    if len(resized) > member_lines:
+        out.append(f"... {len(resized) - member_lines} more members change size")
+    if shifted:
+        out.append(f"({shifted} more members only move: same size, new offset)")
+    for side in ("old", "new"):
+        rec = getattr(r, side)
+        if r.verdict_changed and rec and rec.error:
+            out.append(f"{side}: {rec.error}")
+    return out
+
+
+def _numeric_head(res: DiffResult) -> str:
+    src = {"default": "default grid", "flags": "grid from flags", "file": "grid file",
+           "python": "grid"}.get(res.grid_source, "grid")
+    return f"Numeric (exact engine, libclang), {src}: {describe_grid(res.grid)}"
+
+
+def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = False) -> str:
     """The readable report: sides, structural changes by file, then the numeric table with
     the rows that differ flagged ``*`` (verdict changes first, flagged ``!``). Under each
     changed row: the kernel members whose size changed (at most ``member_lines``; ``offset``
-    in bytes from the start of the kernel's SharedStorage) and how many only moved."""
+    in bytes from the start of the kernel's SharedStorage) and how many only moved.
+    ``tile_bytes``: tiles with K in bytes of A's element."""
     out = [_side_line("old", res.old), _side_line("new", res.new)]
     out += [f"note: {n}" for n in res.notes]
     if res.structural is not None:
         out.append("")
-        if not res.structural:
-            what = "identical trees" if res.identical else f"{res.files_compared} headers differ"
-            out.append(f"Structural (tree-sitter scan): no changes to storage structs or "
-                       f"constants ({what})")
-        else:
-            out.append(f"Structural (tree-sitter scan of the {res.files_compared} headers that "
-                       f"differ): {len(res.structural)} changes")
-            counts: dict[str, int] = {}
-            for c in res.structural:
-                counts[c.change] = counts.get(c.change, 0) + 1
-            out.append("  " + ", ".join(f"{_CHANGE_WORDS.get(k, k)} {v}" for k, v in counts.items()))
-            last_file = None
-            for c in res.structural:
-                f = c.new_file or c.old_file
-                if f != last_file:
-                    out.append(f"  {f}")
-                    last_file = f
-                if c.old_file and c.new_file and c.old_file == c.new_file:
-                    where = f" line {c.old_line} -> {c.new_line}"
-                else:
-                    where = " " + (f"{c.old_file}:{c.old_line}" if c.old_file else "(none)") + \
-                        " -> " + (f"{c.new_file}:{c.new_line}" if c.new_file else "(none)")
-                what = c.struct + (f"::{c.field}" if c.field and c.change.startswith("constant")
-                                   else f".{c.field}" if c.field else "")
-                spec = f"  [{c.specialization}]" if c.specialization else ""
-                out.append(f"    {_CHANGE_WORDS.get(c.change, c.change)}: {what}{spec}")
-                if c.change not in ("struct_moved", "constant_moved"):
-                    if c.old is not None and c.new is not None:
-                        a, b = _excerpt(c.old, c.new)
-                        out.append(f"        old: {a}")
-                        out.append(f"        new: {b}")
-                    elif c.change.endswith(("_added", "_removed")) and (c.old or c.new) \
-                            and not c.change.startswith("struct"):
-                        out.append(f"        {'old' if c.old else 'new'}: {_short(c.old or c.new)}")
-                out.append(f"       {where}")
+        head = _structural_head(res)
+        out.append(head[0])
+        out += [f"  {x}" for x in head[1:]]
+        others = _others_line(res)
+        if others:
+            out.append(f"  {others}")
+        last_file = None
+        for c in res.structural:
+            f = c.new_file or c.old_file
+            if f != last_file:
+                out.append(f"  {f}")
+                last_file = f
+            what, texts, where = _change_lines(c)
+            out.append(f"    {what}")
+            out += [f"        {t}" for t in texts]
+            out.append(f"        {where}")
     if res.numeric is not None:
         out.append("")
-        src = {"default": "default grid", "flags": "grid from flags", "file": "grid file",
-               "python": "grid"}.get(res.grid_source, "grid")
-        out.append(f"Numeric (exact engine, libclang), {src}: {describe_grid(res.grid)}")
+        out.append(_numeric_head(res))
         if not res.numeric:
             out.append("  nothing computed" + (" (identical trees)" if res.identical else
                                               " (empty grid)"))
         else:
-            nchg = len(res.numeric_changes)
-            out.append(f"  {nchg} of {len(res.numeric)} configs differ "
+            out.append(f"  {len(res.numeric_changes)} of {len(res.numeric)} configs differ "
                        f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)")
-            cols = ["verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
-                    "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total"]
-            heads = ["", "config", "verdict", "stages", "kernel", "mainloop", "epilogue",
-                     "TMA MK", "TMA NK", "TMA total"]
-            table = []
-            for r in res.numeric:
-                c = r.config.to_dict()
-                flag = "!" if r.verdict_changed else "*" if r.changed else ""
-                name = f"{c['kernel']} {c['a']} {'x'.join(map(str, c['tile']))}"
-                if c["stages"] != "auto":
-                    name += f" st{c['stages']}"
-                if c["preset"] != "flashinfer":
-                    name += f" {c['preset']}"
-                table.append([flag, name] + [_cell(r, k) for k in cols])
-            widths = [max(len(str(x)) for x in col) for col in zip(heads, *table)]
-            out.append("  " + "  ".join(h.ljust(w) for h, w in zip(heads, widths)).rstrip())
+            table = _numeric_rows(res, tile_bytes)
+            widths = [max(len(str(x)) for x in col) for col in zip(_NUMERIC_HEADS, *table)]
+            out.append("  " + "  ".join(h.ljust(w) for h, w in zip(_NUMERIC_HEADS, widths)).rstrip())
             for row, r in zip(table, res.numeric):
                 out.append("  " + "  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip())
-                if "capacity_bytes" in r.changed:
-                    out.append(f"        capacity: {_cell(r, 'capacity_bytes')} B")
-                resized = [m for m in r.members if m.old is None or m.new is None
-                           or m.old.size != m.new.size]
-                shifted = len(r.members) - len(resized)
-                names = [m.name for m in resized]
-                # leaves (smem_SFB) before the containers that grow with them (tensors)
-                resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
-                for m in resized[:member_lines]:
-                    out.append(f"        {m.name}: {_member_text(m.old)} -> {_member_text(m.new)}")
-                if len(resized) > member_lines:
-                    out.append(f"        ... {len(resized) - member_lines} more members change size")
-                if shifted:
-                    out.append(f"        ({shifted} more members only move: same size, new offset)")
-                for side in ("old", "new"):
-                    rec = getattr(r, side)
-                    if r.verdict_changed and rec and rec.error:
-                        out.append(f"        {side}: {rec.error}")
+                out += [f"        {x}" for x in _row_details(r, member_lines)]
     if res.audit is not None:
         out += _audit_lines(res.audit, member_lines)
     out.append("")
@@ -241,4 +293,60 @@ def _audit_lines(a, member_lines: int) -> list[str]:
     return out
 
 
-__all__ = ["describe_grid", "render_text"]
+def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = False) -> str:
+    """The diff in GitHub Markdown: both sides, the structural changes (folded in a
+    ``<details>`` block, by file), the numeric table and, under it, what changed in each row
+    that differs (bytes)."""
+    def side(name, s):
+        p = s.provenance
+        return (f"- {name}: `{md_cell(s.source)}`: CUTLASS {p.cutlass_version} (version.h), "
+                f"tree `{p.tree_hash}`")
+
+    out = [f"#### Diff: {md_cell(str(res.old.source))} -> {md_cell(str(res.new.source))}", "",
+           side("old", res.old), side("new", res.new)]
+    out += [f"- note: {md_cell(n)}" for n in res.notes]
+    out.append("")
+    if res.structural is not None:
+        head = _structural_head(res)
+        out += [f"**{md_cell(head[0])}**", ""]
+        others = _others_line(res)
+        if others:
+            out += [md_cell(others), ""]
+        if res.structural:
+            out += ["<details><summary>" + md_cell(head[1]) + "</summary>", ""]
+            last_file = None
+            for c in res.structural:
+                f = c.new_file or c.old_file
+                if f != last_file:
+                    out.append(f"- `{f}`")
+                    last_file = f
+                what, texts, where = _change_lines(c)
+                out.append(f"  - {md_cell(what.split(': ', 1)[0])}: `{md_cell(what.split(': ', 1)[1])}` ({md_cell(where)})")
+                out += [f"    - {t[:5]}`{md_cell(t[5:])}`" for t in texts]
+            out += ["", "</details>", ""]
+    if res.numeric is not None:
+        out += [f"**{md_cell(_numeric_head(res))}**", ""]
+        if not res.numeric:
+            out += ["nothing computed" + (" (identical trees)" if res.identical else " (empty grid)"), ""]
+        else:
+            out += [f"{len(res.numeric_changes)} of {len(res.numeric)} configs differ "
+                    f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)", ""]
+            cols = [Column(h or "Δ") for h in _NUMERIC_HEADS[:3]] + \
+                [Column(h, right=True) for h in _NUMERIC_HEADS[3:]]
+            out.append(markdown_table(cols, _numeric_rows(res, tile_bytes)))
+            for r in res.numeric:
+                details = _row_details(r, member_lines)
+                if details:
+                    out.append(f"- {md_cell(_row_name(r, tile_bytes))}: " +
+                               "; ".join(md_cell(d) for d in details))
+            out.append("")
+    if res.audit is not None:
+        lines = _audit_lines(res.audit, member_lines)
+        out += [f"**{md_cell(lines[1])}**", "", md_cell(lines[2].strip()), ""]
+        out += [f"- `{md_cell(x.strip())}`" for x in lines[3:]]
+        out.append("")
+    out.append("**differences found**" if res.has_differences else "no differences")
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["describe_grid", "render_text", "to_markdown"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
-from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..model import FieldLayout, LayoutReport, StructLayout
+from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 
 
 def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
@@ -17,37 +18,40 @@ def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
     return json.dumps(rep.to_dict(), indent=indent)
 
 
-def _rows(fields: list[FieldLayout], depth: int, max_depth: int | None):
-    for f in fields:
-        yield depth, f
-        if f.fields and (max_depth is None or depth + 1 < max_depth):
-            yield from _rows(f.fields, depth + 1, max_depth)
-            if f.tail_padding:
-                yield depth + 1, f.tail_padding
+_STRUCT_COLUMNS = [Column("offset", right=True), Column("size", right=True),
+                   Column("pad", right=True), Column("member", code=True),
+                   Column("alignas", right=True), Column("type", wrap=True, code=True)]
+
+
+def struct_rows(s: StructLayout, max_depth: int | None = None, *,
+                dotted: bool = False) -> list[list[str]]:
+    """The rows of a struct's table (bytes): offset, size, padding before, member (indented
+    by depth, or its dotted path with ``dotted``), ``alignas``, type; a ``(tail padding)`` row
+    after each member with tail padding, and a last ``= sizeof, align N`` row."""
+    rows = []
+
+    def walk(fields: list[FieldLayout], depth: int, prefix: str):
+        for f in fields:
+            name = (prefix + f.name) if dotted else "  " * depth + f.name
+            rows.append([str(f.offset), str(f.size), str(f.padding_before or ""), name,
+                         str(f.declared_alignas) if f.declared_alignas else "", f.type])
+            if f.fields and (max_depth is None or depth + 1 < max_depth):
+                walk(f.fields, depth + 1, prefix + f.name + ".")
+                if f.tail_padding:
+                    pad = f"{prefix}{f.name} (tail padding)" if dotted else "  " * (depth + 1) + "(tail padding)"
+                    rows.append(["", "", str(f.tail_padding), pad, "", ""])
+
+    walk(s.fields, 0, "")
+    if s.tail_padding:
+        rows.append([str(s.size - s.tail_padding), "", str(s.tail_padding), "(tail padding)", "", ""])
+    rows.append(["", str(s.size), "", f"= sizeof, align {s.align}", "", ""])
+    return rows
 
 
 def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> Table:
-    """A table of one struct: offset, size, padding before, member tree, alignas, type."""
-    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for name in ("offset", "size", "pad"):
-        t.add_column(name, justify="right", no_wrap=True, min_width=len(name))
-    t.add_column("member", no_wrap=True)
-    t.add_column("alignas", justify="right", no_wrap=True)
-    t.add_column("type", overflow="ellipsis", no_wrap=True, ratio=1)
-    for depth, f in _rows(s.fields, 0, max_depth):
-        if isinstance(f, int):  # tail padding of the member above
-            t.add_row("", "", str(f), "  " * depth + "(tail padding)", "", "")
-            continue
-        t.add_row(
-            str(f.offset), str(f.size), str(f.padding_before or ""),
-            "  " * depth + f.name,
-            str(f.declared_alignas) if f.declared_alignas else "",
-            f.type,
-        )
-    if s.tail_padding:
-        t.add_row(str(s.size - s.tail_padding), "", str(s.tail_padding), "(tail padding)", "", "")
-    t.add_row("", str(s.size), "", f"= sizeof, align {s.align}", "", "", style="bold")
-    return t
+    """A table of one struct: offset, size, padding before, member tree, alignas, type
+    (bytes). The numbers keep their width at any terminal width; the type column folds."""
+    return rich_table(_STRUCT_COLUMNS, struct_rows(s, max_depth), title=title, last_bold=True)
 
 
 def default_console() -> Console:
@@ -81,22 +85,61 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
-            con.print(struct_table(f"{name} SharedStorage: {s.type}", s, max_depth))
+            print_table(con, struct_table(f"{name} SharedStorage: {escape(s.type)}", s, max_depth))
+    if rep.builder_budget is not None:
+        con.print(budget_text(rep))
+    con.print(total_text(rep, markup=True))
+    con.print(_checked_text(rep))
+
+
+def total_text(rep: LayoutReport, markup: bool = False) -> str:
+    """``Total 84992 B of 101376 B (sm120_smem_capacity_bytes, cutlass/arch/arch.h:45): fits,
+    headroom 16384 B`` (over capacity by N B; an exact fit says so); ``markup`` colors the
+    verdict for the terminal."""
+    def color(text, c):
+        return f"[{c}]{text}[/{c}]" if markup else text
+
     cap = rep.capacity
     where = f"{cap.name}, {cap.file}:{cap.line}" if cap.file else cap.name
     if rep.fits:
-        verdict = "[green]fits[/green]"
+        verdict = color("fits", "green")
         if rep.exact_fit:
-            verdict += " [yellow](exact fit: headroom 0; TensorRT-LLM's occupancy check rejects it)[/yellow]"
+            verdict += " " + color("(exact fit: headroom 0; TensorRT-LLM's occupancy check rejects it)",
+                                   "yellow")
         else:
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
-        verdict = f"[red]over capacity by {-rep.headroom_bytes} B[/red]"
-    if rep.builder_budget is not None:
-        con.print(budget_text(rep))
+        verdict = color(f"over capacity by {-rep.headroom_bytes} B", "red")
     what = "Total" if rep.kernel is not None else "Collective alone (no kernel around it)"
-    con.print(f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}")
-    con.print(_checked_text(rep))
+    return f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}"
+
+
+def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
+                structs: tuple[str, ...] = ("kernel",)) -> str:
+    """The report in GitHub Markdown, for an issue or a PR: the config as a heading, the
+    source, the verdict, stages and TMA bytes, one member table per struct (dotted member
+    names, bytes), the builder budget, what was checked."""
+    p = rep.provenance
+    out = [f"#### {_label(rep.config)}", "",
+           f"{source_name(p.origin, p.cutlass_version)}, include root `{p.cutlass_root}`, "
+           f"tree `{p.tree_hash}`", ""]
+    if rep.error is not None:
+        out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
+        return "\n".join(out) + "\n"
+    out += [f"**{md_cell(total_text(rep))}**", "",
+            f"Stages: {'-' if rep.stages is None else rep.stages}; TMA transaction bytes per "
+            f"stage: {_tma_text(rep)}; SharedStorage sizes: " + ", ".join(
+                f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
+                if getattr(rep, n) is not None), ""]
+    for name in structs:
+        st = getattr(rep, name)
+        if st is not None:
+            out += [f"{name} SharedStorage: `{st.type}`", "",
+                    markdown_table(_STRUCT_COLUMNS, struct_rows(st, max_depth, dotted=True))]
+    if rep.builder_budget is not None:
+        out += [md_cell(budget_text(rep)), ""]
+    out.append(_checked_text(rep))
+    return "\n".join(out) + "\n"
 
 
 def budget_text(rep: LayoutReport) -> str:

@@ -7,7 +7,9 @@ import csv
 import io
 import json
 
+from ..config import tile_text
 from ..model import VERDICTS, CompileError, SweepResult
+from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
@@ -63,9 +65,11 @@ def varying_keys(configs: list[dict]) -> list[str]:
     return out
 
 
-def config_label(cfg: dict, varying: list[str]) -> str:
-    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
-    parts = ["x".join(map(str, cfg["tile"]))]
+def config_label(cfg: dict, varying: list[str], tile_bytes: bool = False) -> str:
+    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``);
+    with ``tile_bytes`` the tile's K in bytes of A's element (``128x256x64B``), the unit the
+    user typed it in."""
+    parts = [tile_text(cfg["tile"], cfg.get("a"), tile_bytes)]
     for k in varying:
         v = cfg[k]
         v = "x".join(map(str, v)) if isinstance(v, list) else str(v)
@@ -73,18 +77,16 @@ def config_label(cfg: dict, varying: list[str]) -> str:
     return " ".join(parts)
 
 
-def render(result: SweepResult, console=None) -> None:
-    """Print the table (sorted by verdict, then headroom) and a line per config that does
-    not fit."""
-    from rich import box
-    from rich.table import Table
+_STYLE = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
+_COLUMNS = [Column("verdict"), Column("config", wrap=True), Column("stages", right=True),
+            Column("mainloop", right=True), Column("epilogue", right=True),
+            Column("kernel", right=True), Column("headroom", right=True),
+            Column("max that fits", right=True)]
 
-    from .layout import default_console
 
-    con = console or default_console()
+def _table(result: SweepResult, tile_bytes: bool):
+    """(records in report order, the line of what all configs share, rows, labels)."""
     recs = result.sorted_records()
-    p = result.provenance
-    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
     cfgs = {id(r): r.config.to_dict() for r in result.records}
     common = cfgs[id(result.records[0])]
     var = varying_keys(list(cfgs.values()))
@@ -92,14 +94,13 @@ def render(result: SweepResult, console=None) -> None:
             if k not in var and len({json.dumps(c[k]) for c in cfgs.values()}) == 1]
     fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
              for k in same]
-    con.print(f"{len(recs)} configs: " + ", ".join(fixed))
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("verdict", no_wrap=True)
-    t.add_column("config", no_wrap=True)
-    for name in ("stages", "mainloop", "epilogue", "kernel", "headroom"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("max that fits", justify="right", no_wrap=True)
-    style = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
+    head = f"{len(recs)} configs: " + ", ".join(fixed)
+    labels = {id(r): config_label(cfgs[id(r)], var, tile_bytes) for r in recs}
+
+    def n(v):
+        return "-" if v is None else str(v)
+
+    rows = []
     for r in recs:
         st = r.config.stages
         stages = ("-" if r.stages is None else str(r.stages)) if st is None else f"{st} (set)"
@@ -107,27 +108,74 @@ def render(result: SweepResult, console=None) -> None:
             stages = f"auto {r.stages}"
         mx = ("none" if r.max_stages_that_fit is None
               else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
+        verdict = r.verdict + (" (exact fit)" if r.exact_fit else "")
+        rows.append([(verdict, _STYLE[r.verdict]), labels[id(r)], stages, n(r.mainloop_bytes),
+                     n(r.epilogue_bytes), n(r.kernel_bytes), n(r.headroom_bytes), mx])
+    return recs, head, rows, labels
 
-        def n(v):
-            return "-" if v is None else str(v)
-        exact = " (exact fit)" if r.exact_fit else ""
-        t.add_row(f"[{style[r.verdict]}]{r.verdict}{exact}[/]", config_label(cfgs[id(r)], var),
-                  stages, n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
-                  n(r.headroom_bytes), mx)
-    con.print(t)
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
-    if cap is not None:
-        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
-                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
-    con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
-              "not instantiated: `layout --check-kernel` does, per config)")
+
+def _notes(recs, labels) -> list[tuple[str, str | None]]:
+    """A line per config that does not fit or whose builder's choice is not the largest
+    stage count that fits, and where its error is."""
+    out = []
     for r in recs:
         if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
-            con.print(f"{config_label(cfgs[id(r)], var)}: {r.summary()}", soft_wrap=True)
+            out.append((f"{labels[id(r)]}: {r.summary()}", None))
             if r.error and r.error.file:  # the summary has the message
-                con.print(f"  at {r.error.file}:{r.error.line}", soft_wrap=True, style="dim")
+                out.append((f"  at {r.error.file}:{r.error.line}", r.error.file))
+    return out
+
+
+_LEGEND = ("bytes throughout; 'max that fits' = largest StageCount<N> whose kernel fits "
+           "(laid out, as is N+1)")
+_CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
+            "not instantiated: `layout --check-kernel` does, per config)")
+
+
+def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> None:
+    """Print the table (sorted by verdict, then headroom) and a line per config that does
+    not fit; tiles with K in bytes of A's element when ``tile_bytes``."""
+    from .layout import default_console
+
+    con = console or default_console()
+    p = result.provenance
+    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})",
+              soft_wrap=True)
+    recs, head, rows, labels = _table(result, tile_bytes)
+    con.print(head, soft_wrap=True)
+    print_table(con, rich_table(_COLUMNS, rows))
+    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
+    if cap is not None:
+        con.print(f"capacity {cap} B per block; {_LEGEND}")
+    con.print(_CHECKED)
+    for line, where in _notes(recs, labels):
+        con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
     con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
 
 
-__all__ = ["CSV_COLUMNS", "config_label", "error_text", "render", "to_csv", "varying_keys"]
+def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
+    """The sweep in GitHub Markdown: the source, what the configs share, the table, the
+    configs that do not fit and the counts."""
+    p = result.provenance
+    recs, head, rows, labels = _table(result, tile_bytes)
+    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
+    out = [f"#### Sweep: {source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", "",
+           md_cell(head) + (f"; capacity {cap} B per block" if cap is not None else ""), "",
+           markdown_table(_COLUMNS, rows)]
+    notes = _notes(recs, labels)
+    for line, where in notes:
+        if where:  # the error's place, on its config's line
+            out[-1] += f" (at `{line.strip()[3:]}`)"
+        else:
+            out.append(f"- {md_cell(line)}")
+    if notes:
+        out.append("")
+    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
+    out += [", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f"; {_LEGEND}.",
+            "", _CHECKED]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["CSV_COLUMNS", "config_label", "error_text", "render", "to_csv", "to_markdown",
+           "varying_keys"]

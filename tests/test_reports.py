@@ -1,0 +1,127 @@
+"""Reports: tables keep every number at any terminal width, Markdown for GitHub, and the source
+named as the user gave it. Structs and records are written by hand here (bytes)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from cutlass_layout import Config
+from cutlass_layout.model import Constant, FieldLayout, LayoutReport, Provenance, StructLayout
+from cutlass_layout.reports.common import Column, markdown_table, md_cell, source_name
+from cutlass_layout.reports.layout import render, struct_table, to_markdown
+from cutlass_layout.sweep import SweepRecord, SweepResult
+
+LONG = ("cutlass::epilogue::fusion::Sm90EVT<" +
+        "cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::ReLu, float, float>, " * 6 + ">")
+
+
+def _struct():
+    inner = FieldLayout("fusion_storage_of_the_epilogue_visitor", LONG, 8192, 1, 1)
+    coll = FieldLayout("collective", "CollectiveStorage", 0, 8192, 128, fields=[
+        FieldLayout("smem_C", "cute::array<SmemElementC, 0>", 0, 1, 1),
+        FieldLayout("smem_D", "ArrayEngine<SmemElementD, cosize_v<SmemLayoutD>>", 0, 8192, 128, declared_alignas=128),
+    ])
+    tensors = FieldLayout("tensors", "struct TensorStorage", 0, 8704, 128, fields=[coll, inner], tail_padding=511)
+    maps = FieldLayout("tensormaps", "struct TensorMapStorage", 8704, 384, 128)
+    return StructLayout("SharedStorage", 9216, 512, 128, [tensors, maps])
+
+
+def _print(table, width):
+    buf = io.StringIO()
+    from cutlass_layout.reports.common import print_table
+
+    print_table(Console(file=buf, width=width, highlight=False), table)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("width", [250, 120, 80, 60])
+def test_table_keeps_numbers_at_every_width(width):
+    out = _print(struct_table("epilogue SharedStorage", _struct(), None), width)
+    for number in ("8704", "8192", "9216", "384", "511", "128"):
+        assert number in out, (width, number)
+    for header in ("offset", "size", "pad", "member", "alignas", "type"):
+        assert header in out
+    assert "fusion_storage_of_the_epilogue_visitor" in out  # member names are not cut either
+    # the type folds onto more lines rather than taking the numbers' room
+    assert "Sm90Compute" in out
+
+
+def _report():
+    rep = LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(),
+                       provenance=Provenance("/r/include", "4.5.0", "08074d1c7f6605c9",
+                                             "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)",
+                                             "22.1", "/cuda", "pip", []), stages=4)
+    rep.capacity = Constant("sm120_smem_capacity_bytes", 101376, file="cutlass/arch/arch.h", line=45)
+    rep.kernel = rep.epilogue = _struct()
+    return rep
+
+
+def test_layout_markdown():
+    md = to_markdown(_report(), max_depth=None, structs=("epilogue",))
+    assert md.startswith("#### sm120 grouped nvfp4 x nvfp4  tile 128x128x128")
+    assert "flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)" in md and "tree `08074d1c7f6605c9`" in md
+    assert ("**Total 9216 B of 101376 B (sm120_smem_capacity_bytes, cutlass/arch/arch.h:45): "
+            "fits, headroom 92160 B**") in md
+    lines = md.splitlines()
+    head = lines.index("| offset | size | pad | member | alignas | type |")
+    assert lines[head + 1] == "|---:|---:|---:|---|---:|---|"
+    # dotted member names, types as code so <...> is not HTML
+    assert "| 0 | 8192 |  | `tensors.collective.smem_D` | 128 | `ArrayEngine<SmemElementD, cosize_v<SmemLayoutD>>` |" in lines
+    assert "|  |  | 511 | `tensors (tail padding)` |  |  |" in lines
+    assert "|  | 9216 |  | `= sizeof, align 512` |  |  |" in lines
+
+
+def test_layout_text_report_at_a_narrow_terminal_keeps_the_numbers():
+    buf = io.StringIO()
+    render(_report(), Console(file=buf, width=70, highlight=False), max_depth=None, structs=("epilogue",))
+    out = buf.getvalue()
+    assert "fusion_storage_of_the_epilogue_visitor" in out and "8192" in out and "511" in out
+
+
+def test_markdown_cells():
+    assert md_cell("a|b") == "a\\|b"
+    assert md_cell("x<int>", code=True) == "`x<int>`"
+    assert md_cell("", code=True) == ""
+    assert md_cell("a`b", code=True) == "``a`b``"
+    t = markdown_table([Column("n", right=True), Column("t", code=True)], [["1", "T<2>"]])
+    assert t == "| n | t |\n|---:|---|\n| 1 | `T<2>` |\n"
+
+
+@pytest.mark.parametrize("origin,version,name", [
+    ("flashinfer-python==0.7.2.post1 (wheel flashinfer_python-0.7.2.post1-py3-none-any.whl, cached)",
+     "4.5.0", "flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)"),
+    ("default nvidia-cutlass==4.2.0.0 (fetched into the cache)", "4.2.0", "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"),
+    ("wheel /tmp/w/flashinfer_python-0.6.8-py3-none-any.whl", "4.4.2", "flashinfer-python 0.6.8 (CUTLASS 4.4.2)"),
+    ("directory /home/me/cutlass/include", "4.5.0", "/home/me/cutlass/include (CUTLASS 4.5.0)"),
+    ("installed flashinfer", "4.5.0", "flashinfer (CUTLASS 4.5.0)"),
+])
+def test_source_name(origin, version, name):
+    assert source_name(origin, version) == name
+
+
+def _rec(tile, kernel, verdict, stages=3, cfg=None):
+    cap = 101376
+    return SweepRecord(cfg or Config(tile=tile), stages, None, None, kernel, cap if kernel else None,
+                       (cap - kernel) if kernel else None, verdict, stages if kernel and kernel <= cap else None,
+                       kernel if kernel and kernel <= cap else None)
+
+
+def test_sweep_markdown_and_tiles_in_bytes():
+    from cutlass_layout.reports.sweep import render, to_markdown
+
+    prov = Provenance("/r", "4.5.0", "h", "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)", "c", "p", "s", [])
+    recs = [_rec((128, 128, 128), 84992, "fits", 4), _rec((128, 64, 128), 101376, "fits", 3),
+            _rec((128, 256, 256), None, "does_not_compile", None)]
+    res = SweepResult(prov, [r.config for r in recs], recs)
+    md = to_markdown(res, tile_bytes=True)
+    assert md.startswith("#### Sweep: flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0), tree `h`")
+    assert "| verdict | config | stages | mainloop | epilogue | kernel | headroom | max that fits |" in md
+    assert "| fits | 128x128x64B | auto 4 | - | - | 84992 | 16384 | 4 (84992) |" in md
+    assert "| fits (exact fit) | 128x64x64B | auto 3 | - | - | 101376 | 0 | 3 (101376) |" in md
+    assert "| does_not_compile | 128x256x128B | - | - | - | - | - | none |" in md
+    buf = io.StringIO()
+    render(res, Console(file=buf, width=200, highlight=False), tile_bytes=False)
+    assert "128x128x128" in buf.getvalue() and "128x128x64B" not in buf.getvalue()
