@@ -16,7 +16,7 @@ import click
 from . import engine, probe
 from .config import config_from_flags
 from .errors import BadInput, CutlassLayoutError
-from .options import config_options, cuda_path_option, source_options
+from .options import config_options, cuda_path_option, limits_option, source_options
 from .probe import UserType
 from .reports import layout as layout_report
 from .verify import verify_with_nvcc
@@ -40,6 +40,7 @@ def _check_plot(plot_file) -> None:
 
 
 @cli.command("layout")
+@limits_option
 @config_options()
 @source_options
 @click.option("--header", type=str, default=None, metavar="FILE",
@@ -154,6 +155,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, as_json, check, depth, show, pl
 
 
 @cli.command("sweep")
+@limits_option
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
               help="TOML or JSON grid file (instead of config flags).")
@@ -185,7 +187,7 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
     if not configs:
         raise BadInput("the grid is empty")
     result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
-                   use_cache=not no_cache, progress=sys.stderr.isatty())
+                   use_cache=not no_cache, progress=True)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     elif as_csv:
@@ -203,6 +205,7 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, as_json, as_csv, plot_file, no_
 
 
 @cli.command("diff")
+@limits_option
 @click.argument("old")
 @click.argument("new")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/diff/1).")
@@ -278,7 +281,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
     try:
         result = scan(path, grep=grep)
     except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_message(exc)}", file=sys.stderr)
         return exc.exit_code
     except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -291,6 +294,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 
 
 @cli.command("scan")
+@limits_option
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
 @click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
@@ -305,6 +309,7 @@ def scan_cmd(path, as_json, grep, file_only):
 
 
 @cli.command("audit")
+@limits_option
 @click.argument("src", required=False, metavar="SRC")
 @click.option("--arch", default="sm120", show_default=True,
               help="sm120 or sm121 (the same builds), sm90.")
@@ -346,6 +351,7 @@ def audit_cmd(src, arch, family, grep, as_json, check, jobs, no_cache, cuda_path
 
 
 @cli.command("source")
+@limits_option
 @source_options
 def source_cmd(cutlass_src, cuda_path):
     """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
@@ -358,8 +364,20 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
 
 
+def _message(exc: Exception) -> str:
+    """An error's line, with how to lift a limit it went over."""
+    from .inputs import OverLimit
+
+    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else str(exc)
+
+
 def main(argv=None) -> int:
     """Console entry point. Returns (and exits with) the exit code."""
+    from dataclasses import replace
+
+    from .inputs import LIMITS
+
+    limits = replace(LIMITS)  # --no-limits lifts them for one command
     try:
         cli.main(args=argv, prog_name="cutlass-layout", standalone_mode=False)
         code = 0
@@ -372,7 +390,7 @@ def main(argv=None) -> int:
         click.echo(f"error: {exc.format_message()}", err=True)
         code = 2
     except CutlassLayoutError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_message(exc)}", err=True)
         code = exc.exit_code
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
@@ -380,6 +398,8 @@ def main(argv=None) -> int:
         click.echo(f"internal error: {type(exc).__name__}: {exc} "
                    "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
         code = 4
+    finally:
+        LIMITS.__dict__.update(limits.__dict__)
     if argv is None:
         sys.exit(code)
     return code

@@ -58,3 +58,26 @@ def source_options(f):
     """Decorator adding ``--cutlass SRC`` (parameter ``cutlass_src``) and ``--cuda-path``."""
     f = cuda_path_option(f)
     return click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=SOURCE_HELP)(f)
+
+
+def _lift_limits(ctx, param, value):
+    if value:
+        from .inputs import lift_limits
+
+        lift_limits()  # for this command: cli.main puts them back
+    return value
+
+
+def _limits_help() -> str:
+    from .inputs import Limits, size_text
+
+    d = Limits()
+    return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "
+            f"{size_text(d.file_bytes)} per header or file, {d.grid_configs} configs per grid.")
+
+
+def limits_option(f):
+    """Decorator adding ``--no-limits`` (README "Limits"; handled here, the command does not
+    see it): what a wheel may unpack, a header weigh and a grid hold."""
+    return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_lift_limits, help=_limits_help())(f)
