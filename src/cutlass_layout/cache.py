@@ -81,17 +81,25 @@ def _private(configured: Path, why: str) -> Path:
     return tmp
 
 
+def _fall_back(unusable: Path, why: str) -> None:
+    """From now on this process uses a private cache; the configured one is still read."""
+    configured = _configured()
+    _ROOTS[str(configured)] = _private(unusable, why)
+    if configured.is_dir() and os.access(configured, os.R_OK | os.X_OK):
+        _READ_ONLY[str(configured)] = configured
+
+
 def cache_root() -> Path:
     """The cache folder this process uses: ``CUTLASS_LAYOUT_CACHE``, else the user cache dir
     (``~/.cache/cutlass-layout``), else (when that cannot be written) a private temporary one."""
     configured = _configured()
-    key = str(configured)
-    if key not in _ROOTS:
+    if str(configured) not in _ROOTS:
         why = _unusable(configured)
-        _ROOTS[key] = configured if why is None else _private(configured, why)
-        if why is not None and configured.is_dir() and os.access(configured, os.R_OK | os.X_OK):
-            _READ_ONLY[key] = configured
-    return _ROOTS[key]
+        if why is None:
+            _ROOTS[str(configured)] = configured
+        else:
+            _fall_back(configured, why)
+    return _ROOTS[str(configured)]
 
 
 def cache_dir(*parts: str) -> Path:
@@ -107,10 +115,7 @@ def cache_dir(*parts: str) -> Path:
         return path
     why = _unusable(path)
     if why is not None:
-        configured = _configured()
-        _ROOTS[str(configured)] = _private(path, why)
-        if configured.is_dir():
-            _READ_ONLY[str(configured)] = configured
+        _fall_back(path, why)
         path = cache_root().joinpath(*parts)
         path.mkdir(parents=True, exist_ok=True)
     _CHECKED.add(str(path))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from .config import Config, config_from_flags
 from .errors import BadInput
-from .inputs import LIMITS, OverLimit, check_limit, read_text
+from .inputs import LIMITS, check_limit, read_file
 
 #: The flags (keyword names of :func:`cutlass_layout.config.config_from_flags`) a grid may vary.
 GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
@@ -119,13 +119,9 @@ def load_grid_file(path: str | Path) -> list[Config]:
     """
     p = Path(path)
     try:
-        text = read_text(p, what="grid file")
-    except OverLimit:
-        raise
-    except BadInput as exc:
-        if "not UTF-8" in str(exc):
-            raise BadInput(f"grid file {p} is not text") from None
-        raise
+        text = read_file(p, what="grid file").decode()
+    except UnicodeDecodeError:
+        raise BadInput(f"grid file {p} is not text") from None
     try:
         if p.suffix.lower() == ".toml":
             import tomllib

@@ -609,7 +609,6 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     """
     from .engine import _read
     from .errors import BadInput
-
     from .inputs import read_text
 
     try:
