@@ -12,9 +12,12 @@ import cutlass_layout
 PKG = Path(cutlass_layout.__file__).resolve().parent
 NAME = "cutlass_layout"
 
-#: Modules that import nothing from the package (everything else builds on them).
-LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache", "cutlass_layout.runner",
+#: Modules that import nothing from the package (everything else builds on them; the cache
+#: and the input readers build on the errors alone).
+LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.runner",
           "cutlass_layout._flashinfer_harness", "cutlass_layout.launchers"}
+#: Modules that import the errors and nothing else.
+ON_ERRORS = {"cutlass_layout.cache", "cutlass_layout.inputs"}
 #: What the frontends may import: the model, and the leaves for errors and cache folders.
 FRONTEND_DEPS = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache"}
 
@@ -115,6 +118,9 @@ def test_layers():
     _, graph = _graph()
     for m in LEAVES:
         assert not graph[m], f"{m} must import nothing from the package: {graph[m]}"
+    for m in ON_ERRORS:
+        extra = {t for t, _, _ in graph[m]} - {"cutlass_layout.errors"}
+        assert not extra, f"{m} must import only the errors from the package: {sorted(extra)}"
     for m, imps in graph.items():
         if m.startswith(f"{NAME}.frontends."):
             extra = {t for t, _, _ in imps} - FRONTEND_DEPS
@@ -133,7 +139,7 @@ def test_no_module_reaches_a_command_through_the_facade():
 #: The README's module map ("How it works"), bottom first: a module imports only modules of
 #: its own layer or of layers before it.
 LAYERS = [
-    ["errors", "model", "cache", "runner", "_flashinfer_harness"],
+    ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness"],
     ["config", "sources", "cuda", "flashinfer_jit"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
     ["engine", "verify", "gpu", "kernels", "candidates"],

@@ -226,6 +226,19 @@ def _lay_out(source: Source, provenance: dict, pch: str | None) -> dict:
     }
 
 
+def _load_source(payload: dict) -> dict:
+    """A cached per-source payload if it is whole (each kernel's report loads, see
+    :func:`cutlass_layout.engine.load_report`); raises for one that is not (a miss)."""
+    from .engine import load_report
+
+    if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
+        raise TypeError("kernels")
+    for item in payload["kernels"]:
+        _found_from(item["found"])
+        load_report(item["report"])
+    return payload
+
+
 def _found_from(d: dict) -> FoundKernel:
     d = dict(d)
     if d.get("macro") is not None:
@@ -406,7 +419,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     results: dict[str, dict] = {}
     todo = []
     for mod, source, key, pre, entry in work:
-        hit = cache.get(key) if use_cache else None
+        hit = cache.get(key, _load_source) if use_cache else None
         if hit is not None:
             results[key] = hit
         else:

@@ -9,31 +9,224 @@ key. A key is :func:`result_key` of everything that determines the result (tree 
 config's probe text or the generated file, clang flags, libclang version, and
 :func:`code_fingerprint` of the code that computes it). Writes are atomic (a temporary file
 renamed into place); every entry carries its key and a SHA-256 of its payload, and an entry
-whose key or checksum does not match is a miss, never a result.
+whose key or checksum does not match, or that its reader cannot load, is a miss, never a
+result. Files too big for JSON (precompiled headers) are :func:`seal`-ed the same way, in a
+``.sum`` file beside them.
+
+Several processes may share the cache: work that fills it (unpacking a wheel, building a
+precompiled header) runs under a :func:`lock` and is renamed into place when complete. A
+cache folder that cannot be written (read-only, a file, no permission) is replaced, for the
+rest of the process, by a private temporary one, with a one-line warning on stderr; entries
+of the unusable one are still read where they can be (:func:`fallback_dirs`).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import json
 import os
+import shutil
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
 
+from .errors import BadInput
+
+#: Per process: the folder used for each configured cache folder (itself, or a private
+#: temporary one when it cannot be written), and the unusable ones still read.
+_ROOTS: dict[str, Path] = {}
+_READ_ONLY: dict[str, Path] = {}
+#: Folders checked to be writable (once per process each).
+_CHECKED: set[str] = set()
+
+
+def _configured() -> Path:
+    base = os.environ.get("CUTLASS_LAYOUT_CACHE")
+    return Path(base) if base else Path(platformdirs.user_cache_dir("cutlass-layout"))
+
+
+def _unusable(path: Path) -> str | None:
+    """Why ``path`` cannot hold cache entries (``None`` when it can): created if missing."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        return "it is a file, not a folder"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not path.is_dir():
+        return "it is not a folder"
+    if not os.access(path, os.R_OK | os.W_OK | os.X_OK):
+        return "it is read-only" if os.access(path, os.R_OK | os.X_OK) else "permission denied"
+    return None
+
+
+def _private(configured: Path, why: str) -> Path:
+    """A private temporary cache for this process (removed when it exits), announced once."""
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix="cutlass-layout-cache-"))
+    except OSError as exc:
+        raise BadInput(f"the cache folder {configured} cannot be used ({why}) and no temporary "
+                       f"folder can be made ({exc.strerror or exc}): set CUTLASS_LAYOUT_CACHE "
+                       "to a writable folder") from None
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(tmp, ignore_errors=True))
+    print(f"warning: the cache folder {configured} cannot be used ({why}); using a private "
+          f"temporary cache for this run ({tmp}); set CUTLASS_LAYOUT_CACHE to a writable folder "
+          "to keep results", file=sys.stderr, flush=True)
+    return tmp
+
+
+def _fall_back(unusable: Path, why: str) -> None:
+    """From now on this process uses a private cache; the configured one is still read."""
+    configured = _configured()
+    _ROOTS[str(configured)] = _private(unusable, why)
+    if configured.is_dir() and os.access(configured, os.R_OK | os.X_OK):
+        _READ_ONLY[str(configured)] = configured
+
+
+def cache_root() -> Path:
+    """The cache folder this process uses: ``CUTLASS_LAYOUT_CACHE``, else the user cache dir
+    (``~/.cache/cutlass-layout``), else (when that cannot be written) a private temporary one."""
+    configured = _configured()
+    if str(configured) not in _ROOTS:
+        why = _unusable(configured)
+        if why is None:
+            _ROOTS[str(configured)] = configured
+        else:
+            _fall_back(configured, why)
+    return _ROOTS[str(configured)]
+
 
 def cache_dir(*parts: str) -> Path:
-    """Return (and create) ``<user cache dir>/cutlass-layout/<parts...>``.
+    """Return (and create) ``<cache root>/<parts...>`` (see :func:`cache_root`).
 
-    ``CUTLASS_LAYOUT_CACHE`` overrides the base directory (tests use it).
+    ``CUTLASS_LAYOUT_CACHE`` overrides the base directory (tests use it). A folder of the
+    configured cache that cannot be written moves the whole process to a private temporary
+    cache (once, with a warning).
     """
-    base = os.environ.get("CUTLASS_LAYOUT_CACHE")
-    root = Path(base) if base else Path(platformdirs.user_cache_dir("cutlass-layout"))
-    path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    path = cache_root().joinpath(*parts)
+    key = str(path)
+    if key in _CHECKED:
+        return path
+    why = _unusable(path)
+    if why is not None:
+        _fall_back(path, why)
+        path = cache_root().joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+    _CHECKED.add(str(path))
     return path
+
+
+def fallback_dirs(*parts: str) -> list[Path]:
+    """Folders of an unusable (read-only) configured cache that may still hold entries for
+    ``<parts...>``: read them after :func:`cache_dir`'s, never write them."""
+    ro = _READ_ONLY.get(str(_configured()))
+    if ro is None:
+        return []
+    path = ro.joinpath(*parts)
+    return [path] if path.is_dir() else []
+
+
+@contextlib.contextmanager
+def lock(name: str, timeout: float = 900):
+    """Hold the cache's file lock ``name`` (``<cache>/locks/<name>.lock``): one process at a
+    time fills an entry, the others wait and then find it. A lock that cannot be taken (no
+    locking on this file system, or held for more than ``timeout`` seconds) is not waited
+    for: what it guards is written atomically either way, so it only costs duplicate work."""
+    from filelock import FileLock, Timeout
+
+    try:
+        fl = FileLock(str(cache_dir("locks") / f"{name}.lock"), timeout=timeout)
+        fl.acquire()
+    except (OSError, Timeout):
+        yield
+        return
+    try:
+        yield
+    finally:
+        try:
+            fl.release()
+        except OSError:
+            pass
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed into place (readers see
+    the old file or the whole new one). Raises ``OSError``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _sum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sum")
+
+
+def file_sha256(path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in blocks."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def seal(path: Path, key: str) -> None:
+    """Record, beside the finished file ``path``, the key it answers and a SHA-256 of its bytes
+    (``<path>.sum``), so that :func:`sealed` can tell it is whole. Raises ``OSError``."""
+    path = Path(path)
+    meta = {"key": key, "size": path.stat().st_size, "sha256": file_sha256(path)}
+    write_atomic(_sum_path(path), json.dumps(meta).encode())
+    _SEALED[str(path), key] = _stamp(path)
+
+
+#: Per process: files found whole by :func:`sealed`, by (path, key), with their (size, mtime,
+#: inode) then.
+_SEALED: dict[tuple[str, str], tuple] = {}
+
+
+def _stamp(path: Path) -> tuple:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def sealed(path: Path, key: str) -> bool:
+    """Whether ``path`` is a regular file whose bytes and key match its ``.sum`` (checked once
+    per process while its size and mtime stay the same); a file without one, or altered, or
+    written for another key, is not."""
+    path = Path(path)
+    try:
+        stamp = _stamp(path)
+        if _SEALED.get((str(path), key)) == stamp:
+            return True
+        if not path.is_file():
+            return False
+        meta = json.loads(_sum_path(path).read_bytes())
+        ok = (isinstance(meta, dict) and meta.get("key") == key and meta.get("size") == stamp[0]
+              and meta.get("sha256") == file_sha256(path))
+    except (OSError, ValueError):
+        return False
+    if ok:
+        _SEALED[str(path), key] = stamp
+    return ok
+
+
+def discard(path: Path) -> None:
+    """Remove a cache file and its ``.sum`` (what is already gone is fine)."""
+    for p in (Path(path), _sum_path(Path(path))):
+        with contextlib.suppress(OSError):
+            p.unlink()
+    for k in [k for k in _SEALED if k[0] == str(path)]:
+        del _SEALED[k]
 
 
 def result_key(*parts) -> str:
@@ -62,8 +255,8 @@ class ResultCache:
     """JSON results of one kind (``layouts``, ``audit``, ...), keyed by :func:`result_key`.
 
     ``get`` returns the payload stored for a key, or ``None`` (missing, unreadable, written
-    for another key, or altered: the stored SHA-256 of the payload does not match). ``put``
-    never raises: a cache that cannot be written only costs time.
+    for another key, altered: the stored SHA-256 of the payload does not match, or refused
+    by its ``load``). ``put`` never raises: a cache that cannot be written only costs time.
 
     An entry is one file: a line ``{"key": ..., "sha256": ...}``, then the payload's JSON,
     whose bytes the SHA-256 is of (checked without encoding the payload again).
@@ -75,9 +268,26 @@ class ResultCache:
     def _path(self, key: str) -> Path:
         return cache_dir("results", self.kind) / f"{key}.json"
 
-    def get(self, key: str):
+    def get(self, key: str, load=None):
+        """The payload stored for ``key``, or ``None``. ``load(payload)``, when given, turns it
+        into what the caller uses, and raises (``KeyError``, ``TypeError``, ``ValueError``,
+        ``AttributeError``, ``IndexError``) for a payload it cannot use: then it is a miss."""
+        for folder in [self._path(key).parent, *fallback_dirs("results", self.kind)]:
+            payload = self._read(folder / f"{key}.json", key)
+            if payload is None:
+                continue
+            if load is None:
+                return payload
+            try:
+                return load(payload)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                continue
+        return None
+
+    @staticmethod
+    def _read(path: Path, key: str):
         try:
-            data = self._path(key).read_bytes()
+            data = path.read_bytes()
             head, _, body = data.partition(b"\n")
             meta = json.loads(head)
             if (not isinstance(meta, dict) or meta.get("key") != key
@@ -92,15 +302,6 @@ class ResultCache:
             path = self._path(key)
             body = json.dumps(payload, separators=(",", ":")).encode()
             head = json.dumps({"key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+            write_atomic(path, head + b"\n" + body)
         except (OSError, TypeError, ValueError):
             return
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(head + b"\n" + body)
-            os.replace(tmp, path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass

@@ -240,9 +240,9 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     key = result_key("candidates", 1, install.fingerprint, arch, flags, libclang_version(),
                      code_fingerprint("candidates.py"))
     cache = ResultCache("candidates")
-    hit = cache.get(key) if use_cache else None
+    hit = cache.get(key, lambda d: Candidates(**d)) if use_cache else None
     if hit is not None:
-        return Candidates(**hit)
+        return hit
     # the dispatch header includes the TMA WS dispatch (which has no include guard)
     text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC))
     pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None

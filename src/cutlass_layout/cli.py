@@ -17,8 +17,8 @@ import click
 from . import engine, probe
 from .config import Config, config_from_flags
 from .errors import BadInput, CutlassLayoutError
-from .options import (CONFIG_PARAMS, config_options, cuda_path_option, format_options, output_format,
-                      source_options)
+from .options import (CONFIG_PARAMS, config_options, cuda_path_option, format_options, limits_option,
+                      output_format, source_options)
 from .probe import UserType
 from .reports import layout as layout_report
 from .verify import verify_with_nvcc
@@ -42,6 +42,7 @@ def _check_plot(plot_file) -> None:
 
 
 @cli.command("layout")
+@limits_option
 @config_options()
 @source_options
 @click.option("--header", type=str, default=None, metavar="FILE",
@@ -191,6 +192,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_f
 
 
 @cli.command("sweep")
+@limits_option
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
               help="TOML or JSON grid file (instead of config flags).")
@@ -234,7 +236,7 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, fmt, as_json, as_csv, plot_file
                            "a GPU runs one")
         device = preflight(archs.pop())
     result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
-                   use_cache=not no_cache, progress=sys.stderr.isatty())
+                   use_cache=not no_cache, progress=True)
     checks = None
     if verify:
         from .gpu import verify_on_gpu
@@ -269,6 +271,7 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, fmt, as_json, as_csv, plot_file
 
 
 @cli.command("diff")
+@limits_option
 @click.argument("old")
 @click.argument("new")
 @format_options("text", "markdown", "json")
@@ -390,7 +393,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
                                "for a file give --line-offset N")
             result = scan(path, grep=grep, line_offset=offset)
     except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_message(exc)}", file=sys.stderr)
         return exc.exit_code
     except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -403,6 +406,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 
 
 @cli.command("scan")
+@limits_option
 @click.argument("path", required=False)
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
               help="A CUTLASS source, as for the other commands (instead of PATH).")
@@ -429,6 +433,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 
 
 @cli.command("audit")
+@limits_option
 @click.argument("src", required=False, metavar="SRC")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
               help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
@@ -490,6 +495,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
 
 
 @cli.command("source")
+@limits_option
 @source_options
 def source_cmd(cutlass_src, cuda_path):
     """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
@@ -519,8 +525,20 @@ def _usage_hint(exc: click.ClickException) -> str:
     return ""
 
 
+def _message(exc: Exception) -> str:
+    """An error's line, with how to lift a limit it went over."""
+    from .inputs import OverLimit
+
+    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else str(exc)
+
+
 def main(argv=None) -> int:
     """Console entry point. Returns (and exits with) the exit code."""
+    from dataclasses import replace
+
+    from .inputs import LIMITS
+
+    limits = replace(LIMITS)  # --no-limits lifts them for one command
     try:
         cli.main(args=argv, prog_name="cutlass-layout", standalone_mode=False)
         code = 0
@@ -533,7 +551,7 @@ def main(argv=None) -> int:
         click.echo(f"error: {exc.format_message()}{_usage_hint(exc)}", err=True)
         code = 2
     except CutlassLayoutError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_message(exc)}", err=True)
         code = exc.exit_code
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
@@ -541,6 +559,8 @@ def main(argv=None) -> int:
         click.echo(f"internal error: {type(exc).__name__}: {exc} "
                    "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
         code = 4
+    finally:
+        LIMITS.__dict__.update(limits.__dict__)
     if argv is None:
         sys.exit(code)
     return code

@@ -188,6 +188,10 @@ class Config:
         return f"Config({', '.join(parts)})"
 
 
+#: The largest tile extent or stage count: CUTLASS takes them as ``int`` template arguments.
+INT_MAX = 2**31 - 1
+
+
 def validate(cfg: Config) -> None:
     """Check a config's values; raise :class:`BadInput` with one line naming the bad one."""
     if cfg.arch not in ARCHS:
@@ -217,6 +221,9 @@ def validate(cfg: Config) -> None:
         raise BadInput(f"unknown preset {cfg.preset!r}: choose {', '.join(PRESETS)}")
     if len(cfg.tile) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.tile):
         raise BadInput(f"tile {cfg.tile!r}: M, N and K must be positive integers")
+    if any(x > INT_MAX for x in cfg.tile):
+        raise BadInput(f"tile {'x'.join(map(str, cfg.tile))}: M, N and K must be at most {INT_MAX} "
+                       "(the kernel takes them as int)")
     if len(cfg.cluster) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.cluster):
         raise BadInput(f"cluster {cfg.cluster!r}: M, N and K must be positive integers")
     c = "x".join(map(str, cfg.cluster))
@@ -235,6 +242,8 @@ def validate(cfg: Config) -> None:
         raise BadInput(f"schedule {cfg.schedule!r}: SM120 block-scaled GEMMs take auto here")
     if cfg.stages is not None and (not isinstance(cfg.stages, int) or cfg.stages < 1):
         raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
+    if cfg.stages is not None and cfg.stages > INT_MAX:
+        raise BadInput(f"stages {cfg.stages}: at most {INT_MAX} (StageCount<N> takes an int)")
 
 
 _TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*([bB])?\s*$")

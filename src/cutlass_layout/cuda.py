@@ -19,12 +19,14 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from .cache import cache_dir
 from .errors import BadInput
+from .inputs import read_text
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,8 @@ class CudaHeaders:
 @lru_cache(maxsize=None)
 def _cuda_version(root: Path) -> tuple[int, int]:
     try:
-        text = (root / "include" / "cuda.h").read_text(errors="replace")
-    except OSError:
+        text = read_text(root / "include" / "cuda.h", limit=False, errors="replace")
+    except BadInput:
         return (12, 0)
     m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", text)
     if not m:
@@ -95,11 +97,20 @@ def _pip_root() -> CudaHeaders | None:
     root = cache_dir("cuda-root", digest)
     (root / "bin").mkdir(exist_ok=True)
     link = root / "include"
-    if not link.exists():
+    if not link.is_dir():  # made aside and renamed into place: processes may race here
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=".include-"))
         try:
-            link.symlink_to(inc.resolve(), target_is_directory=True)
-        except OSError:  # no symlinks (unusual): fall back to a copy of the headers
-            shutil.copytree(inc, link)
+            try:
+                (tmp / "include").symlink_to(inc.resolve(), target_is_directory=True)
+            except OSError:  # no symlinks (unusual): fall back to a copy of the headers
+                shutil.copytree(inc, tmp / "include")
+            try:
+                os.replace(tmp / "include", link)
+            except OSError:  # another process put its own there first
+                if not link.is_dir():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return _headers(root, "pip")
 
 

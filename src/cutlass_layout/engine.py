@@ -24,12 +24,12 @@ import os
 from dataclasses import dataclass, field, replace
 
 from . import probe
-from .cache import ResultCache, code_fingerprint, result_key
+from .cache import ResultCache, code_fingerprint, discard, result_key
 from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
 from .frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, ensure_pch, libclang_version
-from .model import BuilderBudget, CompileError, LayoutReport, Provenance, TmaBytes
+from .model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout, TmaBytes
 from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
@@ -129,7 +129,7 @@ def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
                 unit = None
             if unit is not None and not unit.pch_rejected():
                 return unit
-            pch.unlink(missing_ok=True)  # stale: rebuild it
+            discard(pch)  # stale: rebuild it
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
@@ -268,6 +268,54 @@ def report_key(tgt: Target, cfg, *, checked: str = "types", budget: bool = False
                       libclang_version(), code_fingerprint(*ENGINE_SOURCES))
 
 
+def _count(value, what: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{what} {value!r} is not a byte count")
+    return value
+
+
+def _check_struct(s: StructLayout) -> None:
+    """Every member of ``s`` lies inside its parent, sizes and offsets are byte counts."""
+    _count(s.size, "size")
+    _count(s.align, "align")
+    _count(s.tail_padding, "tail padding")
+
+    def inside(members, lo: int, hi: int) -> None:
+        for f in members:
+            start, size = _count(f.offset, "offset"), _count(f.size, "size")
+            if start < lo or start + size > hi:
+                raise ValueError(f"{f.name} [{start}, {start + size}) is outside [{lo}, {hi})")
+            inside(f.fields, start, start + size)
+
+    inside(s.fields, 0, s.size)
+
+
+def load_report(payload) -> LayoutReport:
+    """A cached report's :meth:`~cutlass_layout.model.LayoutReport.to_dict` object, back as a
+    :class:`LayoutReport`, if it is whole: the verdict, headroom and TMA values stored beside
+    the sizes agree with them, every struct's members lie inside it, and a report with an
+    error has no numbers. Anything else raises
+    (``KeyError``, ``TypeError``, ``ValueError``, ``AttributeError``): a miss for the cache.
+    """
+    rep = LayoutReport.from_dict(payload)
+    tma = payload["tma_transaction_bytes"]
+    derived = {"verdict": rep.verdict, "fits": rep.fits, "headroom_bytes": rep.headroom_bytes,
+               "exact_fit": rep.exact_fit, "capacity_bytes": rep.capacity_bytes}
+    if any(payload[k] != v for k, v in derived.items()) or (tma is not None and any(
+            tma[k] != (c["value"] if c else None) for k, c in tma["expressions"].items())):
+        raise ValueError("the stored numbers disagree with each other")
+    structs = [s for s in (rep.kernel, rep.mainloop, rep.epilogue) if s is not None]
+    if rep.error is not None and (structs or rep.stages is not None):
+        raise ValueError("a report with an error and numbers")
+    for s in structs:
+        _check_struct(s)
+    if rep.error is None and rep.capacity is not None and _count(rep.capacity.value, "capacity") == 0:
+        raise ValueError("capacity 0")
+    if rep.stages is not None and _count(rep.stages, "stages") == 0:
+        raise ValueError("0 stages")
+    return rep
+
+
 def cached(configs: list, cutlass=None, *, checked: str = "types", budget: bool = False
            ) -> list[LayoutReport | None]:
     """The cached report of each config (``None`` where there is none), with this target's
@@ -277,13 +325,7 @@ def cached(configs: list, cutlass=None, *, checked: str = "types", budget: bool 
     prov: dict[str, Provenance] = {}
     for cfg in configs:
         key = report_key(tgt, cfg, checked=checked, budget=budget)
-        payload = _REPORTS.get(key) if key else None
-        rep = None
-        if payload is not None:
-            try:
-                rep = LayoutReport.from_dict(payload)
-            except (KeyError, TypeError, AttributeError):  # written by another version
-                rep = None
+        rep = _REPORTS.get(key, load_report) if key else None  # an entry not whole is a miss
         if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
             if cfg.arch not in prov:
                 prov[cfg.arch] = tgt.provenance(cfg.arch)
@@ -348,11 +390,13 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
         reps = layouts([configs[i] for i in todo], tgt, use_cache=use_cache)
         for i, rep in zip(todo, reps):
             out[i] = _check_kernel_body(tgt, configs[i], rep)
+            _store(tgt, configs[i], out[i], checked=checked)
     else:
-        for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo])):
+        def done(k: int, rep: LayoutReport) -> None:  # an interrupted run keeps what it computed
+            _store(tgt, configs[todo[k]], rep)
+
+        for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo], done)):
             out[i] = rep
-    for i in todo:
-        _store(tgt, configs[i], out[i], checked=checked)
     return out  # type: ignore[return-value]
 
 
@@ -371,8 +415,14 @@ def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
     return rep
 
 
-def _compute(tgt: Target, configs: list) -> list[LayoutReport]:
-    """Types-only reports of ``configs``, parsed (see the module docstring)."""
+def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
+    """Types-only reports of ``configs``, parsed (see the module docstring); ``done(i, report)``
+    is called for each as soon as its parse gives it (to store it)."""
+    def give(i: int, rep: LayoutReport) -> None:
+        out[i] = rep
+        if done is not None:
+            done(i, rep)
+
     out: list[LayoutReport | None] = [None] * len(configs)
     by_arch: dict[str, list[int]] = {}
     for i, c in enumerate(configs):
@@ -390,7 +440,7 @@ def _compute(tgt: Target, configs: list) -> list[LayoutReport]:
                                f"CUTLASS tree {tgt.tree.include_root})")
             if not errors:
                 for k, i in enumerate(group):
-                    out[i] = _read(unit, configs[i], k, prov)
+                    give(i, _read(unit, configs[i], k, prov))
                 continue
             tied = _attribute(unit, [configs[i] for i in group]) if len(group) > 1 else ({0: errors[0]}, {0})
             if tied is None:  # cannot tell which config broke: split and retry
@@ -406,7 +456,7 @@ def _compute(tgt: Target, configs: list) -> list[LayoutReport]:
                     continue
                 rep = LayoutReport(config=configs[group[k]].to_dict(), provenance=prov)
                 rep.error = err
-                out[group[k]] = rep
+                give(group[k], rep)
             # numbers only ever come from a translation unit without errors: parse the
             # others again. A failed instantiation is reported once, so a config that
             # shares it with a failing one can look clean here (and its types read back
@@ -484,4 +534,4 @@ def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutRepor
     return rep
 
 
-__all__ = ["Target", "cached", "layout", "layouts", "report_key", "subject", "target"]
+__all__ = ["Target", "cached", "layout", "layouts", "load_report", "report_key", "subject", "target"]

@@ -26,8 +26,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import ResultCache, cache_dir, code_fingerprint, result_key
+from .cache import ResultCache, cache_dir, code_fingerprint, file_sha256, lock, result_key
 from .errors import BadInput
+from .inputs import read_text
 from .sources import FlashinferInstall
 
 HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
@@ -100,9 +101,9 @@ def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
     out = []
     for path in sorted(jit.rglob("*.py")):
         try:
-            text = path.read_text(errors="replace")
+            text = read_text(path, errors="replace")
             tree = ast.parse(text)
-        except (OSError, SyntaxError, ValueError):
+        except (BadInput, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         module = "flashinfer." + ".".join(path.relative_to(install.root).with_suffix("").parts)
         for node in tree.body:
@@ -126,6 +127,9 @@ def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[i
     except subprocess.TimeoutExpired:
         raise BadInput(f"flashinfer's JIT module builders ({install.root}) ran over "
                        f"{HARNESS_TIMEOUT} s") from None
+    except OSError as exc:
+        raise BadInput(f"cannot run {sys.executable} for flashinfer's JIT module builders: "
+                       f"{exc.strerror or exc}") from None
     try:
         return json.loads(proc.stdout)
     except ValueError:
@@ -146,7 +150,7 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     found_key = result_key("flashinfer-builders", 1, install.fingerprint, str(install.root), arch,
                            code_fingerprint("flashinfer_jit.py"))
     found = ResultCache("flashinfer-jit")
-    wanted = found.get(found_key) if use_cache else None
+    wanted = found.get(found_key, _pairs) if use_cache else None
     if wanted is None:  # reading every jit/*.py costs a few tenths of a second: once
         wanted = builders(install, arch)
         found.put(found_key, wanted)
@@ -162,18 +166,41 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     # in the same place, so flags naming it (and the results keyed by them) stay the same
     out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), arch,
                                                  list(cuda_version))[:24])
-    data = cache.get(key) if use_cache else None
-    if data is not None and not all(Path(s).is_file() for b in data["builders"]
-                                    for spec in b["specs"] for s in spec["sources"]
-                                    if s.startswith(str(out))):
-        data = None
-    if data is None:
-        from filelock import FileLock
 
-        with FileLock(str(out) + ".lock"):
-            data = _run_harness(install, arch, out, cuda_version, wanted)
-        cache.put(key, data)
+    def load(d):  # the answer, if its generated files are still as they were written
+        _builds(d, out)
+        if any(_digest(Path(f)) != h for f, h in d["generated"].items()):
+            raise ValueError("a generated source changed")
+        return d
+
+    data = cache.get(key, load) if use_cache else None
+    if data is None:
+        with lock(f"flashinfer-jit-{out.name}"):
+            data = cache.get(key, load) if use_cache else None  # another process ran them meanwhile
+            if data is None:
+                data = _run_harness(install, arch, out, cuda_version, wanted)
+                try:
+                    mods = _builds(data, out).modules
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise BadInput(f"flashinfer's JIT module builders ({install.root}) gave an "
+                                   f"answer this reader cannot use: {exc!r}") from None
+                data["generated"] = {str(f): _digest(f) for m in mods for f in m.generated}
+                cache.put(key, data)
     return _builds(data, out)
+
+
+def _pairs(d) -> list:
+    if not all(isinstance(b, list) and len(b) == 2 and all(isinstance(x, str) for x in b) for b in d):
+        raise TypeError("builders")
+    return d
+
+
+def _digest(path: Path) -> str | None:
+    """SHA-256 of a generated source (None when it cannot be read)."""
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
 
 
 def _builds(data: dict, out: Path) -> JitBuilds:

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from pathlib import Path
 
 from .config import Config, config_from_flags
 from .errors import BadInput
+from .inputs import LIMITS, check_limit, read_file
 
 #: The flags (keyword names of :func:`cutlass_layout.config.config_from_flags`) a grid may vary.
 GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
@@ -44,6 +46,10 @@ def expand_braces(text: str) -> list[str]:
     """
     if text.count("{") != text.count("}"):
         raise BadInput(f"unbalanced braces in {text!r}")
+    n = 1
+    for group in _BRACE.findall(text):
+        n *= len(group.split(","))
+    check_limit(n, LIMITS.grid_configs, f"the expansion of {text!r}", _configs)
     m = _BRACE.search(text)
     if not m:
         return [text]
@@ -70,6 +76,16 @@ def _values(key: str, raw) -> list[str | None]:
     return out
 
 
+def _configs(n: int) -> str:
+    return f"{n} config{'s' if n != 1 else ''}"
+
+
+def check_size(n: int) -> None:
+    """Refuse a grid of ``n`` configs over :data:`~cutlass_layout.inputs.LIMITS`'s
+    ``grid_configs`` (:class:`~cutlass_layout.inputs.OverLimit`)."""
+    check_limit(n, LIMITS.grid_configs, "the grid", _configs)
+
+
 def grid_configs(values: dict) -> list[Config]:
     """Configs of the product of ``values`` (key -> one value or a list; see :data:`GRID_KEYS`).
 
@@ -77,12 +93,14 @@ def grid_configs(values: dict) -> list[Config]:
 
     Raises:
         BadInput: an unknown key or a bad value (the first one found).
+        OverLimit: more configs than :data:`~cutlass_layout.inputs.LIMITS` allows.
     """
     unknown = sorted(set(values) - set(GRID_KEYS))
     if unknown:
         raise BadInput(f"unknown grid key {unknown[0]!r}: use {', '.join(GRID_KEYS)}")
     keys = [k for k in GRID_KEYS if k in values and values[k] is not None]
     axes = [_values(k, values[k]) for k in keys]
+    check_size(math.prod(len(a) for a in axes))
     seen, out = set(), []
     for combo in itertools.product(*axes):
         kwargs = {k: v for k, v in zip(keys, combo) if v is not None}
@@ -101,9 +119,7 @@ def load_grid_file(path: str | Path) -> list[Config]:
     """
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise BadInput(f"cannot read grid file {p}: {exc.strerror or exc}") from None
+        text = read_file(p, what="grid file").decode()
     except UnicodeDecodeError:
         raise BadInput(f"grid file {p} is not text") from None
     try:
@@ -116,6 +132,9 @@ def load_grid_file(path: str | Path) -> list[Config]:
         raise BadInput(f"grid file {p}: {exc}") from None
     if not isinstance(data, dict):
         raise BadInput(f"grid file {p}: expected a table/object of grid keys")
+    if not data or data == {"grid": {}}:
+        raise BadInput(f"grid file {p} is empty: it names no grid key ({', '.join(GRID_KEYS)}), "
+                       "so there is nothing to lay out")
     if "configs" in data:
         entries = data["configs"]
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
@@ -123,5 +142,6 @@ def load_grid_file(path: str | Path) -> list[Config]:
         out = []
         for e in entries:
             out.extend(grid_configs(e))
+            check_size(len(out))
         return out
     return grid_configs(data.get("grid", data))

@@ -29,7 +29,6 @@ body instantiation):
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -410,18 +409,28 @@ class Prelude:
         return (self.head + "\n" + body) if body and self.head else body
 
     def write(self, trimmed: bool = True, probes: bool = True) -> Path | None:
-        from .cache import cache_dir
+        """The prelude's file in the cache (named by its text's hash; one whose bytes are not
+        that text, cut short or altered, is written again). Raises :class:`BadInput` when the
+        cache cannot be written."""
+        from .cache import cache_dir, write_atomic
+        from .errors import BadInput
         import hashlib
 
         text = self.text(trimmed, probes)
         if not text:
             self.path = None
             return None
+        data = ("// cutlass-layout: launchers cut down and function templates re-hosted\n" + text).encode()
         path = cache_dir("preludes") / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".h")
-        if not path.is_file():
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text("// cutlass-layout: launchers cut down and function templates re-hosted\n" + text)
-            os.replace(tmp, path)
+        try:
+            same = path.read_bytes() == data
+        except OSError:
+            same = False
+        if not same:
+            try:
+                write_atomic(path, data)
+            except OSError as exc:
+                raise BadInput(f"cannot write {path}: {exc.strerror or exc}") from None
         self.path = path
         return path
 
@@ -675,11 +684,12 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     """
     from .engine import _read
     from .errors import BadInput
+    from .inputs import read_text
 
     try:
-        original = source.path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        return SourceLayout(error=f"cannot read {source.path}: {exc}")
+        original = read_text(source.path, what="source", limit=False)
+    except BadInput as exc:
+        return SourceLayout(error=str(exc))
     includes, text = split_preamble(original)
     if pch is None:
         text, includes = original, []

@@ -120,3 +120,26 @@ def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = Fal
     if len(set(asked)) > 1:
         raise BadInput(f"give one output format, not {' and '.join(dict.fromkeys(asked))}")
     return asked[0] if asked else "text"
+
+
+def _lift_limits(ctx, param, value):
+    if value:
+        from .inputs import lift_limits
+
+        lift_limits()  # for this command: cli.main puts them back
+    return value
+
+
+def _limits_help() -> str:
+    from .inputs import Limits, size_text
+
+    d = Limits()
+    return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "
+            f"{size_text(d.file_bytes)} per header or file, {d.grid_configs} configs per grid.")
+
+
+def limits_option(f):
+    """Decorator adding ``--no-limits`` (README "Limits"; handled here, the command does not
+    see it): what a wheel may unpack, a header weigh and a grid hold."""
+    return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
+                        callback=_lift_limits, help=_limits_help())(f)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .config import ARCHS, ELEMENTS, FAMILY, OUTPUTS, Config
 from .errors import BadInput
+from .inputs import read_file
 
 NAMESPACE = "cl_probe_"
 
@@ -133,13 +134,14 @@ class UserType:
 
     def __post_init__(self):
         p = Path(self.header).expanduser()
-        if not p.is_file():
+        if not p.exists():
             raise BadInput(f"header not found: {self.header}")
+        head = read_file(p, what="header")[:65536]  # a regular file, readable, within the limit
         try:
-            head = p.read_bytes()[:65536]
             head.decode("utf-8")
-        except UnicodeDecodeError:
-            raise BadInput(f"{self.header} is not a text header (not UTF-8)") from None
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 3:  # not a character cut at 64 KiB
+                raise BadInput(f"{self.header} is not a text header (not UTF-8)") from None
         if b"\0" in head:
             raise BadInput(f"{self.header} is a binary file, not a header")
         object.__setattr__(self, "header", p.resolve())

@@ -153,6 +153,7 @@ class Progress:
 
     def _line(self) -> None:
         self._last = time.monotonic()
+        self._shown = (self.done, self.total)
         print(f"{self.what}: {self.done}/{self.total} ({self._last - self.t0:.0f} s)",
               file=sys.stderr, flush=True)
 
@@ -160,5 +161,6 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
-        elif self.enabled and self.done and time.monotonic() - self.t0 >= self.every:
+        elif (self.enabled and self.done and time.monotonic() - self.t0 >= self.every
+              and getattr(self, "_shown", None) != (self.done, self.total)):
             self._line()

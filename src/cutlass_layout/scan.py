@@ -24,7 +24,9 @@ parsed by :mod:`cutlass_layout.frontends.treesitter`. What is reported:
   their expression text and, when it is a literal or a sum/difference/product of literals, the
   integer value;
 * diagnostics: files cut off inside a struct, unmatched braces, parse errors inside a storage
-  struct, storage structs lost in a parse error, unreadable files.
+  struct, storage structs lost in a parse error, constants whose value does not fit their
+  declared type, and files not read (unreadable, over the size limit, a FIFO or device:
+  ``not read: ...``, kept by ``grep`` too, since such a file may hold what was asked for).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .errors import BadInput
 from .model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
 from .model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
 from .runner import Pool, default_jobs
+from .inputs import file_kind, read_file
 from .sources import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
@@ -87,11 +90,11 @@ def _scan_file(path: str, rel: str, strict: bool = False):
     otherwise it becomes a diagnostic (binary, non-UTF-8) or is skipped (empty).
     """
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
+        data = read_file(path, what="header")  # a regular file within the limit, else refused
+    except BadInput as exc:
         if strict:
-            raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-        return [], [], [Diagnostic(rel, 0, f"cannot read: {exc.strerror}")], False
+            raise
+        return [], [], [Diagnostic(rel, 0, f"{_UNREAD}{getattr(exc, 'why', exc)}")], False
     if strict:
         why = _check_text(data, path)
         if why:
@@ -110,6 +113,10 @@ def _scan_file(path: str, rel: str, strict: bool = False):
         # A scanner bug on odd input must not cost the rest of the tree: say so and go on.
         return [], [], [Diagnostic(rel, 0, f"internal error, file skipped: {type(exc).__name__}: {exc}")], True
     return structs, consts, diags, True
+
+
+#: How a diagnostic of a file that was not read starts (kept by ``--grep``: it may hold a match).
+_UNREAD = "not read: "
 
 
 def _scan_batch(job) -> list:
@@ -228,7 +235,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
         if p.is_dir():
             root = p
         elif p.exists() and not p.name.endswith(".whl"):
-            raise BadInput(f"not a file or directory: {text}")
+            raise BadInput(f"not a file or directory: {text} is {file_kind(p)}")
         elif not p.exists() and (text.endswith(HEADER_SUFFIXES) or os.sep in text
                                  or text.startswith(".") or text.startswith("~")):
             raise BadInput(f"path does not exist: {text}")
@@ -238,11 +245,16 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
             tree = resolve_cutlass(text)
             root = tree.include_root
             source = f"CUTLASS {tree.version} from {tree.origin}"
-        rels = header_files(root)
-        if not rels:
+        special: list = []
+        rels = header_files(root, special=special)
+        if not rels and not special:
             raise BadInput(f"no headers ({' '.join(HEADER_SUFFIXES)}) under {root}")
         result = scan_files(root, rels)
         result.source = source
+        result.files_scanned += len(special)
+        result.diagnostics += [
+            Diagnostic(rel, 0, _UNREAD + (kind if "folder" in kind else f"{kind}, not a regular file"))
+            for rel, kind in special]
     _sort(result)
     if grep:
         _apply_grep(result, grep)
@@ -293,7 +305,8 @@ def _apply_grep(result: ScanResult, grep: str) -> None:
                       if any(grep in x.name or grep in x.qualified_name for x in s.walk())]
     result.constants = [c for c in result.constants if grep in c.name or grep in c.qualified_name]
     keep = {s.file for s in result.structs} | {c.file for c in result.constants}
-    result.diagnostics = [d for d in result.diagnostics if d.file in keep or grep in d.message]
+    result.diagnostics = [d for d in result.diagnostics
+                          if d.file in keep or grep in d.message or d.message.startswith(_UNREAD)]
 
 
 # --------------------------------------------------------------------------------------------

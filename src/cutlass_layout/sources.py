@@ -7,7 +7,11 @@ A *CUTLASS tree* is a directory ``R`` with ``R/cutlass/version.h`` (and ``R/cute
 looking for ``**/include/cutlass/version.h`` and never walks into a tree it found.
 
 Wheels are read with :mod:`zipfile` without installing them; only the members below the
-chosen include root are unpacked, once, into the user cache, keyed by the wheel's SHA-256.
+chosen include root are unpacked, once, into the user cache, keyed by the wheel's SHA-256:
+under a lock (processes using a new wheel at once unpack it once), into a temporary folder
+renamed into place when complete, within :data:`~cutlass_layout.inputs.LIMITS`. A damaged
+wheel (bad CRC, a member that is both a file and a folder) is bad input. The marker of an
+unpacked tree lists every file's size, and a tree that no longer matches it is unpacked again.
 
 Where a source holds several trees (vLLM keeps two), the error lists them; pick one with
 ``SOURCE#SUBPATH`` (e.g. ``vllm#vllm/third_party/deep_gemm/include``) or pass the path.
@@ -15,6 +19,7 @@ Where a source holds several trees (vLLM keeps two), the error lists them; pick 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata as md
 import os
@@ -23,12 +28,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cache import cache_dir
+from .cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
 from .errors import BadInput
+from .inputs import LIMITS, check_limit, file_kind, kind_of, read_text
 
 #: The CUTLASS fetched when no source is given and none is installed (6 MB wheel).
 DEFAULT_WHEEL = "nvidia-cutlass==4.2.0.0"
@@ -51,6 +59,8 @@ _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".tox", ".venv", "tests", "
 _MAX_DEPTH = 10
 _VERSION_H = "cutlass/version.h"
 _MARKER = ".cutlass-layout-complete"  # written beside an unpacked tree, not part of it
+_INSTALL_MARKER = ".cutlass-layout-install-complete"
+_MARKERS = (_MARKER, _INSTALL_MARKER)
 
 
 @dataclass(frozen=True)
@@ -78,18 +88,38 @@ class CutlassTree:
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hxx")
 
 
-def tree_files(top, *, hidden: bool = True) -> list[str]:
-    """Every file below ``top``, as paths relative to it (``/``-separated), sorted. Links to
-    directories are not followed; with ``hidden=False`` directories whose name starts with
-    ``.`` (``.git``) are not entered. The one walk over a tree that every command uses."""
+def tree_files(top, *, hidden: bool = True, special: list | None = None) -> list[str]:
+    """Every regular file below ``top`` (or link to one), as paths relative to it
+    (``/``-separated), sorted. Links to directories are not followed; with ``hidden=False``
+    directories whose name starts with ``.`` (``.git``) are not entered. FIFOs, sockets,
+    devices and broken links are left out (never opened), and appended to ``special`` as
+    ``(relative path, what it is)`` when a list is given. The one walk over a tree that every
+    command uses."""
     top = os.fspath(top)
     out = []
-    for dirpath, dirnames, filenames in os.walk(top):
-        if not hidden:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        rel = os.path.relpath(dirpath, top)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        out.extend(prefix + name for name in filenames)
+    stack = [("", top)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            if special is not None and prefix:
+                special.append((prefix.rstrip("/"), f"an unreadable folder ({exc.strerror or exc})"))
+            continue
+        for e in entries:
+            rel = prefix + e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if hidden or not e.name.startswith("."):
+                        stack.append((rel + "/", e.path))
+                    continue
+                regular = e.is_file()  # follows a link
+            except OSError:
+                regular = False
+            if regular:
+                out.append(rel)
+            elif special is not None and not (e.is_symlink() and os.path.isdir(e.path)):
+                special.append((rel, file_kind(e.path) or "not a regular file"))
     out.sort()
     return out
 
@@ -100,9 +130,14 @@ def is_header(rel: str) -> bool:
     return rel.endswith(HEADER_SUFFIXES) and not any(p.startswith(".") for p in rel.split("/")[:-1])
 
 
-def header_files(top) -> list[str]:
-    """The headers below ``top`` (see :func:`is_header`), as :func:`tree_files` gives them."""
-    return [r for r in tree_files(top, hidden=False) if is_header(r)]
+def header_files(top, *, special: list | None = None) -> list[str]:
+    """The headers below ``top`` (see :func:`is_header`), as :func:`tree_files` gives them;
+    header-named entries that are not regular files go to ``special`` (as there)."""
+    found: list = []
+    out = [r for r in tree_files(top, hidden=False, special=found) if is_header(r)]
+    if special is not None:
+        special += [(r, k) for r, k in found if is_header(r) or "folder" in k]
+    return out
 
 
 #: Per process: a root's tree hash (keyed by the root as given, and resolved), and its
@@ -111,16 +146,37 @@ _TREE_HASHES: dict = {}
 
 
 def file_digests(root) -> dict[str, bytes]:
-    """SHA-256 of every file below ``root`` (but the cache's own marker beside an unpacked
-    tree), by path relative to it, in :func:`tree_files` order. Read once per process."""
+    """SHA-256 of every file below ``root`` (but the cache's own markers beside an unpacked
+    tree), by path relative to it, in :func:`tree_files` order. Read once per process.
+
+    Raises:
+        BadInput: a file cannot be read, or the tree holds a FIFO, socket or device (which a
+            parse could block on): the message names it.
+    """
     root = Path(root).resolve()
     if (root, "files") not in _TREE_HASHES:
         out = {}
-        for rel in tree_files(root):
-            if rel.rsplit("/", 1)[-1] == _MARKER:
+        special: list = []
+        rels = tree_files(root, special=special)
+        special = [(rel, kind) for rel, kind in special if kind != "a broken link"]
+        if special:
+            rel, kind = special[0]
+            more = f" (and {len(special) - 1} more)" if len(special) > 1 else ""
+            if "folder" in kind:
+                raise BadInput(f"{root / rel} is {kind}{more}: every file of a CUTLASS tree "
+                               "must be readable")
+            raise BadInput(f"{root / rel} is {kind}, not a regular file{more}: a CUTLASS tree "
+                           "must hold regular files only (a parse could block on it); remove it")
+        top = str(root)
+        for rel in rels:
+            if rel.rsplit("/", 1)[-1] in _MARKERS:
                 continue
-            with open(root / rel, "rb") as fh:
-                out[rel] = hashlib.sha256(fh.read()).digest()
+            try:
+                with open(os.path.join(top, rel), "rb") as fh:
+                    out[rel] = hashlib.file_digest(fh, "sha256").digest()
+            except OSError as exc:
+                raise BadInput(f"cannot read {root / rel}: {exc.strerror or exc} "
+                               "(every file of a CUTLASS tree must be readable)") from None
         _TREE_HASHES[root, "files"] = out
     return _TREE_HASHES[root, "files"]
 
@@ -145,10 +201,7 @@ def read_version(include_root: Path) -> str:
         BadInput: the file is missing or has no ``CUTLASS_MAJOR`` define.
     """
     path = Path(include_root) / _VERSION_H
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+    text = read_text(path, what="version header", errors="replace")
     parts = []
     for key in ("MAJOR", "MINOR", "PATCH"):
         m = re.search(rf"#\s*define\s+CUTLASS_{key}\s+(\d+)", text)
@@ -238,53 +291,151 @@ def _wheel_roots(zf: zipfile.ZipFile) -> list[str]:
     return sorted(roots)
 
 
+_DIGESTS = ResultCache("wheel-digests")
+
+
 def _sha256_file(path: Path) -> str:
     """SHA-256 of a wheel, remembered in the cache per (path, size, mtime): a 60 MB wheel
     is hashed once, not on every run that names it."""
     st = path.stat()
-    memo = cache_dir("wheel-digests") / hashlib.sha256(
-        f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:32]
-    try:
-        digest = memo.read_text().strip()
-        if len(digest) == 64:
-            return digest
-    except OSError:
-        pass
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    try:
-        memo.write_text(h.hexdigest())
-    except OSError:  # a memo that cannot be written only costs time
-        pass
-    return h.hexdigest()
+    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:32]
+
+    def load(d):
+        if not (isinstance(d, str) and len(d) == 64 and all(c in "0123456789abcdef" for c in d)):
+            raise ValueError(d)
+        return d
+
+    digest = _DIGESTS.get(key, load)
+    if digest is None:
+        try:
+            digest = file_sha256(path)
+        except OSError as exc:
+            raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        _DIGESTS.put(key, digest)
+    return digest
+
+
+#: What reading a damaged zip raises (a bad CRC, a truncated or garbled stream).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError)
 
 
 def _open_wheel(path: Path) -> zipfile.ZipFile:
+    kind = file_kind(path)
+    if kind is not None:
+        raise BadInput(f"{path} is {kind}, not a wheel file")
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (*_ZIP_ERRORS, OSError) as exc:
         raise BadInput(f"{path} is not a readable wheel: {exc}") from None
+
+
+def _damaged(path: Path, why) -> BadInput:
+    return BadInput(f"{path} is a damaged wheel ({why}): fetch or build it again")
+
+
+_ROOTS = ResultCache("wheel-roots")
 
 
 def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
     """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (reading a
     big wheel's directory takes about 0.1 s)."""
-    memo = cache_dir("wheel-digests") / f"{digest[:32]}.roots"
-    try:
-        roots = memo.read_text().split("\n")[:-1]
-        if roots and roots[0] == digest:
-            return roots[1:]
-    except OSError:
-        pass
-    with _open_wheel(path) as zf:
-        roots = _wheel_roots(zf)
-    try:
-        memo.write_text("".join(f"{line}\n" for line in [digest, *roots]))
-    except OSError:  # a memo that cannot be written only costs time
-        pass
+    def load(d):
+        if not (isinstance(d, list) and all(isinstance(r, str) for r in d)):
+            raise TypeError(d)
+        return d
+
+    roots = _ROOTS.get(digest, load)
+    if roots is None:
+        with _open_wheel(path) as zf:
+            roots = _wheel_roots(zf)
+        _ROOTS.put(digest, roots)
     return roots
+
+
+def _manifest(root: Path, skip: str | None = None) -> str:
+    """A digest of every file's path and size below ``root`` (leaving out the folder ``skip``,
+    relative, and the markers), in path order: what an unpacked tree's marker records."""
+    sizes = []
+    stack = [("", os.fspath(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            rel = prefix + e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if not (skip and (rel + "/").startswith(skip)):
+                        stack.append((rel + "/", e.path))
+                elif e.name not in _MARKERS:
+                    sizes.append(f"{rel}\0{e.stat().st_size}\n")
+            except OSError:
+                sizes.append(f"{rel}\0-1\n")
+    return hashlib.sha256("".join(sorted(sizes)).encode()).hexdigest()[:32]
+
+
+def _complete(root: Path, marker: str, skip: str | None = None) -> bool:
+    """Whether the tree unpacked at ``root`` is whole: its marker names the manifest the
+    tree still has (a file removed or cut short since is a miss: unpack it again)."""
+    try:
+        lines = (root / marker).read_text().split("\n")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if len(lines) == 2 and lines[1] == "":  # a marker of version 0.1.0, written when complete
+        return True
+    return len(lines) >= 2 and lines[1] == _manifest(root, skip)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path) -> None:
+    """Write ``members`` (each a zip member and its path relative to ``tmp``) below ``tmp``,
+    within :data:`LIMITS`.
+
+    Raises:
+        BadInput: a damaged member, or two members that make a path both a file and a folder.
+        OverLimit: more bytes than the limits allow (checked before writing anything).
+    """
+    total = sum(m.file_size for m, _ in members)
+    check_limit(total, LIMITS.archive_bytes, f"what {path} unpacks")
+    big = max(members, key=lambda mr: mr[0].file_size, default=None)
+    if big is not None:
+        check_limit(big[0].file_size, LIMITS.file_bytes, f"{big[0].filename} in {path}")
+    for m, rel in members:
+        out = tmp / rel
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(m) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            # the member's own time: a tree unpacked again keeps the precompiled headers built
+            # from it (clang refuses one whose files are newer than it)
+            with contextlib.suppress(ValueError, OverflowError, OSError):
+                t = time.mktime((*m.date_time, 0, 0, -1))
+                os.utime(out, (t, t))
+        except (FileExistsError, NotADirectoryError, IsADirectoryError):
+            raise _damaged(path, f"{m.filename} is both a file and a folder in it") from None
+        except _ZIP_ERRORS as exc:
+            raise _damaged(path, exc) from None
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private: others sharing the cache read it
+
+
+def _members(zf: zipfile.ZipFile, prefix: str, keep=None) -> list[tuple[zipfile.ZipInfo, str]]:
+    """Files of ``zf`` below ``prefix`` (``keep(name)`` chooses), each with its path below it;
+    names that climb out (``..``, absolute) are left out."""
+    out = []
+    for m in zf.infolist():
+        if not m.filename.startswith(prefix) or m.is_dir() or (keep and not keep(m.filename)):
+            continue
+        rel = m.filename[len(prefix):]
+        if rel and ".." not in Path(rel).parts and not rel.startswith("/"):
+            out.append((m, rel))
+    return out
 
 
 def _from_wheel(path: Path, sub: str | None, origin: str) -> CutlassTree:
@@ -302,36 +453,52 @@ def _from_wheel(path: Path, sub: str | None, origin: str) -> CutlassTree:
             shown=lambda p: p.rstrip("/"),
         )
     dest = cache_dir("trees", full[:16]) / prefix
-    marker = dest / _MARKER
-    if not marker.is_file():
-        with _open_wheel(path) as zf:
-            members = [m for m in zf.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
-            tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
-            try:
-                for m in members:
-                    rel = m.filename[len(prefix):]
-                    if ".." in Path(rel).parts or rel.startswith("/"):
-                        continue
-                    out = tmp / rel
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(m) as src, open(out, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-                (tmp / _MARKER).write_text(f"{path.name}\n")
-                if dest.exists():
-                    shutil.rmtree(dest)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(tmp, dest)
-            finally:
-                if tmp.exists():
-                    shutil.rmtree(tmp, ignore_errors=True)
+    if not _complete(dest, _MARKER):
+        with lock(f"tree-{full[:16]}-{hashlib.sha256(prefix.encode()).hexdigest()[:8]}"):
+            if not _complete(dest, _MARKER):  # another process may have unpacked it meanwhile
+                _unpack_tree(path, prefix, dest)
     return _tree(dest, origin)
+
+
+def _unpack_tree(path: Path, prefix: str, dest: Path) -> None:
+    """Unpack the members of wheel ``path`` below ``prefix`` as the tree ``dest`` (under the
+    caller's lock): into a temporary folder, marked, then renamed into place; an incomplete
+    tree there before is moved aside first."""
+    trees = cache_dir("trees")
+    tmp = Path(tempfile.mkdtemp(dir=trees, prefix=".unpack-"))
+    try:
+        with _open_wheel(path) as zf:
+            _unpack(path, zf, _members(zf, prefix), tmp)
+        (tmp / _MARKER).write_text(f"{path.name}\n{_manifest(tmp)}\n")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():
+            old = Path(tempfile.mkdtemp(dir=trees, prefix=".old-"))
+            os.replace(dest, old / "tree")
+            shutil.rmtree(old, ignore_errors=True)
+        os.replace(tmp, dest)
+        here = (dest, dest.resolve())
+        for k in [k for k in _TREE_HASHES if (k[0] if isinstance(k, tuple) else k) in here]:
+            del _TREE_HASHES[k]  # the tree there now is another one
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _usable_wheel(folder: Path) -> Path | None:
+    """The wheel in a cache folder of fetched wheels, if one is there and opens as a zip."""
+    for whl in sorted(folder.glob("*.whl")):
+        if whl.is_file() and zipfile.is_zipfile(whl):
+            return whl
+    return None
 
 
 def fetch_wheel(spec: str) -> Path:
     """Download ``name==version`` (a wheel, never an sdist) into the cache; return its path.
 
-    Uses ``pip download --no-deps --only-binary=:all:``. A second call finds the cached
-    file and does not touch the network.
+    Uses ``pip download --no-deps --only-binary=:all:`` into a temporary folder, then moves
+    the wheel into place (under a lock: processes fetching the same wheel at once download it
+    once). A second call finds the cached file and does not touch the network; a cached file
+    that is not a zip is fetched again.
 
     Raises:
         BadInput: the package index has no wheel for ``spec`` (e.g. flashinfer's 0.2.x-0.4.x
@@ -339,18 +506,31 @@ def fetch_wheel(spec: str) -> Path:
     """
     safe = re.sub(r"[^A-Za-z0-9._=-]", "_", spec)
     dest = cache_dir("wheels", safe)
-    wheels = sorted(dest.glob("*.whl"))
-    if wheels:
-        return wheels[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(dest), spec]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wheels = sorted(dest.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        lines = [ln for ln in (proc.stderr or "").splitlines() if ln.startswith("ERROR")]
-        why = lines[0].removeprefix("ERROR: ") if lines else "pip download failed"
-        raise BadInput(f"no wheel for {spec} on the package index ({why})")
-    return wheels[0]
+    for folder in [dest, *fallback_dirs("wheels", safe)]:
+        whl = _usable_wheel(folder)
+        if whl is not None:
+            return whl
+    with lock(f"wheel-{hashlib.sha256(safe.encode()).hexdigest()[:16]}"):
+        whl = _usable_wheel(dest)
+        if whl is not None:
+            return whl
+        tmp = Path(tempfile.mkdtemp(dir=cache_dir("wheels"), prefix=".fetch-"))
+        try:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   "--disable-pip-version-check", "-q", "-d", str(tmp), spec]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            got = _usable_wheel(tmp)
+            if proc.returncode != 0 or got is None:
+                lines = [ln for ln in (proc.stderr or "").splitlines() if ln.startswith("ERROR")]
+                why = lines[0].removeprefix("ERROR: ") if lines else "pip download failed"
+                raise BadInput(f"no wheel for {spec} on the package index ({why})")
+            for stale in dest.glob("*.whl"):  # a damaged one
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+            os.replace(got, dest / got.name)
+            return dest / got.name
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _dist_dirs(dist: md.Distribution) -> list[Path]:
@@ -436,6 +616,8 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
             if path.suffix == ".whl":
                 return _from_wheel(path, sub, f"wheel {path}")
             raise BadInput(f"{path} is a file, not a directory or a .whl wheel")
+        if not path.is_dir():
+            raise BadInput(f"{path} is {file_kind(path)}, not a directory or a .whl wheel")
         return _from_dir(path, sub, f"directory {path}")
     if "==" in text:
         whl = fetch_wheel(text)
@@ -454,7 +636,6 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
 #: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders).
 INSTALL_DIRS = ("jit/", "data/include/", "data/spdlog/", "data/cccl/", "data/csrc/nv_internal/",
                 "data/cutlass/tools/")
-_INSTALL_MARKER = ".cutlass-layout-install-complete"
 _FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 
 
@@ -493,15 +674,15 @@ def _flashinfer_version(root: Path) -> str:
     for name in ("_build_meta.py", "version.py"):
         try:
             m = re.search(r"__version__\s*(?::\s*str\s*)?=\s*[\"']([^\"']+)[\"']",
-                          (root / name).read_text(errors="replace"))
-        except OSError:
+                          read_text(root / name, errors="replace"))
+        except BadInput:
             continue
         if m:
             return m.group(1)
     for info in sorted(root.parent.glob("flashinfer*.dist-info")):
         try:
-            m = re.search(r"^Version:\s*(\S+)", (info / "METADATA").read_text(errors="replace"), re.M)
-        except OSError:
+            m = re.search(r"^Version:\s*(\S+)", read_text(info / "METADATA", errors="replace"), re.M)
+        except BadInput:
             continue
         if m:
             return m.group(1)
@@ -509,6 +690,12 @@ def _flashinfer_version(root: Path) -> str:
 
 
 def _stat_fingerprint(root: Path) -> str:
+    """A hash of every file's path, size and mtime under ``root``.
+
+    Raises:
+        BadInput: a FIFO, socket or device there (the install's code, read and run, could
+            block on it).
+    """
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
@@ -518,6 +705,10 @@ def _stat_fingerprint(root: Path) -> str:
                 st = os.stat(p)
             except OSError:
                 continue
+            kind = kind_of(st.st_mode)
+            if kind is not None:
+                raise BadInput(f"{p} is {kind}, not a regular file: a flashinfer install must hold "
+                               "regular files only (its code is read and run); remove it")
             h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
@@ -538,43 +729,43 @@ def _install(root: Path, origin: str, fingerprint: str | None = None) -> Flashin
 
 
 def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
-    try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise BadInput(f"{path} is not a readable wheel: {exc}") from None
-    with zf:
+    with _open_wheel(path) as zf:
         names = zf.namelist()
-        if "flashinfer/jit/__init__.py" not in names and not any(
-                n.startswith("flashinfer/jit/") for n in names):
-            raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
-        digest = _sha256_file(path)[:16]
-        base = cache_dir("trees", digest)
-        if not (base / _INSTALL_MARKER).is_file():
-            tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
-            try:
-                for m in zf.infolist():
-                    if not _wanted_install_member(m.filename) or ".." in Path(m.filename).parts:
-                        continue
-                    out = tmp / m.filename
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(m) as src, open(out, "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-                top = tmp / "flashinfer"
-                for entry in sorted(top.rglob("*")) if top.is_dir() else []:
-                    rel = entry.relative_to(tmp)
-                    dest = base / rel
-                    if entry.is_dir():
-                        continue
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(entry, dest)
-                (base / _INSTALL_MARKER).write_text(f"{path.name}\n")
-            except zipfile.BadZipFile as exc:
-                raise BadInput(f"{path} is a damaged wheel: {exc}") from None
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+    if "flashinfer/jit/__init__.py" not in names and not any(n.startswith("flashinfer/jit/") for n in names):
+        raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
+    digest = _sha256_file(path)[:16]
+    base = cache_dir("trees", digest)
+    if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+        with lock(f"install-{digest}"):
+            if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+                _unpack_install(path, base)
     # the CUTLASS include tree is unpacked (and marked complete) as for `--cutlass WHEEL`
     _from_wheel(path, "flashinfer/data/cutlass/include", origin)
     return _install(base / "flashinfer", origin, fingerprint=f"wheel:{digest}")
+
+
+#: Where a flashinfer wheel's CUTLASS tree sits below its unpacked install (unpacked apart).
+_INCLUDE_SUBTREE = "flashinfer/data/cutlass/include/"
+
+
+def _unpack_install(path: Path, base: Path) -> None:
+    """Unpack the parts of a flashinfer wheel that ``audit`` reads below ``base`` (under the
+    caller's lock): into a temporary folder, then file by file into place (the CUTLASS tree
+    below it is unpacked apart), and the marker last."""
+    tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
+    try:
+        with _open_wheel(path) as zf:
+            _unpack(path, zf, _members(zf, "", _wanted_install_member), tmp)
+        (base / _INSTALL_MARKER).unlink(missing_ok=True)
+        for rel in tree_files(tmp):
+            dest = base / rel
+            if dest.is_dir():
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / rel, dest)
+        (base / _INSTALL_MARKER).write_text(f"{path.name}\n{_manifest(base, _INCLUDE_SUBTREE)}\n")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstall:
@@ -607,6 +798,8 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
             if path.suffix != ".whl":
                 raise BadInput(f"{path} is a file, not a directory or a .whl wheel")
             return _install_from_wheel(path, f"wheel {path}")
+        if not path.is_dir():
+            raise BadInput(f"{path} is {file_kind(path)}, not a directory or a .whl wheel")
         root = _flashinfer_root(path)
         if root is None:
             raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}")

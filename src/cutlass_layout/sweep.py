@@ -28,6 +28,7 @@ The result is a :class:`~cutlass_layout.model.SweepResult` (its ``to_dict()`` is
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 from .config import Config
@@ -225,6 +226,11 @@ class _Layouts:
                     more(dict(zip(ch, reps)))
                 look_up()
             stop = False
+        except KeyboardInterrupt:
+            if self.progress and self.laid_out:
+                print(f"sweep interrupted: the {self.laid_out} layouts it finished are kept in the "
+                      "results cache; the same sweep again starts from them", file=sys.stderr)
+            raise
         finally:
             pool.close(stop=stop)
             if bar is not None:
@@ -391,7 +397,8 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
         use_cache: read layouts cached earlier (by any command: see
             :mod:`cutlass_layout.engine`); the stage-count search then runs over them
             without libclang. Fresh layouts are stored either way.
-        progress: show a progress bar on stderr while configs are laid out.
+        progress: show progress on stderr while configs are laid out (a bar on a terminal,
+            else a line every few seconds: :class:`~cutlass_layout.runner.Progress`).
         values: grid values as the ``sweep`` command's repeatable flags take them, instead
             of (or added to a dict) ``grid``: ``tile="128x{32,64,128,256}x{128,256}"``,
             ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``, ...
@@ -402,15 +409,22 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
         that does not compile is a record with verdict ``does_not_compile`` and its error;
         the sweep itself does not fail.
 
+    Every layout is stored in the results cache as soon as its parse gives it, so an
+    interrupted sweep keeps what it computed and the same sweep again starts from it.
+
     Raises:
         BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
+        OverLimit: a grid of more configs than :data:`~cutlass_layout.inputs.LIMITS` allows.
     """
     from .engine import target
+
+    from .grid import check_size
 
     t0 = time.perf_counter()
     grid = _as_configs(grid, values)
     if not grid:
         raise BadInput("the grid is empty")
+    check_size(len(grid))
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise BadInput(f"jobs {jobs!r}: give a positive number")
     tgt = target(cutlass, cuda_path)

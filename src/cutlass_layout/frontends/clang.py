@@ -99,13 +99,16 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
     later parse can reuse) that parses without errors.
 
     The cache file is ``<cache>/pch/<sha256(key, flags, preamble, libclang)>.pch``; callers
-    put the tree's content hash in ``key``. A preamble that does not parse cleanly leaves a
-    ``.bad`` marker there, so it is tried once per tree. Building one takes about as long
-    as one plain parse and saves most of every later parse. Returns ``None`` when no
-    preamble parses cleanly (the probe parse without a precompiled header then reports the
-    real error).
+    put the tree's content hash in ``key``. It is built under a lock (processes that need the
+    same header at once build it once), renamed into place when whole and sealed with its
+    SHA-256 (:func:`~cutlass_layout.cache.seal`): one that does not match its seal is built
+    again. A preamble that does not parse cleanly leaves a ``.bad`` marker there, so it is
+    tried once per tree. Building one takes about as long as one plain parse and saves most
+    of every later parse. Returns ``None`` when no preamble parses cleanly (the probe parse
+    without a precompiled header then reports the real error) or the header cannot be
+    written.
     """
-    from ..cache import cache_dir
+    from ..cache import cache_dir, lock, sealed
 
     folder = cache_dir("pch")
     for preamble in [preambles] if isinstance(preambles, str) else preambles:
@@ -113,12 +116,17 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
             "\0".join([key, libclang_version(), preamble, *flags]).encode()
         ).hexdigest()[:24]
         path = folder / f"{digest}.pch"
-        if path.is_file():
-            return path
         bad = folder / f"{digest}.bad"
+        if sealed(path, digest):
+            return path
         if bad.is_file():
             continue
-        built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path)
+        with lock(f"pch-{digest}"):
+            if sealed(path, digest):  # built by another process meanwhile
+                return path
+            if bad.is_file():
+                continue
+            built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
         if built:
             _prune(folder, keep=PCH_KEEP)
             return path
@@ -130,9 +138,12 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
     return None
 
 
-def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> bool | None:
-    """Build ``path`` from ``preamble``: ``True`` when built, ``False`` when the preamble
-    has errors, ``None`` when libclang could not parse or save at all (try again later)."""
+def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: str) -> bool | None:
+    """Build ``path`` from ``preamble`` and seal it for ``key``: ``True`` when built, ``False``
+    when the preamble has errors, ``None`` when libclang could not parse or save at all, or
+    the cache cannot be written (try again later)."""
+    from ..cache import discard, seal
+
     index = ci.Index.create()
     try:
         tu = index.parse(str(header), args=flags, unsaved_files=[(str(header), preamble)],
@@ -142,15 +153,18 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path) -> boo
         return None
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
         return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".pch.tmp")
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".pch.tmp")
+        os.close(fd)
         tu.save(tmp)
         os.replace(tmp, path)
+        seal(path, key)
     except (ci.TranslationUnitSaveError, OSError):
+        discard(path)
         return None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
     return True
 
@@ -160,12 +174,16 @@ PCH_KEEP = 16
 
 
 def _prune(folder: Path, keep: int) -> None:
-    pchs = sorted(folder.glob("*.pch"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in pchs[keep:]:
+    from ..cache import discard
+
+    stamped = []
+    for p in folder.glob("*.pch"):
         try:
-            old.unlink()
-        except OSError:
+            stamped.append((p.stat().st_mtime, p))
+        except OSError:  # removed by another process meanwhile
             pass
+    for _, old in sorted(stamped, reverse=True)[keep:]:
+        discard(old)
 
 
 class ProbeUnit:
