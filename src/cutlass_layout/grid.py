@@ -31,7 +31,7 @@ from .errors import BadInput
 
 #: The flags (keyword names of :func:`cutlass_layout.config.config_from_flags`) a grid may vary.
 GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
-             "schedule", "epilogue_schedule")
+             "schedule", "epilogue_schedule", "scales")
 
 _BRACE = re.compile(r"\{([^{}]*)\}")
 

@@ -71,13 +71,17 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(f"[red]{rep.error.one_line()}[/red]")
         con.print(_checked_text(rep))
         return
-    stages = "-" if rep.stages is None else rep.stages
-    con.print(f"Stages: {stages}   TMA transaction bytes per stage: {_tma_text(rep)}")
+    con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {_tma_text(rep)}")
     parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
              if getattr(rep, n) is not None]
-    con.print("SharedStorage sizes: " + ", ".join(parts) +
-              ("  (the kernel composes the collectives' storage with pipelines and alignment)"
-               if rep.kernel is not None else ""))
+    if rep.subject_kind == "kernel2x":
+        note = ("  (a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
+                "epilogue's storage, in a union where the kernel overlaps them)")
+    elif rep.kernel is not None:
+        note = "  (the kernel composes the collectives' storage with pipelines and alignment)"
+    else:
+        note = ""
+    con.print("SharedStorage sizes: " + ", ".join(parts) + note)
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
@@ -94,9 +98,15 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         verdict = f"[red]over capacity by {-rep.headroom_bytes} B[/red]"
     if rep.builder_budget is not None:
         con.print(budget_text(rep))
-    what = "Total" if rep.kernel is not None else "Collective alone (no kernel around it)"
-    con.print(f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}")
+    what = "Total" if rep.kernel is not None else f"{rep.subject_kind or 'Collective'} alone (no kernel around it)"
+    con.print(f"{what[0].upper()}{what[1:]} {rep.subject.size} B of {cap.value} B ({where}): {verdict}")
+    if cap.source:
+        con.print(f"  capacity: {cap.source}", soft_wrap=True)
     con.print(_checked_text(rep))
+    for e in rep.clang_only:
+        where_e = f" ({e.file}:{e.line})" if e.file else ""
+        con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
+                  f"{e.message}{where_e}", soft_wrap=True)
 
 
 def budget_text(rep: LayoutReport) -> str:
@@ -119,8 +129,18 @@ def budget_text(rep: LayoutReport) -> str:
     )
 
 
+def stages_text(rep: LayoutReport) -> str:
+    """``4``, or a sparse mainloop's ``A 3, B 3, E 3`` (``-`` when there is no stage count)."""
+    if rep.stage_counts:
+        return ", ".join(f"{k} {'-' if v is None else v}" for k, v in rep.stage_counts.items())
+    return "-" if rep.stages is None else str(rep.stages)
+
+
 def _checked_text(rep: LayoutReport) -> str:
     if rep.checked == "kernel":
+        if rep.clang_only:
+            return ("checked: kernel (the device entry point was instantiated too; clang reported "
+                    f"{len(rep.clang_only)} diagnostic(s) that nvcc does not, below)")
         return "checked: kernel (the device entry point was instantiated too)"
     return "checked: types (asserts inside kernel bodies were not instantiated; --check-kernel does)"
 
@@ -139,7 +159,11 @@ def _label(cfg: dict) -> str:
         tile = "x".join(map(str, cfg["tile"] or [])) or "?"
         return f"tactic {cfg['tactic']}  tile {tile}  ({cfg['file']}:{cfg['line']}, {cfg['launcher']})"
     if "type" in cfg:
-        return f"{cfg['type']} from {cfg['header']} ({cfg['arch']})"
+        arch = cfg["arch"] or "arch of its tag"
+        if cfg.get("arch_from") == "tag":
+            arch += ", from the type's arch tag; --arch for another GPU"
+        st = f", STAGES={cfg['stages']}" if cfg.get("stages") is not None else ""
+        return f"{cfg['type']} from {cfg['header']} ({arch}{st})"
     t = "x".join(map(str, cfg["tile"]))
     sched = "" if cfg.get("schedule", "auto") == "auto" else f"  schedule {cfg['schedule']}"
     epi = cfg.get("epilogue_schedule", "auto")

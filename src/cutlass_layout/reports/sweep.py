@@ -23,6 +23,9 @@ def to_csv(result: SweepResult) -> str:
     w.writerow(CSV_COLUMNS)
     for r in result.records:
         c = r.config.to_dict()
+        if "type" in c:  # a user type (sweep --header): its name in the kernel column
+            c = {**c, "kernel": c["type"], "tile": [], "cluster": [],
+                 "stages": c.get("stages", "default"), "arch": r.arch_from_tag or c["arch"]}
         row = {
             **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
                                      "epilogue_schedule")},
@@ -49,9 +52,12 @@ def varying_keys(configs: list[dict]) -> list[str]:
     """Config keys (besides tile and stages) that differ between configs (their
     ``to_dict()``), leaving out B when it always equals A, and C/D when the preset alone
     decides them."""
+    if any("type" in c for c in configs):  # user types (sweep --header)
+        return [k for k in ("arch", "header", "type")
+                if len({json.dumps(c.get(k)) for c in configs}) > 1]
     keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule")
-    out = [k for k in keys if len({json.dumps(c[k]) for c in configs}) > 1]
+            "epilogue_schedule", "scales")
+    out = [k for k in keys if len({json.dumps(c.get(k)) for c in configs}) > 1]
     if all(c["a"] == c["b"] for c in configs):
         out = [k for k in out if k != "b"]
     for k in ("c", "d"):
@@ -64,7 +70,10 @@ def varying_keys(configs: list[dict]) -> list[str]:
 
 
 def config_label(cfg: dict, varying: list[str]) -> str:
-    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``)."""
+    """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``); a
+    user type's name (with its arch and header where they vary)."""
+    if "type" in cfg:
+        return " ".join([cfg["type"]] + [str(cfg.get(k)) for k in varying if k != "type"])
     parts = ["x".join(map(str, cfg["tile"]))]
     for k in varying:
         v = cfg[k]
@@ -85,11 +94,11 @@ def render(result: SweepResult, console=None) -> None:
     recs = result.sorted_records()
     p = result.provenance
     con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
-    cfgs = {id(r): r.config.to_dict() for r in result.records}
+    cfgs = {id(r): r.to_dict()["config"] for r in result.records}
     common = cfgs[id(result.records[0])]
     var = varying_keys(list(cfgs.values()))
-    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
-            if k not in var and len({json.dumps(c[k]) for c in cfgs.values()}) == 1]
+    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "header")
+            if k not in var and k in common and len({json.dumps(c.get(k)) for c in cfgs.values()}) == 1]
     fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
              for k in same]
     con.print(f"{len(recs)} configs: " + ", ".join(fixed))
