@@ -194,12 +194,15 @@ def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
 
 def _parse(tgt: Target, configs: list, arch: str) -> ProbeUnit:
     return _parse_text(tgt, probe.render(configs, capacities=_capacities(tgt, configs)), arch,
-                       _extra_flags(configs))
+                       _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
 
 
-def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None) -> ProbeUnit:
+def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *,
+                warm: bool = True) -> ProbeUnit:
     """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
-    type's ``-I``/``-D`` flags, which the header is built with too).
+    type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
+    the family's warm-up configs, :func:`cutlass_layout.probe.pch_preambles`; user types alone
+    take the includes only, cheaper to build for an arch no preset uses).
 
     clang refuses a precompiled header when any file it was built from has a newer mtime
     (a reinstalled venv, a re-unpacked tree with the same content): then the header is
@@ -208,7 +211,8 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     flags = tgt.flags(arch) + list(extra or ())
     if tgt.pch:
         for _attempt in range(2):
-            pch = ensure_pch(probe.pch_preambles(arch), flags, tgt.tree.tree_hash)
+            preambles = probe.pch_preambles(arch) if warm else probe.pch_preambles(arch)[-1:]
+            pch = ensure_pch(preambles, flags, tgt.tree.tree_hash)
             if pch is None:
                 break
             try:

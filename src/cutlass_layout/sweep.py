@@ -220,7 +220,10 @@ class _Layouts:
             return out
         if self.tgt.pch:
             for arch in sorted({_arch(c) for c in todo}):
-                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+                pre = probe.pch_preambles(arch)
+                if not any(isinstance(c, Config) and c.arch == arch for c in todo):
+                    pre = pre[-1:]  # user types alone: the includes (as the engine parses them)
+                ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash)
         first = _chunks(todo, self.jobs)
         pool = Pool(self.jobs, parallel=len(first) > 1)
         parallel = pool.parallel
