@@ -21,7 +21,9 @@ cached: its header's own includes cannot be tracked.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from . import archs, probe
 from .cache import ResultCache, code_fingerprint, result_key
@@ -587,11 +589,100 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     tgt = target(cutlass, cuda_path)
     if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
         rep = _layout_and_budget(config, tgt, use_cache)
+    elif budget and isinstance(config, UserType) and not check_kernel_body:
+        rep = _user_layout_and_budget(config, tgt)
     else:
         rep = layouts([config], tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)[0]
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep
+
+
+def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
+    """A user type's report with the budget of the mainloop builder its header names, where
+    one is found (:func:`user_budget`); one parse for the layout, one for the budget."""
+    unit = _parse(tgt, [user], user.parse_arch)
+    if unit.errors():  # the plain path ties the error to the type (or raises BadInput)
+        return layouts([user], tgt)[0]
+    rep = _read(unit, user, 0, tgt.provenance(user.parse_arch))
+    _check_stages(user, rep)
+    if rep.error is None:
+        rep.builder_budget = user_budget(tgt, user, rep, unit)
+    return rep
+
+
+def builder_candidates(unit: ProbeUnit, header: Path) -> list[tuple[tuple[str, ...], str]]:
+    """The mainloop ``CollectiveBuilder``s a user's header names at namespace scope, as
+    ``(namespaces, builder)``: an alias of a builder specialization (by its qualified name),
+    or an alias written ``typename ...gemm::collective::CollectiveBuilder<...>::CollectiveOp``
+    (the builder as written, valid in the alias's namespaces)."""
+    import clang.cindex as ci
+
+    header = str(Path(header).resolve())
+    out: list[tuple[tuple[str, ...], str]] = []
+
+    def in_header(c) -> bool:
+        f = c.location.file
+        return f is not None and str(Path(f.name).resolve()) == header
+
+    def visit(cursor, ns: tuple[str, ...]):
+        for c in cursor.get_children():
+            if c.kind == ci.CursorKind.NAMESPACE and in_header(c):
+                visit(c, ns + (c.spelling,))
+            elif c.kind in (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL) and in_header(c):
+                t = c.underlying_typedef_type
+                decl = t.get_canonical().get_declaration()
+                parent = decl.semantic_parent
+                if (decl.spelling == "CollectiveBuilder" and parent is not None
+                        and parent.spelling == "collective" and parent.semantic_parent is not None
+                        and parent.semantic_parent.spelling == "gemm"):
+                    out.append((ns, "::" + "::".join(ns + (c.spelling,))))
+                    continue
+                m = _BUILDER_OP_RE.match(t.spelling)
+                if m and "epilogue" not in m.group(1):
+                    out.append((ns, m.group(1)))
+
+    visit(unit.tu.cursor, ())
+    return out
+
+
+_BUILDER_OP_RE = re.compile(r"^(?:typename\s+)?(.*\bCollectiveBuilder\s*<.*>)\s*::\s*CollectiveOp$", re.S)
+
+
+def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit) -> BuilderBudget | None:
+    """The budget of the mainloop builder that built ``user``'s mainloop (``rep``: its report;
+    ``unit``: the parse it came from), as :func:`builder_budget` reads a preset's: found among
+    :func:`builder_candidates` by ``std::is_same`` of its ``CollectiveOp`` with the mainloop.
+    ``None`` where the header names no such builder, the builder chose no stage count of its
+    own (``StageCount<N>``), or the family's stage function is not read
+    (:func:`cutlass_layout.probe.budget_family`: SM90 and SM120 block-scaled builders)."""
+    arch = rep.config.get("arch") or user.arch
+    family = archs.ARCHS[arch].family if arch in archs.ARCHS else None
+    if family not in probe.BUDGET_REDUCED or rep.mainloop is None:
+        return None
+    cands = builder_candidates(unit, user.header)
+    if not cands:
+        return None
+    text = (probe.render([user], capacities=_capacities(tgt, [user]))
+            + probe.user_budget_block(family, cands))
+    bunit = _parse_text(tgt, text, user.parse_arch, _extra_flags([user]), warm=False)
+    if bunit.errors():
+        return None
+    for j in range(len(cands)):
+        names = bunit.aliases(f"{probe.BUDGET_NAMESPACE}{j}")
+        if ProbeUnit.int_alias(names["BudgetMatch"]) != 2:
+            continue
+        stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
+        carveout = ProbeUnit.int_alias(names["BudgetCarveout"]) - 2
+        if stages <= 0 or carveout < 0:  # forwards to another builder, or StageCount<N>
+            return None
+        reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
+        capacity = (bunit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[family], reduced)
+                    if reduced > 0 else rep.capacity)
+        return BuilderBudget(capacity=capacity, carveout_bytes=carveout,
+                             stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
+                             stages=stages)
+    return None
 
 
 def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutReport:

@@ -114,7 +114,8 @@ def budget_text(rep: LayoutReport) -> str:
     b = rep.builder_budget
     cap = b.capacity
     where = f", {cap.file}:{cap.line}" if cap.file else ""
-    gap = rep.kernel.size - b.budgeted_bytes
+    size = rep.subject.size
+    gap = size - b.budgeted_bytes
     if gap > 0:
         why = (f"{gap} B more than budgeted: the builder does not count the kernel's own "
                "pipelines, scheduler, descriptors and alignment")
@@ -125,7 +126,7 @@ def budget_text(rep: LayoutReport) -> str:
     return (
         f"Builder budget: ({cap.name} {cap.value} B{where} - carve-out {b.carveout_bytes} B) / "
         f"{b.stage_bytes} B per stage as the builder counts it = {b.stages} stages; it budgets "
-        f"{b.budgeted_bytes} B, the kernel takes {rep.kernel.size} B ({why})"
+        f"{b.budgeted_bytes} B, the {'kernel' if rep.kernel is not None else 'mainloop'} takes {size} B ({why})"
     )
 
 
