@@ -31,6 +31,8 @@ SM100 = [
     Config(arch="sm100", kernel="grouped", a="mxfp8", b="mxfp4", tile=(128, 128, 128)),
     Config(arch="sm100", kernel="dense", a="mxfp4", tile=(128, 128, 256)),
     Config(arch="sm100", kernel="dense", a="nvfp4", tile=(128, 128, 256), d="nvfp4", c="bf16"),
+    # SM103 runs SM100 kernels: compiled by nvcc for sm_103a (its own translation unit)
+    Config(arch="sm103", kernel="grouped", a="mxfp8", tile=(256, 128, 128), cluster=(2, 1, 1)),
 ]
 
 

@@ -68,12 +68,13 @@ def _chunk_worker(tgt, configs: list[Config]):
 
 #: Capacity per family, only to guess which configs do not compile (chunk order); every
 #: capacity reported is read from the headers.
-_CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448}
+_CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448, "sm100": 232448}
 #: Guesses of the epilogue's carve-out and of the bytes a builder counts per stage besides
 #: the A and B tiles (pipeline barriers), per family (same use): SM120's TMA epilogues take
-#: about 9 KB; SM90's default (``EpilogueScheduleAuto``) takes none.
-_CARVEOUT_GUESS = {"sm120": 9216, "sm90": 0}
-_STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32}
+#: about 9 KB; SM90's default (``EpilogueScheduleAuto``) takes none; SM100's 1SM/2SM TMA
+#: epilogues tens of KB (a guess: a wrong one costs a layout, never a number).
+_CARVEOUT_GUESS = {"sm120": 9216, "sm90": 0, "sm100": 32768}
+_STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32, "sm100": 32}
 
 
 def _arch(c) -> str:

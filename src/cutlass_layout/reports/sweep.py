@@ -124,10 +124,12 @@ def render(result: SweepResult, console=None) -> None:
                   stages, n(r.mainloop_bytes), n(r.epilogue_bytes), n(r.kernel_bytes),
                   n(r.headroom_bytes), mx)
     con.print(t)
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
-    if cap is not None:
-        con.print(f"capacity {cap} B per block; bytes throughout; 'max that fits' = largest "
-                  f"StageCount<N> whose kernel fits (laid out, as is N+1)")
+    caps = sorted({r.capacity_bytes for r in recs if r.capacity_bytes})
+    if caps:
+        what = (f"capacity {caps[0]} B per block" if len(caps) == 1 else
+                "capacity per block " + ", ".join(f"{c} B" for c in caps) + " (per arch)")
+        con.print(f"{what}; bytes throughout; 'max that fits' = largest "
+                  f"StageCount<N> (with --header: STAGES=N) whose kernel fits (laid out, as is N+1)")
     con.print("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
               "not instantiated: `layout --check-kernel` does, per config)")
     for r in recs:
