@@ -60,3 +60,32 @@ def test_sm90_auto_schedule_builder_has_no_budget_and_stays_fast(nc420):
     rep = layout(cfg, nc420, budget=True)
     assert rep.error is None and rep.builder_budget is None
     assert rep.stages is not None
+
+
+HEADERS = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures" / "headers"
+
+
+@pytest.mark.parametrize("name", ["geforce::Kernel", "geforce::aliased::Kernel"])
+def test_header_mode_reads_the_builder_it_names(fi068, name):
+    """A user's SM120 kernel (the default preset's config, written in a header: its builder
+    named inline as ``CollectiveBuilder<...>::CollectiveOp``, or as an alias) gets the budget
+    of the builder that built its mainloop, as the preset does: on CUTLASS 4.4.2 the reduced
+    capacity 101376 - 432 = 100944, carve-out 9216 (sizeof its epilogue SharedStorage), per
+    stage A 128*128/2 = 8192 + B 8192 + SFA 128*128/16 = 1024 + SFB 1024 + the pipeline
+    round_up(16, 128) = 128 (4.4.2's stage function) = 18560; (100944 - 9216) / 18560 = 4."""
+    from cutlass_layout import UserType
+
+    rep = layout(UserType(HEADERS / "sm120_nvfp4_grouped.hpp", name), fi068)
+    preset = layout(Config(), fi068)
+    assert rep.kernel.size == preset.kernel.size == 84992  # handed.md section A
+    b, p = rep.builder_budget, preset.builder_budget
+    assert b is not None and (b.capacity.name, b.capacity.value) == ("ReducedSmemCapacityBytes", 100944)
+    assert (b.carveout_bytes, b.stage_bytes, b.stages) == (p.carveout_bytes, p.stage_bytes, p.stages)
+    assert (b.carveout_bytes, b.stage_bytes, b.stages) == (9216, 18560, 4)
+
+
+def test_header_mode_explicit_stage_count_has_no_budget(nc420):
+    from cutlass_layout import UserType
+
+    rep = layout(UserType(HEADERS / "user_kernel.hpp", "my_project::ReluGemm"), nc420)
+    assert rep.stages == 5 and rep.builder_budget is None  # StageCount<5>: no budget

@@ -15,7 +15,7 @@ BAD = [
     (["layout", "--tile", "128x0x128"], "tile"),
     (["layout", "--tile", "abc"], "tile"),
     (["layout", "--a", "fp5"], "unknown element kind"),
-    (["layout", "--arch", "sm80"], "unknown arch"),
+    (["layout", "--arch", "sm80"], "2.x-era arch"),
     (["layout", "--arch", "sm999"], "unknown arch"),
     (["layout", "--cluster", "2x1x1"], "only 1x1x1"),
     (["layout", "--stages", "zero"], "stages"),

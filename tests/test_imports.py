@@ -140,7 +140,7 @@ def test_no_module_reaches_a_command_through_the_facade():
 #: its own layer or of layers before it.
 LAYERS = [
     ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness"],
-    ["config", "sources", "cuda", "flashinfer_jit"],
+    ["archs", "config", "sources", "cuda", "flashinfer_jit"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
     ["engine", "verify", "gpu", "kernels", "candidates"],
     ["sweep", "diff", "scan", "audit"],

@@ -20,7 +20,7 @@ CONFIG = {flag for flag, _, _, _ in CONFIG_FLAGS}
 
 def test_config_flags_are_the_same_for_every_command_that_takes_a_config():
     assert CONFIG == {"--arch", "--kernel", "--a", "--b", "--tile", "--cluster", "--stages", "--c",
-                      "--d", "--preset", "--schedule", "--epilogue-schedule"}
+                      "--d", "--preset", "--schedule", "--epilogue-schedule", "--scales"}
     missing = {name: CONFIG - _flags(name) for name in ("layout", "sweep", "diff", "audit")}
     assert not any(missing.values()), missing
 

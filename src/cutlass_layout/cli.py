@@ -15,10 +15,10 @@ from pathlib import Path
 import click
 
 from . import engine, probe
-from .config import Config, config_from_flags
+from .config import Config, config_from_flags, parse_stages
 from .errors import BadInput, CutlassLayoutError
-from .options import (CONFIG_PARAMS, config_options, cuda_path_option, format_options, limits_option,
-                      output_format, source_options)
+from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
+                      limits_option, output_format, source_options)
 from .probe import UserType
 from .reports import layout as layout_report
 from .verify import verify_with_nvcc
@@ -45,10 +45,7 @@ def _check_plot(plot_file) -> None:
 @limits_option
 @config_options()
 @source_options
-@click.option("--header", type=str, default=None, metavar="FILE",
-              help="A header declaring your own kernel or collective type (with --type).")
-@click.option("--type", "type_name", default=None, metavar="NAME",
-              help="Qualified name of the GemmKernel, CollectiveMainloop or CollectiveEpilogue to lay out.")
+@header_options
 @click.option("--tactic", default=None, metavar="ID",
               help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part).")
 @format_options("text", "markdown", "json")
@@ -69,18 +66,17 @@ def _check_plot(plot_file) -> None:
               help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
               help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
-def layout_cmd(cutlass_src, cuda_path, header, type_name, tactic, fmt, as_json, check, check_kernel,
-               verify, emit_probe, plot_file, no_budget, no_cache, depth, show, **flags):
+def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tactic, fmt, as_json,
+               check, check_kernel, verify, emit_probe, plot_file, no_budget, no_cache, depth, show,
+               **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     as_json = fmt == "json"
     if tactic is not None:
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
                               check, depth, show, plot_file)
-    if (header is None) != (type_name is None):
-        raise BadInput("--header and --type go together")
-    if header is not None:
-        subject = UserType(header=header, type=type_name, arch=flags["arch"].lower())
+    if header is not None or type_name is not None or includes or defines:
+        subject = user_type_from_flags(header, type_name, includes, defines, flags)
     else:
         subject = config_from_flags(**flags)
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
@@ -158,6 +154,30 @@ def _verify(verify, device, subject, rep, tgt):
     return verify_with_nvcc([subject], [rep], tgt.tree.include_root)
 
 
+def _given(name: str) -> bool:
+    """Whether the command line (not the default) gave the parameter ``name``."""
+    src = click.get_current_context().get_parameter_source(name)
+    return src is not None and src.name == "COMMANDLINE"
+
+
+def user_type_from_flags(header, type_name, includes, defines, flags, stages=None) -> UserType:
+    """``--header/--type`` (with ``-I``/``-D``): the :class:`UserType`; ``--arch`` when given
+    (else the type's arch tag decides), ``--stages N`` defines its ``STAGES`` macro. The
+    preset flags do not go with it."""
+    if header is None or type_name is None:
+        raise BadInput("--header and --type go together (and -I/-D go with them)")
+    extra = [flag for flag, name, _, _ in CONFIG_FLAGS
+             if name not in ("arch", "stages") and _given(name)]
+    if extra:
+        raise BadInput(f"{extra[0]} describes a preset; with --header the type in the header is "
+                       "what is laid out (only --arch and --stages go with it)")
+    arch = flags["arch"] if _given("arch") else None
+    if stages is None:
+        stages = parse_stages(flags["stages"]) if isinstance(flags["stages"], str) else None
+    return UserType(header=header, type=type_name, arch=arch.lower() if arch else None,
+                    stages=stages, includes=tuple(includes), defines=tuple(defines))
+
+
 def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_file):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
     from .audit import audit, find_tactic
@@ -196,6 +216,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_f
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
               help="TOML or JSON grid file (instead of config flags).")
+@header_options
 @source_options
 @format_options("text", "markdown", "json", "csv")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
@@ -207,11 +228,15 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_f
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
               help="gpu: build every config that compiles for the local GPU, launch it, and check "
                    "each verdict holds (exit 4 when one does not).")
-def sweep_cmd(grid_file, cutlass_src, cuda_path, fmt, as_json, as_csv, plot_file, no_cache, jobs,
-              verify, **flags):
+def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
+              as_csv, plot_file, no_cache, jobs, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
-    count that fits for each. Exit 0 whatever the verdicts."""
-    from .grid import grid_configs, load_grid_file
+    count that fits for each. Exit 0 whatever the verdicts.
+
+    With --header/--type, your own kernel type (for each --arch given, else its arch tag's;
+    for each --stages N, its STAGES macro): the most stages that fit is searched over STAGES.
+    """
+    from .grid import expand_braces, grid_configs, load_grid_file
     from .reports.sweep import render, to_csv, to_markdown
     from .sweep import sweep
 
@@ -220,10 +245,25 @@ def sweep_cmd(grid_file, cutlass_src, cuda_path, fmt, as_json, as_csv, plot_file
         raise BadInput("give either --grid FILE or config flags, not both")
     fmt = output_format(fmt, ("text", "markdown", "json", "csv"), as_json, as_csv)
     tile_bytes = _typed_in_bytes(given.get("tile"))
+    user = None
+    if header is not None or type_name is not None or includes or defines:
+        if grid_file:
+            raise BadInput("give either --grid FILE or --header/--type, not both")
+        if verify:
+            raise BadInput("--verify gpu launches preset configs; for your own type use "
+                           "layout --header ... --verify nvcc")
+        stages = [parse_stages(v) for raw in given.get("stages", ["auto"]) for v in expand_braces(raw)]
+        archs_ = [v for raw in given.get("arch", []) for v in expand_braces(raw)] or [None]
+        user = [user_type_from_flags(header, type_name, includes, defines,
+                                     {"arch": a, "stages": None}, stages=n)
+                for a in archs_ for n in dict.fromkeys(stages)]
     if jobs is not None and jobs < 1:
         raise BadInput(f"--jobs {jobs}: give a positive number")
     _check_plot(plot_file)
-    configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
+    if user is not None:
+        configs = user
+    else:
+        configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
     if not configs:
         raise BadInput("the grid is empty")
     device = None

@@ -1,10 +1,22 @@
 """Kernel configs: what a user asks about, validated, with the C++ names they map to.
 
-This issue's family is the SM120/SM121 block-scaled GEMM: dense
-(``cutlass/gemm/collective/sm120_blockscaled_mma_tma.hpp``) and grouped / ptr-array
-(``cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp``), built with CUTLASS's
-``CollectiveBuilder<Sm120, OpClassBlockScaledTensorOp, ...>`` and
-``GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>``.
+The preset families (each built with CUTLASS's two ``CollectiveBuilder``s and
+``GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>``; the C++ is in
+:mod:`cutlass_layout.probe`):
+
+* ``sm120`` (``--arch sm120|sm121``): block-scaled NVFP4/MXFP4/MXFP8, dense
+  (``sm120_blockscaled_mma_tma.hpp``), grouped (``sm120_blockscaled_mma_array_tma.hpp``) and
+  sparse (``sm120_blockscaled_sparse_mma_tma.hpp``); blockwise/groupwise-scaled FP8
+  (``--a e4m3 --scales MxNxK``: ``sm120_blockwise_mma_builder.inl``, dense and grouped);
+* ``sm90`` (``--arch sm90``): BF16/F16/FP8 dense and grouped (``sm90_gmma_builder.inl``);
+* ``sm100`` (``--arch sm100|sm101|sm103|sm110``, arch tag ``Sm100``): BF16/F16/FP8
+  (``sm100_umma_builder.inl``) and block-scaled NVFP4/MXFP4/MXFP8
+  (``sm100_blockscaled_umma_builder.inl``), dense and grouped, 1SM and 2SM, clusters.
+
+The block-scale-factor epilogue (D in NVFP4/MXFP4/MXFP8 with its scale factors SFD,
+``LinCombBlockScaleFactor``) is ``--d nvfp4|mxfp4|mxfp8`` on the SM120 and SM100 families.
+The CUTLASS 2.x-era archs (SM70 to SM89) have no preset family: lay out such kernels with
+``--header/--type`` (:class:`cutlass_layout.probe.UserType`). Capacities: :mod:`cutlass_layout.archs`.
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, fields, replace
 
+from . import archs
 from .errors import BadInput
 
 
@@ -44,31 +57,55 @@ ELEMENTS = {
     "e5m2": Element("e5m2", "cutlass::float_e5m2_t", 8, ""),
 }
 
-#: (A, B) pairs per family. mxfp8 x mxfp4 is SM120's mixed F8F6F4 pair.
+BLOCK_SCALED = ("nvfp4", "mxfp4", "mxfp8")
+_PLAIN = {("bf16", "bf16"), ("f16", "f16"), ("e4m3", "e4m3"), ("e4m3", "e5m2"),
+          ("e5m2", "e4m3"), ("e5m2", "e5m2")}
+_SCALED = {("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp8"),
+           ("mxfp8", "mxfp4"), ("mxfp4", "mxfp8")}
+
+#: (A, B) pairs per family. mxfp8 x mxfp4 is the mixed F8F6F4 pair (SM120 and SM100). On
+#: SM120 the FP8 pairs are the blockwise-scaled GEMM (they need ``scales``).
 VALID_PAIRS = {
-    "sm120": {("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp8"),
-              ("mxfp8", "mxfp4"), ("mxfp4", "mxfp8")},
-    "sm90": {("bf16", "bf16"), ("f16", "f16"), ("e4m3", "e4m3"), ("e4m3", "e5m2"),
-             ("e5m2", "e4m3"), ("e5m2", "e5m2")},
+    "sm120": _SCALED | {("e4m3", "e4m3")},
+    "sm90": _PLAIN,
+    "sm100": _PLAIN | _SCALED,
 }
 
-#: Epilogue element kinds (C and D) and their CUTLASS types.
+#: Epilogue element kinds (C and D) and their CUTLASS types (bits of one element).
 OUTPUTS = {
     "void": ("void", 0),
     "bf16": ("cutlass::bfloat16_t", 16),
     "f16": ("cutlass::half_t", 16),
     "f32": ("float", 32),
+    # D with block scale factors (SFD): LinCombBlockScaleFactor (CUTLASS example 79d)
+    "nvfp4": ("cutlass::float_e2m1_t", 4),
+    "mxfp4": ("cutlass::float_e2m1_t", 4),
+    "mxfp8": ("cutlass::float_e4m3_t", 8),
 }
 
-#: arch -> clang's --cuda-gpu-arch
-ARCHS = {"sm120": "sm_120a", "sm121": "sm_121a", "sm90": "sm_90a"}
-#: arch -> family (the collective/kernel files and builders used)
-FAMILY = {"sm120": "sm120", "sm121": "sm120", "sm90": "sm90"}
-DEFAULT_ELEMENT = {"sm120": "nvfp4", "sm90": "bf16"}
-SCHEDULES = ("auto", "cooperative", "pingpong")
+#: D kinds that come with block scale factors: kind -> (vector size, scale-factor type), as
+#: ``cutlass::epilogue::fusion::LinCombBlockScaleFactor<SFVecSize, ElementD, float, ElementSF,
+#: LayoutSF, ElementC>`` takes them (``cutlass/epilogue/fusion/operations.hpp``).
+SCALED_OUTPUTS = {
+    "nvfp4": (16, "cutlass::float_ue4m3_t"),
+    "mxfp4": (32, "cutlass::float_ue8m0_t"),
+    "mxfp8": (32, "cutlass::float_ue8m0_t"),
+}
+
+#: arch -> clang's --cuda-gpu-arch (every arch of :mod:`cutlass_layout.archs`)
+ARCHS = {name: a.gpu_arch for name, a in archs.ARCHS.items()}
+#: arch -> preset family (the collective/kernel files and builders used); the 2.x-era
+#: archs have none
+FAMILY = {name: a.family for name, a in archs.ARCHS.items() if a.family}
+DEFAULT_ELEMENT = {"sm120": "nvfp4", "sm90": "bf16", "sm100": "bf16"}
+SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 EPILOGUE_SCHEDULES = ("auto", "tma", "nosmem")
-KERNELS = ("dense", "grouped")
-PRESETS = ("flashinfer", "trtllm-moe")
+KERNELS = ("dense", "grouped", "sparse")
+PRESETS = ("flashinfer", "trtllm-moe", "vllm")
+#: Blockwise scale granularities (M, N, K) SM120's ``Sm120BlockwiseScaleConfig`` takes, as
+#: flashinfer (``gemm_groupwise_sm120.cuh``: M 1 or 128, N 128, K 128) and vLLM
+#: (``scaled_mm_blockwise_sm120_fp8_dispatch.cuh``: 1x128x128) use them.
+SM120_SCALES = {(1, 128, 128), (128, 128, 128)}
 
 
 @dataclass(frozen=True, repr=False)
@@ -76,25 +113,37 @@ class Config:
     """One GEMM kernel config (its repr names only what differs from the default).
 
     Attributes:
-        arch: ``sm120`` or ``sm121`` (both use CUTLASS's ``arch::Sm120`` tag and capacity),
-            or ``sm90``.
-        kernel: ``dense`` (``Shape<int,int,int,int>`` problem) or ``grouped`` (ptr-array,
-            ``GroupProblemShape``).
+        arch: an arch with a preset family (:data:`FAMILY`): ``sm120``/``sm121`` (CUTLASS's
+            ``arch::Sm120`` tag and capacity), ``sm90``, ``sm100``/``sm101``/``sm103``/``sm110``
+            (``arch::Sm100`` kernels, ``sm100_smem_capacity_bytes``).
+        kernel: ``dense`` (``Shape<int,int,int,int>`` problem), ``grouped`` (ptr-array,
+            ``GroupProblemShape``) or ``sparse`` (SM120 block-scaled structured-sparse A,
+            ``OpClassBlockScaledSparseTensorOp``, dense problem shape).
         a, b: operand kinds, keys of :data:`ELEMENTS`; A defaults to the family's
-            (:data:`DEFAULT_ELEMENT`: nvfp4 on SM120, bf16 on SM90), B to A.
-        tile: TileShape (M, N, K), K in elements.
+            (:data:`DEFAULT_ELEMENT`: nvfp4 on SM120, bf16 on SM90 and SM100), B to A.
+        tile: TileShape (M, N, K), K in elements; on SM100 the MMA tile the mainloop builder
+            takes (a 2SM tile's M spans both SMs: 256 for two 128-row halves).
         cluster: ClusterShape (M, N, K); only (1, 1, 1) is valid for SM120.
-        schedule: mainloop kernel schedule: ``auto`` (``KernelScheduleAuto``), ``cooperative``
+        schedule: mainloop kernel schedule: ``auto`` (the family's default), ``cooperative``
             or ``pingpong`` (SM90 ``KernelTmaWarpSpecializedCooperative``/``Pingpong`` and their
-            ``KernelPtrArray...`` twins for grouped kernels).
+            ``KernelPtrArray...`` twins for grouped kernels), ``1sm`` or ``2sm`` (SM100
+            ``KernelTmaWarpSpecialized1SmSm100``/``2Sm`` and their block-scaled and ptr-array
+            twins; ``auto`` there is 2sm when the cluster's M is even, as the builder's
+            ``KernelScheduleAuto`` decides).
         epilogue_schedule: ``auto`` (the preset's), ``tma`` (``TmaWarpSpecialized*``) or
-            ``nosmem`` (``NoSmemWarpSpecialized``).
+            ``nosmem`` (``NoSmemWarpSpecialized*``).
         stages: ``None`` for ``StageCountAutoCarveout<sizeof(CollectiveEpilogue::SharedStorage)>``,
             else ``StageCount<stages>``.
-        c, d: epilogue C and D element kinds (keys of :data:`OUTPUTS`); ``None`` takes the preset's.
-        preset: ``flashinfer`` (C void, EpilogueScheduleAuto, int problem shape) or
-            ``trtllm-moe`` (C = D, AlignmentC from A's element, TmaWarpSpecialized epilogue,
-            int64_t problem shape), as in the two flavours of shared/cases/handed.md.
+        c, d: epilogue C and D element kinds (keys of :data:`OUTPUTS`); ``None`` takes the
+            preset's. D ``nvfp4``/``mxfp4``/``mxfp8`` is D with block scale factors (SFD).
+        preset: ``flashinfer`` (C void, EpilogueScheduleAuto, int problem shape; for SM120
+            blockwise FP8, C = D and ``KernelScheduleSm120Blockwise`` as flashinfer's
+            ``gemm_groupwise_sm120.cuh``), ``trtllm-moe`` (C = D, AlignmentC from A's element,
+            TmaWarpSpecialized epilogue, int64_t problem shape), or ``vllm`` (SM120 blockwise
+            FP8 only: C void, ``KernelScheduleAuto``, SFA MN-major, as vLLM's
+            ``scaled_mm_blockwise_sm120_fp8_dispatch.cuh``).
+        scales: blockwise scale granularity (M, N, K) of A's and B's float scales (SM120 FP8:
+            one of :data:`SM120_SCALES`); ``None`` for every other kind.
     """
 
     arch: str = "sm120"
@@ -109,11 +158,29 @@ class Config:
     preset: str = "flashinfer"
     schedule: str = "auto"
     epilogue_schedule: str = "auto"
+    scales: tuple[int, int, int] | None = None
 
     @property
     def family(self) -> str:
-        """``sm120`` (SM120/SM121 block-scaled) or ``sm90``."""
+        """``sm120`` (SM120/SM121), ``sm90`` or ``sm100`` (SM100/SM101/SM103/SM110)."""
         return FAMILY[self.arch]
+
+    @property
+    def block_scaled(self) -> bool:
+        """Whether A is a block-scaled kind (NVFP4, MXFP4, MXFP8)."""
+        return self.a in BLOCK_SCALED
+
+    @property
+    def blockwise(self) -> bool:
+        """Whether this is a blockwise-scaled FP8 GEMM (``scales`` given)."""
+        return self.scales is not None
+
+    @property
+    def two_sm(self) -> bool:
+        """SM100: whether the kernel runs 2SM MMAs (``2sm``, or ``auto`` with an even cluster M)."""
+        if self.family != "sm100":
+            return False
+        return self.schedule == "2sm" or (self.schedule == "auto" and self.cluster[0] % 2 == 0)
 
     def __post_init__(self):
         if self.arch in FAMILY:  # unknown archs are reported by validate()
@@ -121,33 +188,42 @@ class Config:
                 object.__setattr__(self, "a", DEFAULT_ELEMENT[FAMILY[self.arch]])
             if self.b is None:
                 object.__setattr__(self, "b", self.a)
+        if isinstance(self.scales, list):
+            object.__setattr__(self, "scales", tuple(self.scales))
         validate(self)
 
     # -- derived C++ pieces -------------------------------------------------------------
     @property
     def element_c(self) -> str:
-        """Epilogue C kind after the preset (``void`` for flashinfer, D's kind for TRT-LLM)."""
+        """Epilogue C kind after the preset (``void`` for flashinfer and vllm, D's kind for
+        TRT-LLM and for flashinfer's blockwise FP8 GEMM; bf16 with a block-scaled D)."""
         if self.c is not None:
             return self.c
-        return "void" if self.preset == "flashinfer" else self.element_d
+        if self.element_d in SCALED_OUTPUTS:
+            return "void" if self.preset == "flashinfer" and not self.blockwise else "bf16"
+        if self.preset == "vllm" or (self.preset == "flashinfer" and not self.blockwise):
+            return "void"
+        return self.element_d
 
     @property
     def element_d(self) -> str:
-        """Epilogue D kind after the preset (bf16 for both presets)."""
+        """Epilogue D kind after the preset (bf16 for every preset)."""
         return self.d if self.d is not None else "bf16"
 
     def alignment(self, operand: str) -> int:
         """Alignment in elements of A, B, C or D, as the preset's source computes it.
 
         A/B: 128 bits of the element (32 for fp4, 16 for fp8); in the mixed mxfp8 x mxfp4
-        pair the fp4 operand uses 128 (TensorRT-LLM ``AlignmentWeight``). D: 128 bits of D.
-        C: 0 for void; flashinfer 128 bits of C; trtllm-moe 128 bits of A's element
+        pair the fp4 operand uses 128 (TensorRT-LLM ``AlignmentWeight``); a sparse kernel's A
+        twice that (its A is compressed 2:1; CUTLASS example 80b: 64 for NVFP4). D: 128 bits
+        of D. C: 0 for void; flashinfer 128 bits of C; trtllm-moe 128 bits of A's element
         ("we use ElementType here deliberately", moe_gemm_tma_ws_launcher.inl).
         """
         if operand in ("a", "b"):
             el = ELEMENTS[getattr(self, operand)]
             mixed = self.a != self.b and "mxfp8" in (self.a, self.b)
-            return 128 if (mixed and el.bits == 4) else 128 // el.bits
+            n = 128 if (mixed and el.bits == 4) else 128 // el.bits
+            return 2 * n if (operand == "a" and self.kernel == "sparse") else n
         if operand == "d":
             return 128 // OUTPUTS[self.element_d][1]
         if self.element_c == "void":
@@ -164,6 +240,7 @@ class Config:
         d["stages"] = "auto" if self.stages is None else self.stages
         d["c"] = self.element_c
         d["d"] = self.element_d
+        d["scales"] = None if self.scales is None else list(self.scales)
         return d
 
     def label(self) -> str:
@@ -173,7 +250,8 @@ class Config:
         sched = "" if self.schedule == "auto" else f" {self.schedule}"
         epi = "" if self.epilogue_schedule == "auto" else f" epi={self.epilogue_schedule}"
         cl = "" if self.cluster == (1, 1, 1) else " cluster=" + "x".join(map(str, self.cluster))
-        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k}{cl} "
+        sc = "" if self.scales is None else " scales=" + "x".join(map(str, self.scales))
+        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k}{cl}{sc} "
                 f"stages={st}{sched}{epi} {self.preset} C={self.element_c} D={self.element_d}")
 
     def with_(self, **changes) -> "Config":
@@ -192,19 +270,30 @@ class Config:
 INT_MAX = 2**31 - 1
 
 
+def _shape3(what: str, value) -> None:
+    if not isinstance(value, (tuple, list)) or len(value) != 3 or any(
+            (not isinstance(x, int)) or isinstance(x, bool) or x <= 0 for x in value):
+        raise BadInput(f"{what} {value!r}: M, N and K must be positive integers")
+
+
 def validate(cfg: Config) -> None:
     """Check a config's values; raise :class:`BadInput` with one line naming the bad one."""
-    if cfg.arch not in ARCHS:
-        raise BadInput(f"unknown arch {cfg.arch!r}: this family supports {', '.join(ARCHS)}")
+    a = archs.arch(cfg.arch)  # unknown: BadInput naming every arch
+    if a.family is None:
+        raise BadInput(
+            f"{cfg.arch} is a CUTLASS 2.x-era arch: no preset family builds its kernels; lay out "
+            "your own kernel type with --header FILE --type NAME (its capacity: "
+            f"{a.optin_bytes} B per block)")
+    fam = a.family
     if cfg.kernel not in KERNELS:
-        raise BadInput(f"unknown kernel {cfg.kernel!r}: choose dense or grouped")
+        raise BadInput(f"unknown kernel {cfg.kernel!r}: choose {', '.join(KERNELS)}")
     for op in ("a", "b"):
         if getattr(cfg, op) not in ELEMENTS:
             raise BadInput(
                 f"unknown element kind {getattr(cfg, op)!r} for {op.upper()}: "
                 f"choose {', '.join(ELEMENTS)}"
             )
-    pairs = VALID_PAIRS[FAMILY[cfg.arch]]
+    pairs = VALID_PAIRS[fam]
     if (cfg.a, cfg.b) not in pairs:
         kinds = sorted({x for p in pairs for x in p})
         raise BadInput(
@@ -217,17 +306,18 @@ def validate(cfg: Config) -> None:
             raise BadInput(f"unknown element kind {v!r} for {op.upper()}: choose {', '.join(OUTPUTS)}")
     if cfg.d == "void":
         raise BadInput("D cannot be void")
+    if cfg.c in SCALED_OUTPUTS:
+        raise BadInput(f"C {cfg.c!r}: block-scaled kinds are for D (with its scale factors); "
+                       "C takes void, bf16, f16 or f32")
     if cfg.preset not in PRESETS:
         raise BadInput(f"unknown preset {cfg.preset!r}: choose {', '.join(PRESETS)}")
-    if len(cfg.tile) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.tile):
-        raise BadInput(f"tile {cfg.tile!r}: M, N and K must be positive integers")
+    _shape3("tile", cfg.tile)
     if any(x > INT_MAX for x in cfg.tile):
         raise BadInput(f"tile {'x'.join(map(str, cfg.tile))}: M, N and K must be at most {INT_MAX} "
                        "(the kernel takes them as int)")
-    if len(cfg.cluster) != 3 or any((not isinstance(x, int)) or x <= 0 for x in cfg.cluster):
-        raise BadInput(f"cluster {cfg.cluster!r}: M, N and K must be positive integers")
+    _shape3("cluster", cfg.cluster)
     c = "x".join(map(str, cfg.cluster))
-    if FAMILY[cfg.arch] == "sm120" and tuple(cfg.cluster) != (1, 1, 1):
+    if fam == "sm120" and tuple(cfg.cluster) != (1, 1, 1):
         raise BadInput(
             f"cluster {c}: SM120/SM121 GEMMs have no thread-block clusters; only 1x1x1 is valid"
         )
@@ -238,12 +328,45 @@ def validate(cfg: Config) -> None:
     if cfg.epilogue_schedule not in EPILOGUE_SCHEDULES:
         raise BadInput(f"unknown epilogue schedule {cfg.epilogue_schedule!r}: "
                        f"choose {', '.join(EPILOGUE_SCHEDULES)}")
-    if FAMILY[cfg.arch] == "sm120" and cfg.schedule != "auto":
-        raise BadInput(f"schedule {cfg.schedule!r}: SM120 block-scaled GEMMs take auto here")
-    if cfg.stages is not None and (not isinstance(cfg.stages, int) or cfg.stages < 1):
+    if fam == "sm120" and cfg.schedule != "auto":
+        raise BadInput(f"schedule {cfg.schedule!r}: SM120 GEMMs take auto here")
+    if fam == "sm90" and cfg.schedule in ("1sm", "2sm"):
+        raise BadInput(f"schedule {cfg.schedule!r} is SM100's; SM90 takes auto, cooperative or pingpong")
+    if fam == "sm100":
+        if cfg.schedule in ("cooperative", "pingpong"):
+            raise BadInput(f"schedule {cfg.schedule!r} is SM90's; SM100 takes auto, 1sm or 2sm")
+        if cfg.two_sm and cfg.cluster[0] % 2:
+            raise BadInput(f"cluster {c}: a 2SM kernel needs an even cluster M")
+    if cfg.stages is not None and (isinstance(cfg.stages, bool) or not isinstance(cfg.stages, int)
+                                   or cfg.stages < 1):
         raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
     if cfg.stages is not None and cfg.stages > INT_MAX:
         raise BadInput(f"stages {cfg.stages}: at most {INT_MAX} (StageCount<N> takes an int)")
+    if cfg.kernel == "sparse":
+        if fam != "sm120" or not cfg.block_scaled:
+            raise BadInput("kernel sparse: the sparse preset is SM120's block-scaled one "
+                           "(A nvfp4, mxfp4 or mxfp8)")
+        if cfg.a != cfg.b:
+            raise BadInput(f"kernel sparse takes A = B (got {cfg.a} x {cfg.b})")
+    if cfg.scales is not None:
+        _shape3("scales", cfg.scales)
+        if fam != "sm120" or cfg.a not in ("e4m3",):
+            raise BadInput("scales: the blockwise-scaled preset is SM120's FP8 one (A e4m3)")
+        if tuple(cfg.scales) not in SM120_SCALES:
+            ok = ", ".join("x".join(map(str, s)) for s in sorted(SM120_SCALES))
+            raise BadInput(f"scales {'x'.join(map(str, cfg.scales))}: SM120 blockwise GEMMs take {ok}")
+        if cfg.kernel == "sparse":
+            raise BadInput("scales: the blockwise-scaled GEMM is dense or grouped")
+        if cfg.preset == "trtllm-moe":
+            raise BadInput("preset trtllm-moe is block-scaled; the blockwise FP8 GEMM takes "
+                           "flashinfer or vllm")
+    elif fam == "sm120" and not cfg.block_scaled:
+        raise BadInput(f"A={cfg.a} on {cfg.arch} is the blockwise-scaled FP8 GEMM: give its "
+                       "scale granularity (scales 1x128x128 or 128x128x128)")
+    if cfg.preset == "vllm" and cfg.scales is None:
+        raise BadInput("preset vllm is SM120's blockwise FP8 GEMM (give scales)")
+    if cfg.element_d in SCALED_OUTPUTS and fam == "sm90":
+        raise BadInput(f"D {cfg.element_d}: the block-scale-factor epilogue is SM100's and SM120's")
 
 
 _TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*([bB])?\s*$")
@@ -334,7 +457,7 @@ def parse_stages(text: str | int | None) -> int | None:
 
 #: The keyword names of :func:`config_from_flags`: the ``layout`` command's config flags.
 CONFIG_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
-               "schedule", "epilogue_schedule")
+               "schedule", "epilogue_schedule", "scales")
 
 
 def _name(what: str, value) -> str:
@@ -354,11 +477,12 @@ def _shape(what: str, value, a: str) -> tuple[int, int, int]:
 
 def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
                       cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
-                      schedule="auto", epilogue_schedule="auto") -> Config:
+                      schedule="auto", epilogue_schedule="auto", scales=None) -> Config:
     """Build a :class:`Config` from the values the command line takes (keyword names = the
     ``layout`` flags, :data:`CONFIG_KEYS`): strings as typed there (``tile="128x64x128B"``,
-    ``stages="auto"`` or ``"3"``), or already typed (``tile=(128, 128, 128)``, ``stages=3``
-    or ``None``). Raises :class:`BadInput` on a bad value."""
+    ``stages="auto"`` or ``"3"``, ``scales="1x128x128"`` or ``"none"``), or already typed
+    (``tile=(128, 128, 128)``, ``stages=3`` or ``None``). Raises :class:`BadInput` on a bad
+    value."""
     arch = _name("arch", arch)
     a = _name("A element", a) if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
     b = _name("B element", b) if b else a
@@ -369,7 +493,14 @@ def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="1
         d=_name("D element", d) if d else None, preset=_name("preset", preset),
         schedule=_name("schedule", schedule),
         epilogue_schedule=_name("epilogue schedule", epilogue_schedule),
+        scales=_scales(scales),
     )
+
+
+def _scales(value) -> tuple[int, int, int] | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+        return None
+    return _shape("scales", value, "e4m3")
 
 
 def config_from(value=None, **flags) -> Config:

@@ -21,15 +21,19 @@ cached: its header's own includes cannot be tracked.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from . import probe
+from . import archs, probe
 from .cache import ResultCache, code_fingerprint, discard, result_key
 from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
-from .frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, ensure_pch, libclang_version
-from .model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout, TmaBytes
+from .frontends.clang import (FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch,
+                               libclang_version)
+from .model import (BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout,
+                    TmaBytes)
 from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
@@ -78,9 +82,25 @@ def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
     return read_subject(unit, unit.aliases(f"{probe.NAMESPACE}{index}"), cfg, prov)
 
 
+def _optional_int(names: dict, alias: str) -> int | None:
+    """The N of a ``char[N]`` alias, or ``None`` where the probe has no such alias (one
+    written by an older probe block, such as a launcher's in-place one)."""
+    return ProbeUnit.int_alias(names[alias]) if alias in names else None
+
+
 def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
     """The :class:`LayoutReport` of one :func:`cutlass_layout.probe.subject_block`, its
-    declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``)."""
+    declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
+
+    The capacity is the block's ``Capacity``; for a user type whose arch comes from its tag
+    (``ArchCC``), the constant of that arch (``Capacity_<name>``), or the documented limit of a
+    2.x-era arch (:mod:`cutlass_layout.archs`); the report's ``config["arch"]`` then names
+    the arch found and ``config["arch_from"]`` says ``tag``.
+
+    Raises:
+        BadInput: the arch is to come from the tag and the type has none (or one of no arch
+            known here).
+    """
     rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
     try:
         rep.kernel = unit.record(names["KernelStorage"], optional=True)
@@ -90,14 +110,28 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
             raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} is neither a kernel "
                              "nor a collective with a SharedStorage")
         stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
-        capacity = ProbeUnit.int_alias(names["Capacity"])
+        stages_b, stages_e = _optional_int(names, "StagesB"), _optional_int(names, "StagesE")
+        cc = _optional_int(names, "ArchCC")
+        kind = _optional_int(names, "Kind")
+        capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
         tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in probe.TMA_MEMBERS}
     except (KeyError, ValueError) as exc:  # never a number from a broken type
         rep.kernel = rep.mainloop = rep.epilogue = None
         rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
         return rep
     rep.stages = stages if stages > 0 else None
-    rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
+    if stages_b is not None and stages_b > 1:  # a sparse mainloop: StagesA, StagesB, StagesE
+        rep.stage_counts = {"A": rep.stages, "B": stages_b - 2,
+                            "E": stages_e - 2 if stages_e and stages_e > 1 else None}
+    rep.subject_kind = probe.KINDS.get(kind - 2) if kind is not None else None
+    if capacity is not None:
+        rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
+        if capacity_is_documented(cfg):
+            rep.capacity = documented_capacity(archs.arch(cfg.arch))
+    else:
+        rep.capacity = _capacity_from_tag(unit, names, cfg, (cc or 1) - 1)
+        rep.config["arch"] = archs.from_cc((cc or 1) - 1).name
+        rep.config["arch_from"] = "tag"
     consts = {
         alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
         for alias, member in probe.TMA_MEMBERS.items()
@@ -106,21 +140,82 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     return rep
 
 
-def _parse(tgt: Target, configs: list[Config], arch: str) -> ProbeUnit:
-    return _parse_text(tgt, probe.render(configs), arch)
+def capacity_is_documented(cfg) -> bool:
+    """Whether ``cfg`` (a user type with an arch given) is compared with a 2.x-era arch's
+    documented limit rather than a constant of the headers."""
+    return isinstance(cfg, UserType) and cfg.arch is not None and archs.arch(cfg.arch).capacity is None
 
 
-def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
-    """Parse ``text`` with the cached precompiled header when there is one.
+def documented_capacity(a: "archs.Arch") -> Constant:
+    """The capacity of a 2.x-era arch, with where its value comes from (``source``)."""
+    return Constant(name=f"{a.name} per-block opt-in shared memory", value=a.optin_bytes,
+                    expression=f"{a.optin_bytes // 1024} KB", source=a.optin_source)
+
+
+def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
+    a = archs.from_cc(cc)
+    what = cfg.to_dict().get("type", "the type")
+    if a is None:
+        raise BadInput(f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the "
+                       "capacity from: give --arch" if cc <= 0 else
+                       f"{what}: arch tag of compute capability {cc} is none of "
+                       f"{', '.join(archs.ARCHS)}: give --arch")
+    if a.capacity is None:
+        return documented_capacity(a)
+    alias = probe.capacity_alias(a.capacity)
+    if alias not in names:
+        raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
+                       f"{a.capacity}: give --arch")
+    value = ProbeUnit.int_alias(names[alias])
+    return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_"):]))
+
+
+def parse_arch(subject) -> str:
+    """The arch whose clang flags parse ``subject`` (a user type whose arch comes from its
+    tag is parsed as sm120: a host pass, whose layouts do not depend on it)."""
+    return subject.parse_arch if isinstance(subject, UserType) else subject.arch
+
+
+def _unit_key(subject) -> tuple:
+    """Subjects with the same key share a translation unit: the arch, and for a user type
+    its header, ``STAGES`` and flags (a header is read once per unit)."""
+    if isinstance(subject, UserType):
+        return (subject.parse_arch, subject.unit_key())
+    return (subject.arch, None)
+
+
+def _extra_flags(subjects) -> list[str]:
+    return list(dict.fromkeys(f for s in subjects if isinstance(s, UserType) for f in s.extra_flags()))
+
+
+def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
+    """The capacity constants the tree defines, where a user type takes its arch from its tag."""
+    if any(isinstance(s, UserType) and s.arch is None for s in subjects):
+        return archs.defined_capacities(tgt.tree.include_root)
+    return ()
+
+
+def _parse(tgt: Target, configs: list, arch: str) -> ProbeUnit:
+    return _parse_text(tgt, probe.render(configs, capacities=_capacities(tgt, configs)), arch,
+                       _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
+
+
+def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *,
+                warm: bool = True) -> ProbeUnit:
+    """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
+    type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
+    the family's warm-up configs, :func:`cutlass_layout.probe.pch_preambles`; user types alone
+    take the includes only, cheaper to build for an arch no preset uses).
 
     clang refuses a precompiled header when any file it was built from has a newer mtime
     (a reinstalled venv, a re-unpacked tree with the same content): then the header is
     built again, once, and failing that the probe is parsed without it.
     """
-    flags = tgt.flags(arch)
+    flags = tgt.flags(arch) + list(extra or ())
     if tgt.pch:
         for _attempt in range(2):
-            pch = ensure_pch(probe.pch_preambles(arch), flags, tgt.tree.tree_hash)
+            preambles = probe.pch_preambles(arch) if warm else probe.pch_preambles(arch)[-1:]
+            pch = ensure_pch(preambles, flags, tgt.tree.tree_hash)
             if pch is None:
                 break
             try:
@@ -133,7 +228,8 @@ def _parse_text(tgt: Target, text: str, arch: str) -> ProbeUnit:
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, configs: list[Config]) -> tuple[dict[int, CompileError], set[int]] | None:
+def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = ()
+               ) -> tuple[dict[int, CompileError], set[int]] | None:
     """Map each failing config (index into ``configs``) to its first error, and say which
     of those are surely the error the config gets alone; ``None`` when some error cannot
     be tied to a config.
@@ -148,7 +244,7 @@ def _attribute(unit: ProbeUnit, configs: list[Config]) -> tuple[dict[int, Compil
     is a fresh instantiation failing the same way, not a follow-up). Whatever the error,
     a config with one does not compile alone either: it asked for the failing type.
     """
-    ranges = probe.line_ranges(configs)
+    ranges = probe.line_ranges(configs, capacities)
     failed: dict[int, CompileError] = {}
     sure: set[int] = set()
     firsts: set[tuple] = set()
@@ -231,15 +327,30 @@ def _layout_with_budget(cfg: Config, tgt: Target) -> LayoutReport | None:
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
     """Instantiate the kernel's device entry point (``cutlass::device_kernel<GemmKernel>``) in
     a CUDA device pass with function bodies, so that asserts inside ``operator()`` (tile
-    shape, TMA alignment) fire. Returns the first error, or ``None`` when it compiles.
+    shape, TMA alignment) fire. Returns the first error that is not clang-only (see
+    :func:`check_kernel_diagnostics`), or ``None`` when it compiles.
 
     Costs a full parse without the precompiled header (about 20 s on 2 cores).
     """
-    text = probe.render([subject]) + probe.kernel_instantiation(0)
-    flags = [f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"]
+    return check_kernel_diagnostics(tgt, subject, arch)[0]
+
+
+def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None = "kernel"
+                             ) -> tuple[CompileError | None, list[CompileError]]:
+    """:func:`check_kernel`'s device pass: ``(first real error or None, clang-only errors)``.
+
+    A clang-only error (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`: clang rejects what
+    nvcc's front end accepts) is not a reason to say "does not compile"; clang recovers from
+    it (the name is taken as the type it names) and goes on checking the rest.
+    """
+    text = (probe.render([subject], capacities=_capacities(tgt, [subject]))
+            + probe.kernel_instantiation(0, kind))
+    flags = ([f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"]
+             + _extra_flags([subject]))
     unit = ProbeUnit(text, flags, tgt.tree.include_root, skip_bodies=False)
     errors = unit.errors()
-    return errors[0] if errors else None
+    real = [e for e in errors if clang_only(e) is None]
+    return (real[0] if real else None), [e for e in errors if clang_only(e) is not None]
 
 
 #: The code whose every change invalidates the cached reports.
@@ -400,6 +511,21 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     return out  # type: ignore[return-value]
 
 
+def _check_stages(subject, rep: LayoutReport) -> None:
+    """A user type laid out with ``STAGES=N`` must have N stages: a header that sets its stage
+    count itself would otherwise answer for another stage count than asked.
+
+    Raises:
+        BadInput: it has another stage count.
+    """
+    if (isinstance(subject, UserType) and subject.stages is not None and rep.error is None
+            and rep.stages is not None and rep.stages != subject.stages):
+        raise BadInput(f"{probe.STAGES_MACRO}={subject.stages} gave {subject.type} "
+                       f"{rep.stages} stages: {subject.header.name} does not take its stage count "
+                       f"from {probe.STAGES_MACRO} (write #ifndef {probe.STAGES_MACRO} / #define "
+                       f"{probe.STAGES_MACRO} {rep.stages} / #endif and pass {probe.STAGES_MACRO} on)")
+
+
 def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
     """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`."""
     rep.checked = "kernel"
@@ -407,7 +533,8 @@ def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
         return rep
     if rep.kernel is None:
         raise BadInput("checking the kernel body needs a kernel type (GemmUniversal), not a collective")
-    err = check_kernel(tgt, cfg, cfg.arch)
+    arch = rep.config.get("arch") or parse_arch(cfg)  # a user type's, found from its tag
+    err, rep.clang_only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
     if err is not None:
         rep.kernel = rep.mainloop = rep.epilogue = None
         rep.stages = rep.capacity = rep.tma_transaction_bytes = None
@@ -424,10 +551,10 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
             done(i, rep)
 
     out: list[LayoutReport | None] = [None] * len(configs)
-    by_arch: dict[str, list[int]] = {}
+    by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):
-        by_arch.setdefault(c.arch, []).append(i)
-    for arch, idxs in by_arch.items():
+        by_unit.setdefault(_unit_key(c), []).append(i)
+    for (arch, _), idxs in by_unit.items():
         prov = tgt.provenance(arch)
         pending = [idxs]
         while pending:
@@ -440,9 +567,13 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
                                f"CUTLASS tree {tgt.tree.include_root})")
             if not errors:
                 for k, i in enumerate(group):
-                    give(i, _read(unit, configs[i], k, prov))
+                    rep = _read(unit, configs[i], k, prov)
+                    _check_stages(configs[i], rep)
+                    give(i, rep)
                 continue
-            tied = _attribute(unit, [configs[i] for i in group]) if len(group) > 1 else ({0: errors[0]}, {0})
+            members = [configs[i] for i in group]
+            tied = (_attribute(unit, members, _capacities(tgt, members)) if len(group) > 1
+                    else ({0: errors[0]}, {0}))
             if tied is None:  # cannot tell which config broke: split and retry
                 half = len(group) // 2
                 pending += [group[:half], group[half:]]
@@ -510,11 +641,100 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     tgt = target(cutlass, cuda_path)
     if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
         rep = _layout_and_budget(config, tgt, use_cache)
+    elif budget and isinstance(config, UserType) and not check_kernel_body:
+        rep = _user_layout_and_budget(config, tgt)
     else:
         rep = layouts([config], tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)[0]
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep
+
+
+def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
+    """A user type's report with the budget of the mainloop builder its header names, where
+    one is found (:func:`user_budget`); one parse for the layout, one for the budget."""
+    unit = _parse(tgt, [user], user.parse_arch)
+    if unit.errors():  # the plain path ties the error to the type (or raises BadInput)
+        return layouts([user], tgt)[0]
+    rep = _read(unit, user, 0, tgt.provenance(user.parse_arch))
+    _check_stages(user, rep)
+    if rep.error is None:
+        rep.builder_budget = user_budget(tgt, user, rep, unit)
+    return rep
+
+
+def builder_candidates(unit: ProbeUnit, header: Path) -> list[tuple[tuple[str, ...], str]]:
+    """The mainloop ``CollectiveBuilder``s a user's header names at namespace scope, as
+    ``(namespaces, builder)``: an alias of a builder specialization (by its qualified name),
+    or an alias written ``typename ...gemm::collective::CollectiveBuilder<...>::CollectiveOp``
+    (the builder as written, valid in the alias's namespaces)."""
+    import clang.cindex as ci
+
+    header = str(Path(header).resolve())
+    out: list[tuple[tuple[str, ...], str]] = []
+
+    def in_header(c) -> bool:
+        f = c.location.file
+        return f is not None and str(Path(f.name).resolve()) == header
+
+    def visit(cursor, ns: tuple[str, ...]):
+        for c in cursor.get_children():
+            if c.kind == ci.CursorKind.NAMESPACE and in_header(c):
+                visit(c, ns + (c.spelling,))
+            elif c.kind in (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL) and in_header(c):
+                t = c.underlying_typedef_type
+                decl = t.get_canonical().get_declaration()
+                parent = decl.semantic_parent
+                if (decl.spelling == "CollectiveBuilder" and parent is not None
+                        and parent.spelling == "collective" and parent.semantic_parent is not None
+                        and parent.semantic_parent.spelling == "gemm"):
+                    out.append((ns, "::" + "::".join(ns + (c.spelling,))))
+                    continue
+                m = _BUILDER_OP_RE.match(t.spelling)
+                if m and "epilogue" not in m.group(1):
+                    out.append((ns, m.group(1)))
+
+    visit(unit.tu.cursor, ())
+    return out
+
+
+_BUILDER_OP_RE = re.compile(r"^(?:typename\s+)?(.*\bCollectiveBuilder\s*<.*>)\s*::\s*CollectiveOp$", re.S)
+
+
+def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit) -> BuilderBudget | None:
+    """The budget of the mainloop builder that built ``user``'s mainloop (``rep``: its report;
+    ``unit``: the parse it came from), as :func:`builder_budget` reads a preset's: found among
+    :func:`builder_candidates` by ``std::is_same`` of its ``CollectiveOp`` with the mainloop.
+    ``None`` where the header names no such builder, the builder chose no stage count of its
+    own (``StageCount<N>``), or the family's stage function is not read
+    (:func:`cutlass_layout.probe.budget_family`: SM90 and SM120 block-scaled builders)."""
+    arch = rep.config.get("arch") or user.arch
+    family = archs.ARCHS[arch].family if arch in archs.ARCHS else None
+    if family not in probe.BUDGET_REDUCED or rep.mainloop is None:
+        return None
+    cands = builder_candidates(unit, user.header)
+    if not cands:
+        return None
+    text = (probe.render([user], capacities=_capacities(tgt, [user]))
+            + probe.user_budget_block(family, cands))
+    bunit = _parse_text(tgt, text, user.parse_arch, _extra_flags([user]), warm=False)
+    if bunit.errors():
+        return None
+    for j in range(len(cands)):
+        names = bunit.aliases(f"{probe.BUDGET_NAMESPACE}{j}")
+        if ProbeUnit.int_alias(names["BudgetMatch"]) != 2:
+            continue
+        stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
+        carveout = ProbeUnit.int_alias(names["BudgetCarveout"]) - 2
+        if stages <= 0 or carveout < 0:  # forwards to another builder, or StageCount<N>
+            return None
+        reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
+        capacity = (bunit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[family], reduced)
+                    if reduced > 0 else rep.capacity)
+        return BuilderBudget(capacity=capacity, carveout_bytes=carveout,
+                             stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
+                             stages=stages)
+    return None
 
 
 def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutReport:

@@ -33,7 +33,7 @@ from .inputs import LIMITS, check_limit, read_file
 
 #: The flags (keyword names of :func:`cutlass_layout.config.config_from_flags`) a grid may vary.
 GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
-             "schedule", "epilogue_schedule")
+             "schedule", "epilogue_schedule", "scales")
 
 _BRACE = re.compile(r"\{([^{}]*)\}")
 

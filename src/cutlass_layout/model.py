@@ -153,6 +153,9 @@ class Constant:
         value: its value for this config (bytes where it is a size).
         expression: the initializer's text as written in the header.
         file, line: where it is defined (file relative to the include root when inside it).
+        source: where the value comes from when the headers define no such constant (the
+            per-block opt-in limit of a CUTLASS 2.x-era arch; :mod:`cutlass_layout.archs`),
+            else ``None``.
     """
 
     name: str
@@ -160,6 +163,7 @@ class Constant:
     expression: str | None = None
     file: str | None = None
     line: int | None = None
+    source: str | None = None
 
 
 @dataclass
@@ -257,7 +261,15 @@ class LayoutReport:
     provenance: Provenance
     #: ``types`` (class types instantiated) or ``kernel`` (the device entry point too)
     checked: str = "types"
+    #: the mainloop's stage count (a sparse mainloop's ``StagesA``; a 2.x mainloop's ``kStages``)
     stages: int | None = None
+    #: a sparse mainloop's ``{"A": StagesA, "B": StagesB, "E": StagesE}`` (E 0: the metadata
+    #: stays in global memory), else ``None``
+    stage_counts: dict | None = None
+    #: what the subject is: ``kernel`` (CUTLASS 3.x ``GemmUniversal``), ``kernel2x`` (a
+    #: CUTLASS 2.x kernel: ``Mma``, ``Epilogue``, ``SharedStorage``), ``mainloop`` or
+    #: ``epilogue`` (a collective alone); ``None`` when not computed
+    subject_kind: str | None = None
     capacity: Constant | None = None
     kernel: StructLayout | None = None
     mainloop: StructLayout | None = None
@@ -265,6 +277,10 @@ class LayoutReport:
     tma_transaction_bytes: TmaBytes | None = None
     builder_budget: BuilderBudget | None = None
     error: CompileError | None = None
+    #: diagnostics of the ``--check-kernel`` pass that clang gives and nvcc's front end
+    #: does not (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`): not a reason to say
+    #: "does not compile"; the layout stands
+    clang_only: list[CompileError] = field(default_factory=list)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -329,6 +345,8 @@ class LayoutReport:
             "checked": self.checked,
             "verdict": self.verdict,
             "stages": self.stages,
+            "stage_counts": self.stage_counts,
+            "subject_kind": self.subject_kind,
             "capacity_bytes": self.capacity_bytes,
             "capacity": const(self.capacity),
             "kernel": struct(self.kernel),
@@ -341,6 +359,7 @@ class LayoutReport:
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
             "error": None if self.error is None else plain(self.error),
+            "clang_only": [plain(e) for e in self.clang_only],
         }
 
     def __repr__(self) -> str:
@@ -369,6 +388,7 @@ class LayoutReport:
         return cls(
             config=d["config"], provenance=Provenance(**d["provenance"]),
             checked=d.get("checked", "types"), stages=d.get("stages"),
+            stage_counts=d.get("stage_counts"), subject_kind=d.get("subject_kind"),
             capacity=const(d.get("capacity")),
             kernel=struct(d.get("kernel")), mainloop=struct(d.get("mainloop")),
             epilogue=struct(d.get("epilogue")),
@@ -378,6 +398,7 @@ class LayoutReport:
                 capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
                 stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
+            clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
         )
 
 
@@ -612,6 +633,8 @@ class SweepRecord:
     max_stages_kernel_bytes: int | None
     error: CompileError | None = None
     kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
+    #: a user type's arch read from its arch tag (its config says ``arch`` None), else None
+    arch_from_tag: str | None = None
 
     @property
     def exact_fit(self) -> bool | None:
@@ -621,8 +644,11 @@ class SweepRecord:
 
     def to_dict(self) -> dict:
         """The record as one entry of the JSON ``results`` list."""
+        config = self.config.to_dict()
+        if self.arch_from_tag is not None:
+            config = {**config, "arch": self.arch_from_tag, "arch_from": "tag"}
         return {
-            "config": self.config.to_dict(), "stages": self.stages,
+            "config": config, "stages": self.stages,
             "mainloop_bytes": self.mainloop_bytes, "epilogue_bytes": self.epilogue_bytes,
             "kernel_bytes": self.kernel_bytes, "capacity_bytes": self.capacity_bytes,
             "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
@@ -636,7 +662,11 @@ class SweepRecord:
         """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
         79872 B``."""
         st = self.config.stages
-        head = "auto" if st is None else f"StageCount<{st}>"
+        user = hasattr(self.config, "takes_stages")  # a user type (sweep --header)
+        if user:
+            head = "the header's default" if st is None else f"STAGES={st}"
+        else:
+            head = "auto" if st is None else f"StageCount<{st}>"
         if self.verdict == "does_not_compile":
             err = self.error
             what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
@@ -646,7 +676,10 @@ class SweepRecord:
                 how = f"fits, headroom {self.headroom_bytes}"
             else:
                 how = f"over by {-self.headroom_bytes}"
-            first = f"{head}: {self.stages} stages, {self.kernel_bytes} B, {how}"
+            size = self.kernel_bytes if self.kernel_bytes is not None else self.capacity_bytes - self.headroom_bytes
+            first = f"{head}: {self.stages} stages, {size} B, {how}"
+        if user and not self.config.takes_stages:
+            return f"{first} (the type takes no STAGES: no stage count searched)"
         if self.max_stages_that_fit is None:
             return f"{first}; no stage count fits"
         return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "

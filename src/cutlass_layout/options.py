@@ -23,20 +23,27 @@ CUDA_PATH_HELP = "CUDA root, or 'pip' for the CUDA header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
 CONFIG_FLAGS = (
-    ("--arch", "arch", "sm120", "sm120, sm121 or sm90."),
-    ("--kernel", "kernel", "grouped", "dense or grouped (ptr-array)."),
-    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, default nvfp4); bf16, f16, e4m3, "
-                       "e5m2 (SM90, default bf16)."),
+    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110 (presets); "
+                                "sm70, sm72, sm75, sm80, sm86, sm87, sm89 too with --header "
+                                "(default there: the type's arch tag)."),
+    ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse (SM120 block-scaled)."),
+    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100; default nvfp4 on SM120), "
+                       "e4m3 with --scales (SM120 blockwise); bf16, f16, e4m3, e5m2 (SM90, SM100; "
+                       "default bf16)."),
     ("--b", "b", None, "B element (default: same as A)."),
     ("--tile", "tile", "128x128x128",
      "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element)."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
     ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
-    ("--d", "d", None, "D element: bf16, f16, f32 (default bf16)."),
-    ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer or trtllm-moe."),
-    ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90)."),
+    ("--d", "d", None, "D element: bf16, f16, f32 (default bf16); nvfp4, mxfp4, mxfp8 = D with "
+                       "block scale factors (SFD, SM120 and SM100)."),
+    ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer, trtllm-moe, or vllm "
+                                         "(SM120 blockwise FP8)."),
+    ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
     ("--epilogue-schedule", "epilogue_schedule", "auto", "auto (the preset's), tma or nosmem."),
+    ("--scales", "scales", None, "Blockwise scale granularity MxNxK of the SM120 FP8 GEMM "
+                                 "(1x128x128 or 128x128x128; with --a e4m3)."),
 )
 
 #: Parameter names of :data:`CONFIG_FLAGS`.
@@ -48,7 +55,8 @@ _FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
 _FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (the same builds) or sm90.",
                 "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
                 "preset": "Not recorded per tactic: refused here (see --family moe).",
-                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout)."}
+                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout).",
+                "scales": "Not recorded per tactic: refused here (the flag is shared with layout)."}
 
 
 def config_options(*, repeatable: bool = False, filters: bool = False):
@@ -67,6 +75,22 @@ def config_options(*, repeatable: bool = False, filters: bool = False):
                                  help=help_)(f)
         return f
     return decorate
+
+
+def header_options(f):
+    """Decorator adding ``--header FILE``, ``--type NAME``, ``-I DIR`` (parameter
+    ``includes``) and ``-D NAME[=VALUE]`` (parameter ``defines``), both repeatable: a user's
+    own kernel type instead of a preset."""
+    f = click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
+                     help="With --header: define a macro for the header (repeatable).")(f)
+    f = click.option("-I", "--include", "includes", multiple=True, metavar="DIR",
+                     help="With --header: an include directory the header needs (repeatable).")(f)
+    f = click.option("--type", "type_name", default=None, metavar="NAME",
+                     help="Qualified name of the kernel (3.x GemmKernel, 2.x kernel or device "
+                          "Gemm), CollectiveMainloop or CollectiveEpilogue to lay out.")(f)
+    return click.option("--header", type=str, default=None, metavar="FILE",
+                        help="A header declaring your own kernel or collective type (with "
+                             "--type); --stages N defines its STAGES macro.")(f)
 
 
 def cuda_path_option(f):

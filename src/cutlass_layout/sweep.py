@@ -16,6 +16,11 @@ choice. Every number it reports comes from a layout of the engine:
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
 
+A grid may also be user types (``sweep --header``, :class:`~cutlass_layout.probe.UserType`):
+each is laid out as the header defines it, and where the header takes its stage count from
+the ``STAGES`` macro, the same search runs over ``STAGES=N`` (N from 2: every pipelined
+mainloop needs two stages); a type that does not take it gets no search.
+
 Every layout comes from the engine's results cache when it holds it (one entry per
 config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine`), so a
 repeated sweep runs the whole search over cached layouts without starting libclang.
@@ -33,6 +38,7 @@ import time
 
 from .config import Config
 from .errors import BadInput
+from .probe import UserType
 from .model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
 from .runner import Pool, Progress, default_jobs
 
@@ -63,19 +69,27 @@ def _chunk_worker(tgt, configs: list[Config]):
 
 #: Capacity per family, only to guess which configs do not compile (chunk order); every
 #: capacity reported is read from the headers.
-_CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448}
+_CAPACITY_GUESS = {"sm120": 101376, "sm90": 232448, "sm100": 232448}
 #: Guesses of the epilogue's carve-out and of the bytes a builder counts per stage besides
 #: the A and B tiles (pipeline barriers), per family (same use): SM120's TMA epilogues take
-#: about 9 KB; SM90's default (``EpilogueScheduleAuto``) takes none.
-_CARVEOUT_GUESS = {"sm120": 9216, "sm90": 0}
-_STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32}
+#: about 9 KB; SM90's default (``EpilogueScheduleAuto``) takes none; SM100's 1SM/2SM TMA
+#: epilogues tens of KB (a guess: a wrong one costs a layout, never a number).
+_CARVEOUT_GUESS = {"sm120": 9216, "sm90": 0, "sm100": 32768}
+_STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32, "sm100": 32}
+
+
+def _arch(c) -> str:
+    """The arch whose flags parse ``c`` (see :func:`cutlass_layout.engine.parse_arch`)."""
+    return c.parse_arch if isinstance(c, UserType) else c.arch
 
 
 def _stage_bytes_guess(c: Config) -> int:
     """A rough per-stage byte count (A and B tiles and their block scale factors), only to
-    order configs and guess which ones do not compile."""
+    order configs and guess which ones do not compile (0 for a user type)."""
     from .config import ELEMENTS
 
+    if isinstance(c, UserType):
+        return 0
     m, n, k = c.tile
     sf = {"nvfp4": 16, "mxfp4": 32, "mxfp8": 32}
     scales = sum(rows * k // sf[e] for rows, e in ((m, c.a), (n, c.b)) if e in sf)
@@ -90,8 +104,9 @@ def _stages_guess(c: Config) -> int:
 
 
 def _min_stages(c: Config) -> int:
-    """The fewest stages the family's collectives accept (their static_assert)."""
-    return 2 if c.family == "sm120" else 1
+    """The fewest stages the family's collectives accept (their static_assert); 2 for a user
+    type (every pipelined mainloop needs two)."""
+    return 2 if isinstance(c, UserType) or c.family == "sm120" else 1
 
 
 def _likely_fails(c: Config) -> bool:
@@ -99,6 +114,8 @@ def _likely_fails(c: Config) -> bool:
     the config fails its static_assert. A guess: it only keeps such configs out of the
     translation units of configs that compile (a unit with an error gives no numbers, and
     the others in it must be parsed again)."""
+    if isinstance(c, UserType):
+        return False
     return c.stages is None and _stages_guess(c) < _min_stages(c)
 
 
@@ -108,7 +125,7 @@ def _first_candidate(c: Config) -> Config | None:
     builder's choice is the largest that fits), or the minimum when the auto config likely
     does not compile. A wrong guess costs one layout (still a point of the search), never
     a number."""
-    if c.stages is not None:
+    if c.stages is not None or isinstance(c, UserType):
         return None
     n = _min_stages(c) if _likely_fails(c) else _stages_guess(c) + 1
     return c.with_(stages=n) if _min_stages(c) <= n <= MAX_STAGES else None
@@ -116,6 +133,8 @@ def _first_candidate(c: Config) -> Config | None:
 
 def _mainloop_key(c: Config) -> tuple:
     """What the mainloop type depends on (the epilogue flavour does not change it)."""
+    if isinstance(c, UserType):
+        return c.unit_key()
     return (c.arch, c.kernel, c.a, c.b, c.tile, c.cluster, c.schedule)
 
 
@@ -130,9 +149,9 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     instantiates the mainloop once, and the second config costs a fraction of the first.
     """
     groups: dict[tuple, list[Config]] = {}
-    for c in sorted(configs, key=lambda c: (c.arch, _likely_fails(c), _stage_bytes_guess(c),
+    for c in sorted(configs, key=lambda c: (_arch(c), _likely_fails(c), _stage_bytes_guess(c),
                                             repr(_mainloop_key(c)))):
-        groups.setdefault((c.arch, _likely_fails(c)), []).append(c)
+        groups.setdefault((_arch(c), _likely_fails(c)), []).append(c)
     out = []
     for group in groups.values():
         n = len(group)
@@ -202,8 +221,11 @@ class _Layouts:
         if not todo:
             return out
         if self.tgt.pch:
-            for arch in sorted({c.arch for c in todo}):
-                ensure_pch(probe.pch_preambles(arch), self.tgt.flags(arch), self.tgt.tree.tree_hash)
+            for arch in sorted({_arch(c) for c in todo}):
+                pre = probe.pch_preambles(arch)
+                if not any(isinstance(c, Config) and c.arch == arch for c in todo):
+                    pre = pre[-1:]  # user types alone: the includes (as the engine parses them)
+                ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash)
         first = _chunks(todo, self.jobs)
         pool = Pool(self.jobs, parallel=len(first) > 1)
         parallel = pool.parallel
@@ -270,7 +292,9 @@ class _Search:
 
     def __init__(self, base: Config):
         self.base = base
-        self.min_n = 2 if base.family == "sm120" else 1
+        self.min_n = _min_stages(base)
+        #: a user type that does not take STAGES: no stage count to search
+        self.fixed = isinstance(base, UserType) and not base.takes_stages
         #: N -> (kernel bytes, mainloop bytes), or None when StageCount<N> does not compile
         self.points: dict[int, tuple[int, int] | None] = {}
         self.capacity: int | None = None
@@ -282,7 +306,9 @@ class _Search:
                 self.points[n] = None
             return
         self.capacity = rep.capacity_bytes
-        self.points[rep.stages] = (rep.kernel.size, rep.mainloop.size)
+        if rep.stages is not None:  # a user type may have none
+            mainloop = rep.mainloop.size if rep.mainloop is not None else rep.subject.size
+            self.points[rep.stages] = (rep.subject.size, mainloop)
 
     def _fits(self, n: int) -> bool:
         p = self.points.get(n)
@@ -298,10 +324,14 @@ class _Search:
         return lo, hi
 
     def done(self) -> bool:
+        if self.fixed:
+            return True
         lo, hi = self.bounds()
         return hi == lo + 1 or lo >= MAX_STAGES
 
     def result(self) -> tuple[int | None, int | None]:
+        if self.fixed:
+            return None, None
         lo, _ = self.bounds()
         if lo < self.min_n:
             return None, None
@@ -344,9 +374,9 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
     return SweepRecord(
         config=cfg,
         stages=rep.stages,
-        mainloop_bytes=rep.mainloop.size if ok else None,
-        epilogue_bytes=rep.epilogue.size if ok else None,
-        kernel_bytes=rep.kernel.size if ok else None,
+        mainloop_bytes=rep.mainloop.size if ok and rep.mainloop else None,
+        epilogue_bytes=rep.epilogue.size if ok and rep.epilogue else None,
+        kernel_bytes=rep.kernel.size if ok and rep.kernel else None,
         capacity_bytes=rep.capacity_bytes,
         headroom_bytes=rep.headroom_bytes,
         verdict=rep.verdict,
@@ -354,6 +384,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
         max_stages_kernel_bytes=mx_bytes,
         error=rep.error,
         kernel_layout=rep.kernel if ok else None,
+        arch_from_tag=rep.config.get("arch") if rep.config.get("arch_from") == "tag" else None,
     )
 
 
@@ -373,13 +404,13 @@ def _as_configs(grid, values: dict) -> list[Config]:
                        "such as tile='128x{32,64}x128'")
     if isinstance(grid, dict):
         return grid_configs(grid)
-    if isinstance(grid, (Config, str)):
+    if isinstance(grid, (Config, UserType, str)):
         grid = [grid]
     try:
         items = list(grid)
     except TypeError:
         raise BadInput(f"grid {grid!r}: give configs, a dict of grid values, or grid values") from None
-    return [config_from(c) for c in items]
+    return [c if isinstance(c, UserType) else config_from(c) for c in items]
 
 
 def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
@@ -464,7 +495,7 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
              "parse_cpu_seconds": round(runner.cpu, 2),
              "worker_peak_rss_mb": round(runner.peak_mb, 1),
              "seconds": round(time.perf_counter() - t0, 3)}
-    return SweepResult(provenance=tgt.provenance(grid[0].arch), grid=grid,
+    return SweepResult(provenance=tgt.provenance(_arch(grid[0])), grid=grid,
                        records=[found[c] for c in grid], stats=stats)
 
 

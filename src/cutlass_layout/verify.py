@@ -69,7 +69,10 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
 
     Returns ``(sizes, fields)``: ``sizes[i] = (kernel, mainloop, epilogue, stages)`` (a
     missing part prints as 1, a missing stage count as 0) and ``fields[(i, alias, path)] =
-    (offset, size)`` for each ``(alias, path)`` of ``paths[i]``. Bytes.
+    (offset, size)`` for each ``(alias, path)`` of ``paths[i]``, and ``fields[(i, "Stages",
+    "B"|"E")] = (N, 0)`` for a sparse mainloop's ``StagesB``/``StagesE``. Bytes. User types
+    (:class:`~cutlass_layout.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
+    ``STAGES`` differ in separate calls (a header is read once per translation unit).
 
     Raises:
         BadInput: nvcc is not on PATH, or it failed (its last lines are in the message).
@@ -81,7 +84,10 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     src = work / "probe.cu"
     src.write_text(probe.render(subjects, with_main=True, offsets=paths))
     exe = work / "probe"
-    cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", f"-I{include_root}", str(src), "-o", str(exe)]
+    extra = list(dict.fromkeys(f for s in subjects if isinstance(s, probe.UserType)
+                               for f in s.extra_flags()))
+    cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}", str(src),
+           "-o", str(exe)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = " | ".join(ln.strip() for ln in proc.stderr.splitlines() if "error" in ln)[:400]
@@ -111,11 +117,12 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
         BadInput: nvcc missing or failing.
     """
     result = Verification()
-    by_arch: dict[str, list[int]] = {}
+    by_arch: dict[tuple, list[int]] = {}
     for i, (s, r) in enumerate(zip(subjects, reports)):
-        if r.error is None:
-            by_arch.setdefault(s.arch, []).append(i)
-    for arch, idxs in by_arch.items():
+        if r.error is None:  # a user type's arch may come from its tag: the report has it
+            unit = s.unit_key() if isinstance(s, probe.UserType) else None
+            by_arch.setdefault((r.config.get("arch") or s.arch, unit), []).append(i)
+    for (arch, _), idxs in by_arch.items():
         paths, want = [], {}
         for k, i in enumerate(idxs):
             mine = []
@@ -136,6 +143,12 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
             result.sizes += 4
             if got != mine:
                 result.mismatches.append(f"{subjects[i].label()}: sizes {mine} vs nvcc {got}")
+            for which, n in (r.stage_counts or {}).items():
+                if which != "A":
+                    result.sizes += 1
+                    theirs = fields.get((k, "Stages", which), (None,))[0]
+                    if theirs != (0 if n is None else n):
+                        result.mismatches.append(f"{subjects[i].label()}: Stages{which} {n} vs nvcc {theirs}")
         for key, val in want.items():
             result.fields += 1
             if fields.get(key) != val:

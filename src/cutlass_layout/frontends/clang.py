@@ -40,10 +40,32 @@ _ACCESS = {
     ci.AccessSpecifier.PROTECTED: "protected",
     ci.AccessSpecifier.PUBLIC: "public",
 }
+#: clang's spelling of an unnamed struct or union type: ``union (unnamed at /path/x.h:271:5)``
+_UNNAMED_RE = re.compile(r"\((?:unnamed|anonymous)(?: (?:struct|union|class))? at [^()]*\)")
 _INSTANTIATED_RE = re.compile(r"^in instantiation of template class '(.*)' requested here$", re.S)
 #: a follow-up of a failed class instantiation: a member looked up in the invalid class
 FOLLOW_UP_RE = re.compile(r"^no (?:type|member) named '[^']*' in '(.*)'$", re.S)
 _SA_RE = re.compile(r"^static assertion failed(?: due to requirement '(.*)')?(?:: (.*))?$", re.S)
+
+#: Errors clang gives where nvcc's front end (EDG) accepts the code, each with why. clang
+#: has no flag that accepts these (``-fms-compatibility`` downgrades a missing ``typename``
+#: only where clang can recover a type at parse time, not in a template argument resolved at
+#: instantiation; ``-std=c++20``'s implicit ``typename`` does not cover template arguments):
+#: they are reported as clang-only diagnostics, not as "does not compile".
+CLANG_ONLY = (
+    (re.compile(r"^missing 'typename' prior to dependent type name "),
+     "nvcc's front end accepts a dependent type name without 'typename' as a template "
+     "argument (CUTLASS's SM120 sparse collectives write "
+     "make_fragment_like<ThrMma::Atom::Traits::ValTypeE>(...)); clang requires the keyword"),
+)
+
+
+def clang_only(err: CompileError) -> str | None:
+    """Why ``err`` is a clang-only diagnostic (:data:`CLANG_ONLY`), or ``None`` when it is not one."""
+    for pattern, why in CLANG_ONLY:
+        if pattern.search(err.message):
+            return why
+    return None
 
 
 @lru_cache(maxsize=1)
@@ -432,7 +454,8 @@ class ProbeUnit:
         align = max(canon.get_align(), 0)
         loc = cursor.location
         f = FieldLayout(
-            name=name, type=written.spelling, offset=offset, size=size, type_align=align,
+            name=name, type=_UNNAMED_RE.sub("(unnamed)", written.spelling), offset=offset,
+            size=size, type_align=align,
             declared_alignas=alignas,
             file=self.rel(loc.file.name) if loc.file else None, line=loc.line if loc.file else None,
             access=_ACCESS.get(cursor.access_specifier, "public"),

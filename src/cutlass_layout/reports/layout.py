@@ -75,13 +75,17 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(f"[red]{rep.error.one_line()}[/red]")
         con.print(_checked_text(rep))
         return
-    stages = "-" if rep.stages is None else rep.stages
-    con.print(f"Stages: {stages}   TMA transaction bytes per stage: {_tma_text(rep)}")
+    con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {_tma_text(rep)}")
     parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
              if getattr(rep, n) is not None]
-    con.print("SharedStorage sizes: " + ", ".join(parts) +
-              ("  (the kernel composes the collectives' storage with pipelines and alignment)"
-               if rep.kernel is not None else ""))
+    if rep.subject_kind == "kernel2x":
+        note = ("  (a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
+                "epilogue's storage, in a union where the kernel overlaps them)")
+    elif rep.kernel is not None:
+        note = "  (the kernel composes the collectives' storage with pipelines and alignment)"
+    else:
+        note = ""
+    con.print("SharedStorage sizes: " + ", ".join(parts) + note)
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
@@ -89,7 +93,13 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     if rep.builder_budget is not None:
         con.print(budget_text(rep))
     con.print(total_text(rep, markup=True))
+    if rep.capacity.source:
+        con.print(f"  capacity: {rep.capacity.source}", soft_wrap=True)
     con.print(_checked_text(rep))
+    for e in rep.clang_only:
+        where_e = f" ({e.file}:{e.line})" if e.file else ""
+        con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
+                  f"{e.message}{where_e}", soft_wrap=True)
 
 
 def total_text(rep: LayoutReport, markup: bool = False) -> str:
@@ -110,8 +120,8 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
         verdict = color(f"over capacity by {-rep.headroom_bytes} B", "red")
-    what = "Total" if rep.kernel is not None else "Collective alone (no kernel around it)"
-    return f"{what} {rep.subject.size} B of {cap.value} B ({where}): {verdict}"
+    what = "Total" if rep.kernel is not None else f"{rep.subject_kind or 'Collective'} alone (no kernel around it)"
+    return f"{what[0].upper()}{what[1:]} {rep.subject.size} B of {cap.value} B ({where}): {verdict}"
 
 
 def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
@@ -138,7 +148,11 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
                     markdown_table(_STRUCT_COLUMNS, struct_rows(st, max_depth, dotted=True))]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
+    if rep.capacity.source:
+        out += [f"capacity: {md_cell(rep.capacity.source)}", ""]
     out.append(_checked_text(rep))
+    out += [f"- clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
+            f"{md_cell(e.message)}" + (f" (`{e.file}:{e.line}`)" if e.file else "") for e in rep.clang_only]
     return "\n".join(out) + "\n"
 
 
@@ -147,7 +161,8 @@ def budget_text(rep: LayoutReport) -> str:
     b = rep.builder_budget
     cap = b.capacity
     where = f", {cap.file}:{cap.line}" if cap.file else ""
-    gap = rep.kernel.size - b.budgeted_bytes
+    size = rep.subject.size
+    gap = size - b.budgeted_bytes
     if gap > 0:
         why = (f"{gap} B more than budgeted: the builder does not count the kernel's own "
                "pipelines, scheduler, descriptors and alignment")
@@ -158,12 +173,22 @@ def budget_text(rep: LayoutReport) -> str:
     return (
         f"Builder budget: ({cap.name} {cap.value} B{where} - carve-out {b.carveout_bytes} B) / "
         f"{b.stage_bytes} B per stage as the builder counts it = {b.stages} stages; it budgets "
-        f"{b.budgeted_bytes} B, the kernel takes {rep.kernel.size} B ({why})"
+        f"{b.budgeted_bytes} B, the {'kernel' if rep.kernel is not None else 'mainloop'} takes {size} B ({why})"
     )
+
+
+def stages_text(rep: LayoutReport) -> str:
+    """``4``, or a sparse mainloop's ``A 3, B 3, E 3`` (``-`` when there is no stage count)."""
+    if rep.stage_counts:
+        return ", ".join(f"{k} {'-' if v is None else v}" for k, v in rep.stage_counts.items())
+    return "-" if rep.stages is None else str(rep.stages)
 
 
 def _checked_text(rep: LayoutReport) -> str:
     if rep.checked == "kernel":
+        if rep.clang_only:
+            return ("checked: kernel (the device entry point was instantiated too; clang reported "
+                    f"{len(rep.clang_only)} diagnostic(s) that nvcc does not, below)")
         return "checked: kernel (the device entry point was instantiated too)"
     return "checked: types (asserts inside kernel bodies were not instantiated; --check-kernel does)"
 
@@ -182,7 +207,11 @@ def _label(cfg: dict) -> str:
         tile = "x".join(map(str, cfg["tile"] or [])) or "?"
         return f"tactic {cfg['tactic']}  tile {tile}  ({cfg['file']}:{cfg['line']}, {cfg['launcher']})"
     if "type" in cfg:
-        return f"{cfg['type']} from {cfg['header']} ({cfg['arch']})"
+        arch = cfg["arch"] or "arch of its tag"
+        if cfg.get("arch_from") == "tag":
+            arch += ", from the type's arch tag; --arch for another GPU"
+        st = f", STAGES={cfg['stages']}" if cfg.get("stages") is not None else ""
+        return f"{cfg['type']} from {cfg['header']} ({arch}{st})"
     t = "x".join(map(str, cfg["tile"]))
     sched = "" if cfg.get("schedule", "auto") == "auto" else f"  schedule {cfg['schedule']}"
     epi = cfg.get("epilogue_schedule", "auto")

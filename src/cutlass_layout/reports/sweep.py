@@ -25,6 +25,9 @@ def to_csv(result: SweepResult) -> str:
     w.writerow(CSV_COLUMNS)
     for r in result.records:
         c = r.config.to_dict()
+        if "type" in c:  # a user type (sweep --header): its name in the kernel column
+            c = {**c, "kernel": c["type"], "tile": [], "cluster": [],
+                 "stages": c.get("stages", "default"), "arch": r.arch_from_tag or c["arch"]}
         row = {
             **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
                                      "epilogue_schedule")},
@@ -51,9 +54,12 @@ def varying_keys(configs: list[dict]) -> list[str]:
     """Config keys (besides tile and stages) that differ between configs (their
     ``to_dict()``), leaving out B when it always equals A, and C/D when the preset alone
     decides them."""
+    if any("type" in c for c in configs):  # user types (sweep --header)
+        return [k for k in ("arch", "header", "type")
+                if len({json.dumps(c.get(k)) for c in configs}) > 1]
     keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule")
-    out = [k for k in keys if len({json.dumps(c[k]) for c in configs}) > 1]
+            "epilogue_schedule", "scales")
+    out = [k for k in keys if len({json.dumps(c.get(k)) for c in configs}) > 1]
     if all(c["a"] == c["b"] for c in configs):
         out = [k for k in out if k != "b"]
     for k in ("c", "d"):
@@ -68,7 +74,9 @@ def varying_keys(configs: list[dict]) -> list[str]:
 def config_label(cfg: dict, varying: list[str], tile_bytes: bool = False) -> str:
     """The tile plus the config keys that vary in the sweep (``128x256x128 trtllm-moe``);
     with ``tile_bytes`` the tile's K in bytes of A's element (``128x256x64B``), the unit the
-    user typed it in."""
+    user typed it in; a user type's name (with its arch and header where they vary)."""
+    if "type" in cfg:
+        return " ".join([cfg["type"]] + [str(cfg.get(k)) for k in varying if k != "type"])
     parts = [tile_text(cfg["tile"], cfg.get("a"), tile_bytes)]
     for k in varying:
         v = cfg[k]
@@ -87,11 +95,11 @@ _COLUMNS = [Column("verdict"), Column("config", wrap=True), Column("stages", rig
 def _table(result: SweepResult, tile_bytes: bool):
     """(records in report order, the line of what all configs share, rows, labels)."""
     recs = result.sorted_records()
-    cfgs = {id(r): r.config.to_dict() for r in result.records}
+    cfgs = {id(r): r.to_dict()["config"] for r in result.records}
     common = cfgs[id(result.records[0])]
     var = varying_keys(list(cfgs.values()))
-    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d")
-            if k not in var and len({json.dumps(c[k]) for c in cfgs.values()}) == 1]
+    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "header")
+            if k not in var and k in common and len({json.dumps(c.get(k)) for c in cfgs.values()}) == 1]
     fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
              for k in same]
     head = f"{len(recs)} configs: " + ", ".join(fixed)
@@ -126,8 +134,18 @@ def _notes(recs, labels) -> list[tuple[str, str | None]]:
     return out
 
 
-_LEGEND = ("bytes throughout; 'max that fits' = largest StageCount<N> whose kernel fits "
-           "(laid out, as is N+1)")
+_LEGEND = ("bytes throughout; 'max that fits' = largest StageCount<N> (with --header: "
+           "STAGES=N) whose kernel fits (laid out, as is N+1)")
+
+
+def _capacity_text(recs) -> str | None:
+    """``capacity 101376 B per block``, or each arch's when a sweep spans several."""
+    caps = sorted({r.capacity_bytes for r in recs if r.capacity_bytes})
+    if not caps:
+        return None
+    if len(caps) == 1:
+        return f"capacity {caps[0]} B per block"
+    return "capacity per block " + ", ".join(f"{c} B" for c in caps) + " (per arch)"
 _CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
             "not instantiated: `layout --check-kernel` does, per config)")
 
@@ -144,9 +162,9 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
     recs, head, rows, labels = _table(result, tile_bytes)
     con.print(head, soft_wrap=True)
     print_table(con, rich_table(_COLUMNS, rows))
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
-    if cap is not None:
-        con.print(f"capacity {cap} B per block; {_LEGEND}")
+    cap = _capacity_text(recs)
+    if cap:
+        con.print(f"{cap}; {_LEGEND}")
     con.print(_CHECKED)
     for line, where in _notes(recs, labels):
         con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
@@ -159,9 +177,9 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     configs that do not fit and the counts."""
     p = result.provenance
     recs, head, rows, labels = _table(result, tile_bytes)
-    cap = next((r.capacity_bytes for r in recs if r.capacity_bytes), None)
+    cap = _capacity_text(recs)
     out = [f"#### Sweep: {source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", "",
-           md_cell(head) + (f"; capacity {cap} B per block" if cap is not None else ""), "",
+           md_cell(head) + (f"; {cap}" if cap else ""), "",
            markdown_table(_COLUMNS, rows)]
     notes = _notes(recs, labels)
     for line, where in notes:

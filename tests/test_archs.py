@@ -1,0 +1,125 @@
+"""Every arch ``--arch`` takes, and its capacity: the constant the headers being read define
+(SM90 ``sm90_common.inl``; SM100, SM101, SM103, SM110 and SM120, SM121 ``cutlass/arch/arch.h``),
+or for the CUTLASS 2.x era (SM70 to SM89, no constant in the headers) the documented per-block
+opt-in limit, said so. Expected values by hand from the headers' text (``grep`` of each tree)
+and from the CUDA C++ Programming Guide's table (compute capability 8.0: 163 KB; 8.6 and 8.9:
+99 KB; 7.5: 64 KB; 7.0: 96 KB), which CUTLASS's ``SharedMemPerCC`` repeats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cutlass_layout import BadInput, Config, UserType, layouts
+from cutlass_layout.archs import ARCHS, arch, defined_capacities, from_cc
+from cutlass_layout.cli import main
+
+HEADERS = Path(__file__).resolve().parent.parent / "fixtures" / "headers"
+TINY = HEADERS / "tiny_storage.hpp"
+
+
+def test_every_arch_has_a_capacity_source():
+    for a in ARCHS.values():
+        assert (a.capacity is None) != (a.optin_bytes is None), a.name
+        assert a.gpu_arch.startswith("sm_") and from_cc(a.cc) is a
+    assert {a.name for a in ARCHS.values() if a.capacity is None} == {
+        "sm70", "sm72", "sm75", "sm80", "sm86", "sm87", "sm89"}
+    assert arch("sm80").optin_bytes == 163 * 1024 == 166912
+    assert arch("sm86").optin_bytes == arch("sm89").optin_bytes == 99 * 1024 == 101376
+    assert arch("sm75").optin_bytes == 65536 and arch("sm70").optin_bytes == 98304
+    assert "SharedMemPerCC[80]" in arch("sm80").optin_source
+    for name in ("sm100", "sm101", "sm103", "sm110"):
+        assert arch(name).capacity == "cutlass::arch::sm100_smem_capacity_bytes"
+    assert arch("sm121").capacity == arch("sm120").capacity == "cutlass::arch::sm120_smem_capacity_bytes"
+    with pytest.raises(BadInput, match="unknown arch 'sm99'"):
+        arch("sm99")
+
+
+def test_defined_capacities_read_the_tree(tmp_path):
+    (tmp_path / "cutlass/arch").mkdir(parents=True)
+    (tmp_path / "cutlass/arch/arch.h").write_text("constexpr int sm100_smem_capacity_bytes = 1;\n")
+    assert defined_capacities(tmp_path) == ("cutlass::arch::sm100_smem_capacity_bytes",)
+    assert defined_capacities(tmp_path / "nowhere") == ()
+
+
+def test_preset_archs_and_2x_archs(capsys):
+    assert Config(arch="sm103").family == "sm100" and Config(arch="sm121").family == "sm120"
+    with pytest.raises(BadInput, match="2.x-era arch"):
+        Config(arch="sm86")
+    assert main(["layout", "--arch", "sm89"]) == 2
+    assert "--header" in capsys.readouterr().err
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+def test_capacity_of_every_arch_from_the_headers(tree, request):
+    """One type with a SharedStorage, laid out for each arch: the capacity is the tree's
+    constant, with its file and line (4.2.0 and flashinfer 0.7.2.post1 keep them at the same
+    lines: arch.h 44/45, sm90_common.inl 57), or the documented limit."""
+    tgt = request.getfixturevalue(tree)
+    names = ["sm75", "sm80", "sm86", "sm90", "sm100", "sm103", "sm110", "sm120", "sm121"]
+    if tree == "fi072":  # the other tree: one arch per source of capacity
+        names = ["sm80", "sm90", "sm100", "sm120"]
+    subjects = [UserType(TINY, "tiny::Plain", name) for name in names]
+    want = {
+        "sm75": (None, 65536), "sm80": (None, 166912), "sm86": (None, 101376),
+        "sm90": ("sm90_smem_capacity_bytes", 232448, "cutlass/gemm/collective/builders/sm90_common.inl", 57),
+        "sm100": ("sm100_smem_capacity_bytes", 232448, "cutlass/arch/arch.h", 44),
+        "sm103": ("sm100_smem_capacity_bytes", 232448, "cutlass/arch/arch.h", 44),
+        "sm110": ("sm100_smem_capacity_bytes", 232448, "cutlass/arch/arch.h", 44),
+        "sm120": ("sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", 45),
+        "sm121": ("sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", 45),
+    }
+    for name, rep in zip(names, layouts(subjects, tgt)):
+        assert rep.error is None, rep.error
+        assert rep.epilogue.size == 1000 and rep.subject_kind == "epilogue"
+        cap = rep.capacity
+        if want[name][0] is None:
+            assert cap.value == want[name][1] and cap.file is None
+            assert "opt-in" in cap.source and "cutlass_library" in cap.source
+        else:
+            assert (cap.name, cap.value, cap.file, cap.line) == want[name]
+            assert cap.source is None
+
+
+@pytest.mark.network
+def test_capacity_from_the_arch_tag(nc420, capsys):
+    """Without --arch the type's own ArchTag decides; without a tag, --arch is asked for."""
+    subjects = [UserType(TINY, f"tiny::Tagged{n}") for n in (80, 90, 100, 120)]
+    reps = layouts(subjects, nc420)
+    assert [(r.config["arch"], r.config["arch_from"], r.capacity_bytes) for r in reps] == [
+        ("sm80", "tag", 166912), ("sm90", "tag", 232448), ("sm100", "tag", 232448),
+        ("sm120", "tag", 101376)]
+    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(TINY),
+                 "--type", "tiny::Plain"])
+    assert code == 2 and "no arch tag" in capsys.readouterr().err
+
+
+@pytest.mark.network
+def test_include_dirs_and_defines(nc420, capsys):
+    """-I DIR and -D NAME=VALUE reach the header: 3 * 256 bytes."""
+    header = HEADERS / "needs_include.hpp"
+    argv = ["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(header),
+            "--type", "tiny::NeedsInclude", "-I", str(HEADERS / "extra"), "-D", "TINY_COPIES=3",
+            "--json"]
+    assert main(argv) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["epilogue"]["size"] == 768 and doc["capacity_bytes"] == 232448
+    assert doc["config"]["defines"] == ["TINY_COPIES=3"]
+    # without the include directory the header's own include is missing: bad input
+    assert main(argv[:7] + ["-D", "TINY_COPIES=3"]) == 2
+    assert "tiny_extent.hpp" in capsys.readouterr().err
+
+
+def test_header_flag_errors(capsys):
+    assert main(["layout", "--header", str(TINY), "--type", "tiny::Plain", "--tile", "128x64x64"]) == 2
+    assert "--tile describes a preset" in capsys.readouterr().err
+    assert main(["layout", "--header", str(TINY), "--type", "tiny::Plain", "--stages", "3"]) == 2
+    assert "STAGES macro" in capsys.readouterr().err
+    assert main(["layout", "--header", str(TINY), "--type", "tiny::Plain", "-D", "1X=2"]) == 2
+    assert "NAME or NAME=VALUE" in capsys.readouterr().err
+    assert main(["layout", "--header", str(TINY), "--type", "tiny::Plain", "-I", "/no/such/dir"]) == 2
+    assert "include directory not found" in capsys.readouterr().err

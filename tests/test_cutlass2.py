@@ -1,0 +1,93 @@
+"""CUTLASS 2.x kernels through --header: named as kernels, with their stage count, their
+capacity from the arch they run on, and the most stages that fit (sweep --header).
+
+The fixture (fixtures/headers/cutlass2_grouped.hpp) is a grouped fp16 GEMM,
+``kernel::DefaultGemmGrouped`` with threadblock 128x128x32, warp 64x64x32, Sm80, stages from
+its STAGES macro (8 by default), and the same shapes as a ``device::Gemm``. By hand from the
+headers: the mainloop (``MmaBase::SharedStorage``) holds A 128x32 and B 32x128 halfs per
+stage, 2 * 8192 B = 16384 B; 8 stages 131072 B; the grouped kernel's SharedStorage
+(``gemm_grouped.h``) is a union of that and the epilogue's storage, then the problem
+visitor's 1 byte, rounded up to its 16-byte alignment: 131088 B. sm86 allows 101376 B per
+block (99 KB), sm80 166912 (163 KB): 6 stages (6 * 16384 + 16 = 98320 B) fit on sm86, 7
+(114704 B) do not. ``device::Gemm``'s ``kernel::Gemm`` SharedStorage is the union alone:
+131072 B. nvcc agrees on every size, stage count and member offset, on two CUTLASS versions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cutlass_layout import UserType, layouts, sweep
+from cutlass_layout.cli import main
+from cutlass_layout.verify import verify_with_nvcc
+
+HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "cutlass2_grouped.hpp"
+
+pytestmark = pytest.mark.network
+
+
+def grouped(arch=None, stages=None):
+    return UserType(HEADER, "legacy::Grouped", arch, stages=stages)
+
+
+def test_grouped_kernel_8_stages(nc420):
+    rep = layouts([grouped()], nc420)[0]
+    assert rep.error is None
+    assert rep.subject_kind == "kernel2x" and rep.stages == 8
+    assert rep.kernel.size == 131088 and rep.mainloop.size == 131072
+    assert rep.kernel.find("kernel.main_loop.operand_B").offset == 65536
+    assert rep.kernel.find("problem_visitor").offset == 131072
+    assert rep.kernel.type.startswith("cutlass::gemm::kernel::GemmGrouped<")
+    # the arch tag of a multistage mainloop is Sm80: sm80's capacity, said so
+    assert (rep.config["arch"], rep.config["arch_from"]) == ("sm80", "tag")
+    assert rep.capacity_bytes == 166912 and rep.fits
+
+
+def test_over_on_sm86_fits_on_sm80(nc420, capsys):
+    root = str(nc420.tree.include_root)
+    base = ["layout", "--cutlass", root, "--header", str(HEADER), "--type", "legacy::Grouped", "--check"]
+    assert main(base + ["--arch", "sm86"]) == 1
+    out = capsys.readouterr().out
+    assert "Stages: 8" in out and "131088 B of 101376 B" in out and "over capacity by 29712 B" in out
+    assert "CUTLASS 2.x kernel" in out and "opt-in" in out
+    assert main(base + ["--arch", "sm80"]) == 0
+    assert "131088 B of 166912 B" in capsys.readouterr().out
+    assert main(base + ["--arch", "sm86", "--stages", "6", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["stages"], doc["kernel"]["size"], doc["config"]["stages"]) == (6, 98320, 6)
+
+
+def test_max_stages_that_fit_on_sm86(nc420, capsys):
+    res = sweep([grouped("sm86")], nc420, jobs=1)
+    r = res.records[0]
+    assert (r.stages, r.kernel_bytes, r.verdict) == (8, 131088, "over_capacity")
+    assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (6, 98320)
+    assert main(["sweep", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADER),
+                 "--type", "legacy::Grouped", "--arch", "sm86", "--arch", "sm80", "--jobs", "1",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    got = {d["config"]["arch"]: (d["max_stages_that_fit"], d["max_stages_kernel_bytes"])
+           for d in doc["results"]}
+    # sm80: 10 * 16384 + 16 = 163856 fits 166912, 11 stages (180240) do not
+    assert got == {"sm86": (6, 98320), "sm80": (10, 163856)}
+
+
+def test_device_gemm(nc420):
+    rep = layouts([UserType(HEADER, "legacy::Dense", "sm80")], nc420)[0]
+    assert rep.subject_kind == "kernel2x" and rep.stages == 8
+    assert rep.kernel.size == 131072 and rep.kernel.union
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+def test_cutlass2_equals_nvcc(tree, request, nvcc):
+    tgt = request.getfixturevalue(tree)
+    subjects = [grouped("sm80"), UserType(HEADER, "legacy::Dense", "sm80"), grouped("sm86", 6)]
+    reps = layouts(subjects, tgt)
+    assert [r.kernel.size for r in reps] == [131088, 131072, 98320]
+    v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
+    assert v.agree, v.mismatches
+    assert v.sizes == 12 and v.fields >= 10
