@@ -75,6 +75,17 @@ def test_max_stages_that_fit_on_sm86(nc420, capsys):
     assert got == {"sm86": (6, 98320), "sm80": (10, 163856)}
 
 
+def test_sweep_header_plot(nc420, tmp_path, capsys):
+    """A sweep of a user type draws its chart (two arches) and its memory map (one)."""
+    pytest.importorskip("matplotlib")
+    base = ["sweep", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADER),
+            "--type", "legacy::Grouped", "--jobs", "1"]
+    assert main(base + ["--arch", "sm86", "--arch", "sm80", "--plot", str(tmp_path / "a.png")]) == 0
+    assert main(base + ["--arch", "sm86", "--format", "markdown", "--plot", str(tmp_path / "b.svg")]) == 0
+    assert "legacy::Grouped" in capsys.readouterr().out
+    assert (tmp_path / "a.png").stat().st_size > 0 and (tmp_path / "b.svg").stat().st_size > 0
+
+
 def test_device_gemm(nc420):
     rep = layouts([UserType(HEADER, "legacy::Dense", "sm80")], nc420)[0]
     assert rep.subject_kind == "kernel2x" and rep.stages == 8

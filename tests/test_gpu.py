@@ -89,6 +89,18 @@ def test_user_types_are_not_launched(no_gpu, tmp_path, capsys):
     assert "--verify nvcc" in line
 
 
+@pytest.mark.parametrize("argv", [
+    ["layout", "--verify", "gpu"],  # SM120 NVFP4: block-scaled
+    ["layout", "--a", "e4m3", "--scales", "1x128x128", "--kernel", "dense", "--verify", "gpu"],
+    ["sweep", "--kernel", "sparse", "--tile", "128x128x256", "--verify", "gpu"],
+    ["sweep", "--arch", "sm100", "--a", "nvfp4", "--d", "nvfp4", "--c", "bf16", "--verify", "gpu"],
+], ids=["block-scaled", "blockwise", "sparse", "sfd"])
+def test_families_the_program_does_not_fill_are_refused(no_gpu, argv, capsys):
+    """Before any GPU or nvcc check: the program fills only A, B and their strides."""
+    line = _one_error_line(argv, capsys)
+    assert "plain element types" in line and "--verify nvcc" in line
+
+
 def test_sweep_verify_takes_only_gpu(capsys):
     assert "'nvcc' is not 'gpu'" in _one_error_line(["sweep", "--verify", "nvcc"], capsys)
 

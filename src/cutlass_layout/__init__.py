@@ -24,8 +24,9 @@ compile (``layout(..., raise_on_error=True)`` raises :class:`DoesNotCompile` ins
 (``from cutlass_layout.sweep import MAX_STAGES``), or take it from ``sys.modules``.
 
 Layers, each using only those above it: :mod:`~cutlass_layout.model` (with ``errors``,
-``cache`` and ``runner``, which import nothing from the package) -> ``config``,
-``sources``, ``cuda`` -> :mod:`~cutlass_layout.frontends` (libclang, tree-sitter) ->
+``cache``, ``inputs`` and ``runner``, which import nothing from the package but the errors)
+-> ``archs``, ``config``, ``sources``, ``cuda`` -> :mod:`~cutlass_layout.frontends`
+(libclang, tree-sitter) ->
 ``probe`` -> :mod:`~cutlass_layout.engine` (and ``kernels``: an install's own sources) ->
 the commands (``sweep``, ``diff``, ``scan``, ``audit``)
 -> :mod:`~cutlass_layout.reports` -> :mod:`~cutlass_layout.cli`.

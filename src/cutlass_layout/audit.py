@@ -274,7 +274,7 @@ def tactic_filter(**values):
 
     Raises:
         BadInput: a key that is not recorded per tactic (``c``, ``preset``,
-            ``epilogue_schedule``, ``arch`` is the audit's own), or a bad value.
+            ``epilogue_schedule``, ``scales``; ``arch`` is the audit's own), or a bad value.
     """
     from .config import KERNELS, parse_shape, parse_stages, split_tile
     from .grid import expand_braces
@@ -291,7 +291,7 @@ def tactic_filter(**values):
         if key == "kernel":
             bad = [v for v in vals if v.lower() not in KERNELS]
             if bad:
-                raise BadInput(f"unknown kernel {bad[0]!r}: choose dense or grouped")
+                raise BadInput(f"unknown kernel {bad[0]!r}: choose {', '.join(KERNELS)}")
             want = {v.lower() for v in vals}
             tests.append(lambda t, w=want: t.kernel in w)
         elif key in ("a", "b", "d"):
@@ -344,7 +344,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         src: a flashinfer install: site-packages or package dir, ``.whl``,
             ``flashinfer-python==VERSION``, or None for the one installed here
             (:func:`cutlass_layout.sources.resolve_flashinfer`).
-        arch: ``sm120`` (default; ``sm121`` is the same builds), ``sm100`` or ``sm90``.
+        arch: ``sm120`` (default; ``sm121`` is the same builds) or ``sm90`` (``sm100`` is
+            refused: not supported yet).
         family: keep only tactics of this family (``moe``, or a JIT module name).
         grep: keep only tactics whose name, launcher or file contains this text.
         cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
@@ -359,8 +360,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         tactic with verdict ``does_not_compile`` and its first error (bytes throughout).
 
     Raises:
-        BadInput: no flashinfer at ``src``, one too old to have JIT module builders for the
-            arch, builders that could not run at all, unusable CUDA headers.
+        BadInput: an arch other than sm120, sm121 or sm90; no flashinfer at ``src``, one too
+            old to have JIT module builders for the arch, builders that could not run at all,
+            unusable CUDA headers; a bad filter value (:func:`tactic_filter`).
     """
     from . import engine
     from .flashinfer_jit import jit_modules

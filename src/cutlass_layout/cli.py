@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from . import engine, probe
-from .config import Config, config_from_flags, parse_stages
+from .config import config_from_flags, parse_stages
 from .errors import BadInput, CutlassLayoutError
 from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
                       limits_option, output_format, source_options)
@@ -138,10 +138,9 @@ def _verify_preflight(verify, subject):
         raise BadInput(f"--verify {verify!r}: choose nvcc or gpu")
     if verify != "gpu":
         return None
-    from .gpu import preflight
+    from .gpu import check_launchable, preflight
 
-    if not isinstance(subject, Config):
-        raise BadInput("--verify gpu launches preset configs; for your own type use --verify nvcc")
+    check_launchable([subject])
     return preflight(subject.arch)
 
 
@@ -268,8 +267,9 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         raise BadInput("the grid is empty")
     device = None
     if verify:
-        from .gpu import preflight
+        from .gpu import check_launchable, preflight
 
+        check_launchable(configs)
         archs = {c.arch for c in configs}
         if len(archs) != 1:
             raise BadInput(f"--verify gpu: the grid mixes archs ({', '.join(sorted(archs))}); "
@@ -357,7 +357,8 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         if structural_only or numeric_only or grid_file or set(given) - {"arch"}:
             raise BadInput("--audit compares the kernels the installs build: it takes --arch "
                            "and --family, no grid flags, --structural-only or --numeric-only")
-        res = diff(old, new, audit=True, arch=given.get("arch"), family=family, cuda_path=cuda_path)
+        res = diff(old, new, audit=True, arch=_arch_values(given.get("arch")) or None, family=family,
+                   cuda_path=cuda_path)
         res.old.source, res.new.source = old, new
         if fmt == "json":
             click.echo(json.dumps(res.to_dict(), indent=2))
@@ -371,7 +372,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     old_tree = resolve_side(old, "old")
     new_tree = resolve_side(new, "new")
     values = {k: list(v) for k, v in flags.items() if v}
-    archs = values.get("arch")
+    archs = _arch_values(values.get("arch")) or None
     if grid_file and values:
         raise BadInput("--grid FILE cannot be combined with config flags")
     if grid_file:
@@ -394,6 +395,13 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         click.echo(render_text(res, tile_bytes=tile_bytes), nl=False)
     if exit_code and res.has_differences:
         sys.exit(1)
+
+
+def _arch_values(raw) -> list[str]:
+    """Repeated ``--arch`` values, braces expanded (``sm{90,120}``), lower case."""
+    from .grid import expand_braces
+
+    return [a.lower() for r in (raw or ()) for a in expand_braces(str(r))]
 
 
 def _typed_in_bytes(tiles) -> bool:
@@ -507,7 +515,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
     if jobs is not None and jobs < 1:
         raise BadInput(f"--jobs {jobs}: give a positive number")
-    archs = [a.lower() for a in flags.pop("arch")]
+    archs = _arch_values(flags.pop("arch"))
     if len(set(archs)) > 1:
         raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
     arch = archs[0] if archs else "sm120"

@@ -604,8 +604,11 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
 #: What the headers and structs of an arch family are named with. SM120/SM121 GEMMs are built
 #: on SM90's kernels (``sm90_gemm_*``), epilogues (``sm90_epilogue_*``) and pipelines, so
 #: the SM120 family keeps those too.
-ARCH_WORDS = {"sm120": ("sm120", "sm121", "sm12x", "sm90"), "sm121": ("sm120", "sm121", "sm12x", "sm90"),
-              "sm90": ("sm90",)}
+#: SM101/SM103/SM110 run SM100's kernels (arch tag ``Sm100``), so they keep the SM100 family's.
+_SM120_WORDS = ("sm120", "sm121", "sm12x", "sm90")
+_SM100_WORDS = ("sm100", "sm101", "sm103", "sm110", "sm10x", "sm11x")
+ARCH_WORDS = {"sm120": _SM120_WORDS, "sm121": _SM120_WORDS, "sm90": ("sm90",),
+              **{a: _SM100_WORDS for a in ("sm100", "sm101", "sm103", "sm110")}}
 #: ``sm100_umma_builder.inl``, ``arch::Sm100``, ``MainloopSm100TmaUmma...``, ``SM90``
 _ARCH_TOKEN = re.compile(r"(?:(?<![A-Za-z0-9])sm|Sm|SM)_?(\d+[a-z]?)")
 
@@ -670,7 +673,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             install (:func:`cutlass_layout.audit.audit`, from the results cache where it has
             run), its tactics matched by id and tile (:func:`audit_diff`); ``arch`` (one;
             default ``sm120``) and ``family`` as in ``audit``.
-        arch: an arch (``sm120``, ``sm121``, ``sm90``) or several: the structural view keeps
+        arch: an arch (any of :data:`cutlass_layout.config.ARCHS`) or several: the structural view keeps
             the headers and structs of their families (:func:`keep_arch`; the others are
             counted in ``structural_others`` and are not differences), and, without a
             ``grid``, the numeric grid is of that arch.

@@ -354,7 +354,7 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 
 #: The code whose every change invalidates the cached reports.
-ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "model.py", "frontends/clang.py")
+ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "archs.py", "model.py", "frontends/clang.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")

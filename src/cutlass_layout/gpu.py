@@ -409,6 +409,29 @@ def read_checks(folder: Path, device: GpuDevice | None = None) -> GpuVerificatio
     return GpuVerification(device=device or GpuDevice("?", (0, 0), None), runs=runs)
 
 
+def check_launchable(configs) -> None:
+    """Refuse the configs :func:`gpu_program` cannot launch: user types, and the families whose
+    arguments it does not fill (block-scaled A/B and their scale factors, sparse A and its
+    metadata, blockwise FP8 scales, a D with scale factors). What it launches: dense and
+    grouped GEMMs of plain element types (measured on SM90, README "--verify gpu").
+
+    Raises:
+        BadInput: naming the first config it cannot launch and why.
+    """
+    from .config import SCALED_OUTPUTS
+
+    for cfg in configs:
+        if not isinstance(cfg, Config):
+            raise BadInput("--verify gpu launches preset configs; for your own type use --verify nvcc")
+        why = ("block-scaled A/B (scale factors)" if cfg.block_scaled else
+               "a sparse A" if cfg.kernel == "sparse" else
+               "blockwise scales" if cfg.scales is not None else
+               "a D with scale factors" if cfg.element_d in SCALED_OUTPUTS else None)
+        if why is not None:
+            raise BadInput(f"--verify gpu launches GEMMs of plain element types; {cfg.label()} has "
+                           f"{why}, which its program does not fill (use --verify nvcc)")
+
+
 def preflight(arch: str) -> GpuDevice:
     """The local GPU, checked for a GPU check of ``arch`` kernels.
 
@@ -462,5 +485,5 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         shutil.rmtree(work, ignore_errors=True)
 
 
-__all__ = ["GpuDevice", "GpuRun", "GpuVerification", "RUNNER", "find_gpu", "gpu_program",
+__all__ = ["GpuDevice", "GpuRun", "GpuVerification", "RUNNER", "check_launchable", "find_gpu", "gpu_program",
            "preflight", "read_checks", "verify_on_gpu", "write_checks"]

@@ -14,12 +14,15 @@ def describe_grid(configs: list) -> str:
     if not configs:
         return "(empty)"
     parts = []
-    for attr in ("arch", "kernel", "a", "b", "preset", "stages", "c", "d"):
+    for attr in ("arch", "kernel", "a", "b", "preset", "stages", "c", "d", "scales"):
         seen = []
         for c in configs:
-            v = c.to_dict()[attr]
+            v = c.to_dict().get(attr)
+            v = "x".join(map(str, v)) if isinstance(v, (list, tuple)) else v
             if v not in seen:
                 seen.append(v)
+        if attr == "scales" and seen == [None]:
+            continue  # no blockwise configs in the grid
         parts.append(f"{attr} {','.join(map(str, seen))}")
     tiles = []
     for c in configs:
@@ -161,6 +164,8 @@ def _row_name(r: NumericRow, tile_bytes: bool) -> str:
     for k in ("schedule", "epilogue_schedule"):
         if c.get(k, "auto") != "auto":
             name += f" {c[k]}"
+    if c.get("scales"):
+        name += f" scales {'x'.join(map(str, c['scales']))}"
     return name
 
 
@@ -204,7 +209,8 @@ def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
     """The readable report: sides, structural changes by file, then the numeric table with
     the rows that differ flagged ``*`` (verdict changes first, flagged ``!``). Under each
     changed row: the kernel members whose size changed (at most ``member_lines``; ``offset``
-    in bytes from the start of the kernel's SharedStorage) and how many only moved.
+    in bytes from the start of the kernel's SharedStorage) and how many only moved. With an
+    audit diff (``diff --audit``), its section last (:func:`_audit_lines`).
     ``tile_bytes``: tiles with K in bytes of A's element."""
     out = [_side_line("old", res.old), _side_line("new", res.new)]
     out += [f"note: {n}" for n in res.notes]
@@ -296,7 +302,7 @@ def _audit_lines(a, member_lines: int) -> list[str]:
 def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = False) -> str:
     """The diff in GitHub Markdown: both sides, the structural changes (folded in a
     ``<details>`` block, by file), the numeric table and, under it, what changed in each row
-    that differs (bytes)."""
+    that differs (bytes), and the audit diff's lines where there is one."""
     def side(name, s):
         p = s.provenance
         return (f"- {name}: `{md_cell(s.source)}`: CUTLASS {p.cutlass_version} (version.h), "

@@ -1,5 +1,5 @@
-"""The readable table and the JSON text of one :class:`~cutlass_layout.model.LayoutReport`
-(``cutlass-layout layout``)."""
+"""The readable table, the Markdown and the JSON text of one
+:class:`~cutlass_layout.model.LayoutReport` (``cutlass-layout layout``)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,10 @@ def default_console() -> Console:
     return Console(highlight=False, width=160, soft_wrap=True)
 
 
+_KERNEL2X_NOTE = ("a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
+                  "epilogue's storage, in a union where the kernel overlaps them")
+
+
 def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
            structs: tuple[str, ...] = ("kernel",)) -> None:
     """Print the readable report: provenance, stages, TMA bytes, member tables, verdict."""
@@ -79,8 +83,7 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
              if getattr(rep, n) is not None]
     if rep.subject_kind == "kernel2x":
-        note = ("  (a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
-                "epilogue's storage, in a union where the kernel overlaps them)")
+        note = f"  ({_KERNEL2X_NOTE})"
     elif rep.kernel is not None:
         note = "  (the kernel composes the collectives' storage with pipelines and alignment)"
     else:
@@ -137,10 +140,12 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
         out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
         return "\n".join(out) + "\n"
     out += [f"**{md_cell(total_text(rep))}**", "",
-            f"Stages: {'-' if rep.stages is None else rep.stages}; TMA transaction bytes per "
+            f"Stages: {stages_text(rep)}; TMA transaction bytes per "
             f"stage: {_tma_text(rep)}; SharedStorage sizes: " + ", ".join(
                 f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
                 if getattr(rep, n) is not None), ""]
+    if rep.subject_kind == "kernel2x":
+        out += [_KERNEL2X_NOTE, ""]
     for name in structs:
         st = getattr(rep, name)
         if st is not None:
@@ -216,6 +221,8 @@ def _label(cfg: dict) -> str:
     sched = "" if cfg.get("schedule", "auto") == "auto" else f"  schedule {cfg['schedule']}"
     epi = cfg.get("epilogue_schedule", "auto")
     epi = "" if epi == "auto" else f", epilogue {epi}"
+    if cfg.get("scales"):
+        sched += f"  scales {'x'.join(map(str, cfg['scales']))}"
     return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
             f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
             f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})")

@@ -413,8 +413,8 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
     cfgs = [r.config.to_dict() for r in records]
     var = varying_keys(cfgs)
     labels = [config_label(c, var, tile_bytes) for c in cfgs]
-    if len({str(c["stages"]) for c in cfgs}) > 1:  # the stage counts asked for vary too
-        labels = [f"{t} {'auto' if c['stages'] == 'auto' else str(c['stages']) + ' st'}"
+    if len({str(c.get("stages")) for c in cfgs}) > 1:  # the stage counts asked for vary too
+        labels = [f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
                   for t, c in zip(labels, cfgs)]
     longest = max((len(t) for t in labels), default=0)
     fig = Figure(figsize=(max(7.0, 0.42 * n + 3.2), 4.4 + 0.06 * longest), layout="constrained")
@@ -510,7 +510,9 @@ def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
     src = source_name(p.origin, p.cutlass_version)
     if len(recs) == 1 and recs[0].kernel_layout is not None:
         r = recs[0]
-        title = (f"{src}: kernel SharedStorage\n{_title(r.config.to_dict(), tile_bytes)}: "
+        cfg = r.config.to_dict()
+        what = f"{cfg['type']} ({cfg.get('arch')})" if "type" in cfg else _title(cfg, tile_bytes)
+        title = (f"{src}: kernel SharedStorage\n{what}: "
                  f"{_verdict_words(r.kernel_bytes, r.capacity_bytes, r.stages)}")
         fig = memory_map(r.kernel_layout, r.capacity_bytes, title=title)
     else:
@@ -518,7 +520,7 @@ def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
         var = set(varying_keys(cfgs)) | {"tile", "stages"}
         shared = []
         for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "stages"):
-            if k not in var and cfgs:
+            if k not in var and cfgs and cfgs[0].get(k) is not None:
                 shared.append(f"{k} {cfgs[0][k]}" if k not in ("a", "b", "c", "d")
                               else f"{k.upper()} {cfgs[0][k]}")
         sub = ", ".join(shared)

@@ -1,4 +1,4 @@
-"""The readable table and the CSV of a :class:`~cutlass_layout.model.SweepResult`
+"""The readable table, the Markdown and the CSV of a :class:`~cutlass_layout.model.SweepResult`
 (``cutlass-layout sweep``), and the short config labels the table and the plots share."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ..model import VERDICTS, CompileError, SweepResult
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
-               "preset", "schedule", "epilogue_schedule", "stages", "mainloop_bytes",
+               "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",
                "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
                "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
 
@@ -33,6 +33,7 @@ def to_csv(result: SweepResult) -> str:
                                      "epilogue_schedule")},
             "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
             "requested_stages": c["stages"],
+            "scales": "x".join(map(str, c["scales"])) if c.get("scales") else None,
             **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
                                            "kernel_bytes", "capacity_bytes", "headroom_bytes",
                                            "verdict", "max_stages_that_fit",
@@ -146,6 +147,8 @@ def _capacity_text(recs) -> str | None:
     if len(caps) == 1:
         return f"capacity {caps[0]} B per block"
     return "capacity per block " + ", ".join(f"{c} B" for c in caps) + " (per arch)"
+
+
 _CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
             "not instantiated: `layout --check-kernel` does, per config)")
 
