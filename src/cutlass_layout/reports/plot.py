@@ -420,7 +420,9 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
     fig = Figure(figsize=(max(7.0, 0.42 * n + 3.2), 4.4 + 0.06 * longest), layout="constrained")
     ax = fig.add_subplot()
     caps = [r.capacity_bytes for r in records if r.capacity_bytes]
-    cap = caps[0] if caps else None
+    # one capacity, or (a sweep over arches) the largest sets the band, each bar gets its own
+    cap = max(caps) if caps else None
+    per_bar = len(set(caps)) > 1
     sizes = [r.kernel_bytes for r in records if r.kernel_bytes] + \
         [r.max_stages_kernel_bytes for r in records if r.max_stages_kernel_bytes]
     top = max(sizes + [cap or 0, 1])
@@ -451,11 +453,27 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
             ax.text(i, h + (ymax - ymin) * 0.01, str(r.stages), ha="center", va="bottom",
                     fontsize=_FONT - 1)
         if r.max_stages_kernel_bytes is not None and r.max_stages_kernel_bytes != r.kernel_bytes:
-            ax.plot([i], [r.max_stages_kernel_bytes], marker="o", color="black", markersize=5,
-                    linestyle="none", gid=f"max:{i}")
-            ax.text(i + 0.22, r.max_stages_kernel_bytes, str(r.max_stages_that_fit),
+            y = min(r.max_stages_kernel_bytes, ymax)  # above the axis: on its top edge, as ^
+            ax.plot([i], [y], marker="o" if y == r.max_stages_kernel_bytes else "^", color="black",
+                    markersize=5, linestyle="none", gid=f"max:{i}", clip_on=False)
+            ax.text(i + 0.22, y, str(r.max_stages_that_fit) if y == r.max_stages_kernel_bytes else
+                    f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes} B)",
                     ha="left", va="center", fontsize=_FONT - 2)
-    if cap is not None:
+    if per_bar:
+        tr = blended_transform_factory(ax.transAxes, ax.transData)
+        for i, r in enumerate(records):
+            if r.capacity_bytes:
+                # white beneath: the dashes stay visible across a red (over capacity) bar
+                ax.hlines(r.capacity_bytes, i - 0.5, i + 0.5, color="white", linewidth=3.5, zorder=3)
+                ax.hlines(r.capacity_bytes, i - 0.5, i + 0.5, color=_CAP_COLOR, linestyle="--",
+                          linewidth=1.5, gid=f"capacity:{i}", zorder=4)
+        for c in sorted(set(caps)):
+            archs_ = sorted({str(getattr(r, "arch_from_tag", None) or r.config.arch)
+                             for r in records if r.capacity_bytes == c})
+            ax.text(1.01, c, f"capacity {c} B ({', '.join(archs_)})", transform=tr,
+                    color=_CAP_COLOR, ha="left", va="center", fontsize=_FONT,
+                    gid=f"capacity-label:{c}", clip_on=False)
+    elif cap is not None:
         ax.axhline(cap, color=_CAP_COLOR, linestyle="--", linewidth=1.5, gid="capacity")
         tr = blended_transform_factory(ax.transAxes, ax.transData)
         ax.text(1.01, cap, f"capacity {cap} B", transform=tr, color=_CAP_COLOR, ha="left",
