@@ -298,6 +298,12 @@ def test_072_moe_matches_handed_e(audit_072):
     # the generator does not emit)
     assert all(t.runtime_candidate is True for t in moe)
     assert find_tactic(audit_072, "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize").report.kernel.size == 102400
+    # a part of the id shared with the /swap_ab twin: the id it ends picks the one without
+    assert find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4/bf16/finalize").id == \
+        "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize"
+    assert find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4/bf16/finalize/swap").swap_ab
+    with pytest.raises(BadInput, match="tactics match"):
+        find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4")
 
 
 @pytest.mark.network

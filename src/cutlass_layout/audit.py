@@ -563,7 +563,9 @@ def sort_tactics(tactics: list[Tactic]) -> list[Tactic]:
 
 
 def find_tactic(result: AuditResult, text: str) -> Tactic:
-    """The one tactic whose id equals ``text``, or else contains it (case-insensitive).
+    """The one tactic whose id equals ``text``, or else contains it (case-insensitive); of
+    several that contain it, the one whose id ends with it (``.../finalize`` rather than its
+    twin ``.../finalize/swap_ab``).
 
     Raises:
         BadInput: none or several match (the message lists up to eight ids).
@@ -572,6 +574,10 @@ def find_tactic(result: AuditResult, text: str) -> Tactic:
     if text in ids:
         return ids[text]
     hits = [i for i in ids if text.lower() in i.lower()]
+    if len(hits) > 1:
+        ends = [i for i in hits if i.lower().endswith(text.lower())]
+        if len(ends) == 1:
+            hits = ends
     if len(hits) == 1:
         return ids[hits[0]]
     if not hits:

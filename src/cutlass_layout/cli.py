@@ -183,8 +183,11 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_f
 
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     _check_plot(plot_file)
-    # an id names its family first (moe/CtaShape...): only that family's sources are read
+    # an id names its family first (moe/CtaShape...): only that family's sources are read;
+    # TensorRT-LLM's tile names (CtaShape128x256x64B, or 128x256x64B) are the MoE family's
     family = tactic.split("/", 1)[0] if "/" in tactic else None
+    if re.search(r"ctashape|^\d+x\d+x\d+b(/|$)", tactic, re.I):
+        family = "moe"
     res = audit(src, arch, family=family, cuda_path=cuda_path, progress=True)
     if family is not None and not res.tactics:  # not a family name after all
         res = audit(src, arch, cuda_path=cuda_path, progress=True)
