@@ -81,6 +81,9 @@ def test_layout_json_schema(capsys):
     assert doc["tma_transaction_bytes"]["total"] == 18432
     assert doc["tma_transaction_bytes"]["expressions"]["total"]["line"] > 0
     assert doc["headroom_bytes"] == 101376 - 84992 and doc["fits"] is True
+    # --format json is --json
+    assert main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernel"]["size"] == 84992
 
 
 @pytest.mark.network

@@ -71,7 +71,6 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
-    as_json = fmt == "json"
     if tactic is not None:
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
                               check, depth, show, plot_file)
@@ -98,7 +97,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         if check_kernel and "kernel body" in str(exc):
             raise BadInput(f"--check-kernel: {exc}") from None
         raise
-    if as_json:
+    if fmt == "json":
         doc = rep.to_dict()
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
@@ -107,10 +106,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                                     "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json.dumps(doc, indent=2))
     else:
-        if fmt == "markdown":
-            click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
-        else:
-            layout_report.render(rep, max_depth=depth or None, structs=structs)
+        _show_layout(rep, fmt, depth, structs)
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
@@ -123,13 +119,21 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
     if rep.error is not None:
-        if as_json:
+        if fmt == "json":
             click.echo(f"error: {rep.error.one_line()}", err=True)
         sys.exit(3)
     if verify and not v.agree:
         sys.exit(4)
     if check and not rep.fits:
         sys.exit(1)
+
+
+def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...]) -> None:
+    """A layout report as Markdown or as the terminal's table (``--depth 0``: every level)."""
+    if fmt == "markdown":
+        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
+    else:
+        layout_report.render(rep, max_depth=depth or None, structs=structs)
 
 
 def _verify_preflight(verify, subject):
@@ -195,10 +199,8 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_f
     rep = t.report
     if fmt == "json":
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
-    elif fmt == "markdown":
-        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
     else:
-        layout_report.render(rep, max_depth=depth or None, structs=structs)
+        _show_layout(rep, fmt, depth, structs)
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 
@@ -355,39 +357,29 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     if structural_only and numeric_only:
         raise BadInput("--structural-only and --numeric-only exclude each other")
+    values = {k: list(v) for k, v in flags.items() if v}
     if with_audit:
-        given = {k: v for k, v in flags.items() if v}
-        if structural_only or numeric_only or grid_file or set(given) - {"arch"}:
+        if structural_only or numeric_only or grid_file or set(values) - {"arch"}:
             raise BadInput("--audit compares the kernels the installs build: it takes --arch "
                            "and --family, no grid flags, --structural-only or --numeric-only")
-        res = diff(old, new, audit=True, arch=_arch_values(given.get("arch")) or None, family=family,
+        res = diff(old, new, audit=True, arch=_arch_values(values.get("arch")) or None, family=family,
                    cuda_path=cuda_path)
-        res.old.source, res.new.source = old, new
-        if fmt == "json":
-            click.echo(json.dumps(res.to_dict(), indent=2))
-        elif fmt == "markdown":
-            click.echo(to_markdown(res), nl=False)
-        else:
-            click.echo(render_text(res), nl=False)
-        if exit_code and res.has_differences:
-            sys.exit(1)
-        return
-    old_tree = resolve_side(old, "old")
-    new_tree = resolve_side(new, "new")
-    values = {k: list(v) for k, v in flags.items() if v}
-    archs = _arch_values(values.get("arch")) or None
-    if grid_file and values:
-        raise BadInput("--grid FILE cannot be combined with config flags")
-    if grid_file:
-        configs, source = load_grid_file(grid_file), "file"
-    elif values and not structural_only:
-        configs, source = grid_from_values(values, old_tree, new_tree), "flags"
     else:
-        configs, source = None, "default"
-    if structural_only and set(values) - {"arch"}:
-        raise BadInput("--structural-only takes no config flags but --arch")
-    res = diff(old_tree, new_tree, configs, structural=not numeric_only,
-               numeric=not structural_only, arch=archs, cuda_path=cuda_path, grid_source=source)
+        old_tree = resolve_side(old, "old")
+        new_tree = resolve_side(new, "new")
+        archs = _arch_values(values.get("arch")) or None
+        if grid_file and values:
+            raise BadInput("--grid FILE cannot be combined with config flags")
+        if grid_file:
+            configs, source = load_grid_file(grid_file), "file"
+        elif values and not structural_only:
+            configs, source = grid_from_values(values, old_tree, new_tree), "flags"
+        else:
+            configs, source = None, "default"
+        if structural_only and set(values) - {"arch"}:
+            raise BadInput("--structural-only takes no config flags but --arch")
+        res = diff(old_tree, new_tree, configs, structural=not numeric_only,
+                   numeric=not structural_only, arch=archs, cuda_path=cuda_path, grid_source=source)
     res.old.source, res.new.source = old, new
     tile_bytes = _typed_in_bytes(values.get("tile"))
     if fmt == "json":

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import probe
+from .archs import ARCHS
 from .model import CompileError, LayoutReport, Provenance
 
 #: The CUTLASS 3.x kernel class every GEMM kernel type is an instance of.
@@ -47,12 +48,9 @@ PROBE_PREFIX = "cl_k"
 REHOST_PROBE = 9000
 REHOSTED = "<re-hosted>"
 
-#: Capacity constants per arch family (read from the headers being parsed).
-CAPACITY = {
-    "sm120": "cutlass::arch::sm120_smem_capacity_bytes",
-    "sm100": "cutlass::arch::sm100_smem_capacity_bytes",
-    "sm90": "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
-}
+#: Capacity constants per arch family (read from the headers being parsed): those of
+#: :data:`cutlass_layout.archs.ARCHS`.
+CAPACITY = {f: ARCHS[f].capacity for f in ("sm120", "sm100", "sm90")}
 
 
 def arch_family(sm: int) -> str | None:
@@ -472,7 +470,7 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location
-    from .launchers import (KERNEL_ALIAS_RE, blank_comments, explicit_instantiations, macro_definition,
+    from .launchers import (KERNEL_ALIAS_RE, _matching, blank_comments, explicit_instantiations, macro_definition,
                             rehost_template, trimmed_macro)
 
     main = unit.filename
@@ -530,7 +528,7 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
         end = template.extent.end.offset
         clean = blank_comments(src)
         brace = clean.find("{", end)
-        close = _matching_brace(clean, brace) if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None
+        close = _matching(clean, brace, "{", "}") if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None
         if close is None:
             continue
         definition = src[template.extent.start.offset:close + 1]
@@ -556,18 +554,6 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
             block = probe.subject_block(name_alias, capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}_")
             out.rehost_probes += f"{opening}\n{block}{closing}\n"
     return out
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 def _find_template(unit, name: str, paths: set[tuple]):
@@ -642,10 +628,10 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
                       code_fingerprint("kernels", "launchers", "probe"))
 
 
-def _shared_prelude(source, original, pch, capacity) -> "Prelude | None":
+def _shared_prelude(key: str | None) -> "Prelude | None":
+    """The prelude stored under ``key`` (:func:`_prelude_key`) by an earlier source, if any."""
     from .cache import ResultCache
 
-    key = _prelude_key(source, original, pch, capacity)
     hit = ResultCache("preludes").get(key) if key else None
     if not isinstance(hit, dict):
         return None
@@ -656,10 +642,9 @@ def _shared_prelude(source, original, pch, capacity) -> "Prelude | None":
         return None
 
 
-def _share_prelude(source, original, pch, capacity, pre: "Prelude") -> None:
+def _share_prelude(key: str | None, pre: "Prelude") -> None:
     from .cache import ResultCache
 
-    key = _prelude_key(source, original, pch, capacity)
     if key and not pre.rehosts and not pre.hosted:
         ResultCache("preludes").put(key, {"macros": pre.macros, "origins": pre.origins})
 
@@ -692,17 +677,18 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         return SourceLayout(error=str(exc))
     includes, text = split_preamble(original)
     if pch is None:
-        text, includes = original, []
+        text = original
     t0 = time.perf_counter()
     capacity = CAPACITY.get(source.arch)
     probes: dict = {}
     try:
-        pre = _shared_prelude(source, original, pch, capacity)
+        key = _prelude_key(source, original, pch, capacity)
+        pre = _shared_prelude(key)
         if pre is None:
             pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
-            _share_prelude(source, original, pch, capacity, pre)
+            _share_prelude(key, pre)
         if pch is None:  # the includes are not in a header before the prelude: put them first
-            pre.head = pch_preamble(split_preamble(original)[0])
+            pre.head = pch_preamble(includes)
         trimmed = trim and bool(pre.macros)
         unit = _parse(source, text, pch, bodies=True, include=pre.write(trimmed))
         if (trimmed or pre.rehost_probes) and unit.errors():

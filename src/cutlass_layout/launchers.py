@@ -88,20 +88,8 @@ def closers(kept: str) -> str:
     """What closes the scopes ``kept`` leaves open, innermost first: ``};`` for a class or an
     initializer, ``}`` for a block or function, ``#endif`` for an open ``#if``."""
     clean = blank_comments(kept)
-    stack: list[str] = []
-    start = 0
-    for i, ch in enumerate(clean):
-        if ch == "{":
-            before = clean[start:i]
-            struct = re.search(r"\b(struct|class|union|enum)\b[^()]*$", before) or "=" in before
-            stack.append("};" if struct else "}")
-            start = i + 1
-        elif ch == "}":
-            if stack:
-                stack.pop()
-            start = i + 1
-        elif ch == ";":
-            start = i + 1
+    stack = ["};" if re.search(r"\b(struct|class|union|enum)\b[^()]*$", head) or "=" in head
+             else "}" for head in _open_scopes(clean, len(clean))]
     ifs = 0
     for line in clean.split("\n"):
         s = line.strip()
@@ -128,10 +116,10 @@ def macro_definition(text: str, name: str, near_line: int | None = None) -> tupl
     parts = []
     while i < len(lines):
         ln = lines[i]
-        parts.append(ln[:-1] if ln.rstrip().endswith("\\") else ln)
         if not ln.rstrip().endswith("\\"):
+            parts.append(ln)
             break
-        parts[-1] = ln.rstrip()[:-1]
+        parts.append(ln.rstrip()[:-1])  # a continuation line, its backslash dropped
         i += 1
     full = " ".join(parts)
     m = re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(([^)]*)\)", full)
@@ -140,13 +128,15 @@ def macro_definition(text: str, name: str, near_line: int | None = None) -> tupl
     return m.group(1), full[m.end():], starts[0] + 1
 
 
-def _in_class(clean: str, pos: int) -> bool:
-    """Whether position ``pos`` of ``clean`` (comments blanked) lies directly in a class body."""
-    stack: list[bool] = []
+def _open_scopes(clean: str, pos: int) -> list[str]:
+    """The scopes still open at position ``pos`` of ``clean`` (comments blanked), outermost
+    first, each as the text between the statement's start and its ``{`` (``struct Foo``,
+    ``X x =``, ``void f()``)."""
+    stack: list[str] = []
     start = 0
     for i, ch in enumerate(clean[:pos]):
         if ch == "{":
-            stack.append(bool(re.search(r"\b(struct|class|union)\b[^()=]*$", clean[start:i])))
+            stack.append(clean[start:i])
             start = i + 1
         elif ch == "}":
             if stack:
@@ -154,7 +144,13 @@ def _in_class(clean: str, pos: int) -> bool:
             start = i + 1
         elif ch == ";":
             start = i + 1
-    return bool(stack and stack[-1])
+    return stack
+
+
+def _in_class(clean: str, pos: int) -> bool:
+    """Whether position ``pos`` of ``clean`` (comments blanked) lies directly in a class body."""
+    stack = _open_scopes(clean, pos)
+    return bool(stack and re.search(r"\b(struct|class|union)\b[^()=]*$", stack[-1]))
 
 
 def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
@@ -243,8 +239,8 @@ def rehost_template(definition: str, index: int) -> tuple[str, str, str] | None:
     cut = cut_after_last_kernel_alias(body)
     if cut is None:
         return None
-    alias = KERNEL_ALIAS_RE.findall(blank_comments(body[:cut]))[-1]
     kept = blank_comments(body[:cut])
+    alias = KERNEL_ALIAS_RE.findall(kept)[-1]
     usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
     kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
     # a local constant becomes a static data member

@@ -46,9 +46,6 @@ CONFIG_FLAGS = (
                                  "(1x128x128 or 128x128x128; with --a e4m3)."),
 )
 
-#: Parameter names of :data:`CONFIG_FLAGS`.
-CONFIG_PARAMS = tuple(name for _, name, _, _ in CONFIG_FLAGS)
-
 _GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
 _FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
 #: What the filter flags say instead, where a flag does not filter (``audit``).
@@ -102,10 +99,6 @@ def source_options(f):
     """Decorator adding ``--cutlass SRC`` (parameter ``cutlass_src``) and ``--cuda-path``."""
     f = cuda_path_option(f)
     return click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=SOURCE_HELP)(f)
-
-
-#: Output formats: the readable text (tables), Markdown for GitHub issues and PRs, JSON, CSV.
-FORMATS = ("text", "markdown", "json", "csv")
 
 
 def format_options(*formats: str):

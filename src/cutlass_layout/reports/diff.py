@@ -125,6 +125,16 @@ def _structural_head(res: DiffResult) -> list[str]:
             ", ".join(f"{_CHANGE_WORDS.get(k, k)} {v}" for k, v in counts.items())]
 
 
+def _by_file(changes):
+    """Each change with its file where the file changes from the one before (else None): the
+    structural listing is grouped by file, in both renderings."""
+    last = None
+    for c in changes:
+        f = c.new_file or c.old_file
+        yield (f if f != last else None), c
+        last = f
+
+
 def _change_lines(c) -> tuple[str, list[str], str]:
     """(what changed, its old/new texts, where) of one structural change."""
     if c.old_file and c.new_file and c.old_file == c.new_file:
@@ -222,12 +232,9 @@ def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
         others = _others_line(res)
         if others:
             out.append(f"  {others}")
-        last_file = None
-        for c in res.structural:
-            f = c.new_file or c.old_file
-            if f != last_file:
+        for f, c in _by_file(res.structural):
+            if f is not None:
                 out.append(f"  {f}")
-                last_file = f
             what, texts, where = _change_lines(c)
             out.append(f"    {what}")
             out += [f"        {t}" for t in texts]
@@ -320,14 +327,12 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
             out += [md_cell(others), ""]
         if res.structural:
             out += ["<details><summary>" + md_cell(head[1]) + "</summary>", ""]
-            last_file = None
-            for c in res.structural:
-                f = c.new_file or c.old_file
-                if f != last_file:
+            for f, c in _by_file(res.structural):
+                if f is not None:
                     out.append(f"- `{f}`")
-                    last_file = f
                 what, texts, where = _change_lines(c)
-                out.append(f"  - {md_cell(what.split(': ', 1)[0])}: `{md_cell(what.split(': ', 1)[1])}` ({md_cell(where)})")
+                kind, name = what.split(": ", 1)
+                out.append(f"  - {md_cell(kind)}: `{md_cell(name)}` ({md_cell(where)})")
                 out += [f"    - {t[:5]}`{md_cell(t[5:])}`" for t in texts]
             out += ["", "</details>", ""]
     if res.numeric is not None:
