@@ -15,9 +15,9 @@ def _count_parses(monkeypatch) -> list:
     calls = []
     real = engine._parse
 
-    def counted(tgt, configs, arch):
+    def counted(tgt, configs, arch, *args):
         calls.append(list(configs))
-        return real(tgt, configs, arch)
+        return real(tgt, configs, arch, *args)
 
     monkeypatch.setattr(engine, "_parse", counted)
     return calls

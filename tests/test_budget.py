@@ -19,7 +19,6 @@ import pytest
 
 from cutlass_layout import Config, layout
 from cutlass_layout.cli import main
-from cutlass_layout.engine import builder_budget
 
 pytestmark = pytest.mark.network
 
@@ -27,7 +26,7 @@ pytestmark = pytest.mark.network
 def test_sm120_builder_overshoots_on_4_4_2(fi068):
     cfg = Config(tile=(128, 32, 256))
     rep = layout(cfg, fi068)
-    b = builder_budget(cfg, rep, fi068)
+    b = rep.builder_budget
     assert (b.capacity.name, b.capacity.value) == ("ReducedSmemCapacityBytes", 100944)
     assert b.capacity.file == "cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl"
     assert (b.carveout_bytes, b.stage_bytes, b.stages) == (9216, 22656, 4)
@@ -39,7 +38,7 @@ def test_sm90_builder_budget(nc420):
     cfg = Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16",
                  schedule="cooperative", epilogue_schedule="tma")
     rep = layout(cfg, nc420)
-    b = builder_budget(cfg, rep, nc420)
+    b = rep.builder_budget
     assert (b.capacity.name, b.capacity.value) == ("Sm90ReducedSmemCapacityBytes", 232448)
     assert (b.carveout_bytes, b.stage_bytes, b.stages) == (33792, 32784, 6)
 
@@ -89,3 +88,29 @@ def test_header_mode_explicit_stage_count_has_no_budget(nc420):
 
     rep = layout(UserType(HEADERS / "user_kernel.hpp", "my_project::ReluGemm"), nc420)
     assert rep.stages == 5 and rep.builder_budget is None  # StageCount<5>: no budget
+
+
+def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
+    """The builder's budget is read in the layout's own parse; an error inside the budget's
+    block (here one put there on purpose) is the budget's, not the config's: the config is
+    laid out again without it, with its numbers (handed.md A: 84992 B, 4 stages) and no
+    budget, and a config beside it keeps its budget."""
+    from cutlass_layout import engine, layouts, probe
+
+    real = probe.budget_block
+
+    def broken(cfg, index):
+        text = real(cfg, index)
+        if cfg.tile == (128, 128, 128):
+            text += f"namespace {probe.NAMESPACE}{index} {{ using Broken = typename MainloopBuilder::NoSuchMember; }}\n"
+        return text
+
+    monkeypatch.setattr(probe, "budget_block", broken)
+    parses = []
+    real_parse = engine._parse
+    monkeypatch.setattr(engine, "_parse", lambda *a: parses.append(a) or real_parse(*a))
+    rep, other = layouts([Config(), Config(tile=(128, 256, 128))], fi072, use_cache=False)
+    assert rep.error is None and (rep.kernel.size, rep.stages) == (84992, 4)
+    assert rep.builder_budget is None
+    assert (other.kernel.size, other.stages) == (94208, 3) and other.builder_budget.stages == 3
+    assert len(parses) == 2

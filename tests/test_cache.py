@@ -49,9 +49,11 @@ def test_a_config_the_sweep_cached_is_not_parsed_by_diff(fi068, fi072, parses):
     assert parses() == swept  # every layout came from the sweep's entries
     (row,) = res.numeric
     assert row.old.kernel_bytes == row.new.kernel_bytes == 84992 and row.changed == []
-    # and a sweep again, or a layout of the same config, parses nothing either
+    # and a sweep again, or a layout of the same config (default flags: with the builder's
+    # budget, which the sweep's parse read too), parses nothing either
     sweep([cfg], target(fi072.tree), jobs=1)
-    assert layout(cfg, target(fi072.tree), budget=False).kernel.size == 84992
+    rep = layout(cfg, target(fi072.tree))
+    assert rep.kernel.size == 84992 and rep.builder_budget.stages == 4
     assert parses() == swept
     # use_cache=False parses again (and stores what it found)
     again = layouts([cfg], target(fi072.tree), use_cache=False)[0]
@@ -76,13 +78,14 @@ def test_cached_report_is_the_report(fi072, parses):
 
 @pytest.mark.network
 def test_keys(fi072, tmp_path):
-    """A kernel-body check and a builder budget are cached apart from the types-only
-    layout; a user's own type is not cached at all (its header's includes are not tracked)."""
+    """A kernel-body check is cached apart from the types-only layout (one key per config
+    and check, the builder's budget inside it); a user's own type is not cached at all (its
+    header's includes are not tracked)."""
     tgt = target(fi072.tree)
     cfg = Config()
     keys = {report_key(tgt, cfg), report_key(tgt, cfg, checked="kernel"),
-            report_key(tgt, cfg, budget=True), report_key(tgt, cfg.with_(preset="trtllm-moe"))}
-    assert len(keys) == 4 and None not in keys
+            report_key(tgt, cfg.with_(preset="trtllm-moe"))}
+    assert len(keys) == 3 and None not in keys
     header = tmp_path / "k.hpp"
     header.write_text("struct K {};\n")
     assert report_key(tgt, UserType(header, "K", "sm120")) is None
@@ -120,3 +123,56 @@ def test_the_session_cache_is_not_the_user_cache():
         pytest.skip("CUTLASS_LAYOUT_CACHE was set by whoever runs the tests: their cache")
     assert os.environ["CUTLASS_LAYOUT_CACHE"] == str(conftest._OWN_CACHE[0])
     assert cache_dir() != Path(platformdirs.user_cache_dir("cutlass-layout"))
+
+
+def test_code_fingerprint_refuses_a_module_that_does_not_exist():
+    """A name without ``.py`` once hashed nothing (a cut-down launcher cached by old code was
+    served after the code changed): naming a file the package lacks is an error."""
+    from cutlass_layout.cache import code_fingerprint, key
+
+    with pytest.raises(ValueError, match="'kernels' is not a file"):
+        code_fingerprint("kernels", "launchers", "probe")
+    with pytest.raises(ValueError):
+        key("x", subject=[], target=[], code=("engine.py", "frontends/nope.py"))
+    assert code_fingerprint("kernels.py") != code_fingerprint("launchers.py")
+
+
+@pytest.mark.network
+def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch):
+    """In a temporary copy of the package, a one-byte change of any module the engine, the
+    audit or the shared prelude fingerprints gives another key; the untouched copy gives
+    today's keys."""
+    import importlib
+    import shutil
+
+    from cutlass_layout import cache, engine, kernels
+    from cutlass_layout.kernels import Source
+
+    audit = importlib.import_module("cutlass_layout.audit")
+
+    copy = tmp_path / "pkg"
+    shutil.copytree(cache.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    tgt, cfg = target(fi072.tree), Config()
+    source = Source(tmp_path / "k.cu", ("-x", "cuda"), fi072.tree.include_root, "sm120")
+    pch = tmp_path / "0123.pch"
+
+    def keys():
+        cache.code_fingerprint.cache_clear()
+        return (engine.report_key(tgt, cfg),
+                cache.key("audit", subject=[], target=[], code=audit._CODE + audit.STANDINS),
+                kernels._prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
+
+    before = keys()
+    monkeypatch.setattr(cache, "PACKAGE", copy)
+    assert keys() == before  # the same bytes, the same keys
+    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"launchers.py"}
+    for rel in sorted(modules):
+        path = copy / rel
+        original = path.read_bytes()
+        path.write_bytes(original + b"#")
+        changed = keys()
+        path.write_bytes(original)
+        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("kernels.py", "launchers.py", "probe.py")]
+        for was, now, watches in zip(before, changed, watched):
+            assert (was != now) == watches, rel
+    cache.code_fingerprint.cache_clear()

@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .cache import ResultCache, code_fingerprint, result_key
+from .cache import ResultCache, code_fingerprint, key as cache_key
 from .errors import BadInput
 from .launchers import blank_comments
 from .kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
@@ -36,7 +36,8 @@ from .model import AuditResult, LayoutReport, Provenance, Tactic
 _FORMAT = 1
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "frontends/clang.py")
+_CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "archs.py", "config.py",
+         "frontends/clang.py")
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
@@ -384,7 +385,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     base_flags = tgt.flags(clang_arch)
     prov = asdict(tgt.provenance(clang_arch))
     clang = libclang_version()
-    code = code_fingerprint(*_CODE, *STANDINS)
     cache = ResultCache("audit")
     notes = [f"{b}: {e}" for b, e in builds.failed.items()]
     gen_root = None
@@ -412,9 +412,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
             includes, _ = split_preamble(text)
-            key = result_key("audit", _FORMAT, install.fingerprint, install.tree.tree_hash,
-                             hashlib.sha256(text.encode()).hexdigest(), list(flags), clang,
-                             str(tgt.cuda.path), code)
+            key = cache_key(f"audit/{_FORMAT}", subject=[hashlib.sha256(text.encode()).hexdigest(),
+                                                          list(flags)],
+                            target=[install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path)],
+                            code=_CODE + STANDINS)
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
                          pch_preamble(includes) if includes else None, entry))
 
@@ -440,9 +441,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         waiting: dict[tuple, list] = {pk: [] for pk in pch_of}
         cand_pk = (moe[1], moe[0].flags) if moe and moe[1] is not None else None
         stats["pch_seconds"] = 0.0
-        bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
+        bar = None
         try:
             with Pool(default_jobs(jobs)) as pool:
+                # the bar's thread starts once the workers are forked (runner's rule)
+                bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
                 tickets: dict[int, tuple] = {}
 
                 def submit_source(source, key, pch):
@@ -482,7 +485,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                                 cache.put(key, payload)  # a source's own compile error is an answer too
                             bar.advance()
         finally:
-            bar.stop()
+            if bar is not None:
+                bar.stop()
         stats["pch_seconds"] = round(stats["pch_seconds"], 2)
     elif cand_args:
         cand = _candidates(*cand_args)

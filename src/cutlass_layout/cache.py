@@ -235,20 +235,43 @@ def result_key(*parts) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+#: The package's own source folder, whose files :func:`code_fingerprint` reads.
+PACKAGE = Path(__file__).parent
+
+
 @lru_cache(maxsize=None)
 def code_fingerprint(*modules: str) -> str:
     """SHA-256 (16 hex digits) of some of this package's own source files (paths relative to
     the package, e.g. ``"engine.py"``, ``"frontends/clang.py"``), so that a cached result is
-    never reused after the code that computed it changed."""
+    never reused after the code that computed it changed.
+
+    Raises:
+        ValueError: a name is not a file of the package (a typo such as ``"engine"`` would
+            otherwise hash nothing, and results of changed code would be served).
+    """
+    if not modules:
+        raise ValueError("code_fingerprint() needs the modules that compute the result")
     h = hashlib.sha256()
-    here = Path(__file__).parent
     for rel in modules:
-        h.update(rel.encode() + b"\0")
         try:
-            h.update((here / rel).read_bytes())
-        except OSError:
-            pass
+            data = (PACKAGE / rel).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"code_fingerprint: {rel!r} is not a file of the package "
+                             f"({exc.strerror or exc})") from None
+        h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()[:16]
+
+
+def key(kind: str, *, subject, target, code: tuple[str, ...]) -> str:
+    """The one results-cache key: :func:`result_key` of what is computed (``kind``, with its
+    format version when it has one), the subject's parts (its probe text or source digest,
+    its flags), the target's parts (tree hash, libclang version, CUDA headers) and the
+    :func:`code_fingerprint` of the modules ``code`` that compute it.
+
+    Every cache key of the package is made here (``ResultCache`` entries, preludes); a module
+    named in ``code`` that does not exist raises ``ValueError``.
+    """
+    return result_key(kind, subject, target, code_fingerprint(*code))
 
 
 class ResultCache:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cache import ResultCache, code_fingerprint, result_key
+from .cache import ResultCache, key as cache_key
 
 KERNELS = "tensorrt_llm/kernels/cutlass_kernels"
 HEURISTIC = f"{KERNELS}/cutlass_heuristic.cpp"
@@ -237,10 +237,10 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 
     from .frontends.clang import ProbeUnit, ensure_pch, libclang_version
 
-    key = result_key("candidates", 1, install.fingerprint, arch, flags, libclang_version(),
-                     code_fingerprint("candidates.py"))
+    k = cache_key("candidates/1", subject=[arch, flags], target=[install.fingerprint, libclang_version()],
+                  code=("candidates.py", "launchers.py"))
     cache = ResultCache("candidates")
-    hit = cache.get(key, lambda d: Candidates(**d)) if use_cache else None
+    hit = cache.get(k, lambda d: Candidates(**d)) if use_cache else None
     if hit is not None:
         return hit
     # the dispatch header includes the TMA WS dispatch (which has no include guard)
@@ -257,5 +257,5 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         out = Candidates(note=f"runtime candidates: {HEURISTIC} does not parse here ({errors[0].one_line()})")
     else:
         out = read_candidates(unit, arch)
-    cache.put(key, asdict(out))
+    cache.put(k, asdict(out))
     return out

@@ -70,7 +70,7 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .cache import ResultCache, code_fingerprint, result_key
+from .cache import ResultCache, key as cache_key
 from .config import Config
 from .errors import BadInput
 from .model import DIFF_SCHEMA as SCHEMA
@@ -412,16 +412,16 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
         return [], 0
     from .model import SCAN_SCHEMA
 
-    key = result_key(_CACHE_VERSION, old_tree.tree_hash, new_tree.tree_hash, SCAN_SCHEMA,
-                     code_fingerprint(*_STRUCTURAL_SOURCES))
-    data = _STRUCTURAL.get(key) if use_cache else None
+    k = cache_key(f"structural/{_CACHE_VERSION}", subject=[SCAN_SCHEMA],
+                  target=[old_tree.tree_hash, new_tree.tree_hash], code=_STRUCTURAL_SOURCES)
+    data = _STRUCTURAL.get(k) if use_cache else None
     if data is not None:
         try:
             return [StructuralChange(**c) for c in data["changes"]], data["files_compared"]
         except (KeyError, TypeError):  # written by another version: compute again
             pass
     changes, n = _structural(old_tree, new_tree)
-    _STRUCTURAL.put(key, {"changes": [c.to_dict() for c in changes], "files_compared": n})
+    _STRUCTURAL.put(k, {"changes": [c.to_dict() for c in changes], "files_compared": n})
     return changes, n
 
 

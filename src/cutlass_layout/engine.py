@@ -9,13 +9,16 @@ without them (split in halves only where an error cannot be tied to a config). S
 config that does not compile does not take the others' numbers with it.
 
 Every report of a :class:`~cutlass_layout.config.Config` is cached (a
-:class:`~cutlass_layout.cache.ResultCache` of kind ``layouts``), keyed by what determines
-it: the tree's content hash, the config's probe text, the clang flags (the include root
-left out: the tree hash stands for it), the libclang version and a fingerprint of the
-engine's own code; a layout that also checked the kernel body, or read the builder's
-budget, has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write it, so a
-config laid out once is never parsed again. A :class:`~cutlass_layout.probe.UserType` is not
-cached: its header's own includes cannot be tracked.
+:class:`~cutlass_layout.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
+the tree's content hash, the config's probe block as parsed, the clang flags (the include
+root left out: the tree hash stands for it), the libclang version and a fingerprint of the
+engine's own code (:func:`cutlass_layout.cache.key`). An auto-stage config's block reads its
+mainloop builder's stage budget in the same parse (:func:`cutlass_layout.probe.budgeted`),
+so there is one key per config, whichever command laid it out; a layout that also checked
+the kernel body has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write
+it, so a config laid out once is not parsed again. A
+:class:`~cutlass_layout.probe.UserType` is not cached: its header's own includes cannot be
+tracked.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import archs, probe
-from .cache import ResultCache, code_fingerprint, discard, result_key
+from .cache import ResultCache, discard, key
 from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
 from .errors import BadInput, DoesNotCompile
@@ -79,7 +82,13 @@ def target(cutlass=None, cuda_path=None) -> Target:
 
 
 def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
-    return read_subject(unit, unit.aliases(f"{probe.NAMESPACE}{index}"), cfg, prov)
+    """The report of probe block ``index`` of ``unit``, with the builder's budget where the
+    block has one (:func:`cutlass_layout.probe.budget_block`)."""
+    names = unit.aliases(f"{probe.NAMESPACE}{index}")
+    rep = read_subject(unit, names, cfg, prov)
+    if rep.error is None and "BudgetStages" in names and isinstance(cfg, Config):
+        rep.builder_budget = _read_budget(names, unit, cfg, rep)
+    return rep
 
 
 def _optional_int(names: dict, alias: str) -> int | None:
@@ -195,9 +204,12 @@ def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
     return ()
 
 
-def _parse(tgt: Target, configs: list, arch: str) -> ProbeUnit:
-    return _parse_text(tgt, probe.render(configs, capacities=_capacities(tgt, configs)), arch,
-                       _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
+def _parse(tgt: Target, configs: list, arch: str, plain: frozenset[int] = frozenset()) -> ProbeUnit:
+    """One parse of ``configs``' probe (each auto-stage config with its builder budget, but
+    those whose index is in ``plain``)."""
+    text = probe.render(configs, capacities=_capacities(tgt, configs), budget=True, plain=plain)
+    return _parse_text(tgt, text, arch, _extra_flags(configs),
+                       warm=any(isinstance(c, Config) for c in configs))
 
 
 def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *,
@@ -228,8 +240,8 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = ()
-               ) -> tuple[dict[int, CompileError], set[int]] | None:
+def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = (),
+               plain: frozenset[int] = frozenset()) -> tuple[dict[int, CompileError], set[int]] | None:
     """Map each failing config (index into ``configs``) to its first error, and say which
     of those are surely the error the config gets alone; ``None`` when some error cannot
     be tied to a config.
@@ -244,7 +256,7 @@ def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = ()
     is a fresh instantiation failing the same way, not a follow-up). Whatever the error,
     a config with one does not compile alone either: it asked for the failing type.
     """
-    ranges = probe.line_ranges(configs, capacities)
+    ranges = probe.line_ranges(configs, capacities, budget=True, plain=plain)
     failed: dict[int, CompileError] = {}
     sure: set[int] = set()
     firsts: set[tuple] = set()
@@ -270,6 +282,23 @@ def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = ()
     return failed, sure
 
 
+def _budget_errors(unit: ProbeUnit, configs: list, capacities: tuple[str, ...],
+                   plain: frozenset[int]) -> set[int]:
+    """The configs (indexes) whose first error lies in their builder-budget block
+    (:func:`cutlass_layout.probe.budget_lines`): the layout itself may compile without it. A
+    config whose layout fails errs first in its own block (the budget comes after it)."""
+    spans = probe.budget_lines(configs, capacities, plain=plain)
+    if not spans:
+        return set()
+    ranges = probe.line_ranges(configs, capacities, budget=True, plain=plain)
+    first: dict[int, int] = {}
+    for _err, line in unit.errors_with_probe_lines():
+        k = next((k for k, (a, b) in enumerate(ranges) if line is not None and a <= line <= b), None)
+        if k is not None:
+            first.setdefault(k, line)
+    return {k for k, line in first.items() if k in spans and spans[k][0] <= line <= spans[k][1]}
+
+
 def _kin(cfg) -> tuple | None:
     """What configs likely to share instantiations have in common: the arch, the kernel,
     the element types and the tile's K (the shared memory atoms and scale-factor layouts
@@ -279,49 +308,22 @@ def _kin(cfg) -> tuple | None:
     return (cfg.arch, cfg.kernel, cfg.a, cfg.b, cfg.tile[2])
 
 
-def builder_budget(cfg: Config, rep: LayoutReport, cutlass=None) -> BuilderBudget | None:
-    """The mainloop builder's stage budget for ``cfg`` (see :class:`BuilderBudget`), read by
-    parsing the probe with :func:`cutlass_layout.probe.budget_block` added.
-
-    Returns ``None`` for a user type, a config that did not compile, or a tree whose builder
-    does not have the members read here (the layout itself does not depend on this).
-    """
-    if not isinstance(cfg, Config) or rep.error is not None or rep.epilogue is None:
-        return None
-    tgt = target(cutlass)
-    unit = _parse_text(tgt, probe.render([cfg]) + probe.budget_block(cfg, 0), cfg.arch)
-    return None if unit.errors() else _read_budget(unit, cfg, rep)
-
-
-def _read_budget(unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget | None:
-    names = unit.aliases(f"{probe.NAMESPACE}0")
+def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget | None:
+    """The :class:`BuilderBudget` of a config's block (its aliases ``names``), or ``None`` where
+    the builder forwards to another one (SM90 ``KernelScheduleAuto``)."""
     stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
-    if stages <= 0:  # the builder forwards to another one (SM90 KernelScheduleAuto)
+    if stages <= 0 or rep.epilogue is None:
         return None
     reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
     if reduced > 0:
         capacity = unit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[cfg.family], reduced)
     else:
         capacity = rep.capacity
-    carveout = rep.epilogue.size if cfg.stages is None else 0
     return BuilderBudget(
-        capacity=capacity, carveout_bytes=carveout,
+        capacity=capacity, carveout_bytes=rep.epilogue.size,
         stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
         stages=stages,
     )
-
-
-def _layout_with_budget(cfg: Config, tgt: Target) -> LayoutReport | None:
-    """Layout and builder budget of one auto-stage config from a single parse; ``None`` when
-    that translation unit has errors (the caller then takes the plain path, which reports
-    the config's own error, or its numbers without a budget)."""
-    unit = _parse_text(tgt, probe.render([cfg]) + probe.budget_block(cfg, 0), cfg.arch)
-    if unit.errors():
-        return None
-    rep = _read(unit, cfg, 0, tgt.provenance(cfg.arch))
-    if rep.error is None:
-        rep.builder_budget = _read_budget(unit, cfg, rep)
-    return rep
 
 
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
@@ -360,23 +362,23 @@ REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
 
 
-def report_key(tgt: Target, cfg, *, checked: str = "types", budget: bool = False) -> str | None:
-    """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type).
+def report_key(tgt: Target, cfg, *, checked: str = "types") -> str | None:
+    """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type): the
+    config's probe block as the engine parses it (with its builder budget, where it has one),
+    the clang flags (the include root left out: the tree hash stands for it), the tree hash,
+    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.cache.key`).
 
-    ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too); ``budget``: the
-    report holds the builder's budget.
+    ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too).
     """
     if not isinstance(cfg, Config):
         return None
-    text = probe.preamble() + probe.config_block(cfg, 0)
-    if budget:
-        text += probe.budget_block(cfg, 0)
+    text = probe.preamble() + probe.block(cfg, 0, budget=True)
     if checked == "kernel":
         text += probe.kernel_instantiation(0)
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(cfg.arch)]
-    return result_key(REPORT_FORMAT, tgt.tree.tree_hash, checked, budget, text, flags,
-                      libclang_version(), code_fingerprint(*ENGINE_SOURCES))
+    return key(f"layouts/{REPORT_FORMAT}", subject=[checked, text, flags],
+               target=[tgt.tree.tree_hash, libclang_version()], code=ENGINE_SOURCES)
 
 
 def _count(value, what: str) -> int:
@@ -427,16 +429,15 @@ def load_report(payload) -> LayoutReport:
     return rep
 
 
-def cached(configs: list, cutlass=None, *, checked: str = "types", budget: bool = False
-           ) -> list[LayoutReport | None]:
+def cached(configs: list, cutlass=None, *, checked: str = "types") -> list[LayoutReport | None]:
     """The cached report of each config (``None`` where there is none), with this target's
     provenance. Starts no libclang."""
     tgt = target(cutlass)
     out: list[LayoutReport | None] = []
     prov: dict[str, Provenance] = {}
     for cfg in configs:
-        key = report_key(tgt, cfg, checked=checked, budget=budget)
-        rep = _REPORTS.get(key, load_report) if key else None  # an entry not whole is a miss
+        k = report_key(tgt, cfg, checked=checked)
+        rep = _REPORTS.get(k, load_report) if k else None  # an entry not whole is a miss
         if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
             if cfg.arch not in prov:
                 prov[cfg.arch] = tgt.provenance(cfg.arch)
@@ -445,10 +446,10 @@ def cached(configs: list, cutlass=None, *, checked: str = "types", budget: bool 
     return out
 
 
-def _store(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types", budget: bool = False) -> None:
-    key = report_key(tgt, cfg, checked=checked, budget=budget)
-    if key is not None:
-        _REPORTS.put(key, rep.to_dict())
+def _store(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types") -> None:
+    k = report_key(tgt, cfg, checked=checked)
+    if k is not None:
+        _REPORTS.put(k, rep.to_dict())
 
 
 def subject(value=None, **flags):
@@ -554,25 +555,32 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):
         by_unit.setdefault(_unit_key(c), []).append(i)
+    no_budget: set[int] = set()  # configs whose budget block does not compile: laid out without
     for (arch, _), idxs in by_unit.items():
         prov = tgt.provenance(arch)
         pending = [idxs]
         while pending:
             group = pending.pop()
-            unit = _parse(tgt, [configs[i] for i in group], arch)
+            members = [configs[i] for i in group]
+            plain = frozenset(k for k, i in enumerate(group) if i in no_budget)
+            unit = _parse(tgt, members, arch, plain)
             errors = unit.errors()
             missing = next((e for e in errors if e.message.endswith("file not found")), None)
             if missing is not None:  # an incomplete tree (or header), not a config problem
                 raise BadInput(f"{missing.message} (included from {missing.file}:{missing.line}; "
                                f"CUTLASS tree {tgt.tree.include_root})")
+            broken = _budget_errors(unit, members, _capacities(tgt, members), plain) if errors else set()
+            if broken:  # the budget's own error, not the layout's: again without those budgets
+                no_budget.update(group[k] for k in broken)
+                pending.append(group)
+                continue
             if not errors:
                 for k, i in enumerate(group):
                     rep = _read(unit, configs[i], k, prov)
                     _check_stages(configs[i], rep)
                     give(i, rep)
                 continue
-            members = [configs[i] for i in group]
-            tied = (_attribute(unit, members, _capacities(tgt, members)) if len(group) > 1
+            tied = (_attribute(unit, members, _capacities(tgt, members), plain) if len(group) > 1
                     else ({0: errors[0]}, {0}))
             if tied is None:  # cannot tell which config broke: split and retry
                 half = len(group) // 2
@@ -639,12 +647,12 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     """
     config = subject(config, **flags)
     tgt = target(cutlass, cuda_path)
-    if budget and isinstance(config, Config) and config.stages is None and not check_kernel_body:
-        rep = _layout_and_budget(config, tgt, use_cache)
-    elif budget and isinstance(config, UserType) and not check_kernel_body:
+    if budget and isinstance(config, UserType) and not check_kernel_body:
         rep = _user_layout_and_budget(config, tgt)
     else:
         rep = layouts([config], tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)[0]
+        if not budget:
+            rep = replace(rep, builder_budget=None)
     if raise_on_error and rep.error is not None:
         raise DoesNotCompile(rep.error)
     return rep
@@ -735,23 +743,6 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
                              stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
                              stages=stages)
     return None
-
-
-def _layout_and_budget(cfg: Config, tgt: Target, use_cache: bool) -> LayoutReport:
-    """The report of an auto-stage config with its builder budget (cached under a key of its
-    own; the layout alone is stored under the plain key too)."""
-    rep = cached([cfg], tgt, budget=True)[0] if use_cache else None
-    if rep is not None:
-        return rep
-    rep = _layout_with_budget(cfg, tgt)
-    if rep is not None:
-        _store(tgt, cfg, replace(rep, builder_budget=None))
-    else:  # that unit has errors: the plain path gives the config's own error, or numbers
-        rep = layouts([cfg], tgt, use_cache=use_cache)[0]
-        if rep.error is None:
-            rep.builder_budget = builder_budget(cfg, rep, tgt)
-    _store(tgt, cfg, rep, budget=True)
-    return rep
 
 
 __all__ = ["Target", "cached", "layout", "layouts", "load_report", "report_key", "subject", "target"]

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import ResultCache, cache_dir, code_fingerprint, file_sha256, lock, result_key
+from .cache import ResultCache, cache_dir, file_sha256, key as cache_key, lock, result_key
 from .errors import BadInput
 from .inputs import read_text
 from .sources import FlashinferInstall
@@ -147,8 +147,8 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     Raises:
         BadInput: the install has no builder for the arch, or the builders could not run.
     """
-    found_key = result_key("flashinfer-builders", 1, install.fingerprint, str(install.root), arch,
-                           code_fingerprint("flashinfer_jit.py"))
+    found_key = cache_key("flashinfer-builders/1", subject=[arch],
+                          target=[install.fingerprint, str(install.root)], code=("flashinfer_jit.py",))
     found = ResultCache("flashinfer-jit")
     wanted = found.get(found_key, _pairs) if use_cache else None
     if wanted is None:  # reading every jit/*.py costs a few tenths of a second: once
@@ -158,9 +158,9 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     if not wanted:
         raise BadInput(f"flashinfer {install.version} at {install.root} has no JIT module "
                        f"builder for {arch} that builds a CUTLASS GEMM")
-    key = result_key("flashinfer-jit", 1, install.fingerprint, str(install.root), arch,
-                     list(cuda_version), wanted,
-                     code_fingerprint("_flashinfer_harness.py", "flashinfer_jit.py"))
+    key = cache_key("flashinfer-jit/1", subject=[arch, wanted],
+                    target=[install.fingerprint, str(install.root), list(cuda_version)],
+                    code=("_flashinfer_harness.py", "flashinfer_jit.py"))
     cache = ResultCache("flashinfer-jit")
     # the folder does not depend on this code: a rerun of the builders rewrites the same files
     # in the same place, so flags naming it (and the results keyed by them) stay the same

@@ -616,7 +616,7 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros gets the cut-down definitions of those macros, which depend on nothing but the
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
-    from .cache import code_fingerprint, result_key
+    from .cache import key
     from .launchers import blank_comments, explicit_instantiations
 
     if pch is None or explicit_instantiations(original):
@@ -624,8 +624,8 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     calls = sorted(set(_UPPER_CALL.findall(blank_comments(original))))
     if not calls:
         return None
-    return result_key("prelude", pch.name, list(source.flags), calls, capacity,
-                      code_fingerprint("kernels", "launchers", "probe"))
+    return key("prelude", subject=[list(source.flags), calls, capacity], target=[pch.name],
+               code=("kernels.py", "launchers.py", "probe.py"))
 
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
