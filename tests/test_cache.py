@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import Config, UserType
-from cutlass_layout.diff import diff
+from cutlass_layout.commands.diff import diff
 from cutlass_layout.engine import cached, layout, layouts, report_key, target
 from cutlass_layout.frontends.clang import ProbeUnit
 from cutlass_layout.model import LayoutReport
-from cutlass_layout.sweep import sweep
+from cutlass_layout.commands.sweep import sweep
 
 from handed import SECTION_A
 

@@ -14,15 +14,15 @@ from handed import SECTION_A
 
 
 def test_names_are_the_functions_even_after_their_modules_are_imported():
-    import cutlass_layout.diff  # noqa: F401
-    import cutlass_layout.scan  # noqa: F401
-    import cutlass_layout.sweep  # noqa: F401
-    from cutlass_layout.sweep import MAX_STAGES, SweepResult
+    import cutlass_layout.commands.diff  # noqa: F401
+    import cutlass_layout.commands.scan  # noqa: F401
+    import cutlass_layout.commands.sweep  # noqa: F401
+    from cutlass_layout.commands.sweep import MAX_STAGES, SweepResult
 
     assert MAX_STAGES == 32 and SweepResult is cl.SweepResult
     assert (cl.layout, cl.layouts, cl.sweep, cl.diff, cl.scan) == (layout, layouts, sweep, diff, scan)
     assert all(callable(f) for f in (layout, layouts, sweep, diff, scan))
-    assert sys.modules["cutlass_layout.sweep"].sweep is sweep
+    assert sys.modules["cutlass_layout.commands.sweep"].sweep is sweep
 
 
 def test_one_version():

@@ -143,7 +143,7 @@ LAYERS = [
     ["archs", "config", "sources", "cuda", "flashinfer_jit"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
     ["engine", "verify", "gpu", "kernels", "candidates"],
-    ["sweep", "diff", "scan", "audit"],
+    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
      "reports.audit"],

@@ -43,10 +43,10 @@ from .probe import UserType
 from .sources import CutlassTree, resolve_cutlass
 
 # the command functions: these names shadow their modules (see the docstring)
-from .audit import audit
-from .diff import diff
-from .scan import scan
-from .sweep import sweep
+from .commands.audit import audit
+from .commands.diff import diff
+from .commands.scan import scan
+from .commands.sweep import sweep
 
 try:
     __version__ = _version("cutlass-layout")  # the one version: pyproject.toml's

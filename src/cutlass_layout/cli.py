@@ -183,7 +183,7 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
 
 def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_file):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
-    from .audit import audit, find_tactic
+    from .commands.audit import audit, find_tactic
 
     structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     _check_plot(plot_file)
@@ -242,7 +242,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     """
     from .grid import expand_braces, grid_configs, load_grid_file
     from .reports.sweep import render, to_csv, to_markdown
-    from .sweep import sweep
+    from .commands.sweep import sweep
 
     given = {k: list(v) for k, v in flags.items() if v}
     if grid_file and given:
@@ -350,7 +350,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
 
     Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
     """
-    from .diff import diff, grid_from_values, resolve_side
+    from .commands.diff import diff, grid_from_values, resolve_side
     from .grid import load_grid_file
     from .reports.diff import render_text, to_markdown
 
@@ -420,7 +420,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
     traceback out for bad input.
     """
     from .reports.scan import render_text
-    from .scan import parse_line_offset, scan, scan_text
+    from .commands.scan import parse_line_offset, scan, scan_text
 
     try:
         name, offset = parse_line_offset(line_offset)
@@ -503,7 +503,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     keep the tactics that match one of their values. --c, --preset and --epilogue-schedule
     are not recorded per tactic and are refused.
     """
-    from .audit import audit
+    from .commands.audit import audit
 
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     if src is not None and cutlass_src is not None:
