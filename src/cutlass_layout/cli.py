@@ -47,7 +47,9 @@ def _check_plot(plot_file) -> None:
 @source_options
 @header_options
 @click.option("--tactic", default=None, metavar="ID",
-              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part).")
+              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part), "
+                   "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
+                   "and --emit-probe are refused with it.")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
@@ -71,17 +73,15 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
+    structs = _structs(show)
     if tactic is not None:
+        _tactic_takes_no_more()
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
-                              check, depth, show, plot_file)
+                              check, depth, structs, plot_file, no_cache)
     if header is not None or type_name is not None or includes or defines:
         subject = user_type_from_flags(header, type_name, includes, defines, flags)
     else:
         subject = api.config(**flags)
-    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
-    for s in structs:
-        if s not in ("kernel", "mainloop", "epilogue"):
-            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
     device = _verify_preflight(verify, subject)
     _check_plot(plot_file)
     tgt = api.target(cutlass_src, cuda_path)
@@ -126,6 +126,25 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         sys.exit(4)
     if check and not rep.fits:
         sys.exit(1)
+
+
+#: What ``--show`` tabulates.
+STRUCTS = ("kernel", "mainloop", "epilogue")
+
+
+def _structs(show: str) -> tuple[str, ...]:
+    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
+    runs.
+
+    Raises:
+        BadInput: a value that names none of them.
+    """
+    parts = [s.strip() for s in show.split(",")]
+    for s in parts:
+        if s not in (*STRUCTS, "all"):
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
+                           "(or several, comma-separated)")
+    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
 
 
 def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...]) -> None:
@@ -175,11 +194,34 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
                          defines=defines)
 
 
-def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_file):
+#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
+#: built for, the cache, and how the report is shown. Every other parameter is refused.
+TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
+                "check", "depth", "show", "plot_file"}
+
+
+def _tactic_takes_no_more() -> None:
+    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
+    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
+    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if param.name in TACTIC_TAKES or not param.expose_value or not _given(param.name):
+            continue
+        flag = max(param.opts, key=len)
+        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
+                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
+                       "--show, --depth, --format/--json and --plot)")
+
+
+def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plot_file, no_cache):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
-    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     _check_plot(plot_file)
-    t = api.tactic(tactic, src, arch, cuda_path=cuda_path, progress=True)
+    t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
     if fmt == "json":
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
