@@ -32,7 +32,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, sys, time
-from cutlass_layout.audit import audit
+from cutlass_layout.commands.audit import audit
 spec, jobs = json.loads(sys.argv[1])
 t = time.perf_counter()
 r = audit(spec, jobs=jobs)

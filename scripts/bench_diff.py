@@ -31,7 +31,7 @@ import time
 
 CODE = """
 import sys
-from cutlass_layout.diff import diff
+from cutlass_layout.commands.diff import diff
 from cutlass_layout.reports.diff import render_text
 old, new, mode = sys.argv[1:4]
 kw = {"structural": mode != "numeric", "numeric": mode != "structural",
@@ -59,9 +59,9 @@ def _after_sweep(old: str, new: str, runs: int) -> None:
     """Time a numeric diff of configs a sweep of both trees already laid out."""
     cache = os.environ.get("CUTLASS_LAYOUT_CACHE")
     for label, grid in GRIDS.items():
-        sweep = PRE + f"from cutlass_layout.sweep import sweep\nfor s in ({old!r}, {new!r}): sweep({grid}, s)\n"
+        sweep = PRE + f"from cutlass_layout.commands.sweep import sweep\nfor s in ({old!r}, {new!r}): sweep({grid}, s)\n"
         subprocess.run([sys.executable, "-c", sweep], check=True)
-        code = (PRE + "from cutlass_layout.diff import diff\n"
+        code = (PRE + "from cutlass_layout.commands.diff import diff\n"
                 f"diff({old!r}, {new!r}, {grid}, structural=False)\n")
         times = []
         for _ in range(runs):

@@ -49,7 +49,7 @@ MOE_GRID = {
 # Runs in a fresh process: prints the sweep's JSON plus its stats.
 CHILD = r"""
 import json, sys, time
-from cutlass_layout.sweep import sweep
+from cutlass_layout.commands.sweep import sweep
 grid, src, jobs, cached = json.loads(sys.argv[1])
 t = time.perf_counter()
 r = sweep(grid, src, jobs=jobs, use_cache=cached)
@@ -103,7 +103,7 @@ def main() -> None:
 
     from cutlass_layout import Config, target
     from cutlass_layout.grid import grid_configs
-    from cutlass_layout.sweep import sweep
+    from cutlass_layout.commands.sweep import sweep
 
     tgt = target(args.cutlass)
     src = str(tgt.tree.include_root)

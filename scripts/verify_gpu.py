@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cutlass_layout.config import Config
 from cutlass_layout.gpu import GpuVerification, preflight, read_checks, verify_on_gpu, write_checks
-from cutlass_layout.sweep import sweep
+from cutlass_layout.commands.sweep import sweep
 
 #: (kernel, A, tile, cluster, schedule, epilogue schedule)
 BASES = [

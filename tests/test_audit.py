@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput
-from cutlass_layout.audit import audit, element_kind, find_tactic, kernel_parts
+from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts
 from cutlass_layout.cli import main
 from cutlass_layout.kernels import kernel_core, template_args
 from cutlass_layout.launchers import (blank_comments, closers, explicit_instantiations,

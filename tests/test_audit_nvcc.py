@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import engine
-from cutlass_layout.audit import audit
+from cutlass_layout.commands.audit import audit
 from cutlass_layout.flashinfer_jit import jit_modules
 from cutlass_layout.frontends.clang import STUB_DIR
 from cutlass_layout.sources import resolve_flashinfer

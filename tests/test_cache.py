@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import Config, UserType
-from cutlass_layout.diff import diff
+from cutlass_layout.commands.diff import diff
 from cutlass_layout.engine import cached, layout, layouts, report_key, target
 from cutlass_layout.frontends.clang import ProbeUnit
 from cutlass_layout.model import LayoutReport
-from cutlass_layout.sweep import sweep
+from cutlass_layout.commands.sweep import sweep
 
 from handed import SECTION_A
 
@@ -148,7 +148,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     from cutlass_layout import cache, engine, kernels
     from cutlass_layout.kernels import Source
 
-    audit = importlib.import_module("cutlass_layout.audit")
+    audit = importlib.import_module("cutlass_layout.commands.audit")
 
     copy = tmp_path / "pkg"
     shutil.copytree(cache.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))

@@ -35,6 +35,57 @@ def test_bad_input_one_line_exit_2(argv, words, capsys):
     assert "Traceback" not in err
 
 
+#: ``layout --tactic`` with what it cannot honour: refused (naming the flag) before the
+#: install is looked at, so no source is needed (the one given does not exist).
+TACTIC = ["layout", "--cutlass", "/no/such/install", "--tactic", "moe/CtaShape128x256x64B"]
+TACTIC_REFUSED = [
+    (["--show", "foo"], "--show 'foo': choose kernel, mainloop, epilogue or all"),
+    (["--show", "kernel,bar"], "--show 'bar'"),
+    (["--check-kernel"], "--check-kernel does not go with it"),
+    (["--tile", "128x128x128"], "--tile does not go with it"),
+    (["--verify", "nvcc"], "--verify does not go with it"),
+    (["--emit-probe", "probe.cu"], "--emit-probe does not go with it"),
+    (["--header", "x.h", "--type", "X"], "--header does not go with it"),
+    (["-I", "/usr/include"], "--include does not go with it"),
+    (["--arch", "sm120", "--stages", "auto"], "--stages does not go with it"),  # even the default
+    (["--preset", "trtllm-moe"], "--preset does not go with it"),
+    (["--kernel", "dense"], "--kernel does not go with it"),
+]
+
+
+@pytest.mark.parametrize("extra,words", TACTIC_REFUSED, ids=[" ".join(e) for e, _ in TACTIC_REFUSED])
+def test_tactic_refuses_what_it_cannot_honour(extra, words, capsys):
+    assert main(TACTIC + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and words in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and "/no/such/install" not in err
+
+
+def test_show_is_checked_before_anything_runs(capsys):
+    assert main(["layout", "--cutlass", "/no/such/dir/include", "--show", "kernels"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: --show 'kernels': choose kernel, mainloop, epilogue or all "
+                   "(or several, comma-separated)")
+
+
+def test_tactic_honours_no_cache_and_show(tmp_path, capsys):
+    """The offline miniature install of tests/test_audit.py: its 256x128x32B MoE tactic is
+    over capacity by 27648 B (129024 B, worked out by hand there)."""
+    import shutil
+
+    from test_audit import MINI
+
+    mini = tmp_path / "site-packages"
+    shutil.copytree(MINI, mini)
+    argv = ["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B", "--check"]
+    assert main(argv + ["--no-cache", "--show", "all", "--no-budget"]) == 1
+    out = capsys.readouterr().out
+    assert "over capacity by 27648 B" in out and "pipelines" in out
+    assert main(argv + ["--json", "--arch", "sm120"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kernel"]["size"] == 129024 and doc["tactic"]["verdict"] == "over_capacity"
+
+
 def test_tree_without_cutlass(tmp_path, capsys):
     (tmp_path / "include").mkdir()
     (tmp_path / "include" / "foo.h").write_text("int x;\n")

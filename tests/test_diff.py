@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from cutlass_layout import BadInput, Config, resolve_cutlass
 from cutlass_layout import cli as cli_mod
 from cutlass_layout.cli import diff_cmd as command
-from cutlass_layout.diff import SCHEMA, compare, default_grid, diff, structural_diff
+from cutlass_layout.commands.diff import SCHEMA, compare, default_grid, diff, structural_diff
 from cutlass_layout.model import MemberChange, MemberSpan, NumericRecord, TmaValues
 from cutlass_layout.reports.diff import render_text
 
@@ -481,7 +481,7 @@ def _ch(file, struct="X::SharedStorage", spec=None):
 
 
 def test_keep_arch_offline():
-    from cutlass_layout.diff import change_family, keep_arch
+    from cutlass_layout.commands.diff import change_family, keep_arch
 
     changes = [
         _ch("cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"),

@@ -540,7 +540,7 @@ def _numbers(doc: dict) -> dict:
                                            (lambda p: [1, 2], True), (None, None)],
                          ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
 def test_altered_results_are_misses(wheel, audited, change, resign):
-    from cutlass_layout.audit import _load_source
+    from cutlass_layout.commands.audit import _load_source
     from cutlass_layout.cache import ResultCache
 
     cache, first = audited  # each case leaves the cache as it found it (the rerun stores again)
@@ -652,7 +652,7 @@ def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
 def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkeypatch, capsys):
     from cutlass_layout.runner import Progress
 
-    sweep_module = importlib.import_module("cutlass_layout.sweep")  # the module, not the facade's function
+    sweep_module = importlib.import_module("cutlass_layout.commands.sweep")
 
     class Often(Progress):
         def __init__(self, what, total=0, **kw):

@@ -1,6 +1,17 @@
-"""The package's layers point one way: every import of every module (at module level or
-inside a function; ``if TYPE_CHECKING:`` blocks aside), read with ``ast``, makes a graph
-without a cycle, and no module but the command line imports it."""
+"""The package's layers point one way. Every import of every module (at module level or
+inside a function; ``if TYPE_CHECKING:`` blocks aside), read with ``ast``, makes a graph:
+
+* without a cycle;
+* in which nothing imports ``cli``;
+* in which ``cli`` reaches the library through ``api`` alone: of the package it imports
+  ``api`` (every computation: layouts, sweeps, diffs, scans, audits, the values as typed, the
+  cross-checks), and besides it only ``options`` (the shared click flags), ``reports`` and
+  its modules (printing what ``api`` returned) and ``errors`` (what it turns into exit
+  codes);
+* in which the facade (``__init__``) imports ``api`` alone, and no module of the library
+  imports ``api`` (it is the top of the library: only the facade and ``cli`` use it);
+* whose edges follow the README's module map (:data:`LAYERS`).
+"""
 
 from __future__ import annotations
 
@@ -114,6 +125,25 @@ def test_nothing_imports_the_cli():
     assert not bad, "imports cutlass_layout.cli: " + ", ".join(bad)
 
 
+#: What ``cli`` may import from the package besides ``api`` (and ``reports.*``).
+CLI_MAY_IMPORT = {f"{NAME}.api", f"{NAME}.options", f"{NAME}.errors", f"{NAME}.reports"}
+
+
+def test_cli_calls_the_library_through_api_only():
+    _, graph = _graph()
+    bad = sorted({f"{t} (line {line})" for t, line, _ in graph[f"{NAME}.cli"]
+                  if t not in CLI_MAY_IMPORT and not t.startswith(f"{NAME}.reports.")})
+    assert not bad, "cli imports the library beside cutlass_layout.api: " + ", ".join(bad)
+    assert f"{NAME}.api" in {t for t, _, _ in graph[f"{NAME}.cli"]}
+
+
+def test_the_facade_is_api_and_api_is_the_top():
+    _, graph = _graph()
+    assert {t for t, _, _ in graph[NAME]} == {f"{NAME}.api"}, "__init__ re-exports api alone"
+    users = sorted({m for m, imps in graph.items() for t, _, _ in imps if t == f"{NAME}.api"})
+    assert users == [NAME, f"{NAME}.cli"], f"only the facade and cli import api: {users}"
+
+
 def test_layers():
     _, graph = _graph()
     for m in LEAVES:
@@ -143,7 +173,8 @@ LAYERS = [
     ["archs", "config", "sources", "cuda", "flashinfer_jit"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
     ["engine", "verify", "gpu", "kernels", "candidates"],
-    ["sweep", "diff", "scan", "audit"],
+    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit"],
+    ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
      "reports.audit"],

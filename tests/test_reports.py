@@ -12,7 +12,7 @@ from cutlass_layout import Config
 from cutlass_layout.model import Constant, FieldLayout, LayoutReport, Provenance, StructLayout
 from cutlass_layout.reports.common import Column, markdown_table, md_cell, source_name
 from cutlass_layout.reports.layout import render, struct_table, to_markdown
-from cutlass_layout.sweep import SweepRecord, SweepResult
+from cutlass_layout.commands.sweep import SweepRecord, SweepResult
 
 LONG = ("cutlass::epilogue::fusion::Sm90EVT<" +
         "cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::ReLu, float, float>, " * 6 + ">")

@@ -1,4 +1,4 @@
-"""Tests of ``cutlass-layout scan`` (cutlass_layout.scan, frontends/treesitter).
+"""Tests of ``cutlass-layout scan`` (cutlass_layout.commands.scan, frontends/treesitter).
 
 Expected values were read by hand from the headers (sed -n on the unpacked wheels), not
 copied from the tool's output. Tests marked ``network`` fetch flashinfer-python 0.7.2.post1
@@ -15,7 +15,7 @@ import pytest
 from cutlass_layout.errors import BadInput
 from cutlass_layout.cli import run_scan_cli
 from cutlass_layout.reports.scan import render_text
-from cutlass_layout.scan import SCHEMA, Struct, scan, to_json
+from cutlass_layout.commands.scan import SCHEMA, Struct, scan, to_json
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "scan"
 
@@ -495,7 +495,7 @@ def test_line_offset_on_a_file_and_bad_uses(monkeypatch, tmp_path, capsys):
     part.write_bytes(_lines(demo, 20, 52))
     res = scan(part, line_offset=19)
     assert [(s.name, s.line, s.file) for s in res.structs] == [("SharedStorage", 25, "part.hpp")]
-    from cutlass_layout.scan import parse_line_offset
+    from cutlass_layout.commands.scan import parse_line_offset
 
     assert parse_line_offset("249") == (None, 249)
     assert parse_line_offset("x.hpp:250") == ("x.hpp", 249)

@@ -18,7 +18,7 @@ from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
 from cutlass_layout.cli import sweep_cmd as command
 from cutlass_layout.reports.sweep import to_csv
-from cutlass_layout.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _first_candidate,
+from cutlass_layout.commands.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _first_candidate,
                                   _likely_fails, _Search, sweep)
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
@@ -285,7 +285,7 @@ def test_search_guesses_need_one_round(swept_a):
 
 
 def test_csv_and_summary_from_records():
-    from cutlass_layout.sweep import SweepResult
+    from cutlass_layout.commands.sweep import SweepResult
 
     ok = SweepRecord(Config(tile=(128, 32, 256)), 4, 92160, 9216, 102400, CAP, -1024,
                      "over_capacity", 3, 79872)

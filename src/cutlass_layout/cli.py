@@ -1,7 +1,10 @@
 """The ``cutlass-layout`` command: flags to library calls and results to reports, nothing more.
 
-Every error becomes one line on stderr (``error: ...``) and an exit code from
-:mod:`cutlass_layout.errors`; see the README's exit-code table.
+The library is called through :mod:`cutlass_layout.api` alone (the facade Python users
+call); besides it this module imports only :mod:`~cutlass_layout.options` (the shared
+flags), :mod:`~cutlass_layout.reports` (printing) and :mod:`~cutlass_layout.errors`
+(tests/test_imports.py checks it). Every error becomes one line on stderr (``error: ...``)
+and an exit code from :mod:`cutlass_layout.errors`; see the README's exit-code table.
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ from pathlib import Path
 
 import click
 
-from . import engine, probe
-from .config import config_from_flags, parse_stages
+from . import api
 from .errors import BadInput, CutlassLayoutError
 from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
                       limits_option, output_format, source_options)
-from .probe import UserType
 from .reports import layout as layout_report
-from .verify import verify_with_nvcc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +47,9 @@ def _check_plot(plot_file) -> None:
 @source_options
 @header_options
 @click.option("--tactic", default=None, metavar="ID",
-              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part).")
+              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part), "
+                   "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
+                   "and --emit-probe are refused with it.")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
@@ -71,28 +73,26 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                **flags):
     """Lay out one kernel config's SharedStorage and compare it with the capacity."""
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
+    structs = _structs(show)
     if tactic is not None:
+        _tactic_takes_no_more()
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
-                              check, depth, show, plot_file)
+                              check, depth, structs, plot_file, no_cache)
     if header is not None or type_name is not None or includes or defines:
         subject = user_type_from_flags(header, type_name, includes, defines, flags)
     else:
-        subject = config_from_flags(**flags)
-    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
-    for s in structs:
-        if s not in ("kernel", "mainloop", "epilogue"):
-            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all")
+        subject = api.config(**flags)
     device = _verify_preflight(verify, subject)
     _check_plot(plot_file)
-    tgt = engine.target(cutlass_src, cuda_path)
+    tgt = api.target(cutlass_src, cuda_path)
     if emit_probe:
         try:
-            Path(emit_probe).write_text(probe.render([subject], with_main=True))
+            Path(emit_probe).write_text(api.probe_text(subject))
         except OSError as exc:
             raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
     try:
-        rep = engine.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget,
-                            use_cache=not no_cache)
+        rep = api.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget,
+                         use_cache=not no_cache)
     except BadInput as exc:
         if check_kernel and "kernel body" in str(exc):
             raise BadInput(f"--check-kernel: {exc}") from None
@@ -128,6 +128,25 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         sys.exit(1)
 
 
+#: What ``--show`` tabulates.
+STRUCTS = ("kernel", "mainloop", "epilogue")
+
+
+def _structs(show: str) -> tuple[str, ...]:
+    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
+    runs.
+
+    Raises:
+        BadInput: a value that names none of them.
+    """
+    parts = [s.strip() for s in show.split(",")]
+    for s in parts:
+        if s not in (*STRUCTS, "all"):
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
+                           "(or several, comma-separated)")
+    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
+
+
 def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...]) -> None:
     """A layout report as Markdown or as the terminal's table (``--depth 0``: every level)."""
     if fmt == "markdown":
@@ -142,19 +161,13 @@ def _verify_preflight(verify, subject):
         raise BadInput(f"--verify {verify!r}: choose nvcc or gpu")
     if verify != "gpu":
         return None
-    from .gpu import check_launchable, preflight
-
-    check_launchable([subject])
-    return preflight(subject.arch)
+    return api.gpu_device([subject])
 
 
 def _verify(verify, device, subject, rep, tgt):
     if verify == "gpu":
-        from .gpu import verify_on_gpu
-
-        return verify_on_gpu([subject], [(rep.verdict, rep.kernel.size, rep.stages)], tgt.tree.include_root,
-                             arch=subject.arch, device=device)
-    return verify_with_nvcc([subject], [rep], tgt.tree.include_root)
+        return api.verify_gpu([subject], [rep], tgt, device=device)
+    return api.verify_nvcc([subject], [rep], tgt)
 
 
 def _given(name: str) -> bool:
@@ -163,10 +176,10 @@ def _given(name: str) -> bool:
     return src is not None and src.name == "COMMANDLINE"
 
 
-def user_type_from_flags(header, type_name, includes, defines, flags, stages=None) -> UserType:
-    """``--header/--type`` (with ``-I``/``-D``): the :class:`UserType`; ``--arch`` when given
-    (else the type's arch tag decides), ``--stages N`` defines its ``STAGES`` macro. The
-    preset flags do not go with it."""
+def user_type_from_flags(header, type_name, includes, defines, flags, stages=None):
+    """``--header/--type`` (with ``-I``/``-D``): the :class:`~cutlass_layout.api.UserType`;
+    ``--arch`` when given (else the type's arch tag decides), ``--stages N`` defines its
+    ``STAGES`` macro. The preset flags do not go with it."""
     if header is None or type_name is None:
         raise BadInput("--header and --type go together (and -I/-D go with them)")
     extra = [flag for flag, name, _, _ in CONFIG_FLAGS
@@ -175,27 +188,40 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
         raise BadInput(f"{extra[0]} describes a preset; with --header the type in the header is "
                        "what is laid out (only --arch and --stages go with it)")
     arch = flags["arch"] if _given("arch") else None
-    if stages is None:
-        stages = parse_stages(flags["stages"]) if isinstance(flags["stages"], str) else None
-    return UserType(header=header, type=type_name, arch=arch.lower() if arch else None,
-                    stages=stages, includes=tuple(includes), defines=tuple(defines))
+    if stages is None and isinstance(flags["stages"], str):
+        stages = flags["stages"]
+    return api.user_type(header, type_name, arch=arch, stages=stages, includes=includes,
+                         defines=defines)
 
 
-def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, show, plot_file):
+#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
+#: built for, the cache, and how the report is shown. Every other parameter is refused.
+TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
+                "check", "depth", "show", "plot_file"}
+
+
+def _tactic_takes_no_more() -> None:
+    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
+    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
+    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if param.name in TACTIC_TAKES or not param.expose_value or not _given(param.name):
+            continue
+        flag = max(param.opts, key=len)
+        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
+                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
+                       "--show, --depth, --format/--json and --plot)")
+
+
+def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plot_file, no_cache):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
-    from .audit import audit, find_tactic
-
-    structs = ("kernel", "mainloop", "epilogue") if show == "all" else tuple(s.strip() for s in show.split(","))
     _check_plot(plot_file)
-    # an id names its family first (moe/CtaShape...): only that family's sources are read;
-    # TensorRT-LLM's tile names (CtaShape128x256x64B, or 128x256x64B) are the MoE family's
-    family = tactic.split("/", 1)[0] if "/" in tactic else None
-    if re.search(r"ctashape|^\d+x\d+x\d+b(/|$)", tactic, re.I):
-        family = "moe"
-    res = audit(src, arch, family=family, cuda_path=cuda_path, progress=True)
-    if family is not None and not res.tactics:  # not a family name after all
-        res = audit(src, arch, cuda_path=cuda_path, progress=True)
-    t = find_tactic(res, tactic)
+    t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
     if fmt == "json":
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
@@ -240,9 +266,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     With --header/--type, your own kernel type (for each --arch given, else its arch tag's;
     for each --stages N, its STAGES macro): the most stages that fit is searched over STAGES.
     """
-    from .grid import expand_braces, grid_configs, load_grid_file
     from .reports.sweep import render, to_csv, to_markdown
-    from .sweep import sweep
 
     given = {k: list(v) for k, v in flags.items() if v}
     if grid_file and given:
@@ -256,8 +280,9 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         if verify:
             raise BadInput("--verify gpu launches preset configs; for your own type use "
                            "layout --header ... --verify nvcc")
-        stages = [parse_stages(v) for raw in given.get("stages", ["auto"]) for v in expand_braces(raw)]
-        archs_ = [v for raw in given.get("arch", []) for v in expand_braces(raw)] or [None]
+        stages = [api.parse_stages(v) for raw in given.get("stages", ["auto"])
+                  for v in api.expand_braces(raw)]
+        archs_ = [v for raw in given.get("arch", []) for v in api.expand_braces(raw)] or [None]
         user = [user_type_from_flags(header, type_name, includes, defines,
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
@@ -267,28 +292,23 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     if user is not None:
         configs = user
     else:
-        configs = load_grid_file(grid_file) if grid_file else grid_configs(given)
+        configs = api.grid_file(grid_file) if grid_file else api.grid(given)
     if not configs:
         raise BadInput("the grid is empty")
     device = None
     if verify:
-        from .gpu import check_launchable, preflight
-
-        check_launchable(configs)
-        archs = {c.arch for c in configs}
-        if len(archs) != 1:
+        archs = {c.arch for c in configs if isinstance(c, api.Config)}
+        if len(archs) > 1:
             raise BadInput(f"--verify gpu: the grid mixes archs ({', '.join(sorted(archs))}); "
                            "a GPU runs one")
-        device = preflight(archs.pop())
-    result = sweep(configs, cutlass_src, cuda_path=cuda_path, jobs=jobs,
-                   use_cache=not no_cache, progress=True)
+        device = api.gpu_device(configs)
+    src = api.target(cutlass_src, cuda_path) if verify else cutlass_src  # nvcc reads it too
+    result = api.sweep(configs, src, cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache,
+                       progress=True)
     checks = None
     if verify:
-        from .gpu import verify_on_gpu
-
         built = [r for r in result.records if r.verdict != "does_not_compile"]
-        checks = verify_on_gpu([r.config for r in built], [(r.verdict, r.kernel_bytes, r.stages) for r in built],
-                               Path(result.provenance.cutlass_root), arch=device.arch, device=device)
+        checks = api.verify_gpu([r.config for r in built], built, src, device=device)
     if fmt == "json":
         doc = result.to_dict()
         if checks is not None:
@@ -350,8 +370,6 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
 
     Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
     """
-    from .diff import diff, grid_from_values, resolve_side
-    from .grid import load_grid_file
     from .reports.diff import render_text, to_markdown
 
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
@@ -362,24 +380,21 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         if structural_only or numeric_only or grid_file or set(values) - {"arch"}:
             raise BadInput("--audit compares the kernels the installs build: it takes --arch "
                            "and --family, no grid flags, --structural-only or --numeric-only")
-        res = diff(old, new, audit=True, arch=_arch_values(values.get("arch")) or None, family=family,
-                   cuda_path=cuda_path)
+        res = api.diff(old, new, audit=True, arch=_arch_values(values.get("arch")) or None,
+                       family=family, cuda_path=cuda_path)
     else:
-        old_tree = resolve_side(old, "old")
-        new_tree = resolve_side(new, "new")
         archs = _arch_values(values.get("arch")) or None
         if grid_file and values:
             raise BadInput("--grid FILE cannot be combined with config flags")
-        if grid_file:
-            configs, source = load_grid_file(grid_file), "file"
-        elif values and not structural_only:
-            configs, source = grid_from_values(values, old_tree, new_tree), "flags"
-        else:
-            configs, source = None, "default"
         if structural_only and set(values) - {"arch"}:
             raise BadInput("--structural-only takes no config flags but --arch")
-        res = diff(old_tree, new_tree, configs, structural=not numeric_only,
-                   numeric=not structural_only, arch=archs, cuda_path=cuda_path, grid_source=source)
+        configs, grid_values, source = None, {}, "default"
+        if grid_file:
+            configs, source = api.grid_file(grid_file), "file"
+        elif values and not structural_only:
+            grid_values, source = values, "flags"  # laid out on both trees (their families)
+        res = api.diff(old, new, configs, structural=not numeric_only, numeric=not structural_only,
+                       arch=archs, cuda_path=cuda_path, grid_source=source, **grid_values)
     res.old.source, res.new.source = old, new
     tile_bytes = _typed_in_bytes(values.get("tile"))
     if fmt == "json":
@@ -394,9 +409,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
 
 def _arch_values(raw) -> list[str]:
     """Repeated ``--arch`` values, braces expanded (``sm{90,120}``), lower case."""
-    from .grid import expand_braces
-
-    return [a.lower() for r in (raw or ()) for a in expand_braces(str(r))]
+    return [a.lower() for r in (raw or ()) for a in api.expand_braces(str(r))]
 
 
 def _typed_in_bytes(tiles) -> bool:
@@ -420,21 +433,20 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
     traceback out for bad input.
     """
     from .reports.scan import render_text
-    from .scan import parse_line_offset, scan, scan_text
 
     try:
-        name, offset = parse_line_offset(line_offset)
+        name, offset = api.parse_line_offset(line_offset)
         if path == "-":
             if sys.stdin is None or sys.stdin.isatty():
                 raise BadInput("scan -: pipe a header's text into stdin "
                                "(sed -n 250,300p FILE | cutlass-layout scan - --line-offset 249)")
-            result = scan_text(sys.stdin.buffer.read(), name or "<stdin>", line_offset=offset,
-                               grep=grep)
+            result = api.scan_text(sys.stdin.buffer.read(), name or "<stdin>", line_offset=offset,
+                                   grep=grep)
         else:
             if name is not None:
                 raise BadInput("--line-offset FILE:START names the real file of stdin's text; "
                                "for a file give --line-offset N")
-            result = scan(path, grep=grep, line_offset=offset)
+            result = api.scan(path, grep=grep, line_offset=offset)
     except BadInput as exc:
         print(f"error: {_message(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -503,8 +515,6 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     keep the tactics that match one of their values. --c, --preset and --epilogue-schedule
     are not recorded per tactic and are refused.
     """
-    from .audit import audit
-
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     if src is not None and cutlass_src is not None:
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
@@ -515,8 +525,8 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
         raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
     arch = archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
-    res = audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
+    res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
+                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
@@ -542,7 +552,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
 @source_options
 def source_cmd(cutlass_src, cuda_path):
     """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
-    tgt = engine.target(cutlass_src, cuda_path)
+    tgt = api.target(cutlass_src, cuda_path)
     t = tgt.tree
     click.echo(f"include root: {t.include_root}")
     click.echo(f"version.h:    {t.version}")
@@ -570,18 +580,14 @@ def _usage_hint(exc: click.ClickException) -> str:
 
 def _message(exc: Exception) -> str:
     """An error's line, with how to lift a limit it went over."""
-    from .inputs import OverLimit
-
-    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else str(exc)
+    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else str(exc)
 
 
 def main(argv=None) -> int:
     """Console entry point. Returns (and exits with) the exit code."""
     from dataclasses import replace
 
-    from .inputs import LIMITS
-
-    limits = replace(LIMITS)  # --no-limits lifts them for one command
+    limits = replace(api.LIMITS)  # --no-limits lifts them for one command
     try:
         cli.main(args=argv, prog_name="cutlass-layout", standalone_mode=False)
         code = 0
@@ -603,7 +609,7 @@ def main(argv=None) -> int:
                    "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
         code = 4
     finally:
-        LIMITS.__dict__.update(limits.__dict__)
+        api.LIMITS.__dict__.update(limits.__dict__)
     if argv is None:
         sys.exit(code)
     return code

@@ -6,7 +6,7 @@ Every command that takes a config takes the same flags, from :data:`CONFIG_FLAGS
 grid is the product, braces expand); ``audit`` each repeatedly, as filters (a tactic is kept
 when it matches one value of every flag given). The flag strings become a :class:`Config`
 in :func:`cutlass_layout.config.config_from_flags`, or a filter in
-:func:`cutlass_layout.audit.tactic_filter`.
+:func:`cutlass_layout.commands.audit.tactic_filter`.
 """
 
 from __future__ import annotations

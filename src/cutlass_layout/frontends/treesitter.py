@@ -1,4 +1,4 @@
-"""tree-sitter front end of :mod:`cutlass_layout.scan`: blank macros, repair cut files, extract.
+"""tree-sitter front end of :mod:`cutlass_layout.commands.scan`: blank macros, repair cut files, extract.
 
 Nothing here compiles or preprocesses anything. One header is handled in four steps:
 

@@ -70,20 +70,20 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .cache import ResultCache, key as cache_key
-from .config import Config
-from .errors import BadInput
-from .model import DIFF_SCHEMA as SCHEMA
-from .model import (NUMERIC_KEYS, AuditDiff, DiffResult, Field, MemberChange, NumericRecord, NumericRow,
+from ..cache import ResultCache, key as cache_key
+from ..config import Config
+from ..errors import BadInput
+from ..model import DIFF_SCHEMA as SCHEMA
+from ..model import (NUMERIC_KEYS, AuditDiff, DiffResult, Field, MemberChange, NumericRecord, NumericRow,
                     TacticChange)
-from .model import Provenance, ScanResult, Side, StructuralChange
-from .runner import Pool, default_jobs
+from ..model import Provenance, ScanResult, Side, StructuralChange
+from ..runner import Pool, default_jobs
 
 #: Bumped whenever the cached structural results change shape or meaning beyond what the
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
 _CACHE_VERSION = "3"
 #: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("diff.py", "scan.py", "model.py", "sources.py", "frontends/treesitter.py")
+_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources.py", "frontends/treesitter.py")
 _STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
@@ -104,7 +104,7 @@ DEFAULT_GRID = {"a": "nvfp4", "tile": "{128,256}x{32,64,128,256}x{128,256}",
 
 def resolve_side(src, which: str):
     """Resolve one side of a diff; a bad source says which side it is (``old (SRC): ...``)."""
-    from .sources import resolve_cutlass
+    from ..sources import resolve_cutlass
 
     try:
         return resolve_cutlass(src)
@@ -129,7 +129,7 @@ def _describe(src) -> str:
 
 def _header_digests(root) -> dict[str, bytes]:
     """Relative path -> SHA-256 of the bytes, for every header of the tree at ``root``."""
-    from .sources import file_digests, is_header
+    from ..sources import file_digests, is_header
 
     return {rel: h for rel, h in file_digests(root).items() if is_header(rel)}
 
@@ -410,7 +410,7 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
     """
     if old_tree.tree_hash == new_tree.tree_hash:
         return [], 0
-    from .model import SCAN_SCHEMA
+    from ..model import SCAN_SCHEMA
 
     k = cache_key(f"structural/{_CACHE_VERSION}", subject=[SCAN_SCHEMA],
                   target=[old_tree.tree_hash, new_tree.tree_hash], code=_STRUCTURAL_SOURCES)
@@ -503,7 +503,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
 
 def _compute_records(job) -> list[NumericRecord]:
     """Lay out ``configs`` on one target (also run in a worker process): their records."""
-    from .engine import layouts
+    from ..engine import layouts
 
     tgt, configs = job
     return [record(r) for r in layouts(configs, tgt, use_cache=False)]
@@ -518,7 +518,7 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
     one target per worker process when two have configs left (``jobs`` 1: in this process),
     and stored. ``use_cache=False`` lays out every config again.
     """
-    from .engine import cached
+    from ..engine import cached
 
     out = []
     work = []
@@ -559,7 +559,7 @@ def default_grid(old_tree, new_tree) -> tuple[list[Config], list[str]]:
     For each family both trees support (:func:`supported_families`): SM120 NVFP4, tiles
     ``{128,256}x{32,64,128,256}x{128,256}``, flashinfer flavour, stages auto.
     """
-    from .grid import grid_configs
+    from ..grid import grid_configs
 
     fo, fn = supported_families(old_tree), supported_families(new_tree)
     both = [k for k in FAMILY_FILES if k in fo and k in fn]
@@ -581,8 +581,8 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
     for a sweep), the others from :data:`DEFAULT_GRID`; without ``kernel``, the SM120
     families both trees have (both kinds for another arch). With ``arch`` the element
     defaults to that arch's (bf16 on SM90), not NVFP4."""
-    from .config import FAMILY
-    from .grid import grid_configs
+    from ..config import FAMILY
+    from ..grid import grid_configs
 
     defaults = dict(DEFAULT_GRID)
     archs = values.get("arch")
@@ -711,7 +711,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         raise BadInput(f"jobs {jobs!r}: give a positive number")
     archs = None
     if arch is not None:
-        from .config import ARCHS
+        from ..config import ARCHS
 
         archs = [arch] if isinstance(arch, str) else list(arch)
         archs = [a.lower() if isinstance(a, str) else a for a in archs]
@@ -724,7 +724,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         grid_values = {"arch": archs, **grid_values}
     if grid_values:
         grid = grid_from_values(grid_values, old_tree, new_tree)
-    from .engine import target
+    from ..engine import target
 
     tgts = [target(old_tree, cuda_path), target(new_tree, cuda_path)] if numeric else [None, None]
     res = DiffResult(old=Side(_describe(old), _provenance(old_tree, tgts[0])),
@@ -738,7 +738,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         res.grid_source = "default" if numeric else "none"
     else:
         if isinstance(grid, dict):
-            from .grid import grid_configs
+            from ..grid import grid_configs
 
             grid = grid_configs(grid)
         res.grid = list(grid)

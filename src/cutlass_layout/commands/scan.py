@@ -36,12 +36,12 @@ import re
 import time
 from pathlib import Path
 
-from .errors import BadInput
-from .model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
-from .model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
-from .runner import Pool, default_jobs
-from .inputs import file_kind, read_file
-from .sources import HEADER_SUFFIXES, header_files
+from ..errors import BadInput
+from ..model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
+from ..model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
+from ..runner import Pool, default_jobs
+from ..inputs import file_kind, read_file
+from ..sources import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).
@@ -105,7 +105,7 @@ def _scan_file(path: str, rel: str, strict: bool = False):
         why = _check_text(data, rel)
         if why:
             return [], [], ([] if why.startswith("empty") else [Diagnostic(rel, 0, why.split(":")[0])]), False
-    from .frontends import treesitter
+    from ..frontends import treesitter
 
     try:
         structs, consts, diags = treesitter.scan_source(data, rel)
@@ -176,7 +176,7 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
     why = _check_text(data, name)
     if why:
         raise BadInput(why)
-    from .frontends import treesitter
+    from ..frontends import treesitter
 
     # the lines before the excerpt, as empty lines: every line the parser reports is the real one
     try:
@@ -240,7 +240,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
                                  or text.startswith(".") or text.startswith("~")):
             raise BadInput(f"path does not exist: {text}")
         else:
-            from .sources import resolve_cutlass
+            from ..sources import resolve_cutlass
 
             tree = resolve_cutlass(text)
             root = tree.include_root

@@ -36,11 +36,11 @@ import math
 import sys
 import time
 
-from .config import Config
-from .errors import BadInput
-from .probe import UserType
-from .model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from .runner import Pool, Progress, default_jobs
+from ..config import Config
+from ..errors import BadInput
+from ..probe import UserType
+from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
+from ..runner import Pool, Progress, default_jobs
 
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
@@ -59,7 +59,7 @@ def _chunk_worker(tgt, configs: list[Config]):
     them in the cache: (reports, peak RSS in MB, CPU seconds)."""
     import resource
 
-    from .engine import layouts
+    from ..engine import layouts
 
     t = time.process_time()
     reps = layouts(configs, tgt, use_cache=False)
@@ -86,7 +86,7 @@ def _arch(c) -> str:
 def _stage_bytes_guess(c: Config) -> int:
     """A rough per-stage byte count (A and B tiles and their block scale factors), only to
     order configs and guess which ones do not compile (0 for a user type)."""
-    from .config import ELEMENTS
+    from ..config import ELEMENTS
 
     if isinstance(c, UserType):
         return 0
@@ -188,8 +188,8 @@ class _Layouts:
         returns more configs to lay out. Returns every report by config."""
         import resource
 
-        from . import engine, probe
-        from .frontends.clang import ensure_pch
+        from .. import engine, probe
+        from ..frontends.clang import ensure_pch
 
         out: dict[Config, object] = {}
         seen = set(configs)
@@ -392,8 +392,8 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
 # the API
 # --------------------------------------------------------------------------------------
 def _as_configs(grid, values: dict) -> list[Config]:
-    from .config import config_from
-    from .grid import grid_configs
+    from ..config import config_from
+    from ..grid import grid_configs
 
     if values:
         if grid is not None and not isinstance(grid, dict):
@@ -447,9 +447,9 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
         BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
         OverLimit: a grid of more configs than :data:`~cutlass_layout.inputs.LIMITS` allows.
     """
-    from .engine import target
+    from ..engine import target
 
-    from .grid import check_size
+    from ..grid import check_size
 
     t0 = time.perf_counter()
     grid = _as_configs(grid, values)

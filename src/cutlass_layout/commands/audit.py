@@ -25,12 +25,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .cache import ResultCache, code_fingerprint, key as cache_key
-from .errors import BadInput
-from .launchers import blank_comments
-from .kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
+from ..cache import ResultCache, code_fingerprint, key as cache_key
+from ..errors import BadInput
+from ..launchers import blank_comments
+from ..kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
                       split_preamble, template_args)
-from .model import AuditResult, LayoutReport, Provenance, Tactic
+from ..model import AuditResult, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload.
 _FORMAT = 1
@@ -41,7 +41,7 @@ _CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "arc
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
-STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parent / "stubs").glob("*.h")))
+STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parent.parent / "stubs").glob("*.h")))
 #: Verdicts in the order the table lists them.
 VERDICT_ORDER = ("over_capacity", "exact_fit", "does_not_compile", "fits")
 
@@ -230,7 +230,7 @@ def _lay_out(source: Source, provenance: dict, pch: str | None) -> dict:
 def _load_source(payload: dict) -> dict:
     """A cached per-source payload if it is whole (each kernel's report loads, see
     :func:`cutlass_layout.engine.load_report`); raises for one that is not (a miss)."""
-    from .engine import load_report
+    from ..engine import load_report
 
     if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
         raise TypeError("kernels")
@@ -277,8 +277,8 @@ def tactic_filter(**values):
         BadInput: a key that is not recorded per tactic (``c``, ``preset``,
             ``epilogue_schedule``, ``scales``; ``arch`` is the audit's own), or a bad value.
     """
-    from .config import KERNELS, parse_shape, parse_stages, split_tile
-    from .grid import expand_braces
+    from ..config import KERNELS, parse_shape, parse_stages, split_tile
+    from ..grid import expand_braces
 
     tests = []
     for key, raw in values.items():
@@ -365,11 +365,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             old to have JIT module builders for the arch, builders that could not run at all,
             unusable CUDA headers; a bad filter value (:func:`tactic_filter`).
     """
-    from . import engine
-    from .flashinfer_jit import jit_modules
-    from .frontends.clang import libclang_version
-    from .runner import Pool, Progress, default_jobs
-    from .sources import resolve_flashinfer
+    from .. import engine
+    from ..flashinfer_jit import jit_modules
+    from ..frontends.clang import libclang_version
+    from ..runner import Pool, Progress, default_jobs
+    from ..sources import resolve_flashinfer
 
     t0 = time.perf_counter()
     if arch not in _ARCH_WORD:
@@ -529,7 +529,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
     """:func:`~cutlass_layout.frontends.clang.ensure_pch` in a worker: (its path or None, seconds)."""
-    from .frontends.clang import ensure_pch
+    from ..frontends.clang import ensure_pch
 
     t = time.perf_counter()
     path = ensure_pch(preamble, flags, key)
@@ -538,7 +538,7 @@ def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
 
 def _candidates(install, arch, flags, preamble, pch_key, use_cache):
     """:func:`~cutlass_layout.candidates.runtime_candidates` (also run in a worker process)."""
-    from .candidates import runtime_candidates
+    from ..candidates import runtime_candidates
 
     return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
                               use_cache=use_cache)

@@ -1,0 +1,542 @@
+"""The library's front door: one function per question, each a thin call into the module that
+answers it. ``import cutlass_layout as cl`` gives these names (see the package docstring);
+the command line calls these and nothing else of the library.
+
+Every function that reads CUTLASS takes it as ``source``: anything
+:func:`resolve_cutlass` accepts (an include dir, a checkout, a site-packages dir, a
+``.whl``, an installed distribution such as ``"flashinfer"``, ``"NAME==VERSION"`` such as
+``"flashinfer-python==0.7.2.post1"``, with ``#SUBPATH`` to choose among several trees), a
+resolved :class:`CutlassTree`, or a :class:`Target` from :func:`target` to reuse; ``None``
+is the one installed here, else nvidia-cutlass 4.2.0.0 fetched into the cache. :func:`diff`
+takes two, ``old`` and ``new``. (The older keyword names, ``cutlass=`` and, for
+:func:`audit` and :func:`scan`, ``src=`` and ``path=``, still work and warn.)
+
+Sizes, offsets and capacities are bytes throughout; tiles are ``(M, N, K)`` in elements of
+A (a tile written ``"128x128x64B"`` has K in bytes of A's element, as TensorRT-LLM names
+its tiles). A bad value raises :class:`BadInput` with one line naming the value, never a
+command-line flag.
+
+Two groups:
+
+* the questions: :func:`layout`, :func:`layouts`, :func:`sweep`, :func:`diff`,
+  :func:`scan`, :func:`audit` and :func:`tactic`, with :func:`target` and
+  :func:`resolve_cutlass` to resolve a source once;
+* the steps a command runs around them, for the command line and for scripts that do the
+  same: values as typed (:func:`config`, :func:`user_type`, :func:`grid`,
+  :func:`grid_file`, :func:`expand_braces`, :func:`parse_stages`,
+  :func:`parse_line_offset`), a header's text (:func:`scan_text`), the probe's translation
+  unit (:func:`probe_text`) and the cross-checks (:func:`verify_nvcc`, :func:`gpu_device`,
+  :func:`verify_gpu`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from pathlib import Path
+
+from . import engine, probe
+from .commands import audit as _audit
+from .commands import diff as _diff
+from .commands import scan as _scan
+from .commands import sweep as _sweep
+from .config import Config, parse_stages, parse_tile
+from .engine import Target
+from .errors import BadInput, CutlassLayoutError, DoesNotCompile
+from .grid import expand_braces
+from .inputs import LIMITS, OverLimit
+from .model import (AuditResult, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
+                    Tactic)
+from .probe import UserType
+from .sources import CutlassTree
+from .sources import resolve_cutlass as _resolve_cutlass
+
+
+def _renamed(**old_names: str):
+    """Keep an argument's former keyword name working: ``@_renamed(cutlass="source")``
+    passes ``cutlass=X`` on as ``source=X`` with a :class:`DeprecationWarning`; both at once
+    are bad input."""
+    def decorate(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for old, new in old_names.items():
+                if old in kwargs:
+                    value = kwargs.pop(old)
+                    if new in kwargs:
+                        raise BadInput(f"{f.__name__}(): give {new}= alone ({old}= is its old name)")
+                    warnings.warn(f"{f.__name__}({old}=...) is now {f.__name__}({new}=...)",
+                                  DeprecationWarning, stacklevel=2)
+                    kwargs[new] = value
+            return f(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+# ------------------------------------------------------------------------------------------
+# sources
+
+
+def resolve_cutlass(source=None) -> CutlassTree:
+    """The CUTLASS tree ``source`` names (see the module docstring for what it may be); the
+    tree's ``include_root`` holds ``cutlass/version.h``, its ``tree_hash`` is of its headers'
+    content (what every cached result is keyed by).
+
+    Raises:
+        BadInput: a missing path, no CUTLASS found, several found and none chosen
+            (``#SUBPATH`` chooses), a damaged wheel, a version the index does not have.
+    """
+    return _resolve_cutlass(source)
+
+
+@_renamed(cutlass="source")
+def target(source=None, cuda_path=None) -> Target:
+    """A resolved CUTLASS tree plus the CUDA headers libclang parses it with: pass it as
+    ``source`` to the other functions to resolve once.
+
+    Args:
+        source: a CUTLASS source (see the module docstring); a :class:`Target` as is.
+        cuda_path: a CUDA root, ``"pip"`` (the nvidia-cuda-* header wheels), or ``None`` to
+            search (``CUDA_HOME``, ``CUDA_PATH``, nvcc on ``PATH``, ``/usr/local/cuda``,
+            else the wheels).
+
+    Raises:
+        BadInput: an unusable source or CUDA path.
+    """
+    return engine.target(source, cuda_path)
+
+
+# ------------------------------------------------------------------------------------------
+# the questions
+
+
+@_renamed(cutlass="source")
+def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = False,
+           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
+           **config_values) -> LayoutReport:
+    """The exact SharedStorage layout of one kernel config (``cutlass-layout layout``).
+
+    What ``sizeof(GemmKernel::SharedStorage)`` gives for a
+    ``cutlass::gemm::kernel::GemmUniversal`` built from CUTLASS's collective builders
+    (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl``,
+    ``sm90_gmma_builder.inl``; ``cutlass/epilogue/collective/builders/sm120_builder.inl``,
+    ``sm90_builder.inl``), with the epilogue flavour flashinfer or TensorRT-LLM's MoE
+    passes, compared with the arch's capacity (``cutlass::arch::sm120_smem_capacity_bytes``
+    = 101376 B on SM120).
+
+    Args:
+        config: a :class:`Config`, a :class:`UserType`, a tile as typed
+            (``"128x256x128"``, ``"128x128x64B"``) or a dict of config values; default
+            SM120 grouped NVFP4 128x128x128, flashinfer flavour, stages auto.
+        source: the CUTLASS source (module docstring).
+        cuda_path: see :func:`target`.
+        raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
+            ``error`` set.
+        check_kernel_body: also instantiate the kernel's device entry point, so asserts in
+            its ``operator()`` fire (about 20 s); the report says ``checked == "kernel"``.
+        budget: also read the mainloop builder's stage budget (``builder_budget``: the
+            stages ``StageCountAutoCarveout`` would pick and the bytes per stage it counts)
+            of an auto-stage config, from the same parse.
+        use_cache: read a report cached earlier (the results cache, keyed by the tree's
+            content, the config, libclang and this code); a fresh one is stored either way.
+        config_values: the ``layout`` command's config values as typed: ``arch``,
+            ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages`` (``"auto"``, ``3``),
+            ``c``, ``d``, ``preset``, ``schedule``, ``epilogue_schedule``, ``scales``.
+
+    Returns:
+        A :class:`LayoutReport`: ``stages``, the ``kernel``/``mainloop``/``epilogue``
+        structs (members with offsets and sizes, bytes), ``tma_transaction_bytes``,
+        ``capacity_bytes``, ``fits``, ``headroom_bytes``; a config that does not compile
+        has ``error`` set and no numbers.
+
+    Raises:
+        BadInput: an unusable source, CUDA path or config value.
+        DoesNotCompile: only with ``raise_on_error``.
+    """
+    return engine.layout(config, source, cuda_path=cuda_path, raise_on_error=raise_on_error,
+                         check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache,
+                         **config_values)
+
+
+@_renamed(cutlass="source")
+def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = False,
+            use_cache: bool = True) -> list[LayoutReport]:
+    """:func:`layout` for several configs with as few libclang parses as possible (one
+    translation unit per arch; no stage budget).
+
+    Args:
+        configs: a list of what :func:`layout` takes as ``config``, archs mixed freely.
+        source, cuda_path, check_kernel_body, use_cache: as for :func:`layout`.
+
+    Returns:
+        One :class:`LayoutReport` per config, in order (bytes).
+
+    Raises:
+        BadInput: not a list, a bad config, an unusable source or CUDA path.
+    """
+    return engine.layouts(configs, source, cuda_path=cuda_path,
+                          check_kernel_body=check_kernel_body, use_cache=use_cache)
+
+
+@_renamed(cutlass="source")
+def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
+          use_cache: bool = True, progress: bool = False, **grid_values) -> SweepResult:
+    """Lay out every config of a grid and find, for each, the largest ``StageCount<N>`` whose
+    kernel SharedStorage fits the capacity (``cutlass-layout sweep``).
+
+    Every number is a layout of the engine (a ``StageCountAuto...`` config that chose S
+    stages counts as the layout of ``StageCount<S>``, the type the builder instantiates); N
+    is at least 2 for SM120's collectives (their ``static_assert``).
+
+    Args:
+        grid: a list of configs (what :func:`layout` takes), or a dict of grid values (a
+            value or a list per key, braces expand: ``{"tile": "128x{64,128}x128"}``).
+        source: the CUTLASS source (module docstring).
+        cuda_path: see :func:`target`.
+        jobs: worker processes (default: the CPUs); 1 parses in this process.
+        use_cache: read layouts cached earlier (by any command); fresh ones are stored
+            either way, as soon as each parse gives them.
+        progress: a progress bar (or a line every few seconds) on stderr.
+        grid_values: grid values as the ``sweep`` command's repeatable flags take them,
+            instead of (or added to a dict) ``grid``: ``tile="128x{32,64}x{128,256}"``,
+            ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``.
+
+    Returns:
+        A :class:`SweepResult`: one :class:`SweepRecord` per config (``kernel_bytes``,
+        ``stages``, ``max_stages_that_fit``, ``verdict``: ``fits``, ``over_capacity`` or
+        ``does_not_compile``, with its error).
+
+    Raises:
+        BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``.
+        OverLimit: a grid over :data:`LIMITS` (1024 configs unless lifted).
+    """
+    return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
+                        progress=progress, **grid_values)
+
+
+def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
+         audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
+         cuda_path=None, use_cache: bool = True, jobs: int | None = None,
+         grid_source: str | None = None, **grid_values) -> DiffResult:
+    """Diff the shared-memory layouts of two CUTLASS sources, OLD -> NEW (``cutlass-layout diff``).
+
+    Two views, keyed by the trees' content (never by ``cutlass/version.h``):
+
+    * structural (tree-sitter, no compiler): the ``*Storage`` structs and the TMA-bytes,
+      stage and capacity constants of every header whose bytes differ;
+    * numeric (the libclang engine, as :func:`layout`): per config, stages, the kernel,
+      mainloop and epilogue SharedStorage bytes, TMA transaction bytes, every kernel
+      member's offset and size, and the capacity verdict on both sides.
+
+    Args:
+        old, new: the two sources (each what ``source`` is elsewhere, but a
+            :class:`Target`: a source or a :class:`CutlassTree`).
+        grid: the numeric side's configs (a list, or a dict of grid values); default: SM120
+            NVFP4 grouped and dense, tiles ``{128,256}x{32,64,128,256}x{128,256}``, the
+            families both trees have.
+        structural, numeric: which views (default both; neither with ``audit``).
+        audit: compare the kernels two flashinfer installs build instead (:func:`audit` of
+            each, matched by tactic id and tile); ``arch`` (one, default sm120) and
+            ``family`` as there.
+        arch: one arch or several: the structural view keeps their headers and structs
+            (the others are counted in ``structural_others``), and the default grid is of
+            them.
+        cuda_path, use_cache, jobs: as for :func:`sweep` (jobs: one worker per tree).
+        grid_source: how the grid was given, for the report (default ``python``).
+        grid_values: grid values instead of ``grid`` (``tile="128x{32,64}x256"``, ...).
+
+    Returns:
+        A :class:`DiffResult` (``structural``, ``numeric`` rows, ``audit``, ``has_differences``;
+        bytes). Identical trees are reported identical without computing anything.
+
+    Raises:
+        BadInput: a side that is missing or has no CUTLASS (``old (SRC): ...``), a bad grid,
+            nothing to diff, unusable CUDA headers.
+    """
+    return _diff.diff(old, new, grid, structural=structural, numeric=numeric, audit=audit,
+                      arch=arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
+                      jobs=jobs, grid_source=grid_source, **grid_values)
+
+
+@_renamed(path="source")
+def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
+    """Every ``*Storage`` struct and TMA-bytes / stages / capacity constant
+    (``TmaTransactionBytes``, ``Stages``, ``sm120_smem_capacity_bytes``) a header, a folder
+    or a CUTLASS source declares, read with tree-sitter, without compiling
+    (``cutlass-layout scan``). Declarations as written (``alignas``, extents, expressions),
+    not sizes: those need template arguments (:func:`layout`).
+
+    Args:
+        source: a header (scanned alone, whatever its suffix), a folder (its ``.h .hpp
+            .cuh .inl .hxx`` files), or a CUTLASS source (its include root).
+        grep: keep the structs and constants whose (qualified) name contains this.
+        line_offset: a single header only: it is an excerpt starting after this many lines
+            of the real file (lines are reported as the real file's).
+
+    Returns:
+        A :class:`ScanResult` (``structs``, ``constants``, ``diagnostics``; paths relative
+        to the scanned root). Damaged C++ never raises: it is reported in ``diagnostics``.
+
+    Raises:
+        BadInput: a missing path, an empty or binary header, a folder without headers, a
+            source :func:`resolve_cutlass` rejects, a line offset for more than one file.
+    """
+    return _scan.scan(source, grep, line_offset=line_offset)
+
+
+@_renamed(src="source")
+def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
+          cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
+          **config_values) -> AuditResult:
+    """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
+    (``cutlass-layout audit``), read from its own code: its JIT module builders
+    (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
+    TensorRT-LLM's MoE kernel generator (``generate_kernels.py``); each kernel is laid out
+    in its generated source with the flags its JIT compiles it with.
+
+    Args:
+        source: a flashinfer install (site-packages or package dir, ``.whl``,
+            ``"flashinfer-python==VERSION"``); ``None``: the one installed here.
+        arch: ``sm120`` (``sm121`` builds the same) or ``sm90``.
+        family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
+            name; only its sources are parsed.
+        grep: keep the tactics whose name, launcher or file contains this.
+        cuda_path, jobs, use_cache, progress: as for :func:`sweep`.
+        config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
+            ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
+            ``stages``, ``d``, ``schedule``.
+
+    Returns:
+        An :class:`AuditResult`: ``tactics`` (:class:`Tactic`, named as the install names
+        them: ``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``), each with its
+        :class:`LayoutReport` and verdict (bytes), and whether the MoE runtime's candidate
+        list would try it.
+
+    Raises:
+        BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
+            than sm120, sm121 or sm90, a bad filter value, unusable CUDA headers.
+    """
+    return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
+                        use_cache=use_cache, progress=progress, **config_values)
+
+
+#: TensorRT-LLM's MoE tile names (``CtaShape128x256x64B``, or ``128x256x64B``): the moe family's
+_MOE_TILE = re.compile(r"ctashape|^\d+x\d+x\d+b(/|$)", re.I)
+
+
+def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cache: bool = True,
+           progress: bool = False) -> Tactic:
+    """One kernel a flashinfer install builds, by its :func:`audit` id or a unique part of it
+    (``cutlass-layout layout --tactic ID``); from the results cache when the audit has run.
+
+    An id names its family first (``moe/CtaShape...``), and a TensorRT-LLM tile name
+    (``CtaShape128x256x64B``, ``128x256x64B``) is the moe family's: only that family's
+    sources are read (else all of them). Of a tactic and its ``/swap_ab`` twin, the part
+    that ends one picks it.
+
+    Args:
+        id: the tactic's id or a part of it (case-insensitive).
+        source, arch, cuda_path, use_cache, progress: as for :func:`audit`.
+
+    Returns:
+        The :class:`Tactic` (its ``report`` is a :class:`LayoutReport`, bytes).
+
+    Raises:
+        BadInput: as :func:`audit`; no tactic matches, or several do (up to eight listed).
+    """
+    family = id.split("/", 1)[0] if "/" in id else None
+    if _MOE_TILE.search(id):
+        family = "moe"
+    res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
+                       progress=progress)
+    if family is not None and not res.tactics:  # not a family name after all
+        res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress)
+    return _audit.find_tactic(res, id)
+
+
+# ------------------------------------------------------------------------------------------
+# values as typed
+
+
+def config(value=None, **config_values):
+    """What :func:`layout` lays out, from what a user types: a :class:`UserType` as is, else
+    a :class:`Config` from a ``Config``, a tile (``"128x256x128"``), a dict of config
+    values, or nothing, plus config values as the ``layout`` command takes them (strings as
+    typed, ``stages="auto"``); the rest take that command's defaults.
+
+    Raises:
+        BadInput: an unknown key, a bad value, a ``Config`` together with values.
+    """
+    return engine.subject(value, **config_values)
+
+
+def user_type(header, type: str, *, arch: str | None = None, stages=None, includes=(),
+              defines=()) -> UserType:
+    """Your own kernel or collective type (``layout --header FILE --type NAME``) as typed:
+    ``arch`` in any case (``None``: the type's arch tag decides), ``stages`` ``"auto"``
+    (``None``) or N (the header's ``STAGES`` macro is defined as N).
+
+    Raises:
+        BadInput: see :class:`UserType` (missing or binary header, bad name, arch or define).
+    """
+    return UserType(header=header, type=type, arch=arch.lower() if arch else None,
+                    stages=parse_stages(stages), includes=tuple(includes), defines=tuple(defines))
+
+
+def grid(values: dict) -> list[Config]:
+    """The configs of a grid: the product of ``values`` (key -> a value or a list of values,
+    braces expanding: ``{"tile": "128x{64,128}x128", "stages": ["auto", 3]}``), as the
+    ``sweep`` command's repeatable flags make it.
+
+    Raises:
+        BadInput: an unknown key or bad value. OverLimit: more configs than :data:`LIMITS`.
+    """
+    from .grid import grid_configs
+
+    return grid_configs(values)
+
+
+def grid_file(path) -> list[Config]:
+    """The configs of a TOML or JSON grid file (``sweep --grid FILE``): each key a value or a
+    list of values, their product (under ``grid`` or at the top), or a ``configs`` list of
+    such tables, one product each.
+
+    Raises:
+        BadInput: an unreadable or malformed file, a bad value. OverLimit: as :func:`grid`.
+    """
+    from .grid import load_grid_file
+
+    return load_grid_file(path)
+
+
+def parse_line_offset(text) -> tuple[str | None, int]:
+    """``N`` (an excerpt starting after N lines of the real file) or ``FILE:START`` (the real
+    file and the excerpt's first line there) -> (file name or None, lines before the excerpt).
+
+    Raises:
+        BadInput: neither form, or out of range.
+    """
+    return _scan.parse_line_offset(text)
+
+
+def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
+              grep: str | None = None) -> ScanResult:
+    """:func:`scan` of one header's text (``cutlass-layout scan -``: bytes read from stdin, or
+    an excerpt), reported as file ``name`` with its lines counted from ``line_offset + 1``.
+
+    Raises:
+        BadInput: empty, binary or non-UTF-8 text, a bad ``line_offset``.
+    """
+    return _scan.scan_text(data, name, line_offset=line_offset, grep=grep)
+
+
+# ------------------------------------------------------------------------------------------
+# the probe and the cross-checks
+
+
+def probe_text(config=None, **config_values) -> str:
+    """The translation unit the engine parses for one config (or :class:`UserType`), with a
+    ``main()`` that prints the same numbers when nvcc builds it (``layout --emit-probe``):
+    the builders' types, ``sizeof`` of the three SharedStorage types, the stage count and the
+    TMA transaction bytes.
+
+    Raises:
+        BadInput: as :func:`config`.
+    """
+    return probe.render([engine.subject(config, **config_values)], with_main=True)
+
+
+def _include_root(source) -> Path:
+    if isinstance(source, Target):
+        return source.tree.include_root
+    if isinstance(source, CutlassTree):
+        return source.include_root
+    return _resolve_cutlass(source).include_root
+
+
+def verify_nvcc(configs: list, reports: list[LayoutReport], source=None):
+    """Compare the engine's ``reports`` for ``configs`` with what nvcc's host pass computes
+    from the same probe (``layout --verify nvcc``): every struct size, stage count, and member
+    offset and size C++ can name; configs that did not compile are left out.
+
+    Returns:
+        A :class:`cutlass_layout.verify.Verification` (``agree``, ``sizes``, ``fields``,
+        ``mismatches``; ``summary()``).
+
+    Raises:
+        BadInput: nvcc missing or failing, an unusable source.
+    """
+    from .verify import verify_with_nvcc
+
+    return verify_with_nvcc(list(configs), list(reports), _include_root(source))
+
+
+def gpu_device(configs: list):
+    """The local GPU, checked before anything is laid out for a launch of ``configs`` on it
+    (``--verify gpu``): preset configs of plain element types (dense and grouped GEMMs),
+    all of one arch, the GPU's.
+
+    Returns:
+        A :class:`cutlass_layout.gpu.GpuDevice`, for :func:`verify_gpu`.
+
+    Raises:
+        BadInput: a config the check program cannot launch (a user type, block-scaled,
+            sparse, blockwise scales, a D with scale factors), several archs, no NVIDIA GPU
+            or one of another arch, no nvcc on ``PATH``.
+    """
+    from .gpu import check_launchable, preflight
+
+    configs = list(configs)
+    check_launchable(configs)
+    archs = sorted({c.arch for c in configs})
+    if len(archs) != 1:
+        raise BadInput(f"a GPU runs one arch; the configs mix {', '.join(archs)}")
+    return preflight(archs[0])
+
+
+def _expected(r) -> tuple:
+    """(verdict, kernel SharedStorage bytes, stages) of a layout report or a sweep record."""
+    if isinstance(r, SweepRecord):
+        return (r.verdict, r.kernel_bytes, r.stages)
+    if isinstance(r, LayoutReport):
+        return (r.verdict, r.kernel.size if r.kernel is not None else None, r.stages)
+    return tuple(r)
+
+
+def verify_gpu(configs: list, results: list, source=None, *, device=None):
+    """Build each config's kernel for the local GPU with nvcc, launch it with the
+    SharedStorage bytes the engine reported, and check the verdict holds (``--verify gpu``):
+    a kernel that fits must launch and run, one over capacity must be refused.
+
+    Args:
+        configs: preset configs (see :func:`gpu_device`).
+        results: per config, its :class:`LayoutReport` or :class:`SweepRecord` (or a
+            ``(verdict, kernel bytes, stages)`` tuple).
+        source: the CUTLASS source the engine read (nvcc reads the same).
+        device: :func:`gpu_device`'s result (default: checked here).
+
+    Returns:
+        A :class:`cutlass_layout.gpu.GpuVerification` (``agree``, ``runs``; ``summary()``).
+
+    Raises:
+        BadInput: as :func:`gpu_device`; a cache folder that cannot be written.
+    """
+    from .gpu import verify_on_gpu
+
+    configs = list(configs)
+    device = device or gpu_device(configs)
+    return verify_on_gpu(configs, [_expected(r) for r in results], _include_root(source),
+                         arch=device.arch, device=device)
+
+
+__all__ = [
+    # the questions
+    "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
+    # values as typed, the probe, the cross-checks
+    "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
+    "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",
+    # the data model and the errors
+    "AuditResult", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
+    "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",
+    "SweepResult", "Tactic", "Target", "UserType",
+]
