@@ -20,6 +20,7 @@ another shape than this, the answer is None ("cannot be read"), never a guess.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .cache import ResultCache, key as cache_key
 
@@ -80,15 +81,33 @@ def _enum_constant(cursor, enum: str) -> str | None:
     return ref.spelling if parent is not None and parent.spelling == enum else None
 
 
-def read_candidates(unit, arch: str) -> Candidates:
+def _declarations(cursor, roots: tuple[str, ...]):
+    """Declarations at namespace and class scope in files below ``roots`` (the install's own
+    sources), without entering function bodies or other files' namespaces (walking a whole
+    translation unit with its CUTLASS headers costs tens of seconds in Python)."""
+    import clang.cindex as ci
+
+    scopes = (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_DECL,
+              ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_TEMPLATE,
+              ci.CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+    for c in cursor.get_children():
+        f = c.location.file
+        if f is None or not f.name.startswith(roots):
+            continue
+        yield c
+        if c.kind in scopes:
+            yield from _declarations(c, roots)
+
+
+def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     """Read :class:`Candidates` from a parsed unit that includes the heuristic and both
-    dispatch sources (bodies parsed)."""
+    dispatch sources (bodies parsed), which lie below ``sources``."""
     import clang.cindex as ci
 
     fn_name, enum, member = ARCH[arch]
     out = Candidates()
     fn = disp = dup = None
-    for c in unit.tu.cursor.walk_preorder():
+    for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve()))):
         if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition():
             if c.spelling == fn_name and fn is None:
                 fn = c
@@ -256,6 +275,6 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     if errors:
         out = Candidates(note=f"runtime candidates: {HEURISTIC} does not parse here ({errors[0].one_line()})")
     else:
-        out = read_candidates(unit, arch)
+        out = read_candidates(unit, arch, inc)
     cache.put(k, asdict(out))
     return out

@@ -62,7 +62,7 @@ def _check_plot(plot_file) -> None:
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
               help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
-              help="Skip the builder's stage budget (read from the same parse; slightly faster without).")
+              help="Leave the builder's stage budget out of the report (it is read in the layout's own parse).")
 @click.option("--no-cache", is_flag=True, help="Lay out again instead of reading the results cache (the result is still stored).")
 @click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
               help="Member levels shown in the table (0 = all).")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -204,10 +205,11 @@ def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
     return ()
 
 
-def _parse(tgt: Target, configs: list, arch: str, plain: frozenset[int] = frozenset()) -> ProbeUnit:
-    """One parse of ``configs``' probe (each auto-stage config with its builder budget, but
-    those whose index is in ``plain``)."""
-    text = probe.render(configs, capacities=_capacities(tgt, configs), budget=True, plain=plain)
+def _parse(tgt: Target, configs: list, arch: str, text: str | None = None) -> ProbeUnit:
+    """One parse of ``configs``' probe: ``text`` (:func:`lay_out`'s), or
+    :func:`cutlass_layout.probe.render`'s."""
+    if text is None:
+        text = probe.render(configs, capacities=_capacities(tgt, configs))
     return _parse_text(tgt, text, arch, _extra_flags(configs),
                        warm=any(isinstance(c, Config) for c in configs))
 
@@ -240,11 +242,11 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = (),
-               plain: frozenset[int] = frozenset()) -> tuple[dict[int, CompileError], set[int]] | None:
-    """Map each failing config (index into ``configs``) to its first error, and say which
-    of those are surely the error the config gets alone; ``None`` when some error cannot
-    be tied to a config.
+def _attribute(unit: ProbeUnit, ranges: list[tuple[int, int]]
+               ) -> tuple[dict[int, CompileError], set[int]] | None:
+    """Map each failing subject (index into ``ranges``, the first and last line of each
+    subject's block) to its first error, and say which of those are surely the error the
+    subject gets alone; ``None`` when some error cannot be tied to a subject.
 
     An error in a batch can be a follow-up: a config that uses a type whose instantiation
     failed earlier in the unit (for another config) gets only errors such as ``no type
@@ -256,7 +258,6 @@ def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = (),
     is a fresh instantiation failing the same way, not a follow-up). Whatever the error,
     a config with one does not compile alone either: it asked for the failing type.
     """
-    ranges = probe.line_ranges(configs, capacities, budget=True, plain=plain)
     failed: dict[int, CompileError] = {}
     sure: set[int] = set()
     firsts: set[tuple] = set()
@@ -282,15 +283,13 @@ def _attribute(unit: ProbeUnit, configs: list, capacities: tuple[str, ...] = (),
     return failed, sure
 
 
-def _budget_errors(unit: ProbeUnit, configs: list, capacities: tuple[str, ...],
-                   plain: frozenset[int]) -> set[int]:
-    """The configs (indexes) whose first error lies in their builder-budget block
-    (:func:`cutlass_layout.probe.budget_lines`): the layout itself may compile without it. A
-    config whose layout fails errs first in its own block (the budget comes after it)."""
-    spans = probe.budget_lines(configs, capacities, plain=plain)
+def _budget_errors(unit: ProbeUnit, ranges: list[tuple[int, int]],
+                   spans: dict[int, tuple[int, int]]) -> set[int]:
+    """The subjects (indexes) whose first error lies in their builder-budget block (``spans``:
+    its first and last line, per subject that has one): the layout itself may compile without
+    it. A subject whose layout fails errs first in its own block (the budget comes after it)."""
     if not spans:
         return set()
-    ranges = probe.line_ranges(configs, capacities, budget=True, plain=plain)
     first: dict[int, int] = {}
     for _err, line in unit.errors_with_probe_lines():
         k = next((k for k, (a, b) in enumerate(ranges) if line is not None and a <= line <= b), None)
@@ -543,69 +542,148 @@ def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
     return rep
 
 
-def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
-    """Types-only reports of ``configs``, parsed (see the module docstring); ``done(i, report)``
-    is called for each as soon as its parse gives it (to store it)."""
+@dataclass
+class Batch:
+    """How subjects that share a translation unit are laid out: what comes before their
+    probe blocks, how the unit is parsed, each subject's block, and how a report is read.
+
+    Attributes:
+        head: the text before the blocks (the probe's includes and helpers, or a source).
+        parse: ``parse(text, subjects) -> ProbeUnit`` (the group's subjects); may raise
+            :class:`BadInput`.
+        block: ``block(subject, index, budget) -> (block, budget block or "")``: the subject's
+            declarations in ``namespace cl_probe_<index>`` (:mod:`cutlass_layout.probe`).
+        read: ``read(unit, subject, index) -> LayoutReport`` of an error-free unit.
+        failed: ``failed(subject, error) -> LayoutReport`` for a subject that does not compile.
+        where: names the tree in the error for a missing include.
+    """
+
+    head: str
+    parse: Callable[[str, list], ProbeUnit]
+    block: Callable[[object, int, bool], tuple[str, str]]
+    read: Callable[[ProbeUnit, object, int], LayoutReport]
+    failed: Callable[[object, CompileError], LayoutReport]
+    where: str = ""
+
+
+def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
+    """The one layout loop: ``subjects`` laid out in as few parses of ``batch`` as the errors
+    allow; ``done(i, report)`` is called for each as soon as its parse gives it.
+
+    All subjects go into one translation unit (the head, then one block each). A unit
+    without errors gives every subject's numbers. Otherwise each error is tied to the
+    subject whose block asked for the failing type (:func:`_attribute`); subjects whose error
+    is sure get it, those that may be follow-ups are parsed alone, and the rest again
+    without them (those sharing the failing ones' element types and K apart: :func:`_kin`);
+    an error tied to no subject splits the group in halves. An error inside a subject's
+    builder-budget block lays it out again without the budget. Numbers only ever come from
+    a unit without errors.
+
+    Raises:
+        BadInput: an include is missing (an incomplete tree or header, no subject's fault),
+            or ``batch.parse`` raised it.
+    """
+    out: list[LayoutReport | None] = [None] * len(subjects)
+
     def give(i: int, rep: LayoutReport) -> None:
         out[i] = rep
         if done is not None:
             done(i, rep)
 
+    no_budget: set[int] = set()  # subjects whose budget block does not compile: laid out without
+    pending = [list(range(len(subjects)))] if subjects else []
+    while pending:
+        group = pending.pop()
+        text, ranges, spans = [batch.head], [], {}
+        line = 1 + batch.head.count("\n")
+        for k, i in enumerate(group):
+            body, budget = batch.block(subjects[i], k, i not in no_budget)
+            n_body, n_budget = body.count("\n"), budget.count("\n")
+            ranges.append((line, line + n_body + n_budget - 1))
+            if n_budget:
+                spans[k] = (line + n_body, line + n_body + n_budget - 1)
+            line += n_body + n_budget
+            text += [body, budget]
+        unit = batch.parse("".join(text), [subjects[i] for i in group])
+        errors = unit.errors()
+        missing = next((e for e in errors if e.message.endswith("file not found")), None)
+        if missing is not None:  # an incomplete tree (or header), not a subject's problem
+            raise BadInput(f"{missing.message} (included from {missing.file}:{missing.line}"
+                           f"{'; ' + batch.where if batch.where else ''})")
+        broken = _budget_errors(unit, ranges, spans) if errors else set()
+        if broken:  # the budget's own error, not the layout's: again without those budgets
+            no_budget.update(group[k] for k in broken)
+            pending.append(group)
+            continue
+        if not errors:
+            for k, i in enumerate(group):
+                give(i, batch.read(unit, subjects[i], k))
+            continue
+        tied = _attribute(unit, ranges) if len(group) > 1 else ({0: errors[0]}, {0})
+        if tied is None:  # cannot tell which subject broke: split and retry
+            half = len(group) // 2
+            pending += [group[:half], group[half:]]
+            continue
+        failed, sure = tied
+        for k, err in failed.items():
+            if k not in sure:
+                # may be a follow-up of another subject's failed instantiation of a shared
+                # type: find its own first error in a translation unit alone
+                pending.append([group[k]])
+                continue
+            give(group[k], batch.failed(subjects[group[k]], err))
+        # numbers only ever come from a translation unit without errors: parse the others
+        # again. A failed instantiation is reported once, so a subject that shares it with a
+        # failing one can look clean here (and its types read back as if complete); the
+        # likely ones go to a unit of their own, so that their errors do not cost the others
+        # yet another parse
+        rest = [i for k, i in enumerate(group) if k not in failed]
+        kin = {_kin(subjects[group[k]]) for k in failed} - {None}
+        suspects = [i for i in rest if _kin(subjects[i]) in kin]
+        clean = [i for i in rest if i not in suspects]
+        pending += [g for g in (clean, suspects) if g]
+    return out  # type: ignore[return-value]
+
+
+def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
+    """The :class:`Batch` of configs and user types of one arch (and, for user types, one
+    header: :func:`_unit_key`): :func:`cutlass_layout.probe.render`'s text, parsed with the
+    tree's precompiled header."""
+    capacities = _capacities(tgt, subjects)
+    prov = tgt.provenance(arch)
+
+    def block(subject, index: int, budget: bool) -> tuple[str, str]:
+        body = probe.block(subject, index, capacities, budget=False)
+        return body, (probe.budget_block(subject, index) if budget and probe.budgeted(subject) else "")
+
+    def read(unit: ProbeUnit, subject, index: int) -> LayoutReport:
+        rep = _read(unit, subject, index, prov)
+        _check_stages(subject, rep)
+        return rep
+
+    return Batch(head=probe.render([]), block=block, read=read,
+                 parse=lambda text, members: _parse(tgt, members, arch, text),
+                 failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
+                                                          error=err),
+                 where=f"CUTLASS tree {tgt.tree.include_root}")
+
+
+def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
+    """Types-only reports of ``configs``, parsed (see the module docstring): one
+    :func:`lay_out` per arch (and user header); ``done(i, report)`` is called for each as
+    soon as its parse gives it (to store it)."""
     out: list[LayoutReport | None] = [None] * len(configs)
     by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):
         by_unit.setdefault(_unit_key(c), []).append(i)
-    no_budget: set[int] = set()  # configs whose budget block does not compile: laid out without
     for (arch, _), idxs in by_unit.items():
-        prov = tgt.provenance(arch)
-        pending = [idxs]
-        while pending:
-            group = pending.pop()
-            members = [configs[i] for i in group]
-            plain = frozenset(k for k, i in enumerate(group) if i in no_budget)
-            unit = _parse(tgt, members, arch, plain)
-            errors = unit.errors()
-            missing = next((e for e in errors if e.message.endswith("file not found")), None)
-            if missing is not None:  # an incomplete tree (or header), not a config problem
-                raise BadInput(f"{missing.message} (included from {missing.file}:{missing.line}; "
-                               f"CUTLASS tree {tgt.tree.include_root})")
-            broken = _budget_errors(unit, members, _capacities(tgt, members), plain) if errors else set()
-            if broken:  # the budget's own error, not the layout's: again without those budgets
-                no_budget.update(group[k] for k in broken)
-                pending.append(group)
-                continue
-            if not errors:
-                for k, i in enumerate(group):
-                    rep = _read(unit, configs[i], k, prov)
-                    _check_stages(configs[i], rep)
-                    give(i, rep)
-                continue
-            tied = (_attribute(unit, members, _capacities(tgt, members), plain) if len(group) > 1
-                    else ({0: errors[0]}, {0}))
-            if tied is None:  # cannot tell which config broke: split and retry
-                half = len(group) // 2
-                pending += [group[:half], group[half:]]
-                continue
-            failed, sure = tied
-            for k, err in failed.items():
-                if k not in sure:
-                    # may be a follow-up of another config's failed instantiation of a
-                    # shared type: find its own first error in a translation unit alone
-                    pending.append([group[k]])
-                    continue
-                rep = LayoutReport(config=configs[group[k]].to_dict(), provenance=prov)
-                rep.error = err
-                give(group[k], rep)
-            # numbers only ever come from a translation unit without errors: parse the
-            # others again. A failed instantiation is reported once, so a config that
-            # shares it with a failing one can look clean here (and its types read back
-            # as if complete); the likely ones go to a unit of their own, so that their
-            # errors do not cost the others yet another parse
-            rest = [i for k, i in enumerate(group) if k not in failed]
-            kin = {_kin(configs[group[k]]) for k in failed} - {None}
-            suspects = [i for i in rest if _kin(configs[i]) in kin]
-            clean = [i for i in rest if i not in suspects]
-            pending += [g for g in (clean, suspects) if g]
+        def give(k: int, rep: LayoutReport, idxs=idxs) -> None:
+            out[idxs[k]] = rep
+            if done is not None:
+                done(idxs[k], rep)
+
+        members = [configs[i] for i in idxs]
+        lay_out(probe_batch(tgt, members, arch), members, give)
     return out  # type: ignore[return-value]
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from . import probe
@@ -326,7 +327,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
 
     def visit_body(cursor, owner: str):
         mine: dict[str, dict] = {}
-        for d in cursor.walk_preorder():
+        for d in _body_declarations(cursor):
             if d.location.file is None or d.location.file.name != main:
                 continue
             m = _PROBE_RE.match(d.spelling) if probes is not None else None
@@ -373,6 +374,36 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
     for k in found:
         k.error = owner_error.get(k.owner) or (loose[0] if loose else None)
     return found, loose
+
+
+def _body_declarations(cursor):
+    """The declarations in a function body (and in the lambdas and nested scopes in it), in
+    order, without walking into what a declaration names: a kernel's type chain is
+    thousands of type and template references per alias, which cost seconds in Python."""
+    import clang.cindex as ci
+
+    leaves = (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL)
+    stack = list(reversed(list(cursor.get_children())))
+    while stack:
+        c = stack.pop()
+        k = c.kind
+        if k.is_declaration():
+            yield c
+            if k in leaves:
+                continue
+        elif k.is_reference() or k in _leaf_exprs():
+            continue
+        stack.extend(reversed(list(c.get_children())))
+
+
+@lru_cache(maxsize=1)
+def _leaf_exprs() -> frozenset:
+    """Expression kinds without declarations below them."""
+    import clang.cindex as ci
+
+    return frozenset({ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.INTEGER_LITERAL,
+                      ci.CursorKind.STRING_LITERAL, ci.CursorKind.CXX_BOOL_LITERAL_EXPR,
+                      ci.CursorKind.FLOATING_LITERAL, ci.CursorKind.CHARACTER_LITERAL})
 
 
 # ---------------------------------------------------------------------------------------
@@ -585,16 +616,6 @@ def _find_template(unit, name: str, paths: set[tuple]):
 
 # ---------------------------------------------------------------------------------------
 # pass 2: lay them out
-def _blocks(kernels: list[str], arch_of, names: dict | None = None) -> str:
-    out = []
-    for i, spelling in enumerate(kernels):
-        cap = CAPACITY.get(arch_of(spelling))
-        subject = (names or {}).get(spelling) or spelling
-        out.append(f"\nnamespace {probe.NAMESPACE}{i} {{\n{probe.subject_block(subject, cap)}}}"
-                   f"  // namespace {probe.NAMESPACE}{i}\n")
-    return "".join(out)
-
-
 def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: Path | None = None):
     from .frontends.clang import ProbeUnit
 
@@ -667,7 +688,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         compile (its kernels carry the error); a source that cannot be read or parsed at all
         gives ``SourceLayout(error=...)``.
     """
-    from .engine import _read
+    from .engine import Batch, _read, lay_out
     from .errors import BadInput
     from .inputs import read_text
 
@@ -724,52 +745,24 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         if k.error is None and (names.get(k.spelling) is None or k.qualified):
             names[k.spelling] = k.qualified or names.get(k.spelling)
 
-    def arch_of(s):
-        return kernel_arch(s) or source.arch
+    def block(spelling: str, index: int, _budget: bool) -> tuple[str, str]:
+        cap = CAPACITY.get(kernel_arch(spelling) or source.arch)
+        return (f"\nnamespace {probe.NAMESPACE}{index} {{\n"
+                f"{probe.subject_block(names.get(spelling) or spelling, cap)}}}"
+                f"  // namespace {probe.NAMESPACE}{index}\n"), ""
 
-    pending = [spellings] if spellings else []
-    while pending:
-        group = pending.pop()
-        blocks = _blocks(group, arch_of, names)
-        body = text + blocks
-        try:
-            unit = _parse(source, body, pch, bodies=False, include=pre.path)
-        except BadInput as exc:
-            return SourceLayout(error=str(exc))
+    def parse(body: str, _members) -> "ProbeUnit":
         out.seconds["parses"] += 1
-        base = body.count("\n") - blocks.count("\n") + 1
-        ranges, line = [], base
-        for s in group:
-            n = _blocks([s], arch_of, names).count("\n")
-            ranges.append((line, line + n - 1))
-            line += n
-        errors = unit.errors_with_probe_lines()
-        if not errors:
-            for i, s in enumerate(group):
-                reports[s] = _read(unit, _Subject(s), i, provenance)
-            continue
-        failed: dict[int, CompileError] = {}
-        for err, ln in errors:
-            k = next((i for i, (a, b) in enumerate(ranges) if ln is not None and a <= ln <= b), None)
-            if k is None:
-                failed = {}
-                break
-            failed.setdefault(k, err)
-        if not failed:  # an error tied to no block
-            if len(group) == 1:
-                reports[group[0]] = _failed(provenance, errors[0][0])
-                continue
-            half = len(group) // 2
-            pending += [group[:half], group[half:]]
-            continue
-        for k, err in failed.items():
-            if len(group) == 1 or k == min(failed):
-                reports[group[k]] = _failed(provenance, err)
-            else:
-                pending.append([group[k]])  # may be a follow-up: confirm alone
-        rest = [s for i, s in enumerate(group) if i not in failed]
-        if rest:
-            pending.append(rest)
+        return _parse(source, body, pch, bodies=False, include=pre.path)
+
+    batch = Batch(head=text, parse=parse, block=block,
+                  read=lambda unit, s, i: _read(unit, _Subject(s), i, provenance),
+                  failed=lambda _s, err: _failed(provenance, err), where=f"source {source.path}")
+    try:
+        for s, rep in zip(spellings, lay_out(batch, spellings)):
+            reports[s] = rep
+    except BadInput as exc:
+        return SourceLayout(error=str(exc))
     for k in found:
         rep = _failed(provenance, k.error) if k.error is not None else reports[k.spelling]
         out.kernels.append((k, rep))
