@@ -280,15 +280,17 @@ def _qualified(cursor) -> str | None:
     return "::" + "::".join(parts)
 
 
-def find_kernels(unit, text: str, prelude: Prelude | None = None,
-                 probes: dict | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
+def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict | None = None,
+                 segments: list[int] | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
     """Pass 1 on a parsed source (a :class:`~cutlass_layout.frontends.clang.ProbeUnit` with
     bodies): the kernels its aliases name, each with its owner's first error, and the errors
     tied to no owner. Kernels the ``prelude`` re-hosts are named as their instantiation is.
 
     ``probes``, if given, is filled with the in-place probe declarations (see
     :func:`in_place_probe`) of each kernel: ``{(owner, spelling): {name: cursor}}``, those
-    after re-hosted kernel aliases under the owner :data:`REHOSTED`."""
+    after re-hosted kernel aliases under the owner :data:`REHOSTED`. ``segments``: the first
+    line of each source in a unit of several (:func:`lay_out_sources`): the same kernel in
+    the same owner is one kernel per source."""
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location
@@ -346,7 +348,9 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None,
         spelling = t.spelling
         if kernel_core(spelling) is None or "type-parameter" in spelling:
             return
-        if any(k.spelling == spelling and k.owner == owner for k in found):
+        seg = _segment(segments, c.location.line)
+        if any(k.spelling == spelling and k.owner == owner and _segment(segments, k.line) == seg
+               for k in found):
             return  # another alias of the same kernel in the same owner
         file, line = spelling_location(c)
         k = FoundKernel(spelling=spelling, alias=c.spelling, owner=owner, line=c.location.line,
@@ -404,6 +408,13 @@ def _leaf_exprs() -> frozenset:
     return frozenset({ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.INTEGER_LITERAL,
                       ci.CursorKind.STRING_LITERAL, ci.CursorKind.CXX_BOOL_LITERAL_EXPR,
                       ci.CursorKind.FLOATING_LITERAL, ci.CursorKind.CHARACTER_LITERAL})
+
+
+def _segment(segments: list[int] | None, line: int | None) -> int:
+    """The index of the source holding ``line`` of a unit of several (0 for one)."""
+    if not segments or line is None:
+        return 0
+    return max(i for i, first in enumerate(segments) if first <= line) if line >= segments[0] else 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -688,7 +699,6 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         compile (its kernels carry the error); a source that cannot be read or parsed at all
         gives ``SourceLayout(error=...)``.
     """
-    from .engine import Batch, _read, lay_out
     from .errors import BadInput
     from .inputs import read_text
 
@@ -697,8 +707,19 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     except BadInput as exc:
         return SourceLayout(error=str(exc))
     includes, text = split_preamble(original)
-    if pch is None:
-        text = original
+    return _lay_out_text(source, original, includes, original if pch is None else text,
+                         provenance, pch, trim)
+
+
+def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
+                  provenance: Provenance, pch: Path | None, trim: bool,
+                  segments: list[int] | None = None) -> SourceLayout:
+    """:func:`lay_out_source` of a source's text (``original`` as written, ``text`` as parsed:
+    its leading includes blanked where ``pch`` holds them); ``segments``: see
+    :func:`find_kernels`."""
+    from .engine import Batch, _read, lay_out
+    from .errors import BadInput
+
     t0 = time.perf_counter()
     capacity = CAPACITY.get(source.arch)
     probes: dict = {}
@@ -706,7 +727,13 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         key = _prelude_key(source, original, pch, capacity)
         pre = _shared_prelude(key)
         if pre is None:
-            pre = prelude(_parse(source, text, pch, bodies=False), original, capacity)
+            head = _parse(source, text, pch, bodies=False)
+            first = next(iter(head.errors()), None)
+            if first is not None and first.message.endswith("file not found"):
+                # a missing header stops clang: parsing with bodies would give the same error
+                return SourceLayout(error=first.one_line(), lasting=True)
+            pre = prelude(head, original, capacity)
+            del head
             _share_prelude(key, pre)
         if pch is None:  # the includes are not in a header before the prelude: put them first
             pre.head = pch_preamble(includes)
@@ -721,7 +748,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         return SourceLayout(error=str(exc))
     if unit.pch_rejected():
         return SourceLayout(error="the precompiled header was refused")
-    found, loose = find_kernels(unit, original, pre, probes)
+    found, loose = find_kernels(unit, original, pre, probes, segments)
     if not found and loose:  # nothing to lay out, and the source does not compile
         return SourceLayout(error=loose[0].one_line(), lasting=True)
     out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
@@ -767,6 +794,71 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         rep = _failed(provenance, k.error) if k.error is not None else reports[k.spelling]
         out.kernels.append((k, rep))
     out.seconds["lay_out"] = round(time.perf_counter() - t1, 2)
+    return out
+
+
+_REHOSTED_RE = re.compile(r"cl_rehosted_(\d+)$")
+
+
+def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path | None = None,
+                    trim: bool = True) -> list[SourceLayout]:
+    """:func:`lay_out_source` of each of ``sources`` (the same flags, folder and leading
+    includes, so the same ``pch``), from as few parses as their errors allow: their texts
+    follow each other in one translation unit, whose kernels share what they instantiate
+    alike (a mainloop for two output types, cute's layouts for every tile: 11 dense FP4
+    sources of 4 kernels cost 5.5 s of CPU together and 22.5 s apart). Each source's kernels
+    are named by its own lines and file. Where that unit has any error (or a kernel it
+    cannot tie to one source), each source is laid out alone, so an error is always the
+    source's own.
+
+    Returns:
+        One :class:`SourceLayout` per source, in order, as :func:`lay_out_source` gives it.
+    """
+    from .errors import BadInput
+    from .inputs import read_text
+
+    if len(sources) < 2:
+        return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
+    originals, includes, texts = [], None, []
+    for s in sources:
+        try:
+            original = read_text(s.path, what="source", limit=False)
+        except BadInput:
+            return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
+        inc, text = split_preamble(original)
+        if includes is None:
+            includes = inc
+        if inc != includes or s.flags != sources[0].flags or s.path.parent != sources[0].path.parent:
+            raise ValueError("lay_out_sources: sources with other flags, folders or includes")
+        originals.append(original)
+        texts.append(original if pch is None else text)
+    segments, line = [], 1
+    for original in originals:
+        segments.append(line)
+        line += original.count("\n") + 1
+    combined = _lay_out_text(sources[0], "\n".join(originals), includes, "\n".join(texts),
+                             provenance, pch, trim, segments)
+    from .launchers import explicit_instantiations
+
+    # re-hosted templates are numbered through the whole unit: name them as alone
+    rehosted_before = [0]
+    for original in originals[:-1]:
+        rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
+    own = str(sources[0].path)
+    if combined.error is not None or any(rep.error is not None or k.line is None
+                                         for k, rep in combined.kernels):
+        return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
+    out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources))) for _ in sources]
+    for k, rep in combined.kernels:
+        i = _segment(segments, k.line)
+        first = segments[i]
+        if k.decl_file == own and k.decl_line is not None:  # declared in the source itself
+            k.decl_file, k.decl_line = str(sources[i].path), k.decl_line - (first - 1)
+        k.line -= first - 1
+        m = _REHOSTED_RE.search(k.qualified or "")
+        if m:
+            k.qualified = f"{k.qualified[:m.start(1)]}{int(m.group(1)) - rehosted_before[i]}"
+        out[i].kernels.append((k, rep))
     return out
 
 

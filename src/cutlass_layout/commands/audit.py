@@ -28,7 +28,7 @@ from pathlib import Path
 from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..errors import BadInput
 from ..launchers import blank_comments
-from ..kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_source, pch_preamble,
+from ..kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_sources, pch_preamble,
                       split_preamble, template_args)
 from ..model import AuditResult, LayoutReport, Provenance, Tactic
 
@@ -213,18 +213,56 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
 
 # ---------------------------------------------------------------------------------------
 # the work of one source (also run in worker processes)
-def _lay_out(source: Source, provenance: dict, pch: str | None) -> dict:
+def _lay_out(sources: list[Source], provenance: dict, pch: str | None) -> list[dict]:
+    """The per-source payloads of ``sources`` (one folder, flags and includes), laid out
+    together (:func:`cutlass_layout.kernels.lay_out_sources`); the CPU time is shared out
+    by kernels."""
     import resource
 
     t0 = time.process_time()
-    res = lay_out_source(source, Provenance(**provenance), pch=Path(pch) if pch else None)
-    return {
+    results = lay_out_sources(sources, Provenance(**provenance), pch=Path(pch) if pch else None)
+    cpu = time.process_time() - t0
+    weights = [max(1, len(r.kernels)) for r in results]
+    peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return [{
         "error": res.error, "lasting": res.lasting,
         "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}
                     for k, rep in res.kernels],
-        "cpu_seconds": round(time.process_time() - t0, 2), "seconds": res.seconds,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
+        "cpu_seconds": round(cpu * w / sum(weights), 2), "seconds": res.seconds,
+        "peak_rss_mb": peak,
+    } for res, w in zip(results, weights)]
+
+
+#: Kernels (estimated from the source's launcher calls and explicit instantiations) laid out
+#: in one translation unit at most: 48 MoE kernels parse in about 0.8 GB.
+BATCH_KERNELS = 48
+
+
+def _batches(items: list[tuple], jobs: int) -> list[list[tuple]]:
+    """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
+    :data:`BATCH_KERNELS` estimated kernels, and in as many groups as ``jobs`` where there
+    are enough sources (so that every worker has one)."""
+    est = [max(1, _estimate(source)) for source, _ in items]
+    per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
+    out: list[list[tuple]] = []
+    load = 0
+    for item, n in zip(items, est):
+        if not out or load + n > per:
+            out.append([])
+            load = 0
+        out[-1].append(item)
+        load += n
+    return out
+
+
+def _estimate(source: Source) -> int:
+    """How many kernels ``source`` likely instantiates: its upper-case macro calls and explicit
+    instantiations (only the size of a batch depends on it)."""
+    try:
+        text = blank_comments(source.path.read_text(errors="replace"))
+    except OSError:
+        return 1
+    return len(re.findall(r"^[ \t]*[A-Z][A-Z0-9_]*[ \t]*\(", text, re.M)) + text.count("template ")
 
 
 def _load_source(payload: dict) -> dict:
@@ -448,8 +486,13 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
                 tickets: dict[int, tuple] = {}
 
-                def submit_source(source, key, pch):
-                    tickets[pool.submit(_lay_out, source, prov, pch)] = ("source", key)
+                def submit_sources(items, pch):
+                    by_folder: dict = {}
+                    for item in items:  # one unit holds sources of one folder (quoted includes)
+                        by_folder.setdefault(item[0].path.parent, []).append(item)
+                    for batch in (b for group in by_folder.values() for b in _batches(group, pool.jobs)):
+                        tickets[pool.submit(_lay_out, [s for s, _ in batch], prov, pch)] = \
+                            ("sources", [k for _, k in batch])
 
                 def submit_candidates():
                     tickets[pool.submit(_candidates, *cand_args)] = ("candidates", None)
@@ -458,7 +501,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                     tickets[pool.submit(_pch, pk[0], list(pk[1]), pch_key)] = ("pch", pk)
                 for _, source, key, pre, _ in todo:
                     if pre is None:
-                        submit_source(source, key, None)
+                        submit_sources([(source, key)], None)
                     else:
                         waiting[(pre, source.flags)].append((source, key))
                 if cand_args and (cand_pk is None or cand_pk not in pch_of):
@@ -471,19 +514,20 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                         elif what == "pch":
                             path, seconds = payload
                             stats["pch_seconds"] += seconds
-                            for source, skey in waiting.pop(key):
-                                submit_source(source, skey, path)
+                            submit_sources(waiting.pop(key), path)
                             if cand_args and key == cand_pk:
                                 submit_candidates()
                         else:
-                            results[key] = payload
-                            stats["parsed"] += 1
-                            stats["parse_cpu_seconds"] += payload.get("cpu_seconds", 0.0)
-                            stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
-                                                              payload.get("peak_rss_mb", 0.0))
-                            if payload.get("error") is None or payload.get("lasting"):
-                                cache.put(key, payload)  # a source's own compile error is an answer too
-                            bar.advance()
+                            stats["batches"] = stats.get("batches", 0) + 1
+                            for skey, one in zip(key, payload):
+                                results[skey] = one
+                                stats["parsed"] += 1
+                                stats["parse_cpu_seconds"] += one.get("cpu_seconds", 0.0)
+                                stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
+                                                                  one.get("peak_rss_mb", 0.0))
+                                if one.get("error") is None or one.get("lasting"):
+                                    cache.put(skey, one)  # a source's own compile error is an answer too
+                            bar.advance(len(key))
         finally:
             if bar is not None:
                 bar.stop()
