@@ -14,7 +14,7 @@ Modes, each in a fresh process:
   ``nvcc -c`` of it (host and device code, as flashinfer's JIT builds it).
 
 Usage: python scripts/bench_audit.py [--spec flashinfer-python==0.7.2.post1] [--runs 3]
-       [--jobs N] [--no-nvcc] [--nvcc-full]
+       [--jobs N] [--family F] [--no-nvcc] [--nvcc-full]
 """
 
 from __future__ import annotations
@@ -31,14 +31,16 @@ import time
 from pathlib import Path
 
 CHILD = r"""
-import json, sys, time
+import json, resource, sys, time
 from cutlass_layout.commands.audit import audit
-spec, jobs = json.loads(sys.argv[1])
+spec, jobs, family = json.loads(sys.argv[1])
 t = time.perf_counter()
-r = audit(spec, jobs=jobs)
+r = audit(spec, jobs=jobs, family=family)
 wall = time.perf_counter() - t
+cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                           resource.getrusage(resource.RUSAGE_CHILDREN)))
 moe = [x for x in r.tactics if x.family == "moe"]
-print(json.dumps({"wall": wall, "stats": r.stats, "tactics": len(r.tactics), "moe": len(moe),
+print(json.dumps({"wall": wall, "cpu": cpu, "stats": r.stats, "tactics": len(r.tactics), "moe": len(moe),
                   "over": [x.id for x in r.tactics if x.verdict == "over_capacity"]}))
 """
 
@@ -48,9 +50,9 @@ MEASURE = ("import resource, subprocess, sys\n"
            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)\n")
 
 
-def run_child(spec: str, jobs: int | None, cache: str) -> dict:
+def run_child(spec: str, jobs: int | None, cache: str, family: str | None = None) -> dict:
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, jobs])], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, jobs, family])], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -62,6 +64,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--no-nvcc", action="store_true")
     ap.add_argument("--nvcc-full", action="store_true")
+    ap.add_argument("--family", default=None, help="audit one family (moe, gemm_sm120, ...)")
     args = ap.parse_args()
 
     from cutlass_layout.sources import fetch_wheel
@@ -72,15 +75,19 @@ def main() -> int:
     (Path(cache) / "wheels" / safe).mkdir(parents=True)
     shutil.copy(wheel, Path(cache) / "wheels" / safe / wheel.name)
     try:
-        cold = run_child(args.spec, args.jobs, cache)
+        cold = run_child(args.spec, args.jobs, cache, args.family)
         s = cold["stats"]
-        print(f"cold: {cold['wall']:.1f} s wall; parse CPU {s['parse_cpu_seconds']:.1f} s; "
+        n = max(1, cold["tactics"])
+        print(f"cold: {cold['wall']:.1f} s wall; CPU {cold['cpu']:.1f} s in all ({cold['cpu'] / n:.2f} s per "
+              f"kernel), of which parse {s['parse_cpu_seconds']:.1f} s ({s['parse_cpu_seconds'] / n:.2f} s per "
+              f"kernel, {s.get('batches', s['parsed'])} translation units); "
               f"{s['parsed']} sources parsed; {cold['tactics']} tactics ({cold['moe']} MoE); "
               f"worker peak {s['worker_peak_rss_mb']:.0f} MB; over capacity: {', '.join(cold['over'])}")
-        warm = [run_child(args.spec, args.jobs, cache)["wall"] for _ in range(args.runs)]
+        warm = [run_child(args.spec, args.jobs, cache, args.family)["wall"] for _ in range(args.runs)]
         t0 = time.perf_counter()
         env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
-        procs = [subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "audit", args.spec, "--json"],
+        fam = ["--family", args.family] if args.family else []
+        procs = [subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "audit", args.spec, *fam, "--json"],
                                 env=env, capture_output=True, text=True) for _ in range(args.runs)]
         per_cli = (time.perf_counter() - t0) / args.runs
         print(f"warm: audit() {statistics.median(warm):.2f} s (median of {args.runs}: "

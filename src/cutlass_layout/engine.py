@@ -6,7 +6,9 @@
 unit with any error gives no numbers: each error is tied to the config whose block asked
 for the failing type, those configs get their error, and the others are parsed again
 without them (split in halves only where an error cannot be tied to a config). So one
-config that does not compile does not take the others' numbers with it.
+config that does not compile does not take the others' numbers with it. That loop is
+:func:`lay_out` over a :class:`Batch`; the kernels an install builds go through the same
+loop (:mod:`cutlass_layout.kernels`), with the source's text before their blocks.
 
 Every report of a :class:`~cutlass_layout.config.Config` is cached (a
 :class:`~cutlass_layout.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
@@ -823,4 +825,5 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
     return None
 
 
-__all__ = ["Target", "cached", "layout", "layouts", "load_report", "report_key", "subject", "target"]
+__all__ = ["Batch", "Target", "cached", "lay_out", "layout", "layouts", "load_report", "probe_batch", "report_key",
+           "subject", "target"]

@@ -22,9 +22,14 @@ body instantiation):
    written (no probes), so an error is always the install's own.
 2. **lay out** what has no in-place probe (re-hosted kernels, sources as written): the source
    without bodies, followed by one probe block per kernel that names it by its alias where
-   namespace scope reaches it, else by its canonical spelling. A block with an error gets no
-   numbers; numbers only come from a parse without errors (blocks are split apart until each
-   error is tied to its block).
+   namespace scope reaches it, else by its canonical spelling, through the engine's one
+   layout loop (:func:`cutlass_layout.engine.lay_out`): numbers only come from a parse
+   without errors, and each error is tied to its block.
+
+:func:`lay_out_sources` runs these passes once for several sources of one folder, flags and
+includes, their texts one after another in one translation unit (what their kernels
+instantiate alike is instantiated once); a unit with an error falls back to each source
+alone.
 """
 
 from __future__ import annotations
@@ -731,7 +736,9 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
             first = next(iter(head.errors()), None)
             if first is not None and first.message.endswith("file not found"):
                 # a missing header stops clang: parsing with bodies would give the same error
-                return SourceLayout(error=first.one_line(), lasting=True)
+                included = first.file not in (None, head.rel(str(source.path)))
+                return SourceLayout(error=first.one_line(), lasting=True,
+                                    seconds={"missing_header": included})
             pre = prelude(head, original, capacity)
             del head
             _share_prelude(key, pre)
@@ -845,6 +852,9 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     for original in originals[:-1]:
         rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
     own = str(sources[0].path)
+    if combined.seconds.get("missing_header"):
+        # a header their common includes include is missing: each source alone stops there too
+        return [SourceLayout(error=combined.error, lasting=True) for _ in sources]
     if combined.error is not None or any(rep.error is not None or k.line is None
                                          for k, rep in combined.kernels):
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
