@@ -343,3 +343,27 @@ def test_mini_config_flags_filter_the_tactics(mini, capsys):
     assert "| 256x128x32B | 5 | 123904 | 4096 | 129024 | -27648 |" in out  # tile as typed, in bytes
     assert main(["audit", str(mini), "--epilogue-schedule", "tma"]) == 2
     assert "'epilogue_schedule' is not recorded for a tactic" in capsys.readouterr().err
+
+
+def test_tactics_have_the_json_numbers_as_attributes(mini):
+    """A tactic's numbers are attributes (read-only), the very values of its JSON row."""
+    by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
+    over = by["moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"]
+    mainloop, epilogue, kernel = mini_sizes(256, 128, 64, 5, 4096)
+    assert (over.stages, over.mainloop_bytes, over.epilogue_bytes, over.kernel_bytes) == \
+        (5, mainloop, epilogue, kernel) == (5, 123904, 4096, 129024)
+    assert (over.capacity_bytes, over.headroom_bytes, over.verdict) == (CAPACITY, CAPACITY - 129024, "over_capacity")
+    assert over.runtime_candidate is True and over.error is None
+    bad = by["moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none"]
+    assert (bad.kernel_bytes, bad.stages, bad.headroom_bytes, bad.verdict) == (None, None, None, "does_not_compile")
+    assert bad.error.kind == "static_assert" and bad.error.message == "The tile's K must be positive."
+    for t in by.values():
+        row = t.to_dict()
+        for k in ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
+                  "headroom_bytes", "verdict", "runtime_candidate"):
+            assert getattr(t, k) == row[k], (t.id, k)
+        assert row["error"] == (None if t.error is None else
+                                {"kind": t.error.kind, "message": t.error.message, "file": t.error.file,
+                                 "line": t.error.line})
+    with pytest.raises(AttributeError):
+        over.kernel_bytes = 1
