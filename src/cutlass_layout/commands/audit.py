@@ -470,7 +470,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     # the stand-in headers are part of what a precompiled header was built from
     pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
     moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
-    cand_args = (install, arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
+    # sm121 runs sm120's builds: the same candidate list (and its cache entry)
+    cand_args = (install, clang_arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
     cand = None
     if todo:
         # precompiled headers are built in the pool too (one per module's includes), each
