@@ -578,9 +578,22 @@ def _usage_hint(exc: click.ClickException) -> str:
     return ""
 
 
+#: The library's words for what the command names by a flag (library messages name none).
+_FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
+               ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
+               ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
+               ("give the arch of the local GPU", "give --arch of the local GPU"),
+               ("from its header instead (a user type;", "with --header FILE --type NAME ("),
+               ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"))
+
+
 def _message(exc: Exception) -> str:
-    """An error's line, with how to lift a limit it went over."""
-    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else str(exc)
+    """An error's line in the command's words (:data:`_FLAG_WORDS`), with how to lift a limit
+    it went over."""
+    msg = str(exc)
+    for lib, flag in _FLAG_WORDS:
+        msg = msg.replace(lib, flag)
+    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else msg
 
 
 def main(argv=None) -> int:

@@ -770,7 +770,7 @@ def _one_arch(arch) -> str:
         return "sm120"
     archs = [arch] if isinstance(arch, str) else list(arch)
     if len(archs) != 1:
-        raise BadInput(f"diff --audit compares one arch's kernels; got {', '.join(map(str, archs))}")
+        raise BadInput(f"an audit diff compares one arch's kernels; got arch {', '.join(map(str, archs))}")
     return str(archs[0]).lower()
 
 
