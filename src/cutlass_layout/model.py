@@ -1185,8 +1185,16 @@ class AuditResult:
         tactics: one :class:`Tactic` per kernel, in the order :meth:`sorted_tactics` gives.
         sources: one entry per source the install's JIT compiles for the arch: ``{module,
             file, kernels, skipped, error}``.
-        notes: what the audit could not read, in plain words.
+        notes: what the audit could not read, and filters that matched no tactic, in plain
+            words.
         stats: how it ran (not part of the JSON): seconds, parsed, cached, peak memory.
+        families: the families the install builds for the arch, asked for or not (not part
+            of the JSON).
+        unmatched: the filters that matched no tactic (not part of the JSON, where they are
+            notes): ``{filter, value, nearest, detail, note}`` each: ``filter`` a config key,
+            ``grep``, ``family``, or None for filters that match no tactic together;
+            ``nearest`` what the tactics have that is nearest the value, as text; ``note``
+            the line in ``notes``.
     """
 
     provenance: dict
@@ -1196,6 +1204,8 @@ class AuditResult:
     sources: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict, compare=False)
+    families: list[str] = field(default_factory=list, compare=False)
+    unmatched: list[dict] = field(default_factory=list, compare=False)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -1204,6 +1214,11 @@ class AuditResult:
     def over_capacity_candidates(self) -> list[Tactic]:
         """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
         return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate]
+
+    def check_failures(self) -> list[Tactic]:
+        """What ``audit --check`` fails on: tactics over capacity that the runtime would try,
+        or may try (``runtime_candidate`` True or None: its list could not be read)."""
+        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False]
 
     def to_dict(self) -> dict:
         """The documented ``audit --json`` object (schema :data:`AUDIT_SCHEMA`)."""
