@@ -513,6 +513,19 @@ def test_check_says_why(mini, capsys):
     assert lines[0] == (f"check: {t['id']}: {over} B, over the {CAPACITY} B capacity by "
                         f"{over - CAPACITY} B (tried by the runtime)")
     assert lines[1].startswith("check failed: 1 tactic(s)")
+    # layout --check of one tactic: one line too
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B", "--check", "--json"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (f"check failed: tactic {t['id']} is {over} B, over the {CAPACITY} B capacity by "
+                       f"{over - CAPACITY} B")
+
+
+def test_plot_says_where(mini, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape128x64x16B", "--plot", "map.svg"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"plot written to {tmp_path / 'map.svg'}" and (tmp_path / "map.svg").stat().st_size > 0
 
 
 def test_a_tactic_part_that_names_no_family(mini):

@@ -163,8 +163,10 @@ def test_check_exits_1_over_capacity(capsys):
     argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
             "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
     assert main(argv + ["--check"]) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "111616" in out and "over capacity by 10240" in out
+    assert err.splitlines()[-1] == ("check failed: the kernel's SharedStorage is 111616 B, over the "
+                                    "101376 B capacity by 10240 B")
     assert main(argv) == 0
 
 

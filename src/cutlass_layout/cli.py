@@ -51,7 +51,8 @@ def _check_plot(plot_file) -> None:
                    "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
                    "and --emit-probe are refused with it.")
 @format_options("text", "markdown", "json")
-@click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
+@click.option("--check", is_flag=True,
+              help="Exit 1 when the kernel's SharedStorage is over capacity (saying by how much on stderr).")
 @click.option("--check-kernel", is_flag=True,
               help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
 @click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
@@ -114,7 +115,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file, tile_bytes=_typed_in_bytes([flags["tile"]]))
-        click.echo(f"plot written to {plot_file}", err=True)
+        _plot_written(plot_file)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
@@ -125,7 +126,19 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     if verify and not v.agree:
         sys.exit(4)
     if check and not rep.fits:
-        sys.exit(1)
+        _check_failed(rep)
+
+
+def _plot_written(path) -> None:
+    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
+    click.echo(f"plot written to {Path(path).resolve()}", err=True)
+
+
+def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
+    """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
+    click.echo(f"check failed: {what} is {rep.subject.size} B, over the {rep.capacity_bytes} B "
+               f"capacity by {-rep.headroom_bytes} B", err=True)
+    sys.exit(1)
 
 
 #: What ``--show`` tabulates.
@@ -231,10 +244,11 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
+        _plot_written(plot_file)
     if rep.error is not None:
         sys.exit(3)
     if check and not rep.fits:
-        sys.exit(1)
+        _check_failed(rep, f"tactic {t.id}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -324,6 +338,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         from .reports.plot import plot_sweep_result
 
         plot_sweep_result(result, plot_file, tile_bytes=tile_bytes)
+        _plot_written(plot_file)
     if checks is not None:
         if fmt != "json":
             click.echo(checks.summary(), err=fmt == "csv")
