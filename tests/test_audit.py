@@ -343,3 +343,194 @@ def test_mini_config_flags_filter_the_tactics(mini, capsys):
     assert "| 256x128x32B | 5 | 123904 | 4096 | 129024 | -27648 |" in out  # tile as typed, in bytes
     assert main(["audit", str(mini), "--epilogue-schedule", "tma"]) == 2
     assert "'epilogue_schedule' is not recorded for a tactic" in capsys.readouterr().err
+
+
+def test_tactics_have_the_json_numbers_as_attributes(mini):
+    """A tactic's numbers are attributes (read-only), the very values of its JSON row."""
+    by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
+    over = by["moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"]
+    mainloop, epilogue, kernel = mini_sizes(256, 128, 64, 5, 4096)
+    assert (over.stages, over.mainloop_bytes, over.epilogue_bytes, over.kernel_bytes) == \
+        (5, mainloop, epilogue, kernel) == (5, 123904, 4096, 129024)
+    assert (over.capacity_bytes, over.headroom_bytes, over.verdict) == (CAPACITY, CAPACITY - 129024, "over_capacity")
+    assert over.runtime_candidate is True and over.error is None
+    bad = by["moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none"]
+    assert (bad.kernel_bytes, bad.stages, bad.headroom_bytes, bad.verdict) == (None, None, None, "does_not_compile")
+    assert bad.error.kind == "static_assert" and bad.error.message == "The tile's K must be positive."
+    for t in by.values():
+        row = t.to_dict()
+        for k in ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
+                  "headroom_bytes", "verdict", "runtime_candidate"):
+            assert getattr(t, k) == row[k], (t.id, k)
+        assert row["error"] == (None if t.error is None else
+                                {"kind": t.error.kind, "message": t.error.message, "file": t.error.file,
+                                 "line": t.error.line})
+    with pytest.raises(AttributeError):
+        over.kernel_bytes = 1
+
+
+def test_sm121_reads_what_sm120_laid_out(mini, monkeypatch, tmp_path):
+    """SM121 parts run SM120's builds: after an sm120 audit, an sm121 audit runs no builder and
+    parses nothing (clang parses counted in every process, as test_cache.py does), and reports
+    arch sm121 with the same kernels and numbers."""
+    import clang.cindex as ci
+
+    from cutlass_layout import flashinfer_jit
+
+    first = audit(str(mini), "sm120", jobs=1)
+    log = tmp_path / "work.log"
+
+    def counting(what, real):
+        def wrapper(*args, **kwargs):
+            with open(log, "a") as fh:
+                fh.write(what + "\n")
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(ci.Index, "parse", counting("parse", ci.Index.parse))
+    monkeypatch.setattr(flashinfer_jit, "_run_harness", counting("builders", flashinfer_jit._run_harness))
+    again = audit(str(mini), "sm121", jobs=1)
+    assert not log.exists(), log.read_text()
+    assert again.stats["parsed"] == 0 and again.stats["cached"] == again.stats["sources"] == 4
+    assert again.arch == "sm121" and again.to_dict()["arch"] == "sm121"
+    rows = [t.to_dict() for t in again.tactics]
+    assert rows == [t.to_dict() for t in first.tactics] and len(rows) == 9
+    assert again.provenance["generated_root"] == first.provenance["generated_root"]
+    # the counting itself works: a fresh parse is seen
+    audit(str(mini), "sm121", jobs=1, use_cache=False, family="gemm_sm120")
+    assert "parse" in log.read_text()
+
+
+def _count_parses(monkeypatch, log: Path) -> None:
+    """Log every clang parse (in every process: workers are forked) to ``log``."""
+    import clang.cindex as ci
+
+    real = ci.Index.parse
+
+    def counted(*args, **kwargs):
+        with open(log, "a") as fh:
+            fh.write("parse\n")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ci.Index, "parse", counted)
+
+
+def test_a_family_the_install_does_not_build_is_refused_before_any_parse(mini, monkeypatch, tmp_path, capsys):
+    log = tmp_path / "parses.log"
+    _count_parses(monkeypatch, log)
+    with pytest.raises(BadInput) as exc:
+        audit(str(mini), family="mo", jobs=1)
+    assert not log.exists()  # refused once the builders are enumerated: nothing parsed
+    msg = str(exc.value)
+    assert "--" not in msg and "\n" not in msg and "unknown family 'mo' (nearest: moe)" in msg
+    # it lists the families the install builds: those of its tactics
+    listed = set(msg.rsplit(": ", 1)[1].split(", "))
+    assert listed == {t.family for t in audit(str(mini), jobs=1).tactics} == \
+        {"moe", "fp4_gemm_cutlass_sm120", "gemm_sm120"}
+    capsys.readouterr()
+    assert main(["audit", str(mini), "--family", "mo"]) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.count("\n") == 1 and err.startswith("error: unknown family 'mo'")
+
+
+def test_a_family_with_no_kernel_says_so(mini):
+    """A family the install builds, whose source gives no kernel (a header the wheel lacks)."""
+    template = mini / "flashinfer/data/csrc/mini_groupwise_kernel_inst.jinja"
+    template.write_text("#include <tvm/ffi/not_in_the_wheel.h>\n" + template.read_text())
+    res = audit(str(mini), family="gemm_sm120", jobs=1)
+    assert res.tactics == [] and [u["filter"] for u in res.unmatched] == ["family"]
+    assert res.unmatched[0]["note"] in res.notes and "its 1 source(s) for sm120 gave no kernel" in res.notes[-1]
+
+
+def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
+    by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
+    swapped = by["moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+    assert swapped.tile == [128, 128, 64]  # named 32 B of nvfp4 (K 64 elements)
+    # the name's numbers typed as elements: nothing has K 32 at 128x128; nearest, the tile
+    # whose name has those numbers, both ways
+    res = audit(str(mini), jobs=1, tile="128x128x32")
+    assert res.tactics == []
+    (u,) = res.unmatched
+    assert (u["filter"], u["value"]) == ("tile", "128x128x32") and u["note"] in res.notes
+    assert u["nearest"][0] == "128x128x32B = 128x128x64"
+    # one value of several: the others still keep their tactics
+    res = audit(str(mini), jobs=1, tile=["128x64x16B", "9x9x9"])
+    assert [t.id for t in res.tactics] == ["moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
+    assert [u["value"] for u in res.unmatched] == ["9x9x9"]
+    # the values the tactics have, the nearest first
+    (u,) = audit(str(mini), jobs=1, stages=4).unmatched
+    stages = {t.stages for t in by.values() if t.stages}
+    assert stages == {2, 3, 5} and set(u["nearest"]) == {"2", "3", "5"} and set(u["nearest"][:2]) == {"3", "5"}
+    (u,) = audit(str(mini), jobs=1, a="mxfp8").unmatched
+    assert u["nearest"] == sorted({t.a for t in by.values() if t.a}) == ["nvfp4"]
+    # each alone keeps some, together none
+    (u,) = audit(str(mini), jobs=1, tile="256x128x32B", d="bf16").unmatched
+    assert u["filter"] is None and "no tactic matches them all" in u["note"]
+    # nothing to say when something is kept
+    assert audit(str(mini), jobs=1, tile="128x64x16B").unmatched == []
+    # a value no tactic could match is bad input, listing what is accepted
+    with pytest.raises(BadInput, match="unknown element kind 'fp5' for D: choose nvfp4, .*, void"):
+        audit(str(mini), jobs=1, d="fp5")
+    assert audit(str(mini), jobs=1, d="void").tactics == []  # a kind an output can be
+
+
+def test_grep_matches_ids_case_insensitively(mini):
+    res = audit(str(mini), jobs=1, grep="NVFP4xnvfp4/F16/finalize")  # only in the ids
+    assert {t.id for t in res.tactics} == {"moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize",
+                                           "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"}
+    assert [t.id for t in audit(str(mini), jobs=1, grep="bf16/none").tactics] == [
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+    assert all("nvfp4" in t.id for t in audit(str(mini), jobs=1, grep="nvfp4").tactics)
+    res = audit(str(mini), jobs=1, grep="finalise")
+    assert res.tactics == [] and res.unmatched[0]["filter"] == "grep"
+    assert all("finalize" in i for i in res.unmatched[0]["nearest"][:2])
+
+
+def test_cli_filter_notes_and_check(mini, capsys):
+    assert main(["audit", str(mini), "--tile", "128x128x32", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["tactics"] == [] and any(n.startswith("tile 128x128x32: matched no tactic") for n in doc["notes"])
+    assert err.splitlines() == [line for line in err.splitlines() if line.startswith("note: --tile 128x128x32: ")]
+    assert len(err.splitlines()) == 1 and "128x128x32B = 128x128x64" in err
+    # text: the note once, on stderr
+    assert main(["audit", str(mini), "--grep", "finalise"]) == 0
+    out, err = capsys.readouterr()
+    assert "finalise" not in out and err.startswith("note: --grep finalise: matched no tactic")
+    # --check: a filter that kept nothing fails it, saying so
+    assert main(["audit", str(mini), "--tile", "128x128x32", "--check"]) == 1
+    assert "check failed: 1 filter(s) matched no tactic" in capsys.readouterr().err
+
+
+def test_check_says_why(mini, capsys):
+    over = mini_sizes(256, 128, 64, 5, 4096)[2]
+    assert main(["audit", str(mini), "--check", "--json"]) == 1
+    out, err = capsys.readouterr()
+    tried_over = [t for t in json.loads(out)["tactics"]
+                  if t["verdict"] == "over_capacity" and t["runtime_candidate"] is not False]
+    lines = err.splitlines()
+    assert len(tried_over) == 1 and len(lines) == 2
+    t = tried_over[0]
+    assert lines[0] == (f"check: {t['id']}: {over} B, over the {CAPACITY} B capacity by "
+                        f"{over - CAPACITY} B (tried by the runtime)")
+    assert lines[1].startswith("check failed: 1 tactic(s)")
+    # layout --check of one tactic: one line too
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B", "--check", "--json"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (f"check failed: tactic {t['id']} is {over} B, over the {CAPACITY} B capacity by "
+                       f"{over - CAPACITY} B")
+
+
+def test_plot_says_where(mini, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)
+    assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape128x64x16B", "--plot", "map.svg"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == f"plot written to {tmp_path / 'map.svg'}" and (tmp_path / "map.svg").stat().st_size > 0
+
+
+def test_a_tactic_part_that_names_no_family(mini):
+    """``layout --tactic`` with a part whose first word is not a family audits every family."""
+    from cutlass_layout import tactic
+
+    t = tactic("MiniDense_f16_128_64_32true::GemmKernelStreamK/", str(mini))
+    assert t.family == "fp4_gemm_cutlass_sm120" and t.kernel_bytes == mini_sizes(128, 64, 32, 2, 2048)[2]

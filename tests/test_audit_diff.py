@@ -84,6 +84,22 @@ def test_mini_audit_diff(pair, capsys):
     assert "no grid flags" in capsys.readouterr().err
 
 
+def test_audit_diff_of_a_family_one_side_builds(pair, capsys):
+    """A family only the new install builds is all added; one neither builds is bad input,
+    listing what the two build."""
+    old, new = pair
+    core = old / "flashinfer/jit/gemm/core.py"
+    core.write_text(core.read_text().replace("def gen_gemm_sm120_module():", "def gen_gemm_mini_module():"))
+    res = diff(str(old), str(new), audit=True, family="gemm_sm120")
+    (row,) = res.audit.rows
+    assert row.change == "added" and row.old is None
+    assert row.new.kernel_bytes == mini_sizes(128, 64, 64, 2, 1024)[2] == 27648
+    assert main(["diff", str(old), str(new), "--audit", "--family", "gemm_sm12"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown family 'gemm_sm12' (nearest: gemm_sm120)") and err.count("\n") == 1
+    assert set(err.strip().rsplit(": ", 1)[1].split(", ")) == {"moe", "fp4_gemm_cutlass_sm120", "gemm_sm120"}
+
+
 @pytest.mark.network
 def test_diff_068_072_audit():
     """0.6.8's generator emits 40 of the 88 SM120 MoE tactics of 0.7.2.post1 (N >= 128); none

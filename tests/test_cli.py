@@ -163,8 +163,10 @@ def test_check_exits_1_over_capacity(capsys):
     argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
             "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
     assert main(argv + ["--check"]) == 1
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "111616" in out and "over capacity by 10240" in out
+    assert err.splitlines()[-1] == ("check failed: the kernel's SharedStorage is 111616 B, over the "
+                                    "101376 B capacity by 10240 B")
     assert main(argv) == 0
 
 
@@ -188,3 +190,55 @@ def test_incomplete_tree_is_bad_input(tmp_path, capsys):
     (inc / "version.h").write_text("#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
     assert main(["layout", "--cutlass", str(tmp_path), "--no-budget"]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+def _help(*argv) -> str:
+    from click.testing import CliRunner
+
+    from cutlass_layout.cli import cli
+
+    res = CliRunner().invoke(cli, [*argv, "--help"], prog_name="cutlass-layout", terminal_width=1000)
+    assert res.exit_code == 0
+    return res.output
+
+
+def _option_help(text: str, flag: str) -> str:
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith(flag + " "))
+    return line.split(None, 2)[2]
+
+
+def test_audit_help_lists_exactly_what_is_accepted():
+    """SRC is optional; the filters list the values a filter takes (never layout's defaults),
+    and the arch the archs an audit takes."""
+    import re
+
+    from cutlass_layout.commands.audit import AUDIT_ARCHS, ELEMENT_BITS, OUTPUTS
+    from cutlass_layout.config import KERNELS
+
+    text = _help("audit")
+    assert "Usage: cutlass-layout audit [OPTIONS] [SRC]" in text
+    for flag in ("--kernel", "--a", "--b", "--tile", "--cluster", "--stages", "--d", "--schedule", "--arch"):
+        assert "default" not in _option_help(text, flag).replace("(default)", ""), flag
+
+    def listed(flag):  # the values after "...: " up to the sentence's end, asides dropped
+        part = re.search(r"(?:is this|kernel): ([^.]*)\.", _option_help(text, flag)).group(1)
+        return re.split(r",\s*|\s+or\s+", re.sub(r"\s*\([^)]*\)", "", part))
+    assert listed("--a") == listed("--b") == list(ELEMENT_BITS)
+    assert listed("--d") == list(OUTPUTS)
+    assert listed("--kernel") == list(KERNELS)
+    assert re.findall(r"sm\d+", re.sub(r"\([^)]*\)", "", _option_help(text, "--arch"))) == list(AUDIT_ARCHS)
+
+
+def test_audit_arch_error_offers_only_what_it_takes(capsys):
+    import re
+
+    from cutlass_layout.commands.audit import AUDIT_ARCHS
+
+    assert main(["audit", "/no/such/install", "--arch", "sm100"]) == 2  # before the install is read
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: arch 'sm100': an audit takes")
+    offered = re.findall(r"sm\d+", re.sub(r"\([^)]*\)", "", err.split("takes", 1)[1]))  # asides dropped
+    assert offered == list(AUDIT_ARCHS) and "sm100" not in offered
+    for arch in offered:  # and each it offers is taken: it gets as far as the install
+        assert main(["audit", "/no/such/install", "--arch", arch]) == 2
+        assert "does not exist" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import cutlass_layout as cl
-from cutlass_layout import BadInput, Config, api, diff, layout, layouts, scan, sweep
+from cutlass_layout import BadInput, Config, api, audit, diff, layout, layouts, scan, sweep
 from handed import SECTION_A
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
@@ -134,6 +134,11 @@ BAD = [
     (lambda: diff("/a", "/b", structural=False, numeric=False), "nothing to diff"),
     (lambda: diff("/a", "/b", [Config()], tile="128x128x128"), "not both"),
     (lambda: scan("/no/such/header.hpp"), "does not exist"),
+    (lambda: layout(arch="sm80", source="/nonexistent"), "2.x-era arch"),
+    (lambda: audit("/nonexistent", arch="sm100"), "an audit takes sm120, sm121"),
+    (lambda: audit("/nonexistent", tile="128x128x64b"), "capital B"),
+    (lambda: audit("/nonexistent", schedule="fast"), "unknown schedule"),
+    (lambda: diff("/a", "/b", audit=True, arch=["sm90", "sm120"]), "one arch"),
 ]
 
 

@@ -24,7 +24,7 @@ from cutlass_layout.cli import main
 from cutlass_layout.engine import layout
 from cutlass_layout.config import Config
 from cutlass_layout.errors import BadInput
-from cutlass_layout.gpu import (RUNNER, GpuRun, find_gpu, gpu_program, preflight, read_checks,
+from cutlass_layout.gpu import (RUNNER, GpuRun, check_launchable, find_gpu, gpu_program, preflight, read_checks,
                                 verify_on_gpu, write_checks)
 
 
@@ -74,6 +74,21 @@ def test_gpu_without_nvcc_is_refused(no_gpu):
     assert find_gpu().arch == "sm90"
     with pytest.raises(BadInput, match="nvcc is not on PATH"):
         preflight("sm90")
+
+
+def test_library_messages_name_no_flag(no_gpu):
+    """From Python the GPU check's errors name no command-line flag (the command maps them:
+    the tests above)."""
+    with pytest.raises(BadInput) as exc:
+        find_gpu()
+    assert str(exc.value).startswith("GPU check: no NVIDIA GPU") and "--" not in str(exc.value)
+    _fake_bin(no_gpu, "nvidia-smi", 'echo "NVIDIA GeForce RTX 5090, 12.0"\n')
+    with pytest.raises(BadInput) as exc:
+        preflight("sm90")
+    assert "give the arch of the local GPU" in str(exc.value) and "--" not in str(exc.value)
+    with pytest.raises(BadInput) as exc:
+        check_launchable([Config()])  # SM120 NVFP4: block-scaled
+    assert "verify_nvcc" in str(exc.value) and "--" not in str(exc.value)
 
 
 def test_nvidia_smi_without_a_gpu(no_gpu):

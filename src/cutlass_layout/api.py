@@ -297,10 +297,12 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
     Args:
         source: a flashinfer install (site-packages or package dir, ``.whl``,
             ``"flashinfer-python==VERSION"``); ``None``: the one installed here.
-        arch: ``sm120`` (``sm121`` builds the same) or ``sm90``.
+        arch: ``sm120``, ``sm121`` (SM120's builds, and their cached results) or ``sm90``.
         family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
-            name; only its sources are parsed.
-        grep: keep the tactics whose name, launcher or file contains this.
+            name; only its sources are parsed. One the install does not build is refused,
+            listing those it does.
+        grep: keep the tactics whose id, name, launcher or file contains this
+            (case-insensitive).
         cuda_path, jobs, use_cache, progress: as for :func:`sweep`.
         config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
             ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
@@ -309,12 +311,15 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
     Returns:
         An :class:`AuditResult`: ``tactics`` (:class:`Tactic`, named as the install names
         them: ``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``), each with its
-        :class:`LayoutReport` and verdict (bytes), and whether the MoE runtime's candidate
-        list would try it.
+        :class:`LayoutReport`, the JSON row's numbers as attributes (``kernel_bytes``,
+        ``headroom_bytes``, ``stages``, ``verdict``, ...), and whether the MoE runtime's
+        candidate list would try it; a filter that matched no tactic is a note (and in
+        ``unmatched``) naming it and the nearest values the tactics have.
 
     Raises:
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
-            than sm120, sm121 or sm90, a bad filter value, unusable CUDA headers.
+            than sm120, sm121 or sm90, a family the install does not build, a filter value
+            no tactic could match, unusable CUDA headers.
     """
     return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
                         use_cache=use_cache, progress=progress, **config_values)
@@ -348,8 +353,8 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     if _MOE_TILE.search(id):
         family = "moe"
     res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
-                       progress=progress)
-    if family is not None and not res.tactics:  # not a family name after all
+                       progress=progress, strict_family=False)
+    if family is not None and family not in res.families:  # not a family name after all
         res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress)
     return _audit.find_tactic(res, id)
 

@@ -51,7 +51,8 @@ def _check_plot(plot_file) -> None:
                    "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
                    "and --emit-probe are refused with it.")
 @format_options("text", "markdown", "json")
-@click.option("--check", is_flag=True, help="Exit 1 when the kernel's SharedStorage is over capacity.")
+@click.option("--check", is_flag=True,
+              help="Exit 1 when the kernel's SharedStorage is over capacity (saying by how much on stderr).")
 @click.option("--check-kernel", is_flag=True,
               help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
 @click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
@@ -114,7 +115,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file, tile_bytes=_typed_in_bytes([flags["tile"]]))
-        click.echo(f"plot written to {plot_file}", err=True)
+        _plot_written(plot_file)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
@@ -125,7 +126,19 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     if verify and not v.agree:
         sys.exit(4)
     if check and not rep.fits:
-        sys.exit(1)
+        _check_failed(rep)
+
+
+def _plot_written(path) -> None:
+    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
+    click.echo(f"plot written to {Path(path).resolve()}", err=True)
+
+
+def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
+    """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
+    click.echo(f"check failed: {what} is {rep.subject.size} B, over the {rep.capacity_bytes} B "
+               f"capacity by {-rep.headroom_bytes} B", err=True)
+    sys.exit(1)
 
 
 #: What ``--show`` tabulates.
@@ -231,10 +244,11 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
+        _plot_written(plot_file)
     if rep.error is not None:
         sys.exit(3)
     if check and not rep.fits:
-        sys.exit(1)
+        _check_failed(rep, f"tactic {t.id}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -324,6 +338,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         from .reports.plot import plot_sweep_result
 
         plot_sweep_result(result, plot_file, tile_bytes=tile_bytes)
+        _plot_written(plot_file)
     if checks is not None:
         if fmt != "json":
             click.echo(checks.summary(), err=fmt == "csv")
@@ -489,31 +504,38 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 
 @cli.command("audit")
 @limits_option
-@click.argument("src", required=False, metavar="SRC")
+@click.argument("src", required=False, metavar="[SRC]")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
               help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
 @config_options(filters=True)
 @click.option("--family", default=None, metavar="NAME",
-              help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name.")
-@click.option("--grep", default=None, metavar="TEXT", help="Keep tactics whose name, launcher or file contains TEXT.")
+              help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name "
+                   "(one the install does not build is refused, listing those it does).")
+@click.option("--grep", default=None, metavar="TEXT",
+              help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when a tactic the runtime would (or may) try is over capacity.")
+              help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
+                   "matched nothing; each is named on stderr.")
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
-    SRC: a flashinfer install (site-packages or package dir, .whl, flashinfer-python==VERSION;
-    default: the one installed here). What it builds is read from its own code: its JIT
-    module builders and TensorRT-LLM's MoE kernel generator.
+    SRC (optional): a flashinfer install (site-packages or package dir, .whl,
+    flashinfer-python==VERSION; default: the one installed here). What it builds is read
+    from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
 
     The config flags of layout, sweep and diff filter what was found: --arch picks the arch
     (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
     activation, as TensorRT-LLM names its tiles), --cluster, --stages, --d and --schedule
-    keep the tactics that match one of their values. --c, --preset and --epilogue-schedule
-    are not recorded per tactic and are refused.
+    keep the tactics that match one of their values. --c, --preset, --epilogue-schedule and
+    --scales are not recorded per tactic and are refused. A value no tactic could match is
+    an error; a filter that kept nothing says so on stderr, with the nearest values there are.
+
+    Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
+    try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input.
     """
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     if src is not None and cutlass_src is not None:
@@ -538,9 +560,30 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
         from .reports.audit import render_audit
 
         render_audit(res, tile_bytes=tile_bytes)
-    if check and any(t.verdict == "over_capacity" and t.runtime_candidate is not False
-                     for t in res.tactics):
+    for u in res.unmatched:  # a filter that kept nothing: which, and what there is
+        named = f"--{u['filter'].replace('_', '-')} {u['value']}" if u["filter"] else "the filters"
+        click.echo(f"note: {named}: {u['detail']}", err=True)
+    if check and _audit_check_fails(res):
         sys.exit(1)
+
+
+def _audit_check_fails(res) -> bool:
+    """``audit --check``: whether a tactic the runtime would try (or may try, where its list
+    cannot be read) is over capacity, or a filter matched nothing (so what was asked for was
+    not checked); says why on stderr, one line per tactic, then a summary."""
+    over = res.check_failures()
+    for t in over:
+        tried = "tried by the runtime" if t.runtime_candidate else \
+            "the runtime may try it: its candidate list could not be read"
+        click.echo(f"check: {t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
+                   f"{-t.headroom_bytes} B ({tried})", err=True)
+    if over:
+        click.echo(f"check failed: {len(over)} tactic(s) the runtime would try are over capacity "
+                   f"on {res.arch}", err=True)
+    elif res.unmatched:
+        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic, so nothing "
+                   "they ask for was checked", err=True)
+    return bool(over or res.unmatched)
 
 
 # ------------------------------------------------------------------------------------------
@@ -578,9 +621,22 @@ def _usage_hint(exc: click.ClickException) -> str:
     return ""
 
 
+#: The library's words for what the command names by a flag (library messages name none).
+_FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
+               ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
+               ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
+               ("give the arch of the local GPU", "give --arch of the local GPU"),
+               ("from its header instead (a user type;", "with --header FILE --type NAME ("),
+               ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"))
+
+
 def _message(exc: Exception) -> str:
-    """An error's line, with how to lift a limit it went over."""
-    return f"{exc} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else str(exc)
+    """An error's line in the command's words (:data:`_FLAG_WORDS`), with how to lift a limit
+    it went over."""
+    msg = str(exc)
+    for lib, flag in _FLAG_WORDS:
+        msg = msg.replace(lib, flag)
+    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else msg
 
 
 def main(argv=None) -> int:

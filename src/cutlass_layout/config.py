@@ -282,7 +282,7 @@ def validate(cfg: Config) -> None:
     if a.family is None:
         raise BadInput(
             f"{cfg.arch} is a CUTLASS 2.x-era arch: no preset family builds its kernels; lay out "
-            "your own kernel type with --header FILE --type NAME (its capacity: "
+            "your own kernel type from its header instead (a user type; its capacity: "
             f"{a.optin_bytes} B per block)")
     fam = a.family
     if cfg.kernel not in KERNELS:

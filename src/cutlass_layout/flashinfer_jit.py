@@ -39,6 +39,17 @@ ARCH_BUILDERS = {
     "sm100": (r"sm_?10[03](?!\d)", "100"),
     "sm90": (r"sm_?90(?!\d)", "90"),
 }
+
+
+def build_arch(arch: str) -> str:
+    """The arch whose builds ``arch`` gets: the first of :data:`ARCH_BUILDERS` with the same
+    builders and target (``sm121`` -> ``sm120``: SM121 parts run SM120's builds), so that
+    both share one run of the builders, one folder of generated sources and every result
+    keyed by them."""
+    entry = ARCH_BUILDERS.get(arch)
+    return next((a for a, e in ARCH_BUILDERS.items() if e == entry), arch) if entry else arch
+
+
 #: Seconds the install's builders may take (the MoE generator takes well under one).
 HARNESS_TIMEOUT = 300
 
@@ -147,24 +158,25 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     Raises:
         BadInput: the install has no builder for the arch, or the builders could not run.
     """
-    found_key = cache_key("flashinfer-builders/1", subject=[arch],
+    same = build_arch(arch)  # sm121: sm120's builds, folder and cache entries
+    found_key = cache_key("flashinfer-builders/1", subject=[same],
                           target=[install.fingerprint, str(install.root)], code=("flashinfer_jit.py",))
     found = ResultCache("flashinfer-jit")
     wanted = found.get(found_key, _pairs) if use_cache else None
     if wanted is None:  # reading every jit/*.py costs a few tenths of a second: once
-        wanted = builders(install, arch)
+        wanted = builders(install, same)
         found.put(found_key, wanted)
     wanted = [tuple(b) for b in wanted]
     if not wanted:
         raise BadInput(f"flashinfer {install.version} at {install.root} has no JIT module "
                        f"builder for {arch} that builds a CUTLASS GEMM")
-    key = cache_key("flashinfer-jit/1", subject=[arch, wanted],
+    key = cache_key("flashinfer-jit/1", subject=[same, wanted],
                     target=[install.fingerprint, str(install.root), list(cuda_version)],
                     code=("_flashinfer_harness.py", "flashinfer_jit.py"))
     cache = ResultCache("flashinfer-jit")
     # the folder does not depend on this code: a rerun of the builders rewrites the same files
     # in the same place, so flags naming it (and the results keyed by them) stay the same
-    out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), arch,
+    out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), same,
                                                  list(cuda_version))[:24])
 
     def load(d):  # the answer, if its generated files are still as they were written
@@ -178,7 +190,7 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
         with lock(f"flashinfer-jit-{out.name}"):
             data = cache.get(key, load) if use_cache else None  # another process ran them meanwhile
             if data is None:
-                data = _run_harness(install, arch, out, cuda_version, wanted)
+                data = _run_harness(install, same, out, cuda_version, wanted)
                 try:
                     mods = _builds(data, out).modules
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:

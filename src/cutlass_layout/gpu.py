@@ -285,20 +285,20 @@ def find_gpu() -> GpuDevice:
     """The first NVIDIA GPU here (``nvidia-smi``). Raises :class:`BadInput` when there is none."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
-        raise BadInput("--verify gpu: no NVIDIA GPU here (nvidia-smi is not on PATH)")
+        raise BadInput("GPU check: no NVIDIA GPU here (nvidia-smi is not on PATH)")
     try:
         proc = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BadInput(f"--verify gpu: nvidia-smi did not answer ({exc})") from None
+        raise BadInput(f"GPU check: nvidia-smi did not answer ({exc})") from None
     line = next((ln for ln in proc.stdout.splitlines() if ln.strip()), "")
     if proc.returncode != 0 or "," not in line:
-        raise BadInput("--verify gpu: nvidia-smi lists no GPU")
+        raise BadInput("GPU check: nvidia-smi lists no GPU")
     name, cap = (x.strip() for x in line.rsplit(",", 1))
     try:
         major, minor = (int(x) for x in cap.split("."))
     except ValueError:
-        raise BadInput(f"--verify gpu: nvidia-smi gives no compute capability for {name} ({cap!r})") from None
+        raise BadInput(f"GPU check: nvidia-smi gives no compute capability for {name} ({cap!r})") from None
     return GpuDevice(name=name, cc=(major, minor), arch=CC_ARCH.get((major, minor)))
 
 
@@ -422,14 +422,14 @@ def check_launchable(configs) -> None:
 
     for cfg in configs:
         if not isinstance(cfg, Config):
-            raise BadInput("--verify gpu launches preset configs; for your own type use --verify nvcc")
+            raise BadInput("a GPU check launches preset configs; check your own type with nvcc (verify_nvcc)")
         why = ("block-scaled A/B (scale factors)" if cfg.block_scaled else
                "a sparse A" if cfg.kernel == "sparse" else
                "blockwise scales" if cfg.scales is not None else
                "a D with scale factors" if cfg.element_d in SCALED_OUTPUTS else None)
         if why is not None:
-            raise BadInput(f"--verify gpu launches GEMMs of plain element types; {cfg.label()} has "
-                           f"{why}, which its program does not fill (use --verify nvcc)")
+            raise BadInput(f"a GPU check launches GEMMs of plain element types; {cfg.label()} has "
+                           f"{why}, which its program does not fill (check it with nvcc: verify_nvcc)")
 
 
 def preflight(arch: str) -> GpuDevice:
@@ -442,10 +442,10 @@ def preflight(arch: str) -> GpuDevice:
     device = find_gpu()
     if device.arch != arch:  # an sm_XXa image loads only on that compute capability
         have = f"sm_{device.cc[0]}{device.cc[1]}"
-        raise BadInput(f"--verify gpu: the GPU here is {device.name} ({have}); {arch} kernels "
-                       "do not run on it (give --arch of the local GPU)")
+        raise BadInput(f"GPU check: the GPU here is {device.name} ({have}); {arch} kernels "
+                       "do not run on it (give the arch of the local GPU)")
     if shutil.which("nvcc") is None:
-        raise BadInput("--verify gpu: nvcc is not on PATH (it builds the check programs)")
+        raise BadInput("GPU check: nvcc is not on PATH (it builds the check programs)")
     return device
 
 
@@ -475,7 +475,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
     try:
         work = Path(tempfile.mkdtemp(prefix="gpu-", dir=cache_dir("gpu-checks")))
     except OSError as exc:
-        raise BadInput(f"--verify gpu: cannot make a folder in the cache: {exc.strerror or exc}") from None
+        raise BadInput(f"GPU check: cannot make a folder in the cache: {exc.strerror or exc}") from None
     try:
         write_checks(configs, expected, include_root, work, arch=arch, jobs=jobs)
         subprocess.run([sys.executable, str(work / "runner.py"), str(work)],

@@ -1104,11 +1104,55 @@ class Tactic:
             parts.append("swap_ab")
         return "/".join(parts)
 
+    # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
+    # two cannot disagree. None where the kernel does not compile (or was not laid out).
+    def _ok(self) -> bool:
+        return self.report is not None and self.report.error is None
+
+    def _size(self, part: str) -> int | None:
+        struct = getattr(self.report, part) if self._ok() else None
+        return None if struct is None else struct.size
+
+    @property
+    def stages(self) -> int | None:
+        """The mainloop's pipeline stages."""
+        return self.report.stages if self._ok() else None
+
+    @property
+    def kernel_bytes(self) -> int | None:
+        """``sizeof`` of the kernel's SharedStorage (what the launch asks for)."""
+        return self._size("kernel")
+
+    @property
+    def mainloop_bytes(self) -> int | None:
+        """``sizeof`` of the mainloop collective's SharedStorage."""
+        return self._size("mainloop")
+
+    @property
+    def epilogue_bytes(self) -> int | None:
+        """``sizeof`` of the epilogue collective's SharedStorage."""
+        return self._size("epilogue")
+
+    @property
+    def capacity_bytes(self) -> int | None:
+        """The arch's per-block capacity, read from the headers."""
+        return self.report.capacity_bytes if self._ok() else None
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """Capacity minus kernel bytes; negative when over capacity."""
+        return self.report.headroom_bytes if self._ok() else None
+
     @property
     def verdict(self) -> str:
         """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
         v = self.report.verdict
         return "exact_fit" if v == "fits" and self.report.exact_fit else v
+
+    @property
+    def error(self) -> "CompileError | None":
+        """The first compile error of a kernel that does not compile (else None)."""
+        return None if self.report is None else self.report.error
 
     def identity(self) -> dict:
         """The fields that name this tactic (everything but the numbers)."""
@@ -1117,22 +1161,15 @@ class Tactic:
             "schedule", "file", "line", "launcher", "launcher_file", "launcher_line")}
 
     def to_dict(self) -> dict:
-        """One entry of the ``audit --json`` ``tactics`` list (bytes throughout)."""
-        r = self.report
-        ok = r.error is None
+        """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
+        identity, then :data:`TACTIC_NUMBERS` (each the attribute of that name) and the error."""
+        return {"id": self.id, **self.identity(), **{k: getattr(self, k) for k in TACTIC_NUMBERS},
+                "error": plain(self.error)}
 
-        def size(s):
-            return s.size if ok and s is not None else None
-        return {
-            "id": self.id, **self.identity(),
-            "stages": r.stages if ok else None,
-            "kernel_bytes": size(r.kernel), "mainloop_bytes": size(r.mainloop),
-            "epilogue_bytes": size(r.epilogue),
-            "capacity_bytes": r.capacity_bytes if ok else None,
-            "headroom_bytes": r.headroom_bytes if ok else None,
-            "verdict": self.verdict, "runtime_candidate": self.runtime_candidate,
-            "error": None if ok else plain(r.error),
-        }
+
+#: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
+TACTIC_NUMBERS = ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
+                  "headroom_bytes", "verdict", "runtime_candidate")
 
 
 @dataclass
@@ -1148,8 +1185,16 @@ class AuditResult:
         tactics: one :class:`Tactic` per kernel, in the order :meth:`sorted_tactics` gives.
         sources: one entry per source the install's JIT compiles for the arch: ``{module,
             file, kernels, skipped, error}``.
-        notes: what the audit could not read, in plain words.
+        notes: what the audit could not read, and filters that matched no tactic, in plain
+            words.
         stats: how it ran (not part of the JSON): seconds, parsed, cached, peak memory.
+        families: the families the install builds for the arch, asked for or not (not part
+            of the JSON).
+        unmatched: the filters that matched no tactic (not part of the JSON, where they are
+            notes): ``{filter, value, nearest, detail, note}`` each: ``filter`` a config key,
+            ``grep``, ``family``, or None for filters that match no tactic together;
+            ``nearest`` what the tactics have that is nearest the value, as text; ``note``
+            the line in ``notes``.
     """
 
     provenance: dict
@@ -1159,6 +1204,8 @@ class AuditResult:
     sources: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict, compare=False)
+    families: list[str] = field(default_factory=list, compare=False)
+    unmatched: list[dict] = field(default_factory=list, compare=False)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -1167,6 +1214,11 @@ class AuditResult:
     def over_capacity_candidates(self) -> list[Tactic]:
         """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
         return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate]
+
+    def check_failures(self) -> list[Tactic]:
+        """What ``audit --check`` fails on: tactics over capacity that the runtime would try,
+        or may try (``runtime_candidate`` True or None: its list could not be read)."""
+        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False]
 
     def to_dict(self) -> dict:
         """The documented ``audit --json`` object (schema :data:`AUDIT_SCHEMA`)."""

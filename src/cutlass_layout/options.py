@@ -48,12 +48,28 @@ CONFIG_FLAGS = (
 
 _GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
 _FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
-#: What the filter flags say instead, where a flag does not filter (``audit``).
-_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (the same builds) or sm90.",
+#: The element kinds an audit's tactics are named with (``commands.audit.ELEMENT_BITS``;
+#: tests/test_cli.py checks that the two agree).
+_AUDIT_ELEMENTS = ("nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mxfp8-e5m2, e4m3, e5m2, "
+                   "s8, bf16, f16, f32, tf32")
+#: What the config flags say as ``audit``'s filters: what each keeps, and exactly the values
+#: it accepts (layout's defaults do not apply); the flags that do not filter are refused.
+_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (sm120's builds) or sm90.",
+                "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
+                "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
+                "b": f"Keep the tactics whose B element is this: {_AUDIT_ELEMENTS}.",
+                "tile": "Keep the tactics of this CTA tile: MxNxK (K in elements) or MxNxKB (capital B: "
+                        "K in bytes of the activation, as TensorRT-LLM's CtaShape names count it).",
+                "cluster": "Keep the tactics of this ClusterShape MxNxK.",
+                "stages": "Keep the tactics of N stages (auto keeps all).",
+                "d": f"Keep the tactics whose output is this: {_AUDIT_ELEMENTS}, void.",
+                "schedule": "Keep the tactics whose kernel schedule is cooperative or pingpong (auto keeps all).",
                 "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
                 "preset": "Not recorded per tactic: refused here (see --family moe).",
                 "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout).",
                 "scales": "Not recorded per tactic: refused here (the flag is shared with layout)."}
+#: The audit filters that keep tactics (the others are refused).
+_REFUSED = ("arch", "c", "preset", "epilogue_schedule", "scales")
 
 
 def config_options(*, repeatable: bool = False, filters: bool = False):
@@ -64,7 +80,7 @@ def config_options(*, repeatable: bool = False, filters: bool = False):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
             if filters:
                 f = click.option(flag, name, multiple=True,
-                                 help=_FILTER_HELP.get(name, help_ + _FILTER_MORE))(f)
+                                 help=_FILTER_HELP[name] + ("" if name in _REFUSED else _FILTER_MORE))(f)
             elif repeatable:
                 f = click.option(flag, name, multiple=True, help=help_ + _GRID_MORE)(f)
             else:

@@ -24,6 +24,7 @@ import re
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Callable
 
 from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..errors import BadInput
@@ -285,6 +286,10 @@ def _found_from(d: dict) -> FoundKernel:
     return FoundKernel(**d)
 
 
+#: The archs an audit takes, each with the arch whose builds (and flags) it reads: SM121 parts
+#: run SM120's builds.
+AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm90": "sm90"}
+
 _ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm_?12[01]", re.I),
               "sm100": re.compile(r"sm_?10[03]", re.I), "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
 
@@ -313,12 +318,32 @@ def tactic_filter(**values):
 
     Raises:
         BadInput: a key that is not recorded per tactic (``c``, ``preset``,
-            ``epilogue_schedule``, ``scales``; ``arch`` is the audit's own), or a bad value.
+            ``epilogue_schedule``, ``scales``; ``arch`` is the audit's own), or a value no
+            tactic could match (the message lists the values accepted).
+    """
+    return _keep_all(filter_tests(**values))
+
+
+def _keep_all(tests: dict) -> Callable:
+    return lambda t: all(any(test(t) for _, test in vals) for vals in tests.values())
+
+
+#: Elements a tactic's output (``d``) can be: the element kinds, and ``void``.
+OUTPUTS = (*ELEMENT_BITS, "void")
+
+
+def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
+    """The tests of :func:`tactic_filter`, one per value: ``{key: [(value as typed, test)]}``
+    for the keys given (a tactic passes a key when it passes one of its tests). ``auto``
+    (``stages``, ``schedule``) passes every tactic.
+
+    Raises:
+        BadInput: as :func:`tactic_filter`.
     """
     from ..config import KERNELS, parse_shape, parse_stages, split_tile
     from ..grid import expand_braces
 
-    tests = []
+    tests: dict[str, list] = {}
     for key, raw in values.items():
         if raw is None or raw == [] or raw == ():
             continue
@@ -327,38 +352,150 @@ def tactic_filter(**values):
                            f"as the install builds them); match on {', '.join(FILTER_KEYS)}")
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         vals = [v for item in items for v in expand_braces(str(item))]
-        if key == "kernel":
-            bad = [v for v in vals if v.lower() not in KERNELS]
-            if bad:
-                raise BadInput(f"unknown kernel {bad[0]!r}: choose {', '.join(KERNELS)}")
-            want = {v.lower() for v in vals}
-            tests.append(lambda t, w=want: t.kernel in w)
-        elif key in ("a", "b", "d"):
-            bad = [v for v in vals if v.lower() not in ELEMENT_BITS]
-            if bad:
-                raise BadInput(f"unknown element kind {bad[0]!r} for {key.upper()}: choose "
-                               f"{', '.join(ELEMENT_BITS)}")
-            want = {v.lower() for v in vals}
-            attr = "out" if key == "d" else key
-            tests.append(lambda t, w=want, a=attr: getattr(t, a) in w)
-        elif key == "tile":
-            tiles = [split_tile(v) for v in vals]
-            tests.append(lambda t, ts=tiles: any(_tile_matches(t, x) for x in ts))
-        elif key == "cluster":
-            want = {tuple(parse_shape(v, "cluster")) for v in vals}
-            tests.append(lambda t, w=want: t.cluster is not None and tuple(t.cluster) in w)
-        elif key == "stages":
-            want = {parse_stages(v) for v in vals}
-            if None not in want:
-                tests.append(lambda t, w=want: t.report is not None and t.report.stages in w)
-        elif key == "schedule":
-            want = {v.lower() for v in vals}
-            bad = want - {"auto", "cooperative", "pingpong"}
-            if bad:
-                raise BadInput(f"unknown schedule {sorted(bad)[0]!r}: choose auto, cooperative or pingpong")
-            if "auto" not in want:
-                tests.append(lambda t, w=want: any(x in str(t.schedule).lower() for x in w))
-    return lambda t: all(test(t) for test in tests)
+        one = tests.setdefault(key, [])
+        for v in vals:
+            low = v.strip().lower()
+            if key == "kernel":
+                if low not in KERNELS:
+                    raise BadInput(f"unknown kernel {v!r}: choose {', '.join(KERNELS)}")
+                one.append((v, lambda t, w=low: t.kernel == w))
+            elif key in ("a", "b", "d"):
+                accepted = OUTPUTS if key == "d" else tuple(ELEMENT_BITS)
+                if low not in accepted:
+                    raise BadInput(f"unknown element kind {v!r} for {key.upper()}: choose "
+                                   f"{', '.join(accepted)}")
+                attr = "out" if key == "d" else key
+                one.append((v, lambda t, w=low, a=attr: getattr(t, a) == w))
+            elif key == "tile":
+                one.append((v, lambda t, x=split_tile(v): _tile_matches(t, x)))
+            elif key == "cluster":
+                one.append((v, lambda t, w=tuple(parse_shape(v, "cluster")):
+                            t.cluster is not None and tuple(t.cluster) == w))
+            elif key == "stages":
+                n = parse_stages(v)
+                one.append((v, (lambda t: True) if n is None else
+                            (lambda t, w=n: t.report is not None and t.report.stages == w)))
+            elif key == "schedule":
+                if low not in ("auto", "cooperative", "pingpong"):
+                    raise BadInput(f"unknown schedule {v!r}: choose auto, cooperative or pingpong")
+                one.append((v, (lambda t: True) if low == "auto" else
+                            (lambda t, w=low: w in str(t.schedule).lower())))
+    return {k: v for k, v in tests.items() if v}
+
+
+# ---------------------------------------------------------------------------------------
+# what a filter that matched nothing could have meant
+
+
+def _haystack(t: Tactic) -> str:
+    """What ``grep`` searches in a tactic: its id, name, launcher and file, lower case."""
+    return " ".join(str(x) for x in (t.id, t.name, t.launcher, t.file)).lower()
+
+
+def _similar(typed: str, values) -> list[str]:
+    """``values`` (distinct, as text), the most like ``typed`` first."""
+    import difflib
+
+    low = typed.lower()
+    uniq = list(dict.fromkeys(str(v) for v in values if v is not None))
+    return sorted(uniq, key=lambda v: -difflib.SequenceMatcher(None, low, v.lower()).ratio())
+
+
+def _tile_distance(a, b) -> float:
+    from math import log2
+
+    return sum(abs(log2(x) - log2(y)) if x > 0 and y > 0 else (0 if x == y else 16)
+               for x, y in zip(a, b))
+
+
+def _nearest_tiles(typed: str, pool: list[Tactic]) -> str:
+    """The tactics' tiles nearest ``typed`` (its numbers read either way: K in elements or in
+    bytes), each as ``MxNxKB = MxNxK`` (K in bytes = K in elements) where the activation's
+    width is known."""
+    from ..config import split_tile
+
+    m, n, k, _ = split_tile(typed)
+    tiles: dict[str, float] = {}
+    for t in pool:
+        if not t.tile:
+            continue
+        tm, tn, tk = t.tile
+        bits = ELEMENT_BITS.get(str(t.b if t.swap_ab else t.a))
+        kb = tk * bits // 8 if bits and (tk * bits) % 8 == 0 else None
+        d = _tile_distance((m, n, k), (tm, tn, tk))
+        text = f"{tm}x{tn}x{tk}"
+        if kb is not None:
+            d = min(d, _tile_distance((m, n, k), (tm, tn, kb)))
+            text = f"{tm}x{tn}x{kb}B = {text}"
+        tiles[text] = min(d, tiles.get(text, d))
+    near = sorted(tiles, key=lambda x: tiles[x])[:4]
+    legend = " (K in bytes = K in elements)" if any("B = " in x for x in near) else ""
+    return f"nearest{legend}", near
+
+
+def _grep_nearest(typed: str, pool: list[Tactic]) -> str:
+    """The ids most of ``typed`` appears in, in order (as many of its characters as possible)."""
+    import difflib
+
+    low = typed.lower()
+
+    def score(i: str) -> float:
+        blocks = difflib.SequenceMatcher(None, low, i.lower(), autojunk=False).get_matching_blocks()
+        return sum(b.size for b in blocks) / max(1, len(low))
+    ids = sorted(dict.fromkeys(t.id for t in pool), key=lambda i: (-score(i), len(i), i))
+    return "nearest ids", ids[:3]
+
+
+def _nearest(key: str, typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
+    """What tactics of ``pool`` have for ``key``, the nearest to ``typed`` first: (what they
+    are, the values)."""
+    if key == "tile":
+        return _nearest_tiles(typed, pool)
+    if key == "grep":
+        return _grep_nearest(typed, pool)
+    if key == "stages":
+        have = sorted({t.report.stages for t in pool if t.report is not None and t.report.stages})
+        want = int(typed)
+        return "the tactics have", [str(n) for n in sorted(have, key=lambda s: (abs(s - want), s))]
+    get = {"kernel": lambda t: t.kernel, "a": lambda t: t.a, "b": lambda t: t.b,
+           "d": lambda t: t.out, "schedule": lambda t: t.schedule,
+           "cluster": lambda t: None if t.cluster is None else "x".join(map(str, t.cluster))}[key]
+    have = _similar(typed, (get(t) for t in pool))
+    return ("the tactics have" if have else f"no tactic records a {key}"), have[:6]
+
+
+def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list[dict]:
+    """The filters that keep none of ``pool`` (the tactics of the family asked for): ``grep``,
+    and each value of each config key, alone; or, when each matches some, the filters
+    together. One entry per filter (see :attr:`~cutlass_layout.model.AuditResult.unmatched`):
+    ``{"filter": key, "value": as typed, "nearest": what the tactics have nearest it,
+    "detail": what is wrong, "note": one line naming the filter, with the detail}``. None
+    for an empty pool (there is nothing to match)."""
+    out = []
+
+    def miss(key, value, what):
+        shown = repr(value) if key == "grep" else value
+        phrase, near = _nearest(key, value, pool)
+        what = f"{what}; {phrase}" + (f": {', '.join(near)}" if near else "")
+        out.append({"filter": key, "value": value, "nearest": near, "detail": what,
+                    "note": f"{key} {shown}: {what}"})
+    if not pool:
+        return out
+    if grep is not None and not any(grep.lower() in _haystack(t) for t in pool):
+        miss("grep", grep, "matched no tactic's id, name, launcher or file")
+    for key, vals in tests.items():
+        for value, test in vals:
+            if not any(test(t) for t in pool):
+                miss(key, value, "matched no tactic")
+    if not out and (grep is not None or tests):
+        keep = _keep_all(tests)
+        if not any(keep(t) and (grep is None or grep.lower() in _haystack(t)) for t in pool):
+            given = [f"grep {grep!r}"] if grep is not None else []
+            given += [f"{k} {' or '.join(v for v, _ in vals)}" for k, vals in tests.items()]
+            what = f"each matches some tactic, no tactic matches them all ({'; '.join(given)})"
+            out.append({"filter": None, "value": None, "nearest": [], "detail": what,
+                        "note": f"the filters: {what}"})
+    return out
 
 
 def _tile_matches(t: Tactic, typed: tuple[int, int, int, bool]) -> bool:
@@ -374,19 +511,42 @@ def _tile_matches(t: Tactic, typed: tuple[int, int, int, bool]) -> bool:
     return bits is not None and k * 8 == tk * bits
 
 
+def family_of(module: str) -> str:
+    """The family of a JIT module's tactics: ``moe`` for flashinfer's ``fused_moe_*`` modules
+    (TensorRT-LLM's MoE GEMM), else the module's name."""
+    return MOE if module.startswith("fused_moe") else module
+
+
+def unknown_family(family, families: list[str], version: str, arch: str) -> str:
+    """The line for a family the install does not build: the nearest, then all it builds."""
+    near = _similar(str(family), families)[:1]
+    hint = f" (nearest: {near[0]})" if near and _similar_enough(str(family), near[0]) else ""
+    return (f"unknown family {family!r}{hint}: flashinfer {version} builds these for {arch}: "
+            f"{', '.join(families) or 'none'}")
+
+
+def _similar_enough(a: str, b: str) -> bool:
+    import difflib
+
+    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.5
+
+
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
-          progress: bool = False, **config_values) -> AuditResult:
+          progress: bool = False, strict_family: bool = True, **config_values) -> AuditResult:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
         src: a flashinfer install: site-packages or package dir, ``.whl``,
             ``flashinfer-python==VERSION``, or None for the one installed here
             (:func:`cutlass_layout.sources.resolve_flashinfer`).
-        arch: ``sm120`` (default; ``sm121`` is the same builds) or ``sm90`` (``sm100`` is
-            refused: not supported yet).
-        family: keep only tactics of this family (``moe``, or a JIT module name).
-        grep: keep only tactics whose name, launcher or file contains this text.
+        arch: ``sm120`` (default), ``sm121`` (SM120's builds: it shares their cached
+            results) or ``sm90``.
+        family: keep only tactics of this family (``moe``, or a JIT module name); one the
+            install does not build is refused, listing those it does (``strict_family=False``:
+            no tactics instead, as a diff of two installs needs).
+        grep: keep only tactics whose id, name, launcher or file contains this text
+            (case-insensitive).
         cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
         jobs: worker processes (default: the CPUs); use_cache: read cached results.
         progress: progress on stderr while sources are parsed.
@@ -396,12 +556,15 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
 
     Returns:
         An :class:`~cutlass_layout.model.AuditResult`; a kernel that does not compile is a
-        tactic with verdict ``does_not_compile`` and its first error (bytes throughout).
+        tactic with verdict ``does_not_compile`` and its first error (bytes throughout). A
+        filter value (or ``grep``, or the family) that matched no tactic is a note naming it
+        and the nearest values the tactics have (also in ``unmatched``).
 
     Raises:
         BadInput: an arch other than sm120, sm121 or sm90; no flashinfer at ``src``, one too
             old to have JIT module builders for the arch, builders that could not run at all,
-            unusable CUDA headers; a bad filter value (:func:`tactic_filter`).
+            unusable CUDA headers; a family the install does not build; a filter value no
+            tactic could match (:func:`tactic_filter`).
     """
     from .. import engine
     from ..flashinfer_jit import jit_modules
@@ -410,15 +573,19 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     from ..sources import resolve_flashinfer
 
     t0 = time.perf_counter()
-    if arch not in _ARCH_WORD:
-        raise BadInput(f"unknown arch {arch!r} for audit: choose {', '.join(_ARCH_WORD)}")
-    keep = tactic_filter(**config_values)  # bad values: an error before any work
+    arch = str(arch).strip().lower()
+    if arch not in AUDIT_ARCHS:
+        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds) or sm90")
+    clang_arch = AUDIT_ARCHS[arch]
+    tests = filter_tests(**config_values)  # bad values: an error before any work
+    keep = _keep_all(tests)
     install = resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
-    clang_arch = "sm120" if arch in ("sm120", "sm121") else arch
-    if clang_arch not in ("sm120", "sm90"):
-        raise BadInput(f"audit --arch {arch}: only sm120, sm121 and sm90 are supported yet")
     builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache)
+    families = list(dict.fromkeys(sorted((family_of(m.name) for m in builds.modules),
+                                         key=lambda f: (f != MOE, f))))
+    if family is not None and family not in families and strict_family:
+        raise BadInput(unknown_family(family, families, install.version, arch))
     t_jit = time.perf_counter()
     base_flags = tgt.flags(clang_arch)
     prov = asdict(tgt.provenance(clang_arch))
@@ -430,7 +597,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     work = []  # (module, Source, key, preamble)
     sources_out: list[dict] = []
     for mod in builds.modules:
-        if family and family != (MOE if mod.name.startswith("fused_moe") else mod.name):
+        if family is not None and family != family_of(mod.name):
             continue  # not asked for: not parsed
         flags = tuple(base_flags + mod.clang_flags())
         for path in mod.generated:
@@ -470,7 +637,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     # the stand-in headers are part of what a precompiled header was built from
     pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
     moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
-    cand_args = (install, arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
+    # sm121 runs sm120's builds: the same candidate list (and its cache entry)
+    cand_args = (install, clang_arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
     cand = None
     if todo:
         # precompiled headers are built in the pool too (one per module's includes), each
@@ -554,12 +722,20 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         notes.append("runtime candidates: the install's candidate list for the arch could not be read")
     elif cand is not None and cand.note:
         notes.append(cand.note)
-    if family:
+    if family is not None:
         tactics = [t for t in tactics if t.family == family]
+    unmatched = []
+    if family is not None and not tactics and family in families:
+        n = sum(1 for e in sources_out if not e["skipped"])
+        what = (f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
+                f"matched no tactic: none of its {len(sources_out)} source(s) is built for {arch}")
+        unmatched.append({"filter": "family", "value": family, "nearest": [], "detail": what,
+                          "note": f"family {family!r}: {what}"})
+    unmatched += unmatched_filters(tactics, grep, tests)
     if grep:
-        g = grep.lower()
-        tactics = [t for t in tactics if g in " ".join(str(x) for x in (t.name, t.launcher, t.file)).lower()]
+        tactics = [t for t in tactics if grep.lower() in _haystack(t)]
     tactics = [t for t in tactics if keep(t)]
+    notes += [u["note"] for u in unmatched]
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
@@ -568,7 +744,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                   "generated_root": str(gen_root) if gen_root else None,
                   "builders": builds.builders, **prov}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
-                       tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats)
+                       tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
+                       families=families, unmatched=unmatched)
 
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:

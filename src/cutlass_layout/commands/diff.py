@@ -770,15 +770,21 @@ def _one_arch(arch) -> str:
         return "sm120"
     archs = [arch] if isinstance(arch, str) else list(arch)
     if len(archs) != 1:
-        raise BadInput(f"diff --audit compares one arch's kernels; got {', '.join(map(str, archs))}")
+        raise BadInput(f"an audit diff compares one arch's kernels; got arch {', '.join(map(str, archs))}")
     return str(archs[0]).lower()
 
 
 def _audits(old, new, arch, family, cuda_path, use_cache, jobs) -> AuditDiff:
-    from .audit import audit
+    from .audit import audit, unknown_family
 
-    a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache)
-    b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache)
+    # a family may be built by one install only (added, removed): one neither builds is bad input
+    a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
+              strict_family=False)
+    b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
+              strict_family=False)
+    if family is not None and family not in a.families + b.families:
+        raise BadInput(unknown_family(family, list(dict.fromkeys(a.families + b.families)),
+                                      f"{a.provenance['version']} or {b.provenance['version']}", arch))
     out = audit_diff(a, b)
     out.family = family
     return out, a, b

@@ -100,7 +100,8 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
     for err, files in unread.items():
         shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
         notes.append(f"{len(files)} source(s) not read ({shown}): {err}")
-    notes += [f"note: {n}" for n in result.notes]
+    told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
+    notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
     over = [x for x in result.tactics if x.verdict == "over_capacity"]
     tried = sum(1 for x in over if x.runtime_candidate)
