@@ -169,15 +169,15 @@ def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
     what = cfg.to_dict().get("type", "the type")
     if a is None:
         raise BadInput(f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the "
-                       "capacity from: give --arch" if cc <= 0 else
+                       "capacity from: give the arch (arch=)" if cc <= 0 else
                        f"{what}: arch tag of compute capability {cc} is none of "
-                       f"{', '.join(archs.ARCHS)}: give --arch")
+                       f"{', '.join(archs.ARCHS)}: give the arch (arch=)")
     if a.capacity is None:
         return documented_capacity(a)
     alias = probe.capacity_alias(a.capacity)
     if alias not in names:
         raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
-                       f"{a.capacity}: give --arch")
+                       f"{a.capacity}: give the arch (arch=)")
     value = ProbeUnit.int_alias(names[alias])
     return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_"):]))
 
