@@ -142,8 +142,10 @@ def template_args(spelling: str) -> list[str]:
     start = spelling.find("<")
     if start < 0:
         return []
-    out, angle, paren, cur = [], 0, 0, []
-    for ch in spelling[start + 1:]:
+    out, angle, paren, begin = [], 0, 0, start + 1
+    end = len(spelling)
+    for m in _PUNCT.finditer(spelling, start + 1):  # only the characters that matter
+        ch = m.group()
         if ch in "([{":
             paren += 1
         elif ch in ")]}":
@@ -152,15 +154,17 @@ def template_args(spelling: str) -> list[str]:
             angle += 1
         elif ch == ">" and paren == 0:
             if angle == 0:
+                end = m.start()
                 break
             angle -= 1
-        if ch == "," and angle == 0 and paren == 0:
-            out.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur).strip())
+        elif ch == "," and angle == 0 and paren == 0:
+            out.append(spelling[begin:m.start()].strip())
+            begin = m.end()
+    out.append(spelling[begin:end].strip())
     return [a for a in out if a]
+
+
+_PUNCT = re.compile(r"[()\[\]{}<>,]")
 
 
 def kernel_core(spelling: str) -> str | None:

@@ -34,33 +34,26 @@ _OPEN, _CLOSE = "([{", ")]}"
 def blank_comments(text: str, strings: bool = True) -> str:
     """``text`` with comments, and (``strings``) the contents of string and char literals,
     replaced by spaces (same length, newlines kept), so that braces and semicolons in them
-    are not counted."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            for k in range(i + 1, min(j, n)) if strings else ():  # the quotes stay
-                out[k] = " "
-            i = min(n, j + 1)
-            continue
+    are not counted. A literal ends at its closing quote or the end of its line (a
+    backslash escapes the next character, a newline too)."""
+    out, last = [], 0
+    for m in _SKIPPED.finditer(text):
+        quote = m.group(1)
+        if quote is None:  # a comment
+            out += [text[last:m.start()], _NOT_NEWLINE.sub(" ", m.group())]
+        elif strings:
+            body = m.group(2)
+            out += [text[last:m.start()], quote, " " * len(body), m.group()[1 + len(body):]]
         else:
-            i += 1
-            continue
-        for k in range(i, j):
-            if out[k] != "\n":
-                out[k] = " "
-        i = j
+            out.append(text[last:m.end()])
+        last = m.end()
+    out.append(text[last:])
     return "".join(out)
+
+
+#: a comment, or a string or char literal (its quote, its body, its closing quote if any)
+_SKIPPED = re.compile(r"""//[^\n]*|/\*.*?(?:\*/|\Z)|(["'])((?:\\.|\\\Z|(?!\1)[^\\\n])*)\1?""", re.S)
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def cut_after_last_kernel_alias(body: str) -> int | None:
