@@ -407,7 +407,8 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         if grid_file:
             configs, source = api.grid_file(grid_file), "file"
         elif values and not structural_only:
-            grid_values, source = values, "flags"  # laid out on both trees (their families)
+            # laid out on both trees (their families); the arch goes in as arch=
+            grid_values, source = {k: v for k, v in values.items() if k != "arch"}, "flags"
         res = api.diff(old, new, configs, structural=not numeric_only, numeric=not structural_only,
                        arch=archs, cuda_path=cuda_path, grid_source=source, **grid_values)
     res.old.source, res.new.source = old, new
