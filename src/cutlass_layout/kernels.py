@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -423,7 +424,7 @@ def _segment(segments: list[int] | None, line: int | None) -> int:
     """The index of the source holding ``line`` of a unit of several (0 for one)."""
     if not segments or line is None:
         return 0
-    return max(i for i, first in enumerate(segments) if first <= line) if line >= segments[0] else 0
+    return max(0, bisect_right(segments, line) - 1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -649,6 +650,12 @@ def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: P
 _UPPER_CALL = re.compile(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*\(", re.M)
 
 
+def estimate_kernels(clean: str) -> int:
+    """How many kernels a source (its text with comments blanked) likely instantiates: its
+    upper-case macro calls and its ``template`` keywords (only a batch's size depends on it)."""
+    return len(_UPPER_CALL.findall(clean)) + clean.count("template ")
+
+
 def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> str | None:
     """The key under which sources can share pass 0's prelude, or None when they cannot.
 
@@ -827,6 +834,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     """
     from .errors import BadInput
     from .inputs import read_text
+    from .launchers import explicit_instantiations
 
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
@@ -849,19 +857,17 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         line += original.count("\n") + 1
     combined = _lay_out_text(sources[0], "\n".join(originals), includes, "\n".join(texts),
                              provenance, pch, trim, segments)
-    from .launchers import explicit_instantiations
-
-    # re-hosted templates are numbered through the whole unit: name them as alone
-    rehosted_before = [0]
-    for original in originals[:-1]:
-        rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
-    own = str(sources[0].path)
     if combined.seconds.get("missing_header"):
         # a header their common includes include is missing: each source alone stops there too
         return [SourceLayout(error=combined.error, lasting=True) for _ in sources]
     if combined.error is not None or any(rep.error is not None or k.line is None
                                          for k, rep in combined.kernels):
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
+    # re-hosted templates are numbered through the whole unit: name them as alone
+    rehosted_before = [0]
+    for original in originals[:-1]:
+        rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
+    own = str(sources[0].path)
     out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources))) for _ in sources]
     for k, rep in combined.kernels:
         i = _segment(segments, k.line)

@@ -29,8 +29,8 @@ from typing import Callable
 from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..errors import BadInput
 from ..launchers import blank_comments
-from ..kernels import (FoundKernel, Source, kernel_arch, kernel_core, lay_out_sources, pch_preamble,
-                      split_preamble, template_args)
+from ..kernels import (FoundKernel, Source, estimate_kernels, kernel_arch, kernel_core, lay_out_sources,
+                       pch_preamble, split_preamble, template_args)
 from ..model import AuditResult, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload.
@@ -239,11 +239,12 @@ def _lay_out(sources: list[Source], provenance: dict, pch: str | None) -> list[d
 BATCH_KERNELS = 48
 
 
-def _batches(items: list[tuple], jobs: int) -> list[list[tuple]]:
+def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
-    :data:`BATCH_KERNELS` estimated kernels, and in as many groups as ``jobs`` where there
-    are enough sources (so that every worker has one)."""
-    est = [max(1, _estimate(source)) for source, _ in items]
+    :data:`BATCH_KERNELS` estimated kernels (``estimates``: by source path,
+    :func:`cutlass_layout.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
+    there are enough sources (so that every worker has one)."""
+    est = [max(1, estimates.get(source.path, 1)) for source, _ in items]
     per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
     out: list[list[tuple]] = []
     load = 0
@@ -254,16 +255,6 @@ def _batches(items: list[tuple], jobs: int) -> list[list[tuple]]:
         out[-1].append(item)
         load += n
     return out
-
-
-def _estimate(source: Source) -> int:
-    """How many kernels ``source`` likely instantiates: its upper-case macro calls and explicit
-    instantiations (only the size of a batch depends on it)."""
-    try:
-        text = blank_comments(source.path.read_text(errors="replace"))
-    except OSError:
-        return 1
-    return len(re.findall(r"^[ \t]*[A-Z][A-Z0-9_]*[ \t]*\(", text, re.M)) + text.count("template ")
 
 
 def _load_source(payload: dict) -> dict:
@@ -595,6 +586,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     gen_root = None
 
     work = []  # (module, Source, key, preamble)
+    estimates: dict[Path, int] = {}  # kernels each source likely holds (batch sizes)
     sources_out: list[dict] = []
     for mod in builds.modules:
         if family is not None and family != family_of(mod.name):
@@ -613,9 +605,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             except OSError as exc:
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
-            if not _ARCH_WORD[arch].search(path.name + blank_comments(text, strings=False)):
+            clean = blank_comments(text, strings=False)
+            if not _ARCH_WORD[arch].search(path.name + clean):
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
+            estimates[path] = estimate_kernels(clean)
             includes, _ = split_preamble(text)
             key = cache_key(f"audit/{_FORMAT}", subject=[hashlib.sha256(text.encode()).hexdigest(),
                                                           list(flags)],
@@ -658,7 +652,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                     by_folder: dict = {}
                     for item in items:  # one unit holds sources of one folder (quoted includes)
                         by_folder.setdefault(item[0].path.parent, []).append(item)
-                    for batch in (b for group in by_folder.values() for b in _batches(group, pool.jobs)):
+                    for batch in (b for group in by_folder.values() for b in _batches(group, pool.jobs, estimates)):
                         tickets[pool.submit(_lay_out, [s for s, _ in batch], prov, pch)] = \
                             ("sources", [k for _, k in batch])
 
