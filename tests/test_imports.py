@@ -171,7 +171,7 @@ def test_no_module_reaches_a_command_through_the_facade():
 LAYERS = [
     ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness"],
     ["archs", "config", "sources", "cuda", "flashinfer_jit"],
-    ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid"],
+    ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
     ["engine", "verify", "gpu", "kernels", "candidates"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit"],
     ["api"],

@@ -136,7 +136,9 @@ def _plot_written(path) -> None:
 
 def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
-    click.echo(f"check failed: {what} is {rep.subject.size} B, over the {rep.capacity_bytes} B "
+    if rep.launch is not None:
+        what = "its launch size"
+    click.echo(f"check failed: {what} is {rep.smem_bytes} B, over the {rep.capacity_bytes} B "
                f"capacity by {-rep.headroom_bytes} B", err=True)
     sys.exit(1)
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import archs, probe
+from . import archs, probe, shapes
 from .cache import ResultCache, discard, key
 from .config import ARCHS, Config, config_from
 from .cuda import CudaHeaders, find_cuda
@@ -109,18 +109,24 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     2.x-era arch (:mod:`cutlass_layout.archs`); the report's ``config["arch"]`` then names
     the arch found and ``config["arch_from"]`` says ``tag``.
 
+    A type of no GEMM shape gets its ``SharedStorage`` as ``storage``, named ``fmha`` or
+    ``storage`` (:mod:`cutlass_layout.shapes`); a direct convolution gets ``launch``
+    (:func:`_launch`).
+
     Raises:
         BadInput: the arch is to come from the tag and the type has none (or one of no arch
-            known here).
+            known here); a direct convolution whose launch size is computed at run time.
     """
     rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
     try:
         rep.kernel = unit.record(names["KernelStorage"], optional=True)
         rep.mainloop = unit.record(names["MainloopStorage"], optional=True)
         rep.epilogue = unit.record(names["EpilogueStorage"], optional=True)
-        if rep.kernel is None and rep.mainloop is None and rep.epilogue is None:
-            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} is neither a kernel "
-                             "nor a collective with a SharedStorage")
+        if "Storage" in names:  # absent from an older probe block (a launcher's in-place one)
+            rep.storage = unit.record(names["Storage"], optional=True)
+        if rep.subject is None:
+            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} has no SharedStorage "
+                             "(nor a GemmKernel or UnderlyingKernel member that has one)")
         stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
         stages_b, stages_e = _optional_int(names, "StagesB"), _optional_int(names, "StagesE")
         cc = _optional_int(names, "ArchCC")
@@ -136,6 +142,10 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
         rep.stage_counts = {"A": rep.stages, "B": stages_b - 2,
                             "E": stages_e - 2 if stages_e and stages_e > 1 else None}
     rep.subject_kind = probe.KINDS.get(kind - 2) if kind is not None else None
+    if rep.storage is not None:
+        rep.subject_kind = shapes.storage_kind(rep.storage)
+    if rep.subject_kind == "direct_conv":
+        rep.launch = _launch(unit, names, cfg, rep)
     if capacity is not None:
         rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
         if capacity_is_documented(cfg):
@@ -150,6 +160,68 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     }
     rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
     return rep
+
+
+#: How a direct convolution's ``Params`` computes its launch size, as
+#: ``conv/kernel/direct_convolution.h`` writes it (``DirectConvolutionParams``' constructor).
+DIRECT_CONV_LAUNCH = ("max(iterator_A.activation_size, sizeof(Epilogue::SharedStorage)) * kStages "
+                      "+ iterator_B.filter_size")
+_SMEM_SIZE_RE = re.compile(r"\bsmem_size_\s*=(?!=)")
+
+
+def _launch(unit: ProbeUnit, names: dict, cfg, rep: LayoutReport) -> Constant:
+    """A direct convolution's launch size: what ``conv::device::DirectConvolution::run()``
+    passes to the launch, ``Params::get_smem_size()``, which the ``Params`` constructor
+    computes as :data:`DIRECT_CONV_LAUNCH` (``conv/kernel/direct_convolution.h``): the
+    iterators' ``getParams`` pass their ``kActivationSize`` (the fixed stride and dilation
+    activation iterator) and ``kFilterSize``, so the probe's ``LaunchBytes`` evaluates the same
+    expression at compile time. The constant's expression shows each term; its file and line
+    are the assignment's in the ``Params`` class.
+
+    Raises:
+        BadInput: the activation (or filter) iterator has no such constant: its size comes
+            from the problem's stride, dilation and filter size at run time.
+    """
+    total = _optional_int(names, "LaunchBytes")
+    act, flt = _optional_int(names, "LaunchActivation"), _optional_int(names, "LaunchFilter")
+    file, line = _launch_site(unit, names.get("LaunchParams"))
+    where = f" ({file}:{line})" if file else ""
+    if total is None or total < 2 or act is None or act < 2 or flt is None or flt < 2:
+        what = cfg.to_dict().get("type", "the type")
+        raise BadInput(
+            f"{what}: a direct convolution launches with Params::get_smem_size() = "
+            f"{DIRECT_CONV_LAUNCH}{where}, not sizeof(SharedStorage), and its "
+            f"{'activation' if act is None or act < 2 else 'filter'} iterator computes its "
+            "size from the problem at run time (only the fixed stride and dilation iterator's is "
+            "a compile-time size); not supported")
+    a, f, e = act - 2, flt - 2, rep.epilogue.size if rep.epilogue is not None else 0
+    expr = (f"max(IteratorA::kActivationSize {a}, sizeof(Epilogue::SharedStorage) {e}) * "
+            f"kStages {rep.stages} + IteratorB::kFilterSize {f}")
+    return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr,
+                    file=file, line=line)
+
+
+def _launch_site(unit: ProbeUnit, params) -> tuple[str | None, int | None]:
+    """The file and line of the ``smem_size_ =`` assignment in the class template that the
+    alias ``params`` names (``DirectConvolutionParams``), or of the class where there is none."""
+    if params is None:
+        return None, None
+    import clang.cindex as ci
+
+    decl = params.underlying_typedef_type.get_canonical().get_declaration()
+    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+    owner = pattern if pattern is not None and not pattern.kind.is_invalid() else decl
+    loc = owner.location
+    if loc.file is None:
+        return None, None
+    try:
+        lines = Path(loc.file.name).read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    start, end = owner.extent.start.line, owner.extent.end.line
+    hit = next((n for n in range(start, min(end, len(lines)) + 1)
+                if _SMEM_SIZE_RE.search(lines[n - 1])), None)
+    return unit.rel(loc.file.name), hit or loc.line
 
 
 def capacity_is_documented(cfg) -> bool:
@@ -357,7 +429,8 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 
 #: The code whose every change invalidates the cached reports.
-ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "archs.py", "model.py", "frontends/clang.py")
+ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "archs.py", "model.py", "shapes.py",
+                  "frontends/clang.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
@@ -418,7 +491,7 @@ def load_report(payload) -> LayoutReport:
     if any(payload[k] != v for k, v in derived.items()) or (tma is not None and any(
             tma[k] != (c["value"] if c else None) for k, c in tma["expressions"].items())):
         raise ValueError("the stored numbers disagree with each other")
-    structs = [s for s in (rep.kernel, rep.mainloop, rep.epilogue) if s is not None]
+    structs = [s for s in (rep.kernel, rep.mainloop, rep.epilogue, rep.storage) if s is not None]
     if rep.error is not None and (structs or rep.stages is not None):
         raise ValueError("a report with an error and numbers")
     for s in structs:

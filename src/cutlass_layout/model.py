@@ -267,13 +267,23 @@ class LayoutReport:
     #: stays in global memory), else ``None``
     stage_counts: dict | None = None
     #: what the subject is: ``kernel`` (CUTLASS 3.x ``GemmUniversal``), ``kernel2x`` (a
-    #: CUTLASS 2.x kernel: ``Mma``, ``Epilogue``, ``SharedStorage``), ``mainloop`` or
-    #: ``epilogue`` (a collective alone); ``None`` when not computed
+    #: CUTLASS 2.x kernel: ``Mma``, ``Epilogue``, ``SharedStorage``), ``direct_conv`` (a 2.x
+    #: direct convolution: a 2.x kernel that launches with :attr:`launch`), ``mainloop`` or
+    #: ``epilogue`` (a collective alone), ``fmha`` (an FMHA kernel: a :attr:`storage` holding
+    #: attention's Q and K/V tiles) or ``storage`` (another type's :attr:`storage`); ``None``
+    #: when not computed
     subject_kind: str | None = None
     capacity: Constant | None = None
     kernel: StructLayout | None = None
     mainloop: StructLayout | None = None
     epilogue: StructLayout | None = None
+    #: the ``SharedStorage`` of a type that is none of CUTLASS's GEMM shapes (kinds ``fmha``
+    #: and ``storage``), as it is: no part of it is called mainloop or epilogue
+    storage: StructLayout | None = None
+    #: the dynamic shared memory a kernel launches with where that is not
+    #: ``sizeof(SharedStorage)`` (a direct convolution's ``Params::get_smem_size()``): its
+    #: value, the expression with each term's value, and where the kernel computes it
+    launch: Constant | None = None
     tma_transaction_bytes: TmaBytes | None = None
     builder_budget: BuilderBudget | None = None
     error: CompileError | None = None
@@ -288,16 +298,25 @@ class LayoutReport:
 
     @property
     def subject(self) -> StructLayout | None:
-        """The struct compared with the capacity: the kernel's SharedStorage, or for a lone
-        collective (``--type`` naming a mainloop or epilogue) that collective's."""
-        return self.kernel or self.mainloop or self.epilogue
+        """The struct laid out for the subject: the kernel's SharedStorage, for a lone
+        collective (``--type`` naming a mainloop or epilogue) that collective's, for a type of
+        no GEMM shape its :attr:`storage`."""
+        return self.kernel or self.mainloop or self.epilogue or self.storage
+
+    @property
+    def smem_bytes(self) -> int | None:
+        """The bytes compared with the capacity: :attr:`launch` where the kernel launches
+        with a size of its own, else ``sizeof`` of :attr:`subject` (``None`` if not computed)."""
+        if self.launch is not None:
+            return self.launch.value
+        return None if self.subject is None else self.subject.size
 
     @property
     def headroom_bytes(self) -> int | None:
-        """Capacity minus ``sizeof`` of :attr:`subject`; negative when over."""
-        if self.subject is None or self.capacity is None:
+        """Capacity minus :attr:`smem_bytes`; negative when over."""
+        if self.smem_bytes is None or self.capacity is None:
             return None
-        return self.capacity.value - self.subject.size
+        return self.capacity.value - self.smem_bytes
 
     @property
     def fits(self) -> bool | None:
@@ -352,6 +371,9 @@ class LayoutReport:
             "kernel": struct(self.kernel),
             "mainloop": struct(self.mainloop),
             "epilogue": struct(self.epilogue),
+            "storage": struct(self.storage),
+            "launch": const(self.launch),
+            "smem_bytes": self.smem_bytes,
             "tma_transaction_bytes": tma,
             "builder_budget": None if self.builder_budget is None else {
                 **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
@@ -369,8 +391,8 @@ class LayoutReport:
                 f"{'x'.join(map(str, c.get('tile', ())))} stages={c.get('stages')} {c.get('preset')}")
         if self.error is not None:
             return f"<LayoutReport {what}: {self.error.one_line()}>"
-        s = self.subject
-        return (f"<LayoutReport {what}: {self.stages} stages, {s.size if s else '?'} B of "
+        n = self.smem_bytes
+        return (f"<LayoutReport {what}: {self.stages} stages, {'?' if n is None else n} B of "
                 f"{self.capacity_bytes} B, {self.verdict}>")
 
     @classmethod
@@ -391,7 +413,8 @@ class LayoutReport:
             stage_counts=d.get("stage_counts"), subject_kind=d.get("subject_kind"),
             capacity=const(d.get("capacity")),
             kernel=struct(d.get("kernel")), mainloop=struct(d.get("mainloop")),
-            epilogue=struct(d.get("epilogue")),
+            epilogue=struct(d.get("epilogue")), storage=struct(d.get("storage")),
+            launch=const(d.get("launch")),
             tma_transaction_bytes=None if tma is None else TmaBytes(
                 **{k: const(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
             builder_budget=None if budget is None else BuilderBudget(

@@ -15,7 +15,15 @@ computation a user's code performs (CUTLASS's two ``CollectiveBuilder``s and
                      when the policy has no such member)
 ``ArchCC``           ``char[1 + ArchTag::kMinComputeCapability]`` of the subject's arch tag
 ``Kind``             ``char[2 + K]``: K 3 a 3.x kernel, 2 a 2.x kernel, 1 a mainloop, 0 an
-                     epilogue (:data:`KINDS`)
+                     epilogue, 4 another type with a ``SharedStorage`` (an FMHA kernel, ...), 5 a
+                     2.x direct convolution (:data:`KINDS`)
+``Storage``          ``Subject::SharedStorage`` of a kind-4 subject (``cl_detail::cl_none``
+                     otherwise): laid out as is, no part of it called mainloop or epilogue
+``Launch*``          ``char[2 + N]`` (``char[1]``: none): a direct convolution's launch size
+                     ``LaunchBytes`` (what its ``Params::get_smem_size()`` returns, where that
+                     is a compile-time size), ``LaunchActivation``/``LaunchFilter`` (its
+                     iterators' ``kActivationSize``/``kFilterSize``); ``LaunchParams`` names
+                     its ``Params`` and ``LaunchIteratorA``/``B`` its iterators
 ``Tma*``             ``char[1 + TmaTransactionBytes*]`` (``char[1]`` when the collective
                      has no such member)
 ``Capacity``         ``char[<arch capacity constant>]``, and ``capacity_ref`` bound to it
@@ -25,10 +33,20 @@ computation a user's code performs (CUTLASS's two ``CollectiveBuilder``s and
 ==================== =====================================================
 
 A subject is unwrapped first: a type with a ``GemmKernel`` member (``GemmUniversalAdapter``,
-CUTLASS 2.x ``device::Gemm``/``device::GemmGrouped``, ``kernel::DefaultGemmGrouped``) stands
-for that kernel. A kernel is a CUTLASS 3.x ``GemmUniversal`` (``CollectiveMainloop``,
-``CollectiveEpilogue``, ``SharedStorage``) or a CUTLASS 2.x kernel (``Mma``, ``Epilogue``,
-``SharedStorage``: ``kernel::Gemm``, ``kernel::GemmGrouped``, ``kernel::GemmUniversal``).
+CUTLASS 2.x ``device::Gemm``/``device::GemmGrouped``, ``kernel::DefaultGemmGrouped``), else
+with an ``UnderlyingKernel`` one (``conv::device::DirectConvolution``,
+``ImplicitGemmConvolution``), else, without a ``SharedStorage`` of its own, with a ``Kernel``
+one (example 77's ``fmha::device::FMHA``), stands for that kernel. A kernel is a CUTLASS 3.x
+``GemmUniversal`` (``CollectiveMainloop``, ``CollectiveEpilogue``, ``SharedStorage``) or a
+CUTLASS 2.x kernel (``Mma``, ``Epilogue``, ``SharedStorage``: ``kernel::Gemm``,
+``kernel::GemmGrouped``, ``kernel::GemmUniversal``, ``conv::kernel::ImplicitGemmConvolution``);
+one whose ``Params`` has ``get_smem_size()`` (``conv::kernel::DirectConvolution``) launches
+with that, not with ``sizeof(SharedStorage)``. A mainloop is a 3.x collective (``TiledMma``,
+``DispatchPolicy``) or a 2.x threadblock mainloop (``IteratorA``, ``kStages``); an epilogue a
+3.x collective (``StrideD``) or a 2.x threadblock epilogue (``AccumulatorFragmentIterator``).
+Any other type with a ``SharedStorage`` (an FMHA kernel of CUTLASS examples 77/88 or
+flashinfer: its template parameters are named ``CollectiveMainloop``, but it has no such
+members) is none of these: its ``SharedStorage`` is laid out as it is.
 
 Integer constants are read through ``char[N]`` aliases because their size is exactly N.
 The probe compiles with nvcc too (``main()`` prints the same numbers), which is how tests
@@ -60,11 +78,13 @@ HEADERS = (
 )
 
 #: Aliases whose canonical type must be a complete record.
-RECORD_ALIASES = ("KernelStorage", "MainloopStorage", "EpilogueStorage")
+RECORD_ALIASES = ("KernelStorage", "MainloopStorage", "EpilogueStorage", "Storage")
 #: ``char[N]`` aliases read as integers.
-INT_ALIASES = ("Stages", "Capacity", "StagesB", "StagesE", "ArchCC", "Kind")
-#: ``Kind`` - 2 -> :attr:`cutlass_layout.model.LayoutReport.subject_kind`
-KINDS = {3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
+INT_ALIASES = ("Stages", "Capacity", "StagesB", "StagesE", "ArchCC", "Kind", "LaunchBytes",
+               "LaunchActivation", "LaunchFilter")
+#: ``Kind`` - 2 -> :attr:`cutlass_layout.model.LayoutReport.subject_kind` (4: ``storage``, which
+#: the engine may name more closely from the storage's members: ``fmha``)
+KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
 #: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
 TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
                "TmaTotal": "TmaTransactionBytes"}
@@ -119,31 +139,85 @@ template <class T> struct is_mainloop<T, std::void_t<typename T::TiledMma,
 template <class T, class = void> struct is_mainloop2x : std::false_type {};
 template <class T> struct is_mainloop2x<T, std::void_t<typename T::IteratorA,
     decltype(T::kStages), typename T::SharedStorage>> : std::true_type {};
+// a CUTLASS 3.x epilogue collective (StrideD) or a 2.x threadblock epilogue
+template <class T, class = void> struct is_epilogue : std::false_type {};
+template <class T> struct is_epilogue<T, std::void_t<typename T::StrideD,
+    typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct is_epilogue2x : std::false_type {};
+template <class T> struct is_epilogue2x<T, std::void_t<typename T::AccumulatorFragmentIterator,
+    typename T::SharedStorage>> : std::true_type {};
 template <class T, class = void> struct has_storage : std::false_type {};
 template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>> : std::true_type {};
+// a kernel whose Params computes the launch size (conv/kernel/direct_convolution.h)
+template <class T, class = void> struct has_params_smem : std::false_type {};
+template <class T> struct has_params_smem<T, std::void_t<
+    decltype(std::declval<typename T::Params&>().get_smem_size())>> : std::true_type {};
 // what a subject stands for: a type with a GemmKernel member (an adapter, a 2.x device-level
-// Gemm, a Default* kernel builder) is its kernel
-template <class T, bool = (is_kernel<T>::value || is_kernel2x<T>::value), class = void>
+// Gemm, a Default* kernel builder), else with an UnderlyingKernel one (a 2.x conv device
+// wrapper), else, having no SharedStorage, with a Kernel one (an FMHA device wrapper), is its
+// kernel
+template <class T, class = void> struct wrapped_of { using type = void; };
+template <class T> struct wrapped_of<T, std::void_t<typename T::Kernel>> {
+  using type = std::conditional_t<has_storage<T>::value, void, typename T::Kernel>; };
+template <class T, class = void> struct underlying_of : wrapped_of<T> {};
+template <class T> struct underlying_of<T, std::void_t<typename T::UnderlyingKernel>> {
+  using type = typename T::UnderlyingKernel; };
+template <class T, class = void> struct inner_kernel_of : underlying_of<T> {};
+template <class T> struct inner_kernel_of<T, std::void_t<typename T::GemmKernel>> {
+  using type = typename T::GemmKernel; };
+template <class T, bool = (is_kernel<T>::value || is_kernel2x<T>::value),
+          class K = typename inner_kernel_of<T>::type>
 struct unwrap { using type = T; };
-template <class T> struct unwrap<T, false, std::void_t<typename T::GemmKernel>> {
-  using type = typename unwrap<typename T::GemmKernel>::type; };
-// 3: a 3.x kernel, 2: a 2.x kernel, 1: a mainloop, 0: an epilogue, -1: none of these
+template <class T, class K> struct unwrap<T, false, K> { using type = typename unwrap<K>::type; };
+template <class T> struct unwrap<T, false, void> { using type = T; };
+// 5: a 2.x direct convolution, 3: a 3.x kernel, 2: a 2.x kernel, 1: a mainloop, 0: an
+// epilogue, 4: another type with a SharedStorage, -1: none of these
 template <class T> struct kind_of { static constexpr int value =
-    is_kernel<T>::value ? 3 : is_kernel2x<T>::value ? 2
-    : (is_mainloop<T>::value || is_mainloop2x<T>::value) ? 1 : has_storage<T>::value ? 0 : -1; };
+    (is_kernel2x<T>::value && has_params_smem<T>::value) ? 5
+    : is_kernel<T>::value ? 3 : is_kernel2x<T>::value ? 2
+    : (is_mainloop<T>::value || is_mainloop2x<T>::value) ? 1
+    : (is_epilogue<T>::value || is_epilogue2x<T>::value) ? 0 : has_storage<T>::value ? 4 : -1; };
 template <class T, int K = kind_of<T>::value> struct mainloop_of { using type = cl_none; };
 template <class T> struct mainloop_of<T, 3> { using type = typename T::CollectiveMainloop; };
 template <class T> struct mainloop_of<T, 2> { using type = typename T::Mma; };
+template <class T> struct mainloop_of<T, 5> { using type = typename T::Mma; };
 template <class T> struct mainloop_of<T, 1> { using type = T; };
 template <class T, int K = kind_of<T>::value> struct epilogue_of { using type = cl_none; };
 template <class T> struct epilogue_of<T, 3> { using type = typename T::CollectiveEpilogue; };
 template <class T> struct epilogue_of<T, 2> { using type = typename T::Epilogue; };
+template <class T> struct epilogue_of<T, 5> { using type = typename T::Epilogue; };
 template <class T> struct epilogue_of<T, 0> { using type = T; };
 template <class T, class = void> struct storage_of { using type = cl_none; };
 template <class T> struct storage_of<T, std::void_t<typename T::SharedStorage>> {
   using type = typename T::SharedStorage; };
-template <class T> using kernel_storage_t =
-    typename storage_of<std::conditional_t<(kind_of<T>::value >= 2), T, cl_none>>::type;
+template <class T> using kernel_storage_t = typename storage_of<std::conditional_t<
+    (kind_of<T>::value == 2 || kind_of<T>::value == 3 || kind_of<T>::value == 5), T, cl_none>>::type;
+template <class T> using other_storage_t =
+    typename storage_of<std::conditional_t<(kind_of<T>::value == 4), T, cl_none>>::type;
+// a direct convolution's launch size, as its Params computes it (conv/kernel/
+// direct_convolution.h, DirectConvolutionParams): max(iterator_A.activation_size,
+// sizeof(Epilogue::SharedStorage)) * kStages + iterator_B.filter_size. The iterators' getParams
+// pass kActivationSize (the fixed stride and dilation iterator) and kFilterSize; an iterator
+// without such a constant computes its size from the problem at run time (-1 here)
+template <class T, int K = kind_of<T>::value> struct params_of { using type = cl_none; };
+template <class T> struct params_of<T, 5> { using type = typename T::Params; };
+template <class T, int K = kind_of<T>::value> struct iterator_a_of { using type = cl_none; };
+template <class T> struct iterator_a_of<T, 5> { using type = typename T::Mma::IteratorA; };
+template <class T, int K = kind_of<T>::value> struct iterator_b_of { using type = cl_none; };
+template <class T> struct iterator_b_of<T, 5> { using type = typename T::Mma::IteratorB; };
+template <class T, class = void> struct activation_bytes { static constexpr long long value = -1; };
+template <class T> struct activation_bytes<T, std::void_t<decltype(T::kActivationSize)>> {
+  static constexpr long long value = T::kActivationSize; };
+template <class T, class = void> struct filter_bytes { static constexpr long long value = -1; };
+template <class T> struct filter_bytes<T, std::void_t<decltype(T::kFilterSize)>> {
+  static constexpr long long value = T::kFilterSize; };
+template <class T, bool = (kind_of<T>::value == 5)> struct launch_bytes {
+  static constexpr long long value = -1; };
+template <class T> struct launch_bytes<T, true> {
+  static constexpr long long a = activation_bytes<typename T::Mma::IteratorA>::value;
+  static constexpr long long f = filter_bytes<typename T::Mma::IteratorB>::value;
+  static constexpr long long e = static_cast<long long>(sizeof(typename T::Epilogue::SharedStorage));
+  static constexpr long long value = (a < 0 || f < 0) ? -1 : (a > e ? a : e) * T::Mma::kStages + f; };
 // stage counts: 1 + N (char[1] for none)
 template <class T, class = void> struct stages_2x { static constexpr int value = 1; };
 template <class T> struct stages_2x<T, std::void_t<decltype(T::kStages)>> {
@@ -549,7 +623,9 @@ using {p}Epilogue = typename cl_detail::epilogue_of<{p}Subject>::type;
 using {p}KernelStorage = cl_detail::kernel_storage_t<{p}Subject>;
 using {p}MainloopStorage = typename cl_detail::storage_of<{p}Mainloop>::type;
 using {p}EpilogueStorage = typename cl_detail::storage_of<{p}Epilogue>::type;
+using {p}Storage = cl_detail::other_storage_t<{p}Subject>;
 using {p}KernelStorageBytes = char[sizeof({p}KernelStorage)];
+using {p}StorageBytes = char[sizeof({p}Storage)];
 using {p}MainloopStorageBytes = char[sizeof({p}MainloopStorage)];
 using {p}EpilogueStorageBytes = char[sizeof({p}EpilogueStorage)];
 using {p}Stages = char[cl_detail::stages_of<{p}Mainloop>::value];
@@ -557,6 +633,12 @@ using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
 using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
 using {p}ArchCC = char[1 + cl_detail::arch_cc<{p}Subject, {p}Mainloop>::value];
 using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
+using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
+using {p}LaunchIteratorA = typename cl_detail::iterator_a_of<{p}Subject>::type;
+using {p}LaunchIteratorB = typename cl_detail::iterator_b_of<{p}Subject>::type;
+using {p}LaunchBytes = char[2 + cl_detail::launch_bytes<{p}Subject>::value];
+using {p}LaunchActivation = char[2 + cl_detail::activation_bytes<{p}LaunchIteratorA>::value];
+using {p}LaunchFilter = char[2 + cl_detail::filter_bytes<{p}LaunchIteratorB>::value];
 {tma}{cap}"""
 
 
@@ -716,18 +798,39 @@ def budget_family(cfg: Config) -> str | None:
 def kernel_instantiation(index: int, kind: str | None = "kernel") -> str:
     """An explicit instantiation of the device entry point of probe ``index``'s kernel
     (``cutlass/device_kernel.h``): ``cutlass::device_kernel<GemmKernel>`` for a 3.x kernel,
-    ``cutlass::Kernel<GemmKernel>`` for a 2.x one (``kind`` ``kernel2x``). In a device pass
+    ``cutlass::Kernel<GemmKernel>`` for a 2.x one (``kind`` ``kernel2x`` or ``direct_conv``). In a device pass
     with function bodies, this instantiates ``GemmKernel::operator()``. The parameter carries
     ``CUTLASS_GRID_CONSTANT`` as the declaration does (nvcc refuses the directive without it;
     under clang it is empty), so the same text compiles with nvcc."""
     ns = f"{NAMESPACE}{index}"
-    if kind == "kernel2x":
+    if kind in ("kernel2x", "direct_conv"):
         return ("\n#include <cutlass/device_kernel.h>\n"
                 f"template __global__ void cutlass::Kernel<{ns}::Subject>("
                 f"typename {ns}::Subject::Params);\n")
     return ("\n#include <cutlass/device_kernel.h>\n"
             f"template __global__ void cutlass::device_kernel<{ns}::Subject>("
             f"CUTLASS_GRID_CONSTANT typename {ns}::Subject::Params const);\n")
+
+
+#: What ``render(with_main=True)`` adds for user types: a direct convolution's launch size as
+#: its own ``Params`` computes it (``conv/kernel/direct_convolution.h``), built on the host from
+#: ``Arguments`` of a 2-D problem (``conv/conv2d_problem_size.h``); -1 for any other subject.
+_PARAMS_SMEM = """#include <cutlass/conv/conv2d_problem_size.h>
+namespace cl_detail {
+template <class T> long long params_smem() {
+  if constexpr (kind_of<T>::value == 5) {
+    if constexpr (std::is_same_v<typename T::ConvProblemSize, cutlass::conv::Conv2dProblemSize>) {
+      int const c = T::Mma::Shape::kN;
+      cutlass::conv::Conv2dProblemSize problem(1, 16, 16, c, c, 3, 3, 16, 16, 1, 1, 1, 1, 1, 1,
+                                               cutlass::conv::Mode::kCrossCorrelation, 1, c);
+      typename T::Params params(typename T::Arguments(problem), nullptr);
+      return params.get_smem_size();
+    }
+  }
+  return -1;
+}
+}  // namespace cl_detail
+"""
 
 
 def render(configs: list[Config], *, with_main: bool = False,
@@ -739,16 +842,23 @@ def render(configs: list[Config], *, with_main: bool = False,
 
     With ``with_main``, a ``main()`` prints, per config, ``size i sizeof(kernel)
     sizeof(mainloop) sizeof(epilogue) stages``, ``field i Stages B|E N 0`` for a sparse
-    mainloop's ``StagesB`` and ``StagesE``, and, for each ``(alias, dotted.path)`` in
+    mainloop's ``StagesB`` and ``StagesE``, ``field i Size Storage N 0`` for a subject whose
+    storage is of no GEMM shape (``Storage``), and, for each ``(alias, dotted.path)`` in
     ``offsets[i]`` (alias one of :data:`RECORD_ALIASES`), ``field i alias path offsetof
-    sizeof``: what nvcc computes, for cross-checks.
+    sizeof``: what nvcc computes, for cross-checks. Where user types are among ``configs``,
+    a direct convolution (kind 5) also prints ``field i Launch expr N 0`` (the probe's
+    ``LaunchBytes``) and ``field i Launch params N 0``: what its own ``Params``, built from
+    ``Arguments`` of a 2-D problem (N 1, H W P Q 16, R S 3, padding 1, stride and dilation 1, C
+    = K = groups = the tile's N), returns from ``get_smem_size()`` (-1 for a 3-D problem type).
     """
     parts = ["// Generated by cutlass-layout: the type computation of each config.\n",
              preamble(), _DETECT]
     for i, cfg in enumerate(configs):
         parts.append(block(cfg, i, capacities, budget=False))
     if with_main:
-        parts.append("#include <cstdio>\n#include <cstddef>\nint main() {\n")
+        users = any(isinstance(c, UserType) for c in configs)
+        parts.append("#include <cstdio>\n#include <cstddef>\n" + (_PARAMS_SMEM if users else "")
+                     + "int main() {\n")
         for i, _ in enumerate(configs):
             ns = f"{NAMESPACE}{i}"
             parts.append(
@@ -756,6 +866,14 @@ def render(configs: list[Config], *, with_main: bool = False,
                 f"sizeof({ns}::MainloopStorage), sizeof({ns}::EpilogueStorage), "
                 f"(int)sizeof({ns}::Stages) - 1);\n"
             )
+            parts.append(
+                f"  if (!std::is_same_v<{ns}::Storage, cl_detail::cl_none>) std::printf(\"field {i} "
+                f"Size Storage %zu 0\\n\", sizeof({ns}::Storage));\n")
+            if users:
+                parts.append(
+                    f"  if (cl_detail::kind_of<{ns}::Subject>::value == 5) std::printf(\"field {i} "
+                    f"Launch expr %d 0\\nfield {i} Launch params %lld 0\\n\", (int)sizeof({ns}::LaunchBytes) - 2, "
+                    f"cl_detail::params_smem<{ns}::Subject>());\n")
             for which in ("B", "E"):
                 parts.append(
                     f"  if (sizeof({ns}::Stages{which}) > 1) std::printf(\"field {i} Stages {which} %d 0\\n\", "

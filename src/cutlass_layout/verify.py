@@ -19,16 +19,23 @@ from .config import ARCHS
 from .errors import BadInput
 from .model import LayoutReport, StructLayout
 
-_ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"))
+_ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"),
+            ("Storage", "storage"))
 
 
 def member_paths(struct: StructLayout) -> list[tuple[str, int, int]]:
-    """``(dotted path, offset, size)`` of every member ``offsetof`` can name (bytes)."""
+    """``(dotted path, offset, size)`` of every member ``offsetof`` can name (bytes): the
+    members of an anonymous union or struct by the enclosing one's path, as C++ names them."""
     out = []
 
     def visit(fields, prefix):
         for f in fields:
-            if "<" in f.name or f.access != "public":
+            if f.access != "public":
+                continue
+            if f.name == "<anonymous>":
+                visit(f.fields, prefix)
+                continue
+            if "<" in f.name:
                 continue
             name = f"{prefix}.{f.name}" if prefix else f.name
             out.append((name, f.offset, f.size))
@@ -69,8 +76,11 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
 
     Returns ``(sizes, fields)``: ``sizes[i] = (kernel, mainloop, epilogue, stages)`` (a
     missing part prints as 1, a missing stage count as 0) and ``fields[(i, alias, path)] =
-    (offset, size)`` for each ``(alias, path)`` of ``paths[i]``, and ``fields[(i, "Stages",
-    "B"|"E")] = (N, 0)`` for a sparse mainloop's ``StagesB``/``StagesE``. Bytes. User types
+    (offset, size)`` for each ``(alias, path)`` of ``paths[i]``, ``fields[(i, "Stages",
+    "B"|"E")] = (N, 0)`` for a sparse mainloop's ``StagesB``/``StagesE``, ``fields[(i, "Size",
+    "Storage")] = (N, 0)`` for a storage of no GEMM shape, and for a direct convolution
+    ``fields[(i, "Launch", "expr"|"params")] = (N, 0)``: the probe's launch size and what the
+    kernel's own ``Params`` computes (:func:`cutlass_layout.probe.render`). Bytes. User types
     (:class:`~cutlass_layout.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
     ``STAGES`` differ in separate calls (a header is read once per translation unit).
 
@@ -111,7 +121,9 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
     """Compare the engine's ``reports`` for ``subjects`` with what nvcc computes.
 
     Every struct size, stage count, and member offset and size that C++ can name is
-    compared. Configs that did not compile are left out. One nvcc run per arch.
+    compared, and a direct convolution's launch size twice: with the probe's expression and
+    with what the kernel's own ``Params::get_smem_size()`` returns. Configs that did not
+    compile are left out. One nvcc run per arch.
 
     Raises:
         BadInput: nvcc missing or failing.
@@ -143,6 +155,17 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
             result.sizes += 4
             if got != mine:
                 result.mismatches.append(f"{subjects[i].label()}: sizes {mine} vs nvcc {got}")
+            checks = []
+            if r.storage is not None:
+                checks.append((("Size", "Storage"), r.storage.size, "sizeof(SharedStorage)"))
+            if r.launch is not None:
+                checks += [(("Launch", "expr"), r.launch.value, "launch size (expression)"),
+                           (("Launch", "params"), r.launch.value, "launch size (Params::get_smem_size())")]
+            for (alias, path), n, what in checks:
+                result.sizes += 1
+                theirs = fields.get((k, alias, path), (None,))[0]
+                if theirs != n:
+                    result.mismatches.append(f"{subjects[i].label()}: {what} {n} vs nvcc {theirs}")
             for which, n in (r.stage_counts or {}).items():
                 if which != "A":
                     result.sizes += 1

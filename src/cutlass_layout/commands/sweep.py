@@ -308,7 +308,7 @@ class _Search:
         self.capacity = rep.capacity_bytes
         if rep.stages is not None:  # a user type may have none
             mainloop = rep.mainloop.size if rep.mainloop is not None else rep.subject.size
-            self.points[rep.stages] = (rep.subject.size, mainloop)
+            self.points[rep.stages] = (rep.smem_bytes, mainloop)
 
     def _fits(self, n: int) -> bool:
         p = self.points.get(n)

@@ -41,6 +41,15 @@ _ACCESS = {
     ci.AccessSpecifier.PUBLIC: "public",
 }
 #: clang's spelling of an unnamed struct or union type: ``union (unnamed at /path/x.h:271:5)``
+def _member_name(f: ci.Cursor) -> str:
+    """A field's name; ``<anonymous>`` for an anonymous union or struct member, which libclang
+    spells ``union (anonymous at FILE:LINE:COL)`` or ``S::(anonymous union at ...)``."""
+    anonymous = getattr(f, "is_anonymous_record_decl", None)
+    if not f.spelling or (anonymous() if anonymous else _UNNAMED_RE.search(f.spelling)):
+        return "<anonymous>"
+    return f.spelling
+
+
 _UNNAMED_RE = re.compile(r"\((?:unnamed|anonymous)(?: (?:struct|union|class))? at [^()]*\)")
 _INSTANTIATED_RE = re.compile(r"^in instantiation of template class '(.*)' requested here$", re.S)
 #: a follow-up of a failed class instantiation: a member looked up in the invalid class
@@ -441,7 +450,7 @@ class ProbeUnit:
         for f in t.get_fields():
             ft = f.type.get_canonical()
             off = base + f.get_field_offsetof() // 8
-            members.append(self._field(f.spelling or "<anonymous>", f.type, ft, off, self._alignas(f), f, depth))
+            members.append(self._field(_member_name(f), f.type, ft, off, self._alignas(f), f, depth))
         cursor = base
         for m in members:
             m.padding_before = 0 if union else m.offset - cursor

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .. import shapes
 from ..model import FieldLayout, LayoutReport, StructLayout
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 
@@ -65,6 +66,32 @@ def default_console() -> Console:
 
 _KERNEL2X_NOTE = ("a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
                   "epilogue's storage, in a union where the kernel overlaps them")
+_DIRECT_CONV_NOTE = ("a CUTLASS 2.x direct convolution: it launches with Params::get_smem_size(), "
+                     "not sizeof(SharedStorage)")
+
+
+def _sizes_note(rep: LayoutReport) -> str:
+    """What the sizes line says about how the parts compose, or ``""``."""
+    if rep.subject_kind == "kernel2x":
+        return _KERNEL2X_NOTE
+    if rep.subject_kind == "direct_conv":
+        return _DIRECT_CONV_NOTE
+    if rep.kernel is not None:
+        return "the kernel composes the collectives' storage with pipelines and alignment"
+    return ""
+
+
+def storage_title(rep: LayoutReport) -> str:
+    """``SharedStorage of <type>: <what it is>`` for a type of no GEMM shape
+    (:mod:`cutlass_layout.shapes`)."""
+    return f"SharedStorage of {rep.config.get('type', '?')}: {shapes.describe(rep.subject_kind, rep.storage)}"
+
+
+def launch_text(rep: LayoutReport) -> str:
+    """``Launch size: Params::get_smem_size() = <expression> = N B (file:line)``."""
+    c = rep.launch
+    where = f" ({c.file}:{c.line}; the device wrapper passes it to the launch)" if c.file else ""
+    return f"Launch size: {c.name} = {c.expression} = {c.value} B{where}"
 
 
 def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
@@ -79,20 +106,21 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(f"[red]{rep.error.one_line()}[/red]")
         con.print(_checked_text(rep))
         return
-    con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {_tma_text(rep)}")
-    parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
-             if getattr(rep, n) is not None]
-    if rep.subject_kind == "kernel2x":
-        note = f"  ({_KERNEL2X_NOTE})"
-    elif rep.kernel is not None:
-        note = "  (the kernel composes the collectives' storage with pipelines and alignment)"
+    if rep.storage is not None:  # no GEMM shape: no stages, TMA bytes or parts to name
+        con.print(escape(storage_title(rep)), soft_wrap=True)
+        print_table(con, struct_table(f"SharedStorage: {escape(rep.storage.type)}", rep.storage, max_depth))
     else:
-        note = ""
-    con.print("SharedStorage sizes: " + ", ".join(parts) + note)
+        con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {_tma_text(rep)}")
+        parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
+                 if getattr(rep, n) is not None]
+        note = _sizes_note(rep)
+        con.print("SharedStorage sizes: " + ", ".join(parts) + (f"  ({note})" if note else ""))
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
             print_table(con, struct_table(f"{name} SharedStorage: {escape(s.type)}", s, max_depth))
+    if rep.launch is not None:
+        con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
         con.print(budget_text(rep))
     con.print(total_text(rep, markup=True))
@@ -123,8 +151,15 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
         verdict = color(f"over capacity by {-rep.headroom_bytes} B", "red")
-    what = "Total" if rep.kernel is not None else f"{rep.subject_kind or 'Collective'} alone (no kernel around it)"
-    return f"{what[0].upper()}{what[1:]} {rep.subject.size} B of {cap.value} B ({where}): {verdict}"
+    if rep.launch is not None:
+        what = "Launch size"
+    elif rep.storage is not None:
+        what = f"SharedStorage of {rep.config.get('type', rep.storage.type)}"
+    elif rep.kernel is not None:
+        what = "Total"
+    else:
+        what = f"{rep.subject_kind or 'Collective'} alone (no kernel around it)"
+    return f"{what[0].upper()}{what[1:]} {rep.smem_bytes} B of {cap.value} B ({where}): {verdict}"
 
 
 def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
@@ -139,18 +174,24 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
     if rep.error is not None:
         out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
         return "\n".join(out) + "\n"
-    out += [f"**{md_cell(total_text(rep))}**", "",
-            f"Stages: {stages_text(rep)}; TMA transaction bytes per "
-            f"stage: {_tma_text(rep)}; SharedStorage sizes: " + ", ".join(
-                f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
-                if getattr(rep, n) is not None), ""]
-    if rep.subject_kind == "kernel2x":
-        out += [_KERNEL2X_NOTE, ""]
+    out += [f"**{md_cell(total_text(rep))}**", ""]
+    if rep.storage is not None:
+        out += [md_cell(storage_title(rep)), "", f"SharedStorage: `{rep.storage.type}`", "",
+                markdown_table(_STRUCT_COLUMNS, struct_rows(rep.storage, max_depth, dotted=True))]
+    else:
+        out += [f"Stages: {stages_text(rep)}; TMA transaction bytes per "
+                f"stage: {_tma_text(rep)}; SharedStorage sizes: " + ", ".join(
+                    f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
+                    if getattr(rep, n) is not None), ""]
+    if rep.subject_kind in ("kernel2x", "direct_conv"):
+        out += [_sizes_note(rep), ""]
     for name in structs:
         st = getattr(rep, name)
         if st is not None:
             out += [f"{name} SharedStorage: `{st.type}`", "",
                     markdown_table(_STRUCT_COLUMNS, struct_rows(st, max_depth, dotted=True))]
+    if rep.launch is not None:
+        out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
     if rep.capacity.source:
@@ -166,7 +207,7 @@ def budget_text(rep: LayoutReport) -> str:
     b = rep.builder_budget
     cap = b.capacity
     where = f", {cap.file}:{cap.line}" if cap.file else ""
-    size = rep.subject.size
+    size = rep.smem_bytes
     gap = size - b.budgeted_bytes
     if gap > 0:
         why = (f"{gap} B more than budgeted: the builder does not count the kernel's own "
