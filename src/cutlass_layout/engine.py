@@ -771,7 +771,8 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     ``cutlass::gemm::kernel::GemmUniversal`` built from CUTLASS's collective builders
     (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl`` and
     ``sm90_gmma_builder.inl``; ``cutlass/epilogue/collective/builders/sm120_builder.inl`` and
-    ``sm90_builder.inl``), or for the user type given.
+    ``sm90_builder.inl``), or for the user type given (for a direct convolution also the
+    size it launches with, ``launch``: :func:`_launch`).
 
     Args:
         config: a :class:`~cutlass_layout.config.Config`, a
@@ -795,7 +796,8 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
 
     Raises:
-        BadInput: unusable source, CUDA headers or config.
+        BadInput: unusable source, CUDA headers or config; a user type whose launch size is
+            computed at run time (:func:`_launch`).
         DoesNotCompile: only with ``raise_on_error``.
     """
     config = subject(config, **flags)

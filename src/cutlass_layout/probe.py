@@ -148,7 +148,9 @@ template <class T> struct is_epilogue2x<T, std::void_t<typename T::AccumulatorFr
     typename T::SharedStorage>> : std::true_type {};
 template <class T, class = void> struct has_storage : std::false_type {};
 template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>> : std::true_type {};
-// a kernel whose Params computes the launch size (conv/kernel/direct_convolution.h)
+// a kernel whose Params computes the launch size (conv/kernel/direct_convolution.h); asked of
+// 2.x kernels only (std::conjunction): it completes T::Params, and a 3.x kernel's Params can
+// fail (a TMA static_assert) where its SharedStorage does not
 template <class T, class = void> struct has_params_smem : std::false_type {};
 template <class T> struct has_params_smem<T, std::void_t<
     decltype(std::declval<typename T::Params&>().get_smem_size())>> : std::true_type {};
@@ -173,7 +175,7 @@ template <class T> struct unwrap<T, false, void> { using type = T; };
 // 5: a 2.x direct convolution, 3: a 3.x kernel, 2: a 2.x kernel, 1: a mainloop, 0: an
 // epilogue, 4: another type with a SharedStorage, -1: none of these
 template <class T> struct kind_of { static constexpr int value =
-    (is_kernel2x<T>::value && has_params_smem<T>::value) ? 5
+    std::conjunction<is_kernel2x<T>, has_params_smem<T>>::value ? 5
     : is_kernel<T>::value ? 3 : is_kernel2x<T>::value ? 2
     : (is_mainloop<T>::value || is_mainloop2x<T>::value) ? 1
     : (is_epilogue<T>::value || is_epilogue2x<T>::value) ? 0 : has_storage<T>::value ? 4 : -1; };
@@ -260,9 +262,11 @@ _DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(=.*)?$", re.S)
 class UserType:
     """A user's own kernel or collective type: a CUTLASS 3.x ``GemmKernel``
     (``GemmUniversal``), ``CollectiveMainloop`` or ``CollectiveEpilogue``, a CUTLASS 2.x kernel
-    (``kernel::Gemm``, ``kernel::GemmGrouped``, ...) or threadblock mainloop, or a type with a
-    ``GemmKernel`` member standing for its kernel (``GemmUniversalAdapter``, 2.x
-    ``device::Gemm``, ``kernel::DefaultGemmGrouped``).
+    (``kernel::Gemm``, ``kernel::GemmGrouped``, ``conv::kernel::DirectConvolution``, ...),
+    threadblock mainloop or epilogue, a type with a ``GemmKernel`` (``GemmUniversalAdapter``,
+    2.x ``device::Gemm``, ``kernel::DefaultGemmGrouped``) or ``UnderlyingKernel`` member (2.x
+    conv device wrappers) standing for its kernel, or any other type with a ``SharedStorage``
+    (an FMHA kernel), laid out as it is (see the module docstring for how each is told).
 
     The stage count a header exposes: the header reads the macro ``STAGES``
     (:data:`STAGES_MACRO`) with a default of its own, and passes it wherever the stage count

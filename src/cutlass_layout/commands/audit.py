@@ -38,7 +38,7 @@ _FORMAT = 1
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
 _CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "archs.py", "config.py",
-         "frontends/clang.py")
+         "shapes.py", "frontends/clang.py")
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
