@@ -25,7 +25,8 @@ from cutlass_layout.verify import verify_with_nvcc
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm120_sparse_nvfp4.hpp"
 KERNEL = UserType(HEADER, "example80b::GemmKernel")
 
-pytestmark = pytest.mark.network
+# one xdist worker for the module: KERNEL's layout on fi072 is computed once for four tests
+pytestmark = [pytest.mark.network, pytest.mark.xdist_group("sm120-sparse")]
 
 
 def test_clang_only_patterns():
