@@ -90,18 +90,22 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files with long tests (marked ``slow`` or ``nvcc``, or running nvcc) first, each file's tests together
-    and in their order: with ``-n auto`` the long ones start early and the workers end
-    together, not one of them running the last long test alone.
+    """Files with long tests first (``slow`` ones, then those that run nvcc), each file's
+    tests together and in their order. With ``-n auto`` each file runs in one worker
+    (``--dist loadfile``, pyproject.toml: its module fixtures are computed once), handed out
+    in this order: the long files start at once, and the workers end together instead of
+    one of them running the last long file alone."""
+    def rank(item) -> int:
+        if item.get_closest_marker("slow"):
+            return 0
+        if item.get_closest_marker("nvcc") or "nvcc" in getattr(item, "fixturenames", ()):
+            return 1
+        return 2
 
-    Tests that share an expensive result (a module fixture, or layouts and audits the results
-    cache keeps) carry the same ``xdist_group`` mark; ``--dist loadgroup`` (pyproject.toml)
-    runs each group in one worker, which computes it once: another worker would compute it
-    again at the same time, or wait for it."""
-    long_files = {item.path for item in items
-                  if item.get_closest_marker("slow") or item.get_closest_marker("nvcc")
-                  or "nvcc" in getattr(item, "fixturenames", ())}
-    items.sort(key=lambda item: item.path not in long_files)
+    first: dict = {}
+    for item in items:
+        first[item.path] = min(first.get(item.path, 2), rank(item))
+    items.sort(key=lambda item: first[item.path])
 
 
 from cutlass_layout import resolve_cutlass, target

@@ -274,7 +274,6 @@ def audit_072():
 
 
 @pytest.mark.network
-@pytest.mark.xdist_group("moe-audits")
 def test_072_moe_matches_handed_e(audit_072):
     """shared/cases/handed.md section E (nvcc 13.0): the FINALIZE, not swapped, 128x256x128 and
     256x128x128 MoE tactics (f16 and bf16) are 102400 B, 3 stages, mainloop 83968, epilogue 17408."""
@@ -308,7 +307,6 @@ def test_072_moe_matches_handed_e(audit_072):
 
 
 @pytest.mark.network
-@pytest.mark.xdist_group("moe-audits")
 def test_068_moe_runs():
     res = audit("flashinfer-python==0.6.8", family="moe")
     # 0.6.8's generator: 4 FP4 tiles and one FP8 x FP4 tile, x fusion x swap x output

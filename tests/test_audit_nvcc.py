@@ -87,7 +87,6 @@ def _nvcc_flags(module, tree) -> list[str]:
 
 @pytest.mark.network
 @pytest.mark.nvcc
-@pytest.mark.xdist_group("moe-audits")  # with test_audit's: each install audited once
 @pytest.mark.parametrize("spec, files", [
     ("flashinfer-python==0.7.2.post1", ("sm120_M256_BS_group0", "sm120_M128_BS_group8")),
     ("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",)),

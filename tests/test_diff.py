@@ -343,7 +343,7 @@ HANDED_A = {(128, 128, 128): (4, 74752, 9216, 84992), (128, 256, 128): (3, 83968
 
 
 @pytest.fixture(scope="module")
-def numeric_068_072(main):  # its tests share an xdist worker (group "diff-068-072")
+def numeric_068_072(main):
     out = CliRunner().invoke(cli_mod.cli, [
         "diff", FI_068, FI_072, "--numeric-only", "--json", "--kernel", "grouped",
         "--tile", "128x{32,64}x{128,256}", "--tile", "128x{128,256}x128"])
@@ -352,7 +352,6 @@ def numeric_068_072(main):  # its tests share an xdist worker (group "diff-068-0
 
 
 @pytest.mark.network
-@pytest.mark.xdist_group("diff-068-072")
 def test_068_to_072_numeric(numeric_068_072):
     data = numeric_068_072
     assert data["schema"] == SCHEMA and data["structural"] is None
@@ -407,7 +406,6 @@ def test_068_to_072_numeric(numeric_068_072):
 
 
 @pytest.mark.network
-@pytest.mark.xdist_group("diff-068-072")
 def test_068_to_072_text_and_exit_code(numeric_068_072, main, capsys, monkeypatch):
     """Warm cache now: nothing is parsed again (every layout comes from the results cache);
     the text report flags the verdict change first; --exit-code gives 1."""

@@ -11,8 +11,7 @@ import pytest
 from cutlass_layout import Config, layouts
 from handed import SECTION_A  # shared known-good values (tests/handed.py)
 
-# one xdist worker for the module: section_a is computed once for its 20 tests
-pytestmark = [pytest.mark.network, pytest.mark.xdist_group("handed")]
+pytestmark = pytest.mark.network
 
 
 

@@ -21,10 +21,6 @@ from test_nvcc import check_against_nvcc  # every number against nvcc's, one tra
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm100_grouped.hpp"
 
-# one xdist worker for the module: test_sm103_and_sm110 reads the layout of SM100[3] for sm100
-# that test_sm100_equals_nvcc[nc420] computed, and the default-capacity test the user type's
-pytestmark = pytest.mark.xdist_group("sm100")
-
 SM100 = [
     Config(arch="sm100", kernel="dense", tile=(128, 128, 64)),
     Config(arch="sm100", kernel="grouped", tile=(256, 128, 64), schedule="2sm", cluster=(2, 1, 1)),

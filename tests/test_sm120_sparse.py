@@ -25,8 +25,7 @@ from cutlass_layout.verify import verify_with_nvcc
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm120_sparse_nvfp4.hpp"
 KERNEL = UserType(HEADER, "example80b::GemmKernel")
 
-# one xdist worker for the module: KERNEL's layout on fi072 is computed once for four tests
-pytestmark = [pytest.mark.network, pytest.mark.xdist_group("sm120-sparse")]
+pytestmark = pytest.mark.network
 
 
 def test_clang_only_patterns():

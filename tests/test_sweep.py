@@ -23,9 +23,6 @@ from cutlass_layout.commands.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord,
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 
-# one xdist worker for the module: swept_a, computed without the results cache, is computed once
-pytestmark = pytest.mark.xdist_group("sweep")
-
 GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"],
           "preset": ["flashinfer", "trtllm-moe"]}
 
