@@ -14,7 +14,7 @@ the cache's file locks (:func:`cutlass_layout.cache.lock`) when two workers need
 at once. Only the controller removes it, after the last worker is done. The temporary files
 of the session (pytest's ``tmp_path`` folders, ``tempfile`` in tests and in the tool, nvcc's
 and pip's scratch files, in this process and every one it starts) go to its ``tmp`` folder
-(``TMPDIR``), so they go with it.
+(``TMPDIR``), and matplotlib's font cache too (``MPLCONFIGDIR``), so they go with it.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 #: The session's folder ("cache", unless whoever runs the tests set CUTLASS_LAYOUT_CACHE),
-#: whether this process made it ("owner": the controller) and the TMPDIR it replaced.
+#: whether this process made it ("owner": the controller), the TMPDIR and MPLCONFIGDIR it replaced.
 _SESSION: dict = {}
 #: The key of xdist's ``workerinput`` that hands a worker the controller's folders.
 _WORKER_KEY = "cutlass_layout_session"
@@ -53,9 +53,12 @@ def pytest_configure(config):
     scratch.mkdir()
     os.chmod(scratch, 0o1777)
     os.chmod(tmp, 0o711)
-    _SESSION.update(cache=tmp, owner=True, tmpdir=os.environ.get("TMPDIR"))
+    _SESSION.update(cache=tmp, owner=True, tmpdir=os.environ.get("TMPDIR"),
+                    mpl=os.environ.get("MPLCONFIGDIR"))
     os.environ["CUTLASS_LAYOUT_CACHE"] = str(tmp)
     os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
+    if _SESSION["mpl"] is None:  # matplotlib's font cache, else written to ~/.cache/matplotlib
+        os.environ["MPLCONFIGDIR"] = str(scratch / "matplotlib")
     import platformdirs
 
     user_wheels = Path(platformdirs.user_cache_dir("cutlass-layout")) / "wheels"
@@ -82,10 +85,11 @@ def pytest_unconfigure(config):
     shutil.rmtree(_SESSION["cache"], ignore_errors=True)
     os.environ.pop("CUTLASS_LAYOUT_CACHE", None)
     tempfile.tempdir = None
-    if _SESSION["tmpdir"] is None:
-        os.environ.pop("TMPDIR", None)
-    else:
-        os.environ["TMPDIR"] = _SESSION["tmpdir"]
+    for name, before in (("TMPDIR", _SESSION["tmpdir"]), ("MPLCONFIGDIR", _SESSION["mpl"])):
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
     _SESSION.clear()
 
 
