@@ -42,7 +42,7 @@ def _nothing_computed(monkeypatch, *, scans: bool = False) -> None:
 
     import clang.cindex as ci
 
-    diff_module = importlib.import_module("cutlass_layout.diff")  # the module, not the facade's function
+    diff_module = importlib.import_module("cutlass_layout.commands.diff")  # the module, not the facade's function
 
     def fail(what):
         def f(*a, **k):

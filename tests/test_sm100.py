@@ -2,8 +2,8 @@
 NVFP4/MXFP4/MXFP8, clusters, the block-scale-factor epilogue; and an SM100 kernel of one's
 own, whose capacity comes from its arch tag.
 
-Every size, stage count and member offset is nvcc's (the same probe compiled with nvcc 13.0,
-host and device pass), on two CUTLASS versions (nvidia-cutlass 4.2.0.0 and flashinfer
+Every size, stage count and member offset is nvcc's (the same probe given to nvcc 13.0,
+its front end's numbers: :func:`cutlass_layout.verify.nvcc_numbers`), on two CUTLASS versions (nvidia-cutlass 4.2.0.0 and flashinfer
 0.7.2.post1's 4.5.0). The capacity is ``cutlass::arch::sm100_smem_capacity_bytes = 232448``
 (``cutlass/arch/arch.h`` line 44 in both, read by hand), for SM100, SM101, SM103 and SM110.
 """
