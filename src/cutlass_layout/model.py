@@ -6,7 +6,7 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
   and one config's answer, :class:`LayoutReport`;
 * scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
-* sweeps: :class:`SweepRecord`, :class:`SweepResult`;
+* sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
 * diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
   :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
   :class:`DiffResult`.
@@ -602,6 +602,28 @@ SWEEP_SCHEMA = "cutlass-layout/sweep/1"
 VERDICTS = ("fits", "over_capacity", "does_not_compile")
 
 
+#: How a stage-count search ended: ``found`` (``max_stages_that_fit`` is set), ``none fits``
+#: (stage counts were laid out and none fits or compiles), ``could not run`` (the config
+#: compiles with the builder's own count but no explicit count it was given compiled, so
+#: nothing was searched), ``not searched`` (a user type that takes no ``STAGES``).
+SEARCH_STATUSES = ("found", "none fits", "could not run", "not searched")
+
+
+@dataclass
+class StageSearch:
+    """How the stage-count search of one sweep record ended.
+
+    Attributes:
+        status: one of :data:`SEARCH_STATUSES`.
+        reason: for ``could not run``, why, e.g. ``StageCount<N> does not compile for this
+            builder (N = 2, 3; static_assert failed: Index out of range
+            (cute/int_tuple.hpp:56))``; else None.
+    """
+
+    status: str
+    reason: str | None = None
+
+
 @dataclass
 class SweepRecord:
     """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
@@ -615,8 +637,12 @@ class SweepRecord:
         headroom_bytes: capacity minus kernel bytes (negative when over).
         verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
         max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
-            N and N+1 both computed), or ``None`` when no stage count fits.
+            N and N+1 both computed), or ``None`` when none was found (``stage_search``
+            says whether none fits or the search could not run).
         max_stages_kernel_bytes: the kernel bytes with that many stages.
+        stage_search: how the search ended (:class:`StageSearch`); ``None`` reads as
+            ``found`` when ``max_stages_that_fit`` is set, else ``none fits`` (``not
+            searched`` for a user type that takes no ``STAGES``).
         error: for a config that does not compile, its first error.
         kernel_layout: the kernel's :class:`StructLayout` (for plots; not in the JSON).
     """
@@ -635,6 +661,15 @@ class SweepRecord:
     kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
     #: a user type's arch read from its arch tag (its config says ``arch`` None), else None
     arch_from_tag: str | None = None
+    stage_search: StageSearch | None = None
+
+    def search(self) -> StageSearch:
+        """``stage_search``, or what the other fields imply when it is ``None``."""
+        if self.stage_search is not None:
+            return self.stage_search
+        if hasattr(self.config, "takes_stages") and not self.config.takes_stages:
+            return StageSearch("not searched")
+        return StageSearch("none fits" if self.max_stages_that_fit is None else "found")
 
     @property
     def exact_fit(self) -> bool | None:
@@ -654,6 +689,7 @@ class SweepRecord:
             "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
+            "stage_search": plain(self.search()),
             "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
         }
@@ -678,8 +714,11 @@ class SweepRecord:
                 how = f"over by {-self.headroom_bytes}"
             size = self.kernel_bytes if self.kernel_bytes is not None else self.capacity_bytes - self.headroom_bytes
             first = f"{head}: {self.stages} stages, {size} B, {how}"
-        if user and not self.config.takes_stages:
+        search = self.search()
+        if search.status == "not searched":
             return f"{first} (the type takes no STAGES: no stage count searched)"
+        if search.status == "could not run":
+            return f"{first}; could not search: {search.reason}"
         if self.max_stages_that_fit is None:
             return f"{first}; no stage count fits"
         return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
