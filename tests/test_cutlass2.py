@@ -102,3 +102,35 @@ def test_cutlass2_equals_nvcc(tree, request, nvcc):
     v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
     assert v.agree, v.mismatches
     assert v.sizes == 12 and v.fields >= 10
+
+
+def _checkouts() -> list[str]:
+    import os
+
+    return [p for p in os.environ.get("CUTLASS_LAYOUT_TEST_CHECKOUTS", "").split(os.pathsep) if p]
+
+
+@pytest.mark.checkout
+@pytest.mark.nvcc
+@pytest.mark.skipif(not _checkouts(), reason="name CUTLASS checkouts (e.g. tags v2.10.0, v2.11.0) "
+                    "in CUTLASS_LAYOUT_TEST_CHECKOUTS")
+@pytest.mark.parametrize("checkout", _checkouts() or [None])
+def test_real_2x_checkout(checkout, nvcc):
+    """A real CUTLASS 2.x checkout (no include/cutlass/version.h, no cute/): its version from
+    CMakeLists.txt's project(), the fixture's kernels laid out as on the 4.x trees (the
+    module docstring's hand figures), and nvcc agrees."""
+    import re
+
+    from cutlass_layout import resolve_cutlass, target
+
+    cmake = (Path(checkout) / "CMakeLists.txt").read_text()
+    want = re.search(r"project\(CUTLASS VERSION (\d+\.\d+\.\d+)", cmake).group(1)
+    tree = resolve_cutlass(checkout)
+    assert (tree.version, tree.version_from) == (want, "CMakeLists.txt project()")
+    assert not (tree.include_root / "cutlass" / "version.h").exists()
+    tgt = target(tree)
+    subjects = [grouped("sm80"), UserType(HEADER, "legacy::Dense", "sm80"), grouped("sm86", 6)]
+    reps = layouts(subjects, tgt)
+    assert [r.kernel.size for r in reps] == [131088, 131072, 98320]
+    v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
+    assert v.agree, v.mismatches

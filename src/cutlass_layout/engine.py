@@ -673,7 +673,17 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
 def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     """Types-only reports of ``configs``, parsed (see the module docstring): one
     :func:`lay_out` per arch (and user header); ``done(i, report)`` is called for each as
-    soon as its parse gives it (to store it)."""
+    soon as its parse gives it (to store it).
+
+    Raises:
+        BadInput: a built-in config on a tree without ``cute/tensor.hpp`` (CUTLASS 2.x).
+    """
+    if any(isinstance(c, Config) for c in configs) and not (
+            tgt.tree.include_root / "cute" / "tensor.hpp").is_file():
+        raise BadInput(f"CUTLASS {tgt.tree.version} at {tgt.tree.include_root} has no "
+                       "cute/tensor.hpp (a CUTLASS 2.x tree, or an incomplete one): the built-in "
+                       "configs are 3.x kernels; lay out a 2.x kernel as a user type (a header "
+                       "and its type name)")
     out: list[LayoutReport | None] = [None] * len(configs)
     by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):

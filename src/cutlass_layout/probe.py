@@ -316,8 +316,13 @@ class UserType:
 
 
 def preamble() -> str:
-    """The includes every probe starts with (also what a precompiled header holds)."""
-    return "".join(f"#include <{h}>\n" for h in HEADERS) + "#include <type_traits>\n"
+    """The includes every probe starts with (also what a precompiled header holds):
+    :data:`HEADERS`, those after ``cutlass/cutlass.h`` only where the tree has
+    ``cute/tensor.hpp`` (``__has_include``): a CUTLASS 2.x tree (tags before v3.0.0) has no
+    ``cute/`` and no 3.x collectives, and its user types bring their own includes."""
+    first, *rest = HEADERS
+    return (f"#include <{first}>\n#if __has_include(<cute/tensor.hpp>)\n"
+            + "".join(f"#include <{h}>\n" for h in rest) + "#endif\n#include <type_traits>\n")
 
 
 #: Per family, the configs a precompiled header holds already laid out (its warm-up): the
