@@ -2,8 +2,8 @@
 plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the one serializer).
 
 * layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
-  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`CompileError`, :class:`Provenance`,
-  and one config's answer, :class:`LayoutReport`;
+  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`, :class:`CompileError`,
+  :class:`Provenance`, and one config's answer, :class:`LayoutReport`;
 * scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -208,6 +208,40 @@ class BuilderBudget:
 
 
 @dataclass
+class MainloopChoice:
+    """The mainloop class a CUTLASS 2.x kernel's ``Mma`` resolves to, and what it stages.
+
+    CUTLASS's ``DefaultMma`` / ``DefaultMmaCore`` pick the mainloop from the stage count, the
+    arch and the element types; the pick can stage operands in other types than the kernel's
+    (``cutlass/gemm/threadblock/default_mma.h``: float A, B and C on tensor cores with 2 stages
+    build ``DefaultMmaCore<..., arch::OpMultiplyAddFastF16>``, whose shared memory holds
+    ``half_t``; ``default_mma_core_sm75.h``).
+
+    Attributes:
+        type: the mainloop's class, template arguments shortened
+            (``cutlass::gemm::threadblock::MmaPipelined<...>``).
+        smem_a, smem_b: element types of A and B in shared memory (the mainloop's warp-level
+            operator's ``ElementA``/``ElementB``: what its SharedStorage buffers hold).
+        element_a, element_b: element types the kernel loads from global memory (its
+            iterators' ``Element``).
+        note: what differs and why, e.g. ``A and B staged as cutlass::half_t in shared
+            memory, the kernel's A and B are float (...)``; ``None`` when nothing differs.
+    """
+
+    type: str
+    smem_a: str
+    smem_b: str
+    element_a: str
+    element_b: str
+    note: str | None = None
+
+    @property
+    def staged_as_loaded(self) -> bool:
+        """Whether A and B are staged in the element types the kernel loads."""
+        return (self.smem_a, self.smem_b) == (self.element_a, self.element_b)
+
+
+@dataclass
 class CompileError:
     """The first real compiler error of a config that does not compile.
 
@@ -276,6 +310,9 @@ class LayoutReport:
     epilogue: StructLayout | None = None
     tma_transaction_bytes: TmaBytes | None = None
     builder_budget: BuilderBudget | None = None
+    #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
+    #: ``None`` for 3.x subjects and epilogues
+    mainloop_class: MainloopChoice | None = None
     error: CompileError | None = None
     #: diagnostics of the ``--check-kernel`` pass that clang gives and nvcc's front end
     #: does not (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`): not a reason to say
@@ -355,6 +392,7 @@ class LayoutReport:
             "tma_transaction_bytes": tma,
             "builder_budget": None if self.builder_budget is None else {
                 **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
+            "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -397,6 +435,7 @@ class LayoutReport:
             builder_budget=None if budget is None else BuilderBudget(
                 capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
                 stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+            mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
         )
