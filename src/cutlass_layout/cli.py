@@ -604,7 +604,10 @@ def source_cmd(cutlass_src, cuda_path):
     tgt = api.target(cutlass_src, cuda_path)
     t = tgt.tree
     click.echo(f"include root: {t.include_root}")
-    click.echo(f"version.h:    {t.version}")
+    if t.version_from == "cutlass/version.h":
+        click.echo(f"version.h:    {t.version}")
+    else:  # a checkout without version.h (tags v2.0.0 to v3.4.0)
+        click.echo(f"version:      {t.version} (from {t.version_from}; no cutlass/version.h)")
     click.echo(f"tree hash:    {t.tree_hash}")
     click.echo(f"origin:       {t.origin}")
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")

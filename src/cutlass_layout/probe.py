@@ -13,7 +13,11 @@ computation a user's code performs (CUTLASS's two ``CollectiveBuilder``s and
                      the sparse collectives; ``Mma::kStages`` for CUTLASS 2.x), ``char[1]``
                      when there is none; ``StagesB``/``StagesE``: ``char[2 + N]`` (``char[1]``
                      when the policy has no such member)
-``ArchCC``           ``char[1 + ArchTag::kMinComputeCapability]`` of the subject's arch tag
+``ArchCC``           ``char[1 + ArchTag::kMinComputeCapability]`` of the named type's arch
+                     tag, else the subject's, else its mainloop's
+``SmemElement{A,B}``, ``GlobalElement{A,B}``: a 2.x mainloop's element types in shared memory
+                     (``Operator::ElementA/B``) and in global memory (``IteratorA/B::Element``),
+                     ``cl_detail::cl_none`` for anything else
 ``Kind``             ``char[2 + K]``: K 3 a 3.x kernel, 2 a 2.x kernel, 1 a mainloop, 0 an
                      epilogue (:data:`KINDS`)
 ``Tma*``             ``char[1 + TmaTransactionBytes*]`` (``char[1]`` when the collective
@@ -121,6 +125,17 @@ template <class T> struct is_mainloop2x<T, std::void_t<typename T::IteratorA,
     decltype(T::kStages), typename T::SharedStorage>> : std::true_type {};
 template <class T, class = void> struct has_storage : std::false_type {};
 template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>> : std::true_type {};
+// a 2.x mainloop's element types: those it stages in shared memory (its warp-level operator's
+// ElementA/B, what MmaBase's SharedStorage buffers hold) and those its global-memory
+// iterators load (IteratorA/B::Element); cl_none where it has none (a 3.x collective)
+template <class T, class = void> struct smem_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct smem_elements<T, std::void_t<typename T::IteratorA,
+    typename T::Operator::ElementA, typename T::Operator::ElementB>> {
+  using a = typename T::Operator::ElementA; using b = typename T::Operator::ElementB; };
+template <class T, class = void> struct global_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct global_elements<T, std::void_t<typename T::IteratorA::Element,
+    typename T::IteratorB::Element>> {
+  using a = typename T::IteratorA::Element; using b = typename T::IteratorB::Element; };
 // what a subject stands for: a type with a GemmKernel member (an adapter, a 2.x device-level
 // Gemm, a Default* kernel builder) is its kernel
 template <class T, bool = (is_kernel<T>::value || is_kernel2x<T>::value), class = void>
@@ -161,16 +176,19 @@ template <class T> struct stages_b<T, std::void_t<decltype(T::DispatchPolicy::St
 template <class T, class = void> struct stages_e { static constexpr int value = 1; };
 template <class T> struct stages_e<T, std::void_t<decltype(T::DispatchPolicy::StagesE)>> {
   static constexpr int value = 2 + T::DispatchPolicy::StagesE; };
-// the arch tag's compute capability: the subject's ArchTag, else its mainloop's, else the
-// mainloop policy's (0: none)
+// the arch tag's compute capability: the named type's own ArchTag (a 2.x device-level Gemm's:
+// the arch it was built for), else the subject's, else its mainloop's (a 2.x mainloop's is its
+// warp MMA's, which can be older: DefaultMma's float 2-stage pick uses SM75's f16 MMA), else
+// the mainloop policy's (0: none)
 template <class T, class = void> struct tag_cc { static constexpr int value = 0; };
 template <class T> struct tag_cc<T, std::void_t<decltype(T::ArchTag::kMinComputeCapability)>> {
   static constexpr int value = T::ArchTag::kMinComputeCapability; };
 template <class T, class = void> struct policy_cc { static constexpr int value = 0; };
 template <class T> struct policy_cc<T, std::void_t<decltype(T::DispatchPolicy::ArchTag::kMinComputeCapability)>> {
   static constexpr int value = T::DispatchPolicy::ArchTag::kMinComputeCapability; };
-template <class S, class M> struct arch_cc { static constexpr int value =
-    tag_cc<S>::value ? tag_cc<S>::value : tag_cc<M>::value ? tag_cc<M>::value : policy_cc<M>::value; };
+template <class N, class S, class M> struct arch_cc { static constexpr int value =
+    tag_cc<N>::value ? tag_cc<N>::value : tag_cc<S>::value ? tag_cc<S>::value
+    : tag_cc<M>::value ? tag_cc<M>::value : policy_cc<M>::value; };
 }  // namespace cl_detail
 #endif  // CL_DETAIL_DEFINED
 """
@@ -316,8 +334,13 @@ class UserType:
 
 
 def preamble() -> str:
-    """The includes every probe starts with (also what a precompiled header holds)."""
-    return "".join(f"#include <{h}>\n" for h in HEADERS) + "#include <type_traits>\n"
+    """The includes every probe starts with (also what a precompiled header holds):
+    :data:`HEADERS`, those after ``cutlass/cutlass.h`` only where the tree has
+    ``cute/tensor.hpp`` (``__has_include``): a CUTLASS 2.x tree (tags before v3.0.0) has no
+    ``cute/`` and no 3.x collectives, and its user types bring their own includes."""
+    first, *rest = HEADERS
+    return (f"#include <{first}>\n#if __has_include(<cute/tensor.hpp>)\n"
+            + "".join(f"#include <{h}>\n" for h in rest) + "#endif\n#include <type_traits>\n")
 
 
 #: Per family, the configs a precompiled header holds already laid out (its warm-up): the
@@ -555,8 +578,12 @@ using {p}EpilogueStorageBytes = char[sizeof({p}EpilogueStorage)];
 using {p}Stages = char[cl_detail::stages_of<{p}Mainloop>::value];
 using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
 using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
-using {p}ArchCC = char[1 + cl_detail::arch_cc<{p}Subject, {p}Mainloop>::value];
+using {p}ArchCC = char[1 + cl_detail::arch_cc<{subject}, {p}Subject, {p}Mainloop>::value];
 using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
+using {p}SmemElementA = typename cl_detail::smem_elements<{p}Mainloop>::a;
+using {p}SmemElementB = typename cl_detail::smem_elements<{p}Mainloop>::b;
+using {p}GlobalElementA = typename cl_detail::global_elements<{p}Mainloop>::a;
+using {p}GlobalElementB = typename cl_detail::global_elements<{p}Mainloop>::b;
 {tma}{cap}"""
 
 
