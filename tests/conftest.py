@@ -6,6 +6,15 @@ session points it at a new temporary folder and removes it at the end. Wheels ar
 with ``pip download`` (:func:`cutlass_layout.sources.fetch_wheel`); those already in the
 user cache (``~/.cache/cutlass-layout/wheels``) are linked into the temporary one, read and
 never written, so a session does not download them again.
+
+With pytest-xdist (``-n auto``) that folder is made once, by the controller, before any
+worker starts; every worker is handed the same folder (and inherits it in its environment),
+so wheels are fetched, trees unpacked and precompiled headers built once per session, under
+the cache's file locks (:func:`cutlass_layout.cache.lock`) when two workers need the same one
+at once. Only the controller removes it, after the last worker is done. The temporary files
+of the session (pytest's ``tmp_path`` folders, ``tempfile`` in tests and in the tool, nvcc's
+and pip's scratch files, in this process and every one it starts) go to its ``tmp`` folder
+(``TMPDIR``), and matplotlib's font cache too (``MPLCONFIGDIR``), so they go with it.
 """
 
 from __future__ import annotations
@@ -17,17 +26,39 @@ from pathlib import Path
 
 import pytest
 
-_OWN_CACHE: list[Path] = []
+#: The session's folder ("cache", unless whoever runs the tests set CUTLASS_LAYOUT_CACHE),
+#: whether this process made it ("owner": the controller), the TMPDIR and MPLCONFIGDIR it replaced.
+_SESSION: dict = {}
+#: The key of xdist's ``workerinput`` that hands a worker the controller's folders.
+_WORKER_KEY = "cutlass_layout_session"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """Point ``CUTLASS_LAYOUT_CACHE`` at a temporary folder for the whole session (worker
-    processes and subprocesses inherit it), before any test runs."""
+    processes and subprocesses inherit it), and ``TMPDIR`` at its ``tmp``, before any test
+    runs (and before pytest makes its ``tmp_path`` folders)."""
+    given = getattr(config, "workerinput", {}).get(_WORKER_KEY)
+    if given:  # an xdist worker: the controller's folders, never ones of its own
+        _SESSION.update(cache=Path(given["cache"]), owner=False)
+        os.environ["CUTLASS_LAYOUT_CACHE"] = given["cache"]
+        os.environ["TMPDIR"] = tempfile.tempdir = given["tmp"]
+        return
     if os.environ.get("CUTLASS_LAYOUT_CACHE"):
         return
     tmp = Path(tempfile.mkdtemp(prefix="cutlass-layout-tests-"))
+    # scratch files like /tmp's: hostile tests run commands as another user, who must reach
+    # a folder made there; the session's folder itself others may only pass through
+    scratch = tmp / "tmp"
+    scratch.mkdir()
+    os.chmod(scratch, 0o1777)
+    os.chmod(tmp, 0o711)
+    _SESSION.update(cache=tmp, owner=True, tmpdir=os.environ.get("TMPDIR"),
+                    mpl=os.environ.get("MPLCONFIGDIR"))
     os.environ["CUTLASS_LAYOUT_CACHE"] = str(tmp)
-    _OWN_CACHE.append(tmp)
+    os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
+    if _SESSION["mpl"] is None:  # matplotlib's font cache, else written to ~/.cache/matplotlib
+        os.environ["MPLCONFIGDIR"] = str(scratch / "matplotlib")
     import platformdirs
 
     user_wheels = Path(platformdirs.user_cache_dir("cutlass-layout")) / "wheels"
@@ -39,10 +70,47 @@ def pytest_configure(config):
                 (tmp / "wheels" / spec.name / wheels[0].name).symlink_to(wheels[0])
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's controller, before it starts each worker: hand it the session's folders."""
+    if _SESSION.get("owner"):
+        node.workerinput[_WORKER_KEY] = {"cache": str(_SESSION["cache"]), "tmp": tempfile.tempdir}
+
+
 def pytest_unconfigure(config):
-    for tmp in _OWN_CACHE:
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.environ.pop("CUTLASS_LAYOUT_CACHE", None)
+    """The process that made the session's folder (the controller) removes it, once, after
+    the last test (and the last worker) is done."""
+    if not _SESSION.get("owner"):
+        return
+    shutil.rmtree(_SESSION["cache"], ignore_errors=True)
+    os.environ.pop("CUTLASS_LAYOUT_CACHE", None)
+    tempfile.tempdir = None
+    for name, before in (("TMPDIR", _SESSION["tmpdir"]), ("MPLCONFIGDIR", _SESSION["mpl"])):
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+    _SESSION.clear()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with long tests first (``slow`` ones, then those that run nvcc), each file's
+    tests together and in their order. With ``-n auto`` each file runs in one worker
+    (``--dist loadfile``, pyproject.toml: its module fixtures are computed once), handed out
+    in this order: the long files start at once, and the workers end together instead of
+    one of them running the last long file alone."""
+    def rank(item) -> int:
+        if item.get_closest_marker("slow"):
+            return 0
+        if item.get_closest_marker("nvcc") or "nvcc" in getattr(item, "fixturenames", ()):
+            return 1
+        return 2
+
+    first: dict = {}
+    for item in items:
+        first[item.path] = min(first.get(item.path, 2), rank(item))
+    items.sort(key=lambda item: first[item.path])
+
 
 from cutlass_layout import resolve_cutlass, target
 

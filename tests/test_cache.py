@@ -109,19 +109,24 @@ def test_result_cache_entries(tmp_path, monkeypatch):
     assert not list(path.parent.glob("*.tmp"))
 
 
-def test_the_session_cache_is_not_the_user_cache():
+def test_the_session_cache_is_not_the_user_cache(tmp_path):
     """tests/conftest.py: a session without CUTLASS_LAYOUT_CACHE gets a temporary one; tests
     never write into ~/.cache/cutlass-layout."""
     import os
+    import tempfile
 
     import platformdirs
 
     import conftest
     from cutlass_layout.cache import cache_dir
 
-    if not conftest._OWN_CACHE:
+    if not conftest._SESSION:
         pytest.skip("CUTLASS_LAYOUT_CACHE was set by whoever runs the tests: their cache")
-    assert os.environ["CUTLASS_LAYOUT_CACHE"] == str(conftest._OWN_CACHE[0])
+    session = conftest._SESSION["cache"]  # under xdist: the controller's, in every worker
+    assert os.environ["CUTLASS_LAYOUT_CACHE"] == str(session)
+    # temporary files (tmp_path's too) go with the session's folder
+    assert Path(tempfile.gettempdir()).is_relative_to(session) and tmp_path.is_relative_to(session)
+    assert Path(os.environ["TMPDIR"]).is_relative_to(session)
     assert cache_dir() != Path(platformdirs.user_cache_dir("cutlass-layout"))
 
 

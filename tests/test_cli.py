@@ -189,7 +189,7 @@ def test_incomplete_tree_is_bad_input(tmp_path, capsys):
     inc.mkdir(parents=True)
     (inc / "version.h").write_text("#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
     assert main(["layout", "--cutlass", str(tmp_path), "--no-budget"]) == 2
-    assert "file not found" in capsys.readouterr().err
+    assert "has no cute/tensor.hpp (a CUTLASS 2.x tree, or an incomplete one)" in capsys.readouterr().err
 
 
 def _help(*argv) -> str:

@@ -102,3 +102,140 @@ def test_cutlass2_equals_nvcc(tree, request, nvcc):
     v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
     assert v.agree, v.mismatches
     assert v.sizes == 12 and v.fields >= 10
+
+
+def _checkouts() -> list[str]:
+    import os
+
+    return [p for p in os.environ.get("CUTLASS_LAYOUT_TEST_CHECKOUTS", "").split(os.pathsep) if p]
+
+
+@pytest.mark.checkout
+@pytest.mark.nvcc
+@pytest.mark.skipif(not _checkouts(), reason="name CUTLASS checkouts (e.g. tags v2.10.0, v2.11.0) "
+                    "in CUTLASS_LAYOUT_TEST_CHECKOUTS")
+@pytest.mark.parametrize("checkout", _checkouts() or [None])
+def test_real_2x_checkout(checkout, nvcc):
+    """A real CUTLASS 2.x checkout (no include/cutlass/version.h, no cute/): its version from
+    CMakeLists.txt's project(), the fixture's kernels laid out as on the 4.x trees (the
+    module docstring's hand figures), and nvcc agrees."""
+    import re
+
+    from cutlass_layout import resolve_cutlass, target
+
+    cmake = (Path(checkout) / "CMakeLists.txt").read_text()
+    want = re.search(r"project\(CUTLASS VERSION (\d+\.\d+\.\d+)", cmake).group(1)
+    tree = resolve_cutlass(checkout)
+    assert (tree.version, tree.version_from) == (want, "CMakeLists.txt project()")
+    assert not (tree.include_root / "cutlass" / "version.h").exists()
+    tgt = target(tree)
+    subjects = [grouped("sm80"), UserType(HEADER, "legacy::Dense", "sm80"), grouped("sm86", 6)]
+    reps = layouts(subjects, tgt)
+    assert [r.kernel.size for r in reps] == [131088, 131072, 98320]
+    v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
+    assert v.agree, v.mismatches
+
+
+# A float 2.x GEMM (fixtures/headers/cutlass2_f32.hpp: device::Gemm, f32 A RowMajor, B
+# ColumnMajor, C RowMajor, tensor cores, Sm80, threadblock 128x128x32, warp 64x64x32,
+# instruction 16x8x8). By hand from the headers: at 2 stages DefaultMma's float two-stage
+# specialization (gemm/threadblock/default_mma.h) builds MmaPipelined on
+# DefaultMmaCore<..., arch::OpMultiplyAddFastF16> (default_mma_core_sm75.h), whose
+# SmemIteratorA/B hold half_t: A 128x32 and B 32x128 halfs, 8192 B each per stage, 2 stages
+# 32768 B; the epilogue's 17408 B share the union, so the kernel is 32768 B. At 3 stages the
+# SM80 multistage specialization keeps float: 16384 B each per stage, 3 stages 98304 B.
+F32 = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "cutlass2_f32.hpp"
+
+
+def f32(stages=None):
+    return UserType(F32, "legacy_f32::Gemm", stages=stages)
+
+
+@pytest.fixture(scope="module")
+def f32_reports(nc420):
+    return layouts([f32(), f32(3), grouped()], nc420)
+
+
+def _spec_lines(include_root: Path, rel: str, line: int, n: int = 60) -> str:
+    return "".join((include_root / rel).read_text().splitlines(keepends=True)[line - 1:line - 1 + n])
+
+
+def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
+    from cutlass_layout.mainloop2x import DEFAULT_MMA, DEFAULT_MMA_CORE_SM75
+    from cutlass_layout.reports.layout import to_markdown
+
+    two, three, half = f32_reports
+    assert (two.stages, two.kernel.size, two.mainloop.size) == (2, 32768, 32768)
+    m = two.mainloop_class
+    assert m.type == "cutlass::gemm::threadblock::MmaPipelined<...>"
+    assert (m.smem_a, m.smem_b, m.element_a, m.element_b) == \
+        ("cutlass::half_t", "cutlass::half_t", "float", "float")
+    assert not m.staged_as_loaded
+    assert m.note.startswith("A and B staged as cutlass::half_t in shared memory, the kernel's "
+                             "A and B are float: CUTLASS's DefaultMma for float A, B and C")
+    # the cited lines are the specializations, in this tree's headers
+    root = nc420.tree.include_root
+    mma_line = int(m.note.split(f"{DEFAULT_MMA}:")[1].split(")")[0])
+    core_line = int(m.note.split(f"{DEFAULT_MMA_CORE_SM75}:")[1].split(")")[0])
+    spec = _spec_lines(root, DEFAULT_MMA, mma_line)
+    assert spec.startswith("struct DefaultMma<float, LayoutA, kAlignmentA, float, LayoutB,")
+    assert "InstructionShape, 2, Operator, false" in spec and "arch::OpMultiplyAddFastF16>;" in spec
+    assert "using ThreadblockMma = cutlass::gemm::threadblock::MmaPipelined<" in spec
+    core = _spec_lines(root, DEFAULT_MMA_CORE_SM75, core_line, 110)
+    assert core.startswith("struct DefaultMmaCore<Shape_, WarpShape_, InstructionShape_, float,")
+    assert "arch::OpMultiplyAddFastF16> {" in core and core.count("    half_t, \n") == 2
+    # the arch is the device-level Gemm's Sm80, not the SM75 f16 MMA's of the mainloop
+    assert (two.config["arch"], two.config["arch_from"], two.capacity_bytes) == ("sm80", "tag", 166912)
+    assert two.to_dict()["mainloop_class"] == {
+        "type": m.type, "smem_a": "cutlass::half_t", "smem_b": "cutlass::half_t",
+        "element_a": "float", "element_b": "float", "note": m.note}
+    assert f"Mainloop (the kernel's Mma): {m.type}; A and B staged as cutlass::half_t" in to_markdown(two)
+
+    assert (three.stages, three.kernel.size) == (3, 98304)
+    m3 = three.mainloop_class
+    assert m3.type == "cutlass::gemm::threadblock::MmaMultistage<...>"
+    assert (m3.smem_a, m3.smem_b) == ("float", "float") and m3.staged_as_loaded and m3.note is None
+    mh = half.mainloop_class  # the fp16 grouped kernel stages half as it loads it
+    assert mh.type == "cutlass::gemm::threadblock::MmaMultistage<...>" and mh.smem_a == "cutlass::half_t"
+    assert mh.staged_as_loaded
+
+    assert main(["layout", "--cutlass", str(root), "--header", str(F32), "--type",
+                 "legacy_f32::Gemm"]) == 0
+    out = capsys.readouterr().out
+    assert ("Mainloop (the kernel's Mma): cutlass::gemm::threadblock::MmaPipelined<...>; A and B "
+            "staged as cutlass::half_t in shared memory, the kernel's A and B are float") in out
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+def test_f32_mainloop_switch_equals_nvcc(tree, request, nvcc, tmp_path):
+    """nvcc's sizes, and nvcc's types: at 2 stages the kernel's Mma is an MmaPipelined whose
+    warp operator takes half_t A and B; at 3 an MmaMultistage taking float."""
+    import subprocess
+
+    tgt = request.getfixturevalue(tree)
+    subjects = [f32(), f32(3)]
+    reps = layouts(subjects, tgt)
+    assert [r.kernel.size for r in reps] == [32768, 98304]
+    v = verify_with_nvcc(subjects, reps, tgt.tree.include_root, nvcc=nvcc)
+    assert v.agree, v.mismatches
+    for stages, mainloop, element in ((2, "MmaPipelined", "cutlass::half_t"), (3, "MmaMultistage", "float")):
+        src = tmp_path / f"check{stages}.cu"
+        # nvcc names the class in its one error: the incomplete type Show<Mma>
+        src.write_text(f"""#include "{F32}"
+#include <type_traits>
+template <class T> struct Show;
+using Mma = legacy_f32::Gemm::GemmKernel::Mma;
+static_assert(std::is_same_v<Mma::Operator::ElementA, {element}>, "smem A");
+static_assert(std::is_same_v<Mma::Operator::ElementB, {element}>, "smem B");
+static_assert(std::is_same_v<Mma::IteratorA::Element, float>, "global A");
+static_assert(std::is_same_v<Mma::IteratorB::Element, float>, "global B");
+constexpr auto named = sizeof(Show<Mma>);
+""")
+        proc = subprocess.run([nvcc, "-std=c++17", "-w", "-arch=sm_80", f"-DSTAGES={stages}",
+                               f"-I{tgt.tree.include_root}", "-c", str(src), "-o", str(tmp_path / "x.o")],
+                              capture_output=True, text=True)
+        errors = [ln for ln in proc.stderr.splitlines() if ": error:" in ln]
+        assert len(errors) == 1, proc.stderr[-2000:]
+        assert f'incomplete type "Show<Mma>" (aka "Show<cutlass::gemm::threadblock::{mainloop}<' \
+            in errors[0], errors[0][:300]

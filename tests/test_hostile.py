@@ -24,7 +24,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
@@ -62,6 +61,25 @@ def expect(proc, code: int, *words: str) -> None:
         assert len(errors) == 1 and len(err) == 1, err
     for w in words:
         assert w in proc.stderr, (w, proc.stderr)
+
+
+def _children(proc: subprocess.Popen, n: int, *, within: float) -> bool:
+    """Wait (at most ``within`` seconds) until ``proc`` has ``n`` child processes: ``True``;
+    ``False`` if it exits first or the time is up. Each look waits on the process itself."""
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    for _ in range(int(within * 10)):
+        try:
+            if len(children.read_text().split()) >= n:
+                return True
+        except OSError:  # no /proc: the process is gone, or this is not Linux
+            if not Path("/proc/self").is_dir():
+                pytest.skip("no /proc to see the sweep's worker processes in")
+        try:
+            proc.wait(timeout=0.1)  # returns at once if it exited
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+    return False
 
 
 def cli(capsys, *argv) -> tuple[int, str, str]:
@@ -691,11 +709,17 @@ def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch)
 
 @pytest.mark.network
 def test_ctrl_c_during_a_sweep_is_clean(nc420):
-    """(Already clean before issue 13.)"""
+    """(Already clean before issue 13.) Ctrl-C once the sweep's two worker processes are
+    there, i.e. while configs are being laid out."""
     proc = subprocess.Popen([*PY, "sweep", "--cutlass", str(nc420.tree.include_root), "--no-cache",
-                             "--tile", "128x{32,64,128,256}x{128,256}"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+                             "--tile", "128x{32,64,128,256}x{128,256}", "--jobs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _children(proc, 2, within=300), "the sweep started no worker processes"
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "error: aborted", err

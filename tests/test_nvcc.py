@@ -75,3 +75,38 @@ def test_sm120_engine_equals_nvcc(fi072, nvcc):
 
 def test_sm90_engine_equals_nvcc(nc420, nvcc):
     assert check_against_nvcc(SM90, nc420, nvcc) > 100
+
+
+def test_the_front_end_numbers_are_the_built_probes(fi072, nvcc, tmp_path):
+    """:func:`nvcc_numbers` reads the numbers from nvcc's front end (no compile, no run). The
+    same probe built by nvcc (host and device pass, linked) and run prints the same numbers:
+    two dense SM120 configs and the sparse kernel of tests/test_sm120_sparse.py (its
+    StagesB/StagesE), every size, stage count and member."""
+    import subprocess
+
+    from cutlass_layout import probe
+    from cutlass_layout.config import ARCHS
+
+    from test_sm120_sparse import KERNEL
+
+    configs = [SM120[0], SM120[7], KERNEL]
+    reps = layouts(configs, fi072)
+    paths = [[(alias, p) for alias, s in (("KernelStorage", r.kernel), ("MainloopStorage", r.mainloop),
+                                         ("EpilogueStorage", r.epilogue)) for p, _, _ in member_paths(s)]
+             for r in reps]
+    sizes, fields = nvcc_numbers(configs, fi072.tree.include_root, "sm120", nvcc=nvcc, paths=paths)
+    src = tmp_path / "probe.cu"
+    src.write_text(probe.render(configs, with_main=True, offsets=paths))
+    subprocess.run([nvcc, "-std=c++17", f"-arch={ARCHS['sm120']}", "-w", f"-I{fi072.tree.include_root}",
+                    str(src), "-o", str(tmp_path / "probe")], check=True, capture_output=True)
+    printed = subprocess.run([str(tmp_path / "probe")], check=True, capture_output=True, text=True).stdout
+    built_sizes, built_fields = {}, {}
+    for line in printed.splitlines():
+        kind, i, *rest = line.split()
+        if kind == "size":
+            built_sizes[int(i)] = tuple(int(x) for x in rest)
+        else:
+            built_fields[(int(i), rest[0], rest[1])] = (int(rest[2]), int(rest[3]))
+    assert sizes == built_sizes and len(sizes) == 3
+    assert fields == built_fields and len(fields) > 100
+    assert any(k[1] == "Stages" for k in fields)  # the sparse mainloops' StagesB / StagesE

@@ -78,3 +78,70 @@ def test_sm120_families_equal_nvcc(tree, request, nvcc):
     assert v.agree, v.mismatches
     assert v.sizes == 4 * len(SM120) + 3 * 2  # StagesB and StagesE of the sparse ones
     assert v.fields > 300
+
+
+# The sparse builder takes its own stage count but no explicit StageCount<N>: in every tag
+# from v3.9.0 to v4.7.0, sm120_compute_stage_count_or_override_blockscaled_sparse(StageCount<N>)
+# returns an int (gemm/collective/builders/sm120_blockscaled_sparse_mma_builder.inl ~57) and the
+# builder takes get<1>(PipelineStages) of it (~310), which cute/int_tuple.hpp:56 refuses with
+# "Index out of range". The stage search cannot run there, and must say so.
+SPARSE = Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256))
+
+
+@pytest.fixture(scope="module")
+def sparse_swept(nc420):
+    from cutlass_layout import sweep
+
+    return sweep([SPARSE, SPARSE.with_(stages=2)], nc420, jobs=1)
+
+
+@pytest.mark.network
+def test_sparse_stage_search_could_not_run(sparse_swept):
+    from cutlass_layout.reports.sweep import to_csv, to_markdown
+
+    auto, two = sparse_swept.records
+    # the auto config as nvcc lays it out (test_sparse_search_against_nvcc): 3 stages, 96256 B
+    assert (auto.verdict, auto.stages, auto.kernel_bytes) == ("fits", 3, 96256)
+    assert two.verdict == "does_not_compile" and two.error.message == "Index out of range"
+    assert two.error.file == "cute/int_tuple.hpp" and two.error.line == 56
+    reason = ("StageCount<N> does not compile for this builder (N = 2, 3; static_assert failed: "
+              "Index out of range (cute/int_tuple.hpp:56))")
+    for r in (auto, two):
+        assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
+        assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": reason}
+        assert r.summary().endswith(f"; could not search: {reason}")
+        assert "no stage count fits" not in r.summary()
+    md = to_markdown(sparse_swept)
+    assert "| could not search |" in md and f"could not search: {reason}" in md
+    assert "no stage count fits" not in md
+    rows = to_csv(sparse_swept).splitlines()
+    assert rows[0].split(",").index("stage_search") == rows[1].split(",").index("could not run")
+
+
+@pytest.mark.network
+def test_sparse_stage_search_could_not_run_cli(sparse_swept, nc420, capsys):
+    """The command's text, from the layouts the fixture cached."""
+    from cutlass_layout.cli import main
+
+    assert main(["sweep", "--cutlass", str(nc420.tree.include_root), "--kernel", "sparse",
+                 "--tile", "128x128x256", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "could not search: StageCount<N> does not compile for this builder" in out
+    assert "no stage count fits" not in out
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+def test_sparse_search_against_nvcc(sparse_swept, nc420, nvcc):
+    """nvcc agrees: StageCount<2> and <3> do not compile (the same assert), the auto config
+    is 3 stages and 96256 B."""
+    from cutlass_layout.verify import nvcc_numbers
+
+    for n in (2, 3):
+        with pytest.raises(BadInput, match=r'int_tuple\.hpp\(56\): error: static assertion '
+                                            r'failed with "Index out of range"'):
+            nvcc_numbers([SPARSE.with_(stages=n)], nc420.tree.include_root, "sm120", nvcc=nvcc)
+    sizes, _ = nvcc_numbers([SPARSE], nc420.tree.include_root, "sm120", nvcc=nvcc)
+    auto = sparse_swept.records[0]
+    assert sizes[0] == (auto.kernel_bytes, auto.mainloop_bytes, auto.epilogue_bytes, auto.stages)
+    assert sizes[0][0] == 96256 and sizes[0][3] == 3

@@ -187,3 +187,122 @@ def test_name_with_version_fetches_a_wheel():
 def test_source_only_version_is_a_clear_error():
     with pytest.raises(BadInput, match="no wheel for flashinfer-python==0.2.5"):
         resolve_cutlass("flashinfer-python==0.2.5")
+
+
+# ---------------------------------------------------------------------------------------
+# checkouts without include/cutlass/version.h (tags v2.0.0 to v3.4.0: CMake generates it from
+# cmake/version.h.in into the build folder). The markers below are those of tag v2.10.0
+# (CMakeLists.txt line 41, CHANGELOG.md line 3) and v3.1.0 (python/setup.py line 122), as
+# `git show <tag>:<file>` prints them.
+CMAKE_210 = ('cmake_minimum_required(VERSION 3.12.4 FATAL_ERROR)\n'
+             'message(STATUS "CMake Version: ${CMAKE_VERSION}")\n\n'
+             'project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n'
+             'include(${CMAKE_CURRENT_SOURCE_DIR}/CUDA.cmake)\n')
+CMAKE_341 = ('project(CUTLASS VERSION ${_CUTLASS_VERSION_MAJOR}.${_CUTLASS_VERSION_MINOR}.'
+             '${_CUTLASS_VERSION_PATCH} LANGUAGES CXX)\n')
+CHANGELOG_211 = ("# NVIDIA CUTLASS Changelog\n\n"
+                 "## [2.11.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.11.0) (2022-11-19)\n"
+                 "* Stream-K\n\n"
+                 "## [2.10.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.10.0) (2022-08-23)\n")
+SETUP_310 = "setup_args = dict(\n    name='cutlass',\n    version='3.1.0',\n)\n"
+
+
+def make_checkout_2x(root: Path, **markers) -> Path:
+    """A checkout shaped like tag v2.10.0's: include/cutlass/cutlass.h and no version.h, no
+    cute/; ``markers`` maps a file relative to ``root`` to its text."""
+    (root / "include" / "cutlass" / "gemm").mkdir(parents=True)
+    (root / "include" / "cutlass" / "cutlass.h").write_text("#pragma once\n")
+    (root / "include" / "cutlass" / "gemm" / "gemm.h").write_text("#pragma once\n")
+    for rel, text in markers.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("markers, want", [
+    ({"CMakeLists.txt": CMAKE_210, "CHANGELOG.md": CHANGELOG_211}, ("2.10.0", "CMakeLists.txt project()")),
+    ({"CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
+    # v3.4.1's project() names no number: passed over
+    ({"CMakeLists.txt": CMAKE_341, "CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
+    ({"python/setup.py": SETUP_310}, ("3.1.0", "python/setup.py version")),
+    # the first heading is no version (v3.3.0 writes "## [3.3]"): passed over, not the next one
+    ({"CHANGELOG.md": "## [3.3](https://github.com/NVIDIA/cutlass/releases/tag/v3.3) (2023-10-31)\n"
+                      "## [3.2.2]\n"}, ("unknown", "none")),
+    ({}, ("unknown", "none")),
+], ids=["cmake", "changelog", "cmake-3.4.1", "setup.py", "changelog-3.3", "none"])
+def test_checkout_without_version_h(tmp_path, markers, want):
+    from cutlass_layout.sources import tree_version
+
+    root = make_checkout_2x(tmp_path / "cutlass", **markers)
+    assert tree_version(root / "include") == want
+    for src in (root, root / "include"):
+        t = resolve_cutlass(str(src))
+        assert t.include_root == (root / "include").resolve()
+        assert (t.version, t.version_from) == want
+
+
+def test_checkout_markers_that_cannot_be_read_are_passed_over(tmp_path):
+    import os
+
+    root = make_checkout_2x(tmp_path / "c", **{"CHANGELOG.md": CHANGELOG_211})
+    (root / "CMakeLists.txt").mkdir()  # a folder, not a file
+    os.mkfifo(root / "python_setup_fifo")
+    (root / "python").mkdir()
+    (root / "python" / "setup.py").symlink_to(root / "python_setup_fifo")
+    assert resolve_cutlass(str(root)).version == "2.11.0"
+    # not UTF-8: read with replacement characters, so the heading no longer starts its line
+    (root / "CHANGELOG.md").write_bytes(b"\xff\xfe## [9.9.9]\n")
+    assert resolve_cutlass(str(root)).version == "unknown"
+
+
+def test_version_h_wins_over_the_markers(tmp_path):
+    root = tmp_path / "c"
+    make_tree(root / "include", (4, 7, 0))
+    (root / "CMakeLists.txt").write_text(CMAKE_210)
+    t = resolve_cutlass(str(root))
+    assert (t.version, t.version_from) == ("4.7.0", "cutlass/version.h")
+
+
+def test_tree_without_cutlass_h_is_still_no_cutlass(tmp_path):
+    root = tmp_path / "c"
+    (root / "include" / "cutlass").mkdir(parents=True)
+    (root / "include" / "cutlass" / "gemm.h").write_text("#pragma once\n")
+    (root / "CMakeLists.txt").write_text(CMAKE_210)  # markers alone make no tree
+    with pytest.raises(BadInput, match="no CUTLASS headers"):
+        resolve_cutlass(str(root))
+    with pytest.raises(BadInput, match="not a CUTLASS include tree"):
+        resolve_cutlass(f"{root}#include")
+
+
+def test_checkout_2x_from_the_cli(tmp_path, capsys):
+    from cutlass_layout.cli import main
+
+    root = make_checkout_2x(tmp_path / "c", **{"CMakeLists.txt": CMAKE_210})
+    assert main(["source", "--cutlass", str(root)]) == 0
+    assert "version:      2.10.0 (from CMakeLists.txt project(); no cutlass/version.h)" in \
+        capsys.readouterr().out
+    (root / "include" / "cutlass" / "cutlass.h").unlink()
+    assert main(["source", "--cutlass", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no CUTLASS headers") and err.count("\n") == 1
+
+
+def test_builtin_configs_on_a_2x_tree_are_bad_input(tmp_path, capsys):
+    """The presets are 3.x kernels: a tree without cute/ refuses them before any parse."""
+    from cutlass_layout.cli import main
+
+    root = make_checkout_2x(tmp_path / "c", **{"CMakeLists.txt": CMAKE_210})
+    assert main(["layout", "--cutlass", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: CUTLASS 2.10.0 at ") and err.count("\n") == 1
+    assert "has no cute/tensor.hpp (a CUTLASS 2.x tree" in err and "user type" in err
+
+
+def test_wheel_with_cutlass_h_only(tmp_path):
+    whl = tmp_path / "old_cutlass-2.10-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("pkg/include/cutlass/cutlass.h", "#pragma once\n")
+        zf.writestr("pkg/include/cutlass/gemm/gemm.h", "#pragma once\n")
+    t = resolve_cutlass(str(whl))
+    assert t.include_root.as_posix().endswith("pkg/include")
+    assert (t.version, t.version_from) == ("unknown", "none")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import csv
 import io
+import importlib
 import json
-import time
 
 import pytest
 
@@ -75,7 +75,7 @@ def test_section_a_json_schema(swept_a):
     assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
     keys = {"config", "stages", "mainloop_bytes", "epilogue_bytes", "kernel_bytes",
             "capacity_bytes", "headroom_bytes", "verdict", "max_stages_that_fit",
-            "max_stages_kernel_bytes", "exact_fit", "error"}
+            "max_stages_kernel_bytes", "stage_search", "exact_fit", "error"}
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys
         assert r["config"] == g
@@ -83,17 +83,19 @@ def test_section_a_json_schema(swept_a):
 
 
 @pytest.mark.network
-def test_warm_cache_is_fast_and_identical(swept_a, fi072, monkeypatch):
+def test_warm_cache_parses_nothing_and_is_identical(swept_a, fi072, monkeypatch):
+    """What made the warm path fast (scripts/ benchmarks time it): no parse, no worker."""
     import clang.cindex as ci
 
     def no_index(*a, **k):
         raise AssertionError("the warm path created a libclang Index")
 
+    def no_pool(*a, **k):
+        raise AssertionError("the warm path started worker processes")
+
     monkeypatch.setattr(ci.Index, "create", no_index)
-    t = time.perf_counter()
+    monkeypatch.setattr(importlib.import_module("cutlass_layout.commands.sweep"), "Pool", no_pool)
     warm = sweep(GRID_A, fi072)
-    dt = time.perf_counter() - t
-    assert dt < 0.5
     assert warm.stats["cached"] == 8 and warm.stats["laid_out"] == 0
     assert warm.to_dict() == swept_a.to_dict()
     assert [r.kernel_layout for r in warm.records] == [r.kernel_layout for r in swept_a.records]
@@ -114,6 +116,7 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
     for r in (auto, two):
         assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
         assert r.summary().endswith("no stage count fits")
+        assert r.to_dict()["stage_search"] == {"status": "none fits", "reason": None}
 
 
 @pytest.mark.network
@@ -199,17 +202,21 @@ def _bad():
     return rep
 
 
-def _run_search(kernel_of, start):
-    """Drive a _Search against a synthetic kernel-bytes function; returns (result, layouts)."""
-    s = _Search(Config())
-    s.add(None, start)
+def _run_search(kernel_of, start, *, search=None):
+    """Drive a _Search against a synthetic kernel-bytes function; returns (result, layouts).
+    ``start`` is the auto config's report (None: the grid held an explicit count only, and
+    the auto config is ``start_auto`` of the search when it asks for it)."""
+    s = search or _Search(Config())
+    if start is not None:
+        s.add(None, start)
     laid = 0
     while not s.done():
         cands = s.candidates()
         assert cands, "no progress"
         for n in cands:
+            assert n is not None or start is None, "the auto config twice"
             k = kernel_of(n)
-            s.add(n, _bad() if k is None else _rep(n, k))
+            s.add(n, _bad() if k is None else _rep(kernel_of.auto_stages if n is None else n, k))
             laid += 1
     return s.result(), laid
 
@@ -241,6 +248,74 @@ def test_search_auto_does_not_compile():
     assert _run_search(f, _bad()) == ((None, None), 1)
     f = _linear(1000, 40000)   # StageCount<2> -> 81000 fits, 3 -> 121000 over
     assert _run_search(f, _bad())[0] == (2, 81000)
+
+
+class _Refuses:
+    """A builder that takes its own stage count (``auto_stages``, kernel ``auto_bytes``) but
+    refuses every explicit ``StageCount<N>``, as CUTLASS's SM120 block-scaled sparse builder
+    does (tags v3.9.0-v4.7.0, ``sm120_blockscaled_sparse_mma_builder.inl`` ~57 and ~310)."""
+
+    auto_stages, auto_bytes = 3, 96256
+
+    def __call__(self, n):
+        return self.auto_bytes if n is None else None
+
+
+def test_search_could_not_run():
+    f = _Refuses()
+    s = _Search(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
+    (n, k), laid = _run_search(f, _rep(3, 96256), search=s)
+    assert (n, k) == (None, None)  # StageCount<3> itself was laid out: it does not compile
+    assert 3 in s.errors and laid >= 2
+    st = s.status()
+    assert st.status == "could not run"
+    assert st.reason.startswith("StageCount<N> does not compile for this builder (N = 2, ")
+    assert "static_assert failed: Specialization requires Stages" in st.reason
+
+
+def test_search_could_not_run_from_an_explicit_count():
+    """A grid of StageCount<2> only: the search lays out the auto config once to tell."""
+    s = _Search(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
+    assert _run_search(_Refuses(), None, search=s)[0] == (None, None)
+    assert s.auto == (3, 96256, 86256) and s.status().status == "could not run"
+
+
+def test_search_could_not_run_user_type(tmp_path):
+    from cutlass_layout import UserType
+
+    h = tmp_path / "k.hpp"
+    h.write_text("#ifndef STAGES\n#define STAGES 3\n#endif\nstruct K {};\n")
+    s = _Search(UserType(h, "K"))
+    _run_search(_Refuses(), _rep(3, 96256), search=s)
+    assert s.status().reason.startswith("STAGES=N does not compile for this type (N = 2, 3, 4; ")
+
+
+def test_could_not_run_record_summary_and_csv():
+    from cutlass_layout.commands.sweep import SweepResult
+    from cutlass_layout.model import StageSearch
+
+    why = "StageCount<N> does not compile for this builder (N = 2, 3; static_assert failed: x)"
+    r = SweepRecord(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)), 3, 87040, 10240,
+                    96256, CAP, CAP - 96256, "fits", None, None,
+                    stage_search=StageSearch("could not run", why))
+    assert r.summary() == f"auto: 3 stages, 96256 B, fits, headroom 5120; could not search: {why}"
+    assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": why}
+    (row,) = csv.DictReader(io.StringIO(to_csv(SweepResult(_PROV, [r.config], [r]))))
+    assert row["stage_search"] == "could not run" and row["max_stages_that_fit"] == ""
+
+
+def test_search_that_ran_and_found_none():
+    f = _linear(12000, 50000)  # StageCount<2> -> 112000 over: it compiled, nothing fits
+    s = _Search(Config())
+    assert _run_search(f, _bad(), search=s) == ((None, None), 1)
+    assert s.status().status == "none fits" and s.status().reason is None
+    s = _Search(Config())  # nothing compiles, the auto config neither: nothing to search with
+    assert _run_search(lambda n: None, _bad(), search=s)[0] == (None, None)
+    assert s.status().status == "none fits"
+    s = _Search(Config())
+    f = _linear(10000, 18000)
+    assert _run_search(f, _rep(5, f(5)), search=s)[0] == (5, 100000)
+    assert s.status().status == "found"
 
 
 def test_search_padding_steps():

@@ -1,10 +1,14 @@
 """Run an installed flashinfer's own JIT module builders, without flashinfer's runtime.
 
-Run by path in a child process (``python _flashinfer_harness.py``, a JSON request on stdin,
-a JSON answer on stdout); it imports nothing from cutlass_layout. The request names the
-install's ``flashinfer`` package directory, a folder to generate into, the target arch and
-the builder functions to call (``[module, function]``, e.g. ``["flashinfer.jit.fused_moe",
-"gen_cutlass_fused_moe_sm120_module"]``).
+Run by path in a sandboxed child process (``python _flashinfer_harness.py REQUEST``: a JSON
+request in a file, a JSON answer on stdout; :func:`cutlass_layout.flashinfer_jit.jit_modules`
+starts it with a scrubbed environment, stdin closed, in a scratch folder); it imports nothing
+from cutlass_layout. The request names the install's ``flashinfer`` package directory, a
+folder to generate into, the target arch, the builder functions to call (``[module,
+function]``, e.g. ``["flashinfer.jit.fused_moe", "gen_cutlass_fused_moe_sm120_module"]``) and
+the limits (``{"cpu_s": N, "memory_mb": M}``): :func:`set_limits` applies them before any of
+the install's code runs. A run out of memory exits :data:`EXIT_MEMORY`; past its CPU time the
+kernel stops it (SIGXCPU, then SIGKILL).
 
 What runs is the install's code: the builder functions themselves, their module, the
 TensorRT-LLM kernel generator they call (``flashinfer/jit/gemm/cutlass/generate_kernels.py``
@@ -35,6 +39,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import resource
 import sys
 import traceback
 import types
@@ -47,6 +52,11 @@ NEVER_STUB = ("jinja2", "markupsafe")
 #: flashinfer modules replaced by this harness's implementations
 OWN = ("flashinfer.jit.core", "flashinfer.jit.env", "flashinfer.jit.cpp_ext",
        "flashinfer.compilation_context")
+#: Exit status of a run that ran out of its address space (a MemoryError anywhere)
+EXIT_MEMORY = 3
+#: Seconds of CPU between the soft limit (SIGXCPU, which ends the process) and the hard one
+#: (SIGKILL, for code that catches SIGXCPU)
+CPU_GRACE_S = 2
 
 
 class Anything:
@@ -293,6 +303,25 @@ def defaults(root: pathlib.Path, env) -> dict:
             "system_include_dirs": _env_refs(_function(cpp, "get_system_includes"), env)}
 
 
+def set_limits(limits: dict) -> None:
+    """Bound this process before the install's code runs: ``RLIMIT_CPU`` to
+    ``limits["cpu_s"]`` seconds (hard limit :data:`CPU_GRACE_S` later), ``RLIMIT_AS`` to
+    ``limits["memory_mb"]`` MiB, no core files. A hard limit already lower is kept."""
+    def bound(which, soft, hard):
+        _, old = resource.getrlimit(which)
+        if old != resource.RLIM_INFINITY:
+            soft, hard = min(soft, old), min(hard, old)
+        resource.setrlimit(which, (soft, hard))
+
+    bound(resource.RLIMIT_CORE, 0, 0)  # SIGXCPU would dump core into the scratch folder
+    if limits.get("cpu_s"):
+        cpu = int(limits["cpu_s"])
+        bound(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE_S)
+    if limits.get("memory_mb"):
+        size = int(limits["memory_mb"]) << 20
+        bound(resource.RLIMIT_AS, size, size)
+
+
 def run(request: dict) -> dict:
     root = pathlib.Path(request["root"])
     out = pathlib.Path(request["out"])
@@ -310,6 +339,8 @@ def run(request: dict) -> dict:
         try:
             fn = getattr(importlib.import_module(module), function)
             fn()
+        except MemoryError:  # the limit's doing, not the install's bug: the run ends
+            raise
         except BaseException as exc:  # the install's code failed: say so, go on
             tb = traceback.extract_tb(exc.__traceback__)
             where = next((f"{f.filename}:{f.lineno}" for f in reversed(tb)
@@ -320,16 +351,20 @@ def run(request: dict) -> dict:
     return {"builders": results, "defaults": defaults(root, own["flashinfer.jit.env"])}
 
 
-def main() -> int:
-    request = json.loads(sys.stdin.read())
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:  # the request: a file in the scratch folder (stdin is closed)
+        request = json.load(f)
+    set_limits(request.get("limits", {}))
     real_stdout = sys.stdout
     sys.stdout = sys.stderr  # whatever the install prints stays off the answer
-    answer = run(request)
-    real_stdout.write(json.dumps(answer))
-    real_stdout.flush()
+    try:
+        real_stdout.write(json.dumps(run(request)))
+        real_stdout.flush()
+    except MemoryError:
+        os._exit(EXIT_MEMORY)  # nothing more is allocated: no traceback, no flush
     return 0
 
 
 if __name__ == "__main__":
     os.environ.setdefault("FLASHINFER_DISABLE_JIT", "1")
-    sys.exit(main())
+    sys.exit(main(sys.argv))

@@ -529,6 +529,11 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
     flashinfer-python==VERSION; default: the one installed here). What it builds is read
     from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
+    That runs the install's own generator code (as importing it would) in a sandboxed child
+    process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
+    tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
+    and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
+    (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
 
     The config flags of layout, sweep and diff filter what was found: --arch picks the arch
     (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
@@ -601,7 +606,10 @@ def source_cmd(cutlass_src, cuda_path):
     tgt = api.target(cutlass_src, cuda_path)
     t = tgt.tree
     click.echo(f"include root: {t.include_root}")
-    click.echo(f"version.h:    {t.version}")
+    if t.version_from == "cutlass/version.h":
+        click.echo(f"version.h:    {t.version}")
+    else:  # a checkout without version.h (tags v2.0.0 to v3.4.0)
+        click.echo(f"version:      {t.version} (from {t.version_from}; no cutlass/version.h)")
     click.echo(f"tree hash:    {t.tree_hash}")
     click.echo(f"origin:       {t.origin}")
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")

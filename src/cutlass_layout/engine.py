@@ -104,7 +104,9 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     """The :class:`LayoutReport` of one :func:`cutlass_layout.probe.subject_block`, its
     declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
 
-    The capacity is the block's ``Capacity``; for a user type whose arch comes from its tag
+    A 2.x mainloop's class and the element types it stages and loads are read too
+    (:func:`cutlass_layout.mainloop2x.mainloop_choice`). The capacity is the block's
+    ``Capacity``; for a user type whose arch comes from its tag
     (``ArchCC``), the constant of that arch (``Capacity_<name>``), or the documented limit of a
     2.x-era arch (:mod:`cutlass_layout.archs`); the report's ``config["arch"]`` then names
     the arch found and ``config["arch_from"]`` says ``tag``.
@@ -133,6 +135,8 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
         kind = _optional_int(names, "Kind")
         capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
         tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in probe.TMA_MEMBERS}
+        elements = [ProbeUnit.type_name(names[a]) if a in names else None
+                    for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")]
     except (KeyError, ValueError) as exc:  # never a number from a broken type
         rep.kernel = rep.mainloop = rep.epilogue = None
         rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
@@ -146,6 +150,12 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
         rep.subject_kind = shapes.storage_kind(rep.storage)
     if rep.subject_kind == "direct_conv":
         rep.launch = _launch(unit, names, cfg, rep)
+    if None not in elements:  # a 2.x mainloop: the class DefaultMma picked, what it stages
+        from .mainloop2x import mainloop_choice
+
+        rep.mainloop_class = mainloop_choice(ProbeUnit.type_name(names["Mainloop"]),
+                                             (elements[0], elements[1]), (elements[2], elements[3]),
+                                             rep.stages, unit.include_root)
     if capacity is not None:
         rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
         if capacity_is_documented(cfg):
@@ -430,7 +440,7 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 #: The code whose every change invalidates the cached reports.
 ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "archs.py", "model.py", "shapes.py",
-                  "frontends/clang.py")
+                  "frontends/clang.py", "mainloop2x.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
@@ -746,7 +756,17 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
 def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     """Types-only reports of ``configs``, parsed (see the module docstring): one
     :func:`lay_out` per arch (and user header); ``done(i, report)`` is called for each as
-    soon as its parse gives it (to store it)."""
+    soon as its parse gives it (to store it).
+
+    Raises:
+        BadInput: a built-in config on a tree without ``cute/tensor.hpp`` (CUTLASS 2.x).
+    """
+    if any(isinstance(c, Config) for c in configs) and not (
+            tgt.tree.include_root / "cute" / "tensor.hpp").is_file():
+        raise BadInput(f"CUTLASS {tgt.tree.version} at {tgt.tree.include_root} has no "
+                       "cute/tensor.hpp (a CUTLASS 2.x tree, or an incomplete one): the built-in "
+                       "configs are 3.x kernels; lay out a 2.x kernel as a user type (a header "
+                       "and its type name)")
     out: list[LayoutReport | None] = [None] * len(configs)
     by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):

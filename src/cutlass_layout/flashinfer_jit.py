@@ -13,20 +13,35 @@ Enumerated from the install's own code, never from a list here:
   build's own defaults (``gen_jit_spec``'s defines, flashinfer's CCCL and system include
   folders) are read from ``jit/core.py`` and ``jit/cpp_ext.py``.
 
+The child is a sandbox (:func:`_run_harness`): the install's code runs as importing it would,
+but with a scrubbed environment (:func:`child_env`: no tokens or credentials), stdin closed,
+a fresh scratch folder of the cache as its working folder (removed after), and bounds on its
+CPU time and address space (:func:`generator_limits`) besides the wall-clock
+:data:`HARNESS_TIMEOUT`.
+
 Nothing is written into the install: generated sources go to ``<cache>/flashinfer-jit/``.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
+import os
 import re
+import resource
+import shutil
+import signal
+import site
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import ResultCache, cache_dir, file_sha256, key as cache_key, lock, result_key
+from ._flashinfer_harness import EXIT_MEMORY
+from .cache import (ResultCache, cache_dir, cache_root, file_sha256, key as cache_key, lock,
+                    result_key)
 from .errors import BadInput
 from .inputs import read_text
 from .sources import FlashinferInstall
@@ -52,6 +67,18 @@ def build_arch(arch: str) -> str:
 
 #: Seconds the install's builders may take (the MoE generator takes well under one).
 HARNESS_TIMEOUT = 300
+#: Default bounds of the builders' child process (see :func:`generator_limits`). Measured:
+#: the real harness runs of flashinfer-python 0.7.2.post1 and 0.7.4 (every builder for
+#: sm120, sm100 and sm90: 5, 10 and 3 builders; 6, 9 and 3) take 0.14-0.25 s of CPU each and
+#: peak at 28-29 MB of address space (VmPeak; 24-25 MB resident), so these leave a real
+#: generator some 500 times the CPU and 70 times the memory.
+GENERATOR_CPU_S = 120
+GENERATOR_MEMORY_MB = 2048
+#: The environment variables that override them (whole seconds, whole MiB)
+CPU_ENV = "CUTLASS_LAYOUT_GENERATOR_CPU_S"
+MEMORY_ENV = "CUTLASS_LAYOUT_GENERATOR_MEMORY_MB"
+#: What the child needs of the real thing (the harness's NEVER_STUB): found where this process finds them
+_REAL_IMPORTS = ("jinja2", "markupsafe")
 
 
 @dataclass
@@ -128,25 +155,125 @@ def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
     return out
 
 
+def generator_limits() -> tuple[int, int]:
+    """The bounds of the builders' child process: (CPU seconds, address-space MiB), from
+    ``CUTLASS_LAYOUT_GENERATOR_CPU_S`` and ``CUTLASS_LAYOUT_GENERATOR_MEMORY_MB`` when set,
+    else :data:`GENERATOR_CPU_S` and :data:`GENERATOR_MEMORY_MB` (read at each run).
+
+    Raises:
+        BadInput: a value that is not a positive whole number.
+    """
+    out = []
+    for name, default, unit in ((CPU_ENV, GENERATOR_CPU_S, "seconds"),
+                                (MEMORY_ENV, GENERATOR_MEMORY_MB, "MiB")):
+        text = os.environ.get(name, "").strip()
+        if not text:
+            out.append(default)
+            continue
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise BadInput(f"{name}={text!r}: give a positive whole number of {unit}")
+        out.append(value)
+    return out[0], out[1]
+
+
+def child_env(scratch: Path) -> dict[str, str]:
+    """The whole environment of the builders' child process; nothing else of this process's
+    environment is passed (no ``*_TOKEN``, ``AWS_*``, ``HF_*``, ``GITHUB_*``, proxies, ...):
+
+    * ``PATH``, ``HOME``, ``LANG`` and ``LC_ALL`` (when set), as here;
+    * ``CUTLASS_LAYOUT_CACHE``: the cache folder this process uses;
+    * ``TMPDIR``: the run's scratch folder, so that the install's temporary files go with it;
+    * ``PYTHONPATH``, only when jinja2 or markupsafe import here from a folder the interpreter
+      does not search by itself (this process's own ``PYTHONPATH``, say): the harness needs the
+      real ones (flashinfer's templates render through them; any other module missing in the
+      child is stood in for). Just those folders.
+    """
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL") if k in os.environ}
+    env["CUTLASS_LAYOUT_CACHE"] = str(cache_root())
+    env["TMPDIR"] = str(scratch)
+    own = {os.path.realpath(p) for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    extra = []
+    for name in _REAL_IMPORTS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            continue
+        folder = os.path.dirname(os.path.dirname(spec.origin))  # above the package
+        if os.path.realpath(folder) not in own and folder not in extra:
+            extra.append(folder)
+    if extra:
+        env["PYTHONPATH"] = os.pathsep.join(extra)
+    return env
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int],
                  wanted: list[tuple[str, str]]) -> dict:
+    """Run the harness on ``wanted`` in its sandbox (the module docstring) and return its answer.
+
+    Raises:
+        BadInput: in one line, the child ran past its CPU-time limit, out of its address
+            space, past :data:`HARNESS_TIMEOUT`, or failed (the last line of its stderr).
+    """
+    cpu_s, memory_mb = generator_limits()
+    who = f"the install's generator (flashinfer's JIT module builders, {install.root})"
     request = {"root": str(install.root), "out": str(out), "arch": ARCH_BUILDERS[arch][1],
-               "cuda": list(cuda), "builders": [list(b) for b in wanted]}
+               "cuda": list(cuda), "builders": [list(b) for b in wanted],
+               "limits": {"cpu_s": cpu_s, "memory_mb": memory_mb}}
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=cache_dir("generator-runs")))
     try:
-        proc = subprocess.run([sys.executable, str(HARNESS)], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=HARNESS_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise BadInput(f"flashinfer's JIT module builders ({install.root}) ran over "
-                       f"{HARNESS_TIMEOUT} s") from None
-    except OSError as exc:
-        raise BadInput(f"cannot run {sys.executable} for flashinfer's JIT module builders: "
-                       f"{exc.strerror or exc}") from None
+        (scratch / "request.json").write_text(json.dumps(request))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            proc = subprocess.Popen([sys.executable, str(HARNESS), str(scratch / "request.json")],
+                                    cwd=scratch, env=child_env(scratch), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    errors="replace", start_new_session=True)
+        except OSError as exc:
+            raise BadInput(f"cannot run {sys.executable} for flashinfer's JIT module builders: "
+                           f"{exc.strerror or exc}") from None
+        with proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=HARNESS_TIMEOUT)
+            except BaseException as exc:  # past the timeout, or interrupted: stop its group
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                proc.wait()
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise BadInput(f"{who} timed out after {HARNESS_TIMEOUT} s") from None
+                raise
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    rc, tail = proc.returncode, _last_line(stderr)
+    if rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and cpu >= cpu_s):
+        raise BadInput(f"{who} ran past its CPU-time limit of {cpu_s} s "
+                       f"(set {CPU_ENV} to raise it)")
+    if rc == EXIT_MEMORY or (rc != 0 and "MemoryError" in tail):
+        raise BadInput(f"{who} ran out of its {memory_mb} MB address-space limit "
+                       f"(set {MEMORY_ENV} to raise it)")
+    if rc < 0:
+        try:
+            why = signal.Signals(-rc).name
+        except ValueError:
+            why = f"signal {-rc}"
+        raise BadInput(f"{who} failed: killed by {why}" + (f" ({tail})" if tail else ""))
+    if rc != 0:
+        raise BadInput(f"{who} failed: {tail or f'exit status {rc}'}")
     try:
-        return json.loads(proc.stdout)
+        return json.loads(stdout)
     except ValueError:
-        tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
-        raise BadInput(f"running flashinfer's JIT module builders ({install.root}) failed: "
-                       f"{tail[0][:300]}") from None
+        raise BadInput(f"{who} failed: {tail or 'it wrote no answer'}") from None
 
 
 def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,

@@ -2,11 +2,11 @@
 plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the one serializer).
 
 * layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
-  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`CompileError`, :class:`Provenance`,
-  and one config's answer, :class:`LayoutReport`;
+  :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`, :class:`CompileError`,
+  :class:`Provenance`, and one config's answer, :class:`LayoutReport`;
 * scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
-* sweeps: :class:`SweepRecord`, :class:`SweepResult`;
+* sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
 * diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
   :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
   :class:`DiffResult`.
@@ -208,6 +208,40 @@ class BuilderBudget:
 
 
 @dataclass
+class MainloopChoice:
+    """The mainloop class a CUTLASS 2.x kernel's ``Mma`` resolves to, and what it stages.
+
+    CUTLASS's ``DefaultMma`` / ``DefaultMmaCore`` pick the mainloop from the stage count, the
+    arch and the element types; the pick can stage operands in other types than the kernel's
+    (``cutlass/gemm/threadblock/default_mma.h``: float A, B and C on tensor cores with 2 stages
+    build ``DefaultMmaCore<..., arch::OpMultiplyAddFastF16>``, whose shared memory holds
+    ``half_t``; ``default_mma_core_sm75.h``).
+
+    Attributes:
+        type: the mainloop's class, template arguments shortened
+            (``cutlass::gemm::threadblock::MmaPipelined<...>``).
+        smem_a, smem_b: element types of A and B in shared memory (the mainloop's warp-level
+            operator's ``ElementA``/``ElementB``: what its SharedStorage buffers hold).
+        element_a, element_b: element types the kernel loads from global memory (its
+            iterators' ``Element``).
+        note: what differs and why, e.g. ``A and B staged as cutlass::half_t in shared
+            memory, the kernel's A and B are float (...)``; ``None`` when nothing differs.
+    """
+
+    type: str
+    smem_a: str
+    smem_b: str
+    element_a: str
+    element_b: str
+    note: str | None = None
+
+    @property
+    def staged_as_loaded(self) -> bool:
+        """Whether A and B are staged in the element types the kernel loads."""
+        return (self.smem_a, self.smem_b) == (self.element_a, self.element_b)
+
+
+@dataclass
 class CompileError:
     """The first real compiler error of a config that does not compile.
 
@@ -286,6 +320,9 @@ class LayoutReport:
     launch: Constant | None = None
     tma_transaction_bytes: TmaBytes | None = None
     builder_budget: BuilderBudget | None = None
+    #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
+    #: ``None`` for 3.x subjects and epilogues
+    mainloop_class: MainloopChoice | None = None
     error: CompileError | None = None
     #: diagnostics of the ``--check-kernel`` pass that clang gives and nvcc's front end
     #: does not (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`): not a reason to say
@@ -377,6 +414,7 @@ class LayoutReport:
             "tma_transaction_bytes": tma,
             "builder_budget": None if self.builder_budget is None else {
                 **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
+            "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -420,6 +458,7 @@ class LayoutReport:
             builder_budget=None if budget is None else BuilderBudget(
                 capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
                 stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+            mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
         )
@@ -625,6 +664,28 @@ SWEEP_SCHEMA = "cutlass-layout/sweep/1"
 VERDICTS = ("fits", "over_capacity", "does_not_compile")
 
 
+#: How a stage-count search ended: ``found`` (``max_stages_that_fit`` is set), ``none fits``
+#: (stage counts were laid out and none fits or compiles), ``could not run`` (the config
+#: compiles with the builder's own count but no explicit count it was given compiled, so
+#: nothing was searched), ``not searched`` (a user type that takes no ``STAGES``).
+SEARCH_STATUSES = ("found", "none fits", "could not run", "not searched")
+
+
+@dataclass
+class StageSearch:
+    """How the stage-count search of one sweep record ended.
+
+    Attributes:
+        status: one of :data:`SEARCH_STATUSES`.
+        reason: for ``could not run``, why, e.g. ``StageCount<N> does not compile for this
+            builder (N = 2, 3; static_assert failed: Index out of range
+            (cute/int_tuple.hpp:56))``; else None.
+    """
+
+    status: str
+    reason: str | None = None
+
+
 @dataclass
 class SweepRecord:
     """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
@@ -638,8 +699,12 @@ class SweepRecord:
         headroom_bytes: capacity minus kernel bytes (negative when over).
         verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
         max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
-            N and N+1 both computed), or ``None`` when no stage count fits.
+            N and N+1 both computed), or ``None`` when none was found (``stage_search``
+            says whether none fits or the search could not run).
         max_stages_kernel_bytes: the kernel bytes with that many stages.
+        stage_search: how the search ended (:class:`StageSearch`); ``None`` reads as
+            ``found`` when ``max_stages_that_fit`` is set, else ``none fits`` (``not
+            searched`` for a user type that takes no ``STAGES``).
         error: for a config that does not compile, its first error.
         kernel_layout: the kernel's :class:`StructLayout` (for plots; not in the JSON).
     """
@@ -658,6 +723,15 @@ class SweepRecord:
     kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
     #: a user type's arch read from its arch tag (its config says ``arch`` None), else None
     arch_from_tag: str | None = None
+    stage_search: StageSearch | None = None
+
+    def search(self) -> StageSearch:
+        """``stage_search``, or what the other fields imply when it is ``None``."""
+        if self.stage_search is not None:
+            return self.stage_search
+        if hasattr(self.config, "takes_stages") and not self.config.takes_stages:
+            return StageSearch("not searched")
+        return StageSearch("none fits" if self.max_stages_that_fit is None else "found")
 
     @property
     def exact_fit(self) -> bool | None:
@@ -677,6 +751,7 @@ class SweepRecord:
             "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
+            "stage_search": plain(self.search()),
             "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
         }
@@ -701,8 +776,11 @@ class SweepRecord:
                 how = f"over by {-self.headroom_bytes}"
             size = self.kernel_bytes if self.kernel_bytes is not None else self.capacity_bytes - self.headroom_bytes
             first = f"{head}: {self.stages} stages, {size} B, {how}"
-        if user and not self.config.takes_stages:
+        search = self.search()
+        if search.status == "not searched":
             return f"{first} (the type takes no STAGES: no stage count searched)"
+        if search.status == "could not run":
+            return f"{first}; could not search: {search.reason}"
         if self.max_stages_that_fit is None:
             return f"{first}; no stage count fits"
         return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "

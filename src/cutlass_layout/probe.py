@@ -13,7 +13,11 @@ computation a user's code performs (CUTLASS's two ``CollectiveBuilder``s and
                      the sparse collectives; ``Mma::kStages`` for CUTLASS 2.x), ``char[1]``
                      when there is none; ``StagesB``/``StagesE``: ``char[2 + N]`` (``char[1]``
                      when the policy has no such member)
-``ArchCC``           ``char[1 + ArchTag::kMinComputeCapability]`` of the subject's arch tag
+``ArchCC``           ``char[1 + ArchTag::kMinComputeCapability]`` of the named type's arch
+                     tag, else the subject's, else its mainloop's
+``SmemElement{A,B}``, ``GlobalElement{A,B}``: a 2.x mainloop's element types in shared memory
+                     (``Operator::ElementA/B``) and in global memory (``IteratorA/B::Element``),
+                     ``cl_detail::cl_none`` for anything else
 ``Kind``             ``char[2 + K]``: K 3 a 3.x kernel, 2 a 2.x kernel, 1 a mainloop, 0 an
                      epilogue, 4 another type with a ``SharedStorage`` (an FMHA kernel, ...), 5 a
                      2.x direct convolution (:data:`KINDS`)
@@ -154,6 +158,17 @@ template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>>
 template <class T, class = void> struct has_params_smem : std::false_type {};
 template <class T> struct has_params_smem<T, std::void_t<
     decltype(std::declval<typename T::Params&>().get_smem_size())>> : std::true_type {};
+// a 2.x mainloop's element types: those it stages in shared memory (its warp-level operator's
+// ElementA/B, what MmaBase's SharedStorage buffers hold) and those its global-memory
+// iterators load (IteratorA/B::Element); cl_none where it has none (a 3.x collective)
+template <class T, class = void> struct smem_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct smem_elements<T, std::void_t<typename T::IteratorA,
+    typename T::Operator::ElementA, typename T::Operator::ElementB>> {
+  using a = typename T::Operator::ElementA; using b = typename T::Operator::ElementB; };
+template <class T, class = void> struct global_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct global_elements<T, std::void_t<typename T::IteratorA::Element,
+    typename T::IteratorB::Element>> {
+  using a = typename T::IteratorA::Element; using b = typename T::IteratorB::Element; };
 // what a subject stands for: a type with a GemmKernel member (an adapter, a 2.x device-level
 // Gemm, a Default* kernel builder), else with an UnderlyingKernel one (a 2.x conv device
 // wrapper), else, having no SharedStorage, with a Kernel one (an FMHA device wrapper), is its
@@ -237,16 +252,19 @@ template <class T> struct stages_b<T, std::void_t<decltype(T::DispatchPolicy::St
 template <class T, class = void> struct stages_e { static constexpr int value = 1; };
 template <class T> struct stages_e<T, std::void_t<decltype(T::DispatchPolicy::StagesE)>> {
   static constexpr int value = 2 + T::DispatchPolicy::StagesE; };
-// the arch tag's compute capability: the subject's ArchTag, else its mainloop's, else the
-// mainloop policy's (0: none)
+// the arch tag's compute capability: the named type's own ArchTag (a 2.x device-level Gemm's:
+// the arch it was built for), else the subject's, else its mainloop's (a 2.x mainloop's is its
+// warp MMA's, which can be older: DefaultMma's float 2-stage pick uses SM75's f16 MMA), else
+// the mainloop policy's (0: none)
 template <class T, class = void> struct tag_cc { static constexpr int value = 0; };
 template <class T> struct tag_cc<T, std::void_t<decltype(T::ArchTag::kMinComputeCapability)>> {
   static constexpr int value = T::ArchTag::kMinComputeCapability; };
 template <class T, class = void> struct policy_cc { static constexpr int value = 0; };
 template <class T> struct policy_cc<T, std::void_t<decltype(T::DispatchPolicy::ArchTag::kMinComputeCapability)>> {
   static constexpr int value = T::DispatchPolicy::ArchTag::kMinComputeCapability; };
-template <class S, class M> struct arch_cc { static constexpr int value =
-    tag_cc<S>::value ? tag_cc<S>::value : tag_cc<M>::value ? tag_cc<M>::value : policy_cc<M>::value; };
+template <class N, class S, class M> struct arch_cc { static constexpr int value =
+    tag_cc<N>::value ? tag_cc<N>::value : tag_cc<S>::value ? tag_cc<S>::value
+    : tag_cc<M>::value ? tag_cc<M>::value : policy_cc<M>::value; };
 }  // namespace cl_detail
 #endif  // CL_DETAIL_DEFINED
 """
@@ -394,8 +412,13 @@ class UserType:
 
 
 def preamble() -> str:
-    """The includes every probe starts with (also what a precompiled header holds)."""
-    return "".join(f"#include <{h}>\n" for h in HEADERS) + "#include <type_traits>\n"
+    """The includes every probe starts with (also what a precompiled header holds):
+    :data:`HEADERS`, those after ``cutlass/cutlass.h`` only where the tree has
+    ``cute/tensor.hpp`` (``__has_include``): a CUTLASS 2.x tree (tags before v3.0.0) has no
+    ``cute/`` and no 3.x collectives, and its user types bring their own includes."""
+    first, *rest = HEADERS
+    return (f"#include <{first}>\n#if __has_include(<cute/tensor.hpp>)\n"
+            + "".join(f"#include <{h}>\n" for h in rest) + "#endif\n#include <type_traits>\n")
 
 
 #: Per family, the configs a precompiled header holds already laid out (its warm-up): the
@@ -635,7 +658,7 @@ using {p}EpilogueStorageBytes = char[sizeof({p}EpilogueStorage)];
 using {p}Stages = char[cl_detail::stages_of<{p}Mainloop>::value];
 using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
 using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
-using {p}ArchCC = char[1 + cl_detail::arch_cc<{p}Subject, {p}Mainloop>::value];
+using {p}ArchCC = char[1 + cl_detail::arch_cc<{subject}, {p}Subject, {p}Mainloop>::value];
 using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
 using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
 using {p}LaunchIteratorA = typename cl_detail::iterator_a_of<{p}Subject>::type;
@@ -643,6 +666,10 @@ using {p}LaunchIteratorB = typename cl_detail::iterator_b_of<{p}Subject>::type;
 using {p}LaunchBytes = char[2 + cl_detail::launch_bytes<{p}Subject>::value];
 using {p}LaunchActivation = char[2 + cl_detail::activation_bytes<{p}LaunchIteratorA>::value];
 using {p}LaunchFilter = char[2 + cl_detail::filter_bytes<{p}LaunchIteratorB>::value];
+using {p}SmemElementA = typename cl_detail::smem_elements<{p}Mainloop>::a;
+using {p}SmemElementB = typename cl_detail::smem_elements<{p}Mainloop>::b;
+using {p}GlobalElementA = typename cl_detail::global_elements<{p}Mainloop>::a;
+using {p}GlobalElementB = typename cl_detail::global_elements<{p}Mainloop>::b;
 {tma}{cap}"""
 
 
@@ -838,55 +865,85 @@ template <class T> long long params_smem() {
 
 
 def render(configs: list[Config], *, with_main: bool = False,
+#: The class template whose incomplete instantiations carry :func:`render`'s ``shown`` numbers.
+SHOW = "cl_show::Show"
+
+
+def checks(configs: list, offsets: list[list[tuple[str, str]]] | None = None, *,
+           run: bool = False) -> list[tuple[str, str | None, list[str]]]:
+    """The numbers a cross-check reads, as ``(tag, condition, [C++ expressions])`` in order
+    (the numbers count only where ``condition``, a C++ ``bool``, holds; ``None``: always):
+
+    * per config ``("size i", [sizeof kernel, mainloop, epilogue storage, stages])``;
+    * ``("field i Stages B"|"E", [N, 0])`` for a sparse mainloop's ``StagesB``/``StagesE``;
+    * ``("field i Size Storage", [sizeof, 0])`` for a subject whose storage is of no GEMM
+      shape (``Storage``);
+    * where user types are among ``configs``, for a direct convolution (kind 5), ``("field i
+      Launch expr", [N, 0])`` (the probe's ``LaunchBytes``) and, with ``run`` (a value only a
+      program run computes), ``("field i Launch params", [N, 0])``: what its own ``Params``,
+      built from ``Arguments`` of a 2-D problem (N 1, H W P Q 16, R S 3, padding 1, stride and
+      dilation 1, C = K = groups = the tile's N), returns from ``get_smem_size()`` (-1 for a
+      3-D problem type);
+    * per ``(alias, dotted.path)`` of ``offsets[i]`` ``("field i alias path", [offsetof, sizeof])``.
+
+    Bytes."""
+    users = any(isinstance(c, UserType) for c in configs)
+    out = []
+    for i, _ in enumerate(configs):
+        ns = f"{NAMESPACE}{i}"
+        out.append((f"size {i}", None, [f"sizeof({ns}::KernelStorage)", f"sizeof({ns}::MainloopStorage)",
+                                        f"sizeof({ns}::EpilogueStorage)", f"(int)sizeof({ns}::Stages) - 1"]))
+        out.append((f"field {i} Size Storage", f"!std::is_same_v<{ns}::Storage, cl_detail::cl_none>",
+                    [f"sizeof({ns}::Storage)", "0"]))
+        if users:
+            conv = f"cl_detail::kind_of<{ns}::Subject>::value == 5"
+            out.append((f"field {i} Launch expr", conv, [f"(int)sizeof({ns}::LaunchBytes) - 2", "0"]))
+            if run:
+                out.append((f"field {i} Launch params", conv,
+                            [f"cl_detail::params_smem<{ns}::Subject>()", "0"]))
+        for which in ("B", "E"):
+            out.append((f"field {i} Stages {which}", f"sizeof({ns}::Stages{which}) > 1",
+                        [f"(int)sizeof({ns}::Stages{which}) - 2", "0"]))
+        for alias, path in (offsets[i] if offsets else []):
+            t = f"{ns}::{alias}"
+            out.append((f"field {i} {alias} {path}", None,
+                        [f"offsetof({t}, {path})", f"sizeof((({t}*)nullptr)->{path})"]))
+    return out
+
+
+def render(configs: list[Config], *, with_main: bool = False, shown: bool = False,
            offsets: list[list[tuple[str, str]]] | None = None,
            capacities: tuple[str, ...] = ()) -> str:
     """The whole probe for ``configs`` (one namespace each; ``capacities``: see
     :func:`user_block`), without builder budgets (the engine adds them:
     :func:`cutlass_layout.engine.probe_batch`).
 
-    With ``with_main``, a ``main()`` prints, per config, ``size i sizeof(kernel)
-    sizeof(mainloop) sizeof(epilogue) stages``, ``field i Stages B|E N 0`` for a sparse
-    mainloop's ``StagesB`` and ``StagesE``, ``field i Size Storage N 0`` for a subject whose
-    storage is of no GEMM shape (``Storage``), and, for each ``(alias, dotted.path)`` in
-    ``offsets[i]`` (alias one of :data:`RECORD_ALIASES`), ``field i alias path offsetof
-    sizeof``: what nvcc computes, for cross-checks. Where user types are among ``configs``,
-    a direct convolution (kind 5) also prints ``field i Launch expr N 0`` (the probe's
-    ``LaunchBytes``) and ``field i Launch params N 0``: what its own ``Params``, built from
-    ``Arguments`` of a 2-D problem (N 1, H W P Q 16, R S 3, padding 1, stride and dilation 1, C
-    = K = groups = the tile's N), returns from ``get_smem_size()`` (-1 for a 3-D problem type).
+    The numbers of :func:`checks` (``offsets`` as there) are given two ways, for cross-checks:
+    with ``with_main``, a ``main()`` prints one line per check whose condition holds, ``tag
+    value...`` (with ``run``'s checks too); with ``shown``, each check ``j`` names the
+    incomplete type ``cl_show::Show<jL, condition, value...>`` in host code, so the
+    compiler's front end reports every value in an error message and nothing is compiled,
+    linked or run (:func:`cutlass_layout.verify.nvcc_numbers`).
     """
     parts = ["// Generated by cutlass-layout: the type computation of each config.\n",
              preamble(), _DETECT]
     for i, cfg in enumerate(configs):
         parts.append(block(cfg, i, capacities, budget=False))
+    if shown:
+        parts.append("#include <cstddef>\n#if !defined(__CUDA_ARCH__)\n"
+                     "namespace cl_show { template <long... V> struct Show; }\n")
+        for j, (_, cond, exprs) in enumerate(checks(configs, offsets)):
+            vals = "".join(f", (long)({e})" for e in [cond or "true", *exprs])
+            parts.append(f"constexpr std::size_t cl_shown_{j} = sizeof({SHOW}<{j}L{vals}>);\n")
+        parts.append("#endif\n")
     if with_main:
         users = any(isinstance(c, UserType) for c in configs)
         parts.append("#include <cstdio>\n#include <cstddef>\n" + (_PARAMS_SMEM if users else "")
                      + "int main() {\n")
-        for i, _ in enumerate(configs):
-            ns = f"{NAMESPACE}{i}"
-            parts.append(
-                f'  std::printf("size {i} %zu %zu %zu %d\\n", sizeof({ns}::KernelStorage), '
-                f"sizeof({ns}::MainloopStorage), sizeof({ns}::EpilogueStorage), "
-                f"(int)sizeof({ns}::Stages) - 1);\n"
-            )
-            parts.append(
-                f"  if (!std::is_same_v<{ns}::Storage, cl_detail::cl_none>) std::printf(\"field {i} "
-                f"Size Storage %zu 0\\n\", sizeof({ns}::Storage));\n")
-            if users:
-                parts.append(
-                    f"  if (cl_detail::kind_of<{ns}::Subject>::value == 5) std::printf(\"field {i} "
-                    f"Launch expr %d 0\\nfield {i} Launch params %lld 0\\n\", (int)sizeof({ns}::LaunchBytes) - 2, "
-                    f"cl_detail::params_smem<{ns}::Subject>());\n")
-            for which in ("B", "E"):
-                parts.append(
-                    f"  if (sizeof({ns}::Stages{which}) > 1) std::printf(\"field {i} Stages {which} %d 0\\n\", "
-                    f"(int)sizeof({ns}::Stages{which}) - 2);\n")
-            for alias, path in (offsets[i] if offsets else []):
-                t = f"{ns}::{alias}"
-                parts.append(
-                    f'  std::printf("field {i} {alias} {path} %zu %zu\\n", '
-                    f"offsetof({t}, {path}), sizeof((({t}*)nullptr)->{path}));\n"
-                )
+        for tag, cond, exprs in checks(configs, offsets, run=True):
+            fmt = " ".join("%lld" for _ in exprs)
+            args = ", ".join(f"(long long)({e})" for e in exprs)
+            line = f'std::printf("{tag} {fmt}\\n", {args});'
+            parts.append(f"  if ({cond}) {line}\n" if cond else f"  {line}\n")
         parts.append("  return 0;\n}\n")
     return "".join(parts)

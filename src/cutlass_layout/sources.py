@@ -1,10 +1,13 @@
 """Find a CUTLASS include tree: a directory, a checkout, a wheel, an installed distribution.
 
-A *CUTLASS tree* is a directory ``R`` with ``R/cutlass/version.h`` (and ``R/cute``): the
-``include/`` directory of a CUTLASS checkout. Installs keep it in different places
+A *CUTLASS tree* is a directory ``R`` with ``R/cutlass/version.h`` or ``R/cutlass/cutlass.h``:
+the ``include/`` directory of a CUTLASS checkout (``R/cute`` too from 3.0). Checkouts of tags
+v2.0.0 to v3.4.0 have no ``include/cutlass/version.h`` (CMake writes it into the build folder
+from ``cmake/version.h.in``); their version is read from the checkout's other markers
+(:func:`tree_version`). Installs keep the tree in different places
 (``flashinfer/data/cutlass/include``, ``cutlass_library/source/include``,
 ``deep_gemm/include``, ``vllm/third_party/*/include``); :func:`resolve_cutlass` finds it by
-looking for ``**/include/cutlass/version.h`` and never walks into a tree it found.
+looking for ``**/include/cutlass/{version,cutlass}.h`` and never walks into a tree it found.
 
 Wheels are read with :mod:`zipfile` without installing them; only the members below the
 chosen include root are unpacked, once, into the user cache, keyed by the wheel's SHA-256:
@@ -58,6 +61,26 @@ ENV_DISTS = ("nvidia-cutlass", "flashinfer-python", "sgl-kernel", "vllm")
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".tox", ".venv", "tests", "test"}
 _MAX_DEPTH = 10
 _VERSION_H = "cutlass/version.h"
+_CUTLASS_H = "cutlass/cutlass.h"
+#: What makes a directory a CUTLASS include root (either file).
+_TREE_FILES = (_VERSION_H, _CUTLASS_H)
+#: Where a checkout without ``include/cutlass/version.h`` says its version, relative to the
+#: checkout (the include root's parent), read in this order: ``CMakeLists.txt``'s
+#: ``project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)`` (tags v2.0.0 to v3.4.0; what CMake
+#: writes into the version.h it generates from ``cmake/version.h.in``; from v3.4.1 it reads
+#: ``${_CUTLASS_VERSION_MAJOR}...`` from version.h), ``CHANGELOG.md``'s first ``## [...]``
+#: heading (``## [2.10.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.10.0) (2022-08-23)``;
+#: ``## [3.3]`` at v3.3.0/v3.4.0), ``python/setup.py``'s ``version='3.1.0'`` (tags v3.1.0 to
+#: v3.2.2). Like version.h they can lag a tag: CMakeLists.txt says 2.6.0 at v2.6.1, 2.7.0 at
+#: v2.8.0, 2.9.0 at v2.9.1.
+_VERSION_MARKERS = (
+    ("CMakeLists.txt", re.compile(r"^[ \t]*project[ \t]*\([ \t]*CUTLASS[ \t]+VERSION[ \t]+([^\s)]+)",
+                                  re.M | re.I)),
+    ("CHANGELOG.md", re.compile(r"^##[ \t]*\[([^\]\n]*)\]", re.M)),
+    ("python/setup.py", re.compile(r"^[ \t]*version[ \t]*=[ \t]*['\"]([^'\"\n]*)['\"]", re.M)),
+)
+#: A version a marker may name (the first match of its pattern, else the marker is passed over).
+_SEMVER = re.compile(r"\d+\.\d+\.\d+")
 _MARKER = ".cutlass-layout-complete"  # written beside an unpacked tree, not part of it
 _INSTALL_MARKER = ".cutlass-layout-install-complete"
 _MARKERS = (_MARKER, _INSTALL_MARKER)
@@ -70,13 +93,17 @@ class CutlassTree:
     Attributes:
         include_root: directory holding ``cutlass/`` and ``cute/``.
         version: ``MAJOR.MINOR.PATCH`` read from ``cutlass/version.h`` (not always right:
-            tag v4.1.0 says 4.0.0; compare ``tree_hash`` to tell trees apart).
+            tag v4.1.0 says 4.0.0; compare ``tree_hash`` to tell trees apart), else from the
+            checkout's markers (:func:`tree_version`), else ``unknown``.
         origin: what the user named (path, wheel, distribution) and how it was found.
+        version_from: where ``version`` was read: ``cutlass/version.h``, a marker such as
+            ``CMakeLists.txt project()`` (a path relative to the checkout), or ``none``.
     """
 
     include_root: Path
     version: str
     origin: str
+    version_from: str = _VERSION_H
 
     @property
     def tree_hash(self) -> str:
@@ -211,15 +238,51 @@ def read_version(include_root: Path) -> str:
     return ".".join(parts)
 
 
+#: How :func:`tree_version` names each marker it read.
+_MARKER_NAMES = {"CMakeLists.txt": "CMakeLists.txt project()", "CHANGELOG.md": "CHANGELOG.md heading",
+                 "python/setup.py": "python/setup.py version"}
+
+
+def tree_version(include_root: Path) -> tuple[str, str]:
+    """``(version, where)`` of a CUTLASS include tree.
+
+    With ``cutlass/version.h``: :func:`read_version` and ``"cutlass/version.h"``. Without it
+    (checkouts of tags v2.0.0 to v3.4.0): the first of :data:`_VERSION_MARKERS` in the
+    include root's parent whose first match names a ``MAJOR.MINOR.PATCH`` version
+    (``"2.10.0", "CMakeLists.txt project()"``); a marker that is missing, unreadable, not a
+    regular file, over the file limit, or whose first match is no such version (v3.4.1's
+    ``project(CUTLASS VERSION ${_CUTLASS_VERSION_MAJOR}...``, a ``## [Unreleased]`` heading)
+    is passed over. None: ``("unknown", "none")``.
+
+    Raises:
+        BadInput: ``cutlass/version.h`` exists but has no ``CUTLASS_MAJOR`` (and so on) define.
+    """
+    root = Path(include_root)
+    if (root / _VERSION_H).exists():
+        return read_version(root), _VERSION_H
+    for rel, pattern in _VERSION_MARKERS:
+        path = root.parent / rel
+        if not path.is_file():
+            continue
+        try:
+            text = read_text(path, what="version marker", errors="replace")
+        except BadInput:  # OverLimit too
+            continue
+        m = pattern.search(text)
+        if m and _SEMVER.fullmatch(m.group(1)):
+            return m.group(1), _MARKER_NAMES[rel]
+    return "unknown", "none"
+
+
 def _is_tree(path: Path) -> bool:
-    return (path / _VERSION_H).is_file()
+    return any((path / f).is_file() for f in _TREE_FILES)
 
 
 def find_trees(top: Path) -> list[Path]:
     """Every CUTLASS include root below ``top`` (sorted), without walking into one found.
 
-    A root is a directory named ``include`` (or ``top`` itself) holding
-    ``cutlass/version.h``. Hidden, cache and test directories are skipped; depth is
+    A root is a directory (``top`` itself, or one below it) holding ``cutlass/version.h``
+    or ``cutlass/cutlass.h``. Hidden, cache and test directories are skipped; depth is
     bounded to 10 levels.
     """
     top = Path(top)
@@ -251,7 +314,7 @@ _SHOWN_TREES = 6
 
 def _pick(candidates: list, what: str, how: str, shown=str):
     if not candidates:
-        raise BadInput(f"no CUTLASS headers (cutlass/version.h) in {what}")
+        raise BadInput(f"no CUTLASS headers (cutlass/cutlass.h or cutlass/version.h) in {what}")
     if len(candidates) > 1:
         listed = ", ".join(shown(c) for c in candidates[:_SHOWN_TREES])
         if len(candidates) > _SHOWN_TREES:
@@ -262,14 +325,16 @@ def _pick(candidates: list, what: str, how: str, shown=str):
 
 def _tree(root: Path, origin: str) -> CutlassTree:
     root = Path(root).resolve()
-    return CutlassTree(include_root=root, version=read_version(root), origin=origin)
+    version, where = tree_version(root)
+    return CutlassTree(include_root=root, version=version, origin=origin, version_from=where)
 
 
 def _from_dir(path: Path, sub: str | None, origin: str) -> CutlassTree:
     if sub:
         chosen = path / sub
         if not _is_tree(chosen):
-            raise BadInput(f"{chosen} is not a CUTLASS include tree (no cutlass/version.h)")
+            raise BadInput(f"{chosen} is not a CUTLASS include tree (no cutlass/cutlass.h "
+                           "or cutlass/version.h)")
         return _tree(chosen, origin)
     trees = find_trees(path)
     root = _pick(
@@ -282,12 +347,13 @@ def _from_dir(path: Path, sub: str | None, origin: str) -> CutlassTree:
 
 
 def _wheel_roots(zf: zipfile.ZipFile) -> list[str]:
-    roots = []
+    roots = set()
     for name in zf.namelist():
-        if name.endswith("/" + _VERSION_H) or name == _VERSION_H:
-            prefix = name[: -len(_VERSION_H)]
-            if prefix == "" or prefix.endswith("include/"):
-                roots.append(prefix)
+        for f in _TREE_FILES:
+            if name.endswith("/" + f) or name == f:
+                prefix = name[: -len(f)]
+                if prefix == "" or prefix.endswith("include/"):
+                    roots.add(prefix)
     return sorted(roots)
 
 
@@ -333,7 +399,7 @@ def _damaged(path: Path, why) -> BadInput:
     return BadInput(f"{path} is a damaged wheel ({why}): fetch or build it again")
 
 
-_ROOTS = ResultCache("wheel-roots")
+_ROOTS = ResultCache("wheel-roots-2")  # 2: cutlass/cutlass.h marks a root too
 
 
 def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
@@ -587,7 +653,8 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
 
     * ``None``: the CUTLASS of an installed nvidia-cutlass, flashinfer-python, sgl-kernel or
       vllm (first found), else :data:`DEFAULT_WHEEL` fetched into the cache;
-    * an include dir (``.../include`` with ``cutlass/version.h``), a CUTLASS checkout, a
+    * an include dir (``.../include`` with ``cutlass/cutlass.h`` or ``cutlass/version.h``),
+      a CUTLASS checkout (2.x ones without ``version.h`` too: :func:`tree_version`), a
       site-packages dir or any directory holding exactly one tree;
     * a ``.whl`` file, read without installing it;
     * an installed distribution by distribution or import name (``flashinfer``,

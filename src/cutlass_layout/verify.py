@@ -1,13 +1,15 @@
-"""Check the engine against nvcc: compile the same probe with nvcc, run it, compare.
+"""Check the engine against nvcc: give nvcc the same probe, read its numbers, compare.
 
-The probe (:func:`cutlass_layout.probe.render` with ``with_main``) prints ``sizeof`` of the
+The probe (:func:`cutlass_layout.probe.render` with ``shown``) names ``sizeof`` of the
 three SharedStorage structs, the stage count, and ``offsetof``/``sizeof`` of every member
-path that C++ can name (public members, not base-class subobjects). This module compiles
-it with nvcc (host and device pass, ``-arch=sm_XXXa``) and reads those numbers back.
+path that C++ can name (public members, not base-class subobjects). nvcc's front end
+(``-arch=sm_XXXa``, host pass) reports each number in an error message; this module reads
+them back (:func:`nvcc_numbers`).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -71,49 +73,95 @@ class Verification:
 
 
 def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | None = None,
-                 paths: list[list[tuple[str, str]]] | None = None, workdir: Path | None = None):
-    """Compile and run the probe of ``subjects`` (all of one ``arch``) with nvcc.
+                 paths: list[list[tuple[str, str]]] | None = None, workdir: Path | None = None,
+                 run: bool = False):
+    """What nvcc computes for the probe of ``subjects`` (all of one ``arch``).
+
+    By default from nvcc's front end: the probe (:func:`cutlass_layout.probe.render` with
+    ``shown``) names each number in an incomplete ``cl_show::Show<j, value...>`` in host
+    code; nvcc (``-arch=sm_XXXa``, the front end that computes the host pass's ``sizeof``
+    and ``offsetof``) reports each as ``error: incomplete type "cl_show::Show<jL, ...>" is
+    not allowed`` and stops there: no device pass, no host compile, no link, no run (about a
+    tenth of building and running the same probe; the same numbers, checked against a built
+    probe in tests/test_nvcc.py). With ``run`` the probe is built (host and device pass) and
+    run instead, for the numbers only a run computes (a direct convolution's
+    ``Params::get_smem_size()``).
 
     Returns ``(sizes, fields)``: ``sizes[i] = (kernel, mainloop, epilogue, stages)`` (a
-    missing part prints as 1, a missing stage count as 0) and ``fields[(i, alias, path)] =
+    missing part counts as 1, a missing stage count as 0) and ``fields[(i, alias, path)] =
     (offset, size)`` for each ``(alias, path)`` of ``paths[i]``, ``fields[(i, "Stages",
     "B"|"E")] = (N, 0)`` for a sparse mainloop's ``StagesB``/``StagesE``, ``fields[(i, "Size",
     "Storage")] = (N, 0)`` for a storage of no GEMM shape, and for a direct convolution
-    ``fields[(i, "Launch", "expr"|"params")] = (N, 0)``: the probe's launch size and what the
-    kernel's own ``Params`` computes (:func:`cutlass_layout.probe.render`). Bytes. User types
+    ``fields[(i, "Launch", "expr")] = (N, 0)``, the probe's launch size (with ``run``, also
+    ``(i, "Launch", "params")``: what the kernel's own ``Params`` computes;
+    :func:`cutlass_layout.probe.checks`). Bytes. User types
     (:class:`~cutlass_layout.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
     ``STAGES`` differ in separate calls (a header is read once per translation unit).
 
     Raises:
-        BadInput: nvcc is not on PATH, or it failed (its last lines are in the message).
+        BadInput: nvcc is not on PATH, or it failed on anything but the numbers (its error
+            lines are in the message).
     """
     nvcc = nvcc or shutil.which("nvcc")
     if not nvcc:
         raise BadInput("verifying with nvcc needs nvcc, and it is not on PATH")
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
-    src = work / "probe.cu"
-    src.write_text(probe.render(subjects, with_main=True, offsets=paths))
-    exe = work / "probe"
     extra = list(dict.fromkeys(f for s in subjects if isinstance(s, probe.UserType)
                                for f in s.extra_flags()))
-    cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}", str(src),
-           "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = " | ".join(ln.strip() for ln in proc.stderr.splitlines() if "error" in ln)[:400]
-        raise BadInput(f"nvcc failed on the probe: {tail or proc.stderr[-400:]}")
-    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    try:
+        lines = (_built(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
+                                                f"-I{include_root}"]) if run else
+                 _shown(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
+                                                f"-I{include_root}"]))
+    finally:
+        if workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
     sizes, fields = {}, {}
-    for line in out.splitlines():
+    for line in lines:
         kind, i, *rest = line.split()
         if kind == "size":
             sizes[int(i)] = tuple(int(x) for x in rest)
         else:
             alias, path, off, size = rest
             fields[(int(i), alias, path)] = (int(off), int(size))
-    if workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
     return sizes, fields
+
+
+def _shown(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
+    """The lines a built probe would print, from nvcc's front end (:func:`nvcc_numbers`)."""
+    src = work / "probe.cu"
+    src.write_text(probe.render(subjects, shown=True, offsets=paths))
+    checks = probe.checks(subjects, paths)
+    proc = subprocess.run([*cmd, "-Xcudafe", f"--error_limit={len(checks) + 100}", "-c", str(src),
+                           "-o", str(work / "probe.o")], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    text = proc.stdout + proc.stderr
+    shown = {int(m[1]): [int(v) for v in re.findall(r"-?\d+", m[2])]
+             for m in _SHOWN.finditer(text)}
+    others = [ln.strip() for ln in text.splitlines() if re.search(r"\berror\b", ln) and probe.SHOW not in ln]
+    if others or len(shown) != len(checks):
+        tail = " | ".join(others)[:400] or text[-400:]
+        raise BadInput(f"nvcc failed on the probe: {tail}")
+    return [" ".join([tag, *map(str, shown[j][1:])]) for j, (tag, _, _) in enumerate(checks)
+            if shown[j][0]]
+
+
+def _built(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
+    """The lines the probe prints, built by nvcc (host and device pass) and run."""
+    src = work / "probe.cu"
+    src.write_text(probe.render(subjects, with_main=True, offsets=paths))
+    exe = work / "probe"
+    proc = subprocess.run([*cmd, str(src), "-o", str(exe)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in proc.stderr.splitlines() if "error" in ln)[:400]
+        raise BadInput(f"nvcc failed on the probe: {tail or proc.stderr[-400:]}")
+    return subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+#: One reported number: ``incomplete type "cl_show::Show<7L, 218112L, 5L>"`` (the values
+#: printed as C++ literals, ``L``/``UL`` suffixed).
+_SHOWN = re.compile(r'incomplete type "' + re.escape(probe.SHOW) + r'<(\d+)L((?:, *-?\d+U?L*)*)>"')
 
 
 def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: Path, *,
@@ -146,7 +194,10 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
                     mine.append((alias, path))
                     want[(k, alias, path)] = (off, size)
             paths.append(mine)
-        sizes, fields = nvcc_numbers([subjects[i] for i in idxs], include_root, arch, nvcc=nvcc, paths=paths)
+        # a direct convolution's Params::get_smem_size() is known only to a run
+        run = any(reports[i].launch is not None for i in idxs)
+        sizes, fields = nvcc_numbers([subjects[i] for i in idxs], include_root, arch, nvcc=nvcc,
+                                     paths=paths, run=run)
         for k, i in enumerate(idxs):
             r = reports[i]
             got = sizes.get(k)

@@ -288,7 +288,20 @@ def _tagged(ch: list[Config], tgt):
 # the stage-count search
 # --------------------------------------------------------------------------------------
 class _Search:
-    """Largest fitting ``StageCount<N>`` of one base config (its stages set to auto)."""
+    """Largest fitting ``StageCount<N>`` of one base config (its stages set to auto).
+
+    Explicit counts are its points; the auto config's layout stands for ``StageCount<S>``
+    (S its stage count) where ``StageCount<S>`` itself was not laid out. A builder can
+    accept its own count and refuse every explicit one (CUTLASS's SM120 block-scaled sparse
+    builder, tags v3.9.0 to v4.7.0:
+    ``sm120_compute_stage_count_or_override_blockscaled_sparse(StageCount<stages>)``
+    returns an ``int``, ``sm120_blockscaled_sparse_mma_builder.inl`` ~57, and the builder
+    takes ``get<1>`` of it, ~310: cute's ``get<I>(Integral)`` asserts "Index out of
+    range"), so until some explicit count compiled, an answer resting on the auto config's
+    layout is laid out as ``StageCount<S>`` too, and a search in which nothing explicit
+    compiled lays out the auto config: it tells a search that found nothing (``none
+    fits``) from one that could not run (the auto config compiles).
+    """
 
     def __init__(self, base: Config):
         self.base = base
@@ -297,37 +310,91 @@ class _Search:
         self.fixed = isinstance(base, UserType) and not base.takes_stages
         #: N -> (kernel bytes, mainloop bytes), or None when StageCount<N> does not compile
         self.points: dict[int, tuple[int, int] | None] = {}
+        #: N -> the error of StageCount<N> (those that do not compile)
+        self.errors: dict[int, object] = {}
+        #: the auto config: None not laid out, False did not compile, else (S, kernel, mainloop)
+        self.auto: tuple[int, int, int] | bool | None = None
         self.capacity: int | None = None
 
     def add(self, n: int | None, rep) -> None:
         """Learn from a report of StageCount<n> (n None: an auto config)."""
         if rep.error is not None:
-            if n is not None:
+            if n is None:
+                self.auto = False
+            else:
                 self.points[n] = None
+                self.errors[n] = rep.error
             return
         self.capacity = rep.capacity_bytes
-        if rep.stages is not None:  # a user type may have none
-            mainloop = rep.mainloop.size if rep.mainloop is not None else rep.subject.size
+        mainloop = rep.mainloop.size if rep.mainloop is not None else rep.subject.size
+        if n is None:
+            self.auto = (rep.stages, rep.smem_bytes, mainloop) if rep.stages is not None else False
+        elif rep.stages is not None:  # a user type may have none
             self.points[rep.stages] = (rep.smem_bytes, mainloop)
 
+    def _all(self) -> dict[int, tuple[int, int] | None]:
+        """The points, with the auto config's where its count was not laid out explicitly."""
+        if isinstance(self.auto, tuple) and self.auto[0] not in self.points:
+            return {**self.points, self.auto[0]: self.auto[1:]}
+        return self.points
+
     def _fits(self, n: int) -> bool:
-        p = self.points.get(n)
+        p = self._all().get(n)
         return p is not None and self.capacity is not None and p[0] <= self.capacity
 
     def bounds(self) -> tuple[int, int]:
         """(lo, hi): lo the largest N known to fit (min_n - 1 if none), hi the smallest
         N > lo known not to (MAX_STAGES + 1 if none)."""
-        fit = [n for n in self.points if self._fits(n)]
+        pts = self._all()
+        fit = [n for n in pts if self._fits(n)]
         lo = max(fit) if fit else self.min_n - 1
-        over = [n for n in self.points if n > lo and not self._fits(n)]
+        over = [n for n in pts if n > lo and not self._fits(n)]
         hi = min(over) if over else MAX_STAGES + 1
         return lo, hi
+
+    def _closed(self) -> bool:
+        lo, hi = self.bounds()
+        return hi == lo + 1 or lo >= MAX_STAGES
+
+    def _explicit_compiled(self) -> bool:
+        return any(p is not None for p in self.points.values())
+
+    def _to_confirm(self) -> list[int | None]:
+        """With the interval closed but no explicit count compiled: what is left to lay out
+        (the auto config, or ``StageCount<lo>`` where lo is the auto config's count)."""
+        if self._explicit_compiled():
+            return []
+        if self.auto is None:
+            return [None]
+        lo, _ = self.bounds()
+        if isinstance(self.auto, tuple) and lo == self.auto[0] and lo not in self.points:
+            return [lo]
+        return []
 
     def done(self) -> bool:
         if self.fixed:
             return True
-        lo, hi = self.bounds()
-        return hi == lo + 1 or lo >= MAX_STAGES
+        return self._closed() and not self._to_confirm()
+
+    def status(self):
+        """How the search ended (:class:`~cutlass_layout.model.StageSearch`)."""
+        from ..model import StageSearch
+
+        if self.fixed:
+            return StageSearch("not searched")
+        if self.errors and not self._explicit_compiled() and isinstance(self.auto, tuple):
+            tried = sorted(self.errors)
+            # the auto config's own count tells the most: it compiles, StageCount<S> does not
+            n = self.auto[0] if self.auto[0] in self.errors else tried[0]
+            what = ("STAGES=N does not compile for this type" if isinstance(self.base, UserType)
+                    else "StageCount<N> does not compile for this builder")
+            err = self.errors[n]
+            kind = "static_assert failed" if err.kind == "static_assert" else "error"
+            where = f" ({err.file}:{err.line})" if err.file else ""
+            return StageSearch("could not run",
+                               f"{what} (N = {', '.join(map(str, tried))}; {kind}: "
+                               f"{err.message}{where})")
+        return StageSearch("none fits" if self.result()[0] is None else "found")
 
     def result(self) -> tuple[int | None, int | None]:
         if self.fixed:
@@ -335,14 +402,17 @@ class _Search:
         lo, _ = self.bounds()
         if lo < self.min_n:
             return None, None
-        return lo, self.points[lo][0]
+        return lo, self._all()[lo][0]
 
     def candidates(self) -> list[int]:
         """Stage counts to lay out next, inside the open interval (lo, hi): the predicted
         answer (from the per-stage growth of the kernel) and the count after it, leaving
-        out what is already known."""
+        out what is already known; once the interval is closed, :meth:`_to_confirm` (``None``:
+        the auto config)."""
         lo, hi = self.bounds()
-        compiled = sorted((n, p) for n, p in self.points.items() if p is not None)
+        if self._closed():  # nothing explicit compiled: confirm (see _to_confirm)
+            return self._to_confirm()
+        compiled = sorted((n, p) for n, p in self._all().items() if p is not None)
         if not compiled or self.capacity is None:  # nothing compiled yet: the bottom
             n = lo + 1
             return [n] if n < hi else []
@@ -382,6 +452,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
         verdict=rep.verdict,
         max_stages_that_fit=mx,
         max_stages_kernel_bytes=mx_bytes,
+        stage_search=search.status(),
         error=rep.error,
         kernel_layout=rep.kernel if ok else None,
         arch_from_tag=rep.config.get("arch") if rep.config.get("arch_from") == "tag" else None,

@@ -373,6 +373,22 @@ class ProbeUnit:
             raise ValueError(f"{cursor.spelling} is not a char array (got {t.spelling})")
         return t.get_size()
 
+    @staticmethod
+    def type_name(cursor: ci.Cursor) -> str | None:
+        """The canonical spelling of the type a ``using`` alias names (``cutlass::half_t``,
+        ``float``), or ``None`` for the probe's placeholder ``cl_detail::cl_none``.
+
+        Raises:
+            ValueError: the alias names error recovery's ``int`` or an invalid type (a
+                class's name is never taken from a broken unit).
+        """
+        t = cursor.underlying_typedef_type.get_canonical()
+        if t.spelling == "cl_detail::cl_none":
+            return None
+        if t.kind == ci.TypeKind.INVALID:
+            raise ValueError(f"{cursor.spelling} names no valid type")
+        return t.spelling
+
     def constant(self, name: str, value: int, ref: ci.Cursor | None) -> Constant:
         """A :class:`Constant` for ``value``, with the header's expression and file:line taken
         from the declaration that the reference variable ``ref`` binds to."""

@@ -115,6 +115,9 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
                  if getattr(rep, n) is not None]
         note = _sizes_note(rep)
         con.print("SharedStorage sizes: " + ", ".join(parts) + (f"  ({note})" if note else ""))
+        if rep.mainloop_class is not None:
+            con.print(mainloop_text(rep), soft_wrap=True, markup=False,
+                      style=None if rep.mainloop_class.staged_as_loaded else "yellow")
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
@@ -131,6 +134,19 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         where_e = f" ({e.file}:{e.line})" if e.file else ""
         con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
                   f"{e.message}{where_e}", soft_wrap=True)
+
+
+def mainloop_text(rep: LayoutReport) -> str:
+    """A 2.x mainloop's line: ``Mainloop (the kernel's Mma): cutlass::gemm::threadblock::
+    MmaPipelined<...>; A and B staged as cutlass::half_t in shared memory, the kernel's A and B
+    are float: CUTLASS's DefaultMma ... (file:line)``, or ``...; A float and B float in shared
+    memory, as the kernel loads them``."""
+    m = rep.mainloop_class
+    what = "the kernel's Mma" if rep.subject_kind == "kernel2x" else "the type itself"
+    if m.staged_as_loaded:
+        return (f"Mainloop ({what}): {m.type}; A {m.smem_a} and B {m.smem_b} in shared memory, "
+                "as the kernel loads them")
+    return f"Mainloop ({what}): {m.type}; {m.note}"
 
 
 def total_text(rep: LayoutReport, markup: bool = False) -> str:
@@ -185,6 +201,8 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
                     if getattr(rep, n) is not None), ""]
     if rep.subject_kind in ("kernel2x", "direct_conv"):
         out += [_sizes_note(rep), ""]
+    if rep.mainloop_class is not None:
+        out += [md_cell(mainloop_text(rep)), ""]
     for name in structs:
         st = getattr(rep, name)
         if st is not None:

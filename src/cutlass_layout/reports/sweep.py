@@ -14,12 +14,15 @@ from .common import Column, markdown_table, md_cell, print_table, rich_table, so
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",
                "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
-               "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit", "error")
+               "max_stages_that_fit", "max_stages_kernel_bytes", "stage_search", "exact_fit",
+               "error")
 
 
 def to_csv(result: SweepResult) -> str:
     """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
-    empty cells for ``None``, the error as its one-line text."""
+    empty cells for ``None``, ``stage_search`` the search's status (``found``, ``none fits``,
+    ``could not run``, ``not searched``; the reason is in the JSON), the error as its
+    one-line text."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -38,6 +41,7 @@ def to_csv(result: SweepResult) -> str:
                                            "kernel_bytes", "capacity_bytes", "headroom_bytes",
                                            "verdict", "max_stages_that_fit",
                                            "max_stages_kernel_bytes", "exact_fit")},
+            "stage_search": r.search().status,
             "error": error_text(r.error) if r.error else None,
         }
         w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
@@ -115,7 +119,8 @@ def _table(result: SweepResult, tile_bytes: bool):
         stages = ("-" if r.stages is None else str(r.stages)) if st is None else f"{st} (set)"
         if st is None and r.stages is not None:
             stages = f"auto {r.stages}"
-        mx = ("none" if r.max_stages_that_fit is None
+        mx = ("could not search" if r.search().status == "could not run"
+              else "none" if r.max_stages_that_fit is None
               else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
         verdict = r.verdict + (" (exact fit)" if r.exact_fit else "")
         rows.append([(verdict, _STYLE[r.verdict]), labels[id(r)], stages, n(r.mainloop_bytes),
