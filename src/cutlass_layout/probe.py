@@ -864,7 +864,6 @@ template <class T> long long params_smem() {
 """
 
 
-def render(configs: list[Config], *, with_main: bool = False,
 #: The class template whose incomplete instantiations carry :func:`render`'s ``shown`` numbers.
 SHOW = "cl_show::Show"
 
