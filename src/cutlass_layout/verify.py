@@ -18,6 +18,7 @@ from . import probe
 from .config import ARCHS
 from .errors import BadInput
 from .model import LayoutReport, StructLayout
+from .runner import step
 
 _ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"))
 
@@ -88,7 +89,9 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
                                for f in s.extra_flags()))
     cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}", str(src),
            "-o", str(exe)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with step(f"compiling the probe of {len(subjects)} config(s) with nvcc for {ARCHS[arch]} "
+              "(host and device pass, about 30 s)"):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = " | ".join(ln.strip() for ln in proc.stderr.splitlines() if "error" in ln)[:400]
         raise BadInput(f"nvcc failed on the probe: {tail or proc.stderr[-400:]}")
