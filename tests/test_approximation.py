@@ -88,3 +88,19 @@ def test_an_arch_the_audit_does_not_read(mini):
                              resolve_cutlass(str(mini)))
     assert appr.install == "flashinfer-python 0.0.1+mini" and appr.arch is None and appr.audited is None
     assert "reads its sm120, sm121 and sm90 builds, not this arch's" in approximation_head(appr)
+
+
+def test_a_wheel_is_matched_to_its_own_audit(tmp_path, monkeypatch):
+    """A ``.whl`` source: its CUTLASS tree and the parts the audit unpacked sit in one folder
+    of the cache (the wheel's SHA-256), so the audit of the wheel is found from the tree
+    alone; before the audit unpacked its other parts there is nothing of it to read."""
+    from test_hostile import make_wheel
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    whl = make_wheel(tmp_path / "mini_flashinfer-0.0.1-py3-none-any.whl")
+    (before,) = approximations([MOE], resolve_cutlass(str(whl)))  # the CUTLASS tree alone unpacked
+    assert (before.install, before.source, before.audited) == ("flashinfer", str(whl), False)
+    audit(str(whl), jobs=1)
+    (after,) = approximations([MOE], resolve_cutlass(str(whl)))
+    assert (after.install, after.audited) == ("flashinfer-python 0.0.1+mini", True)
+    assert [t["id"] for t in after.tactics] == [FINALIZE]

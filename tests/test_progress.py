@@ -122,3 +122,18 @@ def test_verify_nvcc_says_it_compiles(nc420, nvcc, capsys):
     assert "compiling the probe of 1 config(s) with nvcc for sm_120a (host and device pass, about 30 s) ..." \
         in err.splitlines()
     assert "nvcc agrees" in out
+
+
+def test_diff_audit_says_each_side_s_steps(tmp_path):
+    """``diff --audit`` audits both installs: each side's generator and parses say so (the
+    audits a diff runs show progress as `audit` does)."""
+    import shutil
+
+    for side in ("old", "new"):
+        shutil.copytree(MINI, tmp_path / side)
+    proc = run("diff", tmp_path / "old", tmp_path / "new", "--audit", "--json", cache=tmp_path / "cache")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["audit"]["new_tactics"] > 0
+    steps = progress(proc.stderr)
+    builders = "running flashinfer 0.0.1+mini's JIT module builders for sm120 (its kernel generator and templates) ..."
+    assert steps.count(builders) == 2
+    assert sum(s.startswith("audit sm120: laying out sources: 0/") for s in steps) == 2

@@ -209,5 +209,5 @@ def approximation_lines(appr, tile: str, what: str = "this config") -> list[str]
             + [f"  {tactic_text(t)}" for t in appr.tactics])
 
 
-__all__ = ["Column", "approximation_head", "approximation_lines", "audit_command", "markdown_table", "md_cell", "print_table", "rich_table", "source_name",
-           "tactic_text"]
+__all__ = ["Column", "approximation_head", "approximation_lines", "audit_command", "markdown_table",
+           "md_cell", "print_table", "rich_table", "source_name", "tactic_text"]
