@@ -21,6 +21,7 @@ from cutlass_layout.cli import main
 from cutlass_layout.kernels import kernel_core, template_args
 from cutlass_layout.launchers import (blank_comments, closers, explicit_instantiations,
                                       macro_definition, rehost_template, trimmed_macro)
+from cutlass_layout.runner import is_progress_line
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 CAPACITY = 101376
@@ -54,6 +55,11 @@ def mini(tmp_path, monkeypatch):
     dest = tmp_path / "site-packages"
     shutil.copytree(MINI, dest)
     return dest
+
+
+def messages(err: str) -> str:
+    """stderr without its progress lines (a cold audit says what it runs and parses)."""
+    return "".join(ln for ln in err.splitlines(keepends=True) if not is_progress_line(ln))
 
 
 def _files(root: Path) -> dict[str, int]:
@@ -490,6 +496,7 @@ def test_cli_filter_notes_and_check(mini, capsys):
     out, err = capsys.readouterr()
     doc = json.loads(out)
     assert doc["tactics"] == [] and any(n.startswith("tile 128x128x32: matched no tactic") for n in doc["notes"])
+    err = messages(err)  # besides the progress of the first (cold) audit
     assert err.splitlines() == [line for line in err.splitlines() if line.startswith("note: --tile 128x128x32: ")]
     assert len(err.splitlines()) == 1 and "128x128x32B = 128x128x64" in err
     # text: the note once, on stderr
@@ -507,7 +514,7 @@ def test_check_says_why(mini, capsys):
     out, err = capsys.readouterr()
     tried_over = [t for t in json.loads(out)["tactics"]
                   if t["verdict"] == "over_capacity" and t["runtime_candidate"] is not False]
-    lines = err.splitlines()
+    lines = messages(err).splitlines()
     assert len(tried_over) == 1 and len(lines) == 2
     t = tried_over[0]
     assert lines[0] == (f"check: {t['id']}: {over} B, over the {CAPACITY} B capacity by "
@@ -534,3 +541,43 @@ def test_a_tactic_part_that_names_no_family(mini):
 
     t = tactic("MiniDense_f16_128_64_32true::GemmKernelStreamK/", str(mini))
     assert t.family == "fp4_gemm_cutlass_sm120" and t.kernel_bytes == mini_sizes(128, 64, 32, 2, 2048)[2]
+
+
+@pytest.mark.network
+def test_072_seed_preset_names_the_finalize_tactic(audit_072, capsys):
+    """The seed question through a preset: `layout --preset trtllm-moe --tile 128x256x64B` on
+    flashinfer 0.7.2.post1 lays out the NONE epilogue (98304 B, fits: handed.md E), and, the
+    install's MoE audit being cached (``audit_072``), names the tactics it builds of that
+    tile, the FINALIZE one 102400 B and 1024 over (handed.md E; nvcc: tests/test_audit_nvcc.py),
+    in the text, the Markdown and the JSON; a sweep's records say the same."""
+    src = ["--cutlass", "flashinfer-python==0.7.2.post1", "--preset", "trtllm-moe", "--tile", "128x256x64B"]
+    finalize = "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"
+    assert main(["layout", *src, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kernel"]["size"] == 98304 and doc["verdict"] == "fits"
+    appr = doc["approximation"]
+    assert (appr["preset"], appr["install"], appr["source"], appr["family"], appr["audited"]) == \
+        ("trtllm-moe", "flashinfer-python 0.7.2.post1", "flashinfer-python==0.7.2.post1", "moe", True)
+    by = {t["id"]: t for t in appr["tactics"]}
+    assert set(by) == {finalize, f"{finalize}/swap_ab", finalize.replace("finalize", "none"),
+                       finalize.replace("finalize", "none/swap_ab")}
+    assert by[finalize] == {"id": finalize, "verdict": "over_capacity", "stages": 3, "kernel_bytes": 102400,
+                            "headroom_bytes": -1024, "runtime_candidate": True}
+    assert by[finalize.replace("finalize", "none")]["kernel_bytes"] == 98304  # what the preset lays out
+    assert main(["layout", *src]) == 0
+    out = capsys.readouterr().out
+    assert ("approximation of the trtllm-moe preset's kernel, TensorRT-LLM's MoE grouped GEMM "
+            "(moe_gemm_tma_ws_launcher.inl), which flashinfer-python 0.7.2.post1 may build differently: "
+            "`cutlass-layout audit flashinfer-python==0.7.2.post1 --family moe` / `cutlass-layout layout "
+            "--tactic ID --cutlass flashinfer-python==0.7.2.post1` lay out the real one") in out
+    assert (f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
+            in out.splitlines())
+    assert main(["layout", *src, "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    assert f"- {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)" in md.splitlines()
+    assert main(["sweep", *src, "--json"]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)["results"]
+    assert rec["kernel_bytes"] == 98304 and rec["approximation"]["tactics"] == appr["tactics"]
+    assert main(["sweep", *src]) == 0
+    assert (f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
+            in capsys.readouterr().out.splitlines())

@@ -1,14 +1,18 @@
 """The one runner: forked or in-process pools give the same results; leaving the pool on an
-error (or Ctrl-C) ends its workers at once; progress on a non-terminal is plain lines."""
+error (or Ctrl-C) ends its workers at once; progress on a non-terminal is plain lines, from
+the moment a step or a count starts."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 import pytest
 
-from cutlass_layout.runner import Pool, Progress
+from cutlass_layout import runner
+from cutlass_layout.runner import (Pool, Progress, is_progress_line, progress_shown, show_progress,
+                                   showing, step)
 
 
 def _square(x):
@@ -53,4 +57,41 @@ def test_progress_lines_when_not_a_terminal(capsys):
     p.advance(3)
     p.stop()
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("laying out: 1/3") and lines[-1].startswith("laying out: 4/4")
+    # a line the moment it starts, then as it goes
+    assert lines[0] == "laying out: 0/3 (0 s)" and lines[1].startswith("laying out: 1/3")
+    assert lines[-1].startswith("laying out: 4/4")
+    assert all(is_progress_line(ln) for ln in lines)
+
+
+def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
+    """Off a terminal a step prints ``what ...`` as it starts, nested steps too, in order;
+    nothing while progress is not shown, and nothing in another process than the one that
+    turned it on (a forked worker)."""
+    with step("not shown"):
+        pass
+    before = show_progress(True)
+    try:
+        with step("downloading x (pip download)"):
+            with step("unpacking x"):
+                print("work", file=sys.stderr)
+        runner._SHOWN["pid"] = -1  # as a forked worker sees it
+        with step("in a worker"):
+            pass
+        assert not progress_shown()
+    finally:
+        show_progress(before)
+    with showing(True):
+        with step("asked for by a call"):
+            pass
+    with step("after the call"):
+        pass
+    assert capsys.readouterr().err.splitlines() == [
+        "downloading x (pip download) ...", "unpacking x ...", "work", "asked for by a call ..."]
+
+
+def test_progress_lines_are_told_from_errors_and_notes():
+    assert is_progress_line("laying out 1 config for sm120 with libclang ...")
+    assert is_progress_line("audit sm120: laying out sources: 5/11 (38 s)")
+    assert not is_progress_line("error: no wheel for x==1 on the package index (...)")
+    assert not is_progress_line("note: --tile 128x128x32: matched no tactic; nearest ...")
+    assert not is_progress_line("check failed: 4 tactic(s) the runtime would try are over capacity")

@@ -75,10 +75,13 @@ def test_section_a_json_schema(swept_a):
     assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
     keys = {"config", "stages", "mainloop_bytes", "epilogue_bytes", "kernel_bytes",
             "capacity_bytes", "headroom_bytes", "verdict", "max_stages_that_fit",
-            "max_stages_kernel_bytes", "stage_search", "exact_fit", "error"}
+            "max_stages_kernel_bytes", "stage_search", "exact_fit", "error", "approximation"}
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys
         assert r["config"] == g
+        # a preset: an approximation of flashinfer's kernels, on that install's own tree
+        assert (r["approximation"]["preset"], r["approximation"]["install"]) == (
+            g["preset"], "flashinfer-python 0.7.2.post1")
         assert r["verdict"] in ("fits", "over_capacity", "does_not_compile")
 
 

@@ -15,6 +15,7 @@ From Python, with the command line's values and defaults::
     a = cl.audit(src, family="moe")                     # the kernels flashinfer builds: a.tactics
     t = cl.tactic("CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize", src)  # one of them: t.report
     tgt = cl.target(src)                                # resolve once, pass as the source
+    cl.show_progress()                                  # slow steps said on stderr, as the CLI does
 
 Every function that reads CUTLASS calls it ``source`` (:func:`diff` takes ``old`` and
 ``new``); sizes are bytes. Each returns a dataclass of :mod:`cutlass_layout.model` whose
@@ -45,7 +46,7 @@ from importlib.metadata import version as _version
 from .api import (LIMITS, AuditResult, BadInput, Config, CutlassLayoutError, CutlassTree, DiffResult,
                   DoesNotCompile, LayoutReport, OverLimit, ScanResult, SweepRecord, SweepResult, Tactic,
                   Target, UserType, audit, diff, layout, layouts, parse_tile, resolve_cutlass, scan,
-                  sweep, tactic, target)
+                  show_progress, sweep, tactic, target)
 
 try:
     __version__ = _version("cutlass-layout")  # the one version: pyproject.toml's
@@ -54,7 +55,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree withou
 
 __all__ = [
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
-    "parse_tile", "LIMITS",
+    "parse_tile", "show_progress", "LIMITS",
     "AuditResult", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord", "SweepResult",
     "Tactic", "Target", "UserType",

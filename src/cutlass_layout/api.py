@@ -36,7 +36,7 @@ import re
 import warnings
 from pathlib import Path
 
-from . import engine, probe
+from . import engine, probe, runner
 from .commands import audit as _audit
 from .commands import diff as _diff
 from .commands import scan as _scan
@@ -147,15 +147,22 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
         A :class:`LayoutReport`: ``stages``, the ``kernel``/``mainloop``/``epilogue``
         structs (members with offsets and sizes, bytes), ``tma_transaction_bytes``,
         ``capacity_bytes``, ``fits``, ``headroom_bytes``; a config that does not compile
-        has ``error`` set and no numbers.
+        has ``error`` set and no numbers. A preset config's ``approximation`` says which
+        kernel the preset approximates and, where ``source`` is a flashinfer install whose
+        audit is cached, the tactics it builds for the same config with their bytes
+        (nothing is audited here: ``approximation.audited`` is False when the audit has not
+        run; :func:`audit` lays them out).
 
     Raises:
         BadInput: an unusable source, CUDA path or config value.
         DoesNotCompile: only with ``raise_on_error``.
     """
-    return engine.layout(config, source, cuda_path=cuda_path, raise_on_error=raise_on_error,
-                         check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache,
-                         **config_values)
+    subject = engine.subject(config, **config_values)
+    tgt = engine.target(source, cuda_path)
+    rep = engine.layout(subject, tgt, raise_on_error=raise_on_error,
+                        check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache)
+    rep.approximation = _audit.approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0]
+    return rep
 
 
 @_renamed(cutlass="source")
@@ -169,13 +176,20 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
         source, cuda_path, check_kernel_body, use_cache: as for :func:`layout`.
 
     Returns:
-        One :class:`LayoutReport` per config, in order (bytes).
+        One :class:`LayoutReport` per config, in order (bytes), each with its
+        ``approximation`` as :func:`layout` gives it.
 
     Raises:
         BadInput: not a list, a bad config, an unusable source or CUDA path.
     """
-    return engine.layouts(configs, source, cuda_path=cuda_path,
-                          check_kernel_body=check_kernel_body, use_cache=use_cache)
+    if isinstance(configs, (str, Config, UserType, dict)):
+        raise BadInput("layouts() takes a list of configs; layout() takes one")
+    subjects = [engine.subject(c) for c in configs]
+    tgt = engine.target(source, cuda_path)
+    reps = engine.layouts(subjects, tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)
+    for rep, appr in zip(reps, _audit.approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path)):
+        rep.approximation = appr
+    return reps
 
 
 @_renamed(cutlass="source")
@@ -210,8 +224,9 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``.
         OverLimit: a grid over :data:`LIMITS` (1024 configs unless lifted).
     """
-    return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                        progress=progress, **grid_values)
+    with runner.showing(progress):
+        return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
+                            progress=progress, **grid_values)
 
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
@@ -321,8 +336,9 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
             than sm120, sm121 or sm90, a family the install does not build, a filter value
             no tactic could match, unusable CUDA headers.
     """
-    return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                        use_cache=use_cache, progress=progress, **config_values)
+    with runner.showing(progress):
+        return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
+                            use_cache=use_cache, progress=progress, **config_values)
 
 
 #: TensorRT-LLM's MoE tile names (``CtaShape128x256x64B``, or ``128x256x64B``): the moe family's
@@ -352,11 +368,23 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     family = id.split("/", 1)[0] if "/" in id else None
     if _MOE_TILE.search(id):
         family = "moe"
-    res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
-                       progress=progress, strict_family=False)
-    if family is not None and family not in res.families:  # not a family name after all
-        res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress)
+    with runner.showing(progress):
+        res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
+                           progress=progress, strict_family=False)
+        if family is not None and family not in res.families:  # not a family name after all
+            res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache,
+                               progress=progress)
     return _audit.find_tactic(res, id)
+
+
+def show_progress(enabled: bool = True) -> bool:
+    """Show progress on stderr in this process from now on (or stop): each slow step as it
+    starts (a download, unpacking a wheel, an install's generator, building a precompiled
+    header, a libclang parse, nvcc) and counts of long runs (a spinner and bars on a
+    terminal, plain lines otherwise; :mod:`cutlass_layout.runner`). The command line turns it
+    on; the library is quiet unless a call's ``progress=True`` asks for its own duration.
+    Returns whether it was shown before (to put back)."""
+    return runner.show_progress(enabled)
 
 
 # ------------------------------------------------------------------------------------------
@@ -537,6 +565,7 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
 __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
+    "show_progress",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",

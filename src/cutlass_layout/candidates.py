@@ -237,7 +237,8 @@ def _set_from_mixed(lam, var: str) -> bool:
 
 
 def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_preamble: str | None = None,
-                       pch_key: str = "", use_cache: bool = True) -> Candidates | None:
+                       pch_key: str = "", use_cache: bool = True,
+                       cached_only: bool = False) -> Candidates | None:
     """The MoE runtime candidates of ``arch`` in ``install`` (see the module docstring), or
     None where the install has no candidate function for the arch or no MoE module.
 
@@ -245,7 +246,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     generated sources (:func:`cutlass_layout.kernels.pch_preamble`): the headers they include
     come from that precompiled header (the same one the sources' parses use), so only the
     heuristic and the dispatch are parsed with their bodies. Cached per (install, arch,
-    flags, this code).
+    flags, this code); ``cached_only``: None instead of a parse where nothing is cached.
     """
     if arch not in ARCH or flags is None:
         return None
@@ -260,7 +261,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
                   code=("candidates.py", "launchers.py"))
     cache = ResultCache("candidates")
     hit = cache.get(k, lambda d: Candidates(**d)) if use_cache else None
-    if hit is not None:
+    if hit is not None or cached_only:
         return hit
     # the dispatch header includes the TMA WS dispatch (which has no include guard)
     text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC))

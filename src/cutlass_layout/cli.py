@@ -107,7 +107,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                                     "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json.dumps(doc, indent=2))
     else:
-        _show_layout(rep, fmt, depth, structs)
+        _show_layout(rep, fmt, depth, structs, tile_bytes=_typed_in_bytes([flags["tile"]]))
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
@@ -162,12 +162,14 @@ def _structs(show: str) -> tuple[str, ...]:
     return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
 
 
-def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...]) -> None:
-    """A layout report as Markdown or as the terminal's table (``--depth 0``: every level)."""
+def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...], tile_bytes: bool = False) -> None:
+    """A layout report as Markdown or as the terminal's table (``--depth 0``: every level);
+    ``tile_bytes``: the tile was typed with K in bytes."""
     if fmt == "markdown":
-        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs), nl=False)
+        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs,
+                                             tile_bytes=tile_bytes), nl=False)
     else:
-        layout_report.render(rep, max_depth=depth or None, structs=structs)
+        layout_report.render(rep, max_depth=depth or None, structs=structs, tile_bytes=tile_bytes)
 
 
 def _verify_preflight(verify, subject):
@@ -656,6 +658,7 @@ def main(argv=None) -> int:
     from dataclasses import replace
 
     limits = replace(api.LIMITS)  # --no-limits lifts them for one command
+    shown = api.show_progress(True)  # every slow step says so on stderr, for this command
     try:
         cli.main(args=argv, prog_name="cutlass-layout", standalone_mode=False)
         code = 0
@@ -678,6 +681,7 @@ def main(argv=None) -> int:
         code = 4
     finally:
         api.LIMITS.__dict__.update(limits.__dict__)
+        api.show_progress(shown)
     if argv is None:
         sys.exit(code)
     return code

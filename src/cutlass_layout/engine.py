@@ -41,6 +41,7 @@ from .frontends.clang import (FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, 
 from .model import (BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout,
                     TmaBytes)
 from .probe import UserType
+from .runner import step
 from .sources import CutlassTree, resolve_cutlass
 
 
@@ -313,7 +314,7 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     if tgt.pch:
         for _attempt in range(2):
             preambles = probe.pch_preambles(arch) if warm else probe.pch_preambles(arch)[-1:]
-            pch = ensure_pch(preambles, flags, tgt.tree.tree_hash)
+            pch = ensure_pch(preambles, flags, tgt.tree.tree_hash, building=step)
             if pch is None:
                 break
             try:
@@ -432,7 +433,9 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
             + probe.kernel_instantiation(0, kind))
     flags = ([f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"]
              + _extra_flags([subject]))
-    unit = ProbeUnit(text, flags, tgt.tree.include_root, skip_bodies=False)
+    with step("instantiating the kernel's device entry point with libclang (device pass with "
+              "function bodies, about 20-80 s)"):
+        unit = ProbeUnit(text, flags, tgt.tree.include_root, skip_bodies=False)
     errors = unit.errors()
     real = [e for e in errors if clang_only(e) is None]
     return (real[0] if real else None), [e for e in errors if clang_only(e) is not None]
@@ -778,7 +781,9 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
                 done(idxs[k], rep)
 
         members = [configs[i] for i in idxs]
-        lay_out(probe_batch(tgt, members, arch), members, give)
+        what = "1 config" if len(members) == 1 else f"{len(members)} configs"
+        with step(f"laying out {what} for {arch} with libclang"):
+            lay_out(probe_batch(tgt, members, arch), members, give)
     return out  # type: ignore[return-value]
 
 

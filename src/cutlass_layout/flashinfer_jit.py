@@ -44,6 +44,7 @@ from .cache import (ResultCache, cache_dir, cache_root, file_sha256, key as cach
                     result_key)
 from .errors import BadInput
 from .inputs import read_text
+from .runner import step
 from .sources import FlashinferInstall
 
 HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
@@ -277,10 +278,12 @@ def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[i
 
 
 def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
-                cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True) -> JitBuilds:
+                cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True,
+                run: bool = True) -> JitBuilds | None:
     """Run the install's module builders for ``arch`` (see the module docstring) and return
     the modules they build. Cached per (install fingerprint, arch, CUDA version, this code):
-    a second call runs nothing.
+    a second call runs nothing. ``run=False`` runs nothing at all: the cached answer, or
+    None where there is none.
 
     Raises:
         BadInput: the install has no builder for the arch, or the builders could not run.
@@ -313,11 +316,15 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
         return d
 
     data = cache.get(key, load) if use_cache else None
+    if data is None and not run:
+        return None
     if data is None:
         with lock(f"flashinfer-jit-{out.name}"):
             data = cache.get(key, load) if use_cache else None  # another process ran them meanwhile
             if data is None:
-                data = _run_harness(install, same, out, cuda_version, wanted)
+                with step(f"running flashinfer {install.version}'s JIT module builders for {same} "
+                          "(its kernel generator and templates)"):
+                    data = _run_harness(install, same, out, cuda_version, wanted)
                 try:
                     mods = _builds(data, out).modules
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:

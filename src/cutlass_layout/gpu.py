@@ -478,8 +478,12 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         raise BadInput(f"GPU check: cannot make a folder in the cache: {exc.strerror or exc}") from None
     try:
         write_checks(configs, expected, include_root, work, arch=arch, jobs=jobs)
-        subprocess.run([sys.executable, str(work / "runner.py"), str(work)],
-                       stdout=subprocess.DEVNULL, check=True)
+        from .runner import step
+
+        with step(f"building {len(configs)} kernel(s) with nvcc for {device.name} and launching "
+                  "them (about a minute each)"):
+            subprocess.run([sys.executable, str(work / "runner.py"), str(work)],
+                           stdout=subprocess.DEVNULL, check=True)
         return read_checks(work, device)
     finally:
         shutil.rmtree(work, ignore_errors=True)

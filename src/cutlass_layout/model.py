@@ -3,7 +3,8 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
 
 * layouts (libclang): :class:`FieldLayout`, :class:`StructLayout`, :class:`Constant`,
   :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`, :class:`CompileError`,
-  :class:`Provenance`, and one config's answer, :class:`LayoutReport`;
+  :class:`Provenance`, and one config's answer, :class:`LayoutReport` (with, for a preset,
+  its :class:`Approximation`);
 * scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -279,6 +280,48 @@ class Provenance:
     flags: list[str] | None = None
 
 
+@dataclass
+class Approximation:
+    """What a preset config's numbers stand for: this tool's rendition of a kernel a library
+    builds (the preset's), which an install may build differently (another epilogue fusion,
+    other alignments); and, where the CUTLASS source is a flashinfer install whose audit is
+    in the results cache, the tactics it really builds for the same config.
+
+    Attributes:
+        preset: ``trtllm-moe``, ``flashinfer`` or ``vllm``.
+        kernel: the kernel approximated, in words (``TensorRT-LLM's MoE grouped GEMM
+            (moe_gemm_tma_ws_launcher.inl)``).
+        install: the flashinfer whose CUTLASS tree was read (``flashinfer-python
+            0.7.2.post1``), or None (not a flashinfer, or a wheel whose other parts were never
+            unpacked: nothing of it was audited).
+        source: that install as the audit takes it (``flashinfer-python==0.7.2.post1``, a
+            wheel, a directory; None: the one installed here), when ``install`` is known.
+        family: the audit family of the preset's kernels (``moe``; None for ``flashinfer``:
+            every JIT module's family but ``moe``).
+        arch: the arch an audit of this config reads (``sm121`` reads ``sm120``'s builds);
+            None where the audit takes no such arch or the preset is no flashinfer kernel.
+        audited: True when the install's audit (of the family, for the arch) was in the
+            results cache: ``tactics`` are its matches; False when it was not (nothing is
+            audited implicitly: an audit of the install lays them out); None where there is
+            nothing to audit (no flashinfer install, an arch or preset the audit has not).
+        tactics: the install's tactics with the same kernel kind, A, B, output (D), tile and
+            cluster, each ``{id, verdict, stages, kernel_bytes, headroom_bytes,
+            runtime_candidate}`` as the audit's JSON rows give them (bytes).
+    """
+
+    preset: str
+    kernel: str
+    install: str | None = None
+    source: str | None = None
+    family: str | None = None
+    arch: str | None = None
+    audited: bool | None = None
+    tactics: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return plain(self)
+
+
 @dataclass(repr=False)
 class LayoutReport:
     """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
@@ -328,6 +371,9 @@ class LayoutReport:
     #: does not (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`): not a reason to say
     #: "does not compile"; the layout stands
     clang_only: list[CompileError] = field(default_factory=list)
+    #: for a preset config, what its numbers approximate (:class:`Approximation`), filled in
+    #: by the library's ``layout`` per call (never cached with the layout); else None
+    approximation: Approximation | None = field(default=None, compare=False)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -420,6 +466,7 @@ class LayoutReport:
             "exact_fit": self.exact_fit,
             "error": None if self.error is None else plain(self.error),
             "clang_only": [plain(e) for e in self.clang_only],
+            "approximation": None if self.approximation is None else self.approximation.to_dict(),
         }
 
     def __repr__(self) -> str:
@@ -723,6 +770,8 @@ class SweepRecord:
     kernel_layout: StructLayout | None = field(default=None, repr=False, compare=False)
     #: a user type's arch read from its arch tag (its config says ``arch`` None), else None
     arch_from_tag: str | None = None
+    #: a preset config's :class:`Approximation` (None for a user type)
+    approximation: Approximation | None = field(default=None, compare=False)
     stage_search: StageSearch | None = None
 
     def search(self) -> StageSearch:
@@ -754,6 +803,7 @@ class SweepRecord:
             "stage_search": plain(self.search()),
             "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
+            "approximation": None if self.approximation is None else self.approximation.to_dict(),
         }
 
     def summary(self) -> str:

@@ -7,18 +7,33 @@ nothing; with one job, or where ``fork`` is not available, the same calls run in
 process. Tasks are submitted one at a time and collected as they finish, so a caller can
 feed follow-up work (the sweep's stage-count search) to whichever worker is free.
 
-:class:`Progress` shows a bar on a terminal and, when stderr is not a terminal, a plain
-line at most every few seconds (a long run in CI or under ``nohup`` still says where it is).
+Progress on stderr, off unless asked for (:func:`show_progress`; the command line turns it
+on for every command, a library call with ``progress=True`` for its own duration), and only
+in the process that asked (a forked worker shows nothing):
+
+* :func:`step` says that one slow step starts (a download, unpacking a wheel, an install's
+  generator, building a precompiled header, a libclang parse, nvcc): off a terminal one
+  line, ``downloading flashinfer-python==0.7.2.post1 (pip download) ...``, the moment the
+  step starts; on a terminal a spinner, removed when the step ends;
+* :class:`Progress` counts units of work: off a terminal a line when it starts,
+  ``audit sm120: laying out sources: 0/11 (0 s)``, then at most every few seconds (a long
+  run in CI or under ``nohup`` still says where it is); on a terminal a bar.
+
+On a terminal one display at a time: a step inside another step or a :class:`Progress`
+(the parse a sweep runs in this process) shows nothing of its own; off a terminal every
+step prints its line.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
 import signal
 import sys
 import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 
@@ -117,20 +132,95 @@ class Pool:
         return False
 
 
+#: A progress line as printed off a terminal: a step's ``what ...`` or a count's
+#: ``what: 5/11 (38 s)``.
+PROGRESS_LINE = re.compile(r"^(?!error:|warning:|note:|check)\S(.* \.\.\.|.*: \d+/\d+ \(\d+ s\))$")
+
+
+def is_progress_line(line: str) -> bool:
+    """Whether a line of stderr is a progress line (:data:`PROGRESS_LINE`), for whoever reads
+    a command's stderr for its errors and notes."""
+    return bool(PROGRESS_LINE.match(line.rstrip("\n")))
+
+
+#: Whether progress is shown, and by which process (workers forked from it show none).
+_SHOWN = {"on": False, "pid": None}
+#: Terminal displays (spinners, bars) showing now: on a terminal, a step or bar inside
+#: another display shows nothing.
+_ACTIVE = [0]
+
+
+def show_progress(enabled: bool = True) -> bool:
+    """Show (or stop showing) progress on stderr in this process; returns whether it was
+    shown before, to put back."""
+    before = progress_shown()
+    _SHOWN.update(on=bool(enabled), pid=os.getpid())
+    return before
+
+
+def progress_shown() -> bool:
+    """Whether this process shows progress (never a forked worker)."""
+    return bool(_SHOWN["on"]) and _SHOWN["pid"] == os.getpid()
+
+
+@contextmanager
+def showing(enabled: bool = True):
+    """Show progress inside the ``with`` block when ``enabled`` (what was set before is put
+    back after it); ``enabled=False`` leaves the setting as it is."""
+    before = show_progress(True) if enabled else None
+    try:
+        yield
+    finally:
+        if enabled:
+            show_progress(before)
+
+
+@contextmanager
+def step(what: str):
+    """Say on stderr that the slow step ``what`` starts (see the module docstring), when
+    progress is shown: the line ``what ...`` at once, or on a terminal a transient spinner
+    (unless another display shows). Use it around work that may take more than a second,
+    only where the work is really done (not around a cache hit)."""
+    if not progress_shown():
+        yield
+        return
+    if not sys.stderr.isatty():
+        print(f"{what} ...", file=sys.stderr, flush=True)
+        yield
+        return
+    if _ACTIVE[0]:
+        yield
+        return
+    from rich.console import Console
+
+    _ACTIVE[0] += 1
+    status = Console(stderr=True).status(what)
+    status.start()
+    try:
+        yield
+    finally:
+        status.stop()
+        _ACTIVE[0] -= 1
+
+
 class Progress:
     """Progress of ``total`` units of work (the total may grow) on stderr.
 
     On a terminal: a rich bar, removed when done. Otherwise: a line such as
-    ``audit: 5/11 generated files (38 s)`` at most every ``every`` seconds, and one at the end.
-    ``enabled=False`` shows nothing.
+    ``audit sm120: laying out sources: 0/11 (0 s)`` at once, then one at most every ``every``
+    seconds, and one at the end (when the run took that long). ``enabled=False`` shows
+    nothing, and so does a bar in a forked worker or, on a terminal, inside another display.
     """
 
     def __init__(self, what: str, total: int = 0, *, enabled: bool = True, every: float = 10.0):
         self.what, self.total, self.done = what, total, 0
+        tty = sys.stderr.isatty()
+        enabled = enabled and not (tty and _ACTIVE[0]) and _SHOWN["pid"] in (None, os.getpid())
         self.enabled, self.every = enabled, every
         self.t0 = self._last = time.monotonic()
         self._bar = None
-        if enabled and sys.stderr.isatty():
+        if enabled and tty:
+            _ACTIVE[0] += 1
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
@@ -138,6 +228,8 @@ class Progress:
                             console=Console(stderr=True), transient=True)
             self._task = self._bar.add_task(what, total=total)
             self._bar.start()
+        elif enabled:
+            self._line()
 
     def add(self, n: int) -> None:
         self.total += n
@@ -161,6 +253,8 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+            _ACTIVE[0] -= 1
         elif (self.enabled and self.done and time.monotonic() - self.t0 >= self.every
               and getattr(self, "_shown", None) != (self.done, self.total)):
             self._line()
+        self.enabled = False

@@ -40,6 +40,7 @@ from pathlib import Path
 from .cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
 from .errors import BadInput
 from .inputs import LIMITS, check_limit, file_kind, kind_of, read_text
+from .runner import step
 
 #: The CUTLASS fetched when no source is given and none is installed (6 MB wheel).
 DEFAULT_WHEEL = "nvidia-cutlass==4.2.0.0"
@@ -460,9 +461,11 @@ def _umask() -> int:
     return mask
 
 
-def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path) -> None:
+def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path,
+            what: str) -> None:
     """Write ``members`` (each a zip member and its path relative to ``tmp``) below ``tmp``,
-    within :data:`LIMITS`.
+    within :data:`LIMITS`; once the limits are checked, :func:`~cutlass_layout.runner.step`
+    says ``unpacking WHAT from WHEEL into the cache``.
 
     Raises:
         BadInput: a damaged member, or two members that make a path both a file and a folder.
@@ -473,6 +476,13 @@ def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo
     big = max(members, key=lambda mr: mr[0].file_size, default=None)
     if big is not None:
         check_limit(big[0].file_size, LIMITS.file_bytes, f"{big[0].filename} in {path}")
+    with step(f"unpacking {what} from {path.name} into the cache"):
+        _write_members(path, zf, members, tmp)
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private: others sharing the cache read it
+
+
+def _write_members(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]],
+                   tmp: Path) -> None:
     for m, rel in members:
         out = tmp / rel
         try:
@@ -488,7 +498,6 @@ def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo
             raise _damaged(path, f"{m.filename} is both a file and a folder in it") from None
         except _ZIP_ERRORS as exc:
             raise _damaged(path, exc) from None
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private: others sharing the cache read it
 
 
 def _members(zf: zipfile.ZipFile, prefix: str, keep=None) -> list[tuple[zipfile.ZipInfo, str]]:
@@ -534,7 +543,7 @@ def _unpack_tree(path: Path, prefix: str, dest: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=trees, prefix=".unpack-"))
     try:
         with _open_wheel(path) as zf:
-            _unpack(path, zf, _members(zf, prefix), tmp)
+            _unpack(path, zf, _members(zf, prefix), tmp, prefix.rstrip("/") or "the tree")
         (tmp / _MARKER).write_text(f"{path.name}\n{_manifest(tmp)}\n")
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.exists():
@@ -570,21 +579,34 @@ def fetch_wheel(spec: str) -> Path:
         BadInput: the package index has no wheel for ``spec`` (e.g. flashinfer's 0.2.x-0.4.x
             source-only releases), or pip failed.
     """
+    return _fetch(spec)[0]
+
+
+def _wheel_origin(spec: str) -> tuple[Path, str]:
+    """:func:`fetch_wheel` of ``spec`` and the origin a report names it by: ``SPEC (wheel
+    NAME, cached)``, or ``downloaded into the cache`` on the run that fetched it."""
+    whl, fetched = _fetch(spec)
+    return whl, f"{spec} (wheel {whl.name}, {'downloaded into the cache' if fetched else 'cached'})"
+
+
+def _fetch(spec: str) -> tuple[Path, bool]:
+    """:func:`fetch_wheel`, and whether this call downloaded the wheel."""
     safe = re.sub(r"[^A-Za-z0-9._=-]", "_", spec)
     dest = cache_dir("wheels", safe)
     for folder in [dest, *fallback_dirs("wheels", safe)]:
         whl = _usable_wheel(folder)
         if whl is not None:
-            return whl
+            return whl, False
     with lock(f"wheel-{hashlib.sha256(safe.encode()).hexdigest()[:16]}"):
         whl = _usable_wheel(dest)
         if whl is not None:
-            return whl
+            return whl, False
         tmp = Path(tempfile.mkdtemp(dir=cache_dir("wheels"), prefix=".fetch-"))
         try:
             cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                    "--disable-pip-version-check", "-q", "-d", str(tmp), spec]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            with step(f"downloading {spec} (pip download)"):
+                proc = subprocess.run(cmd, capture_output=True, text=True)
             got = _usable_wheel(tmp)
             if proc.returncode != 0 or got is None:
                 lines = [ln for ln in (proc.stderr or "").splitlines() if ln.startswith("ERROR")]
@@ -594,7 +616,7 @@ def fetch_wheel(spec: str) -> Path:
                 with contextlib.suppress(OSError):
                     stale.unlink()
             os.replace(got, dest / got.name)
-            return dest / got.name
+            return dest / got.name, True
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -687,8 +709,8 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
             raise BadInput(f"{path} is {file_kind(path)}, not a directory or a .whl wheel")
         return _from_dir(path, sub, f"directory {path}")
     if "==" in text:
-        whl = fetch_wheel(text)
-        return _from_wheel(whl, sub, f"{text} (wheel {whl.name}, cached)")
+        whl, origin = _wheel_origin(text)
+        return _from_wheel(whl, sub, origin)
     if os.sep in text or text.endswith(".whl") or text.startswith("."):
         raise BadInput(f"path does not exist: {text}")
     return _from_dist(text, sub, f"installed {text}")
@@ -822,7 +844,8 @@ def _unpack_install(path: Path, base: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
     try:
         with _open_wheel(path) as zf:
-            _unpack(path, zf, _members(zf, "", _wanted_install_member), tmp)
+            _unpack(path, zf, _members(zf, "", _wanted_install_member), tmp,
+                    "the parts audit reads (the JIT's code, the headers)")
         (base / _INSTALL_MARKER).unlink(missing_ok=True)
         for rel in tree_files(tmp):
             dest = base / rel
@@ -872,8 +895,7 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
             raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}")
         return _install(root, f"directory {path}")
     if "==" in text:
-        whl = fetch_wheel(text)
-        return _install_from_wheel(whl, f"{text} (wheel {whl.name}, cached)")
+        return _install_from_wheel(*_wheel_origin(text))
     if os.sep in text or text.endswith(".whl") or text.startswith("."):
         raise BadInput(f"path does not exist: {text}")
     name = DIST_ALIASES.get(text.lower(), text)
@@ -885,3 +907,29 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
     if root is None:
         raise BadInput(f"distribution {name} {dist.version} holds no flashinfer package")
     return _install(root, f"installed {name} {dist.version}")
+
+
+def flashinfer_of(tree: CutlassTree) -> FlashinferInstall | None:
+    """The flashinfer install whose CUTLASS tree ``tree`` is (its ``data/cutlass/include``),
+    as :func:`resolve_flashinfer` would resolve it, without fetching or unpacking anything:
+    None when the tree is not a flashinfer's, or is a wheel's whose other parts (what
+    ``audit`` reads) have not been unpacked into the cache.
+
+    Raises:
+        BadInput: as :func:`resolve_flashinfer` for an install directory (a FIFO in it).
+    """
+    inc = Path(tree.include_root)
+    if inc.parts[-3:] != ("data", "cutlass", "include"):
+        return None
+    root = inc.parent.parent.parent
+    if _flashinfer_root(root) != root:
+        return None
+    base = root.parent
+    if (base / _INSTALL_MARKER).exists():
+        # a wheel unpacked into the cache: trees/<the wheel's SHA-256, 16>/flashinfer
+        if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+            return None
+        return _install(root, tree.origin, fingerprint=f"wheel:{base.name}")
+    if Path(cache_dir("trees")).resolve() in root.resolve().parents:
+        return None  # the CUTLASS tree of a wheel, and only that, is unpacked
+    return _install(root, tree.origin)

@@ -20,6 +20,7 @@ from . import probe
 from .config import ARCHS
 from .errors import BadInput
 from .model import LayoutReport, StructLayout
+from .runner import step
 
 _ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"),
             ("Storage", "storage"))
@@ -108,11 +109,14 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     extra = list(dict.fromkeys(f for s in subjects if isinstance(s, probe.UserType)
                                for f in s.extra_flags()))
+    how = ("built (host and device pass) and run" if run else
+           "its front end's numbers: nothing compiled, linked or run")
     try:
-        lines = (_built(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
-                                                f"-I{include_root}"]) if run else
-                 _shown(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
-                                                f"-I{include_root}"]))
+        with step(f"nvcc on the probe of {len(subjects)} config(s) for {ARCHS[arch]} ({how})"):
+            lines = (_built(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
+                                                    f"-I{include_root}"]) if run else
+                     _shown(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
+                                                    f"-I{include_root}"]))
     finally:
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)

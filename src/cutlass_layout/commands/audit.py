@@ -524,13 +524,15 @@ def _similar_enough(a: str, b: str) -> bool:
 
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
-          progress: bool = False, strict_family: bool = True, **config_values) -> AuditResult:
+          progress: bool = False, strict_family: bool = True, cached_only: bool = False,
+          **config_values) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
         src: a flashinfer install: site-packages or package dir, ``.whl``,
             ``flashinfer-python==VERSION``, or None for the one installed here
-            (:func:`cutlass_layout.sources.resolve_flashinfer`).
+            (:func:`cutlass_layout.sources.resolve_flashinfer`), or a resolved
+            :class:`~cutlass_layout.sources.FlashinferInstall`.
         arch: ``sm120`` (default), ``sm121`` (SM120's builds: it shares their cached
             results) or ``sm90``.
         family: keep only tactics of this family (``moe``, or a JIT module name); one the
@@ -540,13 +542,18 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             (case-insensitive).
         cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
         jobs: worker processes (default: the CPUs); use_cache: read cached results.
-        progress: progress on stderr while sources are parsed.
+        progress: progress on stderr (the install's generator, the parses); without it,
+            progress shows where it is turned on (:func:`cutlass_layout.runner.show_progress`).
+        cached_only: run and parse nothing: the result from the results cache (the install's
+            builders' answer, every source's layouts; the runtime candidates where cached),
+            or None where any of it is not cached.
         config_values: ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages``, ``d``,
             ``schedule`` as ``layout`` takes them (``tile="128x256x64B"``, lists allowed):
             keep only the tactics that match (:func:`tactic_filter`).
 
     Returns:
-        An :class:`~cutlass_layout.model.AuditResult`; a kernel that does not compile is a
+        An :class:`~cutlass_layout.model.AuditResult` (None only with ``cached_only``); a
+        kernel that does not compile is a
         tactic with verdict ``does_not_compile`` and its first error (bytes throughout). A
         filter value (or ``grep``, or the family) that matched no tactic is a note naming it
         and the nearest values the tactics have (also in ``unmatched``).
@@ -560,8 +567,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     from .. import engine
     from ..flashinfer_jit import jit_modules
     from ..frontends.clang import libclang_version
-    from ..runner import Pool, Progress, default_jobs
-    from ..sources import resolve_flashinfer
+    from ..runner import Pool, Progress, default_jobs, progress_shown
+    from ..sources import FlashinferInstall, resolve_flashinfer
 
     t0 = time.perf_counter()
     arch = str(arch).strip().lower()
@@ -570,9 +577,12 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     clang_arch = AUDIT_ARCHS[arch]
     tests = filter_tests(**config_values)  # bad values: an error before any work
     keep = _keep_all(tests)
-    install = resolve_flashinfer(src)
+    install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
-    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache)
+    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache,
+                         run=not cached_only)
+    if builds is None:
+        return None
     families = list(dict.fromkeys(sorted((family_of(m.name) for m in builds.modules),
                                          key=lambda f: (f != MOE, f))))
     if family is not None and family not in families and strict_family:
@@ -626,6 +636,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             results[key] = hit
         else:
             todo.append((mod, source, key, pre, entry))
+    if todo and cached_only:
+        return None
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
              "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
     # the stand-in headers are part of what a precompiled header was built from
@@ -645,7 +657,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         try:
             with Pool(default_jobs(jobs)) as pool:
                 # the bar's thread starts once the workers are forked (runner's rule)
-                bar = Progress(f"audit {arch}: laying out sources", len(todo), enabled=progress)
+                bar = Progress(f"audit {arch}: laying out sources", len(todo),
+                               enabled=progress or progress_shown())
                 tickets: dict[int, tuple] = {}
 
                 def submit_sources(items, pch):
@@ -695,7 +708,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 bar.stop()
         stats["pch_seconds"] = round(stats["pch_seconds"], 2)
     elif cand_args:
-        cand = _candidates(*cand_args)
+        cand = _candidates(*cand_args, cached_only=cached_only)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
     tactics: list[Tactic] = []
@@ -751,12 +764,12 @@ def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
     return (str(path) if path else None), round(time.perf_counter() - t, 2)
 
 
-def _candidates(install, arch, flags, preamble, pch_key, use_cache):
+def _candidates(install, arch, flags, preamble, pch_key, use_cache, cached_only=False):
     """:func:`~cutlass_layout.candidates.runtime_candidates` (also run in a worker process)."""
     from ..candidates import runtime_candidates
 
     return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
-                              use_cache=use_cache)
+                              use_cache=use_cache, cached_only=cached_only)
 
 
 def _gen_root(path: Path) -> Path:
@@ -806,4 +819,107 @@ def find_tactic(result: AuditResult, text: str) -> Tactic:
     raise BadInput(f"{len(hits)} tactics match {text!r}: {', '.join(hits[:8])}{more}")
 
 
-__all__ = ["audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]
+# ---------------------------------------------------------------------------------------
+# what a preset approximates, and what the install builds for the same config
+
+#: preset -> the kernel it approximates, in words
+PRESET_KERNELS = {
+    "trtllm-moe": "TensorRT-LLM's MoE grouped GEMM (moe_gemm_tma_ws_launcher.inl)",
+    "flashinfer": "the CUTLASS GEMMs of flashinfer's JIT modules",
+    "vllm": "vLLM's blockwise FP8 GEMM (scaled_mm_blockwise_sm120_fp8_dispatch.cuh)",
+}
+#: preset -> the audit family of its kernels (None: every family but moe); vllm has none
+PRESET_FAMILIES = {"trtllm-moe": MOE, "flashinfer": None}
+
+
+def _audit_source(origin: str) -> str | None:
+    """The install as ``audit`` takes it, from its tree's origin (as
+    :func:`cutlass_layout.sources.resolve_cutlass` writes it): ``NAME==VERSION``, the wheel's
+    or folder's path, the distribution; None for one found in this environment."""
+    m = re.match(r"(?:default )?(\S+==\S+) \(wheel ", origin)
+    if m:
+        return m.group(1)
+    for prefix in ("wheel ", "directory ", "installed "):
+        if origin.startswith(prefix):
+            rest = origin[len(prefix):]
+            return None if prefix == "installed " and " " in rest else rest
+    return None
+
+
+def approximations(configs: list, tree, *, cuda_path=None) -> list:
+    """The :class:`~cutlass_layout.model.Approximation` of each config of ``configs`` read
+    from the CUTLASS tree ``tree`` (None for what is not a preset config: a user type).
+
+    Where ``tree`` is a flashinfer install's (:func:`cutlass_layout.sources.flashinfer_of`:
+    nothing is fetched or unpacked) and :func:`audit` takes the config's arch, the install's
+    audit of the preset's family is read from the results cache (``cached_only``: nothing is
+    run or parsed; once per arch and family for all configs), and its tactics with the
+    config's kernel kind, A, B, D, tile (K in elements) and cluster are listed
+    (:func:`tactic_filter`); the stage count and the epilogue flavour are not matched, which
+    is the point: the install's tactic of that tile is what runs. Never raises for an install
+    that cannot be read (the approximation says nothing was audited).
+    """
+    from ..config import Config
+    from ..model import Approximation
+    from ..sources import flashinfer_of
+
+    out = []
+    install = None
+    looked = flashinfers = False
+    audits: dict = {}
+    for cfg in configs:
+        if not isinstance(cfg, Config):
+            out.append(None)
+            continue
+        appr = Approximation(preset=cfg.preset, kernel=PRESET_KERNELS.get(cfg.preset, cfg.preset))
+        out.append(appr)
+        if cfg.preset not in PRESET_FAMILIES:
+            continue
+        if not looked:
+            looked = True
+            # a flashinfer's tree (the wheel's CUTLASS alone may be all that is unpacked)
+            flashinfers = Path(tree.include_root).parts[-4:] == ("flashinfer", "data", "cutlass", "include")
+            try:
+                install = flashinfer_of(tree)
+            except BadInput:
+                install = None
+        if install is None and not flashinfers:
+            continue
+        appr.source = _audit_source(tree.origin)
+        if install is not None:
+            appr.install = f"flashinfer-python {install.version}"
+        else:  # a wheel's CUTLASS tree alone: its version as named
+            m = re.fullmatch(r"(\S+)==(\S+)", appr.source or "")
+            appr.install = f"{m.group(1)} {m.group(2)}" if m else "flashinfer"
+        appr.family = PRESET_FAMILIES[cfg.preset]
+        if cfg.arch not in AUDIT_ARCHS:
+            continue
+        appr.arch = cfg.arch
+        appr.audited = False
+        if install is None:
+            continue
+        key = (cfg.arch, appr.family)
+        if key not in audits:
+            try:
+                audits[key] = audit(install, cfg.arch, family=appr.family, cuda_path=cuda_path,
+                                    strict_family=False, cached_only=True)
+            except BadInput:
+                audits[key] = None
+        res = audits[key]
+        appr.audited = res is not None
+        if res is None:
+            continue
+        try:
+            keep = tactic_filter(kernel=cfg.kernel, a=cfg.a, b=cfg.b, d=cfg.element_d,
+                                 tile="x".join(map(str, cfg.tile)),
+                                 cluster="x".join(map(str, cfg.cluster)))
+        except BadInput:  # a kind no tactic is named by
+            continue
+        appr.tactics = [{k: getattr(t, k) for k in ("id", "verdict", "stages", "kernel_bytes",
+                                                    "headroom_bytes", "runtime_candidate")}
+                        for t in res.tactics
+                        if (t.family == appr.family if appr.family else t.family != MOE) and keep(t)]
+    return out
+
+
+__all__ = ["approximations", "audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]

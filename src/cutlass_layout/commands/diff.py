@@ -77,7 +77,7 @@ from ..model import DIFF_SCHEMA as SCHEMA
 from ..model import (NUMERIC_KEYS, AuditDiff, DiffResult, Field, MemberChange, NumericRecord, NumericRow,
                     TacticChange)
 from ..model import Provenance, ScanResult, Side, StructuralChange
-from ..runner import Pool, default_jobs
+from ..runner import Pool, default_jobs, step
 
 #: Bumped whenever the cached structural results change shape or meaning beyond what the
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
@@ -531,7 +531,9 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
             work.append((len(out) - 1, todo, (tgt, [configs[i] for i in todo])))
     if work:
         n = min(len(work), default_jobs(jobs))
-        with Pool(n, parallel=n > 1) as pool:
+        configs_left = sum(len(t) for _, t, _ in work)
+        with Pool(n, parallel=n > 1) as pool, step(  # the spinner's thread after the fork
+                f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang"):
             done = {id(job): recs for job, recs in pool.map(_compute_records, [j for _, _, j in work])}
         for side, todo, job in work:
             for i, rec in zip(todo, done[id(job)]):

@@ -40,7 +40,7 @@ from ..config import Config
 from ..errors import BadInput
 from ..probe import UserType
 from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from ..runner import Pool, Progress, default_jobs
+from ..runner import Pool, Progress, default_jobs, progress_shown, step
 
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
@@ -225,13 +225,13 @@ class _Layouts:
                 pre = probe.pch_preambles(arch)
                 if not any(isinstance(c, Config) and c.arch == arch for c in todo):
                     pre = pre[-1:]  # user types alone: the includes (as the engine parses them)
-                ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash)
+                ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash, building=step)
         first = _chunks(todo, self.jobs)
         pool = Pool(self.jobs, parallel=len(first) > 1)
         parallel = pool.parallel
         stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
         try:
-            if self.progress and len(todo) >= 4:
+            if self.progress or progress_shown():
                 bar = Progress("laying out", len(todo))
             if parallel:
                 todo.clear()
@@ -509,7 +509,9 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
         A :class:`~cutlass_layout.model.SweepResult` with one
         :class:`~cutlass_layout.model.SweepRecord` per config (bytes throughout). A config
         that does not compile is a record with verdict ``does_not_compile`` and its error;
-        the sweep itself does not fail.
+        the sweep itself does not fail. Each preset config's record has its
+        ``approximation`` (:func:`cutlass_layout.commands.audit.approximations`: the
+        install's cached tactics of the same config, where the tree is a flashinfer's).
 
     Every layout is stored in the results cache as soon as its parse gives it, so an
     interrupted sweep keeps what it computed and the same sweep again starts from it.
@@ -561,6 +563,10 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
     runner = _Layouts(tgt, default_jobs(jobs), use_cache=use_cache, progress=progress)
     reps = runner.run(unique + guesses, follow_up)
     found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
+    from .audit import approximations
+
+    for c, appr in zip(unique, approximations(unique, tgt.tree, cuda_path=tgt.cuda.path)):
+        found[c].approximation = appr
     stats = {"configs": len(grid), "cached": sum(c in runner.hits for c in unique),
              "laid_out": runner.laid_out, "chunks": runner.chunks,
              "parse_cpu_seconds": round(runner.cpu, 2),

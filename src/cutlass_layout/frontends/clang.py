@@ -124,7 +124,7 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
     return flags
 
 
-def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path | None:
+def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, building=None) -> Path | None:
     """A precompiled header for ``flags``, cached: of the first of ``preambles`` (C++ texts:
     the CUTLASS includes, optionally followed by declarations whose instantiations every
     later parse can reuse) that parses without errors.
@@ -137,8 +137,12 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
     tried once per tree. Building one takes about as long as one plain parse and saves most
     of every later parse. Returns ``None`` when no preamble parses cleanly (the probe parse
     without a precompiled header then reports the real error) or the header cannot be
-    written.
+    written. ``building``, a context manager factory taking a description
+    (:func:`cutlass_layout.runner.step`), is entered around a build (not around a cached
+    header), to say on stderr that one is being built.
     """
+    from contextlib import nullcontext
+
     from ..cache import cache_dir, lock, sealed
 
     folder = cache_dir("pch")
@@ -157,7 +161,9 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str) -> Path |
                 return path
             if bad.is_file():
                 continue
-            built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
+            with (building or (lambda what: nullcontext()))(
+                    "building a precompiled header of the CUTLASS includes (once per tree and flags)"):
+                built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
         if built:
             _prune(folder, keep=PCH_KEEP)
             return path

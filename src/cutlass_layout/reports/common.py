@@ -6,7 +6,9 @@ pairs: a style such as ``"red"`` for the terminal, which Markdown leaves out). :
 narrows a numeric (or any non-wrapping) column below its widest cell: only the one column
 marked ``wrap`` (a C++ type, a tactic's name) folds onto more lines when the terminal is
 narrow. :func:`markdown_table` writes the same table in GitHub's Markdown, code-like cells in
-backticks (so ``cute::array<T, 4>`` is not read as HTML) and ``|`` escaped.
+backticks (so ``cute::array<T, 4>`` is not read as HTML) and ``|`` escaped. The lines that
+say what a preset's numbers approximate (:func:`approximation_head`,
+:func:`approximation_lines`) are shared by the layout and sweep reports.
 """
 
 from __future__ import annotations
@@ -130,4 +132,82 @@ def source_name(origin: str | None, cutlass_version: str | None = None) -> str:
     return f"{name} ({cut})" if cut else name
 
 
-__all__ = ["Column", "markdown_table", "md_cell", "print_table", "rich_table", "source_name"]
+# ------------------------------------------------------------------------------------------
+# what a preset approximates (layout and sweep reports)
+
+
+def _shell(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def audit_command(appr, tile: str | None = None) -> str:
+    """The ``cutlass-layout audit`` line that lays out what ``appr`` (an
+    :class:`~cutlass_layout.model.Approximation`) approximates: its install, arch and family,
+    and the tile when given."""
+    words = ["cutlass-layout", "audit"]
+    if appr.source:
+        words.append(_shell(appr.source))
+    if appr.arch and appr.arch != "sm120":
+        words += ["--arch", appr.arch]
+    if appr.family:
+        words += ["--family", appr.family]
+    if tile:
+        words += ["--tile", tile]
+    return " ".join(words)
+
+
+def approximation_head(appr) -> str:
+    """One line: the preset's numbers are an approximation of the kernel it names, and what
+    lays out the real one."""
+    if appr.install is None:
+        real = ("`cutlass-layout audit` of a flashinfer install lays out the real one"
+                if appr.preset in ("trtllm-moe", "flashinfer") else "the library may build it differently")
+        return f"approximation of the {appr.preset} preset's kernel, {appr.kernel}: {real}"
+    if appr.arch is None:
+        return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
+                f"{appr.install} may build differently (`cutlass-layout audit` reads its sm120, "
+                "sm121 and sm90 builds, not this arch's)")
+    src = f" --cutlass {_shell(appr.source)}" if appr.source else ""
+    return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
+            f"{appr.install} may build differently: `{audit_command(appr)}` / "
+            f"`cutlass-layout layout --tactic ID{src}` lay out the real one")
+
+
+def tactic_text(t: dict) -> str:
+    """``ID: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)`` of a tactic
+    of an approximation (its JSON row's numbers)."""
+    v = t["verdict"]
+    if v == "does_not_compile":
+        return f"{t['id']}: does not compile"
+    if v == "over_capacity":
+        how = f"over capacity by {-t['headroom_bytes']} B"
+    elif v == "exact_fit":
+        how = "exact fit (headroom 0)"
+    else:
+        how = f"fits, headroom {t['headroom_bytes']} B"
+    tried = {True: " (tried by the runtime)", False: " (not a runtime candidate)"}.get(t.get("runtime_candidate"), "")
+    return f"{t['id']}: {t['kernel_bytes']} B, {t['stages']} stages, {how}{tried}"
+
+
+def approximation_lines(appr, tile: str, what: str = "this config") -> list[str]:
+    """What the install builds for a preset config: the tactics its cached audit has for it
+    (each :func:`tactic_text`, indented), that it has none, or the audit to run; nothing
+    where there is no install to audit. ``tile`` is the config's tile as the user typed it."""
+    if appr.audited is None:
+        return []
+    if not appr.audited:
+        return [f"{appr.install}'s own kernels of {what} are not audited here (nothing is audited "
+                f"implicitly): `{audit_command(appr, tile)}` lays them out, and this report then "
+                "names them"]
+    fam = f"{appr.family} tactic" if appr.family else "JIT-module tactic"
+    if not appr.tactics:
+        return [f"{appr.install} builds no {fam} of {what} (same arch, kernel, A, B, D, tile, "
+                f"cluster; its audit, cached)"]
+    return ([f"{appr.install} builds {what} as (its audit, cached):"]
+            + [f"  {tactic_text(t)}" for t in appr.tactics])
+
+
+__all__ = ["Column", "approximation_head", "approximation_lines", "audit_command", "markdown_table",
+           "md_cell", "print_table", "rich_table", "source_name", "tactic_text"]

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from .. import shapes
 from ..model import FieldLayout, LayoutReport, StructLayout
-from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
+from .common import (Column, approximation_head, approximation_lines, markdown_table, md_cell,
+                     print_table, rich_table, source_name)
 
 
 def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
@@ -94,9 +95,24 @@ def launch_text(rep: LayoutReport) -> str:
     return f"Launch size: {c.name} = {c.expression} = {c.value} B{where}"
 
 
+def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]:
+    """The lines on what a preset config's numbers approximate
+    (:func:`~cutlass_layout.reports.common.approximation_head`), and what the install builds
+    for the config where its audit is cached (or the audit to run); none for a user type or
+    a tactic. ``tile_bytes``: the tile as typed with K in bytes."""
+    appr = rep.approximation
+    if appr is None:
+        return []
+    from ..config import tile_text
+
+    tile = tile_text(rep.config["tile"], rep.config.get("a"), tile_bytes)
+    return [approximation_head(appr), *approximation_lines(appr, tile)]
+
+
 def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
-           structs: tuple[str, ...] = ("kernel",)) -> None:
-    """Print the readable report: provenance, stages, TMA bytes, member tables, verdict."""
+           structs: tuple[str, ...] = ("kernel",), tile_bytes: bool = False) -> None:
+    """Print the readable report: provenance, stages, TMA bytes, member tables, verdict, and
+    for a preset what it approximates (:func:`approximation_text`)."""
     con = console or default_console()
     cfg = rep.config
     p = rep.provenance
@@ -105,6 +121,8 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     if rep.error is not None:
         con.print(f"[red]{rep.error.one_line()}[/red]")
         con.print(_checked_text(rep))
+        for line in approximation_text(rep, tile_bytes):
+            con.print(line, soft_wrap=True, markup=False)
         return
     if rep.storage is not None:  # no GEMM shape: no stages, TMA bytes or parts to name
         con.print(escape(storage_title(rep)), soft_wrap=True)
@@ -134,6 +152,8 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         where_e = f" ({e.file}:{e.line})" if e.file else ""
         con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
                   f"{e.message}{where_e}", soft_wrap=True)
+    for line in approximation_text(rep, tile_bytes):
+        con.print(line, soft_wrap=True, markup=False)
 
 
 def mainloop_text(rep: LayoutReport) -> str:
@@ -179,17 +199,18 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
 
 
 def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
-                structs: tuple[str, ...] = ("kernel",)) -> str:
+                structs: tuple[str, ...] = ("kernel",), tile_bytes: bool = False) -> str:
     """The report in GitHub Markdown, for an issue or a PR: the config as a heading, the
     source, the verdict, stages and TMA bytes, one member table per struct (dotted member
-    names, bytes), the builder budget, what was checked."""
+    names, bytes), the builder budget, what was checked, and for a preset what it
+    approximates (:func:`approximation_text`)."""
     p = rep.provenance
     out = [f"#### {_label(rep.config)}", "",
            f"{source_name(p.origin, p.cutlass_version)}, include root `{p.cutlass_root}`, "
            f"tree `{p.tree_hash}`", ""]
     if rep.error is not None:
         out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
-        return "\n".join(out) + "\n"
+        return "\n".join(out + _approximation_md(rep, tile_bytes)) + "\n"
     out += [f"**{md_cell(total_text(rep))}**", ""]
     if rep.storage is not None:
         out += [md_cell(storage_title(rep)), "", f"SharedStorage: `{rep.storage.type}`", "",
@@ -217,7 +238,14 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
     out.append(_checked_text(rep))
     out += [f"- clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
             f"{md_cell(e.message)}" + (f" (`{e.file}:{e.line}`)" if e.file else "") for e in rep.clang_only]
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _approximation_md(rep, tile_bytes)) + "\n"
+
+
+def _approximation_md(rep: LayoutReport, tile_bytes: bool) -> list[str]:
+    lines = approximation_text(rep, tile_bytes)
+    if not lines:
+        return []
+    return ["", lines[0], *[f"- {md_cell(ln.strip())}" if ln.startswith("  ") else ln for ln in lines[1:]]]
 
 
 def budget_text(rep: LayoutReport) -> str:

@@ -9,7 +9,8 @@ import json
 
 from ..config import tile_text
 from ..model import VERDICTS, CompileError, SweepResult
-from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
+from .common import (Column, approximation_head, audit_command, markdown_table, md_cell, print_table,
+                     rich_table, source_name, tactic_text)
 
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",
@@ -158,9 +159,45 @@ _CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bo
             "not instantiated: `layout --check-kernel` does, per config)")
 
 
+def approximation_notes(result: SweepResult, tile_bytes: bool = False) -> list[str]:
+    """What the preset configs' numbers approximate: a line per preset
+    (:func:`~cutlass_layout.reports.common.approximation_head`); where the tree is a
+    flashinfer install's, per config the tactics its cached audit has for it (indented
+    below the config's label), one line naming the configs it has none for, or the audit to
+    run when it is not cached."""
+    recs = [r for r in result.sorted_records() if r.approximation is not None]
+    if not recs:
+        return []
+    out = list(dict.fromkeys(approximation_head(r.approximation) for r in recs))
+    cfgs = {id(r): r.to_dict()["config"] for r in result.records}
+    var = varying_keys(list(cfgs.values()))
+    todo, none = {}, {}
+    for r in recs:
+        appr = r.approximation
+        label = config_label(cfgs[id(r)], var, tile_bytes)
+        if appr.audited is None:
+            continue
+        if not appr.audited:
+            todo.setdefault(audit_command(appr), []).append(label)
+        elif not appr.tactics:
+            none.setdefault((appr.install, appr.family), []).append(label)
+        else:
+            out.append(f"{label}: {appr.install} builds it as (its audit, cached):")
+            out += [f"  {tactic_text(t)}" for t in appr.tactics]
+    for (install, family), labels in none.items():
+        fam = f"{family} tactic" if family else "JIT-module tactic"
+        out.append(f"{install} builds no {fam} of {', '.join(labels)} (same arch, kernel, A, B, D, "
+                   "tile, cluster; its audit, cached)")
+    for command, labels in todo.items():
+        out.append(f"the install's own kernels of these configs are not audited here (nothing is "
+                   f"audited implicitly): `{command}` lays them out, and this report then names them")
+    return out
+
+
 def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> None:
-    """Print the table (sorted by verdict, then headroom) and a line per config that does
-    not fit; tiles with K in bytes of A's element when ``tile_bytes``."""
+    """Print the table (sorted by verdict, then headroom), a line per config that does
+    not fit, and what the presets approximate (:func:`approximation_notes`); tiles with K in
+    bytes of A's element when ``tile_bytes``."""
     from .layout import default_console
 
     con = console or default_console()
@@ -178,6 +215,8 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
         con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
     con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+    for line in approximation_notes(result, tile_bytes):
+        con.print(line, soft_wrap=True, markup=False)
 
 
 def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
@@ -200,8 +239,12 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
     out += [", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f"; {_LEGEND}.",
             "", _CHECKED]
+    notes = approximation_notes(result, tile_bytes)
+    if notes:
+        out += [""] + [f"- {md_cell(ln)}" if not ln.startswith("  ") else f"  - {md_cell(ln.strip())}"
+                       for ln in notes]
     return "\n".join(out) + "\n"
 
 
-__all__ = ["CSV_COLUMNS", "config_label", "error_text", "render", "to_csv", "to_markdown",
+__all__ = ["CSV_COLUMNS", "approximation_notes", "config_label", "error_text", "render", "to_csv", "to_markdown",
            "varying_keys"]

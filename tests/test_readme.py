@@ -1,0 +1,174 @@
+"""The README's examples run as written.
+
+* every ``cutlass-layout ...`` command line in its code blocks (fenced or indented; ``$ ``
+  prompts, ``\\`` continuations, pipes, ``&&`` and redirections taken apart as a shell
+  would) is parsed by the command line's own parser (click), down to its subcommand's flags
+  and their types; synopsis lines (``[--json]``) are left out;
+* every ``python`` block runs, top to bottom, in a fresh namespace of its own, against the
+  session's cache (the sources it names are the session fixtures' wheels, fetched once). An
+  expression followed by a comment that is a Python literal (``# (3, 98304, 101376, True,
+  3072)``, inline or on the next line, up to a ``:``) must give that value: those values are
+  nvcc's (shared/cases/handed.md section E, tests/test_audit_nvcc.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import shlex
+import tokenize
+from pathlib import Path
+
+import click
+import pytest
+
+from cutlass_layout.cli import cli
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, code)`` of every fenced block (language as written after the fence, ``""``
+    for none) and of every indented block (language ``"indented"``) outside the fences."""
+    out: list[tuple[str, str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^```(\S*)\s*$", line)
+        if m:
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            out.append((m.group(1), "\n".join(lines[i + 1:j])))
+            i = j + 1
+            continue
+        if line.startswith("    ") and line.strip() and (i == 0 or not lines[i - 1].strip()):
+            j = i
+            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                j += 1
+            out.append(("indented", "\n".join(ln[4:] for ln in lines[i:j])))
+            i = j
+            continue
+        i += 1
+    return out
+
+
+def command_lines(text: str) -> list[list[str]]:
+    """The ``cutlass-layout`` commands of the README's shell-like blocks, as argument lists
+    (without the program name)."""
+    out = []
+    for lang, code in code_blocks(text):
+        if lang not in ("bash", "sh", "console", "text", "indented", ""):
+            continue
+        joined = re.sub(r"\\\n\s*", " ", code)
+        for line in joined.split("\n"):
+            line = line.strip()
+            line = line[2:] if line.startswith("$ ") else line
+            for part in re.split(r"\|\||&&|\|", line):
+                words = shlex.split(part.strip(), comments=True) if "cutlass-layout" in part else []
+                if not words or words[0] != "cutlass-layout":
+                    continue
+                for stop in (">", "2>", ">>"):
+                    if stop in words:
+                        words = words[:words.index(stop)]
+                if any(w.startswith("[") for w in words):  # a synopsis, not a command
+                    continue
+                out.append(words[1:])
+    return out
+
+
+def parse(args: list[str]) -> None:
+    """Parse ``args`` as the command line does (the group, then the subcommand's flags and
+    their types), without running the command. Raises click's usage errors."""
+    with cli.make_context("cutlass-layout", list(args)) as ctx:
+        name, cmd, rest = cli.resolve_command(ctx, ctx._protected_args + ctx.args)
+        with cmd.make_context(name, rest, parent=ctx):
+            pass
+
+
+def test_the_readme_has_what_these_tests_read():
+    text = README.read_text()
+    commands = command_lines(text)
+    assert len(commands) >= 15
+    assert {c[0] for c in commands} >= {"audit", "layout", "sweep", "diff", "scan"}
+    assert ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--preset", "trtllm-moe",
+            "--tile", "128x256x64B"] in commands
+    assert sum(lang == "python" for lang, _ in code_blocks(text)) >= 1
+
+
+@pytest.mark.parametrize("args", command_lines(README.read_text()), ids=" ".join)
+def test_every_command_line_parses(args):
+    try:
+        parse(args)
+    except click.ClickException as exc:
+        pytest.fail(f"cutlass-layout {' '.join(args)}: {exc.format_message()}")
+
+
+def test_a_bad_command_line_does_not_parse():
+    """The parse is the command line's own: a flag it does not have, or a bad value of a
+    typed one, is refused."""
+    with pytest.raises(click.UsageError):
+        parse(["layout", "--no-such-flag"])
+    with pytest.raises(click.BadParameter):
+        parse(["layout", "--depth", "-1"])
+    parse(["audit", "flashinfer-python==0.7.2.post1", "--family", "moe"])
+
+
+def _comments(code: str) -> dict[int, str]:
+    """Line number (1-based) -> the text of the comment on it."""
+    out = {}
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        if tok.type == tokenize.COMMENT:
+            out[tok.start[0]] = tok.string[1:].strip()
+    return out
+
+
+def _expected(comment: str | None):
+    """The literal a comment shows (``(3, 98304)`` or ``(102400, -1024): why``), else a
+    marker for none."""
+    if not comment:
+        return _NONE
+    for text in (comment, comment.split(": ", 1)[0]):
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            continue
+    return _NONE
+
+
+_NONE = object()
+
+
+def run_snippet(code: str) -> int:
+    """Run ``code`` statement by statement in a fresh namespace, checking each expression
+    against the literal its comment shows; returns how many were checked."""
+    tree = ast.parse(code)
+    comments = _comments(code)
+    lines = code.split("\n")
+    namespace: dict = {"__name__": "__readme__"}
+    checked = 0
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr):
+            value = eval(compile(ast.Expression(stmt.value), "README.md", "eval"), namespace)
+            end = stmt.end_lineno
+            following = lines[end].strip() if end < len(lines) else ""
+            comment = comments.get(end) or (comments.get(end + 1) if following.startswith("#") else None)
+            want = _expected(comment)
+            if want is not _NONE:
+                assert value == want, (ast.get_source_segment(code, stmt), value, want)
+                checked += 1
+        else:
+            exec(compile(ast.Module([stmt], type_ignores=[]), "README.md", "exec"), namespace)
+    return checked
+
+
+@pytest.mark.network
+def test_every_python_snippet_runs():
+    """The README's Python, as written (the first block's numbers: the trtllm-moe preset's
+    128x256x128 NVFP4 kernel on flashinfer 0.7.2.post1 is 98304 B with 3 stages, handed.md E's
+    NONE row; the audit's first tactic, a FINALIZE one, 102400 B, 1024 over: handed.md E)."""
+    blocks = [code for lang, code in code_blocks(README.read_text()) if lang == "python"]
+    checked = sum(run_snippet(code) for code in blocks)
+    assert checked >= 2
