@@ -20,6 +20,7 @@ import pytest
 from cutlass_layout import BadInput
 from cutlass_layout import flashinfer_jit
 from cutlass_layout.cli import main
+from cutlass_layout.runner import is_progress_line
 from cutlass_layout.flashinfer_jit import jit_modules
 from cutlass_layout.sources import resolve_flashinfer
 from test_sources import make_tree
@@ -87,7 +88,7 @@ def audit_error(capsys, site: Path) -> str:
     """``cutlass-layout audit SITE``: exit 2, exactly one ``error:`` line, no traceback."""
     code = main(["audit", str(site), "--jobs", "1"])
     out, err = capsys.readouterr()
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    lines = [ln for ln in err.splitlines() if ln.strip() and not is_progress_line(ln)]
     assert code == 2, err
     assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error: "), lines
     return lines[0]
