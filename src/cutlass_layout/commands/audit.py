@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..cache import ResultCache, code_fingerprint, key as cache_key
+from ..engine import ENGINE_SOURCES
 from ..errors import BadInput
 from ..launchers import blank_comments
 from ..kernels import (FoundKernel, Source, estimate_kernels, kernel_arch, kernel_core, lay_out_sources,
@@ -37,8 +38,7 @@ from ..model import AuditResult, LayoutReport, Provenance, Tactic
 _FORMAT = 1
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("kernels.py", "launchers.py", "engine.py", "probe.py", "model.py", "archs.py", "config.py",
-         "shapes.py", "frontends/clang.py")
+_CODE = ("kernels.py", "launchers.py", *ENGINE_SOURCES)
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
