@@ -195,7 +195,7 @@ def _launch(unit: ProbeUnit, names: dict, cfg, rep: LayoutReport) -> Constant:
     """
     total = _optional_int(names, "LaunchBytes")
     act, flt = _optional_int(names, "LaunchActivation"), _optional_int(names, "LaunchFilter")
-    file, line = _launch_site(unit, names.get("LaunchParams"))
+    file, line = unit.template_site(names.get("LaunchParams"), _SMEM_SIZE_RE)
     where = f" ({file}:{line})" if file else ""
     if total is None or total < 2 or act is None or act < 2 or flt is None or flt < 2:
         what = cfg.to_dict().get("type", "the type")
@@ -210,29 +210,6 @@ def _launch(unit: ProbeUnit, names: dict, cfg, rep: LayoutReport) -> Constant:
             f"kStages {rep.stages} + IteratorB::kFilterSize {f}")
     return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr,
                     file=file, line=line)
-
-
-def _launch_site(unit: ProbeUnit, params) -> tuple[str | None, int | None]:
-    """The file and line of the ``smem_size_ =`` assignment in the class template that the
-    alias ``params`` names (``DirectConvolutionParams``), or of the class where there is none."""
-    if params is None:
-        return None, None
-    import clang.cindex as ci
-
-    decl = params.underlying_typedef_type.get_canonical().get_declaration()
-    pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
-    owner = pattern if pattern is not None and not pattern.kind.is_invalid() else decl
-    loc = owner.location
-    if loc.file is None:
-        return None, None
-    try:
-        lines = Path(loc.file.name).read_text(errors="replace").splitlines()
-    except OSError:
-        lines = []
-    start, end = owner.extent.start.line, owner.extent.end.line
-    hit = next((n for n in range(start, min(end, len(lines)) + 1)
-                if _SMEM_SIZE_RE.search(lines[n - 1])), None)
-    return unit.rel(loc.file.name), hit or loc.line
 
 
 def capacity_is_documented(cfg) -> bool:

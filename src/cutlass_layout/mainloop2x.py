@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 from .errors import BadInput
-from .model import MainloopChoice
+from .model import MainloopChoice, short_name
 
 #: The headers holding the specializations (relative to the include root).
 DEFAULT_MMA = "cutlass/gemm/threadblock/default_mma.h"
@@ -87,21 +87,6 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
     return lines[0], lines[1]
 
 
-def _short(t: str) -> str:
-    """``cutlass::half_t`` and ``float`` as they are; a template's arguments shortened."""
-    depth, out = 0, []
-    for ch in t:
-        if ch == "<":
-            if depth == 0:
-                out.append("<...>")
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
-
-
 def mainloop_choice(mainloop: str, smem: tuple[str, str], loaded: tuple[str, str],
                     stages: int | None, include_root) -> MainloopChoice:
     """The :class:`~cutlass_layout.model.MainloopChoice` of a 2.x mainloop.
@@ -120,8 +105,8 @@ def mainloop_choice(mainloop: str, smem: tuple[str, str], loaded: tuple[str, str
         float staged as half_t at 2 stages in a tree with the specializations of the module
         docstring, both cited with their lines; else that the mainloop CUTLASS picked does so.
     """
-    shown = [_short(t) for t in (*smem, *loaded)]
-    choice = MainloopChoice(type=_short(mainloop), smem_a=shown[0], smem_b=shown[1],
+    shown = [short_name(t) for t in (*smem, *loaded)]
+    choice = MainloopChoice(type=short_name(mainloop), smem_a=shown[0], smem_b=shown[1],
                             element_a=shown[2], element_b=shown[3])
     if choice.staged_as_loaded:
         return choice

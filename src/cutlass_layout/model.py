@@ -537,6 +537,21 @@ class Scope:
         return self.name + abbrev_args(self.template_args)
 
 
+def short_name(spelling: str) -> str:
+    """Shorten a C++ type's template arguments: ``A<x, B<y>>::S`` -> ``A<...>::S``."""
+    out, depth = [], 0
+    for ch in spelling:
+        if ch == "<":
+            if depth == 0:
+                out.append("<...>")
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
 def abbrev_args(args: str | None) -> str:
     """``<Mainloop<A, B>, X, Y>`` -> ``<Mainloop<…>, …>``; ``""`` for none."""
     if not args:

@@ -109,14 +109,12 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     extra = list(dict.fromkeys(f for s in subjects if isinstance(s, probe.UserType)
                                for f in s.extra_flags()))
+    cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}"]
     how = ("built (host and device pass) and run" if run else
            "its front end's numbers: nothing compiled, linked or run")
     try:
         with step(f"nvcc on the probe of {len(subjects)} config(s) for {ARCHS[arch]} ({how})"):
-            lines = (_built(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
-                                                    f"-I{include_root}"]) if run else
-                     _shown(subjects, paths, work, [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra,
-                                                    f"-I{include_root}"]))
+            lines = (_built if run else _shown)(subjects, paths, work, cmd)
     finally:
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)

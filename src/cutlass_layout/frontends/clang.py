@@ -24,7 +24,7 @@ from pathlib import Path
 import clang.cindex as ci
 
 from ..errors import BadInput
-from ..model import CompileError, Constant, FieldLayout, StructLayout
+from ..model import CompileError, Constant, FieldLayout, StructLayout, short_name
 
 STUB_DIR = Path(__file__).resolve().parent.parent / "stubs"
 
@@ -41,6 +41,9 @@ _ACCESS = {
     ci.AccessSpecifier.PUBLIC: "public",
 }
 #: clang's spelling of an unnamed struct or union type: ``union (unnamed at /path/x.h:271:5)``
+_UNNAMED_RE = re.compile(r"\((?:unnamed|anonymous)(?: (?:struct|union|class))? at [^()]*\)")
+
+
 def _member_name(f: ci.Cursor) -> str:
     """A field's name; ``<anonymous>`` for an anonymous union or struct member, which libclang
     spells ``union (anonymous at FILE:LINE:COL)`` or ``S::(anonymous union at ...)``."""
@@ -50,7 +53,6 @@ def _member_name(f: ci.Cursor) -> str:
     return f.spelling
 
 
-_UNNAMED_RE = re.compile(r"\((?:unnamed|anonymous)(?: (?:struct|union|class))? at [^()]*\)")
 _INSTANTIATED_RE = re.compile(r"^in instantiation of template class '(.*)' requested here$", re.S)
 #: a follow-up of a failed class instantiation: a member looked up in the invalid class
 FOLLOW_UP_RE = re.compile(r"^no (?:type|member) named '[^']*' in '(.*)'$", re.S)
@@ -385,8 +387,8 @@ class ProbeUnit:
         ``float``), or ``None`` for the probe's placeholder ``cl_detail::cl_none``.
 
         Raises:
-            ValueError: the alias names error recovery's ``int`` or an invalid type (a
-                class's name is never taken from a broken unit).
+            ValueError: the alias names an invalid type (a class's name is never taken from
+                a broken unit).
         """
         t = cursor.underlying_typedef_type.get_canonical()
         if t.spelling == "cl_detail::cl_none":
@@ -394,6 +396,27 @@ class ProbeUnit:
         if t.kind == ci.TypeKind.INVALID:
             raise ValueError(f"{cursor.spelling} names no valid type")
         return t.spelling
+
+    def template_site(self, alias: ci.Cursor | None, line_re: re.Pattern) -> tuple[str | None, int | None]:
+        """Where the class that the ``using`` alias ``alias`` names is written: its class
+        template's file (relative to the include root, :meth:`rel`) and the first line of its
+        body matching ``line_re`` (the line of the class where none does); ``(None, None)``
+        for no alias or a class in no file."""
+        if alias is None:
+            return None, None
+        decl = alias.underlying_typedef_type.get_canonical().get_declaration()
+        pattern = ci.conf.lib.clang_getSpecializedCursorTemplate(decl)
+        owner = pattern if pattern is not None and not pattern.kind.is_invalid() else decl
+        loc = owner.location
+        if loc.file is None:
+            return None, None
+        try:
+            lines = Path(loc.file.name).read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        start, end = owner.extent.start.line, owner.extent.end.line
+        hit = next((n for n in range(start, min(end, len(lines)) + 1) if line_re.search(lines[n - 1])), None)
+        return self.rel(loc.file.name), hit or loc.line
 
     def constant(self, name: str, value: int, ref: ci.Cursor | None) -> Constant:
         """A :class:`Constant` for ``value``, with the header's expression and file:line taken
@@ -505,21 +528,6 @@ class ProbeUnit:
         if m and m.group(1).isdigit():
             return int(m.group(1))
         return None
-
-
-def short_name(spelling: str) -> str:
-    """Shorten template arguments: ``A<x, B<y>>::S`` -> ``A<...>::S``."""
-    out, depth = [], 0
-    for ch in spelling:
-        if ch == "<":
-            if depth == 0:
-                out.append("<...>")
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
 
 
 __all__ = ["ProbeUnit", "clang_flags", "libclang_version", "short_name"]
