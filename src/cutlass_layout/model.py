@@ -10,7 +10,8 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
 * sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
 * diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
   :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
-  :class:`DiffResult`.
+  :class:`TacticChange`, :class:`AuditDiff`, :class:`DiffResult`;
+* audits: :class:`Tactic`, :class:`AuditResult`.
 
 This module imports nothing from the package (the configs in sweep and diff results are
 :class:`cutlass_layout.config.Config` objects, named here for type checkers only).
@@ -329,7 +330,8 @@ class LayoutReport:
     ``error`` is set (and every number is ``None``) when the config does not compile: no
     number ever comes from a translation unit with errors. ``checked`` says what was
     checked: ``types`` (the kernel's types were instantiated; asserts in kernel bodies, such
-    as tile-shape checks in ``operator()``, were not).
+    as tile-shape checks in ``operator()``, were not) or ``kernel`` (the device entry point
+    was instantiated too).
     """
 
     #: the subject as in the JSON: a config's :meth:`~cutlass_layout.config.Config.to_dict`,
@@ -1344,13 +1346,16 @@ class AuditResult:
 
     Attributes:
         provenance: where the numbers come from: the install (``library``, ``version``,
-            ``origin``, ``root``), the CUTLASS tree and libclang (as in a layout report).
-        arch: ``sm120`` (also for SM121), ``sm100``, ``sm90``.
+            ``origin``, ``root``, ``fingerprint``, ``generated_root``, ``builders``), the
+            CUTLASS tree and libclang (as in a layout report).
+        arch: the arch asked for: ``sm120``, ``sm121`` (laid out with SM120's builds) or
+            ``sm90`` (:data:`cutlass_layout.commands.audit.AUDIT_ARCHS`).
         capacity: the arch's capacity constant read from the headers (None when no kernel
             was laid out).
-        tactics: one :class:`Tactic` per kernel, in the order :meth:`sorted_tactics` gives.
+        tactics: one :class:`Tactic` per kernel, in the order
+            :func:`cutlass_layout.commands.audit.sort_tactics` gives.
         sources: one entry per source the install's JIT compiles for the arch: ``{module,
-            file, kernels, skipped, error}``.
+            builder, file, kernels, skipped, error}``.
         notes: what the audit could not read, and filters that matched no tactic, in plain
             words.
         stats: how it ran (not part of the JSON): seconds, parsed, cached, peak memory.

@@ -121,8 +121,8 @@ def tree_files(top, *, hidden: bool = True, special: list | None = None) -> list
     (``/``-separated), sorted. Links to directories are not followed; with ``hidden=False``
     directories whose name starts with ``.`` (``.git``) are not entered. FIFOs, sockets,
     devices and broken links are left out (never opened), and appended to ``special`` as
-    ``(relative path, what it is)`` when a list is given. The one walk over a tree that every
-    command uses."""
+    ``(relative path, what it is)`` when a list is given. The walk behind :func:`file_digests`
+    (tree hashes, ``diff``'s changed headers) and :func:`header_files` (``scan``)."""
     top = os.fspath(top)
     out = []
     stack = [("", top)]
