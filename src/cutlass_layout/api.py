@@ -8,8 +8,9 @@ Every function that reads CUTLASS takes it as ``source``: anything
 ``"flashinfer-python==0.7.2.post1"``, with ``#SUBPATH`` to choose among several trees), a
 resolved :class:`CutlassTree`, or a :class:`Target` from :func:`target` to reuse; ``None``
 is the one installed here, else nvidia-cutlass 4.2.0.0 fetched into the cache. :func:`diff`
-takes two, ``old`` and ``new``. (The older keyword names, ``cutlass=`` and, for
-:func:`audit` and :func:`scan`, ``src=`` and ``path=``, still work and warn.)
+takes two, ``old`` and ``new``. (``cutlass=`` for :func:`target`, :func:`layout`,
+:func:`layouts` and :func:`sweep`, ``src=`` for :func:`audit` and ``path=`` for :func:`scan`
+are taken too, with a :class:`DeprecationWarning`.)
 
 Sizes, offsets and capacities are bytes throughout; tiles are ``(M, N, K)`` in elements of
 A (a tile written ``"128x128x64B"`` has K in bytes of A's element, as TensorRT-LLM names
@@ -79,8 +80,8 @@ def _renamed(**old_names: str):
 
 def resolve_cutlass(source=None) -> CutlassTree:
     """The CUTLASS tree ``source`` names (see the module docstring for what it may be); the
-    tree's ``include_root`` holds ``cutlass/version.h``, its ``tree_hash`` is of its headers'
-    content (what every cached result is keyed by).
+    tree's ``include_root`` holds ``cutlass/version.h`` or ``cutlass/cutlass.h``, its
+    ``tree_hash`` is of its files' content (what every cached result is keyed by).
 
     Raises:
         BadInput: a missing path, no CUTLASS found, several found and none chosen

@@ -35,8 +35,8 @@ class CudaHeaders:
 
     Attributes:
         path: the root (holds ``include/cuda_runtime.h``).
-        source: how it was found (``--cuda-path``, ``CUDA_HOME``, ``nvcc``, ``/usr/local/cuda``,
-            ``pip``).
+        source: how it was found (``--cuda-path``, ``CUDA_HOME``, ``CUDA_PATH``, ``nvcc``,
+            ``/usr/local/cuda``, ``pip``).
         cccl: ``include/cccl`` when the toolkit keeps CCCL there (CUDA 13), else ``None``.
     """
 
@@ -76,7 +76,8 @@ def _headers(root: Path, source: str) -> CudaHeaders:
 
 
 def pip_cuda_include() -> Path | None:
-    """The include dir of the pip CUDA header wheels (``nvidia/cu13/include``), if installed."""
+    """The include dir of the pip CUDA header wheels (``nvidia/cu13/include``, else
+    ``nvidia/cuda_runtime/include``), if installed."""
     try:
         import nvidia  # namespace package from the nvidia-cuda-* wheels
     except ImportError:

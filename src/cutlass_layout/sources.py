@@ -7,14 +7,16 @@ from ``cmake/version.h.in``); their version is read from the checkout's other ma
 (:func:`tree_version`). Installs keep the tree in different places
 (``flashinfer/data/cutlass/include``, ``cutlass_library/source/include``,
 ``deep_gemm/include``, ``vllm/third_party/*/include``); :func:`resolve_cutlass` finds it by
-looking for ``**/include/cutlass/{version,cutlass}.h`` and never walks into a tree it found.
+looking for ``**/cutlass/{version,cutlass}.h`` (in a wheel, below an ``include/``) and never
+walks into a tree it found.
 
 Wheels are read with :mod:`zipfile` without installing them; only the members below the
 chosen include root are unpacked, once, into the user cache, keyed by the wheel's SHA-256:
 under a lock (processes using a new wheel at once unpack it once), into a temporary folder
 renamed into place when complete, within :data:`~cutlass_layout.inputs.LIMITS`. A damaged
 wheel (bad CRC, a member that is both a file and a folder) is bad input. The marker of an
-unpacked tree lists every file's size, and a tree that no longer matches it is unpacked again.
+unpacked tree holds a digest of every file's path and size, and a tree that no longer matches
+it is unpacked again.
 
 Where a source holds several trees (vLLM keeps two), the error lists them; pick one with
 ``SOURCE#SUBPATH`` (e.g. ``vllm#vllm/third_party/deep_gemm/include``) or pass the path.
@@ -92,7 +94,7 @@ class CutlassTree:
     """A CUTLASS include tree ready to be parsed.
 
     Attributes:
-        include_root: directory holding ``cutlass/`` and ``cute/``.
+        include_root: directory holding ``cutlass/`` (and ``cute/`` from CUTLASS 3.0).
         version: ``MAJOR.MINOR.PATCH`` read from ``cutlass/version.h`` (not always right:
             tag v4.1.0 says 4.0.0; compare ``tree_hash`` to tell trees apart), else from the
             checkout's markers (:func:`tree_version`), else ``unknown``.
@@ -734,10 +736,12 @@ class FlashinferInstall:
 
     Attributes:
         root: the ``flashinfer`` package directory (holds ``jit/`` and ``data/``).
-        version: flashinfer's version (``_build_meta.py``, else the dist-info), or ``unknown``.
+        version: flashinfer's version (``_build_meta.py`` or ``version.py``, else the
+            dist-info), or ``unknown``.
         origin: what the user named and how it was found.
         tree: the CUTLASS tree it ships (``data/cutlass/include``).
-        fingerprint: identifies the install's content: the wheel's SHA-256 for a wheel, else
+        fingerprint: identifies the install's content: ``wheel:`` and the first 16 hex digits
+            of the wheel's SHA-256 for a wheel, else
             a hash of every file's path, size and mtime under ``root`` (a changed header changes it).
     """
 
