@@ -268,8 +268,10 @@ def key(kind: str, *, subject, target, code: tuple[str, ...]) -> str:
     its flags), the target's parts (tree hash, libclang version, CUDA headers) and the
     :func:`code_fingerprint` of the modules ``code`` that compute it.
 
-    Every cache key of the package is made here (``ResultCache`` entries, preludes); a module
-    named in ``code`` that does not exist raises ``ValueError``.
+    The keys of results that code computes are made here (layouts, audits, diffs' structural
+    views, candidate lists, the JIT's builders, preludes); the wheel caches
+    (``wheel-digests``, ``wheel-roots-2``) are keyed by the wheel's path, size and mtime or
+    its digest instead. A module named in ``code`` that does not exist raises ``ValueError``.
     """
     return result_key(kind, subject, target, code_fingerprint(*code))
 
@@ -321,6 +323,8 @@ class ResultCache:
             return None
 
     def put(self, key: str, payload) -> None:
+        """Store the JSON ``payload`` under ``key`` (atomically); a cache that cannot be
+        written, or a payload that is not JSON, stores nothing and raises nothing."""
         try:
             path = self._path(key)
             body = json.dumps(payload, separators=(",", ":")).encode()

@@ -195,8 +195,9 @@ class Config:
     # -- derived C++ pieces -------------------------------------------------------------
     @property
     def element_c(self) -> str:
-        """Epilogue C kind after the preset (``void`` for flashinfer and vllm, D's kind for
-        TRT-LLM and for flashinfer's blockwise FP8 GEMM; bf16 with a block-scaled D)."""
+        """Epilogue C kind: ``c`` where given, else the preset's (``void`` for flashinfer and
+        vllm, D's kind for TRT-LLM and for flashinfer's blockwise FP8 GEMM; with a block-scaled
+        D, ``void`` for flashinfer's non-blockwise GEMMs, else bf16)."""
         if self.c is not None:
             return self.c
         if self.element_d in SCALED_OUTPUTS:
@@ -207,7 +208,7 @@ class Config:
 
     @property
     def element_d(self) -> str:
-        """Epilogue D kind after the preset (bf16 for every preset)."""
+        """Epilogue D kind: ``d`` where given, else bf16 (every preset's)."""
         return self.d if self.d is not None else "bf16"
 
     def alignment(self, operand: str) -> int:
@@ -244,7 +245,8 @@ class Config:
         return d
 
     def label(self) -> str:
-        """Short text like ``sm120 grouped nvfp4xnvfp4 128x128x128 stages=auto flashinfer``."""
+        """Short text like ``sm120 grouped nvfp4xnvfp4 128x128x128 stages=auto flashinfer
+        C=void D=bf16`` (cluster, scales and schedules only where not the default)."""
         m, n, k = self.tile
         st = "auto" if self.stages is None else str(self.stages)
         sched = "" if self.schedule == "auto" else f" {self.schedule}"

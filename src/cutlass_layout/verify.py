@@ -64,9 +64,12 @@ class Verification:
 
     @property
     def agree(self) -> bool:
+        """Whether nvcc agreed on every number compared (no :attr:`mismatches`)."""
         return not self.mismatches
 
     def summary(self) -> str:
+        """One line: ``nvcc agrees: N sizes and stage counts, M member offsets and sizes``, or
+        ``nvcc DISAGREES on K of N numbers: ...`` with the first five mismatches."""
         if self.agree:
             return f"nvcc agrees: {self.sizes} sizes and stage counts, {self.fields} member offsets and sizes"
         return f"nvcc DISAGREES on {len(self.mismatches)} of {self.sizes + self.fields} numbers: " + \
