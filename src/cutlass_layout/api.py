@@ -170,7 +170,8 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
 def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = False,
             use_cache: bool = True) -> list[LayoutReport]:
     """:func:`layout` for several configs with as few libclang parses as possible (one
-    translation unit per arch; no stage budget).
+    translation unit per arch; an auto-stage preset config's builder budget comes from the
+    same parse, a user type gets none).
 
     Args:
         configs: a list of what :func:`layout` takes as ``config``, archs mixed freely.

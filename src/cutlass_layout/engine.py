@@ -1,8 +1,8 @@
 """The exact engine: configs in, clang's record layouts out.
 
-``layouts(configs, cutlass=...)`` writes one probe translation unit for all configs
-(:mod:`cutlass_layout.probe`), parses it once with libclang and reads every config's
-``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
+``layouts(configs, cutlass=...)`` writes one probe translation unit for the configs of each
+arch (and user header: :mod:`cutlass_layout.probe`), parses it with libclang and reads every
+config's ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
 unit with any error gives no numbers: each error is tied to the config whose block asked
 for the failing type, those configs get their error, and the others are parsed again
 without them (split in halves only where an error cannot be tied to a config). So one
@@ -65,6 +65,9 @@ class Target:
         return list(self._flags[arch])
 
     def provenance(self, arch: str) -> Provenance:
+        """The :class:`~cutlass_layout.model.Provenance` of a layout for ``arch`` on this
+        target: the tree, its version, hash and origin, libclang's version, the CUDA root and
+        how it was found, and :meth:`flags`."""
         return Provenance(
             cutlass_root=str(self.tree.include_root),
             cutlass_version=self.tree.version,
