@@ -471,9 +471,11 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
 
 def probe_text(config=None, **config_values) -> str:
     """The translation unit the engine parses for one config (or :class:`UserType`), with a
-    ``main()`` that prints the same numbers when nvcc builds it (``layout --emit-probe``):
-    the builders' types, ``sizeof`` of the three SharedStorage types, the stage count and the
-    TMA transaction bytes.
+    ``main()`` that prints numbers the engine reads when nvcc builds it (``layout
+    --emit-probe``): ``size 0 KERNEL MAINLOOP EPILOGUE STAGES`` (``sizeof`` of the three
+    SharedStorage types, 1 for a missing one, and the stage count) and, where they apply, a
+    sparse mainloop's ``StagesB``/``StagesE``, a storage of no GEMM shape's ``sizeof`` and a
+    direct convolution's launch size (:func:`cutlass_layout.probe.checks`).
 
     Raises:
         BadInput: as :func:`config`.

@@ -379,6 +379,8 @@ class UserType:
 
     @property
     def family(self) -> str | None:
+        """The preset family of ``arch`` (:data:`cutlass_layout.config.FAMILY`), or ``None``
+        (no arch given, or a 2.x-era arch)."""
         return FAMILY.get(self.arch or "")
 
     def extra_flags(self) -> list[str]:
@@ -397,10 +399,14 @@ class UserType:
         return replace(self, **changes)
 
     def label(self) -> str:
+        """``my::Gemm from my_gemm.h (sm120, STAGES=3)`` (``arch of its tag`` where no arch
+        is given)."""
         st = "" if self.stages is None else f", {STAGES_MACRO}={self.stages}"
         return f"{self.type} from {self.header.name} ({self.arch or 'arch of its tag'}{st})"
 
     def to_dict(self) -> dict:
+        """``{header, type, arch}`` (the ``config`` object of its reports), with ``stages``,
+        ``includes`` and ``defines`` where given."""
         d = {"header": str(self.header), "type": self.type, "arch": self.arch}
         if self.stages is not None:
             d["stages"] = self.stages
