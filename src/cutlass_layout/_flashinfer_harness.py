@@ -95,6 +95,9 @@ class Anything:
 
 
 class StubModule(types.ModuleType):
+    """A stand-in module: every attribute not set on it is an :class:`Anything` named
+    ``module.attribute`` (memoised); dunder names are missing as usual."""
+
     def __getattr__(self, key):
         if key.startswith("__") and key.endswith("__"):
             raise AttributeError(key)
@@ -148,6 +151,8 @@ def constants(path: pathlib.Path, ns: dict, body=None) -> dict:
 
 
 def class_constants(path: pathlib.Path, cls: str) -> dict:
+    """:func:`constants` of the body of class ``cls`` in ``path`` (``{}`` when there is no
+    such class)."""
     for stmt in ast.parse(path.read_text()).body:
         if isinstance(stmt, ast.ClassDef) and stmt.name == cls:
             return constants(path, {}, stmt.body)
@@ -323,6 +328,10 @@ def set_limits(limits: dict) -> None:
 
 
 def run(request: dict) -> dict:
+    """Call the request's builders with the stand-ins installed: ``{"builders": [{module,
+    function, error, specs}], "defaults": defaults(...)}``, ``specs`` the ``gen_jit_spec``
+    calls each made, ``error`` the install's exception in one line (the others still run).
+    A :class:`MemoryError` ends the run."""
     root = pathlib.Path(request["root"])
     out = pathlib.Path(request["out"])
     arch = request["arch"]  # "120", "100", "90"
@@ -352,6 +361,9 @@ def run(request: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """Read the request file ``argv[1]``, apply its limits, write :func:`run`'s answer as
+    JSON on stdout (what the install prints goes to stderr); out of memory: exit
+    :data:`EXIT_MEMORY`."""
     with open(argv[1]) as f:  # the request: a file in the scratch folder (stdin is closed)
         request = json.load(f)
     set_limits(request.get("limits", {}))

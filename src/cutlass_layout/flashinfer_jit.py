@@ -92,7 +92,8 @@ class JitModule:
         sources: every source the module compiles (generated ones under the cache folder).
         generated: the sources written by the builder (the generator's instantiation files,
             rendered templates, copies), in the order the builder lists them.
-        defines: ``-D`` flags of its CUDA compile (the module's, then the build's defaults).
+        defines: ``-D``/``-U`` flags of its CUDA compile (the module's, then the build's
+            defaults).
         include_dirs: ``-I`` folders (the module's, then flashinfer's CCCL); system_include_dirs:
             ``-isystem`` folders (flashinfer's own: its include/, csrc/, CUTLASS, spdlog).
     """

@@ -455,6 +455,9 @@ class Prelude:
     path: Path | None = None
 
     def text(self, trimmed: bool = True, probes: bool = True) -> str:
+        """The prelude's text: the cut-down macros (with ``trimmed``), the re-hosted
+        templates and (with ``probes``) their probe blocks, after :attr:`head` when it has
+        one; ``""`` when there is nothing to put before the source."""
         body = (self.macros if trimmed else "") + self.rehosts + (self.rehost_probes if probes else "")
         return (self.head + "\n" + body) if body and self.head else body
 
