@@ -259,6 +259,7 @@ class GpuVerification:
 
     @property
     def agree(self) -> bool:
+        """Whether every run agrees with the engine (:attr:`GpuRun.agree`)."""
         return all(r.agree for r in self.runs)
 
     def to_dict(self) -> dict:
@@ -454,7 +455,8 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
     """Build and launch each config's kernel on the local GPU (see the module docstring).
 
     Args:
-        configs: the configs (presets); user types are not launched.
+        configs: the configs: presets that :func:`check_launchable` accepts (it is not
+            called here).
         expected: per config, the engine's ``(verdict, kernel SharedStorage bytes)``, or
             ``(verdict, bytes, stages)``.
         include_root: the CUTLASS include root the engine read (nvcc reads the same).
@@ -463,8 +465,9 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         device: the result of :func:`preflight`, when already called.
 
     Returns:
-        one :class:`GpuRun` per config, in order. Programs are built in a temporary folder
-        of the cache (``gpu-checks/``), removed afterwards.
+        A :class:`GpuVerification`: the device and one :class:`GpuRun` per config, in
+        order. Programs are built in a temporary folder of the cache (``gpu-checks/``),
+        removed afterwards.
 
     Raises:
         BadInput: as :func:`preflight`; a cache folder that cannot be written.

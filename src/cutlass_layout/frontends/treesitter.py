@@ -12,9 +12,9 @@ Nothing here compiles or preprocesses anything. One header is handled in four st
    A file that ends with open braces is *cut*: closers are appended after the end of the text
    (so no line number moves) and the text is parsed again; every struct whose ``}`` had to be
    made up is marked ``cut``.
-4. :func:`extract` finds structs and unions whose name contains ``Storage`` and the
-   transaction-byte / stage / capacity constants by a byte search, then reads each hit from
-   the tree (no walk over the whole tree in Python).
+4. :func:`scan_source` (its ``_Extractor``) finds structs and unions whose name contains
+   ``Storage`` and the transaction-byte / stage / capacity constants by a byte search, then
+   reads each hit from the tree (no walk over the whole tree in Python).
 """
 
 from __future__ import annotations
