@@ -293,8 +293,8 @@ class Approximation:
         kernel: the kernel approximated, in words (``TensorRT-LLM's MoE grouped GEMM
             (moe_gemm_tma_ws_launcher.inl)``).
         install: the flashinfer whose CUTLASS tree was read (``flashinfer-python
-            0.7.2.post1``), or None (not a flashinfer, or a wheel whose other parts were never
-            unpacked: nothing of it was audited).
+            0.7.2.post1``; for a wheel whose other parts were never unpacked, as its source
+            names it, and nothing of it was audited), or None (not a flashinfer's tree).
         source: that install as the audit takes it (``flashinfer-python==0.7.2.post1``, a
             wheel, a directory; None: the one installed here), when ``install`` is known.
         family: the audit family of the preset's kernels (``moe``; None for ``flashinfer``:

@@ -460,8 +460,8 @@ def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list
     and each value of each config key, alone; or, when each matches some, the filters
     together. One entry per filter (see :attr:`~cutlass_layout.model.AuditResult.unmatched`):
     ``{"filter": key, "value": as typed, "nearest": what the tactics have nearest it,
-    "detail": what is wrong, "note": one line naming the filter, with the detail}``. None
-    for an empty pool (there is nothing to match)."""
+    "detail": what is wrong, "note": one line naming the filter, with the detail}``. An
+    empty list for an empty pool (there is nothing to match)."""
     out = []
 
     def miss(key, value, what):
