@@ -46,7 +46,9 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
      "structural_arch": null | [arch, ...], "structural_others": {family: count},
      "numeric": null | [{config, label, old: record | null, new: record | null,
                          changed: [name, ...],
-                         members: [{name, old: {offset, size} | null, new: ...}]}]}
+                         members: [{name, old: {offset, size} | null, new: ...}]}],
+     "audit": null | {arch, family, old_tactics, new_tactics, notes,
+                      tactics: [{id, family, name, change, changed, members, old, new}]}}
 
     record = {verdict: "fits" | "over_capacity" | "does_not_compile", error: str | null,
               stages, kernel_bytes, mainloop_bytes, epilogue_bytes, capacity_bytes,
@@ -672,9 +674,9 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             (:func:`cutlass_layout.grid.grid_configs`), or None for :func:`default_grid`.
         structural, numeric: which sides to compute (default: both; neither with ``audit``).
         audit: also compare the kernels the two installs build: each side is a flashinfer
-            install (:func:`cutlass_layout.audit.audit`, from the results cache where it has
-            run), its tactics matched by id and tile (:func:`audit_diff`); ``arch`` (one;
-            default ``sm120``) and ``family`` as in ``audit``.
+            install (:func:`cutlass_layout.commands.audit.audit`, from the results cache
+            where it has run), its tactics matched by id and tile (:func:`audit_diff`);
+            ``arch`` (one; default ``sm120``) and ``family`` as in ``audit``.
         arch: an arch (any of :data:`cutlass_layout.config.ARCHS`) or several: the structural view keeps
             the headers and structs of their families (:func:`keep_arch`; the others are
             counted in ``structural_others`` and are not differences), and, without a
