@@ -86,6 +86,7 @@ class Pool:
         return max(0, self.jobs - self.busy) if self._pool else (0 if self._local else 1)
 
     def submit(self, fn, *args) -> int:
+        """Queue ``fn(*args)`` (in-process: run later, by :meth:`next_done`); returns its ticket."""
         self._tickets += 1
         if self._pool is None:
             self._local.append((self._tickets, fn, args))
@@ -232,11 +233,14 @@ class Progress:
             self._line()
 
     def add(self, n: int) -> None:
+        """Grow the total by ``n`` units (follow-up work found on the way)."""
         self.total += n
         if self._bar is not None:
             self._bar.update(self._task, total=self.total)
 
     def advance(self, n: int = 1) -> None:
+        """Count ``n`` units done: the bar moves, or a line when ``every`` seconds have passed
+        since the last one."""
         self.done += n
         if self._bar is not None:
             self._bar.advance(self._task, n)
@@ -250,6 +254,8 @@ class Progress:
               file=sys.stderr, flush=True)
 
     def stop(self) -> None:
+        """Remove the bar, or print a last line (when the run took ``every`` seconds or more and
+        the last line printed is not already the final count); then show nothing more."""
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
