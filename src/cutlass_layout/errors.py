@@ -3,11 +3,14 @@
 Exit codes (the README keeps the same table; :func:`cutlass_layout.cli.main` sets them):
 
 ==== =====================================================================
-0    computed (or scanned, swept, diffed, resolved)
-1    ``layout --check``: computed and over capacity; ``diff --exit-code``: differences
+0    computed (or scanned, swept, diffed, audited, resolved)
+1    ``layout --check``: computed and over capacity; ``audit --check``: a tactic the runtime
+     would (or may) try is over capacity, or a filter matched nothing; ``diff --exit-code``:
+     differences
 2    bad input (:class:`BadInput`): a missing path, a tree without CUTLASS, a bad value
 3    the config does not compile (:class:`DoesNotCompile`; no numbers are given)
-4    ``layout --verify nvcc``: nvcc disagrees; or an internal error (a bug)
+4    ``--verify nvcc``: nvcc disagrees; ``--verify gpu``: the launch does not bear the
+     verdict out; or an internal error (a bug)
 130  interrupted (Ctrl-C)
 ==== =====================================================================
 
