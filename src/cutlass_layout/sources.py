@@ -86,7 +86,9 @@ _VERSION_MARKERS = (
 _SEMVER = re.compile(r"\d+\.\d+\.\d+")
 _MARKER = ".cutlass-layout-complete"  # written beside an unpacked tree, not part of it
 _INSTALL_MARKER = ".cutlass-layout-install-complete"
-_MARKERS = (_MARKER, _INSTALL_MARKER)
+#: beside an unpacked install: what its metadata requires of apache-tvm-ffi (:func:`tvm_ffi_headers`)
+_REQUIREMENT_FILE = ".cutlass-layout-tvm-ffi-requirement"
+_MARKERS = (_MARKER, _INSTALL_MARKER, _REQUIREMENT_FILE)
 
 
 @dataclass(frozen=True)
@@ -743,6 +745,10 @@ class FlashinferInstall:
         fingerprint: identifies the install's content: ``wheel:`` and the first 16 hex digits
             of the wheel's SHA-256 for a wheel, else
             a hash of every file's path, size and mtime under ``root`` (a changed header changes it).
+        tvm_ffi_requirement: what the install's metadata requires of ``apache-tvm-ffi``
+            (``apache-tvm-ffi<0.2,>=0.1.11``), the distribution whose headers
+            (``tvm/ffi/...``, ``dlpack/``) its TVM FFI bindings include; None when the
+            metadata is not there or names none (see :func:`tvm_ffi_headers`).
     """
 
     root: Path
@@ -750,6 +756,7 @@ class FlashinferInstall:
     origin: str
     tree: CutlassTree
     fingerprint: str
+    tvm_ffi_requirement: str | None = None
 
 
 def _wanted_install_member(name: str) -> bool:
@@ -813,12 +820,16 @@ def _flashinfer_root(path: Path) -> Path | None:
     return None
 
 
-def _install(root: Path, origin: str, fingerprint: str | None = None) -> FlashinferInstall:
+def _install(root: Path, origin: str, fingerprint: str | None = None,
+             requirement: str | None = None) -> FlashinferInstall:
     inc = root / "data" / "cutlass" / "include"
     if not _is_tree(inc):
         raise BadInput(f"the flashinfer package at {root} has no CUTLASS tree (data/cutlass/include)")
+    if requirement is None:
+        requirement = _installed_requirement(root)
     return FlashinferInstall(root=root.resolve(), version=_flashinfer_version(root), origin=origin,
-                             tree=_tree(inc, origin), fingerprint=fingerprint or _stat_fingerprint(root))
+                             tree=_tree(inc, origin), fingerprint=fingerprint or _stat_fingerprint(root),
+                             tvm_ffi_requirement=requirement)
 
 
 def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
@@ -834,7 +845,9 @@ def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
                 _unpack_install(path, base)
     # the CUTLASS include tree is unpacked (and marked complete) as for `--cutlass WHEEL`
     _from_wheel(path, "flashinfer/data/cutlass/include", origin)
-    return _install(base / "flashinfer", origin, fingerprint=f"wheel:{digest}")
+    requirement = _wheel_requirement(path, names)
+    _write_requirement(base, requirement)
+    return _install(base / "flashinfer", origin, fingerprint=f"wheel:{digest}", requirement=requirement)
 
 
 #: Where a flashinfer wheel's CUTLASS tree sits below its unpacked install (unpacked apart).
@@ -933,7 +946,137 @@ def flashinfer_of(tree: CutlassTree) -> FlashinferInstall | None:
         # a wheel unpacked into the cache: trees/<the wheel's SHA-256, 16>/flashinfer
         if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
             return None
-        return _install(root, tree.origin, fingerprint=f"wheel:{base.name}")
+        return _install(root, tree.origin, fingerprint=f"wheel:{base.name}",
+                        requirement=_read_requirement(base))
     if Path(cache_dir("trees")).resolve() in root.resolve().parents:
         return None  # the CUTLASS tree of a wheel, and only that, is unpacked
     return _install(root, tree.origin)
+
+
+# -- the TVM FFI headers flashinfer's bindings include -------------------------------------
+
+#: The distribution that ships ``tvm/ffi/*.h`` and ``dlpack/dlpack.h`` (``tvm_ffi/include``),
+#: which flashinfer's build puts on every module's ``-isystem`` path
+#: (``get_system_includes`` in ``flashinfer/jit/cpp_ext.py``: ``tvm_ffi.libinfo.find_include_path()``).
+TVM_FFI_DIST = "apache-tvm-ffi"
+_TVM_FFI_INCLUDE = "tvm_ffi/include/"
+#: ``Requires-Dist: apache-tvm-ffi<0.2,>=0.1.11`` (or ``apache-tvm-ffi (<0.2,>=0.1.11)``),
+#: without an environment marker (an ``extra ==`` one is an optional requirement).
+_TVM_FFI_REQ = re.compile(r"^Requires-Dist:[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*\(?([^;()\n]*)\)?[ \t]*(;[^\n]*)?$",
+                          re.M | re.I)
+
+
+@dataclass(frozen=True)
+class TvmFfiHeaders:
+    """Where a flashinfer install's TVM FFI headers come from (:func:`tvm_ffi_headers`).
+
+    Attributes:
+        include: the folder holding ``tvm/ffi/`` and ``dlpack/`` (``tvm_ffi/include``), or None
+            when there is none to use.
+        origin: where it was found, or (``include`` None) why there is none, in words.
+        fingerprint: identifies those headers (the wheel's SHA-256, or a hash of the folder's
+            paths, sizes and mtimes); empty when ``include`` is None.
+    """
+
+    include: Path | None
+    origin: str
+    fingerprint: str = ""
+
+
+def _requirement_of(metadata: str) -> str | None:
+    """The ``apache-tvm-ffi`` requirement of a distribution's METADATA text, as pip takes it
+    (``apache-tvm-ffi<0.2,>=0.1.11``), or None."""
+    for m in _TVM_FFI_REQ.finditer(metadata):
+        if m.group(2) and "extra" in m.group(2):
+            continue
+        return TVM_FFI_DIST + re.sub(r"\s+", "", m.group(1))
+    return None
+
+
+def _wheel_requirement(path: Path, names: list[str]) -> str | None:
+    meta = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+    if not meta:
+        return None
+    with _open_wheel(path) as zf:
+        try:
+            text = zf.read(meta[0]).decode("utf-8", "replace")
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+            raise _damaged(path, exc) from None
+    return _requirement_of(text)
+
+
+def _installed_requirement(root: Path) -> str | None:
+    """The requirement in the dist-info beside an installed ``flashinfer`` package dir."""
+    for info in sorted(root.parent.glob("flashinfer*.dist-info")):
+        try:
+            return _requirement_of(read_text(info / "METADATA", errors="replace"))
+        except BadInput:
+            continue
+    return None
+
+
+def _write_requirement(base: Path, requirement: str | None) -> None:
+    path = base / _REQUIREMENT_FILE
+    text = (requirement or "") + "\n"
+    try:
+        if not path.is_file() or path.read_text() != text:
+            tmp = path.with_name(path.name + f".{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # read back by flashinfer_of only; without it the headers are looked up beside
+
+
+def _read_requirement(base: Path) -> str | None:
+    try:
+        return (base / _REQUIREMENT_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _tvm_include_in(folder: Path) -> Path | None:
+    inc = folder / "tvm_ffi" / "include"
+    return inc if (inc / "tvm" / "ffi").is_dir() else None
+
+
+def tvm_ffi_headers(install: FlashinferInstall, *, fetch: bool = True) -> TvmFfiHeaders:
+    """The TVM FFI headers the install's bindings build with (``#include <tvm/ffi/...>``,
+    ``<dlpack/dlpack.h>``), as flashinfer's build finds them: the ``apache-tvm-ffi``
+    installed beside the install (``<site-packages>/tvm_ffi/include``, what
+    ``tvm_ffi.libinfo.find_include_path()`` returns there), else the newest release the
+    install's metadata admits (:attr:`FlashinferInstall.tvm_ffi_requirement`; flashinfer
+    0.7.x: ``apache-tvm-ffi<0.2,>=0.1.11``), its wheel fetched into the cache like any other
+    (``fetch=False``: only if it is there already) and its ``tvm_ffi/include`` unpacked.
+
+    Never raises for a missing or unfetchable distribution: the answer's ``include`` is then
+    None and its ``origin`` says why (the sources that include those headers then fail with
+    their own "file not found").
+    """
+    beside = _tvm_include_in(install.root.parent)
+    if beside is not None:
+        return TvmFfiHeaders(beside, f"{TVM_FFI_DIST} beside the install ({beside})",
+                             "dir:" + _stat_fingerprint(beside))
+    spec = install.tvm_ffi_requirement
+    if spec is None:
+        return TvmFfiHeaders(None, f"{TVM_FFI_DIST} is not installed beside the install "
+                                   f"({install.root.parent}) and its metadata names no version")
+    safe = re.sub(r"[^A-Za-z0-9._=-]", "_", spec)
+    whl = next((w for d in [cache_dir("wheels", safe), *fallback_dirs("wheels", safe)]
+                if (w := _usable_wheel(d)) is not None), None)
+    if whl is None and not fetch:
+        return TvmFfiHeaders(None, f"{spec} has not been fetched into the cache")
+    try:
+        if whl is None:
+            whl = fetch_wheel(spec)
+        digest = _sha256_file(whl)[:16]
+        dest = cache_dir("trees", digest) / _TVM_FFI_INCLUDE
+        if not _complete(dest, _MARKER):
+            with lock(f"tree-{digest}-tvm-ffi"):
+                if not _complete(dest, _MARKER):
+                    with _open_wheel(whl) as zf:
+                        if not any(n.startswith(_TVM_FFI_INCLUDE + "tvm/ffi/") for n in zf.namelist()):
+                            raise BadInput(f"{whl.name} has no {_TVM_FFI_INCLUDE}tvm/ffi headers")
+                    _unpack_tree(whl, _TVM_FFI_INCLUDE, dest)
+    except BadInput as exc:
+        return TvmFfiHeaders(None, f"{spec}: {exc}")
+    return TvmFfiHeaders(dest, f"{spec} (wheel {whl.name})", f"wheel:{digest}")

@@ -522,6 +522,10 @@ def _similar_enough(a: str, b: str) -> bool:
     return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.5
 
 
+#: clang's error for a TVM FFI or dlpack header that is not on the include path
+_TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
+
+
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
           progress: bool = False, strict_family: bool = True, cached_only: bool = False,
@@ -551,6 +555,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             ``schedule`` as ``layout`` takes them (``tile="128x256x64B"``, lists allowed):
             keep only the tactics that match (:func:`tactic_filter`).
 
+    Every source is parsed with its module's flags, and the TVM FFI headers the bindings
+    include (:func:`cutlass_layout.sources.tvm_ffi_headers`; fetched unless ``cached_only``)
+    on the ``-isystem`` path, as flashinfer's ``get_system_includes`` puts them.
+
     Returns:
         An :class:`~cutlass_layout.model.AuditResult` (None only with ``cached_only``); a
         kernel that does not compile is a
@@ -568,7 +576,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     from ..flashinfer_jit import jit_modules
     from ..frontends.clang import libclang_version
     from ..runner import Pool, Progress, default_jobs, progress_shown
-    from ..sources import FlashinferInstall, resolve_flashinfer
+    from ..sources import FlashinferInstall, resolve_flashinfer, tvm_ffi_headers
 
     t0 = time.perf_counter()
     arch = str(arch).strip().lower()
@@ -589,6 +597,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         raise BadInput(unknown_family(family, families, install.version, arch))
     t_jit = time.perf_counter()
     base_flags = tgt.flags(clang_arch)
+    tvm = tvm_ffi_headers(install, fetch=not cached_only)
+    tvm_flags = ["-isystem", str(tvm.include)] if tvm.include is not None else []
     prov = asdict(tgt.provenance(clang_arch))
     clang = libclang_version()
     cache = ResultCache("audit")
@@ -601,7 +611,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     for mod in builds.modules:
         if family is not None and family != family_of(mod.name):
             continue  # not asked for: not parsed
-        flags = tuple(base_flags + mod.clang_flags())
+        flags = tuple(base_flags + mod.clang_flags() + tvm_flags)
         for path in mod.generated:
             gen_root = gen_root or _gen_root(path)
             entry = {"module": mod.name, "builder": mod.builder, "file": _rel(path, gen_root),
@@ -623,7 +633,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             includes, _ = split_preamble(text)
             key = cache_key(f"audit/{_FORMAT}", subject=[hashlib.sha256(text.encode()).hexdigest(),
                                                           list(flags)],
-                            target=[install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path)],
+                            target=[install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path),
+                                    tvm.fingerprint],
                             code=_CODE + STANDINS)
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
                          pch_preamble(includes) if includes else None, entry))
@@ -641,7 +652,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
              "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
     # the stand-in headers are part of what a precompiled header was built from
-    pch_key = install.fingerprint + install.tree.tree_hash + code_fingerprint(*STANDINS)
+    pch_key = install.fingerprint + install.tree.tree_hash + tvm.fingerprint + code_fingerprint(*STANDINS)
     moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
     # sm121 runs sm120's builds: the same candidate list (and its cache entry)
     cand_args = (install, clang_arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
@@ -723,6 +734,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
+    wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
+    if wanting and tvm.include is None:
+        notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
+                     f"none to use: {tvm.origin}")
     for t in tactics:
         t.runtime_candidate = cand.get(t) if cand is not None else None
     if cand is None and any(t.family == MOE for t in tactics):
@@ -748,6 +763,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats["jit_seconds"] = round(t_jit - t0, 2)
     provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
                   "root": str(install.root), "fingerprint": install.fingerprint,
+                  "tvm_ffi": {"include": str(tvm.include) if tvm.include else None, "origin": tvm.origin},
                   "generated_root": str(gen_root) if gen_root else None,
                   "builders": builds.builders, **prov}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
