@@ -234,11 +234,11 @@ def test_audit_arch_error_offers_only_what_it_takes(capsys):
 
     from cutlass_layout.commands.audit import AUDIT_ARCHS
 
-    assert main(["audit", "/no/such/install", "--arch", "sm100"]) == 2  # before the install is read
+    assert main(["audit", "/no/such/install", "--arch", "sm110"]) == 2  # before the install is read
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: arch 'sm100': an audit takes")
+    assert err.count("\n") == 1 and err.startswith("error: arch 'sm110': an audit takes")
     offered = re.findall(r"sm\d+", re.sub(r"\([^)]*\)", "", err.split("takes", 1)[1]))  # asides dropped
-    assert offered == list(AUDIT_ARCHS) and "sm100" not in offered
+    assert offered == list(AUDIT_ARCHS) and "sm110" not in offered
     for arch in offered:  # and each it offers is taken: it gets as far as the install
         assert main(["audit", "/no/such/install", "--arch", arch]) == 2
         assert "does not exist" in capsys.readouterr().err

@@ -314,7 +314,8 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
     Args:
         source: a flashinfer install (site-packages or package dir, ``.whl``,
             ``"flashinfer-python==VERSION"``); ``None``: the one installed here.
-        arch: ``sm120``, ``sm121`` (SM120's builds, and their cached results) or ``sm90``.
+        arch: ``sm120``, ``sm121`` (SM120's builds, and their cached results), ``sm100``,
+            ``sm103`` or ``sm90``.
         family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
             name; only its sources are parsed. One the install does not build is refused,
             listing those it does.
@@ -335,8 +336,8 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
 
     Raises:
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
-            than sm120, sm121 or sm90, a family the install does not build, a filter value
-            no tactic could match, unusable CUDA headers.
+            than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
+            filter value no tactic could match, unusable CUDA headers.
     """
     with runner.showing(progress):
         return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,

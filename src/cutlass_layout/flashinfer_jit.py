@@ -52,7 +52,8 @@ HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
 ARCH_BUILDERS = {
     "sm120": (r"sm_?12[01](?!\d)", "120"),
     "sm121": (r"sm_?12[01](?!\d)", "120"),
-    "sm100": (r"sm_?10[03](?!\d)", "100"),
+    "sm100": (r"sm_?100(?!\d)", "100"),
+    "sm103": (r"sm_?103(?!\d)", "103"),
     "sm90": (r"sm_?90(?!\d)", "90"),
 }
 

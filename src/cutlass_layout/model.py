@@ -1348,8 +1348,8 @@ class AuditResult:
         provenance: where the numbers come from: the install (``library``, ``version``,
             ``origin``, ``root``, ``fingerprint``, ``generated_root``, ``builders``), the
             CUTLASS tree and libclang (as in a layout report).
-        arch: the arch asked for: ``sm120``, ``sm121`` (laid out with SM120's builds) or
-            ``sm90`` (:data:`cutlass_layout.commands.audit.AUDIT_ARCHS`).
+        arch: the arch asked for: ``sm120``, ``sm121`` (laid out with SM120's builds),
+            ``sm100``, ``sm103`` or ``sm90`` (:data:`cutlass_layout.commands.audit.AUDIT_ARCHS`).
         capacity: the arch's capacity constant read from the headers (None when no kernel
             was laid out).
         tactics: one :class:`Tactic` per kernel, in the order

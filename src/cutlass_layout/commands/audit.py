@@ -30,8 +30,8 @@ from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..engine import ENGINE_SOURCES
 from ..errors import BadInput
 from ..launchers import blank_comments
-from ..kernels import (FoundKernel, Source, estimate_kernels, kernel_arch, kernel_core, lay_out_sources,
-                       pch_preamble, split_preamble, template_args)
+from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
+                       lay_out_sources, pch_preamble, split_preamble, template_args)
 from ..model import AuditResult, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload.
@@ -279,10 +279,11 @@ def _found_from(d: dict) -> FoundKernel:
 
 #: The archs an audit takes, each with the arch whose builds (and flags) it reads: SM121 parts
 #: run SM120's builds.
-AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm90": "sm90"}
+AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm100": "sm100", "sm103": "sm103", "sm90": "sm90"}
 
 _ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm_?12[01]", re.I),
-              "sm100": re.compile(r"sm_?10[03]", re.I), "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
+              "sm100": re.compile(r"sm_?10[03]", re.I), "sm103": re.compile(r"sm_?10[03]", re.I),
+              "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -538,7 +539,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             (:func:`cutlass_layout.sources.resolve_flashinfer`), or a resolved
             :class:`~cutlass_layout.sources.FlashinferInstall`.
         arch: ``sm120`` (default), ``sm121`` (SM120's builds: it shares their cached
-            results) or ``sm90``.
+            results), ``sm100``, ``sm103`` (each its own builders: flashinfer names them
+            ``..._sm100_...`` and ``..._sm103_...``) or ``sm90``.
         family: keep only tactics of this family (``moe``, or a JIT module name); one the
             install does not build is refused, listing those it does (``strict_family=False``:
             no tactics instead, as a diff of two installs needs).
@@ -581,7 +583,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     t0 = time.perf_counter()
     arch = str(arch).strip().lower()
     if arch not in AUDIT_ARCHS:
-        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds) or sm90")
+        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103 or sm90")
     clang_arch = AUDIT_ARCHS[arch]
     tests = filter_tests(**config_values)  # bad values: an error before any work
     keep = _keep_all(tests)
@@ -626,7 +628,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
             clean = blank_comments(text, strings=False)
-            if not _ARCH_WORD[arch].search(path.name + clean):
+            if not _ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}"):
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
             estimates[path] = estimate_kernels(clean)
@@ -723,13 +725,14 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
     tactics: list[Tactic] = []
+    arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     for mod, source, key, _, entry in work:
         payload = results[key]
         entry["error"] = payload.get("error")
         entry["kernels"] = len(payload["kernels"])
         for item in payload["kernels"]:
             k = _found_from(item["found"])
-            if (kernel_arch(k.spelling) or clang_arch) != clang_arch:
+            if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
                 continue
             rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)

@@ -1,0 +1,99 @@
+"""audit on SM100 and SM103: flashinfer's dense FP4 GEMMs for Blackwell, checked by nvcc.
+
+``gen_gemm_sm100_module_cutlass_fp4`` (and its ``_sm103_`` twin) writes one source per tile
+with one ``INSTANTIATE_FP4_GEMM_KERNEL_LAUNCHER(T, M, N, K, CM, CN, CK, XSM)`` per cluster
+shape; each defines ``struct DeviceGemmFp4GemmSm100_<T>_<M>_<N>_<K>_<CM>_<CN>_<CK><XSM>``
+whose ``GemmKernel`` is the kernel (``fp4_gemm_template_sm100.h``). The test copies one
+generated source, asks nvcc's host pass (the ``gcc -E`` and ``cudafe++`` steps ``nvcc
+--dryrun`` lists, with the module's flags) for ``sizeof`` of each struct's
+``GemmKernel::SharedStorage``, its mainloop's and epilogue's, and the mainloop's ``Stages``
+through an incomplete ``cl_show<...>`` (nvcc's error spells the numbers), and compares them
+with the audit's. No number the test expects comes from the tool.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cutlass_layout import engine
+from cutlass_layout.commands.audit import audit
+from cutlass_layout.flashinfer_jit import jit_modules
+from cutlass_layout.frontends.clang import STUB_DIR
+from cutlass_layout.sources import resolve_flashinfer
+
+SPEC = "flashinfer-python==0.7.2.post1"
+CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h), sm100 and sm103
+_SHOWN = re.compile(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (\d+)>")
+
+
+def _nvcc_flags(module, tree, arch: str) -> list[str]:
+    flags = ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}"]
+    clang = module.clang_flags()
+    i = 0
+    while i < len(clang):
+        if clang[i] == "-isystem":
+            flags += ["-isystem", clang[i + 1]]
+            i += 2
+            continue
+        flags.append(clang[i])
+        i += 1
+    return flags + [f"-I{STUB_DIR}"]
+
+
+def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
+    """``{i: (kernel, mainloop, epilogue, stages)}`` of ``structs[i]::GemmKernel`` as nvcc's
+    host pass computes them, the source's own text with the probes appended."""
+    probe = work / source.name
+    lines = [source.read_text(), "template <int I, unsigned long K, unsigned long M, unsigned long E, int S>",
+             "struct cl_show;", "namespace flashinfer { namespace gemm {"]
+    for i, s in enumerate(structs):
+        k = f"{s}::GemmKernel"
+        lines.append(f"constexpr int cl_{i} = cl_show<{i}, sizeof({k}::SharedStorage), sizeof({k}::CollectiveMainloop::SharedStorage), "
+                     f"sizeof({k}::CollectiveEpilogue::SharedStorage), "
+                     f"{k}::CollectiveMainloop::DispatchPolicy::Stages>::value;")
+    lines.append("} }")
+    probe.write_text("\n".join(lines) + "\n")
+    cmd = ["nvcc", "--dryrun", *flags, "-c", "-o", str(work / "x.o"), str(probe)]
+    listed = subprocess.run(cmd, capture_output=True, text=True, cwd=work).stderr
+    steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
+    host = [next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
+            next(s for s in steps if s.startswith("cudafe++"))]
+    out = ""
+    for step in host:
+        proc = subprocess.run(step, shell=True, capture_output=True, text=True, cwd=work,
+                              env={"PATH": str(Path(shutil.which("nvcc")).parent) + ":/usr/bin:/bin"})
+        out += proc.stdout + proc.stderr
+    return {int(m[0]): tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(out)}
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("arch, family, part, nvcc_arch", [
+    ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_128.cu", "sm_100a"),
+    ("sm103", "fp4_gemm_cutlass_sm103", "_128_256_128.cu", "sm_103a"),
+])
+def test_dense_fp4_tactics_against_nvcc(arch, family, part, nvcc_arch, nvcc, tmp_path):
+    res = audit(SPEC, arch, family=family)
+    assert res.tactics and all(t.report.capacity.value == CAPACITY for t in res.tactics)
+    install = resolve_flashinfer(SPEC)
+    tgt = engine.target(install.tree)
+    mod = next(m for m in jit_modules(install, arch, cuda_version=tgt.cuda.version).modules if m.name == family)
+    source = next(p for p in mod.generated if p.name.endswith(part))
+    mine = [t for t in res.tactics if t.file.endswith(source.name)]
+    assert len(mine) >= 3
+    structs = [t.name.removesuffix("::GemmKernel") for t in mine]
+    flags = _nvcc_flags(mod, install.tree, nvcc_arch)
+    tvm = res.provenance["tvm_ffi"]["include"]
+    if tvm:
+        flags += ["-isystem", tvm]
+    got = nvcc_sizes(source, structs, flags, tmp_path)
+    assert set(got) == set(range(len(mine))), (sorted(got), structs)
+    for i, t in enumerate(mine):
+        r = t.report
+        assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == got[i], t.id
