@@ -712,7 +712,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
     tactics: list[Tactic] = []
-    for mod, source, key, _, entry in work:
+    origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
+    for mod, source, key, pre, entry in work:
         payload = results[key]
         entry["error"] = payload.get("error")
         entry["kernels"] = len(payload["kernels"])
@@ -723,6 +724,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
+            origins[id(tactics[-1])] = (source, pre, k)
     for t in tactics:
         t.runtime_candidate = cand.get(t) if cand is not None else None
     if cand is None and any(t.family == MOE for t in tactics):
@@ -742,6 +744,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     if grep:
         tactics = [t for t in tactics if grep.lower() in _haystack(t)]
     tactics = [t for t in tactics if keep(t)]
+    stats.update(search_fixes(tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
+                              use_cache=use_cache, cached_only=cached_only))
     notes += [u["note"] for u in unmatched]
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
@@ -753,6 +757,83 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
                        families=families, unmatched=unmatched)
+
+
+#: How a fix's error starts where it says nothing lasting of the launcher (not cached).
+_PASSING = ("cannot read", "libclang", "the precompiled", "cannot write")
+#: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.fixes`).
+FIX_VERDICTS = ("over_capacity", "exact_fit")
+
+
+def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
+                 pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
+                 cached_only: bool = False) -> dict:
+    """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
+    capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
+    ``fixes``, :func:`cutlass_layout.fixes.fix_key`), else searched
+    (:func:`cutlass_layout.fixes.search_fixes`), the tactics of one folder, flags and includes
+    together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
+    stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``.
+
+    Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
+    from ..fixes import FORMULAS, Want, fix_key
+    from ..kernels import CAPACITY
+    from ..model import Fix
+    from ..runner import Pool, default_jobs
+
+    from ..frontends.clang import libclang_version
+
+    stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
+    if arch not in FORMULAS:
+        return stats
+    cache = ResultCache("fixes")
+    target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
+    groups: dict[tuple, list] = {}
+    for t in tactics:
+        if t.verdict not in FIX_VERDICTS or id(t) not in origins:
+            continue
+        source, pre, k = origins[id(t)]
+        if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
+            t.fix = Fix(error="its kernel is not declared in a launcher macro: not searched")
+            continue
+        want = Want(key=t.id, source=source, line=k.line, macro=(k.macro[0], list(k.macro[1])),
+                    launcher_file=k.decl_file, launcher_line=k.decl_line, report=t.report)
+        want.cache_key = fix_key(want, target)
+        hit = cache.get(want.cache_key, Fix.from_dict) if use_cache else None
+        if hit is not None:
+            t.fix = hit
+            stats["fixes_cached"] += 1
+        elif not cached_only:
+            groups.setdefault((source.path.parent, source.flags, pre), []).append((t, want))
+    if not groups:
+        return stats
+    with Pool(min(default_jobs(jobs), len(groups))) as pool:
+        tickets = {pool.submit(_fixes, [w for _, w in items], prov, pre, list(flags), pch_key, arch,
+                               CAPACITY[arch]): items
+                   for (_, flags, pre), items in groups.items()}
+        while pool.busy:
+            for ticket, (payload, cpu) in pool.next_done():
+                items = tickets.pop(ticket)
+                stats["fix_cpu_seconds"] += cpu
+                for (t, want), d in zip(items, payload):
+                    t.fix = Fix.from_dict(d)
+                    stats["fixes"] += 1
+                    if not (t.fix.error or "").startswith(_PASSING):
+                        cache.put(want.cache_key, d)  # an answer of the launcher's own
+    stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
+    return stats
+
+
+def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
+    """:func:`cutlass_layout.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
+    with the precompiled header of the sources' includes (built when it is not there)."""
+    from ..fixes import search_fixes as search
+    from ..frontends.clang import ensure_pch
+
+    t0 = time.process_time()
+    pch = ensure_pch(preamble, flags, pch_key) if preamble else None
+    fixes = search(wants, Provenance(**provenance), str(pch) if pch else None, arch, capacity)
+    return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
 
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
