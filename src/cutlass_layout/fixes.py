@@ -251,12 +251,13 @@ def uncounted(rep: LayoutReport, budget: BuilderBudget) -> tuple[int, dict]:
     return gap, parts
 
 
-def search_fixes(wants: list[Want], provenance: Provenance, pch: str | None, family: str,
+def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                  capacity: str) -> list[Fix]:
     """The :class:`~cutlass_layout.model.Fix` of each of ``wants`` (one folder, flags and
     leading includes: one translation unit per round, see the module docstring); also run in
-    a worker process. ``family``: the :data:`FORMULAS` entry of the arch; ``capacity``: its
-    capacity constant's C++ name.
+    a worker process. ``pch``: the precompiled header of their includes (a path, None, or a
+    function returning one, called only when there is something to parse); ``family``: the
+    :data:`FORMULAS` entry of the arch; ``capacity``: its capacity constant's C++ name.
 
     Never raises for a launcher that cannot be searched: its fix says why (``error``)."""
     from .cache import cache_dir, write_atomic
@@ -306,6 +307,8 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch: str | None, fam
         plans.append((i, made, ns))
     if not plans:
         return fixes  # type: ignore[return-value]
+    if callable(pch):
+        pch = pch()
     header = fix_header(family) + "".join(dict.fromkeys(m[1] for _, m, _ in plans))
     hpath = cache_dir("preludes") / ("fix-" + hashlib.sha256(header.encode()).hexdigest()[:24] + ".h")
     data = header.encode()

@@ -830,9 +830,12 @@ def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
     from ..fixes import search_fixes as search
     from ..frontends.clang import ensure_pch
 
+    def pch():
+        path = ensure_pch(preamble, flags, pch_key) if preamble else None
+        return str(path) if path else None
+
     t0 = time.process_time()
-    pch = ensure_pch(preamble, flags, pch_key) if preamble else None
-    fixes = search(wants, Provenance(**provenance), str(pch) if pch else None, arch, capacity)
+    fixes = search(wants, Provenance(**provenance), pch, arch, capacity)
     return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
 
 
