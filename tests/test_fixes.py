@@ -11,6 +11,7 @@ whose carve-out is worked out by hand from the builder's formula.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -202,3 +203,21 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
         if macro == "CL_FIX_STAGES" and n == 2:  # the fix as the tool laid it out
             f = by[tid].fix
             assert (f.kernel_bytes, f.mainloop_bytes, f.carveout_bytes) == (kernel, mainloop, least_carveout(2))
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_layout_tactic_says_what_fits_instead(moe_072, capsys):
+    """``layout --tactic`` (the audit cached by the module's fixture): the fix in words, and in
+    its JSON; the numbers as test_finalize_fixes_against_nvcc checks them."""
+    from cutlass_layout.cli import main
+
+    spec = "flashinfer-python==0.7.2.post1"
+    assert main(["layout", "--tactic", FINALIZE[0], "--cutlass", spec]) in (0, None)
+    out = capsys.readouterr().out
+    assert "What fits instead: StageCount<2> (" in out and "kernel 74752 B" in out
+    assert "StageCountAutoCarveout<17617>" in out
+    assert "(ReducedSmemCapacityBytes 100944 B - carve-out 17408 B) / 27776 B per stage = 3 stages" in out
+    assert main(["layout", "--tactic", FINALIZE[0], "--cutlass", spec, "--json"]) in (0, None)
+    fix = json.loads(capsys.readouterr().out)["tactic"]["fix"]
+    assert (fix["stages"], fix["kernel_bytes"], fix["carveout_bytes"]) == (2, 74752, 17617)

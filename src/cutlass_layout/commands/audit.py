@@ -12,6 +12,9 @@ of every launcher in every generated source with the flags its JIT compiles them
   candidate list for the arch would try it (:mod:`cutlass_layout.candidates`);
 * other modules: the launcher (struct or function) and the kernel alias.
 
+A tactic over capacity or an exact fit gets what fits instead (:mod:`cutlass_layout.fixes`:
+its launcher laid out again with ``StageCount<N>`` in the mainloop builder).
+
 Results are cached per source in the one results cache (:class:`~cutlass_layout.cache.ResultCache`,
 kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
 text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
@@ -554,7 +557,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     Returns:
         An :class:`~cutlass_layout.model.AuditResult` (None only with ``cached_only``); a
         kernel that does not compile is a
-        tactic with verdict ``does_not_compile`` and its first error (bytes throughout). A
+        tactic with verdict ``does_not_compile`` and its first error (bytes throughout). Each
+        tactic kept that is over capacity or an exact fit has its ``fix``: what fits instead
+        (:func:`search_fixes`; with ``cached_only`` only where cached). ``stats`` says how many
+        fixes were searched and their CPU seconds. A
         filter value (or ``grep``, or the family) that matched no tactic is a note naming it
         and the nearest values the tactics have (also in ``unmatched``).
 
@@ -760,7 +766,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
 
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).
-_PASSING = ("cannot read", "libclang", "the precompiled", "cannot write")
+_PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cannot write")
 #: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.fixes`).
 FIX_VERDICTS = ("over_capacity", "exact_fit")
 
@@ -834,8 +840,14 @@ def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
         path = ensure_pch(preamble, flags, pch_key) if preamble else None
         return str(path) if path else None
 
+    from ..model import Fix
+
     t0 = time.process_time()
-    fixes = search(wants, Provenance(**provenance), pch, arch, capacity)
+    try:
+        fixes = search(wants, Provenance(**provenance), pch, arch, capacity)
+    except (BadInput, OSError) as exc:  # a header missing, a cache that cannot be written: not cached
+        what = str(exc) if isinstance(exc, BadInput) else (exc.strerror or str(exc))
+        fixes = [Fix(error=f"cannot search: {what}") for _ in wants]
     return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
 
 
