@@ -21,7 +21,7 @@ from . import api
 from .errors import BadInput, CutlassLayoutError
 from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
                       limits_option, output_format, source_options)
-from .reports import layout as layout_report
+from .reports import audit as audit_report, layout as layout_report
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -244,6 +244,8 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
     else:
         _show_layout(rep, fmt, depth, structs)
+        for line in audit_report.fix_lines(t):  # what fits instead
+            click.echo(f"- {line.strip()}" if fmt == "markdown" else line)
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 

@@ -243,3 +243,152 @@ def rehost_template(definition: str, index: int) -> tuple[str, str, str] | None:
         return None  # statements: not a list of declarations
     struct = (f"template <{params}>\nstruct cl_rehost_{index} {{\n{kept}\n{closers(kept)}\n}};\n")
     return "\n".join(usings), struct, alias
+
+
+# ---------------------------------------------------------------------------------------
+# the same launcher with another stage count
+
+#: What replaces the mainloop builder's stage-count argument (:func:`with_stage_count`).
+STAGE_COUNT = "cutlass::gemm::collective::StageCount<{}>"
+#: A mainloop (not an epilogue) CollectiveBuilder, as a launcher spells it.
+_MAINLOOP_BUILDER_RE = re.compile(r"\bgemm\s*::\s*collective\s*::\s*CollectiveBuilder\s*<")
+#: The index of the stage-count argument of a mainloop ``CollectiveBuilder``
+#: (``collective_builder_decl.hpp``: ArchTag, OpClass, ElementA, GmemLayoutA, AlignmentA,
+#: ElementB, GmemLayoutB, AlignmentB, ElementAccumulator, TileShape, ClusterShape,
+#: StageCountType, KernelScheduleType[, Enable]).
+STAGE_ARGUMENT = 11
+
+
+def _arg_spans(clean: str, lt: int, gt: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each top-level template argument between ``lt`` (its ``<``) and
+    ``gt`` (its ``>``) of ``clean``, whitespace trimmed."""
+    spans, depth, paren, begin = [], 0, 0, lt + 1
+    for i in range(lt + 1, gt):
+        ch = clean[i]
+        if ch in "([{":
+            paren += 1
+        elif ch in ")]}":
+            paren -= 1
+        elif paren == 0 and ch == "<":
+            depth += 1
+        elif paren == 0 and ch == ">":
+            depth -= 1
+        elif ch == "," and depth == 0 and paren == 0:
+            spans.append((begin, i))
+            begin = i + 1
+    spans.append((begin, gt))
+    out = []
+    for s, e in spans:
+        while s < e and clean[s].isspace():
+            s += 1
+        while e > s and clean[e - 1].isspace():
+            e -= 1
+        out.append((s, e))
+    return out
+
+
+def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """Where the mainloop ``CollectiveBuilder`` of ``body``'s last kernel alias is written:
+    ``((start, end) of the builder from ``cutlass::`` (or ``gemm::``) to its closing ``>``,
+    (start, end) of its stage-count argument)``, indices into ``body``; None when the alias's
+    mainloop (``GemmUniversal``'s second argument) is neither a builder's ``CollectiveOp``
+    nor a name declared, before the alias, as one.
+
+    ``body`` is a launcher's text (a macro or function body); comments and literals are
+    skipped (:func:`blank_comments`)."""
+    clean = blank_comments(body)
+    hits = list(KERNEL_ALIAS_RE.finditer(clean))
+    if not hits:
+        return None
+    alias = hits[-1]
+    lt = alias.end() - 1
+    gt = _matching(clean, lt, "<", ">")
+    if gt is None:
+        return None
+    args = _arg_spans(clean, lt, gt)
+    if len(args) < 2:
+        return None
+    s, e = args[1]
+    where = (s, e)
+    name = re.fullmatch(r"(?:typename\s+)?(\w+)", clean[s:e])
+    if name is not None:  # a name: the last alias of it before the kernel alias
+        decls = list(re.finditer(rf"\busing\s+{name.group(1)}\s*=", clean[:alias.start()]))
+        if not decls:
+            return None
+        start = decls[-1].end()
+        end = clean.find(";", start)
+        where = (start, end if end >= 0 else alias.start())
+    m = _MAINLOOP_BUILDER_RE.search(clean, *where)
+    if m is None:
+        return None
+    blt = m.end() - 1
+    bgt = _matching(clean, blt, "<", ">")
+    if bgt is None or bgt > where[1]:
+        return None
+    if not re.match(r"\s*::\s*CollectiveOp\b", clean[bgt + 1:]):
+        return None
+    bargs = _arg_spans(clean, blt, bgt)
+    if len(bargs) <= STAGE_ARGUMENT + 1:  # through the kernel schedule
+        return None
+    first = m.start()
+    q = re.search(r"(?:::\s*)?cutlass\s*::\s*$", clean[:first])
+    return ((q.start() if q else first, bgt + 1), bargs[STAGE_ARGUMENT])
+
+
+def with_stage_count(body: str, stages) -> str | None:
+    """``body`` with only the stage-count argument of the mainloop builder of its last kernel
+    alias (:func:`mainloop_builder`) replaced by ``cutlass::gemm::collective::StageCount<stages>``
+    (``stages``: a number or a macro parameter's name); None when there is no such builder."""
+    found = mainloop_builder(body)
+    if found is None:
+        return None
+    _, (s, e) = found
+    return body[:s] + STAGE_COUNT.format(stages) + body[e:]
+
+
+def stage_count_macro(name: str, params: str, body: str, new_name: str,
+                      stages_param: str = "CL_STAGES") -> str | None:
+    """``#define new_name(stages_param, params) body`` with the mainloop builder's stage count
+    replaced by ``StageCount<stages_param>`` (:func:`with_stage_count`), guarded by ``#ifndef
+    new_name`` (a cut-down definition included before it wins); None when the body has no
+    mainloop builder. ``name`` is the original macro (unused but in the comment line)."""
+    fixed = with_stage_count(body, stages_param)
+    if fixed is None:
+        return None
+    return (f"// {name} with the mainloop builder's stage count a parameter\n"
+            f"#ifndef {new_name}\n#define {new_name}({stages_param}, {params}) {fixed}\n#endif\n")
+
+
+def enclosing_namespaces(text: str, line: int) -> list[str] | None:
+    """The namespaces open at the start of ``line`` (1-based) of ``text``, outermost first
+    (``["tensorrt_llm", "kernels", "cutlass_kernels_oss"]``); None when a scope other than a
+    named namespace (a class, a function, an anonymous namespace) is open there."""
+    clean = blank_comments(text)
+    lines = clean.split("\n")
+    pos = sum(len(ln) + 1 for ln in lines[:max(0, line - 1)])
+    out = []
+    for head in _open_scopes(clean, pos):
+        m = re.fullmatch(r"\s*(?:#[^\n]*\n\s*)*(?:inline\s+)?namespace\s+([\w:]+)\s*", head)
+        if m is None:
+            return None
+        out += m.group(1).split("::")
+    return out
+
+
+def blank_calls(text: str, names) -> str:
+    """``text`` with every invocation of the macros ``names`` (``NAME(...)`` and a ``;``
+    after it) replaced by spaces, newlines kept."""
+    clean = blank_comments(text)
+    out = list(text)
+    for m in re.finditer(r"\b(" + "|".join(re.escape(n) for n in names) + r")\s*\(", clean):
+        close = _matching(clean, m.end() - 1, "(", ")")
+        if close is None:
+            continue
+        end = close + 1
+        rest = re.match(r"\s*;", clean[end:])
+        if rest:
+            end += rest.end()
+        for i in range(m.start(), end):
+            if out[i] != "\n":
+                out[i] = " "
+    return "".join(out)

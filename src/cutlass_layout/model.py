@@ -1216,6 +1216,75 @@ AUDIT_SCHEMA = "cutlass-layout/audit/1"
 
 
 @dataclass
+class Fix:
+    """What fits instead of an over-capacity (or exact-fit) tactic: the same kernel (the same
+    launcher, only its mainloop builder's stage-count argument replaced by
+    ``cutlass::gemm::collective::StageCount<N>``) laid out for stage counts below the
+    builder's own, and the largest N whose kernel fits with headroom left (an exact fit is not
+    one: TensorRT-LLM's occupancy check rejects it). Bytes throughout.
+
+    Attributes:
+        stages: that N, or None when no stage count searched fits (or none could be searched).
+        kernel_bytes, mainloop_bytes, headroom_bytes: the fixed kernel's ``sizeof`` of its
+            SharedStorage, of its mainloop's, and the capacity minus the kernel's.
+        carveout_bytes: the smallest C of ``StageCountAutoCarveout<C>`` for which the
+            builder's own stage formula (:attr:`formula`, evaluated by the compiler on the
+            builder's reduced capacity) gives :attr:`stages`; None where its formula is not read.
+        searched: the stage counts laid out, with the kernel bytes of each (``{N: bytes}``;
+            None for one that does not compile).
+        builder: the builder's own budget of the tactic as built (its reduced capacity, the
+            carve-out it was given, its bytes per stage and the stage count it chose), or None.
+        uncounted_bytes: the tactic's kernel bytes minus what that budget counts
+            (:attr:`BuilderBudget.budgeted_bytes`); positive where the builder overshoots.
+        uncounted: where those bytes are in the tactic's kernel, by kind: ``padding``
+            (alignment), ``pipelines``, ``scheduler``, ``descriptors`` (TMA descriptors), and
+            ``pipeline_overcount`` (negative: per stage the builder counts a 128-byte
+            pipeline where the kernel has a smaller one).
+        formula: the builder's stage function, in words.
+        error: why no fix was searched (no mainloop ``CollectiveBuilder`` in the launcher, the
+            fixed launcher does not compile), else None.
+    """
+
+    stages: int | None = None
+    kernel_bytes: int | None = None
+    headroom_bytes: int | None = None
+    carveout_bytes: int | None = None
+    mainloop_bytes: int | None = None
+    searched: dict = field(default_factory=dict)
+    builder: BuilderBudget | None = None
+    uncounted_bytes: int | None = None
+    uncounted: dict = field(default_factory=dict)
+    formula: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """The ``fix`` object of a tactic's JSON row (stage counts of ``searched`` as text keys)."""
+        b = self.builder
+        return {"stages": self.stages, "kernel_bytes": self.kernel_bytes,
+                "headroom_bytes": self.headroom_bytes, "carveout_bytes": self.carveout_bytes,
+                "mainloop_bytes": self.mainloop_bytes,
+                "searched": {str(k): v for k, v in sorted(self.searched.items())},
+                "builder": None if b is None else {
+                    "reduced_capacity_bytes": b.capacity.value, "carveout_bytes": b.carveout_bytes,
+                    "stage_bytes": b.stage_bytes, "stages": b.stages, "budgeted_bytes": b.budgeted_bytes},
+                "uncounted_bytes": self.uncounted_bytes, "uncounted": dict(self.uncounted),
+                "formula": self.formula, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Fix":
+        """The fix from its :meth:`to_dict` object."""
+        b = d.get("builder")
+        return cls(stages=d["stages"], kernel_bytes=d["kernel_bytes"], headroom_bytes=d["headroom_bytes"],
+                   carveout_bytes=d["carveout_bytes"], mainloop_bytes=d.get("mainloop_bytes"),
+                   searched={int(k): v for k, v in (d.get("searched") or {}).items()},
+                   builder=None if b is None else BuilderBudget(
+                       capacity=Constant(name="ReducedSmemCapacityBytes", value=b["reduced_capacity_bytes"]),
+                       carveout_bytes=b["carveout_bytes"], stage_bytes=b["stage_bytes"], stages=b["stages"]),
+                   uncounted_bytes=d.get("uncounted_bytes"), uncounted=dict(d.get("uncounted") or {}),
+                   formula=d.get("formula"), error=d.get("error"))
+
+
+@dataclass
 class Tactic:
     """One kernel an installed library builds (a tactic of its runtime), laid out exactly.
 
@@ -1238,6 +1307,7 @@ class Tactic:
         launcher: the function or struct whose body names the kernel; launcher_file,
         launcher_line: where the kernel type alias is written (the launcher's header).
     Numbers: ``report`` (a :class:`LayoutReport`: every member, stages, capacity, error).
+        fix: what fits instead (:class:`Fix`; over-capacity and exact-fit tactics).
         runtime_candidate: whether the install's runtime candidate list for the arch would
             try this tactic (None when that list cannot be read).
     """
@@ -1260,6 +1330,9 @@ class Tactic:
     launcher_line: int | None = None
     runtime_candidate: bool | None = None
     report: LayoutReport | None = None
+    #: what fits instead (:class:`Fix`), for a tactic over capacity or an exact fit; None for
+    #: one that fits, does not compile, or was not searched
+    fix: Fix | None = None
 
     @property
     def id(self) -> str:
@@ -1332,7 +1405,7 @@ class Tactic:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
         identity, then :data:`TACTIC_NUMBERS` (each the attribute of that name) and the error."""
         return {"id": self.id, **self.identity(), **{k: getattr(self, k) for k in TACTIC_NUMBERS},
-                "error": plain(self.error)}
+                "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict()}
 
 
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.

@@ -12,6 +12,9 @@ of every launcher in every generated source with the flags its JIT compiles them
   candidate list for the arch would try it (:mod:`cutlass_layout.candidates`);
 * other modules: the launcher (struct or function) and the kernel alias.
 
+A tactic over capacity or an exact fit gets what fits instead (:mod:`cutlass_layout.fixes`:
+its launcher laid out again with ``StageCount<N>`` in the mainloop builder).
+
 Results are cached per source in the one results cache (:class:`~cutlass_layout.cache.ResultCache`,
 kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
 text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
@@ -564,7 +567,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     Returns:
         An :class:`~cutlass_layout.model.AuditResult` (None only with ``cached_only``); a
         kernel that does not compile is a
-        tactic with verdict ``does_not_compile`` and its first error (bytes throughout). A
+        tactic with verdict ``does_not_compile`` and its first error (bytes throughout). Each
+        tactic kept that is over capacity or an exact fit has its ``fix``: what fits instead
+        (:func:`search_fixes`; with ``cached_only`` only where cached). ``stats`` says how many
+        fixes were searched and their CPU seconds. A
         filter value (or ``grep``, or the family) that matched no tactic is a note naming it
         and the nearest values the tactics have (also in ``unmatched``).
 
@@ -726,7 +732,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
 
     tactics: list[Tactic] = []
     arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
-    for mod, source, key, _, entry in work:
+    origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
+    for mod, source, key, pre, entry in work:
         payload = results[key]
         entry["error"] = payload.get("error")
         entry["kernels"] = len(payload["kernels"])
@@ -737,6 +744,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
+            origins[id(tactics[-1])] = (source, pre, k)
     wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
     if wanting and tvm.include is None:
         notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
@@ -760,6 +768,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     if grep:
         tactics = [t for t in tactics if grep.lower() in _haystack(t)]
     tactics = [t for t in tactics if keep(t)]
+    stats.update(search_fixes(tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
+                              use_cache=use_cache, cached_only=cached_only))
     notes += [u["note"] for u in unmatched]
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
@@ -772,6 +782,92 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
                        families=families, unmatched=unmatched)
+
+
+#: How a fix's error starts where it says nothing lasting of the launcher (not cached).
+_PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cannot write")
+#: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.fixes`).
+FIX_VERDICTS = ("over_capacity", "exact_fit")
+
+
+def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
+                 pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
+                 cached_only: bool = False) -> dict:
+    """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
+    capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
+    ``fixes``, :func:`cutlass_layout.fixes.fix_key`), else searched
+    (:func:`cutlass_layout.fixes.search_fixes`), the tactics of one folder, flags and includes
+    together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
+    stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``.
+
+    Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
+    from ..fixes import FORMULAS, Want, fix_key
+    from ..kernels import CAPACITY
+    from ..model import Fix
+    from ..runner import Pool, default_jobs
+
+    from ..frontends.clang import libclang_version
+
+    stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
+    if arch not in FORMULAS:
+        return stats
+    cache = ResultCache("fixes")
+    target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
+    groups: dict[tuple, list] = {}
+    for t in tactics:
+        if t.verdict not in FIX_VERDICTS or id(t) not in origins:
+            continue
+        source, pre, k = origins[id(t)]
+        if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
+            t.fix = Fix(error="its kernel is not declared in a launcher macro: not searched")
+            continue
+        want = Want(key=t.id, source=source, line=k.line, macro=(k.macro[0], list(k.macro[1])),
+                    launcher_file=k.decl_file, launcher_line=k.decl_line, report=t.report)
+        want.cache_key = fix_key(want, target)
+        hit = cache.get(want.cache_key, Fix.from_dict) if use_cache else None
+        if hit is not None:
+            t.fix = hit
+            stats["fixes_cached"] += 1
+        elif not cached_only:
+            groups.setdefault((source.path.parent, source.flags, pre), []).append((t, want))
+    if not groups:
+        return stats
+    with Pool(min(default_jobs(jobs), len(groups))) as pool:
+        tickets = {pool.submit(_fixes, [w for _, w in items], prov, pre, list(flags), pch_key, arch,
+                               CAPACITY[arch]): items
+                   for (_, flags, pre), items in groups.items()}
+        while pool.busy:
+            for ticket, (payload, cpu) in pool.next_done():
+                items = tickets.pop(ticket)
+                stats["fix_cpu_seconds"] += cpu
+                for (t, want), d in zip(items, payload):
+                    t.fix = Fix.from_dict(d)
+                    stats["fixes"] += 1
+                    if not (t.fix.error or "").startswith(_PASSING):
+                        cache.put(want.cache_key, d)  # an answer of the launcher's own
+    stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
+    return stats
+
+
+def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
+    """:func:`cutlass_layout.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
+    with the precompiled header of the sources' includes (built when it is not there)."""
+    from ..fixes import search_fixes as search
+    from ..frontends.clang import ensure_pch
+
+    def pch():
+        path = ensure_pch(preamble, flags, pch_key) if preamble else None
+        return str(path) if path else None
+
+    from ..model import Fix
+
+    t0 = time.process_time()
+    try:
+        fixes = search(wants, Provenance(**provenance), pch, arch, capacity)
+    except (BadInput, OSError) as exc:  # a header missing, a cache that cannot be written: not cached
+        what = str(exc) if isinstance(exc, BadInput) else (exc.strerror or str(exc))
+        fixes = [Fix(error=f"cannot search: {what}") for _ in wants]
+    return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
 
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:

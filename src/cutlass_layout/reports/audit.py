@@ -19,6 +19,50 @@ def _yes_no(v) -> str:
     return "?" if v is None else ("yes" if v else "no")
 
 
+def fix_cell(x) -> str:
+    """The table's ``fix`` cell: ``2 st 74752 B, carve-out 17617`` (the largest stage count
+    that fits, its kernel bytes, the smallest carve-out that makes the builder choose it),
+    ``none fits``, ``?`` where it could not be searched, ``-`` where none was needed."""
+    f = x.fix
+    if f is None:
+        return "-"
+    if f.stages is None:
+        return "?" if f.error and not f.searched else "none fits"
+    carve = "" if f.carveout_bytes is None else f", carve-out {f.carveout_bytes}"
+    return f"{f.stages} st {f.kernel_bytes} B{carve}"
+
+
+def fix_lines(t) -> list[str]:
+    """What fits instead of tactic ``t`` in words (``layout --tactic``): the stage count, its
+    kernel bytes and headroom, the carve-out that makes the builder choose it and by which
+    formula, and the builder's own budget with the bytes it did not count; ``[]`` when the
+    tactic has no fix."""
+    f = t.fix
+    if f is None:
+        return []
+    tried = ", ".join(f"{n}: {'does not compile' if b is None else f'{b} B'}" for n, b in sorted(f.searched.items()))
+    if f.stages is None:
+        why = f.error or f"no stage count fits ({tried})"
+        return [f"What fits instead: nothing found: {why}"]
+    out = [f"What fits instead: StageCount<{f.stages}> (the launcher with its mainloop builder's stage "
+           f"count replaced, laid out): kernel {f.kernel_bytes} B, mainloop {f.mainloop_bytes} B, "
+           f"headroom {f.headroom_bytes} B (searched {tried})"]
+    b = f.builder
+    if f.carveout_bytes is not None:
+        nums = f" ({b.capacity.name} {b.capacity.value} B, {b.stage_bytes} B per stage)" if b is not None else ""
+        out.append(f"  or StageCountAutoCarveout<{f.carveout_bytes}>: the smallest carve-out C with which the "
+                   f"builder chooses {f.stages} stages{nums}; its formula: {f.formula}")
+    if b is not None and f.uncounted_bytes is not None:
+        gap = f.uncounted_bytes
+        parts = ", ".join(f"{k.replace('_', ' ')} {v} B" for k, v in f.uncounted.items() if v)
+        how = (f"{gap} B more than budgeted: {parts}" if gap > 0 else
+               f"{-gap} B less than budgeted" if gap < 0 else "exactly as budgeted")
+        out.append(f"  Builder budget as built: ({b.capacity.name} {b.capacity.value} B - carve-out "
+                   f"{b.carveout_bytes} B) / {b.stage_bytes} B per stage = {b.stages} stages; it budgets "
+                   f"{b.budgeted_bytes} B, the kernel takes {t.kernel_bytes} B ({how})")
+    return out
+
+
 def _columns_and_rows(tactics, tile_bytes: bool = False):
     """The columns that say something for these tactics, and their rows (bytes)."""
     def ok(x):
@@ -47,9 +91,10 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("kernel", right=True), lambda x: num(x, x.report.kernel and x.report.kernel.size)),
         (Column("headroom", right=True), lambda x: num(x, x.report.headroom_bytes)),
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
+        (Column("fix"), fix_cell),
     ]
     optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
-                "tried": lambda x: x.runtime_candidate is not None}
+                "tried": lambda x: x.runtime_candidate is not None, "fix": lambda x: x.fix is not None}
     shown = [(c, f) for c, f in columns
              if c.header not in optional or any(optional[c.header](x) for x in tactics)]
     return [c for c, _ in shown], [[f(x) for _, f in shown] for x in tactics]
@@ -57,8 +102,9 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
 
 def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
     """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
-    three SharedStorage sizes, headroom and whether the runtime tries it (bytes). Columns that
-    say nothing for the family (no fusion, no swap_ab, no runtime list) are left out; the
+    three SharedStorage sizes, headroom, whether the runtime tries it and what fits instead
+    (:func:`fix_cell`; bytes). Columns that say nothing for the family (no fusion, no swap_ab,
+    no runtime list, no fix) are left out; the
     numeric ones never are, and the name is the one that wraps. ``tile_bytes``: K in bytes
     of A's element, as TensorRT-LLM's tile names count it."""
     columns, rows = _columns_and_rows(tactics, tile_bytes)
