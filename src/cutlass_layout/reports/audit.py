@@ -152,3 +152,97 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
         out.append("")
     out += [f"**{total}**", "", checked]
     return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------
+# GitHub Actions workflow commands (annotations)
+
+
+def github_data(text: str) -> str:
+    """A workflow command's message escaped as GitHub's toolkit does (``escapeData`` in
+    actions/toolkit ``packages/core/src/command.ts``): ``%`` ``\\r`` ``\\n`` as ``%25``
+    ``%0D`` ``%0A``."""
+    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_property(text: str) -> str:
+    """A workflow command's property value (``file``, ``title``) escaped as the toolkit's
+    ``escapeProperty``: :func:`github_data`'s, and ``:`` ``,`` as ``%3A`` ``%2C``."""
+    return github_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_command(kind: str, message: str, *, file: str | None = None, line: int | None = None,
+                   title: str | None = None) -> str:
+    """One workflow command line, ``::KIND file=F,line=L,title=T::MESSAGE`` (properties that
+    are None left out), each part escaped (:func:`github_property`, :func:`github_data`)."""
+    props = [f"{k}={github_property(v)}" for k, v in (("file", file), ("line", line), ("title", title))
+             if v is not None]
+    return f"::{kind}{' ' + ','.join(props) if props else ''}::{github_data(message)}"
+
+
+def _where(t) -> tuple[str | None, int | None]:
+    """The file and line an annotation of tactic ``t`` points at: where its launcher writes the
+    kernel type (``launcher_file``, relative to the flashinfer package), as the path in a
+    flashinfer git checkout (``data/csrc/...`` -> ``csrc/...``,
+    :func:`cutlass_layout.sources.checkout_path`). (None, None) when the launcher is outside
+    the package; the generated source is named in the message instead (it lives in the cache)."""
+    from ..sources import checkout_path
+
+    f = t.launcher_file
+    if not f or f.startswith("/"):
+        return None, None
+    return checkout_path(f), t.launcher_line
+
+
+def _built_by(t) -> str:
+    line = f":{t.line}" if t.line else ""
+    return f"instantiated in the JIT's generated {t.file}{line}"
+
+
+def to_github(result) -> str:
+    """The audit as GitHub Actions workflow commands (annotations on the file a flashinfer
+    contributor edits, :func:`_where`), then one plain summary line:
+
+    * ``::error`` per tactic ``audit --check`` fails on (over capacity, and the runtime tries it
+      or may try it): its id, kernel bytes, the capacity and by how much it is over;
+    * ``::warning`` per tactic that does not compile (its first error);
+    * ``::notice`` per tactic over capacity that the runtime never tries, and one per launcher
+      for the tactics that fit exactly (0 B headroom: any growth puts them over);
+    * ``::warning`` per reason sources were not read (the audit is incomplete);
+    * ``cutlass-layout audit: <install>, <arch>: <the counts>``.
+
+    Messages are in bytes; properties and messages escaped as GitHub's toolkit does."""
+    p = result.provenance
+    out: list[str] = []
+    exact: dict[tuple, list] = {}
+    for t in result.tactics:
+        file, line = _where(t)
+        if t.verdict == "over_capacity":
+            over = -t.headroom_bytes
+            tried = t.runtime_candidate is not False
+            why = ("tried by the runtime" if t.runtime_candidate else
+                   "the runtime may try it: its candidate list could not be read" if tried else
+                   "built, never tried by the runtime")
+            out.append(github_command(
+                "error" if tried else "notice",
+                f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B "
+                f"{result.arch} capacity by {over} B ({why}; {t.stages} stages); {_built_by(t)}",
+                file=file, line=line, title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
+        elif t.verdict == "does_not_compile":
+            out.append(github_command(
+                "warning", f"{t.id}: {t.report.error.one_line()}; {_built_by(t)}",
+                file=file, line=line, title=f"cutlass-layout: does not compile: {t.id}"))
+        elif t.verdict == "exact_fit":
+            exact.setdefault((file, line), []).append(t)
+    for (file, line), ts in exact.items():
+        out.append(github_command(
+            "notice", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
+                      f"exactly (0 B headroom): " + ", ".join(t.id for t in ts),
+            file=file, line=line, title=f"cutlass-layout: {len(ts)} exact fit(s)"))
+    _, notes, total, _ = _tail(result)
+    for n in notes:
+        if not n.startswith("note: "):  # sources not read: the audit is incomplete
+            out.append(github_command("warning", n, title="cutlass-layout: sources not read"))
+    out.append(f"cutlass-layout audit: {p['library']} {p['version']} ({p['origin']}), "
+               f"{result.arch}: {total}")
+    return "\n".join(out) + "\n"
