@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..config import tile_text
+from ..sources import checkout_path
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 from .layout import default_console
 
@@ -186,8 +187,6 @@ def _where(t) -> tuple[str | None, int | None]:
     flashinfer git checkout (``data/csrc/...`` -> ``csrc/...``,
     :func:`cutlass_layout.sources.checkout_path`). (None, None) when the launcher is outside
     the package; the generated source is named in the message instead (it lives in the cache)."""
-    from ..sources import checkout_path
-
     f = t.launcher_file
     if not f or f.startswith("/"):
         return None, None
@@ -215,11 +214,12 @@ def to_github(result) -> str:
     p = result.provenance
     out: list[str] = []
     exact: dict[tuple, list] = {}
+    failing = {t.id for t in result.check_failures()}
     for t in result.tactics:
         file, line = _where(t)
         if t.verdict == "over_capacity":
             over = -t.headroom_bytes
-            tried = t.runtime_candidate is not False
+            tried = t.id in failing
             why = ("tried by the runtime" if t.runtime_candidate else
                    "the runtime may try it: its candidate list could not be read" if tried else
                    "built, never tried by the runtime")
