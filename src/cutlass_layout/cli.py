@@ -529,7 +529,8 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
-    flashinfer-python==VERSION; default: the one installed here). What it builds is read
+    flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
+    one installed here). What it builds is read
     from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
     That runs the install's own generator code (as importing it would) in a sandboxed child
     process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
