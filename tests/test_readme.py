@@ -56,11 +56,14 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def command_lines(text: str) -> list[list[str]]:
-    """The ``cutlass-layout`` commands of the README's shell-like blocks, as argument lists
+    """The ``cutlass-layout`` commands of the README's shell-like blocks, and of its YAML
+    blocks' ``run:`` and ``entry:`` values (a CI step, a pre-commit hook), as argument lists
     (without the program name)."""
     out = []
     for lang, code in code_blocks(text):
-        if lang not in ("bash", "sh", "console", "text", "indented", ""):
+        if lang in ("yaml", "yml"):
+            code = "\n".join(re.sub(r"^\s*(?:-\s+)?(?:run|entry):\s*", "", ln) for ln in code.split("\n"))
+        elif lang not in ("bash", "sh", "console", "text", "indented", ""):
             continue
         joined = re.sub(r"\\\n\s*", " ", code)
         for line in joined.split("\n"):

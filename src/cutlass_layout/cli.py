@@ -520,7 +520,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
                    "(one the install does not build is refused, listing those it does).")
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
-@format_options("text", "markdown", "json")
+@format_options("text", "markdown", "json", "github")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
                    "matched nothing; each is named on stderr.")
@@ -531,7 +531,8 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
-    flashinfer-python==VERSION; default: the one installed here). What it builds is read
+    flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
+    one installed here). What it builds is read
     from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
     That runs the install's own generator code (as importing it would) in a sandboxed child
     process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
@@ -546,10 +547,13 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     --scales are not recorded per tactic and are refused. A value no tactic could match is
     an error; a filter that kept nothing says so on stderr, with the nearest values there are.
 
+    --format github writes GitHub Actions annotations (::error per tactic --check fails on,
+    at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
+
     Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
     try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input.
     """
-    fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
+    fmt = output_format(fmt, ("text", "markdown", "json", "github"), as_json)
     if src is not None and cutlass_src is not None:
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
     if jobs is not None and jobs < 1:
@@ -568,6 +572,10 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
         from .reports.audit import to_markdown
 
         click.echo(to_markdown(res, tile_bytes=tile_bytes), nl=False)
+    elif fmt == "github":
+        from .reports.audit import to_github
+
+        click.echo(to_github(res), nl=False)
     else:
         from .reports.audit import render_audit
 

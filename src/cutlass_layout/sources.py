@@ -743,12 +743,15 @@ class FlashinferInstall:
         origin: what the user named and how it was found.
         tree: the CUTLASS tree it ships (``data/cutlass/include``).
         fingerprint: identifies the install's content: ``wheel:`` and the first 16 hex digits
-            of the wheel's SHA-256 for a wheel, else
-            a hash of every file's path, size and mtime under ``root`` (a changed header changes it).
+            of the wheel's SHA-256 for a wheel, else a hash of every file's path, size and mtime
+            under ``root`` (a changed header changes it; for a checkout, under each of its
+            folders that :data:`CHECKOUT_DIRS` names).
         tvm_ffi_requirement: what the install's metadata requires of ``apache-tvm-ffi``
             (``apache-tvm-ffi<0.2,>=0.1.11``), the distribution whose headers
             (``tvm/ffi/...``, ``dlpack/``) its TVM FFI bindings include; None when the
             metadata is not there or names none (see :func:`tvm_ffi_headers`).
+        checkout: for a flashinfer-ai/flashinfer git checkout, its root (``root`` is then a
+            folder of the cache that links the checkout's parts into an install's layout); else None.
     """
 
     root: Path
@@ -757,6 +760,7 @@ class FlashinferInstall:
     tree: CutlassTree
     fingerprint: str
     tvm_ffi_requirement: str | None = None
+    checkout: Path | None = None
 
 
 def _wanted_install_member(name: str) -> bool:
@@ -811,6 +815,120 @@ def _stat_fingerprint(root: Path) -> str:
                                "regular files only (its code is read and run); remove it")
             h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
+
+
+#: Where the parts of an installed ``flashinfer`` package (paths below it) sit in a
+#: flashinfer-ai/flashinfer git checkout (paths below its root): ``build_backend.py``'s
+#: ``_create_data_dir`` links (editable) or copies (wheel) ``3rdparty/cutlass``,
+#: ``3rdparty/spdlog``, ``3rdparty/cccl``, ``csrc`` and ``include`` to ``flashinfer/data/``;
+#: everything else below the package is ``flashinfer/`` itself.
+CHECKOUT_DIRS = {"data/cutlass": "3rdparty/cutlass", "data/spdlog": "3rdparty/spdlog",
+                 "data/cccl": "3rdparty/cccl", "data/csrc": "csrc", "data/include": "include"}
+
+
+def checkout_path(rel: str) -> str:
+    """The path in a flashinfer git checkout (relative to its root) of ``rel``, a path relative
+    to an installed ``flashinfer`` package (``data/csrc/nv_internal/x.inl`` ->
+    ``csrc/nv_internal/x.inl``, ``jit/core.py`` -> ``flashinfer/jit/core.py``), by
+    :data:`CHECKOUT_DIRS`. A wheel and the checkout it was built from name the same file so."""
+    rel = Path(rel).as_posix()
+    for part, there in CHECKOUT_DIRS.items():
+        if rel == part or rel.startswith(part + "/"):
+            return there + rel[len(part):]
+    return f"flashinfer/{rel}"
+
+
+def _checkout_root(path: Path) -> Path | None:
+    """``path`` (or the checkout above it, when ``path`` is its ``flashinfer`` package) when
+    it is a flashinfer-ai/flashinfer git checkout as cloned: ``flashinfer/jit/``, ``csrc/``
+    and ``include/`` at its root and no ``flashinfer/data`` (an editable install's links,
+    read as an install). Else None."""
+    for cand in (path, path.parent) if path.name == "flashinfer" else (path,):
+        if ((cand / "flashinfer" / "jit").is_dir() and (cand / "csrc").is_dir()
+                and (cand / "include").is_dir() and not (cand / "flashinfer" / "data").exists()):
+            return cand
+    return None
+
+
+#: The marker of a checkout's install-shaped folder of links in the cache (holds the checkout's path).
+_CHECKOUT_MARKER = ".checkout"
+
+
+def _checkout_links(checkout: Path) -> dict[str, str]:
+    """What the install-shaped folder of a checkout holds: ``{path below flashinfer/: the
+    checkout's file or folder it links to}``, every entry of the checkout's ``flashinfer/``
+    package and the ``data/`` parts of :data:`CHECKOUT_DIRS` the checkout has."""
+    links = {p.name: str(p) for p in sorted((checkout / "flashinfer").iterdir())
+             if p.name != "__pycache__"}
+    links.update({part: str(checkout / there) for part, there in CHECKOUT_DIRS.items()
+                  if (checkout / there).exists()})
+    return links
+
+
+def _links_of(root: Path) -> dict[str, str] | None:
+    """The links an install-shaped folder holds (as :func:`_checkout_links` gives them), or
+    None when it is missing or holds something else."""
+    try:
+        out = {}
+        for p in sorted(root.iterdir()):
+            if p.name == "data":
+                out.update({f"data/{q.name}": os.readlink(q) for q in sorted(p.iterdir())})
+            else:
+                out[p.name] = os.readlink(p)
+        return out
+    except OSError:
+        return None
+
+
+def _checkout_install(checkout: Path, origin: str) -> FlashinferInstall:
+    """A flashinfer git checkout as an install: its parts linked into an install's layout
+    (``flashinfer/`` with ``data/cutlass`` -> ``3rdparty/cutlass`` and so on,
+    :data:`CHECKOUT_DIRS`) in a folder of the cache kept per checkout path and remade when the
+    checkout's entries change; nothing is written into the checkout. The version is
+    ``flashinfer/_build_meta.py``'s when a build wrote one, else ``version.txt``'s (what
+    ``build_backend.py`` would write), else ``unknown``.
+
+    Raises:
+        BadInput: the CUTLASS submodule is not checked out (``3rdparty/cutlass/include``), or
+            a FIFO, socket or device in the checkout's parts.
+    """
+    checkout = checkout.resolve()
+    inc = checkout / "3rdparty" / "cutlass" / "include"
+    if not _is_tree(inc):
+        raise BadInput(f"the flashinfer checkout at {checkout} has no CUTLASS tree (3rdparty/cutlass/include): "
+                       "its submodules are not checked out (git submodule update --init --recursive)")
+    fingerprint = hashlib.sha256("\n".join(
+        f"{there}:{_stat_fingerprint(checkout / there)}" for there in
+        ("flashinfer", *CHECKOUT_DIRS.values()) if (checkout / there).is_dir()).encode()).hexdigest()[:16]
+    base = cache_dir("checkouts", hashlib.sha256(str(checkout).encode()).hexdigest()[:16])
+    root = base / "flashinfer"
+    links = _checkout_links(checkout)
+    if _links_of(root) != links:
+        with lock(f"checkout-{base.name}"):
+            if _links_of(root) != links:
+                tmp = Path(tempfile.mkdtemp(dir=base, prefix=".links-"))
+                (tmp / "data").mkdir()
+                for name, target in links.items():
+                    os.symlink(target, tmp / name)
+                old = base / f".old-{tmp.name}"
+                if root.exists():
+                    os.replace(root, old)
+                os.replace(tmp, root)
+                shutil.rmtree(old, ignore_errors=True)
+                (base / _CHECKOUT_MARKER).write_text(f"{checkout}\n")
+    version = "unknown"
+    if (checkout / "flashinfer" / "_build_meta.py").is_file():
+        version = _flashinfer_version(root)
+    elif (checkout / "version.txt").is_file():
+        version = read_text(checkout / "version.txt", errors="replace").strip() or "unknown"
+    requirement = None
+    with contextlib.suppress(BadInput):  # what build_backend.py's dependencies read
+        line = re.search(r"^[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*([^#;\n]*)", read_text(
+            checkout / "requirements.txt", errors="replace"), re.M | re.I)
+        requirement = TVM_FFI_DIST + re.sub(r"\s+", "", line.group(1)) if line else None
+    return FlashinferInstall(root=root, version=version, origin=origin, tree=_tree(inc, origin),
+                             fingerprint=f"checkout:{fingerprint}", checkout=checkout,
+                             tvm_ffi_requirement=requirement)
 
 
 def _flashinfer_root(path: Path) -> Path | None:
@@ -880,12 +998,15 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
 
     ``src`` may be ``None`` (the flashinfer installed in this environment), a ``flashinfer``
     package directory or a directory holding one (site-packages, a venv's site-packages), a
-    ``.whl`` file (the parts ``audit`` reads, :data:`INSTALL_DIRS`, are unpacked into the user
-    cache, keyed by the wheel's SHA-256), ``flashinfer-python==VERSION`` (that wheel, fetched
-    into the cache), or an installed distribution name (``flashinfer``, ``flashinfer-python``).
+    flashinfer-ai/flashinfer git checkout's root with its submodules (its parts linked into an
+    install's layout in the cache, :func:`_checkout_install`), a ``.whl`` file (the parts
+    ``audit`` reads, :data:`INSTALL_DIRS`, are unpacked into the user cache, keyed by the
+    wheel's SHA-256), ``flashinfer-python==VERSION`` (that wheel, fetched into the cache), or
+    an installed distribution name (``flashinfer``, ``flashinfer-python``).
 
     Raises:
-        BadInput: no flashinfer there, no CUTLASS tree in it, a damaged wheel, no such wheel.
+        BadInput: no flashinfer there, no CUTLASS tree in it (a checkout without its
+            submodules), a damaged wheel, no such wheel.
     """
     if src is None:
         for name in _FLASHINFER_DISTS:
@@ -909,7 +1030,11 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
             raise BadInput(f"{path} is {file_kind(path)}, not a directory or a .whl wheel")
         root = _flashinfer_root(path)
         if root is None:
-            raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}")
+            checkout = _checkout_root(path)
+            if checkout is not None:
+                return _checkout_install(checkout, f"checkout {path}")
+            raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}, "
+                           "nor a flashinfer git checkout (flashinfer/jit, csrc and include)")
         return _install(root, f"directory {path}")
     if "==" in text:
         return _install_from_wheel(*_wheel_origin(text))
@@ -1043,8 +1168,9 @@ def tvm_ffi_headers(install: FlashinferInstall, *, fetch: bool = True) -> TvmFfi
     """The TVM FFI headers the install's bindings build with (``#include <tvm/ffi/...>``,
     ``<dlpack/dlpack.h>``), as flashinfer's build finds them: the ``apache-tvm-ffi``
     installed beside the install (``<site-packages>/tvm_ffi/include``, what
-    ``tvm_ffi.libinfo.find_include_path()`` returns there), else the newest release the
-    install's metadata admits (:attr:`FlashinferInstall.tvm_ffi_requirement`; flashinfer
+    ``tvm_ffi.libinfo.find_include_path()`` returns there; for a checkout, the one installed
+    in this environment), else the newest release the install's metadata (a checkout's
+    ``requirements.txt``) admits (:attr:`FlashinferInstall.tvm_ffi_requirement`; flashinfer
     0.7.x: ``apache-tvm-ffi<0.2,>=0.1.11``), its wheel fetched into the cache like any other
     (``fetch=False``: only if it is there already) and its ``tvm_ffi/include`` unpacked.
 
@@ -1056,6 +1182,12 @@ def tvm_ffi_headers(install: FlashinferInstall, *, fetch: bool = True) -> TvmFfi
     if beside is not None:
         return TvmFfiHeaders(beside, f"{TVM_FFI_DIST} beside the install ({beside})",
                              "dir:" + _stat_fingerprint(beside))
+    if install.checkout is not None:  # a checkout's build uses the apache-tvm-ffi installed here
+        with contextlib.suppress(md.PackageNotFoundError):
+            here = _tvm_include_in(Path(str(md.distribution(TVM_FFI_DIST).locate_file(""))))
+            if here is not None:
+                return TvmFfiHeaders(here, f"{TVM_FFI_DIST} installed here ({here})",
+                                     "dir:" + _stat_fingerprint(here))
     spec = install.tvm_ffi_requirement
     if spec is None:
         return TvmFfiHeaders(None, f"{TVM_FFI_DIST} is not installed beside the install "
