@@ -752,7 +752,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                   "builders": builds.builders, **prov}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
-                       families=families, unmatched=unmatched)
+                       families=families, unmatched=unmatched, candidates=cand)
 
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
