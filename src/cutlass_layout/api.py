@@ -342,7 +342,7 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
 
 
 def blocklist_format(source=None) -> BlocklistFormat:
-    """The offline tactics blocklist format of a flashinfer install (flashinfer 0.7.4 on):
+    """The offline tactics blocklist format of a flashinfer install (0.7.2.post1 and 0.7.4 have one):
     what its ``TacticsBlocklist.load`` reads, its metadata fields and the CUTLASS MoE
     runner's keys, read from its own code
     (:func:`cutlass_layout.commands.blocklist.blocklist_format`).
@@ -352,7 +352,7 @@ def blocklist_format(source=None) -> BlocklistFormat:
 
     Raises:
         BadInput: no flashinfer at ``source``, or one without a blocklist loader
-            (``flashinfer/tactics_blocklist.py``; 0.7.2.post1 has none), or a loader of
+            (``flashinfer/tactics_blocklist.py``; 0.6.8 has none), or a loader of
             another shape.
     """
     from .commands.blocklist import blocklist_format as _format

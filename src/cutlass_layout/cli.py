@@ -523,7 +523,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
                    "matched nothing; each is named on stderr.")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
-              help="Also write FILE: flashinfer's tactics blocklist (0.7.4 on; FLASHINFER_TACTICS_BLOCKLIST=FILE) "
+              help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
                    "of the tactics the runtime would try that are over capacity.")
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
@@ -552,7 +552,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_fil
     read from its tactics_blocklist.py, autotuner and fused_moe/core.py): the tactics shown
     that the runtime would try and that are over capacity, as the CUTLASS MoE runner's tactic
     ids, with the install's flashinfer_version and "*" for every metadata field not knowable
-    without the GPU. An install without that loader (before 0.7.4) is refused. What the file
+    without the GPU. An install without that loader (0.6.8) is refused. What the file
     cannot say is a note on stderr.
 
     Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)

@@ -1,7 +1,7 @@
 """audit --blocklist: the over-capacity tactics an install's runtime would try, as a file its
 own autotuner loads (``FLASHINFER_TACTICS_BLOCKLIST``) and so skips.
 
-flashinfer 0.7.4 added an offline blocklist of tactics known to fail on a GPU
+flashinfer (0.7.2.post1 and 0.7.4; not 0.6.8) has an offline blocklist of tactics known to fail on a GPU
 (``flashinfer/tactics_blocklist.py``: ``TacticsBlocklist.load`` and ``filter``, filled by
 ``tactics_blocklist_gen.py`` by profiling on that GPU). This module writes the same file
 without a GPU, from an :func:`~cutlass_layout.commands.audit.audit`, reading everything about
@@ -79,12 +79,12 @@ def blocklist_format(root: Path, version: str) -> BlocklistFormat:
     Raises:
         BadInput: the install has no blocklist loader (flashinfer before 0.7.4), or its
             loader, autotuner or MoE runner has another shape than the one described (the
-            message says which).
+            message says which). 0.7.2.post1 and 0.7.4 have the loader, 0.6.8 has none.
     """
     root = Path(root)
     if not (root / LOADER).is_file():
-        raise BadInput(f"flashinfer {version} has no tactics blocklist loader (flashinfer/{LOADER}, "
-                       "added in 0.7.4): it cannot load a blocklist file")
+        raise BadInput(f"flashinfer {version} has no tactics blocklist loader (flashinfer/{LOADER}): "
+                       "it cannot load a blocklist file")
     loader = _parse(root, LOADER, version)
     cls = next((n for n in loader.body if isinstance(n, ast.ClassDef) and n.name == "TacticsBlocklist"), None)
     methods = {n.name: n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)}
