@@ -239,14 +239,22 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
                      "runner of a process reads the same keys, including those of data types this audit "
                      "does not lay out (BF16 and FP8 activations: SM80-path tactics on SM120)")
     metadata = {f: (fmt.version if f == "flashinfer_version" else WILDCARD) for f in fmt.metadata_fields}
-    from .. import __version__
-
     metadata.update(generated_at=datetime.now(timezone.utc).isoformat(),
-                    generator=f"cutlass-layout {__version__} audit --blocklist (shared-memory layout, "
+                    generator=f"cutlass-layout {_version()} audit --blocklist (shared-memory layout, "
                               f"{result.arch}, capacity {result.capacity_bytes} B; no GPU)")
     return Blocklist(format=fmt, arch=result.arch,
                      invalid_tactics={k: sorted(v) for k, v in invalid.items() if v},
                      blocked=blocked, notes=notes, metadata=metadata)
+
+
+def _version() -> str:
+    """This tool's version (as the facade reads it; the package itself is not imported here)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cutlass-layout")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
+        return "0+unknown"
 
 
 def write_blocklist(blocklist: Blocklist, path) -> Path:
