@@ -173,7 +173,7 @@ LAYERS = [
     ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
     ["engine", "verify", "gpu", "kernels", "candidates", "fixes"],
-    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit"],
+    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist"],
     ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",

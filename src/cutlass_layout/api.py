@@ -47,7 +47,7 @@ from .engine import Target
 from .errors import BadInput, CutlassLayoutError, DoesNotCompile
 from .grid import expand_braces
 from .inputs import LIMITS, OverLimit
-from .model import (AuditResult, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
+from .model import (AuditResult, Blocklist, BlocklistFormat, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
                     Tactic)
 from .probe import UserType
 from .sources import CutlassTree
@@ -344,6 +344,61 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
                             use_cache=use_cache, progress=progress, **config_values)
 
 
+def blocklist_format(source=None) -> BlocklistFormat:
+    """The offline tactics blocklist format of a flashinfer install (0.7.2.post1 and 0.7.4 have one):
+    what its ``TacticsBlocklist.load`` reads, its metadata fields and the CUTLASS MoE
+    runner's keys, read from its own code
+    (:func:`cutlass_layout.commands.blocklist.blocklist_format`).
+
+    Args:
+        source: a flashinfer install, as :func:`audit` takes it.
+
+    Raises:
+        BadInput: no flashinfer at ``source``, or one without a blocklist loader
+            (``flashinfer/tactics_blocklist.py``; 0.6.8 has none), or a loader of
+            another shape.
+    """
+    from .commands.blocklist import blocklist_format as _format
+    from .sources import FlashinferInstall, resolve_flashinfer
+
+    install = source if isinstance(source, FlashinferInstall) else resolve_flashinfer(source)
+    return _format(install.root, install.version)
+
+
+def tactics_blocklist(result: AuditResult, path=None, *, fmt: BlocklistFormat | None = None) -> Blocklist:
+    """flashinfer's tactics blocklist of an :func:`audit` (``audit --blocklist FILE``): the
+    tactics the runtime would try that are over the arch's capacity, as their ids in the
+    CUTLASS MoE runner's GEMM1 and GEMM2 tactic lists, under the install's
+    ``"<custom op>::<runner class>"`` keys, with a ``_metadata`` block naming the install's
+    ``flashinfer_version`` and ``"*"`` for every field not knowable without its GPU
+    (:mod:`cutlass_layout.commands.blocklist`). A process loads it with
+    ``FLASHINFER_TACTICS_BLOCKLIST=FILE``.
+
+    Args:
+        result: an audit of a flashinfer install (its ``provenance`` names the install).
+        path: where to write the file (JSON); None: write nothing.
+        fmt: the install's :func:`blocklist_format` (default: read it again).
+
+    Returns:
+        A :class:`Blocklist` (``invalid_tactics``, ``blocked``: each tactic with its key
+        and id, ``notes``: what the file cannot say).
+
+    Raises:
+        BadInput: the install has no blocklist loader; ``path``'s folder cannot be written.
+    """
+    from .commands.blocklist import blocklist_format as _format
+    from .commands.blocklist import tactics_blocklist as _blocklist
+    from .commands.blocklist import write_blocklist
+
+    if fmt is None:
+        prov = result.provenance
+        fmt = _format(Path(prov["root"]), prov.get("version", "unknown"))
+    out = _blocklist(result, fmt)
+    if path is not None:
+        write_blocklist(out, path)
+    return out
+
+
 #: TensorRT-LLM's MoE tile names (``CtaShape128x256x64B``, or ``128x256x64B``): the moe family's
 _MOE_TILE = re.compile(r"ctashape|^\d+x\d+x\d+b(/|$)", re.I)
 
@@ -570,12 +625,12 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
 __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
-    "show_progress",
+    "show_progress", "blocklist_format", "tactics_blocklist",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",
     # the data model and the errors
-    "AuditResult", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
+    "AuditResult", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",
     "SweepResult", "Tactic", "Target", "UserType",
 ]

@@ -28,6 +28,7 @@ KERNELS = "tensorrt_llm/kernels/cutlass_kernels"
 HEURISTIC = f"{KERNELS}/cutlass_heuristic.cpp"
 DISPATCH_TMA_WS = f"{KERNELS}/moe_gemm/moe_gemm_template_dispatch_tma_ws.h"
 DISPATCH = f"{KERNELS}/moe_gemm/moe_gemm_template_dispatch.h"
+TRAITS = f"{KERNELS}/moe_gemm/moe_tma_warp_specialized_traits.h"
 #: arch -> (candidate function, tile enum, the config member the dispatch switches on)
 ARCH = {"sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
         "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120")}
@@ -46,6 +47,19 @@ class Candidates:
         dispatched: enum names the dispatch switch maps to a kernel.
         duplicated: whether the list is duplicated for FINALIZE and swap_ab.
         note: what could not be read (then tactics get None).
+        duplication: the order in which ``getTmaWarpSpecializedConfigs`` appends its
+            duplicates (``["finalize", "swap_ab"]``: FINALIZE copies of the list first, then
+            swap_ab copies of everything so far), read from the order of the words in its
+            body; empty where it has another shape.
+        no_smem: whether the candidate function names ``EpilogueScheduleType::NO_SMEM`` (the
+            FINALIZE copies of such configs are erased again, which :func:`moe_configs` cannot
+            place).
+        fallback_excludes_fp4: whether ``isValidAmpereMOESpecialisation`` returns exactly
+            ``!is_same_v<T, Fp4Type> && !is_same_v<WeightType, Fp4Type>`` (so
+            ``getAmpereConfigs``, appended after the TMA list, adds nothing for a runner with an
+            FP4 operand; :func:`fallback_excludes_fp4`).
+        tma_first: whether ``MoeGemmRunner::getConfigs(sm, ...)`` puts the TMA
+            warp-specialized configs before the Ampere ones.
     """
 
     tiles: list[str] = field(default_factory=list)
@@ -53,6 +67,10 @@ class Candidates:
     dispatched: list[str] = field(default_factory=list)
     duplicated: bool = False
     note: str | None = None
+    duplication: list[str] = field(default_factory=list)
+    no_smem: bool = False
+    fallback_excludes_fp4: bool = False
+    tma_first: bool = False
 
     def get(self, tactic) -> bool | None:
         """Whether the runtime would try ``tactic`` (a MoE :class:`~cutlass_layout.model.Tactic`);
@@ -117,8 +135,11 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
         elif c.kind == ci.CursorKind.CXX_METHOD and c.spelling == "getTmaWarpSpecializedConfigs" \
                 and c.is_definition():
             dup = c
-        if fn is not None and disp is not None and dup is not None:
-            break
+        elif c.kind == ci.CursorKind.CXX_METHOD and c.spelling == "getConfigs" and c.is_definition():
+            words = [t.spelling for t in c.get_tokens()]
+            if "getTmaWarpSpecializedConfigs" in words and "getAmpereConfigs" in words:
+                out.tma_first = words.index("getTmaWarpSpecializedConfigs") < words.index("getAmpereConfigs")
+
     if fn is None or disp is None:
         out.note = (f"runtime candidates: {fn_name} or the MoE tile dispatch not found in "
                     f"{HEURISTIC} / {DISPATCH_TMA_WS}")
@@ -158,9 +179,39 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
         out.note = f"runtime candidates: no switch on {member} in the MoE tile dispatch"
         return out
     if dup is not None:
-        words = {t.spelling for t in dup.get_tokens()}
+        words = [t.spelling for t in dup.get_tokens()]
         out.duplicated = "FINALIZE" in words and "swap_ab" in words
+        if out.duplicated and "get_candidate_configs" in words:
+            first = {w: words.index(w) for w in ("get_candidate_configs", "FINALIZE", "swap_ab")}
+            if first["get_candidate_configs"] < min(first["FINALIZE"], first["swap_ab"]):
+                out.duplication = sorted(("finalize", "swap_ab"),
+                                         key=lambda w: first["FINALIZE" if w == "finalize" else w])
+    out.no_smem = "NO_SMEM" in [t.spelling for t in fn.get_tokens()]
     return out
+
+
+def fallback_excludes_fp4(inc: Path, flags: list[str]) -> bool:
+    """Whether ``isValidAmpereMOESpecialisation`` (``moe_gemm/moe_tma_warp_specialized_traits.h``
+    below ``inc``), in the branch of its ``#ifdef ENABLE_FP4`` that ``flags`` (``-DENABLE_FP4``)
+    keep, is exactly ``return !std::is_same_v<T, Fp4Type> && !std::is_same_v<WeightType,
+    Fp4Type>;``. Read from the text: the audit's parses take that header from a precompiled
+    header built without function bodies."""
+    import re
+
+    from .launchers import blank_comments
+
+    try:
+        text = blank_comments((inc / TRAITS).read_text(errors="replace"))
+    except OSError:
+        return False
+    m = re.search(r"constexpr\s+bool\s+isValidAmpereMOESpecialisation\s*\(\s*\)\s*\{(.*?)\n\}", text, re.S)
+    if m is None:
+        return False
+    body = m.group(1)
+    b = re.fullmatch(r"\s*#\s*ifdef\s+ENABLE_FP4\b(.*?)#\s*else\b(.*?)#\s*endif\s*", body, re.S)
+    if b is not None:
+        body = b.group(1) if "-DENABLE_FP4" in flags else b.group(2)
+    return "".join(body.split()) == "return!std::is_same_v<T,Fp4Type>&&!std::is_same_v<WeightType,Fp4Type>;"
 
 
 def _read_pruning(lam, enum: str) -> dict[str, str] | None:
@@ -257,7 +308,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 
     from .frontends.clang import ProbeUnit, ensure_pch, libclang_version
 
-    k = cache_key("candidates/1", subject=[arch, flags], target=[install.fingerprint, libclang_version()],
+    k = cache_key("candidates/2", subject=[arch, flags], target=[install.fingerprint, libclang_version()],
                   code=("candidates.py", "launchers.py"))
     cache = ResultCache("candidates")
     hit = cache.get(k, lambda d: Candidates(**d)) if use_cache else None
@@ -277,5 +328,46 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         out = Candidates(note=f"runtime candidates: {HEURISTIC} does not parse here ({errors[0].one_line()})")
     else:
         out = read_candidates(unit, arch, inc)
+        out.fallback_excludes_fp4 = fallback_excludes_fp4(inc, list(flags))
     cache.put(k, asdict(out))
     return out
+
+
+#: FP4 element kinds (TensorRT-LLM's ``Fp4Type`` operands).
+FP4_KINDS = ("nvfp4", "mxfp4", "e2m1")
+
+
+def moe_configs(cand: Candidates, activation: str, weight: str,
+                supports_finalize_fusion: bool) -> list[tuple[str, str, bool]] | None:
+    """The SM120 MoE runner's config list in the runtime's order, as
+    ``MoeGemmRunner<T, WeightType, ...>::getConfigs(sm, supports_finalize_fusion)``
+    (``moe_gemm/moe_gemm_template_dispatch.h``) builds it: the candidate tiles of
+    ``get_candidate_configs_sm120`` in the order the function lists them, less the pruned ones
+    (``"fp8"`` pruning for FP8 activations, the ``FP8FP4_MIXED`` flag), then the FINALIZE
+    copies of that list (when ``supports_finalize_fusion``), then swap_ab copies of all of it
+    (``getTmaWarpSpecializedConfigs``), then the Ampere fallback configs, which are none for
+    a runner with an FP4 operand (``isValidAmpereMOESpecialisation``).
+
+    ``activation`` and ``weight`` are element kinds as tactics name them (``nvfp4``,
+    ``mxfp8``, ...): an FP4 x FP4 runner (TensorRT-LLM's ``use_fp4``) or an FP8 x FP4 one
+    (``use_wfp4afp8``). Each entry is ``(tile enum name, "none"|"finalize", swap_ab)``; the
+    list's index is what the runner's tactic ids count (GEMM1 is the list without FINALIZE,
+    GEMM2 the one with it; see :mod:`cutlass_layout.commands.blocklist`).
+
+    Returns None where the order cannot be read from the install's code: the candidate
+    list was not read (``cand.note``), the duplications are not FINALIZE then swap_ab, the
+    candidates name ``NO_SMEM``, the fallback list is not empty for FP4 operands, or the
+    runner is of other types (its list is not the SM120 TMA one).
+    """
+    if cand.note is not None or not cand.tiles or cand.duplication != ["finalize", "swap_ab"] \
+            or cand.no_smem or not cand.fallback_excludes_fp4 or not cand.tma_first:
+        return None
+    fp8_act = activation in FP8_KINDS
+    if weight not in FP4_KINDS or not (activation in FP4_KINDS or fp8_act):
+        return None
+    base = [t for t in cand.tiles
+            if cand.pruned.get(t) != "always" and not (cand.pruned.get(t) == "fp8" and fp8_act)]
+    configs = [(t, "none", False) for t in base]
+    if supports_finalize_fusion:
+        configs += [(t, "finalize", False) for t in base]
+    return configs + [(t, fusion, True) for t, fusion, _ in configs]

@@ -524,10 +524,14 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
                    "matched nothing; each is named on stderr.")
+@click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
+              help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
+                   "of the tactics the runtime would try that are over capacity.")
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cache, cuda_path, **flags):
+def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path,
+              **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -550,6 +554,13 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     --format github writes GitHub Actions annotations (::error per tactic --check fails on,
     at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
 
+    --blocklist FILE writes flashinfer's own offline tactics blocklist (the install's format,
+    read from its tactics_blocklist.py, autotuner and fused_moe/core.py): the tactics shown
+    that the runtime would try and that are over capacity, as the CUTLASS MoE runner's tactic
+    ids, with the install's flashinfer_version and "*" for every metadata field not knowable
+    without the GPU. An install without that loader (0.6.8) is refused. What the file
+    cannot say is a note on stderr.
+
     Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
     try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input.
     """
@@ -563,6 +574,7 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
         raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
     arch = archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
+    bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
     res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
                     cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
@@ -583,8 +595,21 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, jobs, no_cach
     for u in res.unmatched:  # a filter that kept nothing: which, and what there is
         named = f"--{u['filter'].replace('_', '-')} {u['value']}" if u["filter"] else "the filters"
         click.echo(f"note: {named}: {u['detail']}", err=True)
+    if blocklist_file:
+        _write_blocklist(res, blocklist_file, bl_format)
     if check and _audit_check_fails(res):
         sys.exit(1)
+
+
+def _write_blocklist(res, path: str, fmt) -> None:
+    """``audit --blocklist FILE``: write it; say on stderr what it holds and what it cannot."""
+    bl = api.tactics_blocklist(res, path, fmt=fmt)
+    held = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in bl.invalid_tactics.items()) or "no tactic"
+    n = len({b["tactic"] for b in bl.blocked if b["key"] is not None})
+    click.echo(f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
+               f"tactic(s) the runtime would try; {held}", err=True)
+    for note in bl.notes:
+        click.echo(f"note: blocklist: {note}", err=True)
 
 
 def _audit_check_fails(res) -> bool:

@@ -726,9 +726,11 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
 #: Parts of a flashinfer wheel that ``audit`` unpacks (paths under ``flashinfer/``): the JIT's
 #: Python (module builders, the TensorRT-LLM kernel generator, templates' renderers), the
 #: top-level modules it reads constants from, the headers its builds include, and the
-#: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders).
+#: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders), and
+#: what ``audit --blocklist`` reads of the tactics blocklist's loader (the autotuner package, the
+#: CUTLASS MoE runner in ``fused_moe/core.py``).
 INSTALL_DIRS = ("jit/", "data/include/", "data/spdlog/", "data/cccl/", "data/csrc/nv_internal/",
-                "data/cutlass/tools/")
+                "data/cutlass/tools/", "autotuner/", "fused_moe/core.py")
 _FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 
 
@@ -957,9 +959,13 @@ def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
         raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
     digest = _sha256_file(path)[:16]
     base = cache_dir("trees", digest)
-    if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+    wanted = [n for n in names if _wanted_install_member(n)]
+
+    def whole() -> bool:  # and holds every part read now (one unpacked before INSTALL_DIRS grew may not)
+        return _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE) and all((base / n).exists() for n in wanted)
+    if not whole():
         with lock(f"install-{digest}"):
-            if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+            if not whole():
                 _unpack_install(path, base)
     # the CUTLASS include tree is unpacked (and marked complete) as for `--cutlass WHEEL`
     _from_wheel(path, "flashinfer/data/cutlass/include", origin)

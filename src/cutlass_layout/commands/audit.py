@@ -781,7 +781,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                   "builders": builds.builders, **prov}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
-                       families=families, unmatched=unmatched)
+                       families=families, unmatched=unmatched, candidates=cand)
 
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).

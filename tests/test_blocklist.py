@@ -1,0 +1,153 @@
+"""audit --blocklist: flashinfer's own tactics blocklist, written offline, loaded by flashinfer.
+
+The file is loaded with the install's own ``TacticsBlocklist`` (``flashinfer/tactics_blocklist.py``
+and its real autotuner, imported from the unpacked wheel; torch, tqdm and the JIT modules the
+autotuner imports are stand-ins in ``sys.modules``), and its ``filter`` is run on the runner's
+tactic lists as ``MoERunner.get_valid_tactics`` builds them.
+
+The expected ids are worked out by hand from flashinfer 0.7.4's code:
+``cutlass_heuristic.cpp`` ``get_candidate_configs_sm120`` lists 10 tiles (128x128x128B,
+128x128x64B, 256x128x64B, 128x256x64B, 128x128x256B, 256x128x128B, 128x32x128B, 128x32x64B,
+128x64x128B, 128x64x64B) and erases 128x128x256B and 256x128x128B for a grouped GEMM (and the
+five ...x64B ones for FP8 activations): 8 tiles for NVFP4 x NVFP4, 3 for FP8 x FP4.
+``getTmaWarpSpecializedConfigs`` (``moe_gemm_template_dispatch.h``) appends FINALIZE copies
+(GEMM2 only: ``getTactics(GEMM_2)`` passes ``mayHaveFinalizeFused()``), then swap_ab copies of
+all; ``getAmpereConfigs`` adds none for FP4 operands (``isValidAmpereMOESpecialisation``). So
+the NVFP4 runner's GEMM1 list is 16 long (tactics 0..15) and GEMM2's 32 (tactics 16..47:
+``get_valid_tactics`` numbers GEMM2 from ``gemm1_count``); the FINALIZE 256x128x64B and
+128x256x64B are GEMM2 entries 8 + 2 and 8 + 3, tactics 26 and 27. The FP8 x FP4 runner has
+6 + 12 tactics (0..17). tests/test_blocklist_nvcc.py checks the same lists against the
+install's heuristic compiled by nvcc and run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+from cutlass_layout.candidates import Candidates, moe_configs
+from cutlass_layout.cli import main
+from cutlass_layout.runner import is_progress_line
+
+MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
+FI_074 = "flashinfer-python==0.7.4"
+FI_068 = "flashinfer-python==0.6.8"
+TILES = ["CtaShape128x128x128B", "CtaShape128x128x64B", "CtaShape256x128x64B", "CtaShape128x256x64B",
+         "CtaShape128x128x256B", "CtaShape256x128x128B", "CtaShape128x32x128B", "CtaShape128x32x64B",
+         "CtaShape128x64x128B", "CtaShape128x64x64B"]
+PRUNED = {"CtaShape128x128x256B": "always", "CtaShape256x128x128B": "always",
+          **{t: "fp8" for t in TILES if t.endswith("x64B")}}
+
+
+def _errors(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.strip() and not is_progress_line(ln)]
+
+
+def test_moe_configs_follow_the_runtime_order():
+    """The order ``getConfigs`` builds (see the module docstring), on a candidate list as
+    ``get_candidate_configs_sm120`` of 0.7.4 reads."""
+    cand = Candidates(tiles=TILES, pruned=PRUNED, dispatched=TILES, duplicated=True,
+                      duplication=["finalize", "swap_ab"], fallback_excludes_fp4=True, tma_first=True)
+    nv = [t for t in TILES if PRUNED.get(t) != "always"]
+    assert moe_configs(cand, "nvfp4", "nvfp4", False) == \
+        [(t, "none", False) for t in nv] + [(t, "none", True) for t in nv]
+    gemm2 = moe_configs(cand, "nvfp4", "nvfp4", True)
+    assert len(gemm2) == 32 and gemm2[8 + 2] == ("CtaShape256x128x64B", "finalize", False) \
+        and gemm2[8 + 3] == ("CtaShape128x256x64B", "finalize", False) and gemm2[16] == (nv[0], "none", True)
+    mixed = ["CtaShape128x128x128B", "CtaShape128x32x128B", "CtaShape128x64x128B"]
+    assert moe_configs(cand, "mxfp8", "mxfp4", True) == \
+        [(t, f, s) for s in (False, True) for f in ("none", "finalize") for t in mixed]
+    # an order the code does not show is no order
+    for change in ({"duplication": ["swap_ab", "finalize"]}, {"no_smem": True},
+                   {"fallback_excludes_fp4": False}, {"note": "not read"}):
+        assert moe_configs(Candidates(**{**cand.__dict__, **change}), "nvfp4", "nvfp4", True) is None
+    assert moe_configs(cand, "bf16", "bf16", True) is None  # another runner: not the SM120 TMA list
+
+
+def test_an_install_without_a_loader_is_refused_before_the_audit(tmp_path, monkeypatch, capsys):
+    """The miniature install (fixtures/installs) has no flashinfer/tactics_blocklist.py."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    site = tmp_path / "site-packages"
+    shutil.copytree(MINI, site)
+    assert main(["audit", str(site), "--blocklist", str(tmp_path / "bl.json")]) == 2
+    cap = capsys.readouterr()
+    lines = _errors(cap.err)
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "has no tactics blocklist loader" in lines[0]
+    assert cap.out == "" and not (tmp_path / "bl.json").exists()
+    assert not (tmp_path / "cache" / "audit").exists()  # refused before anything was laid out
+
+
+@pytest.mark.network
+def test_068_has_no_loader(tmp_path, capsys):
+    """flashinfer 0.6.8's wheel has flashinfer/autotuner.py and no tactics_blocklist.py
+    (0.7.2.post1's and 0.7.4's have the same tactics_blocklist.py)."""
+    assert main(["audit", FI_068, "--family", "moe", "--blocklist", str(tmp_path / "bl.json")]) == 2
+    lines = _errors(capsys.readouterr().err)
+    assert lines == ["error: flashinfer 0.6.8 has no tactics blocklist loader (flashinfer/"
+                     "tactics_blocklist.py): it cannot load a blocklist file"]
+    assert not (tmp_path / "bl.json").exists()
+
+
+@pytest.fixture
+def flashinfer_loader():
+    """``load(root)``: flashinfer's own ``tactics_blocklist`` module from the package folder
+    ``root``, its autotuner real, torch and the rest stand-ins; ``sys.modules`` is put back."""
+    before = dict(sys.modules)
+
+    def load(root: Path):
+        for name in [n for n in sys.modules if n == "flashinfer" or n.startswith("flashinfer.")]:
+            del sys.modules[name]
+        pkg = types.ModuleType("flashinfer")
+        pkg.__path__ = [str(root)]
+        sys.modules["flashinfer"] = pkg
+        for name in ("torch", "tqdm", "flashinfer.autotune_cache", "flashinfer.tllm_utils",
+                     "flashinfer.utils", "flashinfer.jit", "flashinfer.jit.core",
+                     "flashinfer.jit.cute_dsl_core"):
+            sys.modules[name] = mock.MagicMock(name=name)
+        return importlib.import_module("flashinfer.tactics_blocklist")
+    yield load
+    for name in [n for n in sys.modules if n not in before]:
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, capsys, flashinfer_loader):
+    from cutlass_layout.sources import resolve_flashinfer
+
+    path = tmp_path / "bl.json"
+    assert main(["audit", FI_074, "--family", "moe", "--blocklist", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "blocklist: wrote" in err and "4 over-capacity tactic(s)" in err
+    doc = json.loads(path.read_text())
+    assert doc["invalid_tactics"] == {"trtllm::fused_moe::gemm2::MoERunner": [26, 27]}
+    meta = doc["_metadata"]
+    assert meta["flashinfer_version"] == "0.7.4"
+    assert {k: v for k, v in meta.items() if k not in ("flashinfer_version", "generated_at", "generator")} == \
+        {k: "*" for k in ("cuda_version", "cublas_version", "cudnn_version", "cudnn_frontend_version",
+                          "cutlass_dsl_version", "gpu")}
+
+    tb = flashinfer_loader(resolve_flashinfer(FI_074).root)
+    bl = tb.TacticsBlocklist()
+    assert bl.load(str(path)) is True and bl.summary() == {"trtllm::fused_moe::gemm2::MoERunner": 2}
+
+    class MoERunner:  # the key is the runner's class name
+        pass
+    runner = MoERunner()
+    nvfp4_gemm1, nvfp4_gemm2 = list(range(16)), list(range(16, 48))
+    assert bl.filter("trtllm::fused_moe::gemm1", runner, nvfp4_gemm1) == nvfp4_gemm1
+    assert bl.filter("trtllm::fused_moe::gemm2", runner, nvfp4_gemm2) == [t for t in nvfp4_gemm2 if t not in (26, 27)]
+    # the FP8 x FP4 runner's lists (0..5, 6..17) lose nothing
+    assert bl.filter("trtllm::fused_moe::gemm2", runner, list(range(6, 18))) == list(range(6, 18))
+    # the loader does compare the version: another version's file is skipped
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**doc, "_metadata": {**meta, "flashinfer_version": "0.7.3"}}))
+    assert tb.TacticsBlocklist().load(str(other)) is False
