@@ -143,3 +143,16 @@ def nvcc():
     if path is None:
         pytest.skip("nvcc is not on PATH: the nvcc cross-check needs it")
     return path
+
+
+#: The miniature flashinfer install of ``fixtures/installs`` (stand-in headers written for the tests).
+MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
+
+
+@pytest.fixture
+def mini(tmp_path, monkeypatch):
+    """A copy of the miniature install, and a private cache."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    dest = tmp_path / "site-packages"
+    shutil.copytree(MINI, dest)
+    return dest

@@ -25,14 +25,6 @@ MOE = Config(kernel="dense", tile=(128, 64, 32), preset="trtllm-moe", d="f16")
 FINALIZE = "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"
 
 
-@pytest.fixture
-def mini(tmp_path, monkeypatch):
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI, dest)
-    return dest
-
-
 def test_not_audited_yet_says_the_audit_to_run_and_audits_nothing(mini):
     tree = resolve_cutlass(str(mini))
     (appr,) = approximations([MOE], tree)

@@ -48,15 +48,6 @@ def test_mini_sizes_by_hand():
     assert mini_sizes(256, 128, 64, 5, 4096) == (123904, 4096, 129024)
 
 
-@pytest.fixture
-def mini(tmp_path, monkeypatch):
-    """A copy of the miniature install, and a private cache."""
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI, dest)
-    return dest
-
-
 def messages(err: str) -> str:
     """stderr without its progress lines (a cold audit says what it runs and parses)."""
     return "".join(ln for ln in err.splitlines(keepends=True) if not is_progress_line(ln))

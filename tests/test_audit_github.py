@@ -28,15 +28,6 @@ HOOKS = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
 INL = "csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/launchers/moe_gemm_tma_ws_launcher.inl"
 
 
-@pytest.fixture
-def mini(tmp_path, monkeypatch):
-    """A copy of the miniature install, and a private cache."""
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI, dest)
-    return dest
-
-
 def _line_of(path: Path, text: str) -> int:
     """The 1-based line of ``path`` that holds ``text`` first."""
     return 1 + next(i for i, ln in enumerate(path.read_text().split("\n")) if text in ln)

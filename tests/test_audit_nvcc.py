@@ -53,11 +53,10 @@ struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage, typename K::Coll
 _SHOWN = re.compile(r'cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (\d+)>')
 
 
-def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
-    """``{launcher line: (kernel, mainloop, epilogue, stages)}`` as nvcc's host pass computes them."""
-    show = work / "cl_show.h"
-    show.write_text(SHOW)
-    cmd = ["nvcc", "--dryrun", *nvcc_flags, "-include", str(show), "-c", "-o", str(work / "x.o"), str(source)]
+def host_pass(source: Path, nvcc_flags: list[str], work: Path) -> str:
+    """What nvcc's host pass of ``source`` prints (its messages): the ``gcc -E`` and
+    ``cudafe++`` steps ``nvcc --dryrun`` lists for these flags, run in ``work``."""
+    cmd = ["nvcc", "--dryrun", *nvcc_flags, "-c", "-o", str(work / "x.o"), str(source)]
     listed = subprocess.run(cmd, capture_output=True, text=True, cwd=work).stderr
     steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
     host = [next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
@@ -67,11 +66,20 @@ def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dic
         proc = subprocess.run(step, shell=True, capture_output=True, text=True, cwd=work,
                               env={"PATH": str(Path(shutil.which("nvcc")).parent) + ":/usr/bin:/bin"})
         out += proc.stdout + proc.stderr
+    return out
+
+
+def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
+    """``{launcher line: (kernel, mainloop, epilogue, stages)}`` as nvcc's host pass computes them."""
+    show = work / "cl_show.h"
+    show.write_text(SHOW)
+    out = host_pass(source, [*nvcc_flags, "-include", str(show)], work)
     return {int(m[0]): tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(out)}
 
 
-def _nvcc_flags(module, tree) -> list[str]:
-    flags = ["-std=c++17", "-arch=sm_120a", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}"]
+def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
+    """nvcc's flags for a source of a flashinfer JIT module (its defines and include paths)."""
+    flags = ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}"]
     clang = module.clang_flags()
     i = 0
     while i < len(clang):
@@ -100,7 +108,7 @@ def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
     compared = 0
     for part in files:
         source = next(p for p in moe.generated if part in p.name)
-        got = nvcc_host_pass_sizes(source, _nvcc_flags(moe, install.tree), tmp_path)
+        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, install.tree), tmp_path)
         mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
         assert got and set(got) == set(mine), (sorted(got), sorted(mine))
         for line, (kernel, mainloop, epilogue, stages) in got.items():

@@ -14,8 +14,6 @@ with the audit's. No number the test expects comes from the tool.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,26 +21,12 @@ import pytest
 from cutlass_layout import engine
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.flashinfer_jit import jit_modules
-from cutlass_layout.frontends.clang import STUB_DIR
 from cutlass_layout.sources import resolve_flashinfer
+from test_audit_nvcc import host_pass, nvcc_flags
 
 SPEC = "flashinfer-python==0.7.2.post1"
 CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h), sm100 and sm103
 _SHOWN = re.compile(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (\d+)>")
-
-
-def _nvcc_flags(module, tree, arch: str) -> list[str]:
-    flags = ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}"]
-    clang = module.clang_flags()
-    i = 0
-    while i < len(clang):
-        if clang[i] == "-isystem":
-            flags += ["-isystem", clang[i + 1]]
-            i += 2
-            continue
-        flags.append(clang[i])
-        i += 1
-    return flags + [f"-I{STUB_DIR}"]
 
 
 def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
@@ -53,21 +37,12 @@ def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -
              "struct cl_show;", "namespace flashinfer { namespace gemm {"]
     for i, s in enumerate(structs):
         k = f"{s}::GemmKernel"
-        lines.append(f"constexpr int cl_{i} = cl_show<{i}, sizeof({k}::SharedStorage), sizeof({k}::CollectiveMainloop::SharedStorage), "
-                     f"sizeof({k}::CollectiveEpilogue::SharedStorage), "
+        lines.append(f"constexpr int cl_{i} = cl_show<{i}, sizeof({k}::SharedStorage), "
+                     f"sizeof({k}::CollectiveMainloop::SharedStorage), sizeof({k}::CollectiveEpilogue::SharedStorage), "
                      f"{k}::CollectiveMainloop::DispatchPolicy::Stages>::value;")
     lines.append("} }")
     probe.write_text("\n".join(lines) + "\n")
-    cmd = ["nvcc", "--dryrun", *flags, "-c", "-o", str(work / "x.o"), str(probe)]
-    listed = subprocess.run(cmd, capture_output=True, text=True, cwd=work).stderr
-    steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
-    host = [next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
-            next(s for s in steps if s.startswith("cudafe++"))]
-    out = ""
-    for step in host:
-        proc = subprocess.run(step, shell=True, capture_output=True, text=True, cwd=work,
-                              env={"PATH": str(Path(shutil.which("nvcc")).parent) + ":/usr/bin:/bin"})
-        out += proc.stdout + proc.stderr
+    out = host_pass(probe, flags, work)
     return {int(m[0]): tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(out)}
 
 
@@ -88,7 +63,7 @@ def test_dense_fp4_tactics_against_nvcc(arch, family, part, nvcc_arch, nvcc, tmp
     mine = [t for t in res.tactics if t.file.endswith(source.name)]
     assert len(mine) >= 3
     structs = [t.name.removesuffix("::GemmKernel") for t in mine]
-    flags = _nvcc_flags(mod, install.tree, nvcc_arch)
+    flags = nvcc_flags(mod, install.tree, nvcc_arch)
     tvm = res.provenance["tvm_ffi"]["include"]
     if tvm:
         flags += ["-isystem", tvm]

@@ -25,7 +25,7 @@ from cutlass_layout.candidates import moe_configs
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.flashinfer_jit import jit_modules
 from cutlass_layout.sources import resolve_flashinfer
-from test_audit_nvcc import _nvcc_flags
+from test_audit_nvcc import nvcc_flags
 
 FI_074 = "flashinfer-python==0.7.4"
 RUNNERS = {("nvfp4", "nvfp4"): "__nv_fp4_e2m1, __nv_fp4_e2m1", ("mxfp8", "mxfp4"): "__nv_fp8_e4m3, __nv_fp4_e2m1"}
@@ -75,7 +75,7 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
     helpers = [nv / "tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp",
                *(nv / "cpp/common" / f"{n}.cpp" for n in ("logger", "tllmException", "stringUtils", "envUtils"))]
     exe = tmp_path / "order"
-    cmd = [nvcc, *_nvcc_flags(moe, install.tree), "-o", str(exe), str(src), "-x", "cu", *map(str, helpers)]
+    cmd = [nvcc, *nvcc_flags(moe, install.tree), "-o", str(exe), str(src), "-x", "cu", *map(str, helpers)]
     built = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert built.returncode == 0, built.stderr[-3000:]
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()

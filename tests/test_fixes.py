@@ -19,7 +19,6 @@ import pytest
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.launchers import (blank_calls, enclosing_namespaces, macro_definition,
                                       mainloop_builder, stage_count_macro, with_stage_count)
-from test_audit import mini  # noqa: F401  (the miniature install, a private cache)
 
 LAUNCHER = r"""
 #define LAUNCH(T, M)                                                                   \
@@ -157,7 +156,7 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     after ``GemmKernel`` names the numbers in an error): nvcc's kernel bytes and stage counts
     equal the fix's; 2 stages fit (74752 B by nvcc), 3 do not (102400 B); the carve-out 17617
     gives 2 stages and 17616 gives 3."""
-    from test_audit_nvcc import _nvcc_flags, nvcc_host_pass_sizes
+    from test_audit_nvcc import nvcc_flags, nvcc_host_pass_sizes
 
     from cutlass_layout import engine
     from cutlass_layout.flashinfer_jit import jit_modules
@@ -194,7 +193,7 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     src.write_text("\n".join([head, f'#include "{tmp_path / "cl_fix.h"}"', "namespace tensorrt_llm {",
                               "namespace kernels {", "namespace cutlass_kernels_oss {", "", *lines,
                               "}", "}", "}", ""]))
-    got = nvcc_host_pass_sizes(src, _nvcc_flags(moe, install.tree), tmp_path)
+    got = nvcc_host_pass_sizes(src, nvcc_flags(moe, install.tree), tmp_path)
     assert len(got) == len(want) == 16, sorted(got)
     for k, (tid, macro, n, stages) in want.items():
         kernel, mainloop, _, nvcc_stages = got[n_head + k]

@@ -4,7 +4,6 @@ beside an install, or fetched as the ``apache-tvm-ffi`` release its metadata adm
 path by ``audit`` as flashinfer's build does (``get_system_includes`` in
 ``flashinfer/jit/cpp_ext.py``)."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -30,21 +29,19 @@ def test_the_requirement_read_from_metadata():
 
 
 @pytest.fixture
-def mini(tmp_path, monkeypatch):
-    """A copy of the miniature install whose groupwise source includes a TVM FFI header."""
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI, dest)
-    template = dest / TEMPLATE
+def mini_tvm(mini_tvm):
+    """The miniature install (conftest's copy) whose groupwise source includes a TVM FFI header."""
+    template = mini / TEMPLATE
     template.write_text(HEADER + template.read_text())
-    return dest
+    return mini
 
 
 def _groupwise(res):
     return next(s for s in res.sources if s["file"].endswith("mini_groupwise_sm120.cu"))
 
 
-def test_headers_beside_the_install_are_used(mini):
+def test_headers_beside_the_install_are_used(mini_tvm):
+    mini = mini_tvm
     """With ``tvm_ffi/include`` beside the install (as ``pip install flashinfer-python`` puts
     apache-tvm-ffi), the source that includes it compiles and gives its kernels: the same
     tactics as the fixture without the include (a line lower)."""
@@ -65,7 +62,8 @@ def test_headers_beside_the_install_are_used(mini):
     assert res.provenance["tvm_ffi"]["include"] == str(found.include)
 
 
-def test_without_headers_the_sources_fail_and_a_note_says_why(mini):
+def test_without_headers_the_sources_fail_and_a_note_says_why(mini_tvm):
+    mini = mini_tvm
     """No apache-tvm-ffi beside the install and no metadata naming one: the source fails on
     the missing header, and one note counts such sources and says why there are no headers."""
     found = tvm_ffi_headers(resolve_flashinfer(str(mini)))
