@@ -133,6 +133,10 @@ class SourceLayout:
     lasting: bool = False
     #: wall seconds of the two passes (``find``, ``lay_out``), and parses of pass 2
     seconds: dict = field(default_factory=dict)
+    #: the launcher macros the source expands: those whose active definition declares a
+    #: kernel alias (pass 0's :attr:`Prelude.origins`) and those a kernel was found in,
+    #: sorted; None where the source was not read that far
+    launcher_macros: list[str] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -770,10 +774,12 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     if unit.pch_rejected():
         return SourceLayout(error="the precompiled header was refused")
     found, loose = find_kernels(unit, original, pre, probes, segments)
+    launchers = sorted(set(pre.origins) | {k.macro[0] for k in found if k.macro})
     if not found and loose:  # nothing to lay out, and the source does not compile
-        return SourceLayout(error=loose[0].one_line(), lasting=True)
+        return SourceLayout(error=loose[0].one_line(), lasting=True, launcher_macros=launchers)
     out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
-                                "trimmed": trimmed, "rehosted": len(pre.hosted)})
+                                "trimmed": trimmed, "rehosted": len(pre.hosted)},
+                       launcher_macros=launchers)
     reports: dict[str, LayoutReport] = {}
     if probes and not unit.errors():  # the kernels laid out in place: no second parse
         from .engine import read_subject
@@ -871,7 +877,8 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     for original in originals[:-1]:
         rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
     own = str(sources[0].path)
-    out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources))) for _ in sources]
+    out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources)),
+                        launcher_macros=combined.launcher_macros) for _ in sources]
     for k, rep in combined.kernels:
         i = _segment(segments, k.line)
         first = segments[i]

@@ -392,3 +392,120 @@ def blank_calls(text: str, names) -> str:
             if out[i] != "\n":
                 out[i] = " "
     return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------
+# what a source instantiates, and what it only declares
+
+#: a preprocessor directive with its continuation lines
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
+#: what starts a namespace-scope statement that declares no function
+_NOT_A_FUNCTION = re.compile(r"\s*(?:using|typedef|namespace|struct|class|union|enum|static_assert|"
+                             r"friend|return|extern\s+\"C\"\s*$)\b")
+
+
+def _blank(m: re.Match) -> str:
+    return _NOT_NEWLINE.sub(" ", m.group())
+
+
+def declared_functions(text: str) -> list[tuple[str, int, bool]]:
+    """``(name, line, defined)`` of each function (or function template) a source declares at
+    namespace scope: ``defined`` when the declaration has a body, False for a declaration
+    ending in ``;`` (what another file defines: flashinfer's dispatch sources declare
+    ``CutlassGroupwiseScaledGEMMSM120<...>`` and call it). The name is unqualified, without
+    template arguments; explicit instantiations (``template R f<...>(...);``,
+    :func:`explicit_instantiations`), macro calls (no return type before the name), variables
+    and class members are not declarations of this list. Comments and preprocessor lines are
+    ignored."""
+    clean = _DIRECTIVE.sub(_blank, blank_comments(text))
+    out = []
+    stack: list[bool] = []  # per open brace: whether it opens a namespace (or extern "C")
+    start = 0
+    for m in re.finditer(r"[{};]", clean):
+        ch, i = m.group(), m.start()
+        at_namespace = all(stack)
+        if ch == "}":
+            if stack:
+                stack.pop()
+            start = i + 1
+            continue
+        head = clean[start:i]
+        start = i + 1
+        if ch == "{":
+            opens = bool(re.fullmatch(r"\s*(?:inline\s+)?namespace\b[\w:\s]*|\s*extern\s+\"C\"\s*", head))
+            stack.append(opens)
+            if opens:
+                continue
+        if not at_namespace:
+            continue
+        name = _function_name(head)
+        if name is not None:
+            pos = start - 1 - len(head) + (len(head) - len(head.lstrip()))
+            out.append((name, clean.count("\n", 0, pos) + 1, ch == "{"))
+    return out
+
+
+def _function_name(head: str) -> str | None:
+    """The name a namespace-scope statement ``head`` (up to its ``;`` or ``{``) declares as a
+    function, or None when it declares none."""
+    s = head.strip()
+    if s.startswith("template"):
+        m = re.match(r"template\s*<", s)
+        if m is None:
+            return None  # an explicit instantiation
+        gt = _matching(s, m.end() - 1, "<", ">")
+        if gt is None:
+            return None
+        s = s[gt + 1:].strip()
+    if not s or _NOT_A_FUNCTION.match(s):
+        return None
+    # the first parenthesis outside template arguments: the parameter list
+    depth = 0
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "=" and depth == 0:
+            return None  # a variable with an initializer
+        elif ch == "(" and depth == 0:
+            before = s[:i].rstrip()
+            if before.endswith(">"):  # an explicit specialization's arguments
+                lt = _matching_back(before, len(before) - 1)
+                before = before[:lt].rstrip() if lt is not None else before
+            m = re.search(r"(?:^|[\s*&:])([A-Za-z_]\w*)$", before)
+            if m is None or not before[:m.start(1)].strip(" \t\n*&:"):
+                return None  # no return type before the name: a macro call, a constructor
+            if m.group(1) in ("operator", "if", "while", "for", "switch", "sizeof", "decltype"):
+                return None
+            return m.group(1)
+    return None
+
+
+def _matching_back(text: str, close: int) -> int | None:
+    depth = 0
+    for i in range(close, -1, -1):
+        if text[i] == ">":
+            depth += 1
+        elif text[i] == "<":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def macro_calls(text: str, names=None) -> list[tuple[str, int]]:
+    """``(name, line)`` of each call of an upper-case macro (of ``names``, where given) at the
+    start of a line of ``text`` (comments ignored): how TensorRT-LLM's and flashinfer's
+    generated sources call their launcher macros (``INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM(...)``)."""
+    clean = blank_comments(text)
+    return [(m.group(1), clean.count("\n", 0, m.start(1)) + 1)
+            for m in re.finditer(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*\(", clean, re.M)
+            if names is None or m.group(1) in names]
+
+
+def kernel_aliases(text: str) -> list[tuple[str, int]]:
+    """``(alias, line)`` of each kernel alias (:data:`KERNEL_ALIAS_RE`) a source writes itself,
+    outside comments and preprocessor lines (a launcher macro's definition is not one)."""
+    clean = _DIRECTIVE.sub(_blank, blank_comments(text))
+    return [(m.group(1), clean.count("\n", 0, m.start()) + 1) for m in KERNEL_ALIAS_RE.finditer(clean)]

@@ -32,13 +32,14 @@ from typing import Callable
 from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..engine import ENGINE_SOURCES
 from ..errors import BadInput
-from ..launchers import blank_comments
+from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, explicit_instantiations,
+                         macro_calls)
 from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
                        lay_out_sources, pch_preamble, split_preamble, template_args)
 from ..model import AuditResult, LayoutReport, Provenance, Tactic
 
-#: Version of the cached per-source payload.
-_FORMAT = 1
+#: Version of the cached per-source payload (2: ``launcher_macros``).
+_FORMAT = 2
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
 _CODE = ("kernels.py", "launchers.py", *ENGINE_SOURCES)
@@ -229,7 +230,7 @@ def _lay_out(sources: list[Source], provenance: dict, pch: str | None) -> list[d
     weights = [max(1, len(r.kernels)) for r in results]
     peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return [{
-        "error": res.error, "lasting": res.lasting,
+        "error": res.error, "lasting": res.lasting, "launcher_macros": res.launcher_macros,
         "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}
                     for k, rep in res.kernels],
         "cpu_seconds": round(cpu * w / sum(weights), 2), "seconds": res.seconds,
@@ -267,6 +268,8 @@ def _load_source(payload: dict) -> dict:
 
     if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
         raise TypeError("kernels")
+    if not isinstance(payload["launcher_macros"], (list, type(None))):
+        raise TypeError("launcher_macros")
     for item in payload["kernels"]:
         _found_from(item["found"])
         load_report(item["report"])
@@ -278,6 +281,125 @@ def _found_from(d: dict) -> FoundKernel:
     if d.get("macro") is not None:
         d["macro"] = (d["macro"][0], list(d["macro"][1]))
     return FoundKernel(**d)
+
+
+# ---------------------------------------------------------------------------------------
+# what a source instantiates, and why one gives no kernel
+
+def source_facts(text: str) -> dict:
+    """What a source's text says it instantiates and uses, read without a parse
+    (:mod:`cutlass_layout.launchers`): ``explicit`` (``(name, arguments, line)`` of each
+    explicit instantiation of a function template), ``defined`` (the functions it defines at
+    namespace scope), ``calls`` (the functions it declares without defining them and names
+    again: what another source defines or instantiates), ``aliases`` (``(alias, line)`` of
+    each kernel alias it writes itself) and ``macro_calls`` (``(name, line)`` of each upper-case
+    macro call starting a line: which of them are launchers, a parse says)."""
+    clean = blank_comments(text)
+    declared = declared_functions(text)
+    defined = sorted({n for n, _, d in declared if d})
+    calls = []
+    for name in dict.fromkeys(n for n, _, d in declared if not d and n not in defined):
+        times = sum(1 for n, _, _ in declared if n == name)
+        if len(re.findall(rf"\b{re.escape(name)}\b", clean)) > times:
+            calls.append(name)
+    from ..launchers import kernel_aliases
+
+    return {"explicit": explicit_instantiations(text), "defined": defined, "calls": calls,
+            "aliases": kernel_aliases(text), "macro_calls": macro_calls(text)}
+
+
+def _counted(names: list[str]) -> str:
+    """``a (x3), b``: distinct names in order, with how often each occurs where more than once."""
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return ", ".join(f"{n} (x{c})" if c > 1 else n for n, c in counts.items())
+
+
+def _files(files: list[str]) -> str:
+    return files[0] + (f" and {len(files) - 1} more" if len(files) > 1 else "")
+
+
+def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_facts: dict,
+                 launchers: set[str] = frozenset()) -> None:
+    """Set ``instantiations``, ``kernels``, ``reason`` and ``error`` of a source's entry
+    (:attr:`~cutlass_layout.model.AuditResult.sources`) from its text's ``facts``
+    (:func:`source_facts`) and its laid-out ``payload`` (None for a source skipped or not read).
+
+    ``instantiations``: the explicit instantiations of function templates and the calls of
+    ``launchers`` (the launcher macros of the audit: those any source's parse found a kernel
+    alias in, ``launcher_macros`` of the payloads) it holds; None for a source skipped. Each
+    is matched with the kernels found at its line (for a source read without error);
+    one without a kernel makes ``error`` ``"instantiates N launcher(s) whose kernel this
+    reader cannot see: NAME (xK)"``. A source read without error that gives no kernel has a
+    ``reason``: ``"calls kernels defined elsewhere: NAME (instantiated in FILE and N more)"``
+    (the functions it declares and names, found in the other sources of its module,
+    ``module_facts``: file -> facts) or ``"instantiates no kernel: ..."``; or, where it writes
+    a kernel alias itself, the ``error`` ``"declares N kernel type(s) this reader found no
+    kernel of: ..."``."""
+    entry.setdefault("instantiations", None)
+    entry.setdefault("reason", None)
+    if facts is None:
+        return
+    seen = [(f"{name}<...>", line) for name, _, line in facts["explicit"]]
+    seen += [(name, line) for name, line in facts["macro_calls"] if name in launchers]
+    seen.sort(key=lambda x: x[1])
+    entry["instantiations"] = len(seen)
+    if payload is None:
+        return
+    found = payload["kernels"]
+    entry["kernels"] = len(found)
+    if payload.get("error") is not None:
+        entry["error"] = payload["error"]
+        return
+    lines = {item["found"].get("line") for item in found}
+    unseen = [name for name, line in seen if line not in lines]
+    if unseen:
+        laid = f" (its other {len(seen) - len(unseen)} laid out)" if len(unseen) < len(seen) else ""
+        entry["error"] = (f"instantiates {len(unseen)} launcher(s) whose kernel this reader cannot "
+                          f"see{laid}: {_counted(unseen)}")
+        return
+    if found:
+        return
+    if facts["aliases"]:
+        shown = ", ".join(f"{a} (line {ln})" for a, ln in facts["aliases"][:4])
+        more = f" and {len(facts['aliases']) - 4} more" if len(facts["aliases"]) > 4 else ""
+        entry["error"] = (f"declares {len(facts['aliases'])} kernel type(s) this reader found no "
+                          f"kernel of: {shown}{more}")
+        return
+    if facts["calls"]:
+        said = []
+        for name in facts["calls"]:
+            inst = [f for f, x in module_facts.items() if f != entry["file"]
+                    and any(n == name for n, _, _ in x["explicit"])]
+            defs = [f for f, x in module_facts.items() if f != entry["file"] and name in x["defined"]]
+            where = (f"instantiated in {_files(inst)}" if inst else f"defined in {_files(defs)}" if defs
+                     else "in none of the module's sources")
+            said.append(f"{name} ({where})")
+        entry["reason"] = "calls kernels defined elsewhere: " + ", ".join(said)
+        return
+    entry["reason"] = ("instantiates no kernel: no launcher macro call, explicit instantiation or "
+                       "kernel type in it")
+
+
+def nothing_found(version: str, arch: str, builders: list[str], sources: list[dict],
+                  failed: dict) -> str:
+    """The one line for an install whose builders give no kernel for ``arch``: what its
+    sources are (skipped, not read, without a kernel: the reasons, with a file each) and
+    which builders failed."""
+    if not sources:
+        why = f"its builders ({', '.join(builders) or 'none'}) generate no source for {arch}"
+    else:
+        groups: dict[str, list[str]] = {}
+        for e in sources:
+            what = e.get("skipped") or e.get("error") or e.get("reason") or "no kernel"
+            groups.setdefault(what, []).append(e["file"].rsplit("/", 1)[-1])
+        parts = [f"{len(files)} {what} ({_files(files)})"
+                 for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+        why = f"of its {len(sources)} source(s): " + "; ".join(parts)
+    if failed:
+        why += "; builders that failed: " + "; ".join(f"{b}: {e}" for b, e in failed.items())
+    return f"flashinfer {version} builds no kernel this reader can lay out for {arch}: {why}"
 
 
 #: The archs an audit takes, each with the arch whose builds (and flags) it reads: SM121 parts
@@ -575,10 +697,16 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         and the nearest values the tactics have (also in ``unmatched``).
 
     Raises:
-        BadInput: an arch other than sm120, sm121 or sm90; no flashinfer at ``src``, one too
-            old to have JIT module builders for the arch, builders that could not run at all,
-            unusable CUDA headers; a family the install does not build; a filter value no
-            tactic could match (:func:`tactic_filter`).
+        BadInput: an arch other than sm120, sm121, sm100, sm103 or sm90; no flashinfer at
+            ``src``, one too old to have JIT module builders for the arch, builders that could
+            not run at all, unusable CUDA headers; a family the install does not build; a
+            filter value no tactic could match (:func:`tactic_filter`); with no ``family``,
+            an install whose builders give no kernel this reader lays out for the arch (the
+            message says why, per kind of source: :func:`nothing_found`).
+
+    Each entry of ``sources`` says what the source instantiates and what was found
+    (:func:`judge_source`): ``instantiations``, ``kernels``, and for one without a kernel its
+    ``reason``, or its ``error`` where it instantiates something that was not laid out.
     """
     from .. import engine
     from ..flashinfer_jit import jit_modules
@@ -616,14 +744,17 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     work = []  # (module, Source, key, preamble)
     estimates: dict[Path, int] = {}  # kernels each source likely holds (batch sizes)
     sources_out: list[dict] = []
+    facts: dict[tuple[str, str], dict] = {}  # (module, file) -> source_facts
+    module_facts: dict[str, dict] = {}  # module -> {file: source_facts}
     for mod in builds.modules:
         if family is not None and family != family_of(mod.name):
             continue  # not asked for: not parsed
         flags = tuple(base_flags + mod.clang_flags() + tvm_flags)
         for path in mod.generated:
             gen_root = gen_root or _gen_root(path)
-            entry = {"module": mod.name, "builder": mod.builder, "file": _rel(path, gen_root),
-                     "kernels": 0, "skipped": None, "error": None}
+            entry = {"module": mod.name, "builder": mod.builder, "family": family_of(mod.name),
+                     "file": _rel(path, gen_root), "instantiations": None, "kernels": 0,
+                     "skipped": None, "reason": None, "error": None}
             sources_out.append(entry)
             if path.suffix not in (".cu", ".cpp", ".cc", ".cuh"):
                 entry["skipped"] = "not a C++ source"
@@ -634,6 +765,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
             clean = blank_comments(text, strings=False)
+            facts[(mod.name, entry["file"])] = module_facts.setdefault(mod.name, {})[entry["file"]] = \
+                source_facts(text)
             if not _ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}"):
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
@@ -733,10 +866,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     tactics: list[Tactic] = []
     arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
+    launchers = {m for _, _, key, _, _ in work for m in results[key].get("launcher_macros") or ()}
     for mod, source, key, pre, entry in work:
         payload = results[key]
-        entry["error"] = payload.get("error")
-        entry["kernels"] = len(payload["kernels"])
+        judge_source(entry, facts.get((mod.name, entry["file"])), payload, module_facts.get(mod.name, {}),
+                     launchers)
         for item in payload["kernels"]:
             k = _found_from(item["found"])
             if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
@@ -745,6 +879,13 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             rep.provenance = Provenance(**prov)
             tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
             origins[id(tactics[-1])] = (source, pre, k)
+    judged = {id(e) for *_, e in work}
+    for entry in sources_out:  # skipped, or not readable: what its text instantiates, if any
+        if id(entry) not in judged:
+            judge_source(entry, None if entry["skipped"] else facts.get((entry["module"], entry["file"])),
+                         None, {}, launchers)
+    if family is None and not tactics:
+        raise BadInput(nothing_found(install.version, arch, builds.builders, sources_out, builds.failed))
     wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
     if wanting and tvm.include is None:
         notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
