@@ -1429,7 +1429,12 @@ class AuditResult:
         tactics: one :class:`Tactic` per kernel, in the order
             :func:`cutlass_layout.commands.audit.sort_tactics` gives.
         sources: one entry per source the install's JIT compiles for the arch: ``{module,
-            builder, file, kernels, skipped, error}``.
+            builder, family, file, instantiations, kernels, skipped, reason, error}``:
+            ``instantiations`` the explicit instantiations and launcher macro calls seen in it
+            (None for one skipped), ``kernels`` the kernels found, ``skipped`` why it was not
+            read (not built for the arch), ``reason`` why one read without error gives no
+            kernel, ``error`` its first error, or what it instantiates that was not laid out
+            (:func:`cutlass_layout.commands.audit.judge_source`).
         notes: what the audit could not read, and filters that matched no tactic, in plain
             words.
         stats: how it ran (not part of the JSON): seconds, parsed, cached, peak memory.
@@ -1469,6 +1474,29 @@ class AuditResult:
         or may try (``runtime_candidate`` True or None: its list could not be read)."""
         return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False]
 
+    def source_summary(self) -> dict[str, dict]:
+        """Per family (in the order of :attr:`sources`), the counts of its sources:
+        ``{sources, skipped, instantiations, kernels, errors, without_kernel}``: all of them,
+        those skipped, the instantiations seen and kernels found in the others, those with an
+        error (not read, or instantiating what was not laid out), and those read without
+        error that give no kernel (each has a ``reason``)."""
+        out: dict[str, dict] = {}
+        for s in self.sources:
+            fam = out.setdefault(s.get("family") or s.get("module"), {
+                "sources": 0, "skipped": 0, "instantiations": 0, "kernels": 0, "errors": 0,
+                "without_kernel": 0})
+            fam["sources"] += 1
+            if s.get("skipped"):
+                fam["skipped"] += 1
+                continue
+            fam["instantiations"] += s.get("instantiations") or 0
+            fam["kernels"] += s.get("kernels") or 0
+            if s.get("error"):
+                fam["errors"] += 1
+            elif not s.get("kernels"):
+                fam["without_kernel"] += 1
+        return out
+
     def to_dict(self) -> dict:
         """The documented ``audit --json`` object (schema :data:`AUDIT_SCHEMA`)."""
         return {
@@ -1477,7 +1505,7 @@ class AuditResult:
             "capacity_bytes": self.capacity_bytes,
             "capacity": None if self.capacity is None else plain(self.capacity),
             "tactics": [t.to_dict() for t in self.tactics],
-            "sources": self.sources, "notes": self.notes,
+            "sources": self.sources, "summary": self.source_summary(), "notes": self.notes,
         }
 
 

@@ -394,7 +394,7 @@ def nothing_found(version: str, arch: str, builders: list[str], sources: list[di
         for e in sources:
             what = e.get("skipped") or e.get("error") or e.get("reason") or "no kernel"
             groups.setdefault(what, []).append(e["file"].rsplit("/", 1)[-1])
-        parts = [f"{len(files)} {what} ({_files(files)})"
+        parts = [f"{len(files)} ({_files(files)}): {what}"
                  for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
         why = f"of its {len(sources)} source(s): " + "; ".join(parts)
     if failed:

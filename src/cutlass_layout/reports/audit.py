@@ -135,18 +135,48 @@ def _head(result) -> list[str]:
             f"capacity {result.capacity_bytes if cap else '-'} B{where}"]
 
 
+def source_groups(result, kind: str = "error") -> list[tuple[str, str, list[str]]]:
+    """The sources with an ``error`` (``kind="error"``: not read, or instantiating what was
+    not laid out) or read without error and giving no kernel (``kind="reason"``), as
+    ``(family, the error or reason, [file names])``: one group per family and message, in the
+    order of the sources, every source named."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for s in result.sources:
+        text = s.get("error") if kind == "error" else (None if s.get("error") else s.get("reason"))
+        if text:
+            fam = s.get("family") or s.get("module") or "?"
+            groups.setdefault((fam, text), []).append(s["file"].rsplit("/", 1)[-1])
+    return [(fam, text, files) for (fam, text), files in groups.items()]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def sources_line(result) -> str:
+    """The summary of the sources, per family: ``sources: moe 88 kernels of 88 instantiations
+    in 11 sources; gemm_sm120 16 kernels of 16 instantiations in 11 sources, 2 without a
+    kernel, 57 skipped`` (``with an error``: not read, or instantiating what was not laid out)."""
+    parts = []
+    for fam, c in result.source_summary().items():
+        read = c["sources"] - c["skipped"]
+        text = (f"{fam} {_plural(c['kernels'], 'kernel')} of {_plural(c['instantiations'], 'instantiation')} "
+                f"in {_plural(read, 'source')}")
+        extra = [f"{c['errors']} with an error" if c["errors"] else "",
+                 f"{c['without_kernel']} without a kernel" if c["without_kernel"] else "",
+                 f"{c['skipped']} skipped" if c["skipped"] else ""]
+        parts.append(", ".join([text] + [e for e in extra if e]))
+    return "sources: " + ("; ".join(parts) if parts else "none")
+
+
 def _tail(result) -> tuple[list[str], list[str], str, str]:
-    """(errors of tactics, sources not read and notes, the counts, what was checked)."""
+    """(errors of tactics, sources with an error and notes, the counts, what was checked)."""
     errors = [f"{x.id}: {x.report.error.one_line()}" for x in result.tactics
               if x.report.error is not None]
-    unread: dict[str, list[str]] = {}
-    for s in result.sources:
-        if s.get("error"):
-            unread.setdefault(s["error"], []).append(s["file"].rsplit("/", 1)[-1])
-    notes = []
-    for err, files in unread.items():
-        shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
-        notes.append(f"{len(files)} source(s) not read ({shown}): {err}")
+    notes = [f"{fam}: {_plural(len(files), 'source')} with an error ({', '.join(files)}): {err}"
+             for fam, err, files in source_groups(result)]
+    notes += [f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
+              for fam, why, files in source_groups(result, "reason")]
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
@@ -162,6 +192,14 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
     return errors, notes, total, checked
 
 
+def _source_table(groups):
+    """Columns and rows of the sources with an error: family, the sources (every one named),
+    the first error."""
+    columns = [Column("family"), Column("sources", wrap=True, code=True), Column("first error", wrap=True)]
+    rows = [[fam, ", ".join(files), err] for fam, err, files in groups]
+    return columns, rows
+
+
 def render_audit(result, console: Console | None = None, *, tile_bytes: bool = False) -> None:
     """Print an :class:`~cutlass_layout.model.AuditResult`: provenance, one table per family
     (over capacity first, then exact fits), the errors, and a count per verdict."""
@@ -175,9 +213,14 @@ def render_audit(result, console: Console | None = None, *, tile_bytes: bool = F
     errors, notes, total, checked = _tail(result)
     for line in errors:
         con.print(line, soft_wrap=True, markup=False)
+    groups = source_groups(result)
+    if groups:
+        n = sum(len(files) for _, _, files in groups)
+        print_table(con, rich_table(*_source_table(groups), title=f"sources with an error: {n}"))
     for line in notes:
-        style = None if line.startswith("note: ") else "yellow"
-        con.print(line, soft_wrap=True, markup=False, style=style)
+        if line.startswith("note: "):
+            con.print(line, soft_wrap=True, markup=False)
+    con.print(sources_line(result), soft_wrap=True, markup=False)
     con.print(total)
     con.print(checked)
 
@@ -194,10 +237,16 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
         out += [f"**{md_cell(_family_title(fam, len(items)))}**", "", markdown_table(columns, rows)]
     errors, notes, total, checked = _tail(result)
     out += [f"- `{md_cell(e.split(': ', 1)[0])}`: {md_cell(e.split(': ', 1)[1])}" for e in errors]
-    out += [f"- {md_cell(n)}" for n in notes]
+    groups = source_groups(result)
+    if groups:
+        if errors:
+            out.append("")
+        n = sum(len(files) for _, _, files in groups)
+        out += [f"**sources with an error: {n}**", "", markdown_table(*_source_table(groups))]
+    out += [f"- {md_cell(n)}" for n in notes if n.startswith("note: ")]
     if errors or notes:
         out.append("")
-    out += [f"**{total}**", "", checked]
+    out += [md_cell(sources_line(result)), "", f"**{total}**", "", checked]
     return "\n".join(out) + "\n"
 
 
@@ -253,7 +302,8 @@ def to_github(result) -> str:
     * ``::warning`` per tactic that does not compile (its first error);
     * ``::notice`` per tactic over capacity that the runtime never tries, and one per launcher
       for the tactics that fit exactly (0 B headroom: any growth puts them over);
-    * ``::warning`` per reason sources were not read (the audit is incomplete);
+    * ``::warning`` per family and error of the sources with one (not read, or instantiating
+      what was not laid out: the audit is incomplete);
     * ``cutlass-layout: <install>, <arch>: <the counts>``.
 
     Messages are in bytes; properties and messages escaped as GitHub's toolkit does."""
@@ -287,8 +337,8 @@ def to_github(result) -> str:
             file=file, line=line, title=f"cutlass-layout: {len(ts)} exact fit(s)"))
     _, notes, total, _ = _tail(result)
     for n in notes:
-        if not n.startswith("note: "):  # sources not read: the audit is incomplete
-            out.append(github_command("warning", n, title="cutlass-layout: sources not read"))
+        if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete
+            out.append(github_command("warning", n, title="cutlass-layout: sources with an error"))
     out.append(f"cutlass-layout: {p['library']} {p['version']} ({p['origin']}), "
                f"{result.arch}: {total}")
     return "\n".join(out) + "\n"
