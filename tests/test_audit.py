@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput
-from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts
+from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
 from cutlass_layout.cli import main
 from cutlass_layout.kernels import kernel_core, template_args
-from cutlass_layout.launchers import (blank_comments, closers, explicit_instantiations,
-                                      macro_definition, rehost_template, trimmed_macro)
+from cutlass_layout.launchers import (blank_comments, closers, declared_functions, explicit_instantiations,
+                                      kernel_aliases, macro_calls, macro_definition, rehost_template,
+                                      trimmed_macro)
 from cutlass_layout.runner import is_progress_line
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
@@ -117,6 +118,26 @@ def test_mini_audit(mini):
 
     skipped = {s["file"]: s["skipped"] for s in res.sources}
     assert skipped["cutlass_instantiations/120/mini_sm90_group0.generated.cu"] == "names no sm120 symbol"
+    # what each source instantiates, against what was found (by hand from the fixture's
+    # generator and templates: 4 MoE macro calls, one dense macro call per output type, one
+    # explicit instantiation per groupwise source, two of the mixed launcher, none in the dispatch)
+    seen = {s["file"].rsplit("/", 1)[-1]: (s["instantiations"], s["kernels"], s["reason"], s["error"])
+            for s in res.sources if not s["skipped"]}
+    assert seen == {
+        "mini_moe_sm120_group0.generated.cu": (4, 4, None, None),
+        "mini_dense_f16.cu": (1, 2, None, None),  # one macro, two kernel aliases in its struct
+        "mini_dense_bf16.cu": (1, 2, None, None),
+        "mini_groupwise_sm120.cu": (1, 1, None, None),
+        # a statement before its kernel alias: the template's body cannot be re-hosted
+        "mini_mixed_sm120.cu": (2, 0, None, "instantiates 2 launcher(s) whose kernel this reader "
+                                            "cannot see: MiniMixedGEMM<...> (x2)"),
+        "mini_gemm_sm120_dispatch.cu": (0, 0, "calls kernels defined elsewhere: MiniGroupwiseGEMM "
+                                              "(instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)", None),
+    }
+    assert res.source_summary()["gemm_sm120"] == {"sources": 3, "skipped": 0, "instantiations": 3,
+                                                  "kernels": 1, "errors": 1, "without_kernel": 1}
+    assert res.source_summary()["moe"] == {"sources": 2, "skipped": 1, "instantiations": 4, "kernels": 4,
+                                           "errors": 0, "without_kernel": 0}
     assert any("broken on purpose" in n for n in res.notes)
     assert res.tactics[0].verdict == "over_capacity"  # over capacity first
 
@@ -190,6 +211,80 @@ def test_bad_sources(tmp_path, monkeypatch, capsys):
     assert "no JIT module builder for sm120" in capsys.readouterr().err
     with pytest.raises(BadInput):
         audit(str(old), arch="sm75")
+
+
+def test_sources_without_a_kernel_in_the_report(mini, capsys):
+    """Every source read names what it instantiates and what was found: the text report's
+    table of sources with an error (every one named, its first error), the notes of sources
+    without a kernel, and the per-family line; the JSON's summary (counts by hand, as in
+    test_mini_audit)."""
+    assert main(["audit", str(mini), "--family", "gemm_sm120"]) == 0
+    out = capsys.readouterr().out
+    assert "sources with an error: 1" in out and "mini_mixed_sm120.cu" in out
+    assert "MiniMixedGEMM<...> (x2)" in out
+    assert ("note: gemm_sm120: 1 source without a kernel (mini_gemm_sm120_dispatch.cu): calls kernels "
+            "defined elsewhere: MiniGroupwiseGEMM (instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)") in out
+    assert ("sources: gemm_sm120 1 kernel of 3 instantiations in 3 sources, 1 with an error, "
+            "1 without a kernel") in out
+    assert main(["audit", str(mini), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["fp4_gemm_cutlass_sm120"] == {"sources": 2, "skipped": 0, "instantiations": 2,
+                                                        "kernels": 4, "errors": 0, "without_kernel": 0}
+    assert all({"family", "instantiations", "kernels", "reason", "error"} <= set(s) for s in doc["sources"])
+    assert main(["audit", str(mini), "--format", "github", "--family", "gemm_sm120"]) == 0
+    out = capsys.readouterr().out
+    assert ("::warning title=cutlass-layout%3A sources with an error::gemm_sm120: 1 source with an error "
+            "(mini_mixed_sm120.cu): instantiates 2 launcher(s)") in out
+
+
+def test_an_install_whose_builders_give_no_kernel_says_why(tmp_path, monkeypatch, capsys):
+    """A miniature install whose MoE generator emits no instantiation (an empty operation list)
+    and whose dense builders are gone: its two sources give nothing (one names no sm120
+    symbol, one instantiates nothing), so the audit is refused, saying why: exit 2, one line."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    empty = tmp_path / "empty_builds"
+    shutil.copytree(MINI, empty)
+    (empty / "flashinfer/jit/gemm/core.py").unlink()
+    gen = empty / "flashinfer/jit/gemm/cutlass/generate_kernels.py"
+    text = gen.read_text()
+    gen.write_text(text[:text.index("OPS = [")] + "OPS = []\n" + text[text.index("]\n", text.index("OPS = [")) + 2:])
+    with pytest.raises(BadInput) as exc:
+        audit(str(empty), jobs=1)
+    msg = str(exc.value)
+    assert "\n" not in msg and "--" not in msg
+    assert msg.startswith("flashinfer 0.0.1+mini builds no kernel this reader can lay out for sm120: "
+                          "of its 2 source(s): ")
+    assert ("1 (mini_moe_sm120_group0.generated.cu): instantiates no kernel: no launcher macro call, "
+            "explicit instantiation or kernel type in it") in msg
+    assert "1 (mini_sm90_group0.generated.cu): names no sm120 symbol" in msg
+    assert main(["audit", str(empty)]) == 2
+    err = messages(capsys.readouterr().err)
+    assert err.count("\n") == 1 and err.startswith("error: flashinfer 0.0.1+mini builds no kernel")
+    # a family asked for is not refused: it says it matched nothing (test_a_family_with_no_kernel_says_so)
+    assert audit(str(empty), jobs=1, family="moe").tactics == []
+
+
+def test_declared_functions_and_macro_calls():
+    src = ("#define LAUNCH(T) struct K_##T { using GemmKernel = cutlass::gemm::kernel::GemmUniversal<T>; };\n"
+           "namespace a { namespace b {\n"
+           "template <int M, typename T>\n"
+           "cudaError_t Launch(T* p, int m);  // declared: another file defines it\n"
+           "template cudaError_t Other<1, int>(int* p, int m);\n"
+           "}  // namespace b\n"
+           "LAUNCH(int)\n"
+           "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, Run);\n"
+           "void Run(int* p) { auto x = a::b::Launch<1, int>(p, 0); }\n"
+           "static int counter = f(2);\n"
+           "struct S { void member(); };\n"
+           "}\n"
+           "using Kernel = cutlass::gemm::kernel::GemmUniversal<int>;\n")
+    assert declared_functions(src) == [("Launch", 3, False), ("Run", 9, True)]
+    assert macro_calls(src) == [("LAUNCH", 7), ("TVM_FFI_DLL_EXPORT_TYPED_FUNC", 8)]
+    assert macro_calls(src, {"LAUNCH"}) == [("LAUNCH", 7)]
+    assert kernel_aliases(src) == [("Kernel", 13)]  # not the one in the macro's definition
+    facts = source_facts(src)
+    assert facts["calls"] == ["Launch"] and facts["defined"] == ["Run"]
+    assert [x[0] for x in facts["explicit"]] == ["Other"]
 
 
 # -------------------------------------------------------------------------------------------
@@ -388,7 +483,7 @@ def test_sm121_reads_what_sm120_laid_out(mini, monkeypatch, tmp_path):
     monkeypatch.setattr(flashinfer_jit, "_run_harness", counting("builders", flashinfer_jit._run_harness))
     again = audit(str(mini), "sm121", jobs=1)
     assert not log.exists(), log.read_text()
-    assert again.stats["parsed"] == 0 and again.stats["cached"] == again.stats["sources"] == 4
+    assert again.stats["parsed"] == 0 and again.stats["cached"] == again.stats["sources"] == 6
     assert again.arch == "sm121" and again.to_dict()["arch"] == "sm121"
     rows = [t.to_dict() for t in again.tactics]
     assert rows == [t.to_dict() for t in first.tactics] and len(rows) == 9
@@ -435,7 +530,7 @@ def test_a_family_with_no_kernel_says_so(mini):
     template.write_text("#include <tvm/ffi/not_in_the_wheel.h>\n" + template.read_text())
     res = audit(str(mini), family="gemm_sm120", jobs=1)
     assert res.tactics == [] and [u["filter"] for u in res.unmatched] == ["family"]
-    assert res.unmatched[0]["note"] in res.notes and "its 1 source(s) for sm120 gave no kernel" in res.notes[-1]
+    assert res.unmatched[0]["note"] in res.notes and "its 3 source(s) for sm120 gave no kernel" in res.notes[-1]
 
 
 def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
