@@ -253,7 +253,7 @@ def test_an_install_whose_builders_give_no_kernel_says_why(tmp_path, monkeypatch
     msg = str(exc.value)
     assert "\n" not in msg and "--" not in msg
     assert msg.startswith("flashinfer 0.0.1+mini builds no kernel this reader can lay out for sm120: "
-                          "of its 2 source(s): ")
+                          "of the 2 source(s) of fused_moe_120: ")
     assert ("1 (mini_moe_sm120_group0.generated.cu): instantiates no kernel: no launcher macro call, "
             "explicit instantiation or kernel type in it") in msg
     assert "1 (mini_sm90_group0.generated.cu): names no sm120 symbol" in msg

@@ -382,24 +382,32 @@ def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_f
                        "kernel type in it")
 
 
-def nothing_found(version: str, arch: str, builders: list[str], sources: list[dict],
+def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sources: list[dict],
                   failed: dict) -> str:
-    """The one line for an install whose builders give no kernel for ``arch``: what its
-    sources are (skipped, not read, without a kernel: the reasons, with a file each) and
-    which builders failed."""
-    if not sources:
-        why = f"its builders ({', '.join(builders) or 'none'}) generate no source for {arch}"
-    else:
+    """The one line for an install whose builders give no kernel for ``arch``: the modules
+    (``(name, builder)``) that generate no source, what the sources of the others are
+    (skipped, not read, without a kernel: one group per reason, the location of an error left
+    out, with a file each and how many more), and which builders failed."""
+    parts = []
+    have = {e["module"] for e in sources}
+    empty = [f"{name} ({builder.rsplit('.', 1)[-1]})" for name, builder in modules if name not in have]
+    if empty:
+        parts.append(f"{', '.join(empty)} generate{'s' if len(empty) == 1 else ''} no source")
+    if sources:
         groups: dict[str, list[str]] = {}
         for e in sources:
             what = e.get("skipped") or e.get("error") or e.get("reason") or "no kernel"
+            what = re.sub(r" \([^()]*:\d+\)$", "", what)  # where the error is: one per file
             groups.setdefault(what, []).append(e["file"].rsplit("/", 1)[-1])
-        parts = [f"{len(files)} ({_files(files)}): {what}"
-                 for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
-        why = f"of its {len(sources)} source(s): " + "; ".join(parts)
+        mods = sorted(have)
+        said = [f"{len(files)} ({_files(files)}): {what}"
+                for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+        parts.append(f"of the {len(sources)} source(s) of {', '.join(mods)}: " + "; ".join(said))
+    if not modules:
+        parts.append("no module builder for it ran")
     if failed:
-        why += "; builders that failed: " + "; ".join(f"{b}: {e}" for b, e in failed.items())
-    return f"flashinfer {version} builds no kernel this reader can lay out for {arch}: {why}"
+        parts.append("builders that failed: " + "; ".join(f"{b}: {e}" for b, e in failed.items()))
+    return f"flashinfer {version} builds no kernel this reader can lay out for {arch}: " + "; ".join(parts)
 
 
 #: The archs an audit takes, each with the arch whose builds (and flags) it reads: SM121 parts
@@ -885,7 +893,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             judge_source(entry, None if entry["skipped"] else facts.get((entry["module"], entry["file"])),
                          None, {}, launchers)
     if family is None and not tactics:
-        raise BadInput(nothing_found(install.version, arch, builds.builders, sources_out, builds.failed))
+        raise BadInput(nothing_found(install.version, arch, [(m.name, m.builder) for m in builds.modules],
+                                     sources_out, builds.failed))
     wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
     if wanting and tvm.include is None:
         notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -135,15 +137,21 @@ def _head(result) -> list[str]:
             f"capacity {result.capacity_bytes if cap else '-'} B{where}"]
 
 
+#: the location an error ends with (``(/path/to/source.cu:18)``)
+_WHERE = re.compile(r" \([^()]*:\d+\)$")
+
+
 def source_groups(result, kind: str = "error") -> list[tuple[str, str, list[str]]]:
     """The sources with an ``error`` (``kind="error"``: not read, or instantiating what was
     not laid out) or read without error and giving no kernel (``kind="reason"``), as
     ``(family, the error or reason, [file names])``: one group per family and message, in the
-    order of the sources, every source named."""
+    order of the sources, every source named; an error's location (the source's path and
+    line) is left out, so that sources that fail alike are one group."""
     groups: dict[tuple[str, str], list[str]] = {}
     for s in result.sources:
         text = s.get("error") if kind == "error" else (None if s.get("error") else s.get("reason"))
         if text:
+            text = _WHERE.sub("", text)  # the source's own path and line: its name says it
             fam = s.get("family") or s.get("module") or "?"
             groups.setdefault((fam, text), []).append(s["file"].rsplit("/", 1)[-1])
     return [(fam, text, files) for (fam, text), files in groups.items()]
