@@ -397,7 +397,7 @@ def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sourc
         groups: dict[str, list[str]] = {}
         for e in sources:
             what = e.get("skipped") or e.get("error") or e.get("reason") or "no kernel"
-            what = re.sub(r" \([^()]*:\d+\)$", "", what)  # where the error is: one per file
+            what = re.sub(r" \(/[^()]*:\d+\)$", "", what)  # in the source itself: one per file
             groups.setdefault(what, []).append(e["file"].rsplit("/", 1)[-1])
         mods = sorted(have)
         said = [f"{len(files)} ({_files(files)}): {what}"

@@ -137,8 +137,9 @@ def _head(result) -> list[str]:
             f"capacity {result.capacity_bytes if cap else '-'} B{where}"]
 
 
-#: the location an error ends with (``(/path/to/source.cu:18)``)
-_WHERE = re.compile(r" \([^()]*:\d+\)$")
+#: the location an error ends with where it is the source itself (an absolute path:
+#: ``(/path/to/source.cu:18)``; a header's is relative to its include root and stays)
+_WHERE = re.compile(r" \(/[^()]*:\d+\)$")
 
 
 def source_groups(result, kind: str = "error") -> list[tuple[str, str, list[str]]]:
