@@ -327,7 +327,9 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
             ``stages``, ``d``, ``schedule``.
 
     Returns:
-        An :class:`AuditResult`: ``tactics`` (:class:`Tactic`, named as the install names
+        An :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
+        why one gives none; counts per family in ``source_summary()``), ``tactics``
+        (:class:`Tactic`, named as the install names
         them: ``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``), each with its
         :class:`LayoutReport`, the JSON row's numbers as attributes (``kernel_bytes``,
         ``headroom_bytes``, ``stages``, ``verdict``, ...), and whether the MoE runtime's
@@ -337,7 +339,8 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
     Raises:
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
-            filter value no tactic could match, unusable CUDA headers.
+            filter value no tactic could match, unusable CUDA headers; without ``family``,
+            an install whose builders give no kernel for the arch (the message says why).
     """
     with runner.showing(progress):
         return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
