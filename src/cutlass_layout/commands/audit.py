@@ -334,7 +334,8 @@ def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_f
     reader cannot see: NAME (xK)"``. A source read without error that gives no kernel has a
     ``reason``: ``"calls kernels defined elsewhere: NAME (instantiated in FILE and N more)"``
     (the functions it declares and names, found in the other sources of its module,
-    ``module_facts``: file -> facts) or ``"instantiates no kernel: ..."``; or, where it writes
+    ``module_facts``: file -> facts, with ``owners``, what the kernels found there are
+    declared in) or ``"instantiates no kernel: ..."``; or, where it writes
     a kernel alias itself, the ``error`` ``"declares N kernel type(s) this reader found no
     kernel of: ..."``."""
     entry.setdefault("instantiations", None)
@@ -370,8 +371,11 @@ def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_f
     if facts["calls"]:
         said = []
         for name in facts["calls"]:
+            # instantiated there explicitly, or a kernel there is declared in what it names
+            # (a launcher macro's struct, ``NAME_128_32_128_false_...``)
             inst = [f for f, x in module_facts.items() if f != entry["file"]
-                    and any(n == name for n, _, _ in x["explicit"])]
+                    and (any(n == name for n, _, _ in x["explicit"])
+                         or any(re.match(rf"{re.escape(name)}\b|{re.escape(name)}_", o) for o in x.get("owners", ())))]
             defs = [f for f, x in module_facts.items() if f != entry["file"] and name in x["defined"]]
             where = (f"instantiated in {_files(inst)}" if inst else f"defined in {_files(defs)}" if defs
                      else "in none of the module's sources")
@@ -875,6 +879,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
     launchers = {m for _, _, key, _, _ in work for m in results[key].get("launcher_macros") or ()}
+    for mod, _, key, _, entry in work:  # what each source's kernels are declared in
+        module_facts[mod.name][entry["file"]]["owners"] = sorted(
+            {item["found"]["owner"] for item in results[key]["kernels"] if item["found"].get("owner")})
     for mod, source, key, pre, entry in work:
         payload = results[key]
         judge_source(entry, facts.get((mod.name, entry["file"])), payload, module_facts.get(mod.name, {}),
