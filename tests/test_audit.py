@@ -287,6 +287,33 @@ def test_declared_functions_and_macro_calls():
     assert [x[0] for x in facts["explicit"]] == ["Other"]
 
 
+def test_judge_source_names_where_called_kernels_are():
+    """A dispatch source's called function is found where another source of the module
+    instantiates it explicitly, or where a kernel is declared in a struct its launcher macro
+    names after it (flashinfer's ``INSTANTIATE_GROUP_GEMM_MXFP4_GROUPWISE_SM120`` declares
+    ``CutlassMXFP4GroupwiseScaledGroupGEMMSM120_128_32_128_...``); a source that instantiates
+    a launcher macro (known from another source's kernels) without a kernel at that line is
+    an error, one whose text cannot be matched at all is counted and keeps its parse error."""
+    from cutlass_layout.commands.audit import judge_source
+
+    dispatch = source_facts("template <int M> int Run(int x);\nint Call(int x) { return Run<1>(x); }\n")
+    others = {"a.cu": source_facts("template int Run<1>(int x);\n"),
+              "b.cu": {**source_facts("LAUNCH(1)\n"), "owners": ["Run_1_false"]},
+              "c.cu": {**source_facts("LAUNCH(2)\n"), "owners": ["RunOther_2"]}}
+    entry = {"file": "d.cu", "kernels": 0, "error": None}
+    judge_source(entry, dispatch, {"kernels": [], "error": None, "launcher_macros": []}, others, {"LAUNCH"})
+    assert entry["instantiations"] == 0 and entry["error"] is None
+    assert entry["reason"] == "calls kernels defined elsewhere: Run (instantiated in a.cu and 1 more)"
+    entry = {"file": "c.cu", "kernels": 0, "error": None}
+    judge_source(entry, others["c.cu"], {"kernels": [], "error": None, "launcher_macros": []}, others, {"LAUNCH"})
+    assert (entry["instantiations"], entry["reason"]) == (1, None)
+    assert entry["error"] == "instantiates 1 launcher(s) whose kernel this reader cannot see: LAUNCH"
+    entry = {"file": "c.cu", "kernels": 0, "error": None}
+    judge_source(entry, others["c.cu"], {"kernels": [], "error": "x.h: file not found", "launcher_macros": None},
+                 others, {"LAUNCH"})
+    assert (entry["instantiations"], entry["kernels"], entry["error"]) == (1, 0, "x.h: file not found")
+
+
 # -------------------------------------------------------------------------------------------
 # the text transforms (launchers.py) and the kernel names
 MACRO = r"""
