@@ -122,3 +122,57 @@ def test_sm100_kernel_parts():
     static = spelled.replace("cute::tuple<int, int, cute::C<1>>", "cute::tuple<cute::C<2>, cute::C<1>, cute::C<1>>")
     assert kernel_parts(static)["cluster"] == [2, 1, 1]
     assert kernel_parts(static)["schedule"] == "MainloopSm100ArrayTmaUmmaWarpSpecializedBlockScaled"
+
+
+# -------------------------------------------------------------------------------------------
+# against nvcc (network: the wheel; nvcc: its host pass)
+SPEC = "flashinfer-python==0.7.2.post1"
+CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h)
+#: NVFP4 FINALIZE 128x256x256 1SM (8 launchers); f16 FINALIZE 128x256x64 2SM and bf16 no-smem
+#: 128x32x64 1SM (8 launchers): static and dynamic clusters, swap_ab and not, both outputs
+SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm100_M128_BS_group22.generated.cu",
+          "cutlass_kernel_file_gemm_grouped_sm100_M128_group13.generated.cu")
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
+    """Two of the 242 generated sources, audited (the install's builders run, then only these
+    two are kept, so that the test parses two sources) and compiled by nvcc's host pass for
+    sm_100a with the module's flags: every launcher's kernel, mainloop and epilogue
+    ``sizeof(SharedStorage)`` and stage count as nvcc computes them (``cl_show``, see
+    tests/test_audit_nvcc.py) equal the audit's, and each launcher line is one tactic."""
+    from cutlass_layout import engine, flashinfer_jit
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.sources import resolve_flashinfer
+    from test_audit_nvcc import nvcc_flags, nvcc_host_pass_sizes
+
+    real = flashinfer_jit.jit_modules
+
+    def two_sources(*args, **kwargs):
+        builds = real(*args, **kwargs)
+        for m in builds.modules:
+            if m.name.startswith("fused_moe"):
+                m.generated = [p for p in m.generated if p.name in SAMPLE]
+        return builds
+    monkeypatch.setattr(flashinfer_jit, "jit_modules", two_sources)
+    res = audit(SPEC, "sm100", family="moe")
+    install = resolve_flashinfer(SPEC)
+    tgt = engine.target(install.tree)
+    moe = next(m for m in two_sources(install, "sm100", cuda_version=tgt.cuda.version).modules
+               if m.name.startswith("fused_moe"))
+    assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
+    assert len({t.id for t in res.tactics}) == len(res.tactics) == 16
+    compared = 0
+    for source in moe.generated:
+        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, install.tree, "sm_100a"), tmp_path)
+        mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
+        assert got and set(got) == set(mine), (sorted(got), sorted(mine))
+        for line, (kernel, mainloop, epilogue, stages) in got.items():
+            r = mine[line].report
+            assert r.capacity.value == CAPACITY
+            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
+                (kernel, mainloop, epilogue, stages), mine[line].id
+            compared += 1
+    assert compared == 16
