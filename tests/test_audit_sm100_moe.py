@@ -176,3 +176,40 @@ def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
                 (kernel, mainloop, epilogue, stages), mine[line].id
             compared += 1
     assert compared == 16
+    # each is in its runner's list (get_candidate_configs_sm100, by hand: NVFP4 128x256 1SM TMA,
+    # f16 128x256 2SM TMA and bf16 128x32 1SM NO_SMEM, each with every dynamic cluster and
+    # Undefined; FINALIZE and swap_ab copies of the TMA ones)
+    assert all(t.runtime_candidate is True for t in res.tactics), [t.id for t in res.tactics]
+
+
+def test_sm100_runtime_candidates_match_config_fields(tmp_path):
+    """A tactic is tried where a config of its runner's list has its tile enum, 1SM/2SM
+    ``cluster_shape``, static or dynamic cluster and epilogue schedule; FINALIZE copies of
+    NO_SMEM configs are erased (``getTmaWarpSpecializedConfigs``). The list here is written by
+    hand in the shape ``get_candidate_configs_sm100`` gives (one row per config)."""
+    from cutlass_layout.candidates import CONFIG_BITS, Candidates, runner_flags
+
+    b = CONFIG_BITS
+    assert runner_flags("nvfp4", "nvfp4") == b["GROUPED_GEMM"] | b["BLACKWELL"] | b["FP4_ONLY"]
+    assert runner_flags("mxfp8", "mxfp4") == (b["GROUPED_GEMM"] | b["BLACKWELL"] | b["WEIGHT_ONLY"]
+                                              | b["FP4_ONLY"] | b["FP8FP4_MIXED"])
+    assert runner_flags("e4m3", "e4m3") == b["GROUPED_GEMM"] | b["BLACKWELL"] | b["FP8_ONLY"]
+    assert runner_flags("f32", "f32") == b["GROUPED_GEMM"] | b["BLACKWELL"] | b["SIMT_ONLY"]
+    f16 = str(runner_flags("f16", "f16"))
+    cand = Candidates(dispatched=["CtaShape64x32x128B", "CtaShape128x64x128B"], duplicated=True,
+                      finalize_needs_tma=True, sm100={f16: [
+                          ["CtaShape64x32x128B", "ClusterShape_1x1x1", False, "NO_SMEM"],
+                          ["CtaShape128x64x128B", "ClusterShape_2x1x1", True, "TMA"]]})
+    line = ("Sm100, half, half, half, {s}, EpilogueOpDefault, {f}, {m}, {n}, 64, {c}, 1, 1, "
+            "false, {d}, false, {w}")
+    def tried(**kw):
+        return cand.get(_tactic(tmp_path, line.format(**kw)))
+    nosmem, tma = "PtrArrayNoSmemWarpSpecialized", "PtrArrayTmaWarpSpecialized"
+    assert tried(s=nosmem, f="NONE", m=64, n=32, c=1, d="false", w="false") is True
+    assert tried(s=nosmem, f="NONE", m=64, n=32, c=1, d="false", w="true") is True  # swap_ab copy
+    assert tried(s=nosmem, f="FINALIZE", m=64, n=32, c=1, d="false", w="false") is False  # erased
+    assert tried(s=tma, f="NONE", m=64, n=32, c=1, d="false", w="false") is False  # other epilogue
+    assert tried(s=nosmem, f="NONE", m=64, n=32, c=1, d="true", w="false") is False  # dynamic
+    assert tried(s=tma, f="FINALIZE", m=128, n=64, c=2, d="true", w="true") is True
+    assert tried(s=tma, f="NONE", m=128, n=64, c=1, d="true", w="false") is False  # 1SM
+    assert tried(s=tma, f="ACTIVATION", m=128, n=64, c=2, d="true", w="false") is None
