@@ -1348,8 +1348,19 @@ class Tactic:
         fusion: ``none``, ``finalize``, ``activation`` (TensorRT-LLM's epilogue fusion) or None.
         swap_ab: whether A and B are swapped (None where the source has no such choice).
         tile: the CTA tile (M, N, K), K in elements, as the kernel's template arguments give
-            it; cluster: (M, N, K), or None when it is a runtime value.
-        kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag.
+            it (for TensorRT-LLM's SM100 2SM MoE kernels, the tile of one CTA as its
+            ``CtaShape...B`` enum names it: the MMA tile is 2M); cluster: (M, N, K), or None when
+            it is a runtime value.
+        kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag (where
+            the dispatch policy has none, as SM100's, the policy's name).
+        mma_sms: 1 or 2, the SMs one MMA spans (SM100's 1SM and 2SM kernels: TensorRT-LLM's
+            ``cluster_shape`` 1x1x1 or 2x1x1, also for a dynamic cluster); None where the arch has
+            no such choice.
+        dynamic_cluster: whether the kernel takes its cluster shape at run time (TensorRT-LLM's
+            ``DYNAMIC_CGA``, a ``dynamic_cluster_shape`` other than ``Undefined``); None where
+            the arch has no such choice.
+        epilogue_schedule: ``tma`` or ``nosmem`` (TensorRT-LLM's ``EpilogueScheduleType``: a
+            TMA epilogue or one without shared memory); None where the launcher has no choice.
     Where:
         file, line: the generated (or rendered) source and the line of the instantiation;
         launcher: the function or struct whose body names the kernel; launcher_file,
@@ -1381,16 +1392,26 @@ class Tactic:
     #: what fits instead (:class:`Fix`), for a tactic over capacity or an exact fit; None for
     #: one that fits, does not compile, or was not searched
     fix: Fix | None = None
+    mma_sms: int | None = None
+    dynamic_cluster: bool | None = None
+    epilogue_schedule: str | None = None
 
     @property
     def id(self) -> str:
-        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab]``
-        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``)."""
+        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/NSM][/dynamic_cluster][/nosmem]``
+        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``; SM100:
+        ``moe/CtaShape128x64x128B/e4m3xe4m3/bf16/none/swap_ab/2sm/dynamic_cluster/nosmem``)."""
         parts = [self.family, self.name or self.launcher, f"{self.a}x{self.b}", str(self.out)]
         if self.fusion:
             parts.append(self.fusion)
         if self.swap_ab:
             parts.append("swap_ab")
+        if self.mma_sms:
+            parts.append(f"{self.mma_sms}sm")
+        if self.dynamic_cluster:
+            parts.append("dynamic_cluster")
+        if self.epilogue_schedule == "nosmem":
+            parts.append("nosmem")
         return "/".join(parts)
 
     # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
@@ -1447,7 +1468,8 @@ class Tactic:
         """The fields that name this tactic (everything but the numbers)."""
         return {k: getattr(self, k) for k in (
             "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
-            "schedule", "file", "line", "launcher", "launcher_file", "launcher_line")}
+            "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "file", "line",
+            "launcher", "launcher_file", "launcher_line")}
 
     def to_dict(self) -> dict:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
