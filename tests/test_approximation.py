@@ -76,10 +76,10 @@ def test_a_tree_that_is_no_flashinfer_has_nothing_to_audit(mini, tmp_path):
 
 
 def test_an_arch_the_audit_does_not_read(mini):
-    (appr,) = approximations([Config(arch="sm100", kernel="dense", a="bf16", tile=(128, 128, 64))],
+    (appr,) = approximations([Config(arch="sm110", kernel="dense", a="bf16", tile=(128, 128, 64))],
                              resolve_cutlass(str(mini)))
     assert appr.install == "flashinfer-python 0.0.1+mini" and appr.arch is None and appr.audited is None
-    assert "reads its sm120, sm121 and sm90 builds, not this arch's" in approximation_head(appr)
+    assert "reads its sm120, sm121, sm100, sm103 and sm90 builds, not this arch's" in approximation_head(appr)
 
 
 def test_a_wheel_is_matched_to_its_own_audit(tmp_path, monkeypatch):

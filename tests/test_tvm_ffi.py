@@ -29,7 +29,7 @@ def test_the_requirement_read_from_metadata():
 
 
 @pytest.fixture
-def mini_tvm(mini_tvm):
+def mini_tvm(mini):
     """The miniature install (conftest's copy) whose groupwise source includes a TVM FFI header."""
     template = mini / TEMPLATE
     template.write_text(HEADER + template.read_text())

@@ -253,8 +253,9 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             families both trees have.
         structural, numeric: which views (default both; neither with ``audit``).
         audit: compare the kernels two flashinfer installs build instead (:func:`audit` of
-            each, matched by tactic id and tile); ``arch`` (one, default sm120) and
-            ``family`` as there.
+            each, tactics paired by configuration, renamed ones shown as renamed:
+            :func:`cutlass_layout.commands.diff.audit_diff`); ``arch`` (one, default sm120)
+            and ``family`` as there.
         arch: one arch or several: the structural view keeps their headers and structs
             (the others are counted in ``structural_others``), and the default grid is of
             them.

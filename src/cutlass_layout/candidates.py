@@ -15,6 +15,13 @@ candidate function names outside its pruning lambda, the pruning lambda's ``swit
 that returns ``true`` is pruned for every grouped GEMM; one that returns the variable set from
 ``FP8FP4_MIXED`` only for FP8 activations), and the dispatch switch's cases. Where the code has
 another shape than this, the answer is None ("cannot be read"), never a guess.
+
+SM100's list has another shape (``get_candidate_configs_sm100`` loops over the epilogue
+schedules and dynamic cluster shapes and calls ``get_candidate_configs_sm100_dynamic_cluster_shape``,
+which pushes configs under conditions on the runner's flags): it is run over its own code
+(:class:`_Eval`, :func:`sm100_lists`) for the flags of each runner (:func:`runner_flags`), and a
+tactic is tried where a config has its tile, 1SM/2SM cluster, static or dynamic cluster and
+epilogue schedule (:meth:`Candidates.get`).
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ DISPATCH = f"{KERNELS}/moe_gemm/moe_gemm_template_dispatch.h"
 TRAITS = f"{KERNELS}/moe_gemm/moe_tma_warp_specialized_traits.h"
 #: arch -> (candidate function, tile enum, the config member the dispatch switches on)
 ARCH = {"sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
-        "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120")}
+        "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
+        "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100")}
 #: element kinds that are FP8 activations (the ``FP8FP4_MIXED`` candidate flag)
 FP8_KINDS = ("mxfp8", "e4m3", "e5m2")
 
@@ -71,6 +79,11 @@ class Candidates:
     no_smem: bool = False
     fallback_excludes_fp4: bool = False
     tma_first: bool = False
+    #: SM100: ``{config flags: [[tile enum, cluster_shape, dynamic, epilogue schedule], ...]}``,
+    #: what ``get_candidate_configs(100, 1, flags)`` returns (:func:`sm100_lists`)
+    sm100: dict[str, list] = field(default_factory=dict)
+    #: SM100: whether ``getTmaWarpSpecializedConfigs`` erases the FINALIZE copies of NO_SMEM configs
+    finalize_needs_tma: bool = False
 
     def get(self, tactic) -> bool | None:
         """Whether the runtime would try ``tactic`` (a MoE :class:`~cutlass_layout.model.Tactic`);
@@ -78,6 +91,8 @@ class Candidates:
         if tactic.family != "moe" or self.note is not None or tactic.name is None:
             return None
         name = tactic.name
+        if self.sm100:
+            return self._get_sm100(tactic)
         if name not in self.tiles or name not in self.dispatched:
             return False
         why = self.pruned.get(name)
@@ -87,6 +102,101 @@ class Candidates:
         if (tactic.fusion not in (None, "none") or tactic.swap_ab) and not self.duplicated:
             return False
         return True
+
+
+    def _get_sm100(self, tactic) -> bool | None:
+        """SM100: whether a config of the runner's list (:func:`runner_flags` of the tactic's
+        types) has its tile enum, 1SM/2SM ``cluster_shape``, static or dynamic cluster and
+        epilogue schedule, and its fusion (FINALIZE copies, less NO_SMEM ones where the
+        duplication erases them) and swap_ab; the tile must be one the dispatch switch maps.
+        None for the ACTIVATION fusion (its configs are not this list) and unknown types."""
+        if tactic.fusion == "activation" or tactic.mma_sms is None:
+            return None
+        flags = runner_flags(tactic.b if tactic.swap_ab else tactic.a, tactic.a if tactic.swap_ab else tactic.b)
+        if flags is None or str(flags) not in self.sm100:
+            return None
+        if tactic.name not in self.dispatched:
+            return False
+        if (tactic.fusion == "finalize" or tactic.swap_ab) and not self.duplicated:
+            return False
+        cluster = f"ClusterShape_{tactic.mma_sms}x1x1"
+        epilogue = {"tma": "TMA", "nosmem": "NO_SMEM"}.get(tactic.epilogue_schedule)
+        for tile, shape, dynamic, sched in self.sm100[str(flags)]:
+            if (tile, shape, dynamic, sched) != (tactic.name, cluster, bool(tactic.dynamic_cluster), epilogue):
+                continue
+            if tactic.fusion == "finalize" and sched == "NO_SMEM" and self.finalize_needs_tma:
+                continue
+            return True
+        return False
+
+
+#: TensorRT-LLM's ``CutlassGemmConfig::CandidateConfigTypeParam`` bits (``gemm_configs.h``)
+CONFIG_BITS = {"WEIGHT_ONLY": 1 << 0, "SIMT_ONLY": 1 << 1, "BLACKWELL": 1 << 4, "GROUPED_GEMM": 1 << 5,
+               "FP8_ONLY": 1 << 6, "FP4_ONLY": 1 << 7, "FP8FP4_MIXED": 1 << 8}
+#: element kinds -> TensorRT-LLM's operand types (``Fp4Type``, ``__nv_fp8_e4m3``, ...)
+_TLLM_TYPE = {"nvfp4": "fp4", "mxfp4": "fp4", "e2m1": "fp4", "mxfp8": "fp8", "e4m3": "fp8", "e5m2": "fp8",
+              "bf16": "bf16", "f16": "f16", "f32": "f32"}
+
+
+def runner_flags(activation: str | None, weight: str | None) -> int | None:
+    """The config flags ``MoeGemmRunner<T, WeightType>::getTmaWarpSpecializedConfigs`` passes
+    to ``get_candidate_configs`` on SM100 (``moe_gemm/moe_gemm_template_dispatch.h``; its
+    ``use_fp8``, ``use_fp4``, ``use_wfp4afp8`` from ``include/moe_gemm_kernels.h``): grouped
+    and Blackwell always, ``WEIGHT_ONLY`` for T != WeightType, ``SIMT_ONLY`` for float T,
+    ``FP8_ONLY`` for FP8 x non-FP4, ``FP4_ONLY`` for FP4 activations or FP8 x FP4, and
+    ``FP8FP4_MIXED`` for FP8 x FP4. None for other types."""
+    t, w = _TLLM_TYPE.get(str(activation)), _TLLM_TYPE.get(str(weight))
+    if t is None or w is None:
+        return None
+    b = CONFIG_BITS
+    flags = b["GROUPED_GEMM"] | b["BLACKWELL"]
+    if t != w:
+        flags |= b["WEIGHT_ONLY"]
+    if t == "f32":
+        flags |= b["SIMT_ONLY"]
+    if t == "fp8" and w != "fp4":
+        flags |= b["FP8_ONLY"]
+    if t == "fp4" or (t == "fp8" and w == "fp4"):
+        flags |= b["FP4_ONLY"]
+    if t == "fp8" and w == "fp4":
+        flags |= b["FP8FP4_MIXED"]
+    return flags
+
+
+#: (activation, weight) kinds of the SM100 MoE runners flashinfer builds
+SM100_RUNNERS = (("nvfp4", "nvfp4"), ("mxfp8", "mxfp4"), ("e4m3", "e4m3"), ("bf16", "bf16"), ("f16", "f16"),
+                 ("f32", "f32"))
+
+
+def sm100_lists(unit, sources: Path) -> dict[str, list] | str:
+    """``{flags: [[tile enum, cluster_shape, dynamic, epilogue schedule], ...]}``: what the
+    install's ``get_candidate_configs(100, 1, flags)`` (``cutlass_heuristic.cpp``, which calls
+    ``get_candidate_configs_sm100`` and its ``..._dynamic_cluster_shape``) returns for the
+    flags of each of :data:`SM100_RUNNERS`, run over its code by :class:`_Eval`
+    (``dynamic``: a ``dynamic_cluster_shape`` other than ``Undefined``); or the line saying
+    why it cannot be read."""
+    import clang.cindex as ci
+
+    fn = next((c for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve())))
+               if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
+               and c.spelling == "get_candidate_configs"), None)
+    if fn is None:
+        return f"runtime candidates: get_candidate_configs not found in {HEURISTIC}"
+    out: dict[str, list] = {}
+    for act, weight in SM100_RUNNERS:
+        flags = runner_flags(act, weight)
+        if str(flags) in out:
+            continue
+        try:
+            configs = _Eval().call(fn, [100, 1, flags])
+            rows = []
+            for c in configs or []:
+                rows.append([c["tile_config_sm100"].name, c["cluster_shape"].name,
+                             c["dynamic_cluster_shape"].name != "Undefined", c["epilogue_schedule"].name])
+        except (Unreadable, KeyError, AttributeError, TypeError, IndexError) as exc:
+            return f"runtime candidates: get_candidate_configs for SM100 cannot be followed ({exc})"
+        out[str(flags)] = rows
+    return out
 
 
 def _enum_constant(cursor, enum: str) -> str | None:
@@ -187,6 +297,14 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
                 out.duplication = sorted(("finalize", "swap_ab"),
                                          key=lambda w: first["FINALIZE" if w == "finalize" else w])
     out.no_smem = "NO_SMEM" in [t.spelling for t in fn.get_tokens()]
+    if arch == "sm100":
+        lists = sm100_lists(unit, sources)
+        if isinstance(lists, str):
+            out.note = lists
+            return out
+        out.sm100 = lists
+        words = [t.spelling for t in dup.get_tokens()] if dup is not None else []
+        out.finalize_needs_tma = "remove_if" in words and "NO_SMEM" in words
     return out
 
 
@@ -371,3 +489,241 @@ def moe_configs(cand: Candidates, activation: str, weight: str,
     if supports_finalize_fusion:
         configs += [(t, "finalize", False) for t in base]
     return configs + [(t, fusion, True) for t, fusion, _ in configs]
+
+
+# ---------------------------------------------------------------------------------------
+# SM100: the candidate function run over its own code
+class Unreadable(Exception):
+    """The code has a construct :class:`_Eval` does not follow (the answer is then None)."""
+
+
+class EnumValue(int):
+    """An enum constant as the code names it: compares as its integer value, keeps its name."""
+
+    def __new__(cls, value: int, name: str, enum: str):
+        out = super().__new__(cls, value)
+        out.name, out.enum = name, enum
+        return out
+
+
+#: Binary operators :class:`_Eval` follows (``||`` and ``&&`` short-circuit)
+_BINARY = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+           "&": lambda a, b: int(a) & int(b), "|": lambda a, b: int(a) | int(b),
+           "%": lambda a, b: int(a) % int(b), "/": lambda a, b: int(a) // int(b),
+           "*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b}
+
+
+#: What ``assert`` calls when it fails (glibc, BSD/macOS, MSVC)
+_ASSERT_FAIL = ("__assert_fail", "__assert_rtn", "_wassert", "__assert")
+
+#: Expression kinds a statement made only of has no effect (``((void)0)``)
+_NO_EFFECT = ("PAREN_EXPR", "CXX_STATIC_CAST_EXPR", "CSTYLE_CAST_EXPR", "UNEXPOSED_EXPR", "INTEGER_LITERAL")
+
+
+class _Eval:
+    """Runs a C++ function of the install (a libclang definition, bodies parsed) on given
+    argument values, for the few constructs TensorRT-LLM's SM100 candidate functions are
+    written in: local variables, ``if``, ``?:``, range ``for`` (also over a braced list and with
+    a structured binding), ``return``, integer, bool and enum values, ``std::vector``
+    ``push_back`` / ``insert(end, v.begin(), v.end())``, braced lists and pairs,
+    ``std::get<N>``, ``std::make_tuple``, calls of other functions with a body, and the
+    constructor of ``CutlassGemmConfig`` (a dict keyed by its parameter names). ``assert``
+    statements are skipped. Anything else raises :class:`Unreadable`: the answer is never
+    guessed. At most :data:`STEPS` steps."""
+
+    STEPS = 200000
+
+    def __init__(self):
+        self.steps = 0
+
+    def call(self, fn, args: list):
+        import clang.cindex as ci
+
+        body = fn.get_definition() if not fn.is_definition() else fn
+        if body is None:
+            raise Unreadable(f"{fn.spelling} has no body here")
+        params = [c for c in body.get_children() if c.kind == ci.CursorKind.PARM_DECL]
+        if len(params) != len(args):
+            raise Unreadable(f"{fn.spelling}: {len(args)} arguments for {len(params)} parameters")
+        env = {p.spelling: a for p, a in zip(params, args)}
+        stmt = next((c for c in body.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
+        if stmt is None:
+            raise Unreadable(f"{fn.spelling} has no body here")
+        done = self.run(stmt, env)
+        return None if done is None else done[1]
+
+    def run(self, c, env):
+        """Run a statement; ``("return", value)`` when it returns."""
+        import clang.cindex as ci
+
+        self.steps += 1
+        if self.steps > self.STEPS:
+            raise Unreadable("too many steps")
+        k = c.kind
+        if k == ci.CursorKind.COMPOUND_STMT:
+            env = dict(env)
+            for s in c.get_children():
+                done = self.run(s, env)
+                if done is not None:
+                    return done
+            return None
+        if k == ci.CursorKind.DECL_STMT:
+            for d in c.get_children():
+                if d.kind == ci.CursorKind.VAR_DECL:
+                    env[d.spelling] = self.init_of(d, env)
+                elif d.kind != ci.CursorKind.STATIC_ASSERT:
+                    raise Unreadable(f"declaration {d.kind.name}")
+            return None
+        if k == ci.CursorKind.IF_STMT:
+            kids = list(c.get_children())
+            if len(kids) not in (2, 3):
+                raise Unreadable("an if with an initializer")
+            if self.value(kids[0], env):
+                return self.run(kids[1], env)
+            return self.run(kids[2], env) if len(kids) == 3 else None
+        if k == ci.CursorKind.RETURN_STMT:
+            kids = list(c.get_children())
+            return ("return", self.value(kids[0], env) if kids else None)
+        if k == ci.CursorKind.CXX_FOR_RANGE_STMT:
+            kids = list(c.get_children())
+            decl, items, body = kids[0], self.value(kids[-2], env), kids[-1]
+            names = ([d.spelling for d in decl.get_children() if d.kind == ci.CursorKind.UNEXPOSED_DECL]
+                     if decl.kind == ci.CursorKind.UNEXPOSED_DECL else [decl.spelling])
+            for item in list(items):
+                inner = dict(env)
+                if len(names) == 1:
+                    inner[names[0]] = item
+                else:
+                    if len(item) != len(names):
+                        raise Unreadable("a structured binding of another size")
+                    inner.update(zip(names, item))
+                done = self.run(body, inner)
+                if done is not None:
+                    return done
+            return None
+        if k == ci.CursorKind.NULL_STMT:
+            return None
+        if any(x.kind == ci.CursorKind.CALL_EXPR and x.spelling in _ASSERT_FAIL for x in c.walk_preorder()):
+            return None  # assert(...) as the C library expands it
+        if all(x.kind.name in _NO_EFFECT for x in c.walk_preorder()):
+            return None  # ((void)0): assert(...) under NDEBUG
+        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.CALL_EXPR):
+            self.value(c, env, statement=True)
+            return None
+        raise Unreadable(f"statement {k.name}: {_text(c)}")
+
+    def init_of(self, d, env):
+        import clang.cindex as ci
+
+        refs = (ci.CursorKind.TYPE_REF, ci.CursorKind.NAMESPACE_REF, ci.CursorKind.TEMPLATE_REF)
+        kids = [ch for ch in d.get_children() if ch.kind not in refs]
+        if not kids:
+            raise Unreadable(f"{d.spelling} has no initializer")
+        return self.value(kids[-1], env)
+
+    def value(self, c, env, statement: bool = False):
+        import clang.cindex as ci
+
+        self.steps += 1
+        if self.steps > self.STEPS:
+            raise Unreadable("too many steps")
+        k = c.kind
+        kids = list(c.get_children())
+        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.PAREN_EXPR, ci.CursorKind.CXX_STATIC_CAST_EXPR,
+                 ci.CursorKind.CSTYLE_CAST_EXPR):
+            kids = [ch for ch in kids if ch.kind != ci.CursorKind.TYPE_REF]
+            if len(kids) != 1:
+                raise Unreadable(f"an expression of {len(kids)} parts: {_text(c)}")
+            return self.value(kids[0], env, statement)
+        if k == ci.CursorKind.INTEGER_LITERAL:
+            return int(next(c.get_tokens()).spelling.rstrip("uUlL"), 0)
+        if k == ci.CursorKind.FLOATING_LITERAL:
+            return float(next(c.get_tokens()).spelling.rstrip("fFlL"))
+        if k == ci.CursorKind.CXX_BOOL_LITERAL_EXPR:
+            return next(c.get_tokens()).spelling == "true"
+        if k == ci.CursorKind.DECL_REF_EXPR:
+            ref = c.referenced
+            if ref is not None and ref.kind == ci.CursorKind.ENUM_CONSTANT_DECL:
+                return EnumValue(ref.enum_value, ref.spelling, ref.semantic_parent.spelling)
+            if c.spelling in env:
+                return env[c.spelling]
+            raise Unreadable(f"{c.spelling} is not known here")
+        if k == ci.CursorKind.BINARY_OPERATOR:
+            op = c.spelling
+            a = self.value(kids[0], env)
+            if op == "||":
+                return bool(a) or bool(self.value(kids[1], env))
+            if op == "&&":
+                return bool(a) and bool(self.value(kids[1], env))
+            if op not in _BINARY:
+                raise Unreadable(f"operator {op}")
+            return _BINARY[op](a, self.value(kids[1], env))
+        if k == ci.CursorKind.UNARY_OPERATOR:
+            op = next(c.get_tokens()).spelling
+            if op == "!":
+                return not self.value(kids[0], env)
+            if op == "-":
+                return -self.value(kids[0], env)
+            raise Unreadable(f"operator {op}")
+        if k == ci.CursorKind.CONDITIONAL_OPERATOR:
+            return self.value(kids[1] if self.value(kids[0], env) else kids[2], env)
+        if k == ci.CursorKind.INIT_LIST_EXPR:
+            return [self.value(ch, env) for ch in kids]
+        if k == ci.CursorKind.CALL_EXPR:
+            return self.call_expr(c, kids, env, statement)
+        raise Unreadable(f"expression {k.name}: {_text(c)}")
+
+    def call_expr(self, c, kids, env, statement):
+        import clang.cindex as ci
+
+        ref = c.referenced
+        name = c.spelling
+        args = list(c.get_arguments())
+        if ref is not None and ref.kind == ci.CursorKind.CONSTRUCTOR:
+            if name == "vector":  # default arguments (the allocator) are not spelled
+                args = [a for a in args if next(a.get_tokens(), None) is not None]
+            if name == "vector":  # std::vector<...> v; v{...}; return {}
+                if not args:
+                    lists = [ch for ch in kids if ch.kind != ci.CursorKind.TYPE_REF]
+                    return list(self.value(lists[0], env)) if lists else []
+                if len(args) == 1:
+                    return list(self.value(args[0], env))
+                raise Unreadable(f"a vector built from {len(args)} arguments")
+            if name == "pair" and len(args) == 2:
+                return tuple(self.value(a, env) for a in args)
+            params = [p.spelling for p in ref.get_arguments()]
+            if name == "CutlassGemmConfig" and len(params) == len(args):
+                return {p: self.value(a, env) for p, a in zip(params, args)}
+            raise Unreadable(f"constructor {name}")
+        head = kids[0] if kids else None
+        if head is not None and head.kind == ci.CursorKind.MEMBER_REF_EXPR:
+            obj = next(head.get_children(), None)
+            target = obj.spelling if obj is not None and obj.kind == ci.CursorKind.DECL_REF_EXPR else None
+            if target not in env or not isinstance(env[target], list):
+                raise Unreadable(f"{name} of {_text(head)}")
+            if name == "push_back" and len(args) == 1:
+                item = self.value(args[0], env)
+                env[target].append(tuple(item) if isinstance(item, list) else item)
+                return None
+            if name == "insert" and len(args) == 3:
+                src = [[t.spelling for t in a.get_tokens()] for a in args[1:]]
+                if len(src[0]) == 5 and src[0][1:] == [".", "begin", "(", ")"] and \
+                        src[1] == [src[0][0], ".", "end", "(", ")"] and src[0][0] in env:
+                    env[target].extend(env[src[0][0]])
+                    return None
+            raise Unreadable(f"{name} of {target}")
+        if name == "get" and len(args) == 1:
+            n = [int(t.spelling) for t in head.get_tokens() if t.spelling.isdigit()] if head is not None else []
+            if len(n) != 1:
+                raise Unreadable(_text(c))
+            return self.value(args[0], env)[n[0]]
+        if name == "make_tuple":
+            return tuple(self.value(a, env) for a in args)
+        if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
+            return self.call(ref, [self.value(a, env) for a in args])
+        raise Unreadable(f"call {name}: {_text(c)}")
+
+
+def _text(c) -> str:
+    return " ".join(t.spelling for t in c.get_tokens())[:120]

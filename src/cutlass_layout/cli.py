@@ -385,9 +385,10 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     counted in one line).
 
     With --audit, OLD and NEW are flashinfer installs (as `audit` takes them): the kernels
-    each builds for --arch are laid out (or read from the cache) and matched by tactic id and
-    tile; verdict changes first, then byte or stage changes with the members that moved, then
-    tactics only on one side.
+    each builds for --arch are laid out (or read from the cache) and paired by configuration
+    (family, A/B/out types, tile, cluster, schedule, fusion, swap_ab, kernel kind), not by
+    name; verdict changes first, then byte or stage changes with the members that moved, then
+    tactics the install renamed, then tactics only on one side.
 
     Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
     """

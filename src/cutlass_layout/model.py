@@ -10,7 +10,7 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
 * sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
 * diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
   :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
-  :class:`TacticChange`, :class:`AuditDiff`, :class:`DiffResult`;
+  :class:`Rename`, :class:`TacticChange`, :class:`AuditDiff`, :class:`DiffResult`;
 * audits: :class:`Tactic`, :class:`AuditResult`, and flashinfer's tactics blocklist:
   :class:`BlocklistFormat`, :class:`Blocklist`.
 
@@ -1057,17 +1057,44 @@ class NumericRow:
 
 
 @dataclass
+class Rename:
+    """What an install renamed: the part of the tactic's id that differs between the two sides,
+    widened to whole words (``1SM`` -> ``1SMfalse`` for flashinfer 0.7.2's dense FP4 GEMM
+    structs, which gained a ``SWAP_AB_`` suffix)."""
+
+    old: str
+    new: str
+
+
+@dataclass
 class TacticChange:
-    """One tactic of two installs' audits (``diff --audit``), matched by its id and tile.
+    """One tactic of two installs' audits (``diff --audit``), paired by its configuration
+    (:func:`cutlass_layout.commands.diff.tactic_configuration`), not by its id.
 
     Attributes:
-        id: the tactic's id (:attr:`Tactic.id`); family, name: as in the audit.
-        change: ``verdict`` (the verdict differs: ``over_capacity -> fits``, ``-> does_not_compile``),
-            ``numbers`` (bytes or stages differ, the verdict does not), ``added`` (only the new
-            install builds it), ``removed`` (only the old one does) or ``same``.
+        id: the tactic's id (:attr:`Tactic.id`): the new side's where it exists, else the old
+            side's; family, name: as in the audit (the same side's).
+        change: the one word the rows are sorted and flagged by: ``verdict`` (the verdict
+            differs: ``over_capacity -> fits``, ``-> does_not_compile``), ``numbers`` (bytes
+            or stages differ, the verdict does not), ``renamed`` (a pair whose ids differ and
+            whose numbers are the same), ``added`` (only the new install builds it),
+            ``removed`` (only the old one does) or ``same``. A renamed pair whose numbers
+            differ too is ``verdict`` or ``numbers`` with :attr:`rename` set; :attr:`kinds`
+            lists both.
         old, new: the tactic on each side (None where it does not exist).
         changed: what differs (see :data:`NUMERIC_KEYS`, plus ``kernel.<member>``).
         members: the kernel members that moved or changed size.
+        old_id, new_id: each side's id (None where the side has no such tactic).
+        rename: the differing part of the two ids (:class:`Rename`), or None where they are
+            equal or a side is missing.
+        paired_by: how the two were paired: ``id`` (same id), ``configuration`` (the only
+            tactic of its configuration on each side), ``name`` (several tactics of one side
+            share the configuration: the most alike ids were paired, see
+            :func:`cutlass_layout.commands.diff.pair_tactics`); None for added/removed.
+        config: the configuration the tactic was paired by (family, arch, a, b, out, tile,
+            cluster, schedule, fusion, swap_ab, kernel).
+        kernel_bytes_delta: new minus old ``sizeof`` of the kernel's SharedStorage; None where
+            a side is missing or does not compile.
     """
 
     id: str
@@ -1078,12 +1105,31 @@ class TacticChange:
     new: "Tactic | None" = None
     changed: list[str] = field(default_factory=list)
     members: list[MemberChange] = field(default_factory=list)
+    old_id: str | None = None
+    new_id: str | None = None
+    rename: Rename | None = None
+    paired_by: str | None = None
+    config: dict = field(default_factory=dict)
+    kernel_bytes_delta: int | None = None
+
+    @property
+    def kinds(self) -> list[str]:
+        """Every kind of change that applies: ``renamed`` (the ids differ) and ``verdict`` or
+        ``numbers``; ``[added]``, ``[removed]``; ``[]`` for the same tactic unchanged."""
+        kinds = ["renamed"] if self.rename is not None else []
+        if self.change != "renamed" and self.change != "same":
+            kinds.append(self.change)
+        return kinds
 
     def to_dict(self) -> dict:
         return {"id": self.id, "family": self.family, "name": self.name, "change": self.change,
                 "changed": list(self.changed), "members": [plain(m) for m in self.members],
                 "old": None if self.old is None else self.old.to_dict(),
-                "new": None if self.new is None else self.new.to_dict()}
+                "new": None if self.new is None else self.new.to_dict(),
+                "kinds": self.kinds, "old_id": self.old_id, "new_id": self.new_id,
+                "rename": None if self.rename is None else plain(self.rename),
+                "paired_by": self.paired_by, "config": plain(self.config),
+                "kernel_bytes_delta": self.kernel_bytes_delta}
 
 
 @dataclass
@@ -1092,8 +1138,9 @@ class AuditDiff:
 
     Attributes:
         arch: the arch audited; family: the family kept (None: all).
-        rows: one :class:`TacticChange` per tactic of either side: verdict changes first,
-            then number changes, tactics only on one side, then the unchanged.
+        rows: one :class:`TacticChange` per tactic of either side, or pair: verdict changes
+            first, then number changes, renamed tactics, tactics only on one side, then the
+            unchanged.
         old_tactics, new_tactics: how many tactics each side's audit has.
         notes: what either audit could not read.
     """
@@ -1301,8 +1348,19 @@ class Tactic:
         fusion: ``none``, ``finalize``, ``activation`` (TensorRT-LLM's epilogue fusion) or None.
         swap_ab: whether A and B are swapped (None where the source has no such choice).
         tile: the CTA tile (M, N, K), K in elements, as the kernel's template arguments give
-            it; cluster: (M, N, K), or None when it is a runtime value.
-        kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag.
+            it (for TensorRT-LLM's SM100 2SM MoE kernels, the tile of one CTA as its
+            ``CtaShape...B`` enum names it: the MMA tile is 2M); cluster: (M, N, K), or None when
+            it is a runtime value.
+        kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag (where
+            the dispatch policy has none, as SM100's, the policy's name).
+        mma_sms: 1 or 2, the SMs one MMA spans (SM100's 1SM and 2SM kernels: TensorRT-LLM's
+            ``cluster_shape`` 1x1x1 or 2x1x1, also for a dynamic cluster); None where the arch has
+            no such choice.
+        dynamic_cluster: whether the kernel takes its cluster shape at run time (TensorRT-LLM's
+            ``DYNAMIC_CGA``, a ``dynamic_cluster_shape`` other than ``Undefined``); None where
+            the arch has no such choice.
+        epilogue_schedule: ``tma`` or ``nosmem`` (TensorRT-LLM's ``EpilogueScheduleType``: a
+            TMA epilogue or one without shared memory); None where the launcher has no choice.
     Where:
         file, line: the generated (or rendered) source and the line of the instantiation;
         launcher: the function or struct whose body names the kernel; launcher_file,
@@ -1334,16 +1392,26 @@ class Tactic:
     #: what fits instead (:class:`Fix`), for a tactic over capacity or an exact fit; None for
     #: one that fits, does not compile, or was not searched
     fix: Fix | None = None
+    mma_sms: int | None = None
+    dynamic_cluster: bool | None = None
+    epilogue_schedule: str | None = None
 
     @property
     def id(self) -> str:
-        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab]``
-        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``)."""
+        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/NSM][/dynamic_cluster][/nosmem]``
+        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``; SM100:
+        ``moe/CtaShape128x64x128B/e4m3xe4m3/bf16/none/swap_ab/2sm/dynamic_cluster/nosmem``)."""
         parts = [self.family, self.name or self.launcher, f"{self.a}x{self.b}", str(self.out)]
         if self.fusion:
             parts.append(self.fusion)
         if self.swap_ab:
             parts.append("swap_ab")
+        if self.mma_sms:
+            parts.append(f"{self.mma_sms}sm")
+        if self.dynamic_cluster:
+            parts.append("dynamic_cluster")
+        if self.epilogue_schedule == "nosmem":
+            parts.append("nosmem")
         return "/".join(parts)
 
     # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
@@ -1400,7 +1468,8 @@ class Tactic:
         """The fields that name this tactic (everything but the numbers)."""
         return {k: getattr(self, k) for k in (
             "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
-            "schedule", "file", "line", "launcher", "launcher_file", "launcher_line")}
+            "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "file", "line",
+            "launcher", "launcher_file", "launcher_line")}
 
     def to_dict(self) -> dict:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the

@@ -107,12 +107,19 @@ def kernel_parts(spelling: str) -> dict:
             if shape is not None:
                 out["cluster"] = shape
                 break
-        if policy:
-            out["schedule"] = re.sub(r"<.*", "", policy[-1]).split("::")[-1] or None
+        # SM90/SM120 policies end with the kernel schedule tag; SM100's take stage counts,
+        # the cluster shape and the arch, and are named after the schedule themselves
+        tag = next((p for p in reversed(policy) if _name(p).startswith("Kernel")), None)
+        out["schedule"] = _name(tag if tag is not None else margs[0]) or None
     eargs = template_args(epilogue)
     if len(eargs) >= 6:
         out["d"] = element_kind(eargs[5])
     return out
+
+
+def _name(spelled: str) -> str:
+    """A type's own name, without namespaces and template arguments."""
+    return re.sub(r"<.*", "", spelled.strip()).split("::")[-1]
 
 
 def _shape(text: str) -> list[int] | None:
@@ -146,8 +153,14 @@ def _macro_args(k: FoundKernel, decl_file: Path | None) -> dict[str, str]:
 
 
 def _moe_identity(args: dict[str, str]) -> dict | None:
-    """TensorRT-LLM's MoE launcher macro (``INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM``):
-    the tactic's fusion, swap_ab, output type, launcher tile and tile enum name."""
+    """TensorRT-LLM's MoE launcher macro (``INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM``,
+    ``moe_gemm_tma_ws_launcher.inl``): the tactic's fusion, swap_ab, output type, launcher
+    tile (``CTA_M_``, ``CTA_N_``, ``CTA_K_``: one CTA's, K in elements) and tile enum name (K in
+    bytes of the activation); for an SM10x ``ArchTag_`` also what the launcher derives from
+    its arguments: ``Is2SM`` (``CGA_M_ == 2``: ``mma_sms`` 2, the MMA tile is 2M),
+    ``DYNAMIC_CGA_`` (the kernel's cluster is a runtime ``Shape<int, int, _1>``: ``cluster``
+    None) and the epilogue schedule (``EpilogueSchedule_``: ``PtrArrayTmaWarpSpecialized`` is
+    ``tma``, ``PtrArrayNoSmemWarpSpecialized`` ``nosmem``). None for other macros."""
     need = ("DataType_", "OutputType_", "FUSION_", "CTA_M_", "CTA_N_", "CTA_K_", "SWAP_AB_")
     if not all(p in args for p in need):
         return None
@@ -162,8 +175,17 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
         cluster = [int(args[p]) for p in ("CGA_M_", "CGA_N_", "CGA_K_")]
     except (KeyError, ValueError):
         pass
-    if args.get("DYNAMIC_CGA_") == "true":
+    dynamic = args.get("DYNAMIC_CGA_") == "true"
+    if dynamic:
         cluster = None
+    sm10x = re.fullmatch(r"Sm1[01]\d", args.get("ArchTag_", "")) is not None
+    mma_sms = dyn = epilogue = None
+    if sm10x:
+        dyn = dynamic
+        if args.get("CGA_M_", "").isdigit():
+            mma_sms = 2 if int(args["CGA_M_"]) == 2 else 1  # the launcher's Is2SM
+        epilogue = {"PtrArrayTmaWarpSpecialized": "tma", "PtrArrayNoSmemWarpSpecialized": "nosmem"}.get(
+            _name(args.get("EpilogueSchedule_", "")))
     mx = args.get("MXFPX_") == "true"
     kinds = []
     for p in ("DataType_", "WeightType_"):  # the activation's and the weight's kind
@@ -174,7 +196,8 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
     return {"family": MOE, "name": name, "fusion": args["FUSION_"].lower(), "operands": kinds,
             "swap_ab": args["SWAP_AB_"] == "true",
             "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
-            "cluster": cluster}
+            "cluster": cluster, "mma_sms": mma_sms, "dynamic_cluster": dyn,
+            "epilogue_schedule": epilogue}
 
 
 def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
@@ -211,7 +234,8 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
         fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=ident["tile"] or parts["tile"],
         cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
         file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
-        launcher_line=k.decl_line, report=report)
+        launcher_line=k.decl_line, report=report, mma_sms=ident.get("mma_sms"),
+        dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"))
     report.config = {"tactic": t.id, **t.identity()}
     return t
 

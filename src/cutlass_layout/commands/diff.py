@@ -48,7 +48,9 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
                          changed: [name, ...],
                          members: [{name, old: {offset, size} | null, new: ...}]}],
      "audit": null | {arch, family, old_tactics, new_tactics, notes,
-                      tactics: [{id, family, name, change, changed, members, old, new}]}}
+                      tactics: [{id, family, name, change, changed, members, old, new,
+                                 kinds, old_id, new_id, rename: null | {old, new},
+                                 paired_by, config, kernel_bytes_delta}]}}
 
     record = {verdict: "fits" | "over_capacity" | "does_not_compile", error: str | null,
               stages, kernel_bytes, mainloop_bytes, epilogue_bytes, capacity_bytes,
@@ -63,6 +65,18 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
 changed, or member only on one side); ``members`` lists the changed members only. Rows come
 verdict changes first, then other changes, then unchanged rows. Bytes throughout. The
 readable report is :func:`cutlass_layout.reports.diff.render_text`.
+
+The audit's ``tactics`` pair the two installs' tactics by configuration
+(:func:`tactic_configuration`: family, arch, A/B/out, tile, cluster, schedule, fusion,
+swap_ab, kernel kind), not by id. ``change`` is one of ``verdict``, ``numbers``, ``renamed``
+(ids differ, numbers the same), ``added``, ``removed``, ``same``; a renamed pair whose numbers
+differ too keeps ``verdict``/``numbers`` there and lists every kind in ``kinds``
+(``["renamed", "numbers"]``). ``id`` is the new side's id (the old side's for ``removed``);
+``old_id``/``new_id`` are each side's (null where absent); ``rename`` the differing part of the
+two ids, widened to words (``{"old": "1SM", "new": "1SMfalse"}``), null when they are equal;
+``paired_by`` ``id`` | ``configuration`` | ``name`` (see :func:`pair_tactics`), null for
+added/removed; ``config`` the configuration; ``kernel_bytes_delta`` new minus old kernel
+SharedStorage bytes (null where a side is missing or does not compile).
 """
 
 from __future__ import annotations
@@ -468,37 +482,145 @@ def compare(cfg: Config, old: NumericRecord | None, new: NumericRecord | None) -
 # ============================================================================================
 # audit diff: the kernels two installs build
 
-#: Order of the audit diff's rows.
-AUDIT_ORDER = ("verdict", "numbers", "added", "removed", "same")
+#: Order of the audit diff's rows (:attr:`TacticChange.change <cutlass_layout.model.TacticChange.change>`).
+AUDIT_ORDER = ("verdict", "numbers", "renamed", "added", "removed", "same")
+
+#: The :class:`~cutlass_layout.model.Tactic` fields that say what a kernel is (with the arch of
+#: the audit): the configuration two installs' tactics are paired by.
+CONFIG_FIELDS = ("family", "a", "b", "out", "tile", "cluster", "schedule", "fusion", "swap_ab", "kernel")
 
 
-def _tactic_key(t) -> tuple:
-    return (t.id, tuple(t.tile or ()))
+def tactic_configuration(tactic, arch: str) -> dict:
+    """What ``tactic`` (a :class:`~cutlass_layout.model.Tactic`) is, for pairing the tactics of
+    two installs: ``{family, arch, a, b, out, tile, cluster, schedule, fusion, swap_ab, kernel}``
+    (:data:`CONFIG_FIELDS` and the audit's ``arch``; tile and cluster as lists, K in elements).
+
+    The id is not used: it is built from the install's own spelling (the launcher struct and
+    kernel alias, TensorRT-LLM's tile enum), which a release may change with the kernel
+    unchanged: flashinfer 0.7.2 appended the new ``SWAP_AB_`` macro argument to its dense FP4
+    GEMM structs (``..._1SM`` -> ``..._1SMfalse``). ``swap_ab`` None (the source has no such
+    choice, as 0.6.8's dense FP4 GEMM) counts as False: such a source builds the kernel that
+    is not swapped."""
+    cfg = {k: getattr(tactic, k) for k in CONFIG_FIELDS}
+    cfg["arch"] = arch
+    cfg["swap_ab"] = bool(cfg["swap_ab"])
+    for k in ("tile", "cluster"):
+        cfg[k] = None if cfg[k] is None else list(cfg[k])
+    return {k: cfg[k] for k in ("family", "arch", "a", "b", "out", "tile", "cluster", "schedule",
+                                "fusion", "swap_ab", "kernel")}
+
+
+def _config_key(cfg: dict) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in cfg.values())
+
+
+def _word(c: str) -> bool:
+    return c.isalnum()
+
+
+def renamed_part(old: str, new: str) -> tuple[str, str]:
+    """The parts of two ids that differ, each widened to whole words (runs of letters and
+    digits): ``(…_1SM::GemmKernelDefault…, …_1SMfalse::GemmKernelDefault…)`` ->
+    ``("1SM", "1SMfalse")``. Equal texts give ``("", "")``."""
+    if old == new:
+        return "", ""
+    pre = 0
+    while pre < min(len(old), len(new)) and old[pre] == new[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(old), len(new)) - pre and old[-1 - suf] == new[-1 - suf]:
+        suf += 1
+    start = pre
+    while start > 0 and _word(old[start - 1]):
+        start -= 1
+
+    def cut(t: str) -> str:
+        end = len(t) - suf
+        while end < len(t) and _word(t[end]):
+            end += 1
+        return t[start:end]
+
+    return cut(old), cut(new)
+
+
+def pair_tactics(olds: list, news: list, arch: str) -> list[tuple]:
+    """Pair two installs' tactics (:class:`~cutlass_layout.model.Tactic`) by configuration
+    (:func:`tactic_configuration`). Returns ``(old, new, paired_by)`` triples: the pairs, in the
+    old side's order, each with ``paired_by`` ``id`` (same id), ``configuration`` (the only
+    tactic of its configuration on each side) or ``name``; then ``(old, None, None)`` for the
+    old tactics left unpaired and ``(None, new, None)`` for the new ones, each in its side's
+    order. No tactic is dropped.
+
+    Where several tactics of a side share a configuration (its struct name carries a parameter
+    that is no Tactic field: the tile scheduler of flashinfer's dense FP4 GEMM, whose
+    ``GemmKernelDefault`` and ``GemmKernelStreamK`` differ in nothing else; a cluster shape
+    given at run time), they are paired by the rest of the name: of all old-new pairs within
+    the configuration, the one whose ids are most alike (:class:`difflib.SequenceMatcher`
+    ratio; equal ids first, ties by the order of the audits) is taken, then the next among
+    those left, and so on; what is left over on the larger side is added or removed."""
+    from difflib import SequenceMatcher
+
+    groups: dict[tuple, tuple[list, list]] = {}
+    for side, tactics in ((0, olds), (1, news)):
+        for i, t in enumerate(tactics):
+            groups.setdefault(_config_key(tactic_configuration(t, arch)), ([], []))[side].append(i)
+    paired: dict[int, tuple[int, str]] = {}
+    for os_, ns in groups.values():
+        if not os_ or not ns:
+            continue
+        if len(os_) == len(ns) == 1:
+            i, j = os_[0], ns[0]
+            paired[i] = (j, "id" if olds[i].id == news[j].id else "configuration")
+            continue
+        scored = sorted(((-SequenceMatcher(None, olds[i].id, news[j].id, autojunk=False).ratio(), i, j)
+                         for i in os_ for j in ns))
+        used_o: set[int] = set()
+        used_n: set[int] = set()
+        for _, i, j in scored:
+            if i in used_o or j in used_n:
+                continue
+            used_o.add(i)
+            used_n.add(j)
+            paired[i] = (j, "id" if olds[i].id == news[j].id else "name")
+    out = [(olds[i], news[j], by) for i, (j, by) in sorted(paired.items())]
+    used = {j for j, _ in paired.values()}
+    out += [(o, None, None) for i, o in enumerate(olds) if i not in paired]
+    out += [(None, n, None) for j, n in enumerate(news) if j not in used]
+    return out
 
 
 def audit_diff(old_audit, new_audit) -> AuditDiff:
-    """Compare two :class:`~cutlass_layout.model.AuditResult` of one arch: tactics matched by
-    id (family, the install's name, A x B, output, fusion, swap_ab) and tile; for each, the
-    verdict (``exact_fit`` counts as its own), stages, the three SharedStorage sizes, TMA
-    bytes and every kernel member, as the numeric diff compares configs."""
-    olds = {_tactic_key(t): t for t in old_audit.tactics}
-    news = {_tactic_key(t): t for t in new_audit.tactics}
+    """Compare two :class:`~cutlass_layout.model.AuditResult` of one arch: tactics paired by
+    configuration (:func:`pair_tactics`), not by id; for each pair, the verdict (``exact_fit``
+    counts as its own), stages, the three SharedStorage sizes, TMA bytes and every kernel
+    member, as the numeric diff compares configs, and, where the ids differ, what the install
+    renamed (:func:`renamed_part`) and the kernel's byte change. Rows in :data:`AUDIT_ORDER`,
+    within a kind the old side's order, then the new side's."""
+    from ..model import Rename
+
+    arch = new_audit.arch
     rows = []
-    for key in list(olds) + [k for k in news if k not in olds]:
-        o, n = olds.get(key), news.get(key)
+    for o, n, by in pair_tactics(old_audit.tactics, new_audit.tactics, arch):
         t = n or o
+        cfg = tactic_configuration(t, arch)
+        ids = {"old_id": None if o is None else o.id, "new_id": None if n is None else n.id}
         if o is None or n is None:
             rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
-                                     old=o, new=n))
+                                     old=o, new=n, config=cfg, **ids))
             continue
         changed, members = changes(NumericRecord.from_report(o.report), NumericRecord.from_report(n.report))
         if o.verdict != n.verdict and "verdict" not in changed:
             changed.insert(0, "verdict")  # fits <-> exact fit
-        kind = "verdict" if "verdict" in changed else "numbers" if changed else "same"
+        rename = None if o.id == n.id else Rename(*renamed_part(o.id, n.id))
+        kind = ("verdict" if "verdict" in changed else "numbers" if changed
+                else "renamed" if rename else "same")
+        delta = (None if o.kernel_bytes is None or n.kernel_bytes is None
+                 else n.kernel_bytes - o.kernel_bytes)
         rows.append(TacticChange(t.id, t.family, t.name, kind, old=o, new=n, changed=changed,
-                                 members=members))
+                                 members=members, rename=rename, paired_by=by, config=cfg,
+                                 kernel_bytes_delta=delta, **ids))
     rows.sort(key=lambda r: AUDIT_ORDER.index(r.change))
-    return AuditDiff(arch=new_audit.arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
+    return AuditDiff(arch=arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
                      new_tactics=len(new_audit.tactics),
                      notes=[f"old: {x}" for x in old_audit.notes] + [f"new: {x}" for x in new_audit.notes])
 
@@ -675,7 +797,8 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         structural, numeric: which sides to compute (default: both; neither with ``audit``).
         audit: also compare the kernels the two installs build: each side is a flashinfer
             install (:func:`cutlass_layout.commands.audit.audit`, from the results cache
-            where it has run), its tactics matched by id and tile (:func:`audit_diff`);
+            where it has run), its tactics paired by configuration, renamed ones shown as
+            such (:func:`audit_diff`);
             ``arch`` (one; default ``sm120``) and ``family`` as in ``audit``.
         arch: an arch (any of :data:`cutlass_layout.config.ARCHS`) or several: the structural view keeps
             the headers and structs of their families (:func:`keep_arch`; the others are
@@ -810,6 +933,6 @@ def _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0) -> DiffR
     return res
 
 
-__all__ = ["SCHEMA", "ARCH_WORDS", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "change_family", "changes", "compare",
+__all__ = ["SCHEMA", "ARCH_WORDS", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "change_family", "pair_tactics", "renamed_part", "tactic_configuration", "changes", "compare",
            "default_grid", "diff", "grid_from_values", "keep_arch", "numeric_records", "record", "resolve_side", "structural_diff",
            "supported_families"]

@@ -168,7 +168,7 @@ def approximation_head(appr) -> str:
     if appr.arch is None:
         return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
                 f"{appr.install} may build differently (`cutlass-layout audit` reads its sm120, "
-                "sm121 and sm90 builds, not this arch's)")
+                "sm121, sm100, sm103 and sm90 builds, not this arch's)")
     src = f" --cutlass {_shell(appr.source)}" if appr.source else ""
     return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
             f"{appr.install} may build differently: `{audit_command(appr)}` / "

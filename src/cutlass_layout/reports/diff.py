@@ -271,17 +271,31 @@ def _tactic_numbers(t) -> str:
     return f"{r.kernel.size} B, {r.stages} stages, {v}"
 
 
+def _rename_line(r) -> str:
+    """Under a renamed row: what the install renamed, the old id, and how the pair was made."""
+    how = "; paired by name: several tactics share its configuration" if r.paired_by == "name" else ""
+    return f"renamed: {r.rename.old or '(nothing)'} -> {r.rename.new or '(nothing)'}, was {r.old_id}{how}"
+
+
+def _delta_text(r) -> str:
+    return "" if r.kernel_bytes_delta is None else f" ({r.kernel_bytes_delta:+d} B)"
+
+
 def _audit_lines(a, member_lines: int) -> list[str]:
     """The audit side: verdict changes (``!``), then tactics whose numbers changed (``*``) with
-    the members that changed size, tactics only on one side (``+``/``-``), and the unchanged
-    ones that are over capacity on both sides (``=``)."""
+    the members that changed size, tactics renamed with the same numbers (``~``), tactics only
+    on one side (``+``/``-``), and the unchanged ones that are over capacity on both sides
+    (``=``). A paired row gives both sides' numbers and the kernel's byte change; a renamed
+    one (any flag) is followed by what was renamed and the old id."""
     fam = f", family {a.family}" if a.family else ""
     out = ["", f"Audit ({a.arch}{fam}): {a.old_tactics} tactics on the old side, {a.new_tactics} "
                f"on the new"]
-    counts = {k: sum(r.change == k for r in a.rows) for k in ("verdict", "numbers", "added", "removed", "same")}
+    counts = {k: sum(r.change == k for r in a.rows) for k in ("verdict", "numbers", "renamed", "added", "removed", "same")}
+    also = sum(r.rename is not None and r.change in ("verdict", "numbers") for r in a.rows)
     out.append(f"  {counts['verdict']} verdict changes, {counts['numbers']} with other changes, "
-               f"{counts['added']} only new, {counts['removed']} only old, {counts['same']} the same")
-    flags = {"verdict": "!", "numbers": "*", "added": "+", "removed": "-"}
+               f"{counts['renamed']} renamed, {counts['added']} only new, {counts['removed']} only old, "
+               f"{counts['same']} the same" + (f"; {also} of the changed ones renamed too" if also else ""))
+    flags = {"verdict": "!", "numbers": "*", "renamed": "~", "added": "+", "removed": "-"}
     for r in a.rows:
         if r.change == "same":
             continue
@@ -289,7 +303,11 @@ def _audit_lines(a, member_lines: int) -> list[str]:
             t = r.new or r.old
             out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(t)}")
             continue
-        out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}")
+        nums = (f"{_tactic_numbers(r.new)} on both sides" if r.change == "renamed"
+                else f"{_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}")
+        out.append(f"  {flags[r.change]} {r.id}: {nums}{_delta_text(r)}")
+        if r.rename is not None:
+            out.append(f"        {_rename_line(r)}")
         resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
         names = [m.name for m in resized]
         resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
