@@ -135,7 +135,7 @@ BAD = [
     (lambda: diff("/a", "/b", [Config()], tile="128x128x128"), "not both"),
     (lambda: scan("/no/such/header.hpp"), "does not exist"),
     (lambda: layout(arch="sm80", source="/nonexistent"), "2.x-era arch"),
-    (lambda: audit("/nonexistent", arch="sm100"), "an audit takes sm120, sm121"),
+    (lambda: audit("/nonexistent", arch="sm110"), "an audit takes sm120, sm121"),
     (lambda: audit("/nonexistent", tile="128x128x64b"), "capital B"),
     (lambda: audit("/nonexistent", schedule="fast"), "unknown schedule"),
     (lambda: diff("/a", "/b", audit=True, arch=["sm90", "sm120"]), "one arch"),
