@@ -33,10 +33,10 @@ from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..engine import ENGINE_SOURCES
 from ..errors import BadInput
 from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, explicit_instantiations,
-                         macro_calls)
+                         kernel_aliases, macro_calls)
 from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
                        lay_out_sources, pch_preamble, split_preamble, template_args)
-from ..model import AuditResult, LayoutReport, Provenance, Tactic
+from ..model import AuditResult, Fix, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
 _FORMAT = 2
@@ -326,8 +326,6 @@ def source_facts(text: str) -> dict:
         times = sum(1 for n, _, _ in declared if n == name)
         if len(re.findall(rf"\b{re.escape(name)}\b", clean)) > times:
             calls.append(name)
-    from ..launchers import kernel_aliases
-
     return {"explicit": explicit_instantiations(text), "defined": defined, "calls": calls,
             "aliases": kernel_aliases(text), "macro_calls": macro_calls(text)}
 
@@ -983,11 +981,9 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
     from ..fixes import FORMULAS, Want, fix_key
-    from ..kernels import CAPACITY
-    from ..model import Fix
-    from ..runner import Pool, default_jobs
-
     from ..frontends.clang import libclang_version
+    from ..kernels import CAPACITY
+    from ..runner import Pool, default_jobs
 
     stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
     if arch not in FORMULAS:
@@ -1039,8 +1035,6 @@ def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
     def pch():
         path = ensure_pch(preamble, flags, pch_key) if preamble else None
         return str(path) if path else None
-
-    from ..model import Fix
 
     t0 = time.process_time()
     try:
