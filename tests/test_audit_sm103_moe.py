@@ -195,3 +195,78 @@ def test_the_sm103_switch_condition_as_the_dispatch_writes_it():
     text = ("gemm_config.sm_version == 103 && std::is_same_v<T, Fp4Type> &&\n"
             "             std::is_same_v<WeightType, Fp4Type>")
     assert " ".join(_tokens(text)) == SM103_CONDITION
+
+
+# -------------------------------------------------------------------------------------------
+# against nvcc (network: the wheel; nvcc: its host pass)
+SPEC = "flashinfer-python==0.7.2.post1"
+CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h; Sm103 takes SM100's)
+#: FINALIZE 128x256 2SM TMA (8 launchers) and NONE 128x128 1SM no-smem (8): both outputs,
+#: static and dynamic clusters, swap_ab and not
+SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group11.generated.cu",
+          "cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group0.generated.cu")
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_sm103_moe_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
+    """Two of the SM103 module's 12 Sm103 sources, audited (the install's builders run, then
+    only these two are kept) and compiled by nvcc's host pass for sm_103a with the module's
+    flags: every launcher's kernel, mainloop and epilogue ``sizeof(SharedStorage)`` and stage
+    count as nvcc computes them (``cl_show``, tests/test_audit_nvcc.py) equal the audit's;
+    each launcher line is one tactic, named by the launcher rules of the module docstring.
+
+    Runtime candidates, by hand from 0.7.2.post1's code: the NVFP4 runner on SM103 gets
+    ``get_candidate_configs(103, ...)`` (``getTmaWarpSpecializedConfigs``), whose FP4 branch of
+    ``get_candidate_configs_sm100_dynamic_cluster_shape`` (``sm`` 103: no early return for
+    NO_SMEM) pushes 128x128 and 128x256, 1SM for every dynamic cluster (1x1x1, 4x1x1, 4x2x1)
+    and Undefined, 2SM where the cluster's M is even or Undefined, for TMA and NO_SMEM, each
+    with ``sm_version`` 103 (the dispatch's SM103 switch: Sm103 kernels); FINALIZE copies of
+    the TMA ones, swap_ab copies of all. So all 16 are tried."""
+    from cutlass_layout import engine, flashinfer_jit
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.sources import resolve_flashinfer
+    from test_audit_nvcc import nvcc_flags, nvcc_host_pass_sizes
+
+    real = flashinfer_jit.jit_modules
+
+    def two_sources(*args, **kwargs):
+        builds = real(*args, **kwargs)
+        for m in builds.modules:
+            if m.name.startswith("fused_moe"):
+                m.generated = [p for p in m.generated if p.name in SAMPLE]
+        return builds
+    monkeypatch.setattr(flashinfer_jit, "jit_modules", two_sources)
+    res = audit(SPEC, "sm103", family="moe")
+    install = resolve_flashinfer(SPEC)
+    tgt = engine.target(install.tree)
+    moe = next(m for m in two_sources(install, "sm103", cuda_version=tgt.cuda.version).modules
+               if m.name.startswith("fused_moe"))
+    assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
+    assert len({t.id for t in res.tactics}) == len(res.tactics) == 16
+    compared = 0
+    for source in moe.generated:
+        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, install.tree, "sm_103a"), tmp_path)
+        mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
+        assert got and set(got) == set(mine), (sorted(got), sorted(mine))
+        for line, (kernel, mainloop, epilogue, stages) in got.items():
+            r = mine[line].report
+            assert r.capacity.value == CAPACITY
+            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
+                (kernel, mainloop, epilogue, stages), mine[line].id
+            compared += 1
+    assert compared == 16
+    by_file = {name: [t for t in res.tactics if t.file.endswith(name)] for name in SAMPLE}
+    assert {(t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule)
+            for t in by_file[SAMPLE[0]]} == {("CtaShape128x256x128B", (128, 256, 256), (256, 256, 768), 2,
+                                              "finalize", "tma")}
+    assert {(t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule)
+            for t in by_file[SAMPLE[1]]} == {("CtaShape128x128x128B", (128, 128, 256), (128, 128, 768), 1,
+                                              "none", "nosmem")}
+    assert all(t.sm_version == 103 and t.id.endswith("/sm103") for t in res.tactics)
+    assert all(t.runtime_candidate is True for t in res.tactics), [t.id for t in res.tactics]
+    # found by the enum's tile and by the MMA tile
+    assert len(audit(SPEC, "sm103", family="moe", tile="128x256x128B").tactics) == 8
+    assert len(audit(SPEC, "sm103", family="moe", tile="256x256x384B").tactics) == 8
+    assert len(audit(SPEC, "sm103", family="moe", tile="128x128x768").tactics) == 8

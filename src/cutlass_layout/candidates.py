@@ -414,10 +414,20 @@ def _switches(cursor, guard: str | None = None):
             if "sm_version" in words and len(kids) >= 2:
                 yield from _switches(kids[0], guard)
                 yield from _switches(kids[1], " ".join(words))
-                for k in kids[2:]:
-                    yield from _switches(k, guard)
+                for k in kids[2:]:  # the else branch: an `else if` is an if of its own
+                    yield from _switches(_Wrap(k), guard)
                 continue
         yield from _switches(c, guard)
+
+
+class _Wrap:
+    """A cursor as the one child of a parent (:func:`_switches` walks children)."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def get_children(self):
+        return iter([self.cursor])
 
 
 def _qualifier_sm(ref) -> str | None:
