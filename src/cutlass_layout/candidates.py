@@ -209,6 +209,7 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
     weight are FP4 (the dispatch's SM103 switch), else 100."""
     import clang.cindex as ci
 
+    rules = rules or {}
     fn = next((c for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve())))
                if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
                and c.spelling == "get_candidate_configs"), None)
@@ -403,31 +404,26 @@ def _switches(cursor, guard: str | None = None):
     """``(switch statement, guard)`` of every ``switch`` below ``cursor``, with the tokens of
     the condition of the innermost ``if`` it is in whose condition names ``sm_version``
     (spaces between; None where none is)."""
+    for c in cursor.get_children():
+        yield from _switches_at(c, guard)
+
+
+def _switches_at(c, guard: str | None):
+    """:func:`_switches` of ``c`` itself and what is below it."""
     import clang.cindex as ci
 
-    for c in cursor.get_children():
-        if c.kind == ci.CursorKind.SWITCH_STMT:
-            yield c, guard
-        if c.kind == ci.CursorKind.IF_STMT:
-            kids = list(c.get_children())
-            words = [t.spelling for t in kids[0].get_tokens()] if kids else []
-            if "sm_version" in words and len(kids) >= 2:
-                yield from _switches(kids[0], guard)
-                yield from _switches(kids[1], " ".join(words))
-                for k in kids[2:]:  # the else branch: an `else if` is an if of its own
-                    yield from _switches(_Wrap(k), guard)
-                continue
-        yield from _switches(c, guard)
-
-
-class _Wrap:
-    """A cursor as the one child of a parent (:func:`_switches` walks children)."""
-
-    def __init__(self, cursor):
-        self.cursor = cursor
-
-    def get_children(self):
-        return iter([self.cursor])
+    if c.kind == ci.CursorKind.SWITCH_STMT:
+        yield c, guard
+    if c.kind == ci.CursorKind.IF_STMT:
+        kids = list(c.get_children())
+        words = [t.spelling for t in kids[0].get_tokens()] if kids else []
+        if "sm_version" in words and len(kids) >= 2:
+            yield from _switches_at(kids[0], guard)
+            yield from _switches_at(kids[1], " ".join(words))
+            for k in kids[2:]:  # the else branch (an `else if` is an if of its own)
+                yield from _switches_at(k, guard)
+            return
+    yield from _switches(c, guard)
 
 
 def _qualifier_sm(ref) -> str | None:
