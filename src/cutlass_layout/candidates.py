@@ -22,6 +22,16 @@ which pushes configs under conditions on the runner's flags): it is run over its
 (:class:`_Eval`, :func:`sm100_lists`) for the flags of each runner (:func:`runner_flags`), and a
 tactic is tried where a config has its tile, 1SM/2SM cluster, static or dynamic cluster and
 epilogue schedule (:meth:`Candidates.get`).
+
+SM103 runs the same functions with ``sm`` 103 (``get_candidate_configs(103, ...)``: its FP4
+branch has no 128x64 tile and takes the NO_SMEM epilogue too), and ``getTmaWarpSpecializedConfigs``
+(``moe_gemm_template_dispatch.h``) changes the list per runner: ``sm = use_wfp4afp8 && sm == 103 ?
+100 : sm`` and, ``if (sm == 103 && use_fp4)``, SM100's list appended (:func:`sm103_rules`, read
+from its tokens). A config's ``sm_version`` then picks the kernel: the dispatch's switch of
+``SHAPE_CASE(103, ...)`` (enum ``CutlassTileConfigSM103``, an alias of SM100's, on the same
+``tile_config_sm100`` member) runs the ``Sm103`` kernels, under ``if (gemm_config.sm_version == 103
+&& std::is_same_v<T, Fp4Type> && std::is_same_v<WeightType, Fp4Type>)``; every other SM10x config
+runs an ``Sm100`` kernel (:attr:`Candidates.dispatched_by`).
 """
 
 from __future__ import annotations
@@ -39,7 +49,11 @@ TRAITS = f"{KERNELS}/moe_gemm/moe_tma_warp_specialized_traits.h"
 #: arch -> (candidate function, tile enum, the config member the dispatch switches on)
 ARCH = {"sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
         "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
-        "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100")}
+        "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
+        # CutlassTileConfigSM103 is an alias of CutlassTileConfigSM100 (gemm_configs.h), on the same member
+        "sm103": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100")}
+#: the archs whose list is run over the install's code (:func:`sm100_lists`), with the ``sm`` it is run for
+SM10X = {"sm100": 100, "sm103": 103}
 #: element kinds that are FP8 activations (the ``FP8FP4_MIXED`` candidate flag)
 FP8_KINDS = ("mxfp8", "e4m3", "e5m2")
 
@@ -80,10 +94,15 @@ class Candidates:
     fallback_excludes_fp4: bool = False
     tma_first: bool = False
     #: SM100: ``{config flags: [[tile enum, cluster_shape, dynamic, epilogue schedule], ...]}``,
-    #: what ``get_candidate_configs(100, 1, flags)`` returns (:func:`sm100_lists`)
+    #: what ``get_candidate_configs(100, 1, flags)`` returns (:func:`sm100_lists`); SM103: each
+    #: row with a fifth entry, the arch tag of the kernel the config runs (100 or 103)
     sm100: dict[str, list] = field(default_factory=dict)
     #: SM100: whether ``getTmaWarpSpecializedConfigs`` erases the FINALIZE copies of NO_SMEM configs
     finalize_needs_tma: bool = False
+    #: SM10x: the tile enums each arch tag's switches of the dispatch map, ``{"100": [...],
+    #: "103": [...]}`` (by the enum alias a case names: ``CutlassTileConfigSM103::...`` cases
+    #: run ``Sm103`` kernels)
+    dispatched_by: dict[str, list] = field(default_factory=dict)
 
     def get(self, tactic) -> bool | None:
         """Whether the runtime would try ``tactic`` (a MoE :class:`~cutlass_layout.model.Tactic`);
@@ -105,24 +124,30 @@ class Candidates:
 
 
     def _get_sm100(self, tactic) -> bool | None:
-        """SM100: whether a config of the runner's list (:func:`runner_flags` of the tactic's
-        types) has its tile enum, 1SM/2SM ``cluster_shape``, static or dynamic cluster and
-        epilogue schedule, and its fusion (FINALIZE copies, less NO_SMEM ones where the
-        duplication erases them) and swap_ab; the tile must be one the dispatch switch maps.
-        None for the ACTIVATION fusion (its configs are not this list) and unknown types."""
+        """SM100/SM103: whether a config of the runner's list (:func:`runner_flags` of the
+        tactic's types) has its tile enum, 1SM/2SM ``cluster_shape``, static or dynamic
+        cluster and epilogue schedule, and its fusion (FINALIZE copies, less NO_SMEM ones
+        where the duplication erases them) and swap_ab; and, on SM103, runs a kernel of the
+        tactic's arch tag (``sm_version``, 100 where None); the tile must be one the dispatch
+        switch of that arch tag maps. None for the ACTIVATION fusion (its configs are not this
+        list) and unknown types."""
         if tactic.fusion == "activation" or tactic.mma_sms is None:
             return None
         flags = runner_flags(tactic.b if tactic.swap_ab else tactic.a, tactic.a if tactic.swap_ab else tactic.b)
         if flags is None or str(flags) not in self.sm100:
             return None
-        if tactic.name not in self.dispatched:
+        sm = tactic.sm_version or 100
+        if tactic.name not in (self.dispatched_by.get(str(sm), []) if self.dispatched_by else self.dispatched):
             return False
         if (tactic.fusion == "finalize" or tactic.swap_ab) and not self.duplicated:
             return False
         cluster = f"ClusterShape_{tactic.mma_sms}x1x1"
         epilogue = {"tma": "TMA", "nosmem": "NO_SMEM"}.get(tactic.epilogue_schedule)
-        for tile, shape, dynamic, sched in self.sm100[str(flags)]:
+        for row in self.sm100[str(flags)]:
+            tile, shape, dynamic, sched = row[:4]
             if (tile, shape, dynamic, sched) != (tactic.name, cluster, bool(tactic.dynamic_cluster), epilogue):
+                continue
+            if len(row) > 4 and row[4] != sm:
                 continue
             if tactic.fusion == "finalize" and sched == "NO_SMEM" and self.finalize_needs_tma:
                 continue
@@ -168,15 +193,23 @@ SM100_RUNNERS = (("nvfp4", "nvfp4"), ("mxfp8", "mxfp4"), ("e4m3", "e4m3"), ("bf1
                  ("f32", "f32"))
 
 
-def sm100_lists(unit, sources: Path) -> dict[str, list] | str:
+def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -> dict[str, list] | str:
     """``{flags: [[tile enum, cluster_shape, dynamic, epilogue schedule], ...]}``: what the
-    install's ``get_candidate_configs(100, 1, flags)`` (``cutlass_heuristic.cpp``, which calls
+    install's ``get_candidate_configs(sm, 1, flags)`` (``cutlass_heuristic.cpp``, which calls
     ``get_candidate_configs_sm100`` and its ``..._dynamic_cluster_shape``) returns for the
     flags of each of :data:`SM100_RUNNERS`, run over its code by :class:`_Eval`
     (``dynamic``: a ``dynamic_cluster_shape`` other than ``Undefined``); or the line saying
-    why it cannot be read."""
+    why it cannot be read.
+
+    ``sm`` 103 (``rules``: :func:`sm103_rules`, the runner's list as
+    ``getTmaWarpSpecializedConfigs`` builds it): for a runner whose ``to_sm100`` variable is
+    true the list of ``sm`` 100, else of 103 with, where its ``append_sm100`` variable is
+    true, SM100's list after it; each row gets a fifth entry, the arch tag of the kernel the
+    config runs: 103 for a config of ``sm_version`` 103 of a runner whose activation and
+    weight are FP4 (the dispatch's SM103 switch), else 100."""
     import clang.cindex as ci
 
+    rules = rules or {}
     fn = next((c for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve())))
                if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
                and c.spelling == "get_candidate_configs"), None)
@@ -187,16 +220,55 @@ def sm100_lists(unit, sources: Path) -> dict[str, list] | str:
         flags = runner_flags(act, weight)
         if str(flags) in out:
             continue
+        t, w = _TLLM_TYPE[act], _TLLM_TYPE[weight]
+        facts = {"use_fp4": t == "fp4", "use_wfp4afp8": t == "fp8" and w == "fp4"}  # moe_gemm_kernels.h
+        calls = [sm]
+        if sm == 103:
+            if rules.get("to_sm100") and facts[rules["to_sm100"]]:
+                calls = [100]
+            elif rules.get("append_sm100") and facts[rules["append_sm100"]]:
+                calls = [103, 100]
         try:
-            configs = _Eval().call(fn, [100, 1, flags])
             rows = []
-            for c in configs or []:
-                rows.append([c["tile_config_sm100"].name, c["cluster_shape"].name,
-                             c["dynamic_cluster_shape"].name != "Undefined", c["epilogue_schedule"].name])
+            for arg in calls:
+                for c in _Eval().call(fn, [arg, 1, flags]) or []:
+                    row = [c["tile_config_sm100"].name, c["cluster_shape"].name,
+                           c["dynamic_cluster_shape"].name != "Undefined", c["epilogue_schedule"].name]
+                    if sm == 103:
+                        row.append(103 if c["sm_version"] == 103 and t == w == "fp4" else 100)
+                    rows.append(row)
         except (Unreadable, KeyError, AttributeError, TypeError, IndexError) as exc:
-            return f"runtime candidates: get_candidate_configs for SM100 cannot be followed ({exc})"
+            return f"runtime candidates: get_candidate_configs for SM{sm} cannot be followed ({exc})"
         out[str(flags)] = rows
     return out
+
+
+#: The runner variables :func:`sm103_rules` knows (``MoeGemmRunner``'s, ``include/moe_gemm_kernels.h``)
+_RUNNER_VARS = ("use_fp4", "use_wfp4afp8")
+
+
+def sm103_rules(words: list[str]) -> dict | str:
+    """What ``getTmaWarpSpecializedConfigs`` (its tokens, ``words``) does for ``sm`` 103:
+    ``{"to_sm100": VAR}`` from ``sm = VAR && sm == 103 ? 100 : sm;`` (that runner gets SM100's
+    list) and ``{"append_sm100": VAR}`` from ``if (sm == 103 && VAR) { ...
+    get_candidate_configs(100, ...) ... }`` (SM100's list appended), each None where absent;
+    or the line saying why it cannot be read: a ``103`` elsewhere in it, or a variable other
+    than :data:`_RUNNER_VARS`."""
+    import re
+
+    text = " ".join(words)
+    to100 = re.search(r"\bsm = (\w+) && sm == 103 \? 100 : sm ;", text)
+    append = re.search(r"\bif \( sm == 103 && (\w+) \) \{ [^{}]*?\bget_candidate_configs \( 100 ,", text)
+    found = [m for m in (to100, append) if m is not None]
+    if words.count("103") != len(found) or any(m.group(1) not in _RUNNER_VARS for m in found):
+        return ("runtime candidates: getTmaWarpSpecializedConfigs treats SM103 in a way this reader "
+                f"does not follow ({DISPATCH})")
+    return {"to_sm100": to100.group(1) if to100 else None, "append_sm100": append.group(1) if append else None}
+
+
+#: The condition under which the dispatch's SM103 switch runs (its tokens, spaces between)
+SM103_CONDITION = ("gemm_config . sm_version == 103 && std :: is_same_v < T , Fp4Type > && "
+                   "std :: is_same_v < WeightType , Fp4Type >")
 
 
 def _enum_constant(cursor, enum: str) -> str | None:
@@ -274,19 +346,35 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
             out.note = f"runtime candidates: the pruning lambda of {fn_name} has an unexpected shape"
             return out
         out.pruned.update(pruned)
-    # the dispatch: cases of every switch on `<config>.tile_config_sm120`
-    for sw in (c for c in disp.walk_preorder() if c.kind == ci.CursorKind.SWITCH_STMT):
+    # the dispatch: cases of every switch on `<config>.tile_config_sm120`, with the condition
+    # of the innermost `if` around it that names `sm_version` (SM10x: which configs reach it)
+    sm103_conditions = []
+    for sw, guard in _switches(disp):
         cond = next(sw.get_children(), None)
         if cond is None or not any(t.spelling == member for t in cond.get_tokens()):
             continue
         for case in (c for c in sw.walk_preorder() if c.kind == ci.CursorKind.CASE_STMT):
             label = next(case.get_children(), None)
-            name = next((_enum_constant(r, enum) for r in ([label] + list(label.walk_preorder()))
-                         if r.kind == ci.CursorKind.DECL_REF_EXPR), None) if label else None
-            if name and name not in out.dispatched and name not in ("Undefined", "ChooseWithHeuristic"):
+            ref = next((r for r in ([label] + list(label.walk_preorder()))
+                        if r.kind == ci.CursorKind.DECL_REF_EXPR and _enum_constant(r, enum)), None) \
+                if label else None
+            name = _enum_constant(ref, enum) if ref is not None else None
+            if not name or name in ("Undefined", "ChooseWithHeuristic"):
+                continue
+            if name not in out.dispatched:
                 out.dispatched.append(name)
+            if arch in SM10X:  # the alias the case names: CutlassTileConfigSM103 -> 103
+                sm = _qualifier_sm(ref) or "100"
+                if name not in out.dispatched_by.setdefault(sm, []):
+                    out.dispatched_by[sm].append(name)
+                if sm == "103" and guard not in sm103_conditions:
+                    sm103_conditions.append(guard)
     if not out.dispatched:
         out.note = f"runtime candidates: no switch on {member} in the MoE tile dispatch"
+        return out
+    if arch == "sm103" and sm103_conditions != [SM103_CONDITION]:
+        out.note = ("runtime candidates: the MoE tile dispatch's SM103 switch runs under a condition "
+                    f"this reader does not follow ({DISPATCH_TMA_WS})")
         return out
     if dup is not None:
         words = [t.spelling for t in dup.get_tokens()]
@@ -297,15 +385,61 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
                 out.duplication = sorted(("finalize", "swap_ab"),
                                          key=lambda w: first["FINALIZE" if w == "finalize" else w])
     out.no_smem = "NO_SMEM" in [t.spelling for t in fn.get_tokens()]
-    if arch == "sm100":
-        lists = sm100_lists(unit, sources)
+    if arch in SM10X:
+        words = [t.spelling for t in dup.get_tokens()] if dup is not None else []
+        rules = sm103_rules(words) if arch == "sm103" else None
+        if isinstance(rules, str):
+            out.note = rules
+            return out
+        lists = sm100_lists(unit, sources, SM10X[arch], rules)
         if isinstance(lists, str):
             out.note = lists
             return out
         out.sm100 = lists
-        words = [t.spelling for t in dup.get_tokens()] if dup is not None else []
         out.finalize_needs_tma = "remove_if" in words and "NO_SMEM" in words
     return out
+
+
+def _switches(cursor, guard: str | None = None):
+    """``(switch statement, guard)`` of every ``switch`` below ``cursor``, with the tokens of
+    the condition of the innermost ``if`` it is in whose condition names ``sm_version``
+    (spaces between; None where none is)."""
+    for c in cursor.get_children():
+        yield from _switches_at(c, guard)
+
+
+def _switches_at(c, guard: str | None):
+    """:func:`_switches` of ``c`` itself and what is below it."""
+    import clang.cindex as ci
+
+    if c.kind == ci.CursorKind.SWITCH_STMT:
+        yield c, guard
+    if c.kind == ci.CursorKind.IF_STMT:
+        kids = list(c.get_children())
+        words = [t.spelling for t in kids[0].get_tokens()] if kids else []
+        if "sm_version" in words and len(kids) >= 2:
+            yield from _switches_at(kids[0], guard)
+            yield from _switches_at(kids[1], " ".join(words))
+            for k in kids[2:]:  # the else branch (an `else if` is an if of its own)
+                yield from _switches_at(k, guard)
+            return
+    yield from _switches(c, guard)
+
+
+def _qualifier_sm(ref) -> str | None:
+    """The arch of the enum alias a reference to an enum constant is qualified with
+    (``CutlassTileConfigSM103::CtaShape128x128x128B`` -> ``"103"``), None where it names none."""
+    import re
+
+    import clang.cindex as ci
+
+    for c in ref.get_children():
+        if c.kind == ci.CursorKind.TYPE_REF:
+            target = c.referenced
+            m = re.fullmatch(r"CutlassTileConfigSM(\d+)", target.spelling if target is not None else "")
+            if m:
+                return m.group(1)
+    return None
 
 
 def fallback_excludes_fp4(inc: Path, flags: list[str]) -> bool:

@@ -1348,8 +1348,8 @@ class Tactic:
         fusion: ``none``, ``finalize``, ``activation`` (TensorRT-LLM's epilogue fusion) or None.
         swap_ab: whether A and B are swapped (None where the source has no such choice).
         tile: the CTA tile (M, N, K), K in elements, as the kernel's template arguments give
-            it (for TensorRT-LLM's SM100 2SM MoE kernels, the tile of one CTA as its
-            ``CtaShape...B`` enum names it: the MMA tile is 2M); cluster: (M, N, K), or None when
+            it (for TensorRT-LLM's SM10x MoE kernels, the tile of one CTA as its
+            ``CtaShape...B`` enum names it: ``mma_tile`` is 2M for 2SM, 3K for SM103); cluster: (M, N, K), or None when
             it is a runtime value.
         kernel: ``grouped`` (ptr-array) or ``dense``; schedule: the kernel schedule tag (where
             the dispatch policy has none, as SM100's, the policy's name).
@@ -1361,6 +1361,14 @@ class Tactic:
             the arch has no such choice.
         epilogue_schedule: ``tma`` or ``nosmem`` (TensorRT-LLM's ``EpilogueScheduleType``: a
             TMA epilogue or one without shared memory); None where the launcher has no choice.
+        mma_tile: the tile (M, N, K in elements) the kernel's mainloop is built with, where it
+            is not ``tile``: TensorRT-LLM's SM10x MoE launcher builds its ``MmaTileShape`` as
+            2M for a 2SM kernel and 3K for an SM103 one (``moe_gemm_tma_ws_launcher.inl``), and
+            the kernel's type says so; None where it equals ``tile``.
+        sm_version: TensorRT-LLM's ``CutlassGemmConfig::sm_version`` whose dispatch runs the
+            kernel: the launcher's arch tag (100 for ``Sm100``, 103 for ``Sm103``: an SM103
+            build compiles both, the same tile enums under each); None where the arch has no
+            such choice (SM90, SM120, other families).
     Where:
         file, line: the generated (or rendered) source and the line of the instantiation;
         launcher: the function or struct whose body names the kernel; launcher_file,
@@ -1395,12 +1403,17 @@ class Tactic:
     mma_sms: int | None = None
     dynamic_cluster: bool | None = None
     epilogue_schedule: str | None = None
+    mma_tile: list[int] | None = None
+    sm_version: int | None = None
 
     @property
     def id(self) -> str:
-        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/NSM][/dynamic_cluster][/nosmem]``
+        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/NSM][/dynamic_cluster][/nosmem][/smV]``
         (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``; SM100:
-        ``moe/CtaShape128x64x128B/e4m3xe4m3/bf16/none/swap_ab/2sm/dynamic_cluster/nosmem``)."""
+        ``moe/CtaShape128x64x128B/e4m3xe4m3/bf16/none/swap_ab/2sm/dynamic_cluster/nosmem``; the
+        Sm103 kernels of an SM103 build, beside its Sm100 ones of the same tile enums:
+        ``moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/1sm/sm103``): ``smV`` for a
+        ``sm_version`` other than 100."""
         parts = [self.family, self.name or self.launcher, f"{self.a}x{self.b}", str(self.out)]
         if self.fusion:
             parts.append(self.fusion)
@@ -1412,6 +1425,8 @@ class Tactic:
             parts.append("dynamic_cluster")
         if self.epilogue_schedule == "nosmem":
             parts.append("nosmem")
+        if self.sm_version not in (None, 100):
+            parts.append(f"sm{self.sm_version}")
         return "/".join(parts)
 
     # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
@@ -1468,7 +1483,8 @@ class Tactic:
         """The fields that name this tactic (everything but the numbers)."""
         return {k: getattr(self, k) for k in (
             "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
-            "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "file", "line",
+            "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "mma_tile", "sm_version",
+            "file", "line",
             "launcher", "launcher_file", "launcher_line")}
 
     def to_dict(self) -> dict:

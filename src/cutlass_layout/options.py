@@ -59,8 +59,11 @@ _FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm1
                 "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
                 "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
                 "b": f"Keep the tactics whose B element is this: {_AUDIT_ELEMENTS}.",
-                "tile": "Keep the tactics of this CTA tile: MxNxK (K in elements) or MxNxKB (capital B: "
-                        "K in bytes of the activation, as TensorRT-LLM's CtaShape names count it).",
+                "tile": "Keep the tactics of this tile: MxNxK (K in elements) or MxNxKB (capital B: "
+                        "K in bytes of the activation, as TensorRT-LLM's CtaShape names count it); "
+                        "the CTA tile the tile enum names, or the kernel's MMA tile where it is "
+                        "another (SM100 2SM: 2M, 256x64x128B finds CtaShape128x64x128B's 2SM "
+                        "kernels; SM103: 3K).",
                 "cluster": "Keep the tactics of this ClusterShape MxNxK.",
                 "stages": "Keep the tactics of N stages (auto keeps all).",
                 "d": f"Keep the tactics whose output is this: {_AUDIT_ELEMENTS}, void.",

@@ -160,7 +160,13 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
     its arguments: ``Is2SM`` (``CGA_M_ == 2``: ``mma_sms`` 2, the MMA tile is 2M),
     ``DYNAMIC_CGA_`` (the kernel's cluster is a runtime ``Shape<int, int, _1>``: ``cluster``
     None) and the epilogue schedule (``EpilogueSchedule_``: ``PtrArrayTmaWarpSpecialized`` is
-    ``tma``, ``PtrArrayNoSmemWarpSpecialized`` ``nosmem``). None for other macros."""
+    ``tma``, ``PtrArrayNoSmemWarpSpecialized`` ``nosmem``), ``sm_version`` (the arch tag's
+    number: 100, 103) and ``mma_tile``, the launcher's ``MmaTileShape``: ``CTA_M_`` twice for
+    2SM, ``CTA_K_`` three times for ``Sm103`` (``IsSM103 ? 3 : 1``, ``.inl`` 244-246). An
+    ``Sm103`` launcher's tile enum is SM100's (``CutlassTileConfigSM103`` is an alias of
+    ``CutlassTileConfigSM100`` in ``gemm_configs.h``; its dispatch's ``SHAPE_CASE(103, ...)``
+    converts the enum's K bytes to ``CTA_K_`` elements as SM100's does), so its name counts
+    ``CTA_K_``, not the tripled K. None for other macros."""
     need = ("DataType_", "OutputType_", "FUSION_", "CTA_M_", "CTA_N_", "CTA_K_", "SWAP_AB_")
     if not all(p in args for p in need):
         return None
@@ -178,12 +184,15 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
     dynamic = args.get("DYNAMIC_CGA_") == "true"
     if dynamic:
         cluster = None
-    sm10x = re.fullmatch(r"Sm1[01]\d", args.get("ArchTag_", "")) is not None
-    mma_sms = dyn = epilogue = None
+    tag = re.fullmatch(r"Sm(1[01]\d)", args.get("ArchTag_", ""))
+    sm10x = tag is not None
+    mma_sms = dyn = epilogue = sm_version = mma_tile = None
     if sm10x:
         dyn = dynamic
+        sm_version = int(tag.group(1))
         if args.get("CGA_M_", "").isdigit():
             mma_sms = 2 if int(args["CGA_M_"]) == 2 else 1  # the launcher's Is2SM
+            mma_tile = [m * mma_sms, n, k * (3 if sm_version == 103 else 1)]
         epilogue = {"PtrArrayTmaWarpSpecialized": "tma", "PtrArrayNoSmemWarpSpecialized": "nosmem"}.get(
             _name(args.get("EpilogueSchedule_", "")))
     mx = args.get("MXFPX_") == "true"
@@ -197,7 +206,7 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
             "swap_ab": args["SWAP_AB_"] == "true",
             "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
             "cluster": cluster, "mma_sms": mma_sms, "dynamic_cluster": dyn,
-            "epilogue_schedule": epilogue}
+            "epilogue_schedule": epilogue, "sm_version": sm_version, "mma_tile": mma_tile}
 
 
 def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
@@ -229,13 +238,18 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     if (a is None or b is None) and ident.get("operands"):  # the launcher's own types
         act, weight = ident["operands"]
         a, b = (weight, act) if ident["swap_ab"] else (act, weight)
+    tile = ident["tile"] or parts["tile"]
+    # the kernel's own mainloop tile (its type, as compiled), else the launcher's rule
+    mma_tile = (parts["tile"] or ident.get("mma_tile")) if ident.get("family") == MOE else None
     t = Tactic(
         family=ident["family"], name=ident["name"], a=a, b=b, out=ident["out"],
-        fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=ident["tile"] or parts["tile"],
+        fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=tile,
         cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
         file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
         launcher_line=k.decl_line, report=report, mma_sms=ident.get("mma_sms"),
-        dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"))
+        dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"),
+        mma_tile=None if mma_tile is None or list(mma_tile) == list(tile or []) else list(mma_tile),
+        sm_version=ident.get("sm_version"))
     report.config = {"tactic": t.id, **t.identity()}
     return t
 
@@ -463,7 +477,10 @@ def tactic_filter(**values):
 
     ``kernel``, ``a``, ``b``, ``d`` (the output) compare names; ``tile`` is ``MxNxK`` (K in
     elements) or ``MxNxKB`` (K in bytes of the activation: A, or B with swap_ab, as
-    TensorRT-LLM's ``CtaShape...B`` names count it); ``cluster`` ``MxNxK``; ``stages`` N
+    TensorRT-LLM's ``CtaShape...B`` names count it), and matches a tactic's CTA tile (the
+    tile enum's) or its MMA tile (:attr:`~cutlass_layout.model.Tactic.mma_tile`: a 2SM
+    kernel of ``CtaShape128x64x128B`` is found by ``256x64x128B`` too, an SM103 one of
+    ``CtaShape128x128x128B`` by ``128x128x384B``); ``cluster`` ``MxNxK``; ``stages`` N
     (``auto`` keeps all); ``schedule`` ``cooperative`` or ``pingpong`` (in the kernel
     schedule's name; ``auto`` keeps all).
 
@@ -559,10 +576,13 @@ def _tile_distance(a, b) -> float:
                for x, y in zip(a, b))
 
 
-def _nearest_tiles(typed: str, pool: list[Tactic]) -> str:
+def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     """The tactics' tiles nearest ``typed`` (its numbers read either way: K in elements or in
-    bytes), each as ``MxNxKB = MxNxK`` (K in bytes = K in elements) where the activation's
-    width is known."""
+    bytes; the CTA tile or the MMA tile), each as ``MxNxKB = MxNxK`` (K in bytes = K in
+    elements) where the activation's width is known, and the MMA tile after it where the
+    kernel's is another, with what makes it so (a 2SM kernel's 2M, an Sm103 kernel's 3K),
+    which the filter takes too: ``128x64x128B = 128x64x256 (2SM MMA 256x64x256)``,
+    ``128x256x128B = 128x256x256 (Sm103 2SM MMA 256x256x768)``."""
     from ..config import split_tile
 
     m, n, k, _ = split_tile(typed)
@@ -570,16 +590,24 @@ def _nearest_tiles(typed: str, pool: list[Tactic]) -> str:
     for t in pool:
         if not t.tile:
             continue
-        tm, tn, tk = t.tile
         bits = ELEMENT_BITS.get(str(t.b if t.swap_ab else t.a))
+        d = float("inf")
+        for tile in (t.tile, t.mma_tile):
+            if not tile:
+                continue
+            tm, tn, tk = tile
+            d = min(d, _tile_distance((m, n, k), (tm, tn, tk)))
+            if bits and (tk * bits) % 8 == 0:
+                d = min(d, _tile_distance((m, n, k), (tm, tn, tk * bits // 8)))
+        tm, tn, tk = t.tile
         kb = tk * bits // 8 if bits and (tk * bits) % 8 == 0 else None
-        d = _tile_distance((m, n, k), (tm, tn, tk))
-        text = f"{tm}x{tn}x{tk}"
-        if kb is not None:
-            d = min(d, _tile_distance((m, n, k), (tm, tn, kb)))
-            text = f"{tm}x{tn}x{kb}B = {text}"
+        text = f"{tm}x{tn}x{tk}" if kb is None else f"{tm}x{tn}x{kb}B = {tm}x{tn}x{tk}"
+        if t.mma_tile:  # what makes it another: 2SM (2M), an Sm103 kernel (3K)
+            why = ([f"Sm{t.sm_version}"] if t.sm_version not in (None, 100) else []) + \
+                (["2SM"] if t.mma_sms == 2 else [])
+            text += f" ({' '.join(why + ['MMA'])} {'x'.join(map(str, t.mma_tile))})"
         tiles[text] = min(d, tiles.get(text, d))
-    near = sorted(tiles, key=lambda x: tiles[x])[:4]
+    near = sorted(tiles, key=lambda x: (tiles[x], x))[:4]
     legend = " (K in bytes = K in elements)" if any("B = " in x for x in near) else ""
     return f"nearest{legend}", near
 
@@ -650,16 +678,21 @@ def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list
 
 
 def _tile_matches(t: Tactic, typed: tuple[int, int, int, bool]) -> bool:
-    if not t.tile:
-        return False
+    """Whether ``typed`` (``split_tile``: M, N, K, K in bytes) is the tactic's CTA tile (as
+    its tile enum names it) or its MMA tile (:attr:`~cutlass_layout.model.Tactic.mma_tile`:
+    2M for 2SM, 3K for SM103); K in bytes counts the activation's bits (A, or B with
+    swap_ab)."""
     m, n, k, in_bytes = typed
-    tm, tn, tk = t.tile
-    if (m, n) != (tm, tn):
-        return False
-    if not in_bytes:
-        return k == tk
     bits = ELEMENT_BITS.get(str(t.b if t.swap_ab else t.a))
-    return bits is not None and k * 8 == tk * bits
+    for tile in (t.tile, t.mma_tile):
+        if not tile:
+            continue
+        tm, tn, tk = tile
+        if (m, n) != (tm, tn):
+            continue
+        if (k == tk) if not in_bytes else (bits is not None and k * 8 == tk * bits):
+            return True
+    return False
 
 
 def family_of(module: str) -> str:
