@@ -63,6 +63,10 @@ CUTLASS_TYPES = {
     "cutlass::half_t": "f16", "cutlass::bfloat16_t": "bf16", "float": "f32", "void": "void",
     "cutlass::tfloat32_t": "tf32", "int8_t": "s8", "signed char": "s8",
     "cutlass::int4b_t": "s4", "cutlass::uint4b_t": "u4", "uint8_t": "u8", "unsigned char": "u8",
+    # int4b_t and uint4b_t as a canonical type spells them (cutlass/integer_subbyte.h:
+    # ``template <int Bits, bool Signed = true> struct integer_subbyte``)
+    "cutlass::integer_subbyte<4>": "s4", "cutlass::integer_subbyte<4, true>": "s4",
+    "cutlass::integer_subbyte<4, false>": "u4",
 }
 #: integer weight kinds: a ``cute::tuple<weight, scale[, zero]>`` of one is named by the weight
 #: (TensorRT-LLM's weight-only GEMMs pair the weight with its group scales, and zeros)
@@ -228,6 +232,11 @@ MIXED_LAUNCHERS = {
 #: a mainloop schedule tag -> TensorRT-LLM's ``MainloopScheduleType`` name (``gemm_configs.h``)
 _SCHEDULES = {"KernelTmaWarpSpecializedCooperative": "COOPERATIVE",
               "KernelTmaWarpSpecializedPingpong": "PINGPONG"}
+#: the MoE launcher's kernel schedule for its ``MainloopScheduleType`` argument
+#: (``moe_gemm_tma_ws_mixed_input_launcher.inl``: ``using KernelSchedule = std::conditional_t<
+#: is_same_v<MainloopScheduleType, KernelTmaWarpSpecializedPingpong>,
+#: KernelPtrArrayTmaWarpSpecializedPingpong, KernelPtrArrayTmaWarpSpecializedCooperative>``)
+_MOE_SCHEDULES = {"KernelTmaWarpSpecializedPingpong": "KernelPtrArrayTmaWarpSpecializedPingpong"}
 
 
 def _cute_shape(text: str) -> list[int] | None:
@@ -250,7 +259,10 @@ def mixed_identity(owner: str) -> dict | None:
     sizeof(ActivationType)`` for every ``...x128B``) counts bytes of the activation. The
     schedule is ``KernelType`` (``SINGLE_WARPGROUP_PREFILL``, ...) where given, else the
     mainloop schedule tag's ``MainloopScheduleType`` (``COOPERATIVE``, ``PINGPONG``). Both
-    launchers swap A and B (the weight is the mainloop's A): ``swap_ab`` is True. None for
+    launchers swap A and B (the weight is the mainloop's A): ``swap_ab`` is True.
+    ``schedule`` is the kernel schedule the launcher passes the builder (the dispatch
+    policy's, which a canonical spelling leaves out where it is the default): fpA_intB's
+    ``MainloopScheduleType`` itself, the MoE launcher's ``KernelPtrArray...`` of it. None for
     another owner or arguments that do not parse."""
     name, _, rest = owner.partition("<")
     params = MIXED_LAUNCHERS.get(name.strip().split("::")[-1])
@@ -282,8 +294,11 @@ def mixed_identity(owner: str) -> dict | None:
         label += "_" + _name(args["ScaleMode"]).lstrip("k")
     if dense:
         label += "_" + _name(args["QuantOp"])
+    mainloop = _name(args["MainloopScheduleType"])
+    kernel_schedule = mainloop if dense else _MOE_SCHEDULES.get(mainloop, "KernelPtrArrayTmaWarpSpecializedCooperative")
     return {"family": MOE, "name": label, "fusion": None, "operands": [kind(act), kind(weight)],
-            "swap_ab": True, "out": kind(out), "tile": tile, "cluster": cluster}
+            "swap_ab": True, "out": kind(out), "tile": tile, "cluster": cluster,
+            "schedule": kernel_schedule}
 
 
 def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
@@ -322,7 +337,9 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     t = Tactic(
         family=ident["family"], name=ident["name"], a=a, b=b, out=ident["out"],
         fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=ident["tile"] or parts["tile"],
-        cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
+        cluster=ident["cluster"], kernel=parts["kernel"],
+        schedule=parts["schedule"] if str(parts["schedule"]).startswith("Kernel") or not ident.get("schedule")
+        else ident["schedule"],
         file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
         launcher_line=k.decl_line, report=report, mma_sms=ident.get("mma_sms"),
         dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"))
