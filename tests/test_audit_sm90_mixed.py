@@ -251,5 +251,134 @@ def test_mixed_kernel_types():
         assert parts["schedule"] == "KernelPtrArrayTmaWarpSpecializedPingpong"
     assert kernel_core("cutlass::gemm::kernel::GemmUniversalPrecomputedSchedulerX<A>") is None
     assert element_kind("cute::tuple<cutlass::uint4b_t, cutlass::half_t, cutlass::half_t>") == "u4"
+    # int4b_t / uint4b_t as libclang spells them canonically (integer_subbyte<Bits, Signed = true>)
+    assert element_kind("cute::tuple<cutlass::integer_subbyte<4>, __nv_bfloat16>") == "s4"
+    assert element_kind("cute::tuple<cutlass::integer_subbyte<4, false>, cutlass::half_t>") == "u4"
     assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue8m0_t>") == "mxfp4"
     assert element_kind("cute::tuple<cutlass::half_t, cutlass::half_t>") is None
+
+
+# -------------------------------------------------------------------------------------------
+# against nvcc (network: the wheel; nvcc: its device front end)
+SPEC = "flashinfer-python==0.7.2.post1"
+CAPACITY = 232448  # sm90_smem_capacity_bytes (gemm/collective/builders/sm90_common.inl)
+#: 8 W4A8 int4 MoE launchers (128x16x128, four clusters, cooperative and pingpong), 8 small-K
+#: FP8 x MXFP4 ones (prefill and rolling, N 8 to 40) and 8 fpA_intB ones (FP8 x int4, per column)
+SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group0.generated.cu",
+          "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group70.generated.cu",
+          "cutlass_kernel_file_gemm_sm90_M128_group0.generated.cu")
+#: TensorRT-LLM's macros that these launchers use after declaring ``GemmKernel``
+#: (``TLLM_CHECK_WITH_INFO(total_routed_tokens >= 0, ...)`` in the MoE ``_impl``,
+#: ``TLLM_LOG_ERROR`` on a short workspace in fpA_intB's), redefined to instantiate
+#: ``cl_show<sizeof(kernel), sizeof(mainloop), sizeof(epilogue), Stages>`` and ask it for a
+#: member it does not have: nvcc's message spells the numbers
+SHOW = r"""
+#pragma once
+#include "tensorrt_llm/common/assert.h"
+#include "tensorrt_llm/common/logger.h"
+#include <type_traits>
+struct cl_none {};
+using GemmKernel = cl_none;  // before a launcher declares its own
+template <unsigned long Kernel, unsigned long Mainloop, unsigned long Epilogue, int Stages> struct cl_show {};
+template <class K, class = void> struct cl_sizes { static constexpr int value = 0; };
+template <class K>
+struct cl_sizes<K, std::void_t<typename K::SharedStorage, typename K::CollectiveMainloop>> {
+  static constexpr int value = cl_show<sizeof(typename K::SharedStorage),
+      sizeof(typename K::CollectiveMainloop::SharedStorage),
+      sizeof(typename K::CollectiveEpilogue::SharedStorage),
+      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;
+};
+#undef TLLM_CHECK_WITH_INFO
+#undef TLLM_LOG_ERROR
+#define CL_SHOW do { static_assert(cl_sizes<GemmKernel>::value == 0, ""); } while (0)
+#define TLLM_CHECK_WITH_INFO(...) CL_SHOW
+#define TLLM_LOG_ERROR(...) CL_SHOW
+"""
+_SHOWN = re.compile(r"cl_show<(\d+)UL, (\d+)UL, (\d+)UL, (\d+)>")
+
+
+def device_front_end(source, nvcc_flags: list[str], work) -> str:
+    """What nvcc's device front end (``cicc`` after the ``gcc -E`` with
+    ``__CUDA_ARCH_FEAT_SM90_ALL``, the steps ``nvcc --dryrun`` lists) prints for ``source``.
+    Not the host pass of tests/test_audit_nvcc.py: ``cudafe++`` leaves function templates to
+    the host compiler, and these launchers are function templates a source instantiates
+    explicitly; ``cicc`` instantiates them (the same headers and defines, ``__CUDA_ARCH__``
+    900). ``cicc`` reads the module id ``cudafe++`` would write: any name does."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    cmd = ["nvcc", "--dryrun", *nvcc_flags, "-c", "-o", str(work / "x.o"), str(source)]
+    listed = subprocess.run(cmd, capture_output=True, text=True, cwd=work).stderr
+    steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
+    pre = next(i for i, s in enumerate(steps)
+               if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH_FEAT_SM90_ALL" in s)
+    cicc = next(s for s in steps[pre:] if s.split()[0].endswith('cicc"') or s.split()[0].endswith("cicc"))
+    cicc_path = next(s.split("=", 1)[1] for s in steps if s.startswith("CICC_PATH="))
+    module_id = re.search(r'--module_id_file_name "([^"]+)"', cicc)
+    if module_id:
+        Path(module_id.group(1)).write_text("cl_probe")
+    script = steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"')
+    bindir = str(Path(shutil.which("nvcc")).parent)
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=work,
+                          env={"PATH": f"{bindir}:/usr/bin:/bin"})
+    return proc.stdout + proc.stderr
+
+
+def nvcc_sizes(source, flags: list[str], work) -> dict[int, tuple[int, ...]]:
+    """``{instantiation line: (kernel, mainloop, epilogue, stages)}`` as nvcc computes them:
+    each error names a ``cl_show`` and, last in its instantiation notes, the line of
+    ``source`` whose explicit instantiation led to it."""
+    show = work / "cl_show.h"
+    show.write_text(SHOW)
+    out = device_front_end(source, [*flags, "-Xcudafe", "--error_limit=10000", "-include", str(show)], work)
+    got: dict[int, tuple[int, ...]] = {}
+    for block in re.split(r"\n(?=\S[^\n]*: error: )", out):
+        shown = _SHOWN.search(block)
+        lines = re.findall(rf"at line (\d+) of \"?{re.escape(str(source))}", block)
+        if shown and lines:
+            got[int(lines[-1])] = tuple(int(x) for x in shown.groups())
+    return got
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
+    """Three of the SM90 MoE module's generated sources (its builders run, then only these are
+    kept), audited, and compiled by nvcc for sm_90a with the module's flags: every explicit
+    instantiation is one tactic, and its kernel's, mainloop's and epilogue's
+    ``sizeof(SharedStorage)`` and the mainloop's stage count are nvcc's."""
+    from cutlass_layout import engine, flashinfer_jit
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.sources import resolve_flashinfer
+    from test_audit_nvcc import nvcc_flags
+
+    real = flashinfer_jit.jit_modules
+
+    def some(*args, **kwargs):
+        builds = real(*args, **kwargs)
+        for m in builds.modules:
+            m.generated = [p for p in m.generated if p.name in SAMPLE]
+        return builds
+    monkeypatch.setattr(flashinfer_jit, "jit_modules", some)
+    res = audit(SPEC, "sm90", family="moe")
+    install = resolve_flashinfer(SPEC)
+    tgt = engine.target(install.tree)
+    moe = next(m for m in some(install, "sm90", cuda_version=tgt.cuda.version).modules
+               if m.name.startswith("fused_moe"))
+    assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
+    assert len({t.id for t in res.tactics}) == len(res.tactics) == 24
+    assert not [e for e in res.sources if e["error"]]
+    compared = 0
+    for source in moe.generated:
+        got = nvcc_sizes(source, nvcc_flags(moe, install.tree, "sm_90a"), tmp_path)
+        mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
+        assert got and set(got) == set(mine), (sorted(got), sorted(mine))
+        for line, (kernel, mainloop, epilogue, stages) in got.items():
+            r = mine[line].report
+            assert r.capacity.value == CAPACITY
+            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
+                (kernel, mainloop, epilogue, stages), mine[line].id
+            compared += 1
+    assert compared == 24
