@@ -12,7 +12,8 @@ body instantiation):
    function templates it instantiates explicitly; :mod:`cutlass_layout.launchers` cuts each
    macro down after its last kernel alias, with a probe block after each alias
    (:func:`cutlass_layout.probe.subject_block`), and re-hosts each function template as a
-   class template. The result is an ``-include`` file of the next parses.
+   class template (one that only forwards to another through the one it calls). The result
+   is an ``-include`` file of the next parses.
 1. **find** (and lay out): the source parsed *with* bodies: every type alias in it (function
    bodies, structs, namespaces) naming a ``cutlass::gemm::kernel::GemmUniversal<...>`` (or a
    kernel wrapping one) is a kernel the source builds. Errors are tied to the function or
@@ -537,7 +538,10 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     """Pass 0 (the source parsed without bodies): the :class:`Prelude` for it: every macro the
     source expands into declarations, whose active definition (the one the expanded
     declarations are spelled in) has a kernel alias, cut down; and every function template the
-    source explicitly instantiates whose body has one, re-hosted."""
+    source explicitly instantiates whose body has one, re-hosted (its definition found among
+    its declarations, another declaration giving default arguments); one whose body only
+    calls another template (:func:`~cutlass_layout.launchers.forwarded_call`) re-hosts that
+    one, and names its kernel through a class of its own parameters."""
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location

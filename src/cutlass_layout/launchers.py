@@ -13,7 +13,11 @@ A kernel declared in a function *template* that a source instantiates explicitly
 :func:`rehost_template` copies the template's declarations up to the kernel alias into a
 class template of the same parameters (local ``constexpr`` values become static members,
 ``using namespace`` goes to the enclosing scope), so the kernel of each instantiation is a
-named type.
+named type. TensorRT-LLM's SM90 mixed-input launchers need more of it: their kernel alias is
+``GemmKernel`` naming a selector's ``::Type`` (no ``GemmUniversal<`` spelled), fpA_intB's
+sits under ``if constexpr`` (:func:`declarations_only`), the MoE ones forward to an ``_impl``
+template (:func:`forwarded_call`) and take a default argument only their header declares
+(:func:`with_defaults`).
 
 Both are text transforms of the install's own code; whatever they produce is compiled, and a
 transform that does not compile is not used (:mod:`cutlass_layout.kernels` falls back to the
