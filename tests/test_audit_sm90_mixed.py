@@ -262,9 +262,10 @@ def test_mixed_kernel_types():
 # against nvcc (network: the wheel; nvcc: its device front end)
 SPEC = "flashinfer-python==0.7.2.post1"
 CAPACITY = 232448  # sm90_smem_capacity_bytes (gemm/collective/builders/sm90_common.inl)
-#: 8 W4A8 int4 MoE launchers (128x16x128, four clusters, cooperative and pingpong), 8 small-K
-#: FP8 x MXFP4 ones (prefill and rolling, N 8 to 40) and 8 fpA_intB ones (FP8 x int4, per column)
-SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group0.generated.cu",
+#: 8 W4A16 BF16 x MXFP4 MoE launchers (128x128x512, four clusters, cooperative and pingpong: 2
+#: stages, 350208 and 366592 B by nvcc, over capacity), 8 small-K FP8 x MXFP4 ones (prefill and
+#: rolling, N 8 to 40) and 8 fpA_intB ones (FP8 x int4, per column)
+SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group39.generated.cu",
           "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group70.generated.cu",
           "cutlass_kernel_file_gemm_sm90_M128_group0.generated.cu")
 #: TensorRT-LLM's macros that these launchers use after declaring ``GemmKernel``
@@ -348,7 +349,8 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
     """Three of the SM90 MoE module's generated sources (its builders run, then only these are
     kept), audited, and compiled by nvcc for sm_90a with the module's flags: every explicit
     instantiation is one tactic, and its kernel's, mainloop's and epilogue's
-    ``sizeof(SharedStorage)`` and the mainloop's stage count are nvcc's."""
+    ``sizeof(SharedStorage)`` and the mainloop's stage count are nvcc's; those nvcc finds over
+    the capacity (8) are the ones the audit says are."""
     from cutlass_layout import engine, flashinfer_jit
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.sources import resolve_flashinfer
@@ -370,7 +372,7 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
     assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
     assert len({t.id for t in res.tactics}) == len(res.tactics) == 24
     assert not [e for e in res.sources if e["error"]]
-    compared = 0
+    compared = over = 0
     for source in moe.generated:
         got = nvcc_sizes(source, nvcc_flags(moe, install.tree, "sm_90a"), tmp_path)
         mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
@@ -380,5 +382,7 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
             assert r.capacity.value == CAPACITY
             assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
                 (kernel, mainloop, epilogue, stages), mine[line].id
+            assert (mine[line].verdict == "over_capacity") == (kernel > CAPACITY)
+            over += kernel > CAPACITY
             compared += 1
-    assert compared == 24
+    assert compared == 24 and over == 8
