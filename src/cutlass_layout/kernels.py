@@ -12,7 +12,8 @@ body instantiation):
    function templates it instantiates explicitly; :mod:`cutlass_layout.launchers` cuts each
    macro down after its last kernel alias, with a probe block after each alias
    (:func:`cutlass_layout.probe.subject_block`), and re-hosts each function template as a
-   class template. The result is an ``-include`` file of the next parses.
+   class template (one that only forwards to another through the one it calls). The result
+   is an ``-include`` file of the next parses.
 1. **find** (and lay out): the source parsed *with* bodies: every type alias in it (function
    bodies, structs, namespaces) naming a ``cutlass::gemm::kernel::GemmUniversal<...>`` (or a
    kernel wrapping one) is a kernel the source builds. Errors are tied to the function or
@@ -172,12 +173,24 @@ def template_args(spelling: str) -> list[str]:
 _PUNCT = re.compile(r"[()\[\]{}<>,]")
 
 
+#: Kernel classes of ``cutlass::gemm::kernel`` other than ``GemmUniversal`` that take its
+#: first three arguments (problem shape, mainloop collective, epilogue collective) and hold a
+#: ``SharedStorage``: TensorRT-LLM's ``cutlass_extensions`` (flashinfer's
+#: ``csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/cutlass_extensions/gemm/kernel/``)
+#: ``sm90_gemm_array_tma_warpspecialized_{cooperative,pingpong}_precomputed.hpp`` and
+#: ``sm90_gemm_array_tma_single_warpgroup_persistent.hpp``, which its SM90 mixed-input MoE
+#: launcher builds (``moe_gemm_tma_ws_mixed_input_launcher.inl``, ``GemmKernelSelector``).
+OTHER_KERNELS = ("cutlass::gemm::kernel::GemmUniversalPrecomputedScheduler<",
+                 "cutlass::gemm::kernel::SingleWarpgroupPersistentGemm<")
+
+
 def kernel_core(spelling: str) -> str | None:
     """The ``GemmUniversal<...>`` a kernel type is: the type itself, or, for a kernel that
     wraps one (``Sm12xOnly<GemmUniversal<...>>``, a class template deriving from its argument,
-    as flashinfer's SM120 MXFP8 GEMM does), that argument. None for anything else (device
-    adapters such as ``GemmUniversalAdapter<...>`` hold a kernel but are not one)."""
-    if spelling.startswith(KERNEL_PREFIX):
+    as flashinfer's SM120 MXFP8 GEMM does), that argument; a kernel of
+    :data:`OTHER_KERNELS` is its own core. None for anything else (device adapters such as
+    ``GemmUniversalAdapter<...>`` hold a kernel but are not one)."""
+    if spelling.startswith(KERNEL_PREFIX) or spelling.startswith(OTHER_KERNELS):
         return spelling
     if spelling.startswith(("cutlass::gemm::device::", "cutlass::device_kernel", "std::", "cute::")):
         return None
@@ -525,12 +538,16 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     """Pass 0 (the source parsed without bodies): the :class:`Prelude` for it: every macro the
     source expands into declarations, whose active definition (the one the expanded
     declarations are spelled in) has a kernel alias, cut down; and every function template the
-    source explicitly instantiates whose body has one, re-hosted."""
+    source explicitly instantiates whose body has one, re-hosted (its definition found among
+    its declarations, another declaration giving default arguments); one whose body only
+    calls another template (:func:`~cutlass_layout.launchers.forwarded_call`) re-hosts that
+    one, and names its kernel through a class of its own parameters."""
     import clang.cindex as ci
 
     from .frontends.clang import spelling_location
-    from .launchers import (KERNEL_ALIAS_RE, _matching, blank_comments, explicit_instantiations, macro_definition,
-                            rehost_template, trimmed_macro)
+    from .launchers import (KERNEL_ALIAS_RE, blank_comments, explicit_instantiations, forwarded_call,
+                            macro_definition, rehost_template, template_parameters, trimmed_macro,
+                            with_defaults)
 
     main = unit.filename
     out = Prelude()
@@ -577,32 +594,50 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
 
     visit(unit.tu.cursor, ())
     # explicit instantiations of function templates (their bodies are not visible)
+    templates: dict[str, list] = {}
     for n, (name, args, line) in enumerate(explicit_instantiations(text)):
-        template = _find_template(unit, name, namespaces)
-        if template is None:
+        if name not in templates:
+            templates[name] = _find_templates(unit, name, namespaces)
+        found = _template_definition(templates[name], memo)
+        if found is None:
             continue
+        template, definition, declared = found
         file = template.extent.start.file.name
         src = _read_text(file, memo)
-        # a skipped body is not in the cursor's extent: it is the braces after the signature
-        end = template.extent.end.offset
-        clean = blank_comments(src)
-        brace = clean.find("{", end)
-        close = _matching(clean, brace, "{", "}") if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None
-        if close is None:
-            continue
-        definition = src[template.extent.start.offset:close + 1]
-        hosted = rehost_template(definition, n)
+        ns = _namespaces_of(template)
+        hosted = rehost_template(definition, n, declared=declared)
+        alias_at = (file, src, template.extent.start.offset, definition)
         if hosted is None:
-            continue
-        usings, struct, alias = hosted
-        ns = []
-        p = template.semantic_parent
-        while p is not None and p.kind == ci.CursorKind.NAMESPACE:
-            ns.insert(0, p.spelling)
-            p = p.semantic_parent
+            # a template that only forwards to another (TensorRT-LLM's mixed-input MoE
+            # launchers call ``..._impl<..., KernelType>``): that one re-hosted, named through
+            # a class of the forwarder's parameters
+            fwd = forwarded_call(definition)
+            if fwd is None:
+                continue
+            callee, callee_args, asserts = fwd
+            callee_name = callee.split("::")[-1]
+            if callee_name not in templates:
+                templates[callee_name] = _find_templates(unit, callee_name, {tuple(ns)} | namespaces)
+            inner = _template_definition(templates[callee_name], memo)
+            if inner is None:
+                continue
+            target, inner_def, inner_declared = inner
+            hosted_inner = rehost_template(inner_def, n, name=f"cl_rehost_{n}_callee", declared=inner_declared)
+            params = template_parameters(definition)
+            if hosted_inner is None or params is None:
+                continue
+            usings, inner_struct, alias = hosted_inner
+            wrapper_params = with_defaults(params[0], declared) if declared is not None else params[0]
+            struct = (f"{inner_struct}template <{wrapper_params}>\nstruct cl_rehost_{n} {{\n{asserts}\n"
+                      f"using {alias} = typename cl_rehost_{n}_callee<{callee_args}>::{alias};\n}};\n")
+            file = target.extent.start.file.name
+            alias_at = (file, _read_text(file, memo), target.extent.start.offset, inner_def)
+        else:
+            usings, struct, alias = hosted
         name_alias = f"cl_rehosted_{n}"
-        alias_line = src.count("\n", 0, template.extent.start.offset) + 1 + \
-            definition[:definition.find(f"using {alias}")].count("\n") if f"using {alias}" in definition else None
+        file, src, offset, text_of = alias_at
+        hit = re.search(rf"\busing\s+{re.escape(alias)}\s*=", blank_comments(text_of))
+        alias_line = src.count("\n", 0, offset) + 1 + text_of[:hit.start()].count("\n") if hit else None
         opening = "".join(f"namespace {x} {{ " for x in ns)
         closing = "".join("} " for _ in ns)
         out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n} {{\n{usings}\n{struct}}}\n"
@@ -615,31 +650,69 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     return out
 
 
-def _find_template(unit, name: str, paths: set[tuple]):
-    """The function template ``name`` declared (in a header) in one of the namespaces ``paths``
-    the source opens (``("flashinfer", "gemm")``)."""
+def _namespaces_of(cursor) -> list[str]:
+    """The named namespaces around ``cursor``, outermost first."""
     import clang.cindex as ci
 
-    def walk(cursors, rest):
+    ns = []
+    p = cursor.semantic_parent
+    while p is not None and p.kind == ci.CursorKind.NAMESPACE:
+        ns.insert(0, p.spelling)
+        p = p.semantic_parent
+    return ns
+
+
+def _template_definition(cursors: list, memo: dict) -> tuple | None:
+    """``(cursor, definition text, parameter list of another declaration or None)`` of the
+    function template among ``cursors`` (its declarations, :func:`_find_templates`) that has a
+    body; None when none has. A skipped body is not in the cursor's extent: it is the braces
+    right after the signature. The other declaration (a header's, which may give the default
+    arguments the definition leaves out) is the first that is not the definition."""
+    from .launchers import _matching, blank_comments, template_parameters
+
+    found = None
+    others = []
+    for c in cursors:
+        file = c.extent.start.file.name
+        src = _read_text(file, memo)
+        end = c.extent.end.offset
+        clean = blank_comments(src)
+        brace = clean.find("{", end)
+        close = (_matching(clean, brace, "{", "}")
+                 if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None)
+        if close is None:
+            others.append(src[c.extent.start.offset:end])
+            continue
+        if found is None:
+            found = (c, src[c.extent.start.offset:close + 1])
+    if found is None:
+        return None
+    declared = next((p[0] for p in map(template_parameters, others) if p is not None), None)
+    return found[0], found[1], declared
+
+
+def _find_templates(unit, name: str, paths: set[tuple]) -> list:
+    """The declarations of function template ``name`` (in headers) in one of the namespaces
+    ``paths`` the source opens (``("flashinfer", "gemm")``): those of the longest path that
+    has any, in the order of the unit (a header's declaration, then the definition)."""
+    import clang.cindex as ci
+
+    def walk(cursors, rest, out):
         for ns in cursors:
             kids = list(ns.get_children())
             if not rest:
-                for c in kids:
-                    if (c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.spelling == name
-                            and c.location.file is not None and c.location.file.name != unit.filename):
-                        return c
+                out += [c for c in kids if c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.spelling == name
+                        and c.location.file is not None and c.location.file.name != unit.filename]
                 continue
-            hit = walk([k for k in kids if k.kind == ci.CursorKind.NAMESPACE and k.spelling == rest[0]],
-                       rest[1:])
-            if hit is not None:
-                return hit
-        return None
+            walk([k for k in kids if k.kind == ci.CursorKind.NAMESPACE and k.spelling == rest[0]],
+                 rest[1:], out)
+        return out
 
     for path in sorted(paths, key=len, reverse=True):
-        hit = walk([unit.tu.cursor], path)
-        if hit is not None:
-            return hit
-    return None
+        hits = walk([unit.tu.cursor], path, [])
+        if hits:
+            return hits
+    return []
 
 
 # ---------------------------------------------------------------------------------------

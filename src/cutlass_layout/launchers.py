@@ -13,7 +13,11 @@ A kernel declared in a function *template* that a source instantiates explicitly
 :func:`rehost_template` copies the template's declarations up to the kernel alias into a
 class template of the same parameters (local ``constexpr`` values become static members,
 ``using namespace`` goes to the enclosing scope), so the kernel of each instantiation is a
-named type.
+named type. TensorRT-LLM's SM90 mixed-input launchers need more of it: their kernel alias is
+``GemmKernel`` naming a selector's ``::Type`` (no ``GemmUniversal<`` spelled), fpA_intB's
+sits under ``if constexpr`` (:func:`declarations_only`), the MoE ones forward to an ``_impl``
+template (:func:`forwarded_call`) and take a default argument only their header declares
+(:func:`with_defaults`).
 
 Both are text transforms of the install's own code; whatever they produce is compiled, and a
 transform that does not compile is not used (:mod:`cutlass_layout.kernels` falls back to the
@@ -28,6 +32,12 @@ import re
 KERNEL_ALIAS_RE = re.compile(
     r"\busing\s+(\w+)\s*=\s*(?:typename\s+)?(?:[\w:]+\s*<\s*)*?"
     r"(?:(?:::)?cutlass::)?(?:gemm::)?(?:kernel::)?(?<!device::)GemmUniversal\s*<")
+#: An alias named ``GemmKernel``, whatever it names: what a function template re-hosted
+#: (:func:`rehost_template`) declares its kernel as where no ``GemmUniversal<`` is spelled
+#: (TensorRT-LLM's mixed-input MoE launcher: ``using GemmKernel = typename
+#: GemmKernelSelector<...>::Type;``, a ``GemmUniversalPrecomputedScheduler`` or a
+#: ``SingleWarpgroupPersistentGemm``). Whether it is a kernel, the parse says.
+GEMM_KERNEL_ALIAS_RE = re.compile(r"\busing\s+(GemmKernel)\s*=")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -56,12 +66,13 @@ _SKIPPED = re.compile(r"""//[^\n]*|/\*.*?(?:\*/|\Z)|(["'])((?:\\.|\\\Z|(?!\1)[^\
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
-def cut_after_last_kernel_alias(body: str) -> int | None:
+def cut_after_last_kernel_alias(body: str, pattern: re.Pattern = KERNEL_ALIAS_RE) -> int | None:
     """The index just after the ``;`` ending the last kernel alias of ``body`` (a function or
-    macro body), or None when it has none."""
+    macro body), or None when it has none; ``pattern`` says what a kernel alias is
+    (:data:`KERNEL_ALIAS_RE`, or :data:`GEMM_KERNEL_ALIAS_RE` for a re-hosted template)."""
     clean = blank_comments(body)
     last = None
-    for m in KERNEL_ALIAS_RE.finditer(clean):
+    for m in pattern.finditer(clean):
         depth = 0
         for i in range(m.end(), len(clean)):
             ch = clean[i]
@@ -209,10 +220,9 @@ def explicit_instantiations(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
-def rehost_template(definition: str, index: int) -> tuple[str, str, str] | None:
-    """A class template holding a function template's declarations up to its last kernel
-    alias: returns ``(using-directives, class template text, kernel alias name)``; the class is
-    named ``cl_rehost_<index>``. None when the body has no kernel alias."""
+def template_parameters(definition: str) -> tuple[str, int] | None:
+    """``(parameter list as written, index after its ``>``)`` of a template declaration's
+    ``template <...>`` (comments ignored), or None when ``definition`` starts otherwise."""
     clean = blank_comments(definition)
     m = re.match(r"\s*template\s*<", clean)
     if not m:
@@ -220,29 +230,179 @@ def rehost_template(definition: str, index: int) -> tuple[str, str, str] | None:
     gt = _matching(clean, m.end() - 1, "<", ">")
     if gt is None:
         return None
-    params = definition[m.end():gt]
-    paren = clean.find("(", gt)
+    return definition[m.end():gt], gt + 1
+
+
+def with_defaults(params: str, declared: str) -> str:
+    """A template parameter list ``params`` (a definition's) with the default arguments that
+    another declaration of the same template (``declared``, its parameter list) gives and
+    ``params`` lacks: TensorRT-LLM declares ``ScaleMode = MixedInputScaleMode::kPostMma`` in
+    ``moe_gemm_tma_ws_mixed_input_launcher.h`` and defines the template in the ``.inl``
+    without it, and sources instantiate it with one argument fewer. A list of another length
+    is returned unchanged."""
+    def split(text: str) -> list[str]:
+        clean = blank_comments(text)
+        return [text[s - 1:e - 1] for s, e in _arg_spans("<" + clean + ">", 0, len(clean) + 1)] if clean.strip() else []
+
+    mine, theirs = split(params), split(declared)
+    if len(mine) != len(theirs):
+        return params
+    out = []
+    for p, d in zip(mine, theirs):
+        clean_d = blank_comments(d)
+        eq = _top_level_equals(clean_d)
+        if _top_level_equals(blank_comments(p)) is None and eq is not None:
+            p = p + " = " + d[eq + 1:].strip()
+        out.append(p)
+    return ", ".join(out)
+
+
+def _top_level_equals(clean: str) -> int | None:
+    """Index of the first ``=`` of ``clean`` outside brackets (a parameter's default)."""
+    depth = 0
+    for i, ch in enumerate(clean):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "=" and depth == 0 and clean[i + 1:i + 2] != "=" and clean[i - 1:i] not in "=!<>":
+            return i
+    return None
+
+
+def _body(definition: str) -> tuple[str, str] | None:
+    """``(template parameters, body after its ``{``)`` of a function template's definition."""
+    found = template_parameters(definition)
+    if found is None:
+        return None
+    params, after = found
+    clean = blank_comments(definition)
+    paren = clean.find("(", after)
     close = _matching(clean, paren, "(", ")") if paren >= 0 else None
     if close is None:
         return None
     brace = clean.find("{", close)
     if brace < 0:
         return None
-    body = definition[brace + 1:]
+    return params, definition[brace + 1:]
+
+
+#: the message of the ``static_assert`` an ``if constexpr`` around the kernel becomes
+HOISTED_IF = ("cutlass-layout: the launcher declares no kernel with these template arguments "
+              "(the if constexpr around its kernel alias is false)")
+
+
+def declarations_only(kept: str) -> str:
+    """The part of a function body before its kernel alias (``kept``, comments blanked) as
+    class members: statements that are upper-case macro calls (``TLLM_LOG_DEBUG(...);``:
+    logging, no declaration) blanked, and an ``if constexpr (C) {`` still open at the end
+    (the kernel declared inside it, as fpA_intB's ``fpA_intB_launcher_sm90.inl`` does under
+    ``!should_filter_tma_warp_specialized_gemm_problem_shape_v<...>``) replaced by
+    ``static_assert((C), "...")``: the declarations inside it are the class's, and an
+    instantiation where ``C`` is false, for which the launcher declares no kernel, fails with
+    that message instead of being laid out. Anything else is kept as written."""
+    out = kept
+    for m in reversed(list(re.finditer(r"(?:^|(?<=[;{}]))(\s*)([A-Z][A-Z0-9_]*)\s*\(", kept))):
+        close = _matching(kept, m.end() - 1, "(", ")")
+        semi = re.match(r"\s*;", kept[close + 1:]) if close is not None else None
+        if semi is None:
+            continue
+        stop = close + 1 + semi.end()
+        out = out[:m.end(1)] + _NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
+    for m in reversed(list(re.finditer(r"\bif\s+constexpr\s*\(", out))):
+        close = _matching(out, m.end() - 1, "(", ")")
+        if close is None:
+            continue
+        brace = re.match(r"\s*\{", out[close + 1:])
+        if brace is None or _matching(out, close + brace.end(), "{", "}") is not None:
+            continue  # a statement, or a block closed before the alias
+        cond = out[m.end():close]
+        out = (out[:m.start()] + f'static_assert(({cond}), "{HOISTED_IF}");'
+               + out[close + 1 + brace.end():])
+    return out
+
+
+def _no_statements(kept: str) -> bool:
+    code = blank_comments("\n".join(ln for ln in kept.split("\n") if not ln.lstrip().startswith("#")))
+    return re.search(r"\b(if|for|while|return|switch)\b\s*[(\w]", code) is None
+
+
+def rehost_template(definition: str, index: int, *, name: str | None = None,
+                    declared: str | None = None) -> tuple[str, str, str] | None:
+    """A class template holding a function template's declarations up to its last kernel
+    alias: returns ``(using-directives, class template text, kernel alias name)``; the class is
+    named ``name`` (``cl_rehost_<index>`` by default). The kernel alias is the last
+    :data:`KERNEL_ALIAS_RE` of the body, else its last ``using GemmKernel = ...``
+    (:data:`GEMM_KERNEL_ALIAS_RE`). The body before it becomes members
+    (:func:`declarations_only`; local ``constexpr`` values static members, ``using namespace``
+    moved out); ``declared``, another declaration's parameter list, gives the parameters'
+    default arguments (:func:`with_defaults`). None when the body has no kernel alias or
+    statements other than declarations come before it."""
+    found = _body(definition)
+    if found is None:
+        return None
+    params, body = found
+    if declared is not None:
+        params = with_defaults(params, declared)
+    pattern = KERNEL_ALIAS_RE
     cut = cut_after_last_kernel_alias(body)
     if cut is None:
+        pattern = GEMM_KERNEL_ALIAS_RE
+        cut = cut_after_last_kernel_alias(body, pattern)
+    if cut is None:
         return None
-    kept = blank_comments(body[:cut])
-    alias = KERNEL_ALIAS_RE.findall(kept)[-1]
+    kept = declarations_only(blank_comments(body[:cut]))
+    alias = pattern.findall(kept)[-1]
     usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
     kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
     # a local constant becomes a static data member
     kept = re.sub(r"(^|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
-    code = "\n".join(ln for ln in kept.split("\n") if not ln.lstrip().startswith("#"))
-    if re.search(r"\b(if|for|while|return|switch)\b\s*[(\w]", code):
+    if not _no_statements(kept):
         return None  # statements: not a list of declarations
-    struct = (f"template <{params}>\nstruct cl_rehost_{index} {{\n{kept}\n{closers(kept)}\n}};\n")
+    struct = (f"template <{params}>\nstruct {name or f'cl_rehost_{index}'} {{\n{kept}\n{closers(kept)}\n}};\n")
     return "\n".join(usings), struct, alias
+
+
+def forwarded_call(definition: str) -> tuple[str, str, str] | None:
+    """What a function template that only forwards to another does: ``(callee as written,
+    its template arguments as written, the declarations before the call)`` where the body is,
+    apart from ``static_assert``\\ s and upper-case macro statements, one call
+    ``callee<args>(...);`` (or ``return callee<args>(...);``). TensorRT-LLM's
+    ``sm90_generic_mixed_moe_gemm_kernelLauncher`` and ``..._small_k_kernelLauncher`` call
+    ``sm90_generic_mixed_moe_gemm_kernelLauncher_impl<..., KernelType>``, which declares the
+    kernel. None for any other body."""
+    found = _body(definition)
+    if found is None:
+        return None
+    _, body = found
+    clean = blank_comments(body)
+    end = _matching("{" + clean, 0, "{", "}")
+    if end is None:
+        return None
+    inner = declarations_only(clean[:end - 1])
+    asserts = []
+    for m in reversed(list(re.finditer(r"\bstatic_assert\s*\(", inner))):
+        close = _matching(inner, m.end() - 1, "(", ")")
+        semi = re.match(r"\s*;", inner[close + 1:]) if close is not None else None
+        if semi is None:
+            return None
+        stop = close + 1 + semi.end()
+        asserts.insert(0, inner[m.start():stop])
+        inner = inner[:m.start()] + " " * (stop - m.start()) + inner[stop:]
+    m = re.fullmatch(r"\s*(?:return\s+)?((?:::)?[A-Za-z_][\w:]*)\s*(<.*)", inner, re.S)
+    if m is None:
+        return None
+    rest = m.group(2)
+    gt = _matching(rest, 0, "<", ">")
+    if gt is None:
+        return None
+    call = re.match(r"\s*\(", rest[gt + 1:])
+    if call is None:
+        return None
+    close = _matching(rest, gt + 1 + call.end() - 1, "(", ")")
+    if close is None or not re.fullmatch(r"\s*;\s*", rest[close + 1:]):
+        return None
+    return m.group(1), " ".join(rest[1:gt].split()), "\n".join(asserts)
 
 
 # ---------------------------------------------------------------------------------------

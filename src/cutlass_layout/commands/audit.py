@@ -62,7 +62,15 @@ CUTLASS_TYPES = {
     "cutlass::float_e3m2_t": "e3m2", "cutlass::float_e2m3_t": "e2m3",
     "cutlass::half_t": "f16", "cutlass::bfloat16_t": "bf16", "float": "f32", "void": "void",
     "cutlass::tfloat32_t": "tf32", "int8_t": "s8", "signed char": "s8",
+    "cutlass::int4b_t": "s4", "cutlass::uint4b_t": "u4", "uint8_t": "u8", "unsigned char": "u8",
+    # int4b_t and uint4b_t as a canonical type spells them (cutlass/integer_subbyte.h:
+    # ``template <int Bits, bool Signed = true> struct integer_subbyte``)
+    "cutlass::integer_subbyte<4>": "s4", "cutlass::integer_subbyte<4, true>": "s4",
+    "cutlass::integer_subbyte<4, false>": "u4",
 }
+#: integer weight kinds: a ``cute::tuple<weight, scale[, zero]>`` of one is named by the weight
+#: (TensorRT-LLM's weight-only GEMMs pair the weight with its group scales, and zeros)
+INTEGER_KINDS = ("s4", "u4", "s8", "u8")
 #: (data, scale factor) of a block-scaled element -> flag name
 BLOCK_SCALED = {
     ("e2m1", "cutlass::float_ue4m3_t"): "nvfp4", ("e2m1", "cutlass::float_ue8m0_t"): "mxfp4",
@@ -76,13 +84,17 @@ BLOCK_SCALED = {
 def element_kind(spelled: str) -> str | None:
     """The flag name of a CUTLASS element type as a collective spells it:
     ``cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>`` (block-scaled data and its
-    scale factor) -> ``nvfp4``; ``cutlass::bfloat16_t`` -> ``bf16``; None when unknown."""
+    scale factor) -> ``nvfp4``; ``cute::tuple<cutlass::uint4b_t, cutlass::half_t>`` (an
+    integer weight with its scales, and zeros: a mixed-input mainloop's) -> ``u4``;
+    ``cutlass::bfloat16_t`` -> ``bf16``; None when unknown."""
     s = " ".join(spelled.split())
     if s.startswith("cute::tuple<"):
         parts = template_args(s)
-        if len(parts) == 2:
-            data = element_kind(parts[0])
-            return BLOCK_SCALED.get((data, parts[1]))
+        data = element_kind(parts[0]) if parts else None
+        if len(parts) == 2 and (data, parts[1]) in BLOCK_SCALED:
+            return BLOCK_SCALED[(data, parts[1])]
+        if len(parts) in (2, 3) and data in INTEGER_KINDS:
+            return data  # an integer weight with its scales (and zeros)
         return None
     for prefix, name in (("cutlass::detail::float_e2m1_unpacksmem_t", "e2m1"),
                          ("cutlass::detail::float_e4m3_unpacksmem_t", "e4m3")):
@@ -209,15 +221,108 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
             "epilogue_schedule": epilogue, "sm_version": sm_version, "mma_tile": mma_tile}
 
 
+#: TensorRT-LLM's SM90 mixed-input launchers (function templates a generated source
+#: instantiates explicitly) -> their template parameters, in order:
+#: ``moe_gemm/launchers/moe_gemm_tma_ws_mixed_input_launcher.h`` (W4A8/W4A16 MoE; ``ScaleMode``
+#: defaults to ``kPostMma``; the small-K launcher adds ``KernelType``) and
+#: ``fpA_intB_gemm/launchers/fpA_intB_launcher_sm90.h`` (fpA_intB dense GEMM), both under
+#: ``.../tensorrt_llm/kernels/cutlass_kernels/`` (flashinfer 0.7.2.post1).
+MIXED_LAUNCHERS = {
+    "sm90_generic_mixed_moe_gemm_kernelLauncher": (
+        "T", "WeightType", "GemmOutputType", "EpilogueTag", "CTAShape", "ClusterShape",
+        "MainloopScheduleType", "EpilogueScheduleType", "QuantOp", "ScaleMode"),
+    "sm90_generic_mixed_moe_small_k_kernelLauncher": (
+        "T", "WeightType", "GemmOutputType", "EpilogueTag", "CTAShape", "ClusterShape",
+        "MainloopScheduleType", "EpilogueScheduleType", "QuantOp", "ScaleMode", "KernelType"),
+    "sm90_generic_mixed_gemm_kernelLauncher": (
+        "ActivationType", "WeightType", "ScaleZeroType", "BiasType", "OutputType", "QuantOp",
+        "EpilogueTag", "CTAShape", "ClusterShape", "MainloopScheduleType", "EpilogueScheduleType"),
+}
+#: a mainloop schedule tag -> TensorRT-LLM's ``MainloopScheduleType`` name (``gemm_configs.h``)
+_SCHEDULES = {"KernelTmaWarpSpecializedCooperative": "COOPERATIVE",
+              "KernelTmaWarpSpecializedPingpong": "PINGPONG"}
+#: the MoE launcher's kernel schedule for its ``MainloopScheduleType`` argument
+#: (``moe_gemm_tma_ws_mixed_input_launcher.inl``: ``using KernelSchedule = std::conditional_t<
+#: is_same_v<MainloopScheduleType, KernelTmaWarpSpecializedPingpong>,
+#: KernelPtrArrayTmaWarpSpecializedPingpong, KernelPtrArrayTmaWarpSpecializedCooperative>``)
+_MOE_SCHEDULES = {"KernelTmaWarpSpecializedPingpong": "KernelPtrArrayTmaWarpSpecializedPingpong"}
+
+
+def _cute_shape(text: str) -> list[int] | None:
+    """``[128, 16, 128]`` of ``cute::Shape<cute::Int<128>, cute::Int<16>, cute::Int<128>>`` (or
+    ``_128``-style) as a source writes it; None for anything else."""
+    dims = re.findall(r"(?:\bInt\s*<\s*(\d+)\s*>|\b_(\d+)\b)", text)
+    return [int(a or b) for a, b in dims] if len(dims) == 3 else None
+
+
+def mixed_identity(owner: str) -> dict | None:
+    """The tactic identity of a kernel re-hosted from an explicit instantiation of one of
+    :data:`MIXED_LAUNCHERS` (``owner``: ``name<arguments as written>``), from its template
+    arguments: the tile and cluster (``CTAShape``, ``ClusterShape``), the activation, weight
+    and output kinds, and a name built as the runtime's config fields are
+    (``CtaShape<M>x<N>x<K>B_ClusterShape_<M>x<N>x<K>_<schedule>``, then the scale mode where
+    one is given, the quantisation for fpA_intB). The ``CtaShape`` enum counts K as the
+    dispatch does: the mixed-input MoE dispatch (``moe_gemm_template_dispatch_tma_ws_mixed_dtype.h``,
+    ``DISPATCH_MIXED_DTYPE_MOE_TILE(CtaShape64x16x128B, 64, 16, 128)``) passes the enum's
+    number as the tile's K; fpA_intB's (``fpA_intB_gemm_template_sm90.h``: ``Ktile = 128 /
+    sizeof(ActivationType)`` for every ``...x128B``) counts bytes of the activation. The
+    schedule is ``KernelType`` (``SINGLE_WARPGROUP_PREFILL``, ...) where given, else the
+    mainloop schedule tag's ``MainloopScheduleType`` (``COOPERATIVE``, ``PINGPONG``). Both
+    launchers swap A and B (the weight is the mainloop's A): ``swap_ab`` is True.
+    ``schedule`` is the kernel schedule the launcher passes the builder (the dispatch
+    policy's, which a canonical spelling leaves out where it is the default): fpA_intB's
+    ``MainloopScheduleType`` itself, the MoE launcher's ``KernelPtrArray...`` of it. None for
+    another owner or arguments that do not parse."""
+    name, _, rest = owner.partition("<")
+    params = MIXED_LAUNCHERS.get(name.strip().split("::")[-1])
+    if params is None or not rest:
+        return None
+    values = template_args("x<" + rest)
+    if not len(params) - 2 <= len(values) <= len(params):
+        return None
+    args = dict(zip(params, values))
+    tile, cluster = _cute_shape(args["CTAShape"]), _cute_shape(args["ClusterShape"])
+    if tile is None or cluster is None:
+        return None
+    act = args.get("T") or args.get("ActivationType")
+    weight = args["WeightType"]
+    out = args.get("GemmOutputType") or args.get("OutputType")
+    kind = lambda t: CUDA_TYPES.get(t, (CUTLASS_TYPES.get(t),))[0]  # noqa: E731
+    dense = "ActivationType" in args
+    k = tile[2]
+    if dense:
+        bits = CUDA_TYPES.get(act, (None, None))[1]
+        if bits is None:
+            return None
+        k = tile[2] * bits // 8
+    schedule = _name(args.get("KernelType", "")) or _SCHEDULES.get(_name(args["MainloopScheduleType"]))
+    if schedule is None:
+        return None
+    label = f"CtaShape{tile[0]}x{tile[1]}x{k}B_ClusterShape_{'x'.join(map(str, cluster))}_{schedule}"
+    if "ScaleMode" in args:
+        label += "_" + _name(args["ScaleMode"]).lstrip("k")
+    if dense:
+        label += "_" + _name(args["QuantOp"])
+    mainloop = _name(args["MainloopScheduleType"])
+    kernel_schedule = mainloop if dense else _MOE_SCHEDULES.get(mainloop, "KernelPtrArrayTmaWarpSpecializedCooperative")
+    return {"family": MOE, "name": label, "fusion": None, "operands": [kind(act), kind(weight)],
+            "swap_ab": True, "out": kind(out), "tile": tile, "cluster": cluster,
+            "schedule": kernel_schedule}
+
+
 def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
               install_root: Path) -> Tactic:
-    """The :class:`Tactic` of a kernel found in a source of ``module``."""
+    """The :class:`Tactic` of a kernel found in a source of ``module``: named from its launcher
+    macro's arguments (:func:`_moe_identity`), a mixed-input launcher's template arguments
+    (:func:`mixed_identity`), else its launcher and kernel alias."""
     parts = kernel_parts(kernel_core(k.spelling) or k.spelling)
     decl = Path(k.decl_file) if k.decl_file else None
     if decl is not None and not decl.is_absolute():
         decl = None
     args = _macro_args(k, decl) if decl is not None else {}
     ident = _moe_identity(args) if args else None
+    if ident is None and k.macro is None:
+        ident = mixed_identity(k.owner)
     owner = re.sub(r"\(.*", "", k.owner) or "(namespace scope)"
     if ident is None:
         swap = next((v for p, v in args.items() if re.fullmatch(r"SWAP_?AB_?", p, re.I)), None)
@@ -244,7 +349,9 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     t = Tactic(
         family=ident["family"], name=ident["name"], a=a, b=b, out=ident["out"],
         fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=tile,
-        cluster=ident["cluster"], kernel=parts["kernel"], schedule=parts["schedule"],
+        cluster=ident["cluster"], kernel=parts["kernel"],
+        schedule=parts["schedule"] if str(parts["schedule"]).startswith("Kernel") or not ident.get("schedule")
+        else ident["schedule"],
         file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
         launcher_line=k.decl_line, report=report, mma_sms=ident.get("mma_sms"),
         dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"),
