@@ -156,3 +156,23 @@ def mini(tmp_path, monkeypatch):
     dest = tmp_path / "site-packages"
     shutil.copytree(MINI, dest)
     return dest
+
+
+@pytest.fixture
+def only_sources(monkeypatch):
+    """``only_sources(keep)``: an audit in this test parses only the generated sources whose
+    file name ``keep`` accepts (the install's builders still run; their other sources are
+    dropped from every module). Returns the patched ``jit_modules``, to read those modules."""
+    from cutlass_layout import flashinfer_jit
+
+    real = flashinfer_jit.jit_modules
+
+    def patch(keep):
+        def some(*args, **kwargs):
+            builds = real(*args, **kwargs)
+            for m in builds.modules:
+                m.generated = [p for p in m.generated if keep(p.name)]
+            return builds
+        monkeypatch.setattr(flashinfer_jit, "jit_modules", some)
+        return some
+    return patch

@@ -53,17 +53,10 @@ def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -
     ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_128.cu", "sm_100a"),
     ("sm103", "fp4_gemm_cutlass_sm103", "_128_256_128.cu", "sm_103a"),
 ])
-def test_dense_fp4_tactics_against_nvcc(arch, family, part, nvcc_arch, nvcc, tmp_path, monkeypatch):
+def test_dense_fp4_tactics_against_nvcc(arch, family, part, nvcc_arch, nvcc, tmp_path, only_sources):
     """One generated source of the family, audited (the builders run, then only it is kept,
     so that the test parses one source) and compiled by nvcc's host pass."""
-    from cutlass_layout import flashinfer_jit
-
-    def one_source(*args, **kwargs):
-        builds = jit_modules(*args, **kwargs)
-        for m in builds.modules:
-            m.generated = [p for p in m.generated if p.name.endswith(part)]
-        return builds
-    monkeypatch.setattr(flashinfer_jit, "jit_modules", one_source)
+    only_sources(lambda name: name.endswith(part))
     res = audit(SPEC, arch, family=family)
     assert res.tactics and all(t.report.capacity.value == CAPACITY for t in res.tactics)
     install = resolve_flashinfer(SPEC)

@@ -137,45 +137,26 @@ SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm100_M128_BS_group22.generated.cu",
 @pytest.mark.network
 @pytest.mark.nvcc
 @pytest.mark.slow
-def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
+def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     """Two of the 242 generated sources, audited (the install's builders run, then only these
     two are kept, so that the test parses two sources) and compiled by nvcc's host pass for
     sm_100a with the module's flags: every launcher's kernel, mainloop and epilogue
     ``sizeof(SharedStorage)`` and stage count as nvcc computes them (``cl_show``, see
     tests/test_audit_nvcc.py) equal the audit's, and each launcher line is one tactic."""
-    from cutlass_layout import engine, flashinfer_jit
+    from cutlass_layout import engine
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.sources import resolve_flashinfer
-    from test_audit_nvcc import nvcc_flags, nvcc_host_pass_sizes
+    from test_audit_nvcc import moe_sizes_against_nvcc
 
-    real = flashinfer_jit.jit_modules
-
-    def two_sources(*args, **kwargs):
-        builds = real(*args, **kwargs)
-        for m in builds.modules:
-            if m.name.startswith("fused_moe"):
-                m.generated = [p for p in m.generated if p.name in SAMPLE]
-        return builds
-    monkeypatch.setattr(flashinfer_jit, "jit_modules", two_sources)
+    some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm100", family="moe")
     install = resolve_flashinfer(SPEC)
     tgt = engine.target(install.tree)
-    moe = next(m for m in two_sources(install, "sm100", cuda_version=tgt.cuda.version).modules
+    moe = next(m for m in some(install, "sm100", cuda_version=tgt.cuda.version).modules
                if m.name.startswith("fused_moe"))
     assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
     assert len({t.id for t in res.tactics}) == len(res.tactics) == 16
-    compared = 0
-    for source in moe.generated:
-        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, install.tree, "sm_100a"), tmp_path)
-        mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
-        assert got and set(got) == set(mine), (sorted(got), sorted(mine))
-        for line, (kernel, mainloop, epilogue, stages) in got.items():
-            r = mine[line].report
-            assert r.capacity.value == CAPACITY
-            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
-                (kernel, mainloop, epilogue, stages), mine[line].id
-            compared += 1
-    assert compared == 16
+    assert moe_sizes_against_nvcc(res, moe, install.tree, "sm_100a", tmp_path, CAPACITY) == 16
     # each is in its runner's list (get_candidate_configs_sm100, by hand: NVFP4 128x256 1SM TMA,
     # f16 128x256 2SM TMA and bf16 128x32 1SM NO_SMEM, each with every dynamic cluster and
     # Undefined; FINALIZE and swap_ab copies of the TMA ones)

@@ -345,25 +345,18 @@ def nvcc_sizes(source, flags: list[str], work) -> dict[int, tuple[int, ...]]:
 @pytest.mark.network
 @pytest.mark.nvcc
 @pytest.mark.slow
-def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, monkeypatch):
+def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     """Three of the SM90 MoE module's generated sources (its builders run, then only these are
     kept), audited, and compiled by nvcc for sm_90a with the module's flags: every explicit
     instantiation is one tactic, and its kernel's, mainloop's and epilogue's
     ``sizeof(SharedStorage)`` and the mainloop's stage count are nvcc's; those nvcc finds over
     the capacity (8) are the ones the audit says are."""
-    from cutlass_layout import engine, flashinfer_jit
+    from cutlass_layout import engine
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.sources import resolve_flashinfer
     from test_audit_nvcc import nvcc_flags
 
-    real = flashinfer_jit.jit_modules
-
-    def some(*args, **kwargs):
-        builds = real(*args, **kwargs)
-        for m in builds.modules:
-            m.generated = [p for p in m.generated if p.name in SAMPLE]
-        return builds
-    monkeypatch.setattr(flashinfer_jit, "jit_modules", some)
+    some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm90", family="moe")
     install = resolve_flashinfer(SPEC)
     tgt = engine.target(install.tree)
