@@ -119,14 +119,16 @@ def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
     assert compared >= 4
 
 
-def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int) -> int:
+def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int,
+                           sizes=None) -> int:
     """Compare every tactic of ``res`` from the generated sources of ``moe`` (a JIT module)
-    with nvcc's host pass of that source for ``arch`` (:func:`nvcc_host_pass_sizes`): each
-    launcher line is one tactic, with nvcc's kernel, mainloop and epilogue bytes and stages,
-    against ``capacity``. Returns how many were compared."""
+    with what nvcc computes of that source for ``arch`` (``sizes(source, flags, work)``:
+    ``{line: (kernel, mainloop, epilogue, stages)}``, by default :func:`nvcc_host_pass_sizes`):
+    each launcher line is one tactic, with nvcc's kernel, mainloop and epilogue bytes and
+    stages, against ``capacity``. Returns how many were compared."""
     compared = 0
     for source in moe.generated:
-        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, tree, arch), work)
+        got = (sizes or nvcc_host_pass_sizes)(source, nvcc_flags(moe, tree, arch), work)
         mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
         assert got and set(got) == set(mine), (sorted(got), sorted(mine))
         for line, (kernel, mainloop, epilogue, stages) in got.items():

@@ -518,18 +518,25 @@ def _word(c: str) -> bool:
     return c.isalnum()
 
 
+def common_affixes(a: str, b: str) -> tuple[int, int]:
+    """``(prefix, suffix)``: how many characters two texts share at their start and, after
+    that prefix, at their end."""
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
+        suf += 1
+    return pre, suf
+
+
 def renamed_part(old: str, new: str) -> tuple[str, str]:
     """The parts of two ids that differ, each widened to whole words (runs of letters and
     digits): ``(…_1SM::GemmKernelDefault…, …_1SMfalse::GemmKernelDefault…)`` ->
     ``("1SM", "1SMfalse")``. Equal texts give ``("", "")``."""
     if old == new:
         return "", ""
-    pre = 0
-    while pre < min(len(old), len(new)) and old[pre] == new[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(old), len(new)) - pre and old[-1 - suf] == new[-1 - suf]:
-        suf += 1
+    pre, suf = common_affixes(old, new)
     start = pre
     while start > 0 and _word(old[start - 1]):
         start -= 1

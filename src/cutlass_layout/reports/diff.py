@@ -4,6 +4,7 @@ that differ flagged."""
 
 from __future__ import annotations
 
+from ..commands.diff import common_affixes
 from ..config import tile_text
 from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side
 from .common import Column, markdown_table, md_cell
@@ -80,12 +81,7 @@ def _excerpt(a: str, b: str, width: int = 150) -> tuple[str, str]:
     """Both texts, shortened around where they differ when they are long."""
     if len(a) <= width and len(b) <= width:
         return a, b
-    pre = 0
-    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
-        pre += 1
-    suf = 0
-    while suf < min(len(a), len(b)) - pre and a[-1 - suf] == b[-1 - suf]:
-        suf += 1
+    pre, suf = common_affixes(a, b)
     start = max(0, pre - 40)
 
     def cut(t: str) -> str:
