@@ -1408,17 +1408,22 @@ class Tactic:
 
     @property
     def id(self) -> str:
-        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/NSM][/dynamic_cluster][/nosmem][/smV]``
-        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``; SM100:
+        """Unique within an audit: ``family/name/AxB/out[/fusion][/swap_ab][/clusterMxNxK][/NSM][/dynamic_cluster][/nosmem][/smV]``
+        (``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``; SM90, whose generator writes
+        one launcher per static cluster of a tile enum:
+        ``moe/CtaShape128x16x128B/e4m3xe4m3/f16/finalize/swap_ab/cluster2x1x1``; SM100:
         ``moe/CtaShape128x64x128B/e4m3xe4m3/bf16/none/swap_ab/2sm/dynamic_cluster/nosmem``; the
         Sm103 kernels of an SM103 build, beside its Sm100 ones of the same tile enums:
         ``moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/1sm/sm103``): ``smV`` for a
-        ``sm_version`` other than 100."""
+        ``sm_version`` other than 100; ``clusterMxNxK`` (:meth:`cluster_part`) for a static
+        cluster other than 1x1x1 that neither the name nor the 1SM/2SM part says."""
         parts = [self.family, self.name or self.launcher, f"{self.a}x{self.b}", str(self.out)]
         if self.fusion:
             parts.append(self.fusion)
         if self.swap_ab:
             parts.append("swap_ab")
+        if self.cluster_part():
+            parts.append(self.cluster_part())
         if self.mma_sms:
             parts.append(f"{self.mma_sms}sm")
         if self.dynamic_cluster:
@@ -1428,6 +1433,19 @@ class Tactic:
         if self.sm_version not in (None, 100):
             parts.append(f"sm{self.sm_version}")
         return "/".join(parts)
+
+    def cluster_part(self) -> str | None:
+        """The id's cluster part, ``cluster2x1x1``, for a TensorRT-LLM MoE tactic named by its
+        tile enum alone (``CtaShape...B``; the SM90 mixed-input names carry
+        ``_ClusterShape_...`` themselves) with a static cluster other than 1x1x1 and no 1SM/2SM
+        choice (SM10x's ``mma_sms`` follows its cluster's M): SM90's generator writes one
+        launcher per cluster of a tile (1x1x1, 2x1x1, 1x2x1, 2x2x1 in flashinfer 0.7.2.post1).
+        None otherwise: 1x1x1, the only cluster of SM120's launchers, is left out, so their
+        ids have none."""
+        if (self.family != "moe" or not str(self.name).startswith("CtaShape") or "_ClusterShape_" in self.name
+                or self.mma_sms is not None or not self.cluster or list(self.cluster) == [1, 1, 1]):
+            return None
+        return "cluster" + "x".join(map(str, self.cluster))
 
     # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
     # two cannot disagree. None where the kernel does not compile (or was not laid out).
