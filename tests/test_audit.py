@@ -10,6 +10,7 @@ and against nvcc's host pass (tests/test_audit_nvcc.py).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -558,6 +559,9 @@ def test_a_family_with_no_kernel_says_so(mini):
     res = audit(str(mini), family="gemm_sm120", jobs=1)
     assert res.tactics == [] and [u["filter"] for u in res.unmatched] == ["family"]
     assert res.unmatched[0]["note"] in res.notes and "its 3 source(s) for sm120 gave no kernel" in res.notes[-1]
+    # no kernel laid out, so no capacity read: the head leaves it out rather than guess
+    from cutlass_layout.reports.audit import _head
+    assert res.capacity is None and _head(res)[2] == "sm120: 0 tactics from 3 generated sources"
 
 
 def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
@@ -616,6 +620,9 @@ def test_cli_filter_notes_and_check(mini, capsys):
     assert main(["audit", str(mini), "--grep", "finalise"]) == 0
     out, err = capsys.readouterr()
     assert "finalise" not in out and err.startswith("note: --grep finalise: matched no tactic")
+    # the arch's capacity is still the one its headers give (the fixture's arch.h, line 8)
+    assert re.search(r"^sm120: 0 tactics from \d+ generated sources; capacity 101376 B "
+                     r"\(sm120_smem_capacity_bytes, cutlass/arch/arch\.h:8\)$", out, re.M)
     # --check: a filter that kept nothing fails it, saying so
     assert main(["audit", str(mini), "--tile", "128x128x32", "--check"]) == 1
     assert "check failed: 1 filter(s) matched no tactic" in capsys.readouterr().err

@@ -125,6 +125,57 @@ def test_a_tile_that_matches_nothing_names_both_tiles(tmp_path):
 
 
 # -------------------------------------------------------------------------------------------
+# the report: how many are SM100-built kernels; the columns that tell twin rows apart
+def _result(tmp_path, tactics):
+    from types import SimpleNamespace
+
+    from cutlass_layout.model import AuditResult, Constant
+
+    for t in tactics:  # no numbers: what is checked here is which row says what
+        t.report = SimpleNamespace(error=None, stages=None, mainloop=None, epilogue=None, kernel=None,
+                                   headroom_bytes=None, verdict="fits", exact_fit=False, config=None)
+    prov = {"library": "flashinfer-python", "version": "0.7.2.post1", "origin": SPEC, "cutlass_version": "4.5.0",
+            "cutlass_root": str(tmp_path), "tree_hash": "0"}
+    return AuditResult(provenance=prov, arch="sm103", tactics=tactics, capacity=Constant(
+        name="sm100_smem_capacity_bytes", value=CAPACITY, file="cutlass/arch/arch.h", line=46))
+
+
+def test_the_head_counts_the_sm100_built_kernels_of_an_sm103_audit(tmp_path):
+    from cutlass_layout.reports.audit import _head, built_elsewhere
+
+    res = _result(tmp_path, [_tactic(tmp_path, args) for args, _ in LINES])  # 2 Sm103, 2 Sm100, 1 Sm120
+    assert built_elsewhere(res) == " (2 of them Sm100 kernels, which an sm103 build compiles too)"
+    assert _head(res)[2] == ("sm103: 5 tactics (2 of them Sm100 kernels, which an sm103 build compiles too) "
+                             "from 0 generated sources; capacity 232448 B (sm100_smem_capacity_bytes, "
+                             "cutlass/arch/arch.h:46)")
+    res = _result(tmp_path, [_tactic(tmp_path, LINES[3][0])])
+    res.arch = "sm100"  # an SM100 audit's own kernels are not counted
+    assert built_elsewhere(res) == ""
+
+
+def test_twin_rows_differ_in_a_column(tmp_path):
+    """An Sm100 and an Sm103 launcher of one tile enum, types, fusion, swap_ab, 1SM, dynamic
+    cluster, no-smem epilogue (the second line of LINES with its arch tag changed): the arch tag
+    column tells them apart, and the columns whose value they share are left out."""
+    from cutlass_layout.reports.audit import _columns_and_rows
+
+    sm103 = LINES[1][0]
+    twins = [_tactic(tmp_path, sm103), _tactic(tmp_path, sm103.replace("Sm103", "Sm100", 1))]
+    cols, rows = _columns_and_rows(_result(tmp_path, twins).tactics)
+    heads = [c.header for c in cols]
+    assert "arch tag" in heads and not {"MMA", "cluster", "epi"} & set(heads)
+    assert [r[heads.index("arch tag")] for r in rows] == ["Sm103", "Sm100"]
+    assert len({tuple(r) for r in rows}) == 2
+    # 1SM and 2SM, static and dynamic cluster, TMA and no-smem epilogues: each a column
+    mixed = [_tactic(tmp_path, args) for args, _ in LINES[:2]]
+    cols, rows = _columns_and_rows(_result(tmp_path, mixed).tactics)
+    heads = [c.header for c in cols]
+    assert [[r[heads.index(h)] for h in ("MMA", "cluster", "epi")] for r in rows] == [
+        ["2SM", "2x1x1", "tma"], ["1SM", "dynamic", "nosmem"]]
+    assert "arch tag" not in heads  # both Sm103
+
+
+# -------------------------------------------------------------------------------------------
 # runtime candidates: which configs run which arch tag's kernel
 def test_sm103_candidates_match_the_arch_tag(tmp_path):
     """A config of an SM103 runner's list runs the Sm103 kernel (fifth entry 103) or an Sm100

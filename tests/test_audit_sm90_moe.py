@@ -45,6 +45,20 @@ def test_sm120_and_sm100_ids_have_no_cluster_part(tmp_path):
     assert _tactic(tmp_path, sm100).id == "moe/CtaShape128x64x128B/f16xf16/f16/none/2sm"
 
 
+def test_the_cluster_column_tells_the_sm90_twins_apart(tmp_path):
+    from cutlass_layout.reports.audit import _columns_and_rows
+    from test_audit_sm103_moe import _result
+
+    twins = [_tactic(tmp_path, FIN.format(m=m, n=n)) for m, n in ((1, 1), (2, 1), (1, 2), (2, 2))]
+    cols, rows = _columns_and_rows(_result(tmp_path, twins).tactics)
+    heads = [c.header for c in cols]
+    assert [r[heads.index("cluster")] for r in rows] == ["1x1x1", "2x1x1", "1x2x1", "2x2x1"]
+    assert not {"arch tag", "MMA", "epi"} & set(heads)  # no SM10x choices on SM90
+    # one cluster: no column
+    cols, _ = _columns_and_rows(_result(tmp_path, [_tactic(tmp_path, NONE_1)]).tactics)
+    assert "cluster" not in [c.header for c in cols]
+
+
 def _macro_calls(text: str) -> list[str]:
     """The argument lists of the macro calls of a generated source (each call spans 4 lines)."""
     return [" ".join(m.group(1).split())

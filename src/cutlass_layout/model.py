@@ -1527,8 +1527,9 @@ class AuditResult:
             CUTLASS tree and libclang (as in a layout report).
         arch: the arch asked for: ``sm120``, ``sm121`` (laid out with SM120's builds),
             ``sm100``, ``sm103`` or ``sm90`` (:data:`cutlass_layout.commands.audit.AUDIT_ARCHS`).
-        capacity: the arch's capacity constant read from the headers (None when no kernel
-            was laid out).
+        capacity: the arch's capacity constant read from the headers, through the kernels
+            laid out before any filter (so a filter that keeps no tactic leaves it known); None
+            when no kernel was laid out.
         tactics: one :class:`Tactic` per kernel, in the order
             :func:`cutlass_layout.commands.audit.sort_tactics` gives.
         sources: one entry per source the install's JIT compiles for the arch: ``{module,

@@ -1074,6 +1074,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         notes.append("runtime candidates: the install's candidate list for the arch could not be read")
     elif cand is not None and cand.note:
         notes.append(cand.note)
+    # the arch's capacity as its headers give it, read from every kernel laid out, before the
+    # filters: a filter that keeps nothing does not make it unknown
+    capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     if family is not None:
         tactics = [t for t in tactics if t.family == family]
     unmatched = []
@@ -1090,7 +1093,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats.update(search_fixes(tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
                               use_cache=use_cache, cached_only=cached_only))
     notes += [u["note"] for u in unmatched]
-    capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
     provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,

@@ -80,6 +80,11 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         # K in bytes of the activation, as TensorRT-LLM counts it (with swap_ab, B)
         return tile_text(x.tile, x.b if x.swap_ab else x.a, tile_bytes)
 
+    def cluster(x):
+        if x.dynamic_cluster:
+            return "dynamic"
+        return "-" if not x.cluster else "x".join(map(str, x.cluster))
+
     columns = [  # (column, cell)
         (Column("verdict"), lambda x: (_VERDICT_TEXT[x.verdict], _VERDICT_STYLE[x.verdict])),
         (Column("tactic", wrap=True, code=True), lambda x: str(x.name or x.launcher)),
@@ -87,6 +92,10 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("out"), lambda x: str(x.out or "-")),
         (Column("fusion"), lambda x: str(x.fusion or "-")),
         (Column("swap"), lambda x: "" if not x.swap_ab else "swap"),
+        (Column("arch tag"), lambda x: "-" if x.sm_version is None else f"Sm{x.sm_version}"),
+        (Column("MMA"), lambda x: "-" if x.mma_sms is None else f"{x.mma_sms}SM"),
+        (Column("cluster"), cluster),
+        (Column("epi"), lambda x: str(x.epilogue_schedule or "-")),
         (Column("tile"), tile),
         (Column("stages", right=True), lambda x: num(x, x.report.stages)),
         (Column("mainloop", right=True), lambda x: num(x, x.report.mainloop and x.report.mainloop.size)),
@@ -98,18 +107,26 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
     ]
     optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
                 "tried": lambda x: x.runtime_candidate is not None, "fix": lambda x: x.fix is not None}
+    # shown only where the table's rows differ in them (an SM103 build's Sm100 and Sm103 twins,
+    # SM100's 1SM and 2SM ones, SM90's clusters): what tells such twin rows apart
+    varying = ("arch tag", "MMA", "cluster", "epi")
     shown = [(c, f) for c, f in columns
-             if c.header not in optional or any(optional[c.header](x) for x in tactics)]
+             if (c.header not in optional or any(optional[c.header](x) for x in tactics))
+             and (c.header not in varying or len({f(x) for x in tactics}) > 1)]
     return [c for c, _ in shown], [[f(x) for _, f in shown] for x in tactics]
 
 
 def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
-    """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, tile, stages, the
-    three SharedStorage sizes, headroom, whether the runtime tries it and what fits instead
-    (:func:`fix_cell`; bytes). Columns that say nothing for the family (no fusion, no swap_ab,
-    no runtime list, no fix) are left out; the
-    numeric ones never are, and the name is the one that wraps. ``tile_bytes``: K in bytes
-    of A's element, as TensorRT-LLM's tile names count it."""
+    """One family's tactics: verdict, name, A x B, output, fusion, swap_ab, the launcher's arch
+    tag (``Sm103``), 1SM/2SM, cluster (``dynamic`` for a runtime one), epilogue schedule
+    (``tma``, ``nosmem``), tile, stages, the three SharedStorage sizes, headroom, whether the
+    runtime tries it and what fits instead (:func:`fix_cell`; bytes). Columns that say nothing
+    for the family (no fusion, no swap_ab, no runtime list, no fix) are left out, and so are
+    arch tag, 1SM/2SM, cluster and epilogue schedule where every row has the same (so an SM120
+    table has none of them, while twin rows that differ only there, an SM103 build's Sm100 and
+    Sm103 kernels of one tile enum, are told apart); the numeric ones never are, and the name
+    is the one that wraps. ``tile_bytes``: K in bytes of A's element, as TensorRT-LLM's tile
+    names count it."""
     columns, rows = _columns_and_rows(tactics, tile_bytes)
     return rich_table(columns, rows, title=title)
 
@@ -126,15 +143,33 @@ def _families(result) -> dict[str, list]:
     return families
 
 
+def built_elsewhere(result) -> str:
+    """`` (1476 of them Sm100 kernels, which an sm103 build compiles too)``: how many tactics'
+    launchers have the arch tag (``sm_version``) of another arch than the one audited, per tag
+    (an SM103 build compiles SM100's MoE kernels beside its own 96 Sm103 ones; they run on SM103
+    too, against the same capacity); nothing where there are none."""
+    own = re.sub(r"\D", "", result.arch)
+    counts: dict[int, int] = {}
+    for t in result.tactics:
+        if t.sm_version is not None and str(t.sm_version) != own:
+            counts[t.sm_version] = counts.get(t.sm_version, 0) + 1
+    if not counts:
+        return ""
+    (v, n), *more = sorted(counts.items())
+    what = " and ".join([f"{n} of them Sm{v}"] + [f"{m} Sm{w}" for w, m in more])
+    return f" ({what} kernels, which an {result.arch} build compiles too)"
+
+
 def _head(result) -> list[str]:
     p = result.provenance
     cap = result.capacity
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     parsed = [s for s in result.sources if not s.get("skipped")]
+    capacity = f"; capacity {cap.value} B{where}" if cap is not None else ""
     return [f"{p['library']} {p['version']} ({p['origin']})",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
-            f"{result.arch}: {len(result.tactics)} tactics from {len(parsed)} generated sources; "
-            f"capacity {result.capacity_bytes if cap else '-'} B{where}"]
+            f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} from {len(parsed)} "
+            f"generated sources{capacity}"]
 
 
 #: the location an error ends with where it is the source itself (an absolute path:
