@@ -96,6 +96,25 @@ def least_carveout(stages: int) -> int:
     return REDUCED - (stages + 1) * STAGE_BYTES + 1
 
 
+def test_an_exact_fit_is_a_fix():
+    """One rule for "fits" (headroom >= 0): the fix search takes a stage count whose kernel
+    fills the capacity exactly, as ``layout``'s verdict and ``sweep``'s ``max that fits`` do.
+    Bytes of 0.7.2.post1's exact-fit MXFP8 x MXFP4 128x32x128 tactic (4 stages, 101376 B) and
+    its over-capacity FINALIZE 128x256x128 twin (102400 B), against SM120's 101376."""
+    from cutlass_layout.fixes import is_fix
+    from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
+
+    cap = Constant(name="sm120_smem_capacity_bytes", value=101376)
+
+    def rep(size, error=None):
+        return LayoutReport(config={}, provenance=Provenance("/r", "4.5.0", "h", "o"), capacity=cap,
+                            kernel=None if error else StructLayout("SharedStorage", size, 1024, 0), error=error)
+    exact = rep(101376)
+    assert exact.fits and exact.exact_fit and is_fix(exact)
+    assert not is_fix(rep(102400)) and is_fix(rep(74752))
+    assert not is_fix(rep(0, CompileError(kind="static_assert", message="m")))
+
+
 def test_least_carveout_by_hand():
     assert STAGE_BYTES == 27776 and least_carveout(2) == 17617
     assert (REDUCED - 17617) // STAGE_BYTES == 2 and (REDUCED - 17616) // STAGE_BYTES == 3
@@ -112,9 +131,10 @@ def moe_072():
 @pytest.mark.network
 @pytest.mark.slow
 def test_every_fix_fits_and_one_more_stage_does_not(moe_072):
-    """Every over-capacity and exact-fit tactic has a fix (16 in 0.7.2.post1: 4 over, 12 exact),
-    with headroom left, and the stage count above it was laid out (or is the tactic's own)
-    and does not fit with headroom; tactics that fit have none."""
+    """Every over-capacity and exact-fit tactic has a fix (16 in 0.7.2.post1: 4 over, 12 exact):
+    a stage count below the tactic's whose kernel fits (headroom >= 0; here all have headroom
+    left), and the stage count above it is the tactic's own or was laid out and does not fit;
+    tactics that fit have none."""
     needing = [t for t in moe_072.tactics if t.verdict in ("over_capacity", "exact_fit")]
     assert len(needing) == 16
     cap = moe_072.capacity_bytes
@@ -123,7 +143,7 @@ def test_every_fix_fits_and_one_more_stage_does_not(moe_072):
         assert f is not None and f.error is None and f.stages is not None, t.id
         assert f.headroom_bytes > 0 and f.headroom_bytes == cap - f.kernel_bytes
         above = f.searched.get(f.stages + 1, t.kernel_bytes if f.stages + 1 == t.stages else None)
-        assert above is not None and above >= cap, t.id
+        assert above is not None and (above > cap or f.stages + 1 == t.stages), t.id
         assert f.stages < t.stages and f.searched[f.stages] == f.kernel_bytes
         # the bytes the builder did not count add up, and its budget is its formula's
         b = f.builder

@@ -23,9 +23,17 @@ How (:func:`search_fixes`):
 * first N = S - 1 for every tactic (S its stage count), then, for those that still do not
   fit, every N from 2 to S - 2 at once (the SM90/SM120 collectives refuse fewer than 2).
 
-The fix is the largest N whose kernel has headroom left (> 0: an exact fit is what
-TensorRT-LLM's occupancy check, ``smem_size + static >= max``, rejects), so N + 1 was laid out
-and does not fit. Each tactic's answer is cached (kind ``fixes``; :func:`fix_key`).
+The fix is the largest N below S whose kernel fits (:attr:`cutlass_layout.model.LayoutReport.fits`:
+headroom >= 0, the rule of ``layout``'s verdict and of ``sweep``'s ``max that fits``): N + 1 is
+S, or was laid out and does not fit. An exact fit fits: CUDA takes a
+dynamic shared-memory size up to the opt-in limit, and TensorRT-LLM's TMA warp-specialized
+MoE launchers run no occupancy check (``moe_gemm_tma_ws_launcher.inl``: "TMA WS kernels do
+not support calculating occupancy"; its ``compute_occupancy_for_kernel``, ``smem_size +
+static >= max``, serves the SM80 MoE and fpA_intB launchers). Measured on an H200 (opt-in
+limit 232448 B): ``cudaFuncSetAttribute(MaxDynamicSharedMemorySize, 232448)`` and a launch
+with 232448 B of dynamic shared memory succeed, 232449 is "invalid argument". N is below S, so an exact-fit
+tactic's fix has fewer stages than the tactic. Each tactic's answer is cached (kind
+``fixes``; :func:`fix_key`).
 """
 
 from __future__ import annotations
@@ -211,6 +219,13 @@ def fix_key(want: Want, target: list) -> str:
                target=list(target), code=FIX_CODE + ENGINE_SOURCES)
 
 
+def is_fix(rep: LayoutReport) -> bool:
+    """Whether a layout of the search, ``StageCount<N>``'s, can be the fix: it compiled and
+    its kernel fits (:attr:`~cutlass_layout.model.LayoutReport.fits`, headroom >= 0: an exact
+    fit too, as ``layout``'s verdict and ``sweep``'s ``max that fits`` count it)."""
+    return rep.error is None and bool(rep.fits)
+
+
 @dataclass
 class _Candidate:
     want: int  # index into the group's wants
@@ -372,7 +387,7 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
         for c, rep in zip(cands, reps):
             fix = fixes[c.want]
             fix.searched[c.stages] = None if rep.error is not None else rep.smem_bytes
-            if rep.error is None and rep.headroom_bytes is not None and rep.headroom_bytes > 0:
+            if is_fix(rep):
                 if c.want not in best or best[c.want][0].stages < c.stages:
                     best[c.want] = (c, rep)
             elif rep.error is not None and fix.error is None:

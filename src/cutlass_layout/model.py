@@ -412,8 +412,9 @@ class LayoutReport:
 
     @property
     def exact_fit(self) -> bool | None:
-        """Headroom exactly 0: fits, but TensorRT-LLM's occupancy check rejects it (``None``
-        if not computed)."""
+        """Headroom exactly 0: fits (CUDA takes the opt-in limit itself), but any growth puts
+        it over, and TensorRT-LLM's occupancy check (``compute_occupancy_for_kernel``, which
+        its SM80 MoE and fpA_intB launchers run) rejects it (``None`` if not computed)."""
         h = self.headroom_bytes
         return None if h is None else h == 0
 
@@ -1268,8 +1269,9 @@ class Fix:
     """What fits instead of an over-capacity (or exact-fit) tactic: the same kernel (the same
     launcher, only its mainloop builder's stage-count argument replaced by
     ``cutlass::gemm::collective::StageCount<N>``) laid out for stage counts below the
-    builder's own, and the largest N whose kernel fits with headroom left (an exact fit is not
-    one: TensorRT-LLM's occupancy check rejects it). Bytes throughout.
+    builder's own, and the largest N whose kernel fits (headroom >= 0, as :attr:`LayoutReport.fits`
+    and ``sweep``'s ``max that fits`` count it: an exact fit fits, :mod:`cutlass_layout.fixes`
+    says why). Bytes throughout.
 
     Attributes:
         stages: that N, or None when no stage count searched fits (or none could be searched).
