@@ -125,3 +125,28 @@ def test_sweep_markdown_and_tiles_in_bytes():
     buf = io.StringIO()
     render(res, Console(file=buf, width=200, highlight=False), tile_bytes=False)
     assert "128x128x128" in buf.getvalue() and "128x128x64B" not in buf.getvalue()
+
+
+def test_sweep_says_what_the_install_builds_once_per_config():
+    """A sweep over stage counts of one preset config: the install's tactics of that config
+    (the same for every stage count) are said once, the label once. The tactic is the seed
+    case (handed.md section E: FINALIZE 128x256x128, 3 stages, 102400 B, over by 1024)."""
+    from cutlass_layout.model import Approximation
+    from cutlass_layout.reports.sweep import approximation_notes
+
+    seed = {"id": "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize", "verdict": "over_capacity", "stages": 3,
+            "kernel_bytes": 102400, "headroom_bytes": -1024, "runtime_candidate": True}
+    recs = []
+    for stages in (None, 2, 3):
+        cfg = Config(tile=(128, 256, 128), preset="trtllm-moe", d="bf16", stages=stages)
+        r = _rec(cfg.tile, None, "does_not_compile", None, cfg=cfg)
+        r.approximation = Approximation(preset="trtllm-moe", kernel="TensorRT-LLM's MoE grouped GEMM",
+                                        install="flashinfer-python 0.7.2.post1", family="moe", arch="sm120",
+                                        audited=True, tactics=[seed])
+        recs.append(r)
+    prov = Provenance("/r", "4.5.0", "h", "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)", "c", "p", "s", [])
+    notes = approximation_notes(SweepResult(prov, [r.config for r in recs], recs))
+    assert notes[1:] == [
+        "128x256x128: flashinfer-python 0.7.2.post1 builds it as (its audit, cached):",
+        "  moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize: 102400 B, 3 stages, over capacity by 1024 B "
+        "(tried by the runtime)"]

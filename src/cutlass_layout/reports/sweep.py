@@ -162,28 +162,35 @@ _CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bo
 def approximation_notes(result: SweepResult, tile_bytes: bool = False) -> list[str]:
     """What the preset configs' numbers approximate: a line per preset
     (:func:`~cutlass_layout.reports.common.approximation_head`); where the tree is a
-    flashinfer install's, per config the tactics its cached audit has for it (indented
-    below the config's label), one line naming the configs it has none for, or the audit to
-    run when it is not cached."""
+    flashinfer install's, the tactics its cached audit has for a config (indented below the
+    config's label; once for configs that differ only in their stage count, which the
+    tactics do not depend on, and once for configs given the same tactics), one line naming
+    the configs it has none for, or the audit to run when it is not cached (each config
+    named once)."""
     recs = [r for r in result.sorted_records() if r.approximation is not None]
     if not recs:
         return []
     out = list(dict.fromkeys(approximation_head(r.approximation) for r in recs))
     cfgs = {id(r): r.to_dict()["config"] for r in result.records}
     var = varying_keys(list(cfgs.values()))
-    todo, none = {}, {}
+    todo, none, built = {}, {}, {}
     for r in recs:
         appr = r.approximation
         label = config_label(cfgs[id(r)], var, tile_bytes)
         if appr.audited is None:
             continue
         if not appr.audited:
-            todo.setdefault(audit_command(appr), []).append(label)
+            group = todo.setdefault(audit_command(appr), [])
         elif not appr.tactics:
-            none.setdefault((appr.install, appr.family), []).append(label)
-        else:
-            out.append(f"{label}: {appr.install} builds it as (its audit, cached):")
-            out += [f"  {tactic_text(t)}" for t in appr.tactics]
+            group = none.setdefault((appr.install, appr.family), [])
+        else:  # the same tactics for each stage count of a config: said once
+            group = built.setdefault((appr.install, tuple(tactic_text(t) for t in appr.tactics)), [])
+        if label not in group:
+            group.append(label)
+    for (install, texts), labels in built.items():
+        out.append(f"{', '.join(labels)}: {install} builds {'it' if len(labels) == 1 else 'them'} as "
+                   "(its audit, cached):")
+        out += [f"  {t}" for t in texts]
     for (install, family), labels in none.items():
         fam = f"{family} tactic" if family else "JIT-module tactic"
         out.append(f"{install} builds no {fam} of {', '.join(labels)} (same arch, kernel, A, B, D, "
