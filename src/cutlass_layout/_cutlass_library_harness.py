@@ -96,6 +96,7 @@ def run(request: dict) -> dict:
     """Enumerate (see the module docstring): ``{"kernels": [describe(op)], "filters": the
     manifest's name filters as it parsed them}``."""
     sys.path.insert(0, request["root"])
+    sys.dont_write_bytecode = True  # nothing is written into the library's folder (a checkout's, the cache's)
     sys.argv = ["generator.py"]  # the library parses sys.argv at import (--disable-cutlass-package-imports)
     import logging
 

@@ -521,6 +521,15 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
                    "(one the install does not build is refused, listing those it does).")
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
+@click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's own --kernels (comma-separated name filters, "
+                   "* between parts that must appear in order; all: every kernel; default: its default set).")
+@click.option("--ignore-kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's --ignore-kernels (only with --kernels).")
+@click.option("--exclude-kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's --exclude-kernels.")
+@click.option("--instantiation-level", default=None, metavar="LEVEL",
+              help="CUTLASS's kernel library: its generator's --instantiation-level (SM90/SM100; max, or 1111).")
 @format_options("text", "markdown", "json", "github")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
@@ -531,14 +540,21 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path,
-              **flags):
+def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
+              instantiation_level, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
     flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
     one installed here). What it builds is read
     from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
+
+    Or CUTLASS's own kernel library (what cutlass_profiler builds): nvidia-cutlass==VERSION,
+    its .whl, a folder with cutlass_library, or a CUTLASS checkout. Its generator
+    (generator.py's Manifest and GenerateSM120-style functions, in the same sandbox) picks the
+    kernels, with its own --kernels, --ignore-kernels, --exclude-kernels and
+    --instantiation-level; each is laid out from the C++ the library's emitter writes, beside
+    the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
     That runs the install's own generator code (as importing it would) in a sandboxed child
     process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
     tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
@@ -575,12 +591,24 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_fil
         raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
     arch = archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
+    library = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
+               "instantiation_level": instantiation_level}
+    if blocklist_file and api.is_kernel_library(src if src is not None else cutlass_src):
+        raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
     bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
     res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
+                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True,
+                    **{k: v for k, v in library.items() if v is not None}, **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
+    elif fmt != "github" and res.provenance.get("library") == "cutlass_library":
+        from .reports.library_audit import render_library_audit, to_markdown as library_markdown
+
+        if fmt == "markdown":
+            click.echo(library_markdown(res), nl=False)
+        else:
+            render_library_audit(res)
     elif fmt == "markdown":
         from .reports.audit import to_markdown
 
