@@ -16,8 +16,6 @@ import json
 import re
 import shutil
 import sys
-from pathlib import Path
-
 import pytest
 
 from cutlass_layout import BadInput, api
@@ -26,7 +24,6 @@ from cutlass_layout.kernel_library import LibraryKernel, Selection, builder_args
 from cutlass_layout.runner import is_progress_line
 from cutlass_layout.sources import is_kernel_library, resolve_kernel_library
 
-MINI_LIBRARY = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_cutlass_library"
 SPEC = "nvidia-cutlass==4.2.0.0"
 #: 8 kernels of nvidia-cutlass 4.2.0.0's SM120 list, one of each kind: MXFP4 (F8F6F4 and MXF4
 #: MMAs), a block-scale-factor epilogue, stream-K, NVFP4, sparse, blockwise FP8 and its grouped twin
@@ -50,15 +47,6 @@ def _error_line(capsys, argv: list[str]) -> str:
     assert code == 2, err
     assert "Traceback" not in err and len(lines) == 1 and lines[0].startswith("error: "), lines
     return lines[0]
-
-
-@pytest.fixture
-def mini_library(tmp_path, monkeypatch):
-    """A copy of the stand-in library (as a site-packages) and a private cache."""
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI_LIBRARY, dest)
-    return dest
 
 
 # ---------------------------------------------------------------------------------------
@@ -241,9 +229,9 @@ def _nvcc_source(kernels) -> str:
     out.append("#if !defined(__CUDA_ARCH__)\n")
     for j, k in enumerate(kernels):
         n = k.name
-        out.append(f"constexpr std::size_t cl_shown_{j} = sizeof(cl_show::Show<{j}L, (long)sizeof({n}_base::SharedStorage), "
-                   f"(long)sizeof({n}_mainloop::SharedStorage), (long)sizeof({n}_epilogue::SharedStorage), "
-                   f"cl_stages<{n}_mainloop>::value>);\n")
+        out.append(f"constexpr std::size_t cl_shown_{j} = sizeof(cl_show::Show<{j}L, "
+                   f"(long)sizeof({n}_base::SharedStorage), (long)sizeof({n}_mainloop::SharedStorage), "
+                   f"(long)sizeof({n}_epilogue::SharedStorage), cl_stages<{n}_mainloop>::value>);\n")
     out.append("#endif\n")
     return "".join(out)
 

@@ -54,7 +54,8 @@ def _name(value) -> str:
 def describe(op, lib, emitters) -> dict:
     """What the library says of one operation (see the module docstring)."""
     td = op.tile_description
-    emitter_cls = emitters.get(op.gemm_kind)
+    gemm_kind = getattr(op, "gemm_kind", None)  # GEMMs only: rank-k, TRMM, convolutions have none
+    emitter_cls = emitters.get(gemm_kind) if _name(op.operation_kind) == "Gemm" else None
     emitter = emitter_cls() if emitter_cls is not None else None
     try:
         estimate = lib.CalculateSmemUsage(op)
@@ -73,7 +74,7 @@ def describe(op, lib, emitters) -> dict:
     return {
         "name": op.procedural_name(),
         "operation_kind": _name(op.operation_kind),
-        "gemm_kind": _name(getattr(op, "gemm_kind", None)),
+        "gemm_kind": None if gemm_kind is None else _name(gemm_kind),
         "arch": getattr(op, "arch", None),
         "emitter": None if emitter_cls is None else emitter_cls.__name__,
         "instance": emitter.emit(op) if emitter is not None else None,
@@ -85,7 +86,7 @@ def describe(op, lib, emitters) -> dict:
         "epilogue_schedule": _name(getattr(op, "epilogue_schedule", None)),
         "tile_scheduler": _name(getattr(op, "tile_scheduler", None)),
         "elements": {k: element(getattr(op, k, None)) for k in ("A", "B", "C", "D")},
-        "accumulator": names.get(td.math_instruction.element_accumulator),
+        "accumulator": names.get(getattr(getattr(td, "math_instruction", None), "element_accumulator", None)),
         "estimate_kib": estimate,
         "estimate_error": estimate_error,
         "capacity_kib": {str(cc): lib.SharedMemPerCC[cc] for cc in ccs},
