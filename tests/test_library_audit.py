@@ -254,3 +254,22 @@ def test_the_sample_against_nvcc(library, sample_audit, nvcc, tmp_path):
         assert (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes) == (kernel, mainloop, epilogue), t.id
         if stages >= 0:  # the sparse collective names StagesA/StagesB instead
             assert t.stages == stages, t.id
+
+
+@pytest.mark.network
+def test_the_command_lines_on_the_sample(sample_audit, capsys):
+    """Text (the library's head, the counts), Markdown, --check and layout --tactic on the
+    sample (its reports cached by the fixture); the two exact fits are nvcc's numbers
+    (test_the_sample_against_nvcc: 101376 B, the SM120 capacity)."""
+    kernels = ",".join(SAMPLE)
+    assert main(["audit", SPEC, "--kernels", kernels, "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("CUTLASS's kernel library 4.2.0 (nvidia-cutlass==4.2.0.0 (wheel ")
+    assert "sm120: 8 kernels the generator keeps (GenerateSM120, --architectures 120a, --kernels '" in out
+    assert "0 over capacity (kept by the generator), 2 exact fits, 0 do not compile, 6 fit" in out
+    assert main(["audit", SPEC, "--kernels", kernels, "--format", "markdown", "--check"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("#### Audit: nvidia-cutlass 4.2.0") and "| exact fit |" in md
+    assert main(["layout", "--tactic", SAMPLE[5], "--cutlass", SPEC, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["tactic"]["id"] == SAMPLE[5] and row["kernel"]["size"] == 101376

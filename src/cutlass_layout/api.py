@@ -357,7 +357,10 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
-            an install whose builders give no kernel for the arch (the message says why).
+            an install whose builders give no kernel for the arch (the message says why). For
+            CUTLASS's library: no library or headers at ``source``, its generator failed or
+            ran past its limits, a selection of its own that keeps no kernel; the library's
+            filters (``kernels``, ...) for a flashinfer install.
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}

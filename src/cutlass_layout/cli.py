@@ -646,14 +646,15 @@ def _audit_check_fails(res) -> bool:
     cannot be read) is over capacity, or a filter matched nothing (so what was asked for was
     not checked); says why on stderr, one line per tactic, then a summary."""
     over = res.check_failures()
+    library = res.provenance.get("library") == "cutlass_library"
     for t in over:
-        tried = "tried by the runtime" if t.runtime_candidate else \
-            "the runtime may try it: its candidate list could not be read"
+        tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
+            else "the runtime may try it: its candidate list could not be read"
         click.echo(f"check: {t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
                    f"{-t.headroom_bytes} B ({tried})", err=True)
     if over:
-        click.echo(f"check failed: {len(over)} tactic(s) the runtime would try are over capacity "
-                   f"on {res.arch}", err=True)
+        what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
+        click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
     elif res.unmatched:
         click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic, so nothing "
                    "they ask for was checked", err=True)

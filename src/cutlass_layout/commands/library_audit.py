@@ -126,6 +126,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     stats = {"kernels": len(kernels), "laid_out": len(chosen), "cached": len(chosen) - len(todo),
              "parsed": 0, "batches": 0, "parse_cpu_seconds": 0.0,
              "enumerate_seconds": round(t_enum - t0, 2)}
+    prov = tgt.provenance(clang_arch)
     if todo:
         bar = None
         try:
@@ -143,7 +144,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                         stats["parse_cpu_seconds"] += cpu
                         for i, d in zip(group, dicts):
                             rep = LayoutReport.from_dict(d)
-                            rep.provenance = tgt.provenance(clang_arch)
+                            rep.provenance = prov
                             reps[i] = rep
                             store_report(tgt, chosen[i][0], clang_arch, rep)
                             stats["parsed"] += 1
@@ -168,13 +169,14 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
         notes.append(f"{auto} kernel(s) let the builder choose the stage count: the generator's estimate "
                      "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)")
     notes += [u["note"] for u in unmatched]
-    prov = asdict(tgt.provenance(clang_arch))
     capacity = next((t.report.capacity for t in tactics if t.report and t.report.capacity is not None), None)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
-    provenance = {"library": "cutlass_library", "version": lib.version, "origin": lib.origin,
+    tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
+    provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
+                  "version": lib.version, "origin": lib.origin,
                   "root": str(lib.root), "fingerprint": lib.fingerprint,
                   "generators": list(generators), "architectures": LIBRARY_ARCHS[arch][0],
-                  "selection": selection.request(), "manifest_filters": filters, **prov}
+                  "selection": selection.request(), "manifest_filters": filters}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
                        sources=[], notes=notes, stats=stats, families=[FAMILY], unmatched=unmatched)
 
