@@ -63,6 +63,12 @@ def test_sources_that_are_the_library_are_told_from_flashinfer_installs(mini_lib
     lib = resolve_kernel_library(mini_library / "cutlass_library")
     assert lib.root == mini_library and lib.version == "4.2.0" and lib.fingerprint.startswith("py:")
     assert lib.tree.include_root == (mini_library / "cutlass_library" / "source" / "include").resolve()
+    checkout = tmp_path / "cutlass"  # a CUTLASS checkout: python/cutlass_library and include/
+    shutil.copytree(mini_library / "cutlass_library", checkout / "python" / "cutlass_library")
+    shutil.move(checkout / "python" / "cutlass_library" / "source" / "include", checkout / "include")
+    lib = resolve_kernel_library(checkout)
+    assert is_kernel_library(checkout) and lib.root == checkout / "python"
+    assert lib.tree.include_root == (checkout / "include").resolve() and lib.version == "4.2.0"
 
 
 def test_a_folder_without_the_library_or_its_headers_is_refused(mini_library, tmp_path):

@@ -548,6 +548,11 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
     one installed here). What it builds is read
     from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
+    That runs the install's own generator code (as importing it would) in a sandboxed child
+    process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
+    tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
+    and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
+    (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
 
     Or CUTLASS's own kernel library (what cutlass_profiler builds): nvidia-cutlass==VERSION,
     its .whl, a folder with cutlass_library, or a CUTLASS checkout. Its generator
@@ -555,11 +560,6 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     kernels, with its own --kernels, --ignore-kernels, --exclude-kernels and
     --instantiation-level; each is laid out from the C++ the library's emitter writes, beside
     the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
-    That runs the install's own generator code (as importing it would) in a sandboxed child
-    process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
-    tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
-    and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
-    (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
 
     The config flags of layout, sweep and diff filter what was found: --arch picks the arch
     (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
