@@ -12,6 +12,7 @@ size through an incomplete template) compared byte for byte.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -60,6 +61,7 @@ def test_sources_that_are_the_library_are_told_from_flashinfer_installs(mini_lib
     assert not is_kernel_library("flashinfer-python==0.7.2.post1")
     assert not is_kernel_library(tmp_path / "flashinfer_python-0.7.2.post1-py3-none-any.whl")
     assert not is_kernel_library(tmp_path) and not is_kernel_library(None)
+    assert is_kernel_library("nvidia-cutlass") and is_kernel_library("cutlass_library")
     lib = resolve_kernel_library(mini_library / "cutlass_library")
     assert lib.root == mini_library and lib.version == "4.2.0" and lib.fingerprint.startswith("py:")
     assert lib.tree.include_root == (mini_library / "cutlass_library" / "source" / "include").resolve()
@@ -76,6 +78,9 @@ def test_a_folder_without_the_library_or_its_headers_is_refused(mini_library, tm
         resolve_kernel_library(tmp_path / "nowhere")
     with pytest.raises(BadInput, match=r"no cutlass_library package \(generator.py, manifest.py"):
         resolve_kernel_library(tmp_path)
+    if importlib.util.find_spec("cutlass_library") is None:  # nvidia-cutlass is not installed here
+        with pytest.raises(BadInput, match="nvidia-cutlass is not installed in this environment"):
+            resolve_kernel_library("nvidia-cutlass")
     shutil.rmtree(mini_library / "cutlass_library" / "source")
     with pytest.raises(BadInput, match=r"has no CUTLASS headers beside it"):
         resolve_kernel_library(mini_library)

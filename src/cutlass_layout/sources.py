@@ -1231,6 +1231,8 @@ LIBRARY_MODULES = ("generator.py", "manifest.py", "library.py", "gemm_operation.
 LIBRARY_DIST = "nvidia-cutlass"
 _LIBRARY_SPEC = re.compile(r"^nvidia[-_]cutlass\s*==", re.I)
 _LIBRARY_WHEEL = re.compile(r"^nvidia_cutlass-", re.I)
+#: Names of the installed library: its distribution and its package
+_LIBRARY_NAMES = ("nvidia-cutlass", "nvidia_cutlass", LIBRARY_PACKAGE)
 
 
 @dataclass(frozen=True)
@@ -1266,15 +1268,15 @@ def _library_package(path: Path) -> Path | None:
 
 def is_kernel_library(src) -> bool:
     """Whether ``src`` names CUTLASS's kernel library rather than a flashinfer install:
-    ``nvidia-cutlass==VERSION``, an ``nvidia_cutlass-*.whl``, or a folder with the
-    ``cutlass_library`` package (:func:`resolve_kernel_library` takes these). Reads no
+    ``nvidia-cutlass==VERSION``, an ``nvidia_cutlass-*.whl``, ``nvidia-cutlass`` or
+    ``cutlass_library`` (the installed one), or a folder with the ``cutlass_library`` package (:func:`resolve_kernel_library` takes these). Reads no
     archive and fetches nothing."""
     if src is None or isinstance(src, KernelLibrary):
         return isinstance(src, KernelLibrary)
     if not isinstance(src, (str, os.PathLike)):
         return False
     text = os.fspath(src)
-    if _LIBRARY_SPEC.match(text.strip()):
+    if _LIBRARY_SPEC.match(text.strip()) or text.strip().lower() in _LIBRARY_NAMES:
         return True
     path = Path(text).expanduser()
     if path.suffix == ".whl":
@@ -1330,8 +1332,8 @@ def resolve_kernel_library(src) -> KernelLibrary:
     """Resolve what the user named to a :class:`KernelLibrary`: ``nvidia-cutlass==VERSION``
     (that wheel, fetched into the cache), an nvidia-cutlass ``.whl``, a site-packages (or any
     folder) holding ``cutlass_library``, the package folder itself (its headers in its
-    ``source/include``), or a CUTLASS git checkout (``python/cutlass_library`` and
-    ``include/``).
+    ``source/include``), a CUTLASS git checkout (``python/cutlass_library`` and
+    ``include/``), or ``nvidia-cutlass`` (``cutlass_library``): the one installed here.
 
     Raises:
         BadInput: no library there, no CUTLASS headers beside it, a damaged wheel, no such wheel.
@@ -1342,6 +1344,13 @@ def resolve_kernel_library(src) -> KernelLibrary:
     if _LIBRARY_SPEC.match(text):
         whl, origin = _wheel_origin(text)
         return _library_from_wheel(whl, origin)
+    if text.lower() in _LIBRARY_NAMES and not Path(text).exists():  # the one installed here
+        try:
+            dist = md.distribution(LIBRARY_DIST)
+        except md.PackageNotFoundError:
+            raise BadInput(f"{LIBRARY_DIST} is not installed in this environment: name it as "
+                           f"{LIBRARY_DIST}==VERSION, a wheel or a folder") from None
+        text = str(dist.locate_file(""))
     path = Path(text).expanduser()
     if not path.exists():
         raise BadInput(f"path does not exist: {text}")
