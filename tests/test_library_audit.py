@@ -281,6 +281,10 @@ def test_the_command_lines_on_the_sample(sample_audit, capsys):
     assert main(["audit", SPEC, "--kernels", kernels, "--format", "markdown", "--check"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("#### Audit: nvidia-cutlass 4.2.0") and "| exact fit |" in md
+    assert main(["audit", SPEC, "--kernels", kernels, "--format", "github"]) == 0
+    gh = capsys.readouterr().out.splitlines()
+    assert gh[0].startswith("::notice title=cutlass-layout%3A 2 exact fit(s)::2 kernel(s) fill the 101376 B sm120")
+    assert gh[1].startswith("cutlass-layout: CUTLASS's kernel library 4.2.0 (") and len(gh) == 2
     assert main(["layout", "--tactic", SAMPLE[5], "--cutlass", SPEC, "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["tactic"]["id"] == SAMPLE[5] and row["kernel"]["size"] == 101376

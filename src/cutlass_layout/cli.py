@@ -602,13 +602,15 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
-    elif fmt != "github" and res.provenance.get("library") == "cutlass_library":
-        from .reports.library_audit import render_library_audit, to_markdown as library_markdown
+    elif res.provenance.get("library") == "cutlass_library":
+        from .reports import library_audit
 
         if fmt == "markdown":
-            click.echo(library_markdown(res), nl=False)
+            click.echo(library_audit.to_markdown(res), nl=False)
+        elif fmt == "github":
+            click.echo(library_audit.to_github(res), nl=False)
         else:
-            render_library_audit(res)
+            library_audit.render_library_audit(res)
     elif fmt == "markdown":
         from .reports.audit import to_markdown
 

@@ -112,3 +112,36 @@ def to_markdown(result) -> str:
         out.append("")
     out += [f"**{total}**", "", checked]
     return "\n".join(out) + "\n"
+
+
+def to_github(result) -> str:
+    """The audit of CUTLASS's kernel library as GitHub Actions workflow commands: ``::error``
+    per kernel over capacity (what ``audit --check`` fails on), ``::warning`` per kernel that
+    does not compile, one ``::notice`` for the exact fits, then one summary line (bytes; no
+    file: the kernels are the generator's, not a line of a file)."""
+    from .audit import github_command
+
+    p = result.provenance
+    out = []
+    exact = []
+    for t in result.tactics:
+        if t.verdict == "over_capacity":
+            over = -t.headroom_bytes
+            out.append(github_command(
+                "error", f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
+                         f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
+                         f"kept by {t.file}",
+                title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
+        elif t.verdict == "does_not_compile":
+            out.append(github_command("warning", f"{t.id}: {t.report.error.one_line()}",
+                                      title=f"cutlass-layout: does not compile: {t.id}"))
+        elif t.verdict == "exact_fit":
+            exact.append(t)
+    if exact:
+        out.append(github_command(
+            "notice", f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} capacity exactly "
+                      f"(0 B headroom): " + ", ".join(t.id for t in exact),
+            title=f"cutlass-layout: {len(exact)} exact fit(s)"))
+    _, _, total, _ = tail_lines(result)
+    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({p['origin']}), {result.arch}: {total}")
+    return "\n".join(out) + "\n"
