@@ -186,6 +186,11 @@ def _library_module(library):
 
 @pytest.mark.network
 def test_the_default_filter_keeps_386_sm120_kernels_and_all_572(library):
+    from cutlass_layout.sources import fetch_wheel
+
+    whl = resolve_kernel_library(fetch_wheel(SPEC))  # the same library, named by its wheel's path
+    assert (whl.root, whl.fingerprint, whl.tree.tree_hash) == (library.root, library.fingerprint,
+                                                               library.tree.tree_hash)
     kernels, _ = enumerate_kernels(library, "sm120")
     assert len(kernels) == 386 and len({k.name for k in kernels}) == 386
     assert all(k.layable and k.stages == 0 and k.estimate_kib == 0 and k.capacity_kib == {} for k in kernels)
