@@ -91,13 +91,14 @@ def test_the_generator_runs_in_its_sandbox_with_the_selection_as_its_own_flags(m
     kernels, filters = enumerate_kernels(lib, "sm120")
     assert [k.name for k in kernels] == [
         "fake_sm120_gemm_e4m3_128x128x128_auto", "fake_sm120_gemm_e4m3_128x256x128_3stage",
-        "fake_sm120_gemm_grouped_e4m3_64x128x128_auto", "fake_sm120_gemm2x_e4m3_128x128x64"]
-    auto, three, grouped, old = kernels
+        "fake_sm120_gemm_grouped_e4m3_64x128x128_auto", "fake_sm120_gemm2x_e4m3_128x128x64",
+        "fake_sm120_gemm_broken_e4m3_128x128x128"]
+    auto, three, grouped, old, _ = kernels
     # the library's own figures: (128*128 + 128*128) e4m3 bytes per stage, times its stages
     assert (auto.estimate_kib, three.estimate_kib) == (0, (128 * 128 + 256 * 128) * 3 >> 10)
     assert auto.capacity_kib == {} and three.stages == 3 and grouped.gemm_kind == "GroupedUniversal3x"
     assert auto.layable and not old.layable and old.emitter == "EmitGemmUniversalInstance"
-    assert auto.instance.startswith("struct fake_sm120_gemm_e4m3_128x128x128_auto_base {")
+    assert auto.instance.startswith("struct fake_sm120_gemm_e4m3_128x128x128_auto_base {\n")
     assert auto.includes == ["cutlass/cutlass.h"] and auto.elements["A"] == "e4m3"
     assert filters["kernels"] == [] and (mini_library / "cutlass_library" / "__pycache__").exists() is False
     chosen, filters = enumerate_kernels(lib, "sm120", Selection(kernels="fake*auto,*3stage",
@@ -157,6 +158,30 @@ using k_mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     assert main_args[2] == "cutlass::float_e4m3_t" and epi_args[10] == "cutlass::bfloat16_t"
     assert stage_spec(LibraryKernel(name="k"), main_args[11]) == \
         "StageCountAutoCarveout<sizeof(<epilogue>::SharedStorage)>"
+
+
+@pytest.mark.network
+def test_each_kernel_is_laid_out_or_has_its_own_error(mini_library):
+    """The stand-in's emitted types laid out on nvidia-cutlass 4.2.0.0's headers, in one unit:
+    each ``struct SharedStorage { char x[16]; }`` is 16 bytes; the kernel whose type fails a
+    static_assert carries that error, the others their numbers; the 2.x GEMM is a note."""
+    from dataclasses import replace
+
+    from cutlass_layout.commands.library_audit import audit_library
+    from cutlass_layout.sources import resolve_cutlass
+
+    lib = replace(resolve_kernel_library(mini_library), tree=resolve_cutlass(SPEC))
+    res = audit_library(lib, "sm120", jobs=1)
+    by = {t.id: t for t in res.tactics}
+    assert sorted(by) == ["fake_sm120_gemm_broken_e4m3_128x128x128", "fake_sm120_gemm_e4m3_128x128x128_auto",
+                          "fake_sm120_gemm_e4m3_128x256x128_3stage", "fake_sm120_gemm_grouped_e4m3_64x128x128_auto"]
+    broken = by.pop("fake_sm120_gemm_broken_e4m3_128x128x128")
+    assert broken.verdict == "does_not_compile" and "a kernel that does not compile" in broken.error.message
+    # not GemmUniversal types: the probe lays each out as a storage of no GEMM shape
+    assert all(t.report.storage.size == 16 and t.headroom_bytes == 101376 - 16 for t in by.values())
+    assert res.tactics[0] is broken  # not fitting comes first
+    assert any(n.startswith("1 of the 5 kernels the generator keeps are not CUTLASS 3.x GEMMs") and
+               "Gemm/Universal (EmitGemmUniversalInstance)" in n for n in res.notes)
 
 
 # ---------------------------------------------------------------------------------------
