@@ -147,15 +147,28 @@ def nvcc():
 
 #: The miniature flashinfer install of ``fixtures/installs`` (stand-in headers written for the tests).
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
+#: The miniature stand-in of CUTLASS's cutlass_library package (written for the tests).
+MINI_LIBRARY = MINI.parent / "mini_cutlass_library"
+
+
+def _copied(src: Path, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of ``src`` as ``tmp_path/site-packages``, and a private cache."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    dest = tmp_path / "site-packages"
+    shutil.copytree(src, dest)
+    return dest
 
 
 @pytest.fixture
 def mini(tmp_path, monkeypatch):
     """A copy of the miniature install, and a private cache."""
-    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    dest = tmp_path / "site-packages"
-    shutil.copytree(MINI, dest)
-    return dest
+    return _copied(MINI, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def mini_library(tmp_path, monkeypatch):
+    """A copy of the miniature cutlass_library (as a site-packages), and a private cache."""
+    return _copied(MINI_LIBRARY, tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -169,15 +169,16 @@ def test_no_module_reaches_a_command_through_the_facade():
 #: The README's module map ("How it works"), bottom first: a module imports only modules of
 #: its own layer or of layers before it.
 LAYERS = [
-    ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness"],
+    ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness", "_cutlass_library_harness"],
     ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
-    ["engine", "verify", "gpu", "kernels", "candidates", "fixes"],
-    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist"],
+    ["engine", "verify", "gpu", "kernels", "candidates", "fixes", "kernel_library"],
+    ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist",
+     "commands.library_audit"],
     ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",
-     "reports.audit"],
+     "reports.audit", "reports.library_audit"],
     ["options", "cli"],
 ]
 

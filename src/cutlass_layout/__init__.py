@@ -14,6 +14,7 @@ From Python, with the command line's values and defaults::
     s = cl.scan(src, grep="TensorStorage")                              # s.structs, s.constants
     a = cl.audit(src, family="moe")                     # the kernels flashinfer builds: a.tactics
     t = cl.tactic("CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize", src)  # one of them: t.report
+    lib = cl.audit("nvidia-cutlass==4.2.0.0", kernels="*spgemm*")  # CUTLASS's own kernel library
     tgt = cl.target(src)                                # resolve once, pass as the source
     cl.show_progress()                                  # slow steps said on stderr, as the CLI does
 

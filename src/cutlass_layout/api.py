@@ -51,6 +51,7 @@ from .model import (AuditResult, Blocklist, BlocklistFormat, DiffResult, LayoutR
                     Tactic)
 from .probe import UserType
 from .sources import CutlassTree
+from .sources import is_kernel_library as _is_kernel_library
 from .sources import resolve_cutlass as _resolve_cutlass
 
 
@@ -305,16 +306,31 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult
 @_renamed(src="source")
 def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-          **config_values) -> AuditResult:
+          kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
+          instantiation_level: str | None = None, **config_values) -> AuditResult:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
     TensorRT-LLM's MoE kernel generator (``generate_kernels.py``); each kernel is laid out
     in its generated source with the flags its JIT compiles it with.
 
+    Or, where ``source`` is CUTLASS's own kernel library (``"nvidia-cutlass==4.2.0.0"``, its
+    wheel, a folder with ``cutlass_library``, a CUTLASS checkout:
+    :func:`cutlass_layout.sources.is_kernel_library`), every kernel the library's generator
+    keeps for ``arch`` (what ``cutlass_profiler`` builds: its ``Manifest`` and
+    ``GenerateSM120``-style functions, run in a child process), each laid out from the C++
+    the library's own emitter writes (``<name>_base``, a ``GemmUniversal``), with the
+    generator's own estimate beside it
+    (:func:`cutlass_layout.commands.library_audit.audit_library`; tactics are
+    :class:`~cutlass_layout.model.LibraryTactic`, named by procedural name). ``kernels``,
+    ``ignore_kernels``, ``exclude_kernels`` and ``instantiation_level`` are the library's own
+    filters, as its generator takes ``--kernels`` and the like (comma-separated, ``*``
+    between parts that must appear in order); ``family`` is then ``cutlass_library``.
+
     Args:
         source: a flashinfer install (site-packages or package dir, ``.whl``,
-            ``"flashinfer-python==VERSION"``); ``None``: the one installed here.
+            ``"flashinfer-python==VERSION"``), or CUTLASS's kernel library (above); ``None``:
+            the flashinfer installed here.
         arch: ``sm120``, ``sm121`` (SM120's builds, and their cached results), ``sm100``,
             ``sm103`` or ``sm90``.
         family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
@@ -341,9 +357,28 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
-            an install whose builders give no kernel for the arch (the message says why).
+            an install whose builders give no kernel for the arch (the message says why). For
+            CUTLASS's library: no library or headers at ``source``, its generator failed or
+            ran past its limits, a selection of its own that keeps no kernel; the library's
+            filters (``kernels``, ...) for a flashinfer install.
     """
+    chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
+              "instantiation_level": instantiation_level}
     with runner.showing(progress):
+        if is_kernel_library(source):
+            from .commands.library_audit import audit_library
+            from .kernel_library import FAMILY, Selection
+
+            if family is not None and family != FAMILY:
+                raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
+            return audit_library(source, arch, selection=Selection(**{k: v or "" for k, v in chosen.items()}),
+                                 grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
+                                 progress=progress, **config_values)
+        given = [k for k, v in chosen.items() if v]
+        if given:
+            raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
+                           "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
+                           "checkout), not a flashinfer install")
         return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
                             use_cache=use_cache, progress=progress, **config_values)
 
@@ -411,6 +446,8 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
            progress: bool = False) -> Tactic:
     """One kernel a flashinfer install builds, by its :func:`audit` id or a unique part of it
     (``cutlass-layout layout --tactic ID``); from the results cache when the audit has run.
+    For CUTLASS's kernel library (``source`` as :func:`audit` takes it), ``id`` is a
+    procedural name (or a ``--kernels`` filter of the library's that keeps one kernel).
 
     An id names its family first (``moe/CtaShape...``), and a TensorRT-LLM tile name
     (``CtaShape128x256x64B``, ``128x256x64B``) is the moe family's: only that family's
@@ -427,6 +464,14 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     Raises:
         BadInput: as :func:`audit`; no tactic matches, or several do (up to eight listed).
     """
+    if is_kernel_library(source):  # a procedural name is a filter of the library's own
+        from .commands.library_audit import audit_library
+        from .kernel_library import Selection
+
+        with runner.showing(progress):
+            res = audit_library(source, arch, selection=Selection(kernels=id), cuda_path=cuda_path,
+                                use_cache=use_cache, progress=progress)
+        return _audit.find_tactic(res, id)
     family = id.split("/", 1)[0] if "/" in id else None
     if _MOE_TILE.search(id):
         family = "moe"
@@ -437,6 +482,14 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
             res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache,
                                progress=progress)
     return _audit.find_tactic(res, id)
+
+
+def is_kernel_library(source) -> bool:
+    """Whether ``source`` names CUTLASS's own kernel library (``"nvidia-cutlass==4.2.0.0"``, an
+    ``nvidia_cutlass-*.whl``, a folder holding ``cutlass_library``, a CUTLASS checkout), which
+    :func:`audit` audits as the profiler's kernels, rather than a flashinfer install. Reads no
+    archive, fetches nothing and raises nothing (bytes do not come into it)."""
+    return _is_kernel_library(source)
 
 
 def show_progress(enabled: bool = True) -> bool:
@@ -629,7 +682,7 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
 __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
-    "show_progress", "blocklist_format", "tactics_blocklist",
+    "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",

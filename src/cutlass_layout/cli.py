@@ -521,6 +521,15 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
                    "(one the install does not build is refused, listing those it does).")
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
+@click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's own --kernels (comma-separated name filters, "
+                   "* between parts that must appear in order; all: every kernel; default: its default set).")
+@click.option("--ignore-kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's --ignore-kernels (only with --kernels).")
+@click.option("--exclude-kernels", default=None, metavar="FILTERS",
+              help="CUTLASS's kernel library: its generator's --exclude-kernels.")
+@click.option("--instantiation-level", default=None, metavar="LEVEL",
+              help="CUTLASS's kernel library: its generator's --instantiation-level (SM90/SM100; max, or 1111).")
 @format_options("text", "markdown", "json", "github")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
@@ -531,8 +540,8 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path,
-              **flags):
+def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
+              instantiation_level, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -544,6 +553,13 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_fil
     tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
     and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
     (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
+
+    Or CUTLASS's own kernel library (what cutlass_profiler builds): nvidia-cutlass==VERSION,
+    its .whl, a folder with cutlass_library, or a CUTLASS checkout. Its generator
+    (generator.py's Manifest and GenerateSM120-style functions, in the same sandbox) picks the
+    kernels, with its own --kernels, --ignore-kernels, --exclude-kernels and
+    --instantiation-level; each is laid out from the C++ the library's emitter writes, beside
+    the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
 
     The config flags of layout, sweep and diff filter what was found: --arch picks the arch
     (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
@@ -575,12 +591,26 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_fil
         raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
     arch = archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
+    library = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
+               "instantiation_level": instantiation_level}
+    if blocklist_file and api.is_kernel_library(src if src is not None else cutlass_src):
+        raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
     bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
     res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
+                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True,
+                    **{k: v for k, v in library.items() if v is not None}, **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))
+    elif res.provenance.get("library") == "cutlass_library":
+        from .reports import library_audit
+
+        if fmt == "markdown":
+            click.echo(library_audit.to_markdown(res), nl=False)
+        elif fmt == "github":
+            click.echo(library_audit.to_github(res), nl=False)
+        else:
+            library_audit.render_library_audit(res)
     elif fmt == "markdown":
         from .reports.audit import to_markdown
 
@@ -618,14 +648,15 @@ def _audit_check_fails(res) -> bool:
     cannot be read) is over capacity, or a filter matched nothing (so what was asked for was
     not checked); says why on stderr, one line per tactic, then a summary."""
     over = res.check_failures()
+    library = res.provenance.get("library") == "cutlass_library"
     for t in over:
-        tried = "tried by the runtime" if t.runtime_candidate else \
-            "the runtime may try it: its candidate list could not be read"
+        tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
+            else "the runtime may try it: its candidate list could not be read"
         click.echo(f"check: {t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
                    f"{-t.headroom_bytes} B ({tried})", err=True)
     if over:
-        click.echo(f"check failed: {len(over)} tactic(s) the runtime would try are over capacity "
-                   f"on {res.arch}", err=True)
+        what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
+        click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
     elif res.unmatched:
         click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic, so nothing "
                    "they ask for was checked", err=True)

@@ -736,6 +736,23 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
                  where=f"CUTLASS tree {tgt.tree.include_root}")
 
 
+def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, head: str = "",
+               where: str = "") -> Batch:
+    """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
+    instances, :mod:`cutlass_layout.kernel_library`): :func:`cutlass_layout.probe.render`'s
+    includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
+    ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.probe.subject_block`;
+    parsed with the tree's precompiled header for ``arch``; a subject's report config is its
+    ``to_dict()``."""
+    prov = tgt.provenance(arch)
+    return Batch(head=probe.render([]) + head, parse=lambda text, _members: _parse_text(tgt, text, arch),
+                 block=lambda subject, index, _budget: (block(subject, index), ""),
+                 read=lambda unit, subject, index: _read(unit, subject, index, prov),
+                 failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
+                                                          error=err),
+                 where=where or f"CUTLASS tree {tgt.tree.include_root}")
+
+
 def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     """Types-only reports of ``configs``, parsed (see the module docstring): one
     :func:`lay_out` per arch (and user header); ``done(i, report)`` is called for each as
@@ -906,4 +923,4 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
 
 
 __all__ = ["Batch", "Target", "cached", "lay_out", "layout", "layouts", "load_report", "probe_batch", "report_key",
-           "subject", "target"]
+           "subject", "target", "text_batch"]

@@ -222,26 +222,38 @@ def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[i
     """Run the harness on ``wanted`` in its sandbox (the module docstring) and return its answer.
 
     Raises:
+        BadInput: as :func:`run_sandboxed`.
+    """
+    who = f"the install's generator (flashinfer's JIT module builders, {install.root})"
+    request = {"root": str(install.root), "out": str(out), "arch": ARCH_BUILDERS[arch][1],
+               "cuda": list(cuda), "builders": [list(b) for b in wanted]}
+    return run_sandboxed(HARNESS, request, who)
+
+
+def run_sandboxed(script: Path, request: dict, who: str) -> dict:
+    """Run ``python SCRIPT REQUEST`` (a harness: a JSON request in a file, a JSON answer on
+    stdout) in the sandbox of the module docstring: :func:`child_env`, stdin closed, a fresh
+    scratch folder of the cache as its working folder (removed after), ``request["limits"]``
+    set to :func:`generator_limits` (the harness applies them before any third-party code
+    runs), and :data:`HARNESS_TIMEOUT`. ``who`` names the code that runs, in errors.
+
+    Raises:
         BadInput: in one line, the child ran past its CPU-time limit, out of its address
             space, past :data:`HARNESS_TIMEOUT`, or failed (the last line of its stderr).
     """
     cpu_s, memory_mb = generator_limits()
-    who = f"the install's generator (flashinfer's JIT module builders, {install.root})"
-    request = {"root": str(install.root), "out": str(out), "arch": ARCH_BUILDERS[arch][1],
-               "cuda": list(cuda), "builders": [list(b) for b in wanted],
-               "limits": {"cpu_s": cpu_s, "memory_mb": memory_mb}}
+    request = {**request, "limits": {"cpu_s": cpu_s, "memory_mb": memory_mb}}
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=cache_dir("generator-runs")))
     try:
         (scratch / "request.json").write_text(json.dumps(request))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
-            proc = subprocess.Popen([sys.executable, str(HARNESS), str(scratch / "request.json")],
+            proc = subprocess.Popen([sys.executable, str(script), str(scratch / "request.json")],
                                     cwd=scratch, env=child_env(scratch), stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     errors="replace", start_new_session=True)
         except OSError as exc:
-            raise BadInput(f"cannot run {sys.executable} for flashinfer's JIT module builders: "
-                           f"{exc.strerror or exc}") from None
+            raise BadInput(f"cannot run {sys.executable} for {who}: {exc.strerror or exc}") from None
         with proc:
             try:
                 stdout, stderr = proc.communicate(timeout=HARNESS_TIMEOUT)

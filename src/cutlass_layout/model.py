@@ -1676,3 +1676,60 @@ class Blocklist:
         ``TacticsBlocklist.save`` writes it."""
         return {self.format.metadata_key: dict(self.metadata),
                 self.format.tactics_key: {k: list(v) for k, v in self.invalid_tactics.items()}}
+
+
+@dataclass
+class LibraryTactic(Tactic):
+    """One kernel of CUTLASS's own kernel library (``cutlass_library``, what the profiler
+    builds), laid out exactly: a :class:`Tactic` named as the library names it.
+
+    ``family`` is ``cutlass_library``; ``name`` (and :attr:`id`) the kernel's procedural name,
+    as ``cutlass_profiler --kernels`` takes it
+    (``cutlass3x_sm120_bstensorop_gemm_ue8m0xe2m1_..._cooperative_q``); ``launcher`` the type
+    laid out (``<name>_base``, the ``GemmUniversal`` the library's emitter writes); ``file`` the
+    library's generator function (``generator.py:GenerateSM120``); ``a``, ``b``, ``out`` the
+    emitted builders' element types named as ``layout``'s flags name them; ``schedule`` and
+    ``epilogue_schedule`` the emitted kernel and epilogue schedule tags.
+
+    Attributes:
+        gemm_kind: the library's ``GemmKind`` (``BlockScaledUniversal3x``, ...).
+        stage_spec: the mainloop builder's stage-count argument as emitted
+            (``StageCountAutoCarveout<sizeof(epilogue SharedStorage)>`` for auto stages, or
+            ``StageCount<N>``).
+        library_stages: the library's ``TileDescription.stages`` (0: auto).
+        tile_scheduler: the library's ``TileSchedulerType`` name.
+        estimate_kib: what the generator assumed (``library.CalculateSmemUsage``: A and B tiles
+            times the library's stages, in KiB, rounded down; 0 for auto stages); None where it
+            raised (``estimate_error``).
+        estimate_capacity_kib: the capacities (KiB, ``SharedMemPerCC``) its filter compares the
+            estimate with, per compute capability of the kernel's range; empty where the table
+            has none (SM120: nothing is pruned).
+    """
+
+    gemm_kind: str | None = None
+    stage_spec: str | None = None
+    library_stages: int | None = None
+    tile_scheduler: str | None = None
+    estimate_kib: int | None = None
+    estimate_error: str | None = None
+    estimate_capacity_kib: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The procedural name (unique in a library's manifest)."""
+        return str(self.name)
+
+    @property
+    def estimate_bytes(self) -> int | None:
+        """:attr:`estimate_kib` in bytes (the generator's own figure is whole KiB)."""
+        return None if self.estimate_kib is None else self.estimate_kib * 1024
+
+    def to_dict(self) -> dict:
+        """:meth:`Tactic.to_dict` and the library's own view: ``gemm_kind``, ``stage_spec``,
+        ``library_stages``, ``tile_scheduler`` and ``estimate`` (``{kib, bytes, capacity_kib,
+        error}``)."""
+        return {**super().to_dict(), "gemm_kind": self.gemm_kind, "stage_spec": self.stage_spec,
+                "library_stages": self.library_stages, "tile_scheduler": self.tile_scheduler,
+                "estimate": {"kib": self.estimate_kib, "bytes": self.estimate_bytes,
+                             "capacity_kib": dict(self.estimate_capacity_kib),
+                             "error": self.estimate_error}}

@@ -1,0 +1,184 @@
+"""audit of CUTLASS's own kernel library: every kernel its generator keeps for an arch, laid out.
+
+``audit_library(src)`` enumerates what CUTLASS's profiler would build
+(:func:`cutlass_layout.kernel_library.enumerate_kernels`: the library's ``Manifest`` and
+``Generate...`` functions, its own name filters), lays out each kernel's
+``<name>_base::SharedStorage`` from the C++ the library's own emitter writes
+(:func:`cutlass_layout.kernel_library.lay_out_kernels`, batches on
+:class:`cutlass_layout.runner.Pool`, each report cached), and sets beside each what the
+generator assumed (``CalculateSmemUsage``: A and B tiles times its stage count, 0 for auto
+stages; pruned only against ``SharedMemPerCC``, which has no SM120 entry). The kernels it keeps
+that do not fit lead the table (:func:`cutlass_layout.commands.audit.sort_tactics`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict
+
+from ..errors import BadInput
+from ..kernel_library import (FAMILY, LIBRARY_ARCHS, LibraryKernel, Selection, batches, builder_args,
+                              cached_reports, emitted_shape, enumerate_kernels, lay_out_batch,
+                              stage_spec, store_report)
+from ..model import AuditResult, LayoutReport, LibraryTactic
+from .audit import element_kind, filter_tests, sort_tactics, tactic_filter, unmatched_filters
+
+
+def tag_name(spelled: str) -> str:
+    """A schedule tag's own name: ``cutlass::gemm::KernelTmaWarpSpecializedCooperative`` ->
+    ``KernelTmaWarpSpecializedCooperative`` (namespaces and template arguments left out)."""
+    return re.sub(r"<.*", "", spelled.strip()).rsplit("::", 1)[-1]
+
+
+def tactic_of(k: LibraryKernel, generators: tuple[str, ...]) -> LibraryTactic:
+    """The :class:`~cutlass_layout.model.LibraryTactic` of a kernel (no report yet): named by
+    its procedural name, its types, tile and schedules read from the C++ its emitter wrote
+    (:func:`cutlass_layout.kernel_library.builder_args`), the library's own view beside."""
+    main = builder_args(k.instance or "", "gemm")
+    epi = builder_args(k.instance or "", "epilogue")
+    get = lambda args, i: args[i] if len(args) > i else None  # noqa: E731
+    tile = emitted_shape(get(main, 9) or "") or (list(k.tile) or None)
+    cluster = list(k.cluster) if k.cluster and all(c > 0 for c in k.cluster) else None
+    return LibraryTactic(
+        family=FAMILY, name=k.name, a=element_kind(get(main, 2) or ""), b=element_kind(get(main, 5) or ""),
+        out=element_kind(get(epi, 10) or ""), fusion=None, swap_ab=None, tile=tile, cluster=cluster,
+        kernel=("grouped" if str(k.gemm_kind).startswith("Grouped") else
+                "sparse" if str(k.gemm_kind).startswith("Sparse") else "dense"),
+        schedule=tag_name(get(main, 12) or "") or k.kernel_schedule,
+        epilogue_schedule=tag_name(get(epi, 13) or "") or k.epilogue_schedule,
+        file="generator.py:" + ",".join(generators), line=None, launcher=k.base,
+        gemm_kind=k.gemm_kind, stage_spec=stage_spec(k, get(main, 11)), library_stages=k.stages,
+        tile_scheduler=k.tile_scheduler, estimate_kib=k.estimate_kib, estimate_error=k.estimate_error,
+        estimate_capacity_kib=dict(k.capacity_kib or {}))
+
+
+def nothing_kept(version: str, arch: str, selection: Selection, generators) -> str:
+    """The line for a selection the library's manifest keeps no kernel of."""
+    how = selection.words()
+    why = (" (--ignore-kernels takes effect only with --kernels set)"
+           if selection.ignore_kernels and not selection.kernels else "")
+    return (f"CUTLASS {version}'s kernel generator ({', '.join(generators)}) keeps no kernel for {arch} "
+            f"with {how}{why}: its Manifest.filter matched none of the names it generates (each filter "
+            "is *-separated parts that must appear in the name in order, comma-separated filters are "
+            "alternatives)")
+
+
+def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(), grep: str | None = None,
+                  cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
+                  **config_values) -> AuditResult:
+    """Lay out every kernel CUTLASS's kernel library at ``src`` keeps for ``arch``.
+
+    Args:
+        src: ``nvidia-cutlass==VERSION``, its ``.whl``, a folder with ``cutlass_library``,
+            or a CUTLASS checkout (:func:`cutlass_layout.sources.resolve_kernel_library`), or
+            a resolved :class:`~cutlass_layout.sources.KernelLibrary`.
+        arch: ``sm120`` (``--architectures 120a``, ``GenerateSM120``), ``sm121``, ``sm100``,
+            ``sm103`` (``GenerateSM100``) or ``sm90`` (``GenerateSM90``).
+        selection: the library's own name filters (:class:`~cutlass_layout.kernel_library.Selection`).
+        grep: keep the kernels whose name contains this (case-insensitive).
+        cuda_path, jobs, use_cache, progress: as for the flashinfer audit.
+        config_values: ``kernel`` (dense, grouped, sparse), ``a``, ``b``, ``tile``, ``cluster``,
+            ``stages``, ``d``, ``schedule``, as the flashinfer audit takes them.
+
+    Returns:
+        An :class:`~cutlass_layout.model.AuditResult` whose tactics are
+        :class:`~cutlass_layout.model.LibraryTactic` (bytes throughout; ``estimate_kib`` the
+        generator's own figure); over capacity first. Kernels the library emits with an
+        emitter other than the 3.x one (2.x kernels, convolutions on SM90) are counted in a
+        note, not laid out.
+
+    Raises:
+        BadInput: an arch the library is not audited for; no library at ``src``; the
+            generator failed or ran past its limits; a selection or filter that keeps no
+            kernel (the message says why); a bad filter value.
+    """
+    from .. import engine
+    from ..runner import Pool, Progress, default_jobs, progress_shown
+    from ..sources import KernelLibrary, resolve_kernel_library
+
+    t0 = time.perf_counter()
+    arch = str(arch).strip().lower()
+    if arch not in LIBRARY_ARCHS:
+        raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
+    _, generators, clang_arch = LIBRARY_ARCHS[arch]
+    tests = filter_tests(**config_values)  # bad values: an error before any work
+    early = tactic_filter(**{k: v for k, v in config_values.items() if k != "stages"})
+    lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
+    tgt = engine.target(lib.tree, cuda_path)
+    kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
+                                         use_cache=use_cache)
+    t_enum = time.perf_counter()
+    if not kernels:
+        raise BadInput(nothing_kept(lib.version, arch, selection, generators))
+    layable = [k for k in kernels if k.layable]
+    others = [k for k in kernels if not k.layable]
+    notes = []
+    if others:
+        kinds = sorted({f"{k.operation_kind}/{k.gemm_kind} ({k.emitter})" for k in others})
+        notes.append(f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
+                     f"GEMMs and were not laid out: {'; '.join(kinds)}")
+    pool = [tactic_of(k, generators) for k in layable]
+    unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
+    chosen = [(k, t) for k, t in zip(layable, pool) if early(t) and (not grep or grep.lower() in t.id.lower())]
+    reps = cached_reports(tgt, [k for k, _ in chosen], clang_arch) if use_cache else [None] * len(chosen)
+    todo = [i for i, r in enumerate(reps) if r is None]
+    stats = {"kernels": len(kernels), "laid_out": len(chosen), "cached": len(chosen) - len(todo),
+             "parsed": 0, "batches": 0, "parse_cpu_seconds": 0.0,
+             "enumerate_seconds": round(t_enum - t0, 2)}
+    prov = tgt.provenance(clang_arch)
+    if todo:
+        bar = None
+        try:
+            with Pool(min(default_jobs(jobs), len(todo))) as workers:
+                bar = Progress(f"audit {arch}: laying out CUTLASS library kernels", len(todo),
+                               enabled=progress or progress_shown())
+                tickets = {}
+                for group in batches(todo, workers.jobs):
+                    payload = [asdict(chosen[i][0]) for i in group]
+                    tickets[workers.submit(lay_out_batch, tgt, payload, clang_arch)] = group
+                while workers.busy:
+                    for ticket, (dicts, cpu) in workers.next_done():
+                        group = tickets.pop(ticket)
+                        stats["batches"] += 1
+                        stats["parse_cpu_seconds"] += cpu
+                        for i, d in zip(group, dicts):
+                            rep = LayoutReport.from_dict(d)
+                            rep.provenance = prov
+                            reps[i] = rep
+                            store_report(tgt, chosen[i][0], clang_arch, rep)
+                            stats["parsed"] += 1
+                        bar.advance(len(group))
+        finally:
+            if bar is not None:
+                bar.stop()
+    stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
+    tactics = []
+    for (_, t), rep in zip(chosen, reps):
+        t.report = rep
+        tactics.append(t)
+    if "stages" in tests:
+        unmatched += unmatched_filters(tactics, None, {"stages": tests["stages"]})
+        keep = tactic_filter(stages=config_values["stages"])
+        tactics = [t for t in tactics if keep(t)]
+    if not any(t.estimate_capacity_kib for t in tactics):
+        notes.append(f"the generator's own pruning (CalculateSmemUsage against SharedMemPerCC) has no "
+                     f"capacity for {arch}'s kernels: it dropped none of them")
+    auto = sum(1 for t in tactics if t.library_stages == 0)
+    if auto:
+        notes.append(f"{auto} kernel(s) let the builder choose the stage count: the generator's estimate "
+                     "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)")
+    notes += [u["note"] for u in unmatched]
+    capacity = next((t.report.capacity for t in tactics if t.report and t.report.capacity is not None), None)
+    stats["seconds"] = round(time.perf_counter() - t0, 2)
+    tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
+    provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
+                  "version": lib.version, "origin": lib.origin,
+                  "root": str(lib.root), "fingerprint": lib.fingerprint,
+                  "generators": list(generators), "architectures": LIBRARY_ARCHS[arch][0],
+                  "selection": selection.request(), "manifest_filters": filters}
+    return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
+                       sources=[], notes=notes, stats=stats, families=[FAMILY], unmatched=unmatched)
+
+
+__all__ = ["audit_library", "tactic_of"]

@@ -1,0 +1,308 @@
+"""CUTLASS's own kernel library: the kernels its generator emits for an arch, laid out exactly.
+
+CUTLASS's profiler and library are built from what ``python/cutlass_library`` enumerates:
+``generator.py``'s ``Generate{SM90,SM100,SM120}`` append operations to a ``Manifest``, whose
+``filter`` keeps those the build's ``--kernels`` / ``--ignore-kernels`` /
+``--exclude-kernels`` / ``--instantiation-level`` select (and prunes by its own shared-memory
+estimate, ``CalculateSmemUsage``), and ``gemm_operation.py``'s emitters write each kept
+operation's C++. Here:
+
+* :func:`enumerate_kernels` runs that code, the library's own, in a sandboxed child process
+  (:mod:`cutlass_layout._cutlass_library_harness`, started by
+  :func:`cutlass_layout.flashinfer_jit.run_sandboxed` as flashinfer's generator is), and
+  returns each kept kernel (:class:`LibraryKernel`): its procedural name, the C++ its emitter
+  writes (the ``CollectiveBuilder`` chain and ``<name>_base``, a ``GemmUniversal``), and what
+  the library says of it. Cached per library fingerprint, arch and selection.
+* :func:`lay_out_kernels` lays out ``<name>_base``'s SharedStorage of many kernels in one
+  translation unit, through the engine's one layout loop (:func:`cutlass_layout.engine.lay_out`
+  over :func:`cutlass_layout.engine.text_batch`): each kernel's emitted text and its probe
+  block in a namespace of its own, so an error is tied to its kernel; numbers only from a
+  parse without errors. Each report is cached under :func:`report_key`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import probe
+from .cache import ResultCache, key as cache_key
+from .errors import BadInput
+from .kernels import CAPACITY, arch_family, template_args
+from .model import LayoutReport
+from .sources import KernelLibrary
+
+HARNESS = Path(__file__).with_name("_cutlass_library_harness.py")
+#: The family of the library's tactics in an audit.
+FAMILY = "cutlass_library"
+#: arch -> (the library's ``--architectures``, its ``Generate...`` functions, the arch whose
+#: clang flags parse the kernels), as CUTLASS's CMake passes ``CUTLASS_NVCC_ARCHS``
+#: (``generator.py``'s ``__main__`` calls ``GenerateSM100`` and ``GenerateSM120`` for any
+#: Blackwell arch: each emits its own family's kernels)
+LIBRARY_ARCHS = {
+    "sm120": ("120a", ("GenerateSM120",), "sm120"),
+    "sm121": ("121a", ("GenerateSM120",), "sm120"),
+    "sm100": ("100a", ("GenerateSM100",), "sm100"),
+    "sm103": ("103a", ("GenerateSM100",), "sm103"),
+    "sm90": ("90a", ("GenerateSM90",), "sm90"),
+}
+#: The emitter whose output is a CUTLASS 3.x ``GemmUniversal`` (``<name>_base``): the kernels
+#: laid out here
+EMITTER_3X = "EmitGemmUniversal3xInstance"
+#: Kernels laid out in one translation unit at most (libclang's memory grows with each)
+BATCH_KERNELS = 24
+_LAYOUTS = ResultCache("library-layouts")
+_ENUMERATED = ResultCache("library-kernels")
+#: The code a cached layout depends on, besides the engine's
+_CODE = ("kernel_library.py",)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which kernels the library's manifest keeps, as its build takes them
+    (``CUTLASS_LIBRARY_KERNELS`` and the like; ``generator.py --kernels``): comma-separated
+    name filters, each ``*``-separated substrings that must appear in order
+    (``Manifest._filter_string_matches``). ``kernels`` empty: the default set (``all``: every
+    kernel); ``ignore_kernels`` applies only with ``kernels`` set, ``exclude_kernels`` always;
+    ``instantiation_level``: the SM90/SM100 instantiation level (``max``, or a number such as
+    ``1111``)."""
+
+    kernels: str = ""
+    ignore_kernels: str = ""
+    exclude_kernels: str = ""
+    instantiation_level: str = ""
+
+    def request(self) -> dict:
+        """The harness request's filter fields."""
+        return asdict(self)
+
+    def words(self) -> str:
+        """The selection as the generator's flags: ``--kernels '*gemm_e4m3*'``, or ``the
+        default kernel filter``."""
+        flags = [f"--{k.replace('_', '-')} {v!r}" for k, v in asdict(self).items() if v]
+        return " ".join(flags) if flags else "the default kernel filter"
+
+
+@dataclass
+class LibraryKernel:
+    """One kernel the library's manifest keeps (the harness's answer for one operation).
+
+    Attributes:
+        name: its procedural name (``cutlass_profiler --kernels`` takes it).
+        operation_kind, gemm_kind: the library's ``OperationKind`` and ``GemmKind`` names.
+        arch: the operation's arch (120).
+        emitter: the emitter class its ``GemmKind`` maps to (``EmitGemmUniversal3xInstance``).
+        instance: the C++ that emitter writes for it (namespace-scope aliases, ending with
+            ``struct <name> : <name>_base``); includes: the emitter's includes.
+        tile, cluster: the library's ``TileDescription`` threadblock and cluster shapes;
+        stages: its stage count (0: auto).
+        kernel_schedule, epilogue_schedule, tile_scheduler: the library's enum names.
+        elements: A, B, C, D as the library names them; accumulator.
+        estimate_kib: ``CalculateSmemUsage`` (KiB); estimate_error: what it raised instead;
+        capacity_kib: ``SharedMemPerCC`` entries for the kernel's compute-capability range.
+    """
+
+    name: str
+    operation_kind: str | None = None
+    gemm_kind: str | None = None
+    arch: int | None = None
+    emitter: str | None = None
+    instance: str | None = None
+    includes: list = field(default_factory=list)
+    tile: list = field(default_factory=list)
+    cluster: list = field(default_factory=list)
+    stages: int | None = None
+    kernel_schedule: str | None = None
+    epilogue_schedule: str | None = None
+    tile_scheduler: str | None = None
+    elements: dict = field(default_factory=dict)
+    accumulator: str | None = None
+    estimate_kib: int | None = None
+    estimate_error: str | None = None
+    capacity_kib: dict = field(default_factory=dict)
+
+    @property
+    def base(self) -> str:
+        """The ``GemmUniversal`` type the emitter names: ``<name>_base``."""
+        return f"{self.name}_base"
+
+    @property
+    def layable(self) -> bool:
+        """Whether it is a CUTLASS 3.x GEMM this module lays out (:data:`EMITTER_3X`)."""
+        return self.emitter == EMITTER_3X and bool(self.instance)
+
+    def to_dict(self) -> dict:
+        """A report's config: the kernel's name."""
+        return {"kernel": self.name}
+
+
+def _kernel(d: dict) -> LibraryKernel:
+    if not isinstance(d.get("name"), str):
+        raise TypeError("name")
+    return LibraryKernel(**{k: d.get(k) for k in LibraryKernel.__dataclass_fields__ if k in d})
+
+
+def _cuda_version(cuda: tuple[int, int]) -> str:
+    return f"{cuda[0]}.{cuda[1]}.0"
+
+
+def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Selection(), *,
+                      cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True
+                      ) -> tuple[list[LibraryKernel], dict]:
+    """The kernels CUTLASS's library at ``lib`` keeps for ``arch`` under ``selection``, in the
+    order its manifest appends them, and the manifest's filters as it parsed them. Runs the
+    library's own generator (the module docstring) once per library fingerprint, arch,
+    selection and CUDA version (``--cuda-version``, which gates some kernels): cached.
+
+    Raises:
+        BadInput: an arch the library is not enumerated for here; the generator ran past its
+            limits or failed (one line, :func:`cutlass_layout.flashinfer_jit.run_sandboxed`).
+    """
+    from .flashinfer_jit import run_sandboxed
+    from .runner import step
+
+    if arch not in LIBRARY_ARCHS:
+        raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
+    archs, generators, _ = LIBRARY_ARCHS[arch]
+    request = {"root": str(lib.root), "architectures": archs, "generators": list(generators),
+               "cuda_version": _cuda_version(cuda_version), **selection.request()}
+    k = cache_key("library-kernels/1", subject=[{x: v for x, v in request.items() if x != "root"}],
+                  target=[lib.fingerprint], code=("_cutlass_library_harness.py", "kernel_library.py"))
+
+    def load(d):
+        return [_kernel(x) for x in d["kernels"]], dict(d["filters"])
+
+    hit = _ENUMERATED.get(k, load) if use_cache else None
+    if hit is not None:
+        return hit
+    who = f"CUTLASS's kernel generator ({lib.root}/cutlass_library, {', '.join(generators)})"
+    with step(f"running CUTLASS {lib.version}'s kernel generator for {arch} ({', '.join(generators)})"):
+        answer = run_sandboxed(HARNESS, request, who)
+    try:
+        out = load(answer)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BadInput(f"{who} gave an answer this reader cannot use: {exc!r}") from None
+    _ENUMERATED.put(k, answer)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# what the emitted C++ says
+
+
+def builder_args(instance: str, which: str) -> list[str]:
+    """The template arguments of the ``cutlass::{which}::collective::CollectiveBuilder<...>``
+    (``gemm``: the mainloop's, ``epilogue``: the epilogue's) an emitted instance writes
+    (``EmitGemmUniversal3xInstance.gemm_template``: mainloop ``arch, opclass, A, layout A,
+    align A, B, layout B, align B, accumulator, tile, cluster, stages, schedule``; epilogue
+    ``arch, opclass, tile, cluster, epilogue tile, accumulator, compute, C, layout C, align C,
+    D, layout D, align D, schedule, fusion``); [] where there is none."""
+    at = instance.find(f"cutlass::{which}::collective::CollectiveBuilder<")
+    return template_args(instance[at:]) if at >= 0 else []
+
+
+def emitted_shape(text: str) -> list[int] | None:
+    """``[128, 128, 128]`` of ``cute::Shape<cute::_128, cute::_128, cute::_128>`` as emitted;
+    None for anything else (a runtime cluster's ``int``)."""
+    dims = re.findall(r"\b_(\d+)\b", text)
+    return [int(d) for d in dims] if len(dims) == 3 and text.count(",") == 2 else None
+
+
+def stage_spec(kernel: LibraryKernel, spelled: str | None) -> str | None:
+    """The mainloop builder's stage-count argument as emitted, the epilogue's name shortened:
+    ``StageCountAutoCarveout<sizeof(<epilogue>::SharedStorage)>`` (as emitted:
+    ``static_cast<int>(sizeof(typename <name>_epilogue::SharedStorage))``), ``StageCount<2>``."""
+    if not spelled:
+        return None
+    s = " ".join(spelled.split()).replace(f"{kernel.name}_epilogue", "<epilogue>")
+    s = s.replace("static_cast<int>(sizeof(typename <epilogue>::SharedStorage))", "sizeof(<epilogue>::SharedStorage)")
+    return s.replace("cutlass::gemm::collective::", "")
+
+
+# ---------------------------------------------------------------------------------------
+# laying them out
+
+
+def block_text(kernel: LibraryKernel, index: int, capacity: str | None) -> str:
+    """Kernel ``index``'s block: its emitted instance and a probe block of ``<name>_base``, in
+    ``namespace cl_probe_<index>`` (:func:`cutlass_layout.probe.subject_block`)."""
+    ns = f"{probe.NAMESPACE}{index}"
+    return (f"\nnamespace {ns} {{\n{kernel.instance}\n"
+            f"{probe.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
+
+
+def includes_head(kernels: list[LibraryKernel]) -> str:
+    """The emitters' includes of ``kernels`` (each once, in order)."""
+    incs = dict.fromkeys(i for k in kernels for i in k.includes)
+    return "".join(f"#include <{i}>\n" for i in incs)
+
+
+def capacity_of(arch: str) -> str:
+    """The C++ name of ``arch``'s capacity constant (``cutlass::arch::sm120_smem_capacity_bytes``)."""
+    return CAPACITY[arch_family(int(arch[2:]))]
+
+
+def report_key(tgt, kernel: LibraryKernel, arch: str) -> str:
+    """The results-cache key of a kernel's report: its block and includes as parsed, the clang
+    flags (include root left out), the tree hash, libclang and the engine's code."""
+    from .engine import ENGINE_SOURCES
+    from .frontends.clang import libclang_version
+
+    root = str(tgt.tree.include_root)
+    flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
+    return cache_key("library-layouts/1",
+                     subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
+                     target=[tgt.tree.tree_hash, libclang_version()], code=ENGINE_SOURCES + _CODE)
+
+
+def cached_reports(tgt, kernels: list[LibraryKernel], arch: str) -> list[LayoutReport | None]:
+    """The cached report of each kernel (None where there is none), with ``tgt``'s provenance."""
+    from .engine import load_report
+
+    prov = tgt.provenance(arch)
+    out = []
+    for k in kernels:
+        rep = _LAYOUTS.get(report_key(tgt, k, arch), load_report)
+        if rep is not None:
+            rep.config, rep.provenance = k.to_dict(), prov
+        out.append(rep)
+    return out
+
+
+def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport) -> None:
+    """Cache a kernel's report (a types-only answer from a parse: an error is an answer too)."""
+    _LAYOUTS.put(report_key(tgt, kernel, arch), rep.to_dict())
+
+
+def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str) -> list[LayoutReport]:
+    """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
+
+    Raises:
+        BadInput: an include is missing (the tree is not the one the library emits for).
+    """
+    from .engine import lay_out, text_batch
+
+    cap = capacity_of(arch)
+    batch = text_batch(tgt, arch, lambda k, i: block_text(k, i, cap), head=includes_head(kernels),
+                       where=f"CUTLASS tree {tgt.tree.include_root}")
+    return lay_out(batch, kernels)
+
+
+def lay_out_batch(tgt, kernels: list[dict], arch: str) -> tuple[list[dict], float]:
+    """:func:`lay_out_kernels` in a worker process: ``([report as a dict], CPU seconds)``."""
+    t0 = time.process_time()
+    reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch)
+    return [r.to_dict() for r in reps], round(time.process_time() - t0, 2)
+
+
+def batches(items: list, jobs: int) -> list[list]:
+    """``items`` in groups of at most :data:`BATCH_KERNELS`, and in at least ``jobs`` groups
+    where there are enough (every worker has one)."""
+    per = max(1, min(BATCH_KERNELS, -(-len(items) // max(1, jobs))))
+    return [items[i:i + per] for i in range(0, len(items), per)]
+
+
+__all__ = ["FAMILY", "LIBRARY_ARCHS", "LibraryKernel", "Selection", "builder_args", "enumerate_kernels",
+           "lay_out_kernels"]

@@ -1,0 +1,147 @@
+"""Report of an audit of CUTLASS's own kernel library: one row per kernel its generator keeps,
+the exact bytes beside the generator's own estimate, those that do not fit first."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..config import tile_text
+from .audit import _VERDICT_STYLE, _VERDICT_TEXT
+from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
+from .layout import default_console
+
+
+def estimate_cell(t) -> str:
+    """The generator's own figure (``CalculateSmemUsage``, KiB): ``0 KiB (auto)`` where the
+    builder chooses the stage count (the estimate multiplies by the library's 0), ``?``
+    where it raised."""
+    if t.estimate_kib is None:
+        return "?"
+    return f"{t.estimate_kib} KiB" + (" (auto)" if t.library_stages == 0 else "")
+
+
+def _shape(v) -> str:
+    return "x".join(map(str, v)) if v else "-"
+
+
+def columns_and_rows(tactics):
+    """The table's columns and rows: verdict, procedural name, kind, A x B, out, tile, cluster,
+    kernel schedule, stages, the three SharedStorage sizes, headroom (bytes) and the
+    generator's estimate."""
+    def num(t, v):
+        return "-" if v is None or t.report is None or t.report.error is not None else str(v)
+
+    columns = [
+        (Column("verdict"), lambda t: (_VERDICT_TEXT[t.verdict], _VERDICT_STYLE[t.verdict])),
+        (Column("kernel (procedural name)", wrap=True, code=True), lambda t: t.id),
+        (Column("kind"), lambda t: str(t.gemm_kind or "-")),
+        (Column("A x B"), lambda t: f"{t.a or '?'} x {t.b or '?'}"),
+        (Column("out"), lambda t: str(t.out or "-")),
+        (Column("tile"), lambda t: tile_text(t.tile) if t.tile else "-"),
+        (Column("cluster"), lambda t: _shape(t.cluster)),
+        (Column("schedule", code=True), lambda t: str(t.schedule or "-")),
+        (Column("stages", right=True), lambda t: num(t, t.stages)),
+        (Column("mainloop", right=True), lambda t: num(t, t.mainloop_bytes)),
+        (Column("epilogue", right=True), lambda t: num(t, t.epilogue_bytes)),
+        (Column("kernel", right=True), lambda t: num(t, t.kernel_bytes)),
+        (Column("headroom", right=True), lambda t: num(t, t.headroom_bytes)),
+        (Column("generator's estimate", right=True), estimate_cell),
+    ]
+    return [c for c, _ in columns], [[f(t) for _, f in columns] for t in tactics]
+
+
+def head_lines(result) -> list[str]:
+    """The library, the tree, and what was enumerated with the capacity it is compared with."""
+    p = result.provenance
+    cap = result.capacity
+    where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
+    sel = {k: v for k, v in (p.get("selection") or {}).items() if v}
+    how = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in sel.items()) or "the default kernel filter"
+    return [f"CUTLASS's kernel library {p['version']} ({p['origin']})",
+            f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
+            f"{result.arch}: {len(result.tactics)} kernels the generator keeps ({', '.join(p['generators'])}, "
+            f"--architectures {p['architectures']}, {how}); capacity "
+            f"{result.capacity_bytes if cap else '-'} B{where}"]
+
+
+def tail_lines(result) -> tuple[list[str], list[str], str, str]:
+    """(errors of kernels, notes, the counts, what was checked)."""
+    errors = [f"{t.id}: {t.report.error.one_line()}" for t in result.tactics
+              if t.report is not None and t.report.error is not None]
+    told = {u["note"] for u in result.unmatched}  # the command says these on stderr
+    notes = [f"note: {n}" for n in result.notes if n not in told]
+    counts = {v: sum(t.verdict == v for t in result.tactics) for v in _VERDICT_TEXT}
+    total = (f"{counts['over_capacity']} over capacity (kept by the generator), {counts['exact_fit']} exact "
+             f"fits, {counts['does_not_compile']} do not compile, {counts['fits']} fit")
+    checked = ("checked: types (each kernel's SharedStorage as the library's emitter writes it, "
+               "<name>_base; asserts inside kernel bodies were not instantiated)")
+    return errors, notes, total, checked
+
+
+def render_library_audit(result, console: Console | None = None) -> None:
+    """Print an audit of CUTLASS's kernel library: the head, one table (over capacity first),
+    the errors, the notes and the counts."""
+    con = console or default_console()
+    first, *head = head_lines(result)
+    con.print(f"[bold]{escape(first)}[/bold]", soft_wrap=True)
+    for line in head:
+        con.print(line, soft_wrap=True, markup=False)
+    if result.tactics:
+        columns, rows = columns_and_rows(result.tactics)
+        print_table(con, rich_table(columns, rows, title=f"cutlass_library: {len(result.tactics)} kernels"))
+    errors, notes, total, checked = tail_lines(result)
+    for line in errors + notes:
+        con.print(line, soft_wrap=True, markup=False)
+    con.print(total)
+    con.print(checked)
+
+
+def to_markdown(result) -> str:
+    """The audit of CUTLASS's kernel library in GitHub Markdown (bytes)."""
+    p = result.provenance
+    _, _, third = head_lines(result)
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}", "",
+           f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    if result.tactics:
+        out += [markdown_table(*columns_and_rows(result.tactics))]
+    errors, notes, total, checked = tail_lines(result)
+    out += [f"- `{md_cell(e.split(': ', 1)[0])}`: {md_cell(e.split(': ', 1)[1])}" for e in errors]
+    out += [f"- {md_cell(n)}" for n in notes]
+    if errors or notes:
+        out.append("")
+    out += [f"**{total}**", "", checked]
+    return "\n".join(out) + "\n"
+
+
+def to_github(result) -> str:
+    """The audit of CUTLASS's kernel library as GitHub Actions workflow commands: ``::error``
+    per kernel over capacity (what ``audit --check`` fails on), ``::warning`` per kernel that
+    does not compile, one ``::notice`` for the exact fits, then one summary line (bytes; no
+    file: the kernels are the generator's, not a line of a file)."""
+    from .audit import github_command
+
+    p = result.provenance
+    out = []
+    exact = []
+    for t in result.tactics:
+        if t.verdict == "over_capacity":
+            over = -t.headroom_bytes
+            out.append(github_command(
+                "error", f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
+                         f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
+                         f"kept by {t.file}",
+                title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
+        elif t.verdict == "does_not_compile":
+            out.append(github_command("warning", f"{t.id}: {t.report.error.one_line()}",
+                                      title=f"cutlass-layout: does not compile: {t.id}"))
+        elif t.verdict == "exact_fit":
+            exact.append(t)
+    if exact:
+        out.append(github_command(
+            "notice", f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} capacity exactly "
+                      f"(0 B headroom): " + ", ".join(t.id for t in exact),
+            title=f"cutlass-layout: {len(exact)} exact fit(s)"))
+    _, _, total, _ = tail_lines(result)
+    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({p['origin']}), {result.arch}: {total}")
+    return "\n".join(out) + "\n"
