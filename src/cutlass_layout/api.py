@@ -37,7 +37,7 @@ import re
 import warnings
 from pathlib import Path
 
-from . import engine, probe, runner
+from . import engine, executors, probe, runner
 from .commands import audit as _audit
 from .commands import diff as _diff
 from .commands import scan as _scan
@@ -305,7 +305,7 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult
 @_renamed(src="source")
 def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-          **config_values) -> AuditResult:
+          executor: str | None = None, **config_values) -> AuditResult:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
@@ -322,7 +322,13 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
             listing those it does.
         grep: keep the tactics whose id, name, launcher or file contains this
             (case-insensitive).
-        cuda_path, jobs, use_cache, progress: as for :func:`sweep`.
+        cuda_path, jobs, use_cache, progress: as for :func:`sweep` (``jobs`` on a cluster:
+            its worker threads unless given).
+        executor: where the parses run: ``None`` (a Dask scheduler named by
+            ``DASK_SCHEDULER_ADDRESS``, else this machine's processes), ``"local"``, or
+            ``"dask://HOST:PORT"``: a Dask cluster (the ``dask`` extra), connected only when
+            something is not cached; its workers need the install, the cache and the CUDA
+            headers at the paths this machine names. Results come back and are cached here.
         config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
             ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
             ``stages``, ``d``, ``schedule``.
@@ -341,11 +347,14 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
-            an install whose builders give no kernel for the arch (the message says why).
+            an install whose builders give no kernel for the arch (the message says why); a
+            bad ``executor``, one without ``distributed`` installed, a scheduler that does not
+            answer (or has no worker) in time, workers that cannot see the install's paths
+            (:mod:`cutlass_layout.executors`).
     """
-    with runner.showing(progress):
+    with runner.showing(progress), executors.session(executor) as ex:
         return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                            use_cache=use_cache, progress=progress, **config_values)
+                            use_cache=use_cache, progress=progress, executor=ex, **config_values)
 
 
 def blocklist_format(source=None) -> BlocklistFormat:

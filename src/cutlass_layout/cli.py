@@ -528,11 +528,15 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
               help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
                    "of the tactics the runtime would try that are over capacity.")
-@click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
+@click.option("--jobs", type=int, default=None, metavar="N",
+              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads).")
+@click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
+              help="Where the parses run: this machine (local), or a Dask scheduler's cluster "
+                   "(the dask extra); default: DASK_SCHEDULER_ADDRESS where set, else local.")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path,
-              **flags):
+def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, executor, no_cache,
+              cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -577,7 +581,8 @@ def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_fil
     filters = {k: list(v) for k, v in flags.items() if v}
     bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
     res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, **filters)
+                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, executor=executor,
+                    **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":
         click.echo(json.dumps(res.to_dict(), indent=2))

@@ -1,0 +1,187 @@
+"""Where a :class:`~cutlass_layout.runner.Pool` runs its tasks: this machine's forked workers,
+or a Dask cluster.
+
+An executor is named by a string: ``None`` (the environment's ``DASK_SCHEDULER_ADDRESS``
+where it is set, else this machine), ``"local"`` (this machine, whatever the environment
+says), ``"dask://HOST:PORT"`` (a Dask scheduler; ``tcp://`` and ``tls://`` addresses, as
+Dask writes them, are taken as they are). :func:`executor` turns it into ``None`` (the
+local pool) or a :class:`DaskExecutor`, which connects on its first task only (a run whose
+results are all cached needs no cluster) and is closed by its user (:func:`session`).
+
+A Dask cluster runs ``distributed`` (the ``dask`` extra: ``pip install 'cutlass-layout[dask]'``).
+Its workers unpickle each task (a module-level function and plain arguments: paths,
+flags, dataclasses) and import this package themselves, so they need it installed, and
+they read the CUTLASS tree, the generated sources and the CUDA headers at the paths this
+process names (one filesystem shared by the machines, or the same paths on each):
+:meth:`DaskExecutor.require_paths` checks that before any task is sent. What a task
+returns comes back here; the caller stores it in its own results cache, so a result that
+came back is never computed again, and a task whose worker is lost before it returned is
+run again by Dask on another worker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .errors import BadInput
+
+#: The environment variable Dask itself reads for a scheduler's address.
+ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
+#: Seconds to wait for the scheduler to answer and for a first worker to join
+#: (``CUTLASS_LAYOUT_DASK_TIMEOUT_S`` overrides).
+TIMEOUT_S = 20.0
+_ADDRESS = re.compile(r"(?:(dask|tcp|tls)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})")
+
+
+def scheduler_address(spec: str | None) -> str | None:
+    """The Dask scheduler address (``tcp://HOST:PORT``) that ``spec`` names, or None for the
+    local pool: ``spec`` as the module docstring says (None reads ``DASK_SCHEDULER_ADDRESS``).
+
+    Raises:
+        BadInput: a spec that is neither ``local`` nor a ``dask://HOST:PORT`` address (or a
+            ``tcp://``/``tls://`` one), or a port outside 1-65535.
+    """
+    where = "executor"
+    if spec is None:
+        spec = os.environ.get(ENV_ADDRESS) or None
+        where = ENV_ADDRESS
+        if spec is None:
+            return None
+    text = str(spec).strip()
+    if text == "local":
+        return None
+    m = _ADDRESS.fullmatch(text)
+    if m is None or not 0 < int(m.group(3)) < 65536:
+        raise BadInput(f"{where} {text!r}: give local or dask://HOST:PORT (a Dask scheduler's address)")
+    scheme = "tcp" if m.group(1) in (None, "dask") else m.group(1)
+    return f"{scheme}://{m.group(2)}:{int(m.group(3))}"
+
+
+def timeout_s() -> float:
+    """Seconds to wait for a scheduler and its first worker (:data:`TIMEOUT_S`, or
+    ``CUTLASS_LAYOUT_DASK_TIMEOUT_S``).
+
+    Raises:
+        BadInput: a value of ``CUTLASS_LAYOUT_DASK_TIMEOUT_S`` that is not a positive number.
+    """
+    raw = os.environ.get("CUTLASS_LAYOUT_DASK_TIMEOUT_S")
+    if not raw:
+        return TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise BadInput(f"CUTLASS_LAYOUT_DASK_TIMEOUT_S={raw!r}: give a positive number of seconds")
+    return value
+
+
+def executor(spec: str | None) -> "DaskExecutor | None":
+    """The executor ``spec`` names (see the module docstring): None for this machine's
+    forked pool, else a :class:`DaskExecutor`, not connected yet.
+
+    Raises:
+        BadInput: a bad spec (:func:`scheduler_address`); a Dask address where
+            ``distributed`` is not installed (the message names the ``dask`` extra).
+    """
+    address = scheduler_address(spec)
+    if address is None:
+        return None
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise BadInput(f"executor {address}: Dask's distributed is not installed "
+                       "(pip install 'cutlass-layout[dask]')") from None
+    return DaskExecutor(address, timeout_s())
+
+
+class session:
+    """``with session(spec) as ex:`` the executor ``spec`` names (:func:`executor`; None:
+    the local pool), closed when the block ends."""
+
+    def __init__(self, spec: str | None):
+        self.executor = executor(spec)
+
+    def __enter__(self):
+        return self.executor
+
+    def __exit__(self, *exc):
+        if self.executor is not None:
+            self.executor.close()
+        return False
+
+
+def _missing(paths: list[str]) -> list[str]:
+    """Those of ``paths`` that this process cannot see (run on every Dask worker)."""
+    return [p for p in paths if not os.path.exists(p)]
+
+
+class DaskExecutor:
+    """Tasks on the Dask cluster whose scheduler is at ``address`` (``tcp://HOST:PORT``),
+    through its client's ``concurrent.futures`` executor (tasks are not ``pure``: each
+    submit runs). Connects on first use, waiting ``timeout`` seconds at most for the
+    scheduler and for a first worker."""
+
+    def __init__(self, address: str, timeout: float):
+        self.address, self.timeout = address, timeout
+        self._client = None
+        self._executor = None
+
+    def _connect(self):
+        if self._client is not None:
+            return self._client
+        from distributed import Client
+
+        try:
+            client = Client(self.address, timeout=self.timeout, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise BadInput(f"Dask scheduler {self.address}: no answer within {self.timeout:g} s "
+                           f"({_first_line(exc)})") from None
+        try:
+            client.wait_for_workers(1, timeout=self.timeout)
+        except (OSError, TimeoutError) as exc:
+            client.close()
+            raise BadInput(f"Dask scheduler {self.address}: no worker joined within {self.timeout:g} s "
+                           f"({_first_line(exc)})") from None
+        self._client, self._executor = client, client.get_executor(pure=False)
+        return client
+
+    @property
+    def cores(self) -> int:
+        """Worker threads in the cluster now (each runs one task at a time); connects."""
+        return max(1, sum(self._connect().nthreads().values()))
+
+    def submit(self, fn, *args):
+        """Send ``fn(*args)`` to the cluster; returns a ``concurrent.futures.Future``."""
+        self._connect()
+        return self._executor.submit(fn, *args)
+
+    def require_paths(self, paths) -> None:
+        """Check that every worker sees each of ``paths`` (files or folders) where this
+        process does.
+
+        Raises:
+            BadInput: a worker that does not, naming it and the first path it lacks.
+        """
+        want = sorted({str(p) for p in paths if p is not None})
+        if not want:
+            return
+        missing = self._connect().run(_missing, want)
+        for worker, lacks in sorted(missing.items()):
+            if lacks:
+                raise BadInput(f"Dask worker {worker} cannot see {lacks[0]}: the workers read the "
+                               "install, the cache and the CUDA headers at the paths this machine "
+                               "names (share one filesystem, or lay them out alike on each)")
+
+    def close(self) -> None:
+        """Disconnect (the cluster keeps running); tasks not returned yet are cancelled."""
+        if self._client is not None:
+            self._executor.shutdown(wait=False)
+            self._client.close()
+            self._client = self._executor = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
