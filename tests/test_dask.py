@@ -5,8 +5,8 @@ cluster can be unusable.
 The cluster is a ``distributed.LocalCluster`` of two worker processes of one thread each
 (skipped where ``distributed``, the ``dask`` extra, is not installed); the install is the
 miniature one of ``fixtures/installs`` (see tests/test_audit.py), laid out from scratch
-(``use_cache=False``) in a cache of this module's own, whose precompiled headers the runs
-share.
+(``use_cache=False``) in the session's cache, which the workers share (its precompiled
+headers too).
 """
 
 from __future__ import annotations
@@ -28,13 +28,11 @@ from conftest import MINI
 
 @pytest.fixture(scope="module")
 def install(tmp_path_factory):
-    """(a copy of the miniature install, this module's cache), the cache set in the
-    environment that the cluster's workers inherit."""
+    """(a copy of the miniature install, a scratch folder); no DASK_SCHEDULER_ADDRESS."""
     root = tmp_path_factory.mktemp("dask")
     dest = root / "site-packages"
     shutil.copytree(MINI, dest)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("CUTLASS_LAYOUT_CACHE", str(root / "cache"))
         mp.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
         yield dest, root
 
@@ -48,10 +46,15 @@ def local_json(install):
 
 @pytest.fixture(scope="module")
 def cluster(install):
-    """``dask://HOST:PORT`` of a LocalCluster of two single-threaded worker processes."""
+    """``dask://HOST:PORT`` of a LocalCluster of two single-threaded worker processes (they
+    inherit this process's environment: the session's cache), whose scheduler gives a task
+    up when a second worker dies running it."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as c:
+    import dask
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0") as c:
         yield c.scheduler_address.replace("tcp://", "dask://")
 
 
@@ -119,6 +122,20 @@ def test_workers_that_cannot_see_a_path_are_named(install, cluster, tmp_path):
         ex.close()
 
 
+def test_a_task_that_kills_every_worker_it_runs_on_is_an_error(cluster):
+    from cutlass_layout.executors import executor
+    from cutlass_layout.runner import Pool
+
+    ex = executor(cluster)
+    try:
+        with pytest.raises(BadInput, match=r"^Dask scheduler tcp://\S+: every worker that ran a task died"):
+            with Pool(2, executor=ex) as pool:
+                pool.submit(os.abort)  # SIGABRT: the worker process dies, twice
+                pool.next_done()
+    finally:
+        ex.close()
+
+
 def _one_error(capsys) -> str:
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
@@ -146,9 +163,13 @@ def test_without_distributed_the_error_names_the_extra(mini, monkeypatch, capsys
     assert main(["audit", str(mini), "--executor", "dask://127.0.0.1:8786"]) == 2
     assert _one_error(capsys) == ("error: executor tcp://127.0.0.1:8786: Dask's distributed is not "
                                   "installed (pip install 'cutlass-layout[dask]')")
-    # DASK_SCHEDULER_ADDRESS is ignored where told to run here
+    # DASK_SCHEDULER_ADDRESS names the cluster unless told to run here
+    from cutlass_layout.executors import executor, scheduler_address
+
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
-    assert main(["audit", str(mini), "--family", "moe", "--executor", "local", "--json"]) == 0
+    assert executor("local") is None and scheduler_address(None) == "tcp://127.0.0.1:8786"
+    with pytest.raises(BadInput, match="pip install 'cutlass-layout\\[dask\\]'"):
+        executor(None)
 
 
 def test_a_scheduler_that_does_not_answer_is_an_error_not_a_hang(mini, monkeypatch, capsys):
@@ -161,3 +182,36 @@ def test_a_scheduler_that_does_not_answer_is_an_error_not_a_hang(mini, monkeypat
     monkeypatch.setenv("CUTLASS_LAYOUT_DASK_TIMEOUT_S", "1")
     assert main(["audit", str(mini), "--family", "moe", "--no-cache", "--executor", f"dask://127.0.0.1:{port}"]) == 2
     assert _one_error(capsys).startswith(f"error: Dask scheduler tcp://127.0.0.1:{port}: no answer within 1 s (")
+
+
+@pytest.mark.network
+@pytest.mark.slow  # about a minute on a shared 2-core machine
+def test_a_sweep_on_a_cluster(nc420, cluster):
+    # handed.md section A (nvcc 13.0, the same on nvidia-cutlass 4.2.0.0): SM120 grouped
+    # NVFP4, (stages, mainloop, epilogue, kernel) bytes
+    handed = {("128x128x128", "flashinfer"): (4, 74752, 9216, 84992),
+              ("128x256x128", "flashinfer"): (3, 83968, 9216, 94208),
+              ("128x128x128", "trtllm-moe"): (4, 74752, 13312, 89088),
+              ("128x256x128", "trtllm-moe"): (3, 83968, 13312, 98304)}
+    grid = {"tile": "128x{128,256}x128", "preset": ["flashinfer", "trtllm-moe"]}
+    res = api.sweep(grid, nc420, use_cache=False, executor=cluster)
+    assert res.stats["chunks"] >= 2 and res.stats["laid_out"] >= 4  # the grid and the search's guesses
+    got = {("x".join(map(str, r.config.tile)), r.config.preset):
+           (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) for r in res.records}
+    assert got == handed
+    # the reports came back here: the same sweep reads them all from this cache
+    again = api.sweep(grid, nc420, executor=cluster)
+    assert again.stats["laid_out"] == 0 and again.to_dict() == res.to_dict()
+
+
+def test_addresses(monkeypatch):
+    from cutlass_layout.executors import scheduler_address
+
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    assert scheduler_address(None) is None and scheduler_address(" local ") is None
+    assert scheduler_address("dask://node-3.cluster:8786") == "tcp://node-3.cluster:8786"
+    assert scheduler_address("10.0.0.7:8786") == "tcp://10.0.0.7:8786"
+    assert scheduler_address("tls://[::1]:8786") == "tls://[::1]:8786"
+    for bad in ("dask://", "dask://host", "dask://host:0", "dask://host:port", "http://host:80", "dask://a b:1"):
+        with pytest.raises(BadInput, match="give local or dask://HOST:PORT"):
+            scheduler_address(bad)

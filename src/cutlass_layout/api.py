@@ -196,7 +196,8 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
 
 @_renamed(cutlass="source")
 def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
-          use_cache: bool = True, progress: bool = False, **grid_values) -> SweepResult:
+          use_cache: bool = True, progress: bool = False, executor: str | None = None,
+          **grid_values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest ``StageCount<N>`` whose
     kernel SharedStorage fits the capacity (``cutlass-layout sweep``).
 
@@ -213,6 +214,8 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         use_cache: read layouts cached earlier (by any command); fresh ones are stored
             either way, as soon as each parse gives them.
         progress: a progress bar (or a line every few seconds) on stderr.
+        executor: where the parses run, as for :func:`audit` (a Dask cluster's results are
+            stored in this machine's cache).
         grid_values: grid values as the ``sweep`` command's repeatable flags take them,
             instead of (or added to a dict) ``grid``: ``tile="128x{32,64}x{128,256}"``,
             ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``.
@@ -223,12 +226,13 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         ``does_not_compile``, with its error).
 
     Raises:
-        BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``.
+        BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``;
+            a bad or unusable ``executor`` (as for :func:`audit`).
         OverLimit: a grid over :data:`LIMITS` (1024 configs unless lifted).
     """
-    with runner.showing(progress):
+    with runner.showing(progress), executors.session(executor) as ex:
         return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                            progress=progress, **grid_values)
+                            progress=progress, executor=ex, **grid_values)
 
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,

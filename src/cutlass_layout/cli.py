@@ -19,8 +19,8 @@ import click
 
 from . import api
 from .errors import BadInput, CutlassLayoutError
-from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
-                      limits_option, output_format, source_options)
+from .options import (CONFIG_FLAGS, config_options, cuda_path_option, executor_option, format_options,
+                      header_options, limits_option, output_format, source_options)
 from .reports import audit as audit_report, layout as layout_report
 
 
@@ -274,12 +274,13 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
                    "(a memory map when the sweep is one config).")
 @click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs).")
+              help="Worker processes (default: the number of CPUs; on a Dask cluster its worker threads).")
+@executor_option
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
               help="gpu: build every config that compiles for the local GPU, launch it, and check "
                    "each verdict holds (exit 4 when one does not).")
 def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
-              as_csv, plot_file, no_cache, jobs, verify, **flags):
+              as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
     count that fits for each. Exit 0 whatever the verdicts.
 
@@ -324,7 +325,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         device = api.gpu_device(configs)
     src = api.target(cutlass_src, cuda_path) if verify else cutlass_src  # nvcc reads it too
     result = api.sweep(configs, src, cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache,
-                       progress=True)
+                       progress=True, executor=executor)
     checks = None
     if verify:
         built = [r for r in result.records if r.verdict != "does_not_compile"]
@@ -530,9 +531,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
                    "of the tactics the runtime would try that are over capacity.")
 @click.option("--jobs", type=int, default=None, metavar="N",
               help="Worker processes (default: the CPUs; on a Dask cluster its worker threads).")
-@click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
-              help="Where the parses run: this machine (local), or a Dask scheduler's cluster "
-                   "(the dask extra); default: DASK_SCHEDULER_ADDRESS where set, else local.")
+@executor_option
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, fmt, as_json, check, blocklist_file, jobs, executor, no_cache,

@@ -21,6 +21,7 @@ run again by Dask on another worker.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import os
 import re
 
@@ -153,9 +154,12 @@ class DaskExecutor:
         return max(1, sum(self._connect().nthreads().values()))
 
     def submit(self, fn, *args):
-        """Send ``fn(*args)`` to the cluster; returns a ``concurrent.futures.Future``."""
+        """Send ``fn(*args)`` to the cluster; returns a ``concurrent.futures.Future`` (cancelling
+        it cancels the task) whose exception, where the cluster failed the task rather than
+        the task itself (a worker that died running it every time it was tried, the
+        scheduler gone), is a :class:`~cutlass_layout.errors.BadInput` saying so."""
         self._connect()
-        return self._executor.submit(fn, *args)
+        return _relay(self._executor.submit(fn, *args), self.address)
 
     def require_paths(self, paths) -> None:
         """Check that every worker sees each of ``paths`` (files or folders) where this
@@ -180,6 +184,34 @@ class DaskExecutor:
             self._executor.shutdown(wait=False)
             self._client.close()
             self._client = self._executor = None
+
+
+def _relay(inner: cf.Future, address: str) -> cf.Future:
+    """A future with ``inner``'s outcome, the cluster's own failures said in one line."""
+    from distributed import KilledWorker
+
+    outer: cf.Future = cf.Future()
+    outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
+
+    def copy(f: cf.Future) -> None:
+        if f.cancelled():
+            exc = BadInput(f"Dask scheduler {address}: the task was cancelled there (the scheduler "
+                           "or the connection to it was lost)")
+        else:
+            exc = f.exception()
+            if isinstance(exc, KilledWorker):
+                exc = BadInput(f"Dask scheduler {address}: every worker that ran a task died running "
+                               f"it ({_first_line(exc)})")
+        try:
+            if exc is not None:
+                outer.set_exception(exc)
+            else:
+                outer.set_result(f.result())
+        except cf.InvalidStateError:  # cancelled here meanwhile
+            pass
+
+    inner.add_done_callback(copy)
+    return outer
 
 
 def _first_line(exc: BaseException) -> str:
