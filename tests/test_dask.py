@@ -215,3 +215,25 @@ def test_addresses(monkeypatch):
     for bad in ("dask://", "dask://host", "dask://host:0", "dask://host:port", "http://host:80", "dask://a b:1"):
         with pytest.raises(BadInput, match="give local or dask://HOST:PORT"):
             scheduler_address(bad)
+
+
+def test_a_cluster_left_without_workers_is_an_error_not_a_hang(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from cutlass_layout.executors import executor
+    from cutlass_layout.runner import Pool
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_DASK_TIMEOUT_S", "1")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
+                                  dashboard_address=":0") as c:
+        ex = executor(c.scheduler_address)
+        ex.poll_s = 0.2
+        try:
+            with Pool(1, executor=ex) as pool:
+                assert pool.jobs == 1 and ex.cores == 1
+                c.scale(0)
+                c.sync(c._correct_state)  # the worker is gone (scale only schedules it)
+                pool.submit(os.getpid)
+                with pytest.raises(BadInput, match=r"no worker left for 1 s, 1 task\(s\) not done"):
+                    pool.next_done()
+        finally:
+            ex.close()

@@ -122,12 +122,17 @@ class DaskExecutor:
     """Tasks on the Dask cluster whose scheduler is at ``address`` (``tcp://HOST:PORT``),
     through its client's ``concurrent.futures`` executor (tasks are not ``pure``: each
     submit runs). Connects on first use, waiting ``timeout`` seconds at most for the
-    scheduler and for a first worker."""
+    scheduler and for a first worker, and failing a run whose cluster has had no worker for
+    that long (:meth:`check`)."""
+
+    #: Seconds between :meth:`check` calls while no task returns (:class:`~cutlass_layout.runner.Pool`).
+    poll_s = 2.0
 
     def __init__(self, address: str, timeout: float):
         self.address, self.timeout = address, timeout
         self._client = None
         self._executor = None
+        self._no_worker_since: float | None = None
 
     def _connect(self):
         if self._client is not None:
@@ -160,6 +165,25 @@ class DaskExecutor:
         scheduler gone), is a :class:`~cutlass_layout.errors.BadInput` saying so."""
         self._connect()
         return _relay(self._executor.submit(fn, *args), self.address)
+
+    def check(self, waiting: int) -> None:
+        """Called while ``waiting`` tasks have not returned: fine while the cluster has a
+        worker (Dask sends the tasks there, those of a lost worker again).
+
+        Raises:
+            BadInput: the cluster has had no worker for :attr:`timeout` seconds.
+        """
+        import time
+
+        if sum(self._connect().nthreads().values()):
+            self._no_worker_since = None
+            return
+        now = time.monotonic()
+        if self._no_worker_since is None:
+            self._no_worker_since = now
+        elif now - self._no_worker_since >= self.timeout:
+            raise BadInput(f"Dask scheduler {self.address}: no worker left for {self.timeout:g} s, "
+                           f"{waiting} task(s) not done")
 
     def require_paths(self, paths) -> None:
         """Check that every worker sees each of ``paths`` (files or folders) where this

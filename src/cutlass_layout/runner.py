@@ -70,7 +70,8 @@ class Pool:
     ``concurrent.futures.Future``, such as :class:`cutlass_layout.executors.DaskExecutor`)
     the tasks run there, ``jobs`` at a time at most as far as :attr:`idle` counts; ``reads``
     (paths the tasks read) are checked first with the executor's ``require_paths`` where it
-    has one. Closing the pool cancels what has not returned; the executor stays open (its
+    has one, and while no task returns, its ``check(waiting)`` is called every ``poll_s``
+    seconds where it has those (it raises when the tasks can no longer finish). Closing the pool cancels what has not returned; the executor stays open (its
     owner closes it).
     """
 
@@ -124,8 +125,13 @@ class Pool:
             return [(ticket, fn(*args))]
         if not self._futures:
             return []
-        done, _ = wait(list(self._futures), return_when=FIRST_COMPLETED)
-        return [(self._futures.pop(f), f.result()) for f in done]
+        # another executor may say every so often (its poll_s) whether it can still finish
+        poll = getattr(self._remote, "poll_s", None)
+        while True:
+            done, _ = wait(list(self._futures), timeout=poll, return_when=FIRST_COMPLETED)
+            if done:
+                return [(self._futures.pop(f), f.result()) for f in done]
+            self._remote.check(len(self._futures))
 
     def map(self, fn, items):
         """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""
