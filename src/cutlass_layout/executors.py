@@ -24,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import re
+from contextlib import contextmanager
 
 from .errors import BadInput
 
@@ -97,20 +98,20 @@ def executor(spec: str | None) -> "DaskExecutor | None":
     return DaskExecutor(address, timeout_s())
 
 
-class session:
+@contextmanager
+def session(spec: str | None):
     """``with session(spec) as ex:`` the executor ``spec`` names (:func:`executor`; None:
-    the local pool), closed when the block ends."""
+    the local pool), closed when the block ends.
 
-    def __init__(self, spec: str | None):
-        self.executor = executor(spec)
-
-    def __enter__(self):
-        return self.executor
-
-    def __exit__(self, *exc):
-        if self.executor is not None:
-            self.executor.close()
-        return False
+    Raises:
+        BadInput: as :func:`executor`, when the block is entered.
+    """
+    ex = executor(spec)
+    try:
+        yield ex
+    finally:
+        if ex is not None:
+            ex.close()
 
 
 def _missing(paths: list[str]) -> list[str]:
