@@ -27,8 +27,8 @@ NAME = "cutlass_layout"
 #: and the input readers build on the errors alone).
 LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.runner",
           "cutlass_layout._flashinfer_harness", "cutlass_layout.launchers"}
-#: Modules that import the errors and nothing else.
-ON_ERRORS = {"cutlass_layout.cache", "cutlass_layout.inputs"}
+#: Modules that import the errors and nothing else (the executors: a Dask cluster's).
+ON_ERRORS = {"cutlass_layout.cache", "cutlass_layout.inputs", "cutlass_layout.executors"}
 #: What the frontends may import: the model, and the leaves for errors and cache folders.
 FRONTEND_DEPS = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache"}
 
@@ -169,7 +169,7 @@ def test_no_module_reaches_a_command_through_the_facade():
 #: The README's module map ("How it works"), bottom first: a module imports only modules of
 #: its own layer or of layers before it.
 LAYERS = [
-    ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness", "_cutlass_library_harness"],
+    ["errors", "model", "cache", "inputs", "runner", "executors", "_flashinfer_harness", "_cutlass_library_harness"],
     ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
     ["engine", "verify", "gpu", "kernels", "candidates", "fixes", "kernel_library"],

@@ -33,6 +33,52 @@ def test_map_gives_every_result(parallel):
         assert pool.busy == 0
 
 
+class _Executor:
+    """A ``concurrent.futures``-style executor (threads) that says how many cores it has and
+    which paths its tasks were said to read."""
+
+    def __init__(self, cores):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.cores, self.read = cores, []
+        self._threads = ThreadPoolExecutor(cores)
+
+    def submit(self, fn, *args):
+        return self._threads.submit(fn, *args)
+
+    def require_paths(self, paths):
+        self.read += list(paths)
+
+
+def test_a_pool_on_another_executor():
+    import threading
+
+    ex = _Executor(3)
+    assert runner.default_jobs(None, ex) == 3 and runner.default_jobs(2, ex) == 2 and runner.default_jobs(None) >= 1
+    gate = threading.Event()
+    with Pool(runner.default_jobs(None, ex), executor=ex, reads=["/a", "/b"]) as pool:
+        assert ex.read == ["/a", "/b"] and pool.parallel and pool.jobs == 3
+        assert sorted(pool.map(_square, range(6))) == [(i, i * i) for i in range(6)]
+        assert pool.idle == 3
+        pool.submit(gate.wait)
+        assert pool.idle == 2 and pool.busy == 1
+        gate.set()
+        assert pool.next_done()[0][1] is True
+    ex._threads.shutdown()
+    # leaving it cancels what did not start (one thread: two of three wait), and leaves the
+    # executor open
+    one = _Executor(1)
+    with Pool(1, executor=one) as pool:
+        gate.clear()
+        for _ in range(3):
+            pool.submit(gate.wait)
+        waiting = list(pool._futures)
+    gate.set()
+    assert pool.busy == 0 and sum(f.cancelled() for f in waiting) == 2
+    assert one.submit(_square, 4).result() == 16
+    one._threads.shutdown()
+
+
 def test_an_error_stops_the_workers_at_once():
     """The workers are terminated (SIGTERM), not left to finish their tasks: a pool that
     waited for them would see each worker exit normally (exit code 0) after 600 s."""

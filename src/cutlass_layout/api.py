@@ -37,7 +37,7 @@ import re
 import warnings
 from pathlib import Path
 
-from . import engine, probe, runner
+from . import engine, executors, probe, runner
 from .commands import audit as _audit
 from .commands import diff as _diff
 from .commands import scan as _scan
@@ -197,7 +197,8 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
 
 @_renamed(cutlass="source")
 def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
-          use_cache: bool = True, progress: bool = False, **grid_values) -> SweepResult:
+          use_cache: bool = True, progress: bool = False, executor: str | None = None,
+          **grid_values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest ``StageCount<N>`` whose
     kernel SharedStorage fits the capacity (``cutlass-layout sweep``).
 
@@ -214,6 +215,8 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         use_cache: read layouts cached earlier (by any command); fresh ones are stored
             either way, as soon as each parse gives them.
         progress: a progress bar (or a line every few seconds) on stderr.
+        executor: where the parses run, as for :func:`audit` (a Dask cluster's results are
+            stored in this machine's cache).
         grid_values: grid values as the ``sweep`` command's repeatable flags take them,
             instead of (or added to a dict) ``grid``: ``tile="128x{32,64}x{128,256}"``,
             ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``.
@@ -224,12 +227,13 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         ``does_not_compile``, with its error).
 
     Raises:
-        BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``.
+        BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``;
+            a bad or unusable ``executor`` (as for :func:`audit`).
         OverLimit: a grid over :data:`LIMITS` (1024 configs unless lifted).
     """
-    with runner.showing(progress):
+    with runner.showing(progress), executors.session(executor) as ex:
         return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                            progress=progress, **grid_values)
+                            progress=progress, executor=ex, **grid_values)
 
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
@@ -307,7 +311,8 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult
 def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
           kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
-          instantiation_level: str | None = None, **config_values) -> AuditResult:
+          instantiation_level: str | None = None, executor: str | None = None,
+          **config_values) -> AuditResult:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
@@ -338,7 +343,13 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
             listing those it does.
         grep: keep the tactics whose id, name, launcher or file contains this
             (case-insensitive).
-        cuda_path, jobs, use_cache, progress: as for :func:`sweep`.
+        cuda_path, jobs, use_cache, progress: as for :func:`sweep` (``jobs`` on a cluster:
+            its worker threads unless given).
+        executor: where the parses run: ``None`` (a Dask scheduler named by
+            ``DASK_SCHEDULER_ADDRESS``, else this machine's processes), ``"local"``, or
+            ``"dask://HOST:PORT"``: a Dask cluster (the ``dask`` extra), connected only when
+            something is not cached; its workers need the install, the cache and the CUDA
+            headers at the paths this machine names. Results come back and are cached here.
         config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
             ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
             ``stages``, ``d``, ``schedule``.
@@ -357,14 +368,17 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
-            an install whose builders give no kernel for the arch (the message says why). For
+            an install whose builders give no kernel for the arch (the message says why); a
+            bad ``executor``, one without ``distributed`` installed, a scheduler that does not
+            answer (or has no worker) in time, workers that cannot see the install's paths
+            (:mod:`cutlass_layout.executors`). For
             CUTLASS's library: no library or headers at ``source``, its generator failed or
             ran past its limits, a selection of its own that keeps no kernel; the library's
             filters (``kernels``, ...) for a flashinfer install.
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}
-    with runner.showing(progress):
+    with runner.showing(progress), executors.session(executor) as ex:
         if is_kernel_library(source):
             from .commands.library_audit import audit_library
             from .kernel_library import FAMILY, Selection
@@ -373,14 +387,14 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
             return audit_library(source, arch, selection=Selection(**{k: v or "" for k, v in chosen.items()}),
                                  grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                                 progress=progress, **config_values)
+                                 progress=progress, executor=ex, **config_values)
         given = [k for k, v in chosen.items() if v]
         if given:
             raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
                            "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
                            "checkout), not a flashinfer install")
         return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                            use_cache=use_cache, progress=progress, **config_values)
+                            use_cache=use_cache, progress=progress, executor=ex, **config_values)
 
 
 def blocklist_format(source=None) -> BlocklistFormat:

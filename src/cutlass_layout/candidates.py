@@ -560,8 +560,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 
     from .frontends.clang import ProbeUnit, ensure_pch, libclang_version
 
-    k = cache_key("candidates/2", subject=[arch, flags], target=[install.fingerprint, libclang_version()],
-                  code=("candidates.py", "launchers.py"))
+    k = candidates_key(install, arch, flags)
     cache = ResultCache("candidates")
     hit = cache.get(k, lambda d: Candidates(**d)) if use_cache else None
     if hit is not None or cached_only:
@@ -583,6 +582,23 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         out.fallback_excludes_fp4 = fallback_excludes_fp4(inc, list(flags))
     cache.put(k, asdict(out))
     return out
+
+
+def candidates_key(install, arch: str, flags: list[str]) -> str:
+    """The results-cache key of :func:`runtime_candidates`' answer for ``install``, ``arch``
+    and the MoE module's clang ``flags``."""
+    from .frontends.clang import libclang_version
+
+    return cache_key("candidates/2", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
+                     code=("candidates.py", "launchers.py"))
+
+
+def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:
+    """Cache ``cand``, :func:`runtime_candidates`' answer computed elsewhere (a Dask worker,
+    whose own cache this process does not read), under :func:`candidates_key`."""
+    from dataclasses import asdict
+
+    ResultCache("candidates").put(candidates_key(install, arch, flags), asdict(cand))
 
 
 #: FP4 element kinds (TensorRT-LLM's ``Fp4Type`` operands).

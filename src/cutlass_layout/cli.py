@@ -19,8 +19,8 @@ import click
 
 from . import api
 from .errors import BadInput, CutlassLayoutError
-from .options import (CONFIG_FLAGS, config_options, cuda_path_option, format_options, header_options,
-                      limits_option, output_format, source_options)
+from .options import (CONFIG_FLAGS, config_options, cuda_path_option, executor_option, format_options,
+                      header_options, limits_option, output_format, source_options)
 from .reports import audit as audit_report, layout as layout_report
 
 
@@ -274,12 +274,13 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
                    "(a memory map when the sweep is one config).")
 @click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs).")
+              help="Worker processes (default: the number of CPUs; on a Dask cluster its worker threads).")
+@executor_option
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
               help="gpu: build every config that compiles for the local GPU, launch it, and check "
                    "each verdict holds (exit 4 when one does not).")
 def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
-              as_csv, plot_file, no_cache, jobs, verify, **flags):
+              as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
     count that fits for each. Exit 0 whatever the verdicts.
 
@@ -324,7 +325,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         device = api.gpu_device(configs)
     src = api.target(cutlass_src, cuda_path) if verify else cutlass_src  # nvcc reads it too
     result = api.sweep(configs, src, cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache,
-                       progress=True)
+                       progress=True, executor=executor)
     checks = None
     if verify:
         built = [r for r in result.records if r.verdict != "does_not_compile"]
@@ -537,11 +538,14 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
               help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
                    "of the tactics the runtime would try that are over capacity.")
-@click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes (default: the CPUs).")
+@click.option("--jobs", type=int, default=None, metavar="N",
+              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads).")
+@executor_option
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
-              instantiation_level, fmt, as_json, check, blocklist_file, jobs, no_cache, cuda_path, **flags):
+              instantiation_level, fmt, as_json, check, blocklist_file, jobs, executor, no_cache, cuda_path,
+              **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -597,7 +601,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
     bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
     res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True,
+                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, executor=executor,
                     **{k: v for k, v in library.items() if v is not None}, **filters)
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     if fmt == "json":

@@ -513,7 +513,9 @@ def cached(configs: list, cutlass=None, *, checked: str = "types") -> list[Layou
     return out
 
 
-def _store(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types") -> None:
+def store_report(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types") -> None:
+    """Cache ``rep``, the layout of ``cfg`` on ``tgt`` (computed here or elsewhere: a Dask
+    worker, whose own cache this process does not read), under :func:`report_key`."""
     k = report_key(tgt, cfg, checked=checked)
     if k is not None:
         _REPORTS.put(k, rep.to_dict())
@@ -569,10 +571,10 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
         reps = layouts([configs[i] for i in todo], tgt, use_cache=use_cache)
         for i, rep in zip(todo, reps):
             out[i] = _check_kernel_body(tgt, configs[i], rep)
-            _store(tgt, configs[i], out[i], checked=checked)
+            store_report(tgt, configs[i], out[i], checked=checked)
     else:
         def done(k: int, rep: LayoutReport) -> None:  # an interrupted run keeps what it computed
-            _store(tgt, configs[todo[k]], rep)
+            store_report(tgt, configs[todo[k]], rep)
 
         for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo], done)):
             out[i] = rep

@@ -115,6 +115,14 @@ def cuda_path_option(f):
     return click.option("--cuda-path", default=None, help=CUDA_PATH_HELP)(f)
 
 
+def executor_option(f):
+    """Decorator adding ``--executor local|dask://HOST:PORT`` (parameter ``executor``)."""
+    return click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
+                        help="Where the parses run: this machine (local), or a Dask scheduler's "
+                             "cluster (the dask extra); default: DASK_SCHEDULER_ADDRESS where set, "
+                             "else local.")(f)
+
+
 def source_options(f):
     """Decorator adding ``--cutlass SRC`` (parameter ``cutlass_src``) and ``--cuda-path``."""
     f = cuda_path_option(f)

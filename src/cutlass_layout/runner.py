@@ -7,6 +7,11 @@ nothing; with one job, or where ``fork`` is not available, the same calls run in
 process. Tasks are submitted one at a time and collected as they finish, so a caller can
 feed follow-up work (the sweep's stage-count search) to whichever worker is free.
 
+A :class:`Pool` may run on another ``concurrent.futures``-style executor instead (one whose
+``submit`` returns a ``concurrent.futures.Future``: a Dask cluster's,
+:mod:`cutlass_layout.executors`): its tasks are then pickled whole, so they must depend on
+nothing the workers would have inherited from a fork.
+
 Progress on stderr, off unless asked for (:func:`show_progress`; the command line turns it
 on for every command, a library call with ``progress=True`` for its own duration), and only
 in the process that asked (a forked worker shows nothing):
@@ -37,9 +42,14 @@ from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 
-def default_jobs(jobs: int | None = None) -> int:
-    """``jobs`` if given (at least 1), else the number of CPUs."""
-    return max(1, int(jobs)) if jobs else (os.cpu_count() or 1)
+def default_jobs(jobs: int | None = None, executor=None) -> int:
+    """``jobs`` if given (at least 1), else the ``executor``'s ``cores`` (the worker threads
+    of a cluster, :class:`cutlass_layout.executors.DaskExecutor`), else this machine's CPUs."""
+    if jobs:
+        return max(1, int(jobs))
+    if executor is not None and hasattr(executor, "cores"):
+        return max(1, int(executor.cores))
+    return os.cpu_count() or 1
 
 
 def _worker_init() -> None:
@@ -55,15 +65,27 @@ class Pool:
     :meth:`next_done`. Results come back by pickling: keep them plain (dataclasses, dicts).
     Leaving the ``with`` block on an exception (Ctrl-C included) stops the workers at once
     instead of waiting for their tasks; workers ignore Ctrl-C themselves.
+
+    With ``executor`` (an object whose ``submit(fn, *args)`` returns a
+    ``concurrent.futures.Future``, such as :class:`cutlass_layout.executors.DaskExecutor`)
+    the tasks run there, ``jobs`` at a time at most as far as :attr:`idle` counts; ``reads``
+    (paths the tasks read) are checked first with the executor's ``require_paths`` where it
+    has one, and while no task returns, its ``check(waiting)`` is called every ``poll_s``
+    seconds where it has those (it raises when the tasks can no longer finish). Closing the pool cancels what has not returned; the executor stays open (its
+    owner closes it).
     """
 
-    def __init__(self, jobs: int, *, parallel: bool = True):
+    def __init__(self, jobs: int, *, parallel: bool = True, executor=None, reads=()):
         self.jobs = max(1, jobs)
         self._tickets = 0
         self._futures: dict = {}
         self._local: deque = deque()
         self._pool = None
-        if parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
+        self._remote = executor
+        if executor is not None:
+            if hasattr(executor, "require_paths"):
+                executor.require_paths(reads)
+        elif parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"),
                                              initializer=_worker_init)
             # the first submits fork every worker now, while this process runs no other thread
@@ -72,8 +94,8 @@ class Pool:
 
     @property
     def parallel(self) -> bool:
-        """Whether tasks run in worker processes."""
-        return self._pool is not None
+        """Whether tasks run in worker processes (or on another executor)."""
+        return self._pool is not None or self._remote is not None
 
     @property
     def busy(self) -> int:
@@ -83,28 +105,33 @@ class Pool:
     @property
     def idle(self) -> int:
         """Workers without a task (0 in-process while a task waits)."""
-        return max(0, self.jobs - self.busy) if self._pool else (0 if self._local else 1)
+        return max(0, self.jobs - self.busy) if self.parallel else (0 if self._local else 1)
 
     def submit(self, fn, *args) -> int:
         """Queue ``fn(*args)`` (in-process: run later, by :meth:`next_done`); returns its ticket."""
         self._tickets += 1
-        if self._pool is None:
+        if not self.parallel:
             self._local.append((self._tickets, fn, args))
         else:
-            self._futures[self._pool.submit(fn, *args)] = self._tickets
+            self._futures[(self._remote or self._pool).submit(fn, *args)] = self._tickets
         return self._tickets
 
     def next_done(self) -> list[tuple[int, object]]:
         """Wait for at least one task; return ``[(ticket, result)]`` of those that finished."""
-        if self._pool is None:
+        if not self.parallel:
             if not self._local:
                 return []
             ticket, fn, args = self._local.popleft()
             return [(ticket, fn(*args))]
         if not self._futures:
             return []
-        done, _ = wait(list(self._futures), return_when=FIRST_COMPLETED)
-        return [(self._futures.pop(f), f.result()) for f in done]
+        # another executor may say every so often (its poll_s) whether it can still finish
+        poll = getattr(self._remote, "poll_s", None)
+        while True:
+            done, _ = wait(list(self._futures), timeout=poll, return_when=FIRST_COMPLETED)
+            if done:
+                return [(self._futures.pop(f), f.result()) for f in done]
+            self._remote.check(len(self._futures))
 
     def map(self, fn, items):
         """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""
@@ -115,7 +142,10 @@ class Pool:
                 yield tickets[ticket], result
 
     def close(self, *, stop: bool = False) -> None:
-        """Shut the workers down; with ``stop``, end them without waiting for their tasks."""
+        """Shut the workers down; with ``stop``, end them without waiting for their tasks. On
+        another executor: cancel the tasks that have not returned (it stays open)."""
+        for f in self._futures if self._remote is not None else ():
+            f.cancel()
         if self._pool is not None:
             if stop:
                 for proc in list(getattr(self._pool, "_processes", {}).values()):

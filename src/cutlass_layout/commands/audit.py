@@ -36,6 +36,7 @@ from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, ex
                          kernel_aliases, macro_calls)
 from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
                        lay_out_sources, pch_preamble, split_preamble, template_args)
+from ..candidates import store_candidates
 from ..model import AuditResult, Fix, LayoutReport, Provenance, Tactic
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
@@ -363,14 +364,19 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
 
 # ---------------------------------------------------------------------------------------
 # the work of one source (also run in worker processes)
-def _lay_out(sources: list[Source], provenance: dict, pch: str | None) -> list[dict]:
+def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list[dict]:
     """The per-source payloads of ``sources`` (one folder, flags and includes), laid out
     together (:func:`cutlass_layout.kernels.lay_out_sources`); the CPU time is shared out
-    by kernels."""
+    by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
+    includes (:func:`_pch`; this machine's cache has it unless the task runs on another
+    machine, which builds its own), or None."""
     import resource
 
+    from ..frontends.clang import ensure_pch
+
+    path = ensure_pch(pch[0], list(pch[1]), pch[2]) if pch else None
     t0 = time.process_time()
-    results = lay_out_sources(sources, Provenance(**provenance), pch=Path(pch) if pch else None)
+    results = lay_out_sources(sources, Provenance(**provenance), pch=path)
     cpu = time.process_time() - t0
     weights = [max(1, len(r.kernels)) for r in results]
     peak = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -829,7 +835,7 @@ _TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
           progress: bool = False, strict_family: bool = True, cached_only: bool = False,
-          **config_values) -> AuditResult | None:
+          executor=None, **config_values) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
@@ -846,7 +852,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         grep: keep only tactics whose id, name, launcher or file contains this text
             (case-insensitive).
         cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
-        jobs: worker processes (default: the CPUs); use_cache: read cached results.
+        jobs: worker processes (default: the CPUs, or the executor's worker threads);
+            use_cache: read cached results.
+        executor: where the parses run: None (this machine's forked workers) or an
+            executor (:func:`cutlass_layout.executors.executor`: a Dask cluster); the
+            results come back here and are cached here.
         progress: progress on stderr (the install's generator, the parses); without it,
             progress shows where it is turned on (:func:`cutlass_layout.runner.show_progress`).
         cached_only: run and parse nothing: the result from the results cache (the install's
@@ -981,7 +991,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         stats["pch_seconds"] = 0.0
         bar = None
         try:
-            with Pool(default_jobs(jobs)) as pool:
+            with Pool(default_jobs(jobs, executor), executor=executor,
+                      reads=_reads(install, tgt, gen_root, tvm)) as pool:
                 # the bar's thread starts once the workers are forked (runner's rule)
                 bar = Progress(f"audit {arch}: laying out sources", len(todo),
                                enabled=progress or progress_shown())
@@ -1012,10 +1023,12 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                         what, key = tickets.pop(ticket)
                         if what == "candidates":
                             cand = payload
+                            if cand is not None and executor is not None:  # cached here too
+                                store_candidates(install, clang_arch, cand_args[2], cand)
                         elif what == "pch":
                             path, seconds = payload
                             stats["pch_seconds"] += seconds
-                            submit_sources(waiting.pop(key), path)
+                            submit_sources(waiting.pop(key), (key[0], key[1], pch_key) if path else None)
                             if cand_args and key == cand_pk:
                                 submit_candidates()
                         else:
@@ -1091,7 +1104,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         tactics = [t for t in tactics if grep.lower() in _haystack(t)]
     tactics = [t for t in tactics if keep(t)]
     stats.update(search_fixes(tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
-                              use_cache=use_cache, cached_only=cached_only))
+                              use_cache=use_cache, cached_only=cached_only, executor=executor))
     notes += [u["note"] for u in unmatched]
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
@@ -1113,13 +1126,14 @@ FIX_VERDICTS = ("over_capacity", "exact_fit")
 
 def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
                  pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
-                 cached_only: bool = False) -> dict:
+                 cached_only: bool = False, executor=None) -> dict:
     """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
     capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
     ``fixes``, :func:`cutlass_layout.fixes.fix_key`), else searched
     (:func:`cutlass_layout.fixes.search_fixes`), the tactics of one folder, flags and includes
     together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
-    stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``.
+    stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``;
+    ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
     from ..fixes import FORMULAS, Want, fix_key
@@ -1151,7 +1165,8 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
             groups.setdefault((source.path.parent, source.flags, pre), []).append((t, want))
     if not groups:
         return stats
-    with Pool(min(default_jobs(jobs), len(groups))) as pool:
+    with Pool(min(default_jobs(jobs, executor), len(groups)), executor=executor,
+              reads=_reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
         tickets = {pool.submit(_fixes, [w for _, w in items], prov, pre, list(flags), pch_key, arch,
                                CAPACITY[arch]): items
                    for (_, flags, pre), items in groups.items()}
@@ -1202,6 +1217,13 @@ def _candidates(install, arch, flags, preamble, pch_key, use_cache, cached_only=
 
     return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
                               use_cache=use_cache, cached_only=cached_only)
+
+
+def _reads(install, tgt, gen_root, tvm) -> list[Path]:
+    """The folders a worker's task reads (checked on a Dask cluster's workers): the install,
+    its CUTLASS tree, the CUDA headers, the generated sources, the TVM FFI headers."""
+    return [p for p in (install.root, install.tree.include_root, tgt.cuda.path, gen_root,
+                        tvm.include if tvm is not None else None) if p is not None]
 
 
 def _gen_root(path: Path) -> Path:

@@ -66,7 +66,7 @@ def nothing_kept(version: str, arch: str, selection: Selection, generators) -> s
 
 def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(), grep: str | None = None,
                   cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-                  **config_values) -> AuditResult:
+                  executor=None, **config_values) -> AuditResult:
     """Lay out every kernel CUTLASS's kernel library at ``src`` keeps for ``arch``.
 
     Args:
@@ -77,7 +77,8 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             ``sm103`` (``GenerateSM100``) or ``sm90`` (``GenerateSM90``).
         selection: the library's own name filters (:class:`~cutlass_layout.kernel_library.Selection`).
         grep: keep the kernels whose name contains this (case-insensitive).
-        cuda_path, jobs, use_cache, progress: as for the flashinfer audit.
+        cuda_path, jobs, use_cache, progress, executor: as for the flashinfer audit
+            (:func:`cutlass_layout.commands.audit.audit`; the reports come back and are cached here).
         config_values: ``kernel`` (dense, grouped, sparse), ``a``, ``b``, ``tile``, ``cluster``,
             ``stages``, ``d``, ``schedule``, as the flashinfer audit takes them.
 
@@ -130,7 +131,8 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     if todo:
         bar = None
         try:
-            with Pool(min(default_jobs(jobs), len(todo))) as workers:
+            with Pool(min(default_jobs(jobs, executor), len(todo)), executor=executor,
+                      reads=[lib.tree.include_root, tgt.cuda.path]) as workers:
                 bar = Progress(f"audit {arch}: laying out CUTLASS library kernels", len(todo),
                                enabled=progress or progress_shown())
                 tickets = {}

@@ -169,14 +169,18 @@ class _Layouts:
     and batched into new chunks as soon as a worker is free, without waiting for the rest
     of the grid.
 
+    On an ``executor`` (a Dask cluster, :mod:`cutlass_layout.executors`) the chunks run
+    there instead of in forked workers, and the reports that come back are stored here.
+
     The workers are forked once, when the first round (the grid, the searches' likely first
     candidates, and whatever the cached ones lead to) leaves more than one chunk to lay
     out, after the precompiled header is built here and before the progress bar starts; a
     later round without workers runs in this process.
     """
 
-    def __init__(self, tgt, jobs: int, *, use_cache: bool, progress: bool):
+    def __init__(self, tgt, jobs: int, *, use_cache: bool, progress: bool, executor=None):
         self.tgt, self.jobs, self.use_cache, self.progress = tgt, jobs, use_cache, progress
+        self.executor = executor
         self.peak_mb = 0.0
         self.chunks = 0
         self.laid_out = 0
@@ -227,7 +231,9 @@ class _Layouts:
                     pre = pre[-1:]  # user types alone: the includes (as the engine parses them)
                 ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash, building=step)
         first = _chunks(todo, self.jobs)
-        pool = Pool(self.jobs, parallel=len(first) > 1)
+        remote = self.executor if len(first) > 1 else None
+        pool = Pool(self.jobs, parallel=len(first) > 1, executor=remote,
+                    reads=[self.tgt.tree.include_root, self.tgt.cuda.path])
         parallel = pool.parallel
         stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
         try:
@@ -245,6 +251,9 @@ class _Layouts:
                     self.laid_out += len(ch)
                     if bar is not None:
                         bar.advance(len(ch))
+                    if remote is not None:  # stored there, in the worker's own cache: here too
+                        for c, rep in zip(ch, reps):
+                            engine.store_report(self.tgt, c, rep)
                     more(dict(zip(ch, reps)))
                 look_up()
             stop = False
@@ -484,7 +493,7 @@ def _as_configs(grid, values: dict) -> list[Config]:
     return [c if isinstance(c, UserType) else config_from(c) for c in items]
 
 
-def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
+def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, executor=None,
           use_cache: bool = True, progress: bool = False, **values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest stage count that fits.
 
@@ -495,7 +504,11 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
         cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.target` takes,
             or a :class:`~cutlass_layout.engine.Target`).
         cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
-        jobs: worker processes (default: the number of CPUs); 1 parses in this process.
+        jobs: worker processes (default: the number of CPUs, or the executor's worker
+            threads); 1 parses in this process.
+        executor: None (forked workers here) or an executor
+            (:func:`cutlass_layout.executors.executor`: a Dask cluster) for the chunks;
+            the reports come back and are stored here.
         use_cache: read layouts cached earlier (by any command: see
             :mod:`cutlass_layout.engine`); the stage-count search then runs over them
             without libclang. Fresh layouts are stored either way.
@@ -560,7 +573,8 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None,
                 want += new
         return want
 
-    runner = _Layouts(tgt, default_jobs(jobs), use_cache=use_cache, progress=progress)
+    runner = _Layouts(tgt, default_jobs(jobs, executor), use_cache=use_cache, progress=progress,
+                      executor=executor)
     reps = runner.run(unique + guesses, follow_up)
     found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
     from .audit import approximations
