@@ -172,7 +172,7 @@ LAYERS = [
     ["errors", "model", "cache", "inputs", "runner", "_flashinfer_harness"],
     ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
-    ["engine", "verify", "gpu", "kernels", "candidates", "fixes"],
+    ["engine", "verify", "gpu", "kernels", "candidates", "fixes", "moe_sm80"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist"],
     ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
