@@ -316,6 +316,11 @@ def test_audit_reports_the_family(audited):
     assert t.verdict == "over_capacity" and t.runtime_candidate is True
     # not in get_candidate_tiles' default list: compiled, never tried
     assert by[("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is False
+    # a part of the id naming a 2.x tile enum picks this family's tactic (layout --tactic)
+    from cutlass_layout.api import tactic
+
+    one = tactic("CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80/bf16xbf16", "flashinfer-python==0.7.2.post1")
+    assert one.id == t.id and one.report.kernel.size == t.report.kernel.size
 
 
 @pytest.mark.network
