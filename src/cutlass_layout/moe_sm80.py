@@ -34,7 +34,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .launchers import blank_comments
+from .kernels import template_args
+from .launchers import _matching, blank_comments
 
 #: The header holding the dispatch (relative to TensorRT-LLM's ``cutlass_kernels`` folder).
 DISPATCH = "moe_gemm/moe_gemm_template_dispatch.h"
@@ -193,7 +194,7 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
     clean = active_text(blank_comments(text), defined)
     out = []
     for m in _RUNNER_RE.finditer(clean):
-        args = tuple(a.strip() for a in _split_args(m.group("args")))
+        args = tuple(template_args(f"X<{m.group('args')}>"))
         if len(args) < 2:
             continue
         out.append(Runner(t=args[0], weight=args[1], out=args[2] if len(args) > 2 else args[0],
@@ -201,30 +202,11 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
     return out
 
 
-def _split_args(text: str) -> list[str]:
-    parts, depth, last = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "<(":
-            depth += 1
-        elif c in ">)":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[last:i])
-            last = i + 1
-    parts.append(text[last:])
-    return [p for p in (p.strip() for p in parts) if p]
-
-
-def _matching(text: str, start: int, open_: str, close: str) -> int:
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == open_:
-            depth += 1
-        elif text[i] == close:
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text)
+def _close(text: str, start: int, open_: str, close: str) -> int:
+    """The bracket closing the one at ``start`` (:func:`cutlass_layout.launchers._matching`),
+    or the end of ``text`` where it is not closed."""
+    end = _matching(text, start, open_, close)
+    return len(text) if end is None else end
 
 
 def overloads(text: str, name: str) -> list[Overload]:
@@ -233,7 +215,7 @@ def overloads(text: str, name: str) -> list[Overload]:
     where the template has none) and its body."""
     out = []
     for m in re.finditer(rf"\b(?:void|static\s+void)\s+{name}\s*\(", text):
-        close = _matching(text, m.end() - 1, "(", ")")
+        close = _close(text, m.end() - 1, "(", ")")
         brace = text.find("{", close)
         if brace < 0 or text[close + 1:brace].strip() not in ("", "const"):
             continue  # a declaration or a call
@@ -243,30 +225,11 @@ def overloads(text: str, name: str) -> list[Overload]:
         e = head.find("enable_if<")
         if e >= 0:
             lt = head_start + e + len("enable_if")
-            gt = _matching_angle(text, lt)
+            gt = _close(text, lt, "<", ">")
             cond = text[lt + 1:gt]
-        end = _matching(text, brace, "{", "}")
+        end = _close(text, brace, "{", "}")
         out.append(Overload(cond, text[brace:end + 1], text.count("\n", 0, m.start()) + 1))
     return out
-
-
-def _matching_angle(text: str, lt: int) -> int:
-    """The ``>`` closing the template argument list opened at ``lt`` (parentheses nest; a
-    ``>`` inside them is a comparison)."""
-    depth = paren = 0
-    for i in range(lt, len(text)):
-        c = text[i]
-        if c == "(":
-            paren += 1
-        elif c == ")":
-            paren -= 1
-        elif paren == 0 and c == "<":
-            depth += 1
-        elif paren == 0 and c == ">":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text)
 
 
 def tile_cases(body: str, first_line: int = 1) -> list[TileCase]:
@@ -307,7 +270,7 @@ def arch_on_sm120(dispatch_text: str, is_fp8: bool) -> str | None:
     m = re.search(r"\bdispatchToArch\s*\([^)]*\)\s*\{", dispatch_text)
     if m is None:
         return None
-    body = dispatch_text[m.end() - 1:_matching(dispatch_text, m.end() - 1, "{", "}") + 1]
+    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
     if is_fp8:
         r = re.search(r"if\s*\(\s*sm_\s*>=\s*120\s*\)\s*\{[^}]*?cutlass::arch::(Sm\d+)", body)
         if r:
@@ -345,14 +308,14 @@ def _branch(seg: str, sm: int, flags: set[str]) -> list[str] | None:
         if m.group().startswith("return"):
             if m.group(1) == "base_configs":
                 return ["base_configs"]
-            close = _matching(seg, m.end() - 1, "{", "}")
+            close = _close(seg, m.end() - 1, "{", "}")
             return re.findall(r"CutlassTileConfig::(\w+)", seg[m.end() - 1:close])
-        close = _matching(seg, m.end() - 1, "(", ")")
+        close = _close(seg, m.end() - 1, "(", ")")
         ok = _cond_true(seg[m.end():close], sm, flags)
         if ok is None:
             return None
         brace = seg.find("{", close)
-        end = _matching(seg, brace, "{", "}")
+        end = _close(seg, brace, "{", "}")
         if ok:
             return _branch(seg[brace + 1:end], sm, flags)
         rest = seg[end + 1:]
@@ -360,7 +323,7 @@ def _branch(seg: str, sm: int, flags: set[str]) -> list[str] | None:
         if e:
             after = rest[e.end():]
             if after.startswith("{"):
-                return _branch(after[1:_matching(after, 0, "{", "}")], sm, flags)
+                return _branch(after[1:_close(after, 0, "{", "}")], sm, flags)
             seg, pos = after, 0
             continue
         seg, pos = rest, 0
@@ -374,7 +337,7 @@ def candidate_tiles(heuristic_text: str, sm: int, flags: set[str]) -> list[str] 
     m = re.search(r"std::vector<CutlassTileConfig>\s+get_candidate_tiles\s*\([^)]*\)\s*\{", clean)
     if m is None:
         return None
-    body = clean[m.end() - 1:_matching(clean, m.end() - 1, "{", "}") + 1]
+    body = clean[m.end() - 1:_close(clean, m.end() - 1, "{", "}") + 1]
     kind = "Default"
     for flag, name in (("SIMT_ONLY", "Simt"), ("WEIGHT_ONLY", "WeightOnly"), ("INT8_ONLY", "Int8"),
                        ("FP8_ONLY", "Fp8")):
@@ -563,7 +526,7 @@ def kernel_header(dispatch_text: str, struct: str) -> str | None:
         return None
     head = clean.rfind("template", 0, m.start())
     params = clean[head:m.start()].strip()
-    end = _matching(clean, m.end() - 1, "{", "}")
+    end = _close(clean, m.end() - 1, "{", "}")
     body = clean[m.end():end]
     decls = []
     for u in re.finditer(r"\busing\s+(\w+)\s*=[^;]*;", body):
