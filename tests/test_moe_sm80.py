@@ -78,6 +78,36 @@ void dispatchMoeGemmToCutlass(GroupedGemmInput<T, WeightType> inputs, int sm_cou
   }
 }
 
+template <typename T, typename WeightType, typename arch,
+          typename std::enable_if<!std::is_same<T, float>::value &&
+                                  !std::is_same<T, WeightType>::value>::type* = nullptr>
+void dispatchMoeGemmToCutlass(GroupedGemmInput<T, WeightType> inputs, int sm_count_) {
+  constexpr int tile_shape_k = 128 * 8 / cutlass::sizeof_bits<T>::value;
+  switch (inputs.gemm_config.tile_config_sm80) {
+    case cutlass_extensions::CutlassTileConfig::CtaShape16x128x64_WarpShape16x32x64:
+      dispatchGemmConfig<T, WeightType, arch, cutlass::gemm::GemmShape<16, 128, tile_shape_k>,
+                         cutlass::gemm::GemmShape<16, 32, tile_shape_k>>(inputs, sm_count_);
+      break;
+  }
+}
+
+template <typename T, typename WeightType, typename arch, typename ThreadblockShape, int Stages>
+static void dispatch(GroupedGemmInput<T, WeightType> inputs, int sm_count_) {
+  auto* launcher = genericMoeGemmKernelLauncher<T, WeightType, arch, cutlass::WeightOnlyQuantOp::UNDEFINED,
+                                                ThreadblockShape, Stages>::call;
+  if (!std::is_same_v<WeightType, T> && inputs.groupwise_quant_group_size > 0) {
+    launcher = genericMoeGemmKernelLauncher<T, WeightType, arch,
+                                            cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY,
+                                            ThreadblockShape, Stages>::call;
+  }
+  launcher(inputs, sm_count_);
+}
+
+template <typename GemmOutputType, typename arch, typename ThreadblockShape, int Stages>
+struct genericMoeGemmKernelLauncher<__nv_bfloat16, __nv_fp8_e4m3, GemmOutputType, arch, ThreadblockShape, Stages> {
+  static void call(GroupedGemmInput<__nv_bfloat16, __nv_fp8_e4m3> inputs, int sm_count_) {}
+};
+
 #if defined(ENABLE_FP8)
 template <typename T, typename WeightType, typename arch,
           typename std::enable_if<std::is_same<T, __nv_fp8_e4m3>::value &&
@@ -94,6 +124,14 @@ void dispatchMoeGemmToCutlass(GroupedGemmInput<T, WeightType> inputs, int sm_cou
 }  // namespace tensorrt_llm::kernels::cutlass_kernels_oss
 
 namespace tensorrt_llm::kernels::cutlass_kernels {
+template <typename T, typename WeightType>
+std::vector<CutlassGemmConfig> MoeGemmRunner<T, WeightType>::getAmpereConfigs(int sm) {
+  if (!isValidAmpereMOESpecialisation<T, WeightType>() || (use_w4afp8 && sm != 89)) {
+    return {};
+  }
+  return get_candidate_configs(sm, 1, config_type_param);
+}
+
 template <typename T, typename WeightType>
 template <typename EpilogueTag>
 void MoeGemmRunner<T, WeightType>::dispatchToArch(GroupedGemmInput<T, WeightType> inputs) {
@@ -161,6 +199,19 @@ std::vector<CutlassGemmConfig> get_candidate_configs(int sm, int const max_split
 }
 """
 
+RUNNER_HEADER = """
+template <typename T, typename WeightType>
+class MoeGemmRunner {
+#if defined(ENABLE_FP8)
+  static constexpr bool use_fp8 = std::is_same_v<T, __nv_fp8_e4m3> && !std::is_same_v<WeightType, cutlass::uint4b_t>;
+  static constexpr bool use_w4afp8 = std::is_same_v<T, __nv_fp8_e4m3> && std::is_same_v<WeightType, cutlass::uint4b_t>;
+#else
+  static constexpr bool use_fp8 = false;
+  static constexpr bool use_w4afp8 = false;
+#endif
+};
+"""
+
 RUNNERS = """
 namespace tensorrt_llm::kernels::cutlass_kernels {
 template class MoeGemmRunner<half, half, half>;
@@ -173,6 +224,8 @@ template class MoeGemmRunner<Fp4Type, Fp4Type, half>;
 #endif
 // template class MoeGemmRunner<__nv_fp8_e5m2, __nv_fp8_e5m2>;
 template class MoeGemmRunner<half, uint8_t, half>;
+template class MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half>;
+template class MoeGemmRunner<__nv_bfloat16, __nv_fp8_e4m3, __nv_bfloat16>;
 }
 """
 
@@ -181,7 +234,7 @@ DEFINED = {"ENABLE_FP8", "ENABLE_FP4"}
 
 def _reading():
     found = m.runners(RUNNERS, "moe_gemm_kernels_x.cu", DEFINED)
-    return found, m.sm80_kernels(DISPATCH, TRAITS, HEURISTIC, found, DEFINED)
+    return found, m.sm80_kernels(DISPATCH, TRAITS, HEURISTIC, found, DEFINED, runner_text=RUNNER_HEADER)
 
 
 def test_runners_follow_the_defines():
@@ -189,22 +242,25 @@ def test_runners_follow_the_defines():
     assert [r.args for r in found] == [
         ("half", "half", "half"), ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half"),
         ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half", "half", "true"), ("Fp4Type", "Fp4Type", "half"),
-        ("half", "uint8_t", "half")]
-    assert [r.line for r in found] == [3, 5, 6, 9, 12]
+        ("half", "uint8_t", "half"), ("__nv_fp8_e4m3", "cutlass::uint4b_t", "half"),
+        ("__nv_bfloat16", "__nv_fp8_e4m3", "__nv_bfloat16")]
+    assert [r.line for r in found] == [3, 5, 6, 9, 12, 13, 14]
     no_fp8 = m.runners(RUNNERS, "x.cu", {"ENABLE_FP4"})
-    assert [r.t for r in no_fp8] == ["half", "Fp4Type", "half"]
+    assert [r.t for r in no_fp8] == ["half", "Fp4Type", "half", "__nv_fp8_e4m3", "__nv_bfloat16"]
 
 
 def test_conditions_pick_one_overload():
     text = m.active_text(DISPATCH, DEFINED)
     tiles = m.overloads(text, "dispatchMoeGemmToCutlass")
-    assert len(tiles) == 2
+    assert len(tiles) == 3
     assert m.pick(tiles, {"T": "half", "WeightType": "half"}) is tiles[0]
-    assert m.pick(tiles, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is tiles[1]
+    assert m.pick(tiles, {"T": "half", "WeightType": "uint8_t"}) is tiles[1]
+    assert m.pick(tiles, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is tiles[2]
     assert m.pick(tiles, {"T": "float", "WeightType": "float"}) is None
     # without ENABLE_FP8 the FP8 overload is gone and the first no longer excludes FP8
     bare = m.overloads(m.active_text(DISPATCH, set()), "dispatchMoeGemmToCutlass")
-    assert len(bare) == 1 and m.pick(bare, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is bare[0]
+    assert len(bare) == 2 and m.pick(bare, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is bare[0]
+    assert m.pick(bare, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is bare[0]
     assert m.holds("std::is_same_v<T, WeightType> && !std::is_same<T, float>::value",
                    {"T": "half", "WeightType": "half"}) is True
     assert m.holds("sizeof(T) == 2", {"T": "half"}) is None
@@ -220,6 +276,18 @@ def test_switches_read_as_written():
     assert [text.split("\n")[c.line - 1].strip().startswith("case") for c in cases] == [True, True]
     stages = [m.stage_cases(o.body) for o in m.overloads(text, "dispatchGemmConfig")]
     assert stages == [{2: 3, 3: 3}, {2: 2, 3: 3}]
+    mixed = m.overloads(text, "dispatchMoeGemmToCutlass")[1]
+    consts = m.body_constants(mixed.body, {"T": "half"})
+    assert consts == {"tile_shape_k": 64}  # 128 * 8 / 16
+    assert [(c.threadblock, c.warp) for c in m.tile_cases(mixed.body, mixed.line, consts)] == [
+        ((16, 128, 64), (16, 32, 64))]
+    assert m.tile_cases(mixed.body, mixed.line) == []  # K not known: left out
+    assert m.quant_ops(text) == ["UNDEFINED", "FINEGRAINED_SCALE_ONLY"]
+    assert m.empty_launchers(text) == {("__nv_bfloat16", "__nv_fp8_e4m3")}
+    w4 = m.runner_flags(RUNNER_HEADER, {"T": "__nv_fp8_e4m3", "WeightType": "cutlass::uint4b_t"}, DEFINED)
+    assert w4 == {"use_fp8": False, "use_w4afp8": True}
+    assert m.ampere_configs_empty(text, w4, True, 120) is True
+    assert m.ampere_configs_empty(text, w4, True, 89) is False
     assert m.arch_on_sm120(text, True) == "Sm89"
     assert m.arch_on_sm120(text, False) == "Sm80"
 
@@ -246,10 +314,22 @@ def test_the_kernel_set():
         ("half", "Sm80", (128, 128, 64), 3, (3,), True, 1),
         # the FP8 runner and its MXFP8 twin build the same kernels; FP4 has no SM80 path
         ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 2, (2,), True, 2),
-        ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 3, (3,), True, 2)])
-    assert len(reading.notes) == 1 and "MoeGemmRunner<half, uint8_t, half>" in reading.notes[0]
+        ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 3, (3,), True, 2),
+        # weight-only: K from tile_shape_k, one kernel per quantization the dispatch names;
+        # not in the heuristic's default list
+        ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
+        ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
+        ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1),
+        ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1)])
+    assert sorted({k.quant for k in reading.kernels if k.weight == "uint8_t"}) == ["FINEGRAINED_SCALE_ONLY", "UNDEFINED"]
+    assert len(reading.notes) == 1 and "2 runner(s) with no SM80 path on sm 120" in reading.notes[0]
+    assert "<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in reading.notes[0]
+    assert "<__nv_bfloat16, __nv_fp8_e4m3, __nv_bfloat16> (its genericMoeGemmKernelLauncher" in reading.notes[0]
     k = next(k for k in reading.kernels if k.t == "half" and k.stages == 3 and k.case.threadblock[0] == 128)
     assert m.tactic_name(k) == "CtaShape128x128x64_WarpShape64x32x64_Stages3_Sm80"
+    w = next(k for k in reading.kernels if k.weight == "uint8_t" and k.quant != "UNDEFINED" and k.stages == 2)
+    assert m.tactic_name(w) == "CtaShape16x128x64_WarpShape16x32x64_Stages2_Sm80_FINEGRAINED_SCALE_ONLY"
+    assert "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY" in w.type_name("cl_k")
 
 
 def test_kernel_header_rehosts_the_type_chain():
@@ -288,7 +368,9 @@ SAMPLE = [("e4m3", "bf16", "CtaShape16x256x128_WarpShape16x64x128", 4),
           ("bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64", 4),
           ("f16", "f16", "CtaShape128x128x64_WarpShape64x32x64", 3),
           ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3),
-          ("f32", "f32", "CtaShape128x128x8_WarpShape64x64x8", 2)]
+          ("f32", "f32", "CtaShape128x128x8_WarpShape64x64x8", 2),
+          ("bf16", "bf16", "CtaShape128x128x64_WarpShape128x32x64", 4, "u8", "FINEGRAINED_SCALE_AND_ZEROS"),
+          ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3, "u4", "UNDEFINED")]
 
 
 @pytest.fixture(scope="module")
@@ -302,15 +384,21 @@ def audited():
 @pytest.mark.slow
 def test_audit_reports_the_family(audited):
     assert audited.tactics and {t.family for t in audited.tactics} == {m.FAMILY}
-    # 7 tiles x 3 stages x {f16, bf16} FP8; 5 x 3 per 16-bit runner; 1 x 3 float
-    assert len(audited.tactics) == 42 + 15 + 15 + 3
+    # 7 tiles x 3 stages x {f16, bf16} FP8; 5 x 3 per 16-bit runner; 1 x 3 float; the four
+    # weight-only runners (bf16/f16 x u4/u8): 5 x 3 x 3 quantizations each
+    assert len(audited.tactics) == 42 + 15 + 15 + 3 + 4 * 45
+    assert any("MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in n
+               for n in audited.notes)
     assert audited.capacity.value == 101376
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
-    by = {(t.a, t.out, t.name): t for t in audited.tactics}
-    t = by[("bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80")]
+    by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}
+    assert len(by) == len(audited.tactics)
+    t = by[("bf16", "bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80")]
     assert t.verdict == "over_capacity" and t.runtime_candidate is True
     # not in get_candidate_tiles' default list: compiled, never tried
-    assert by[("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is False
+    assert by[("f16", "f16", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is False
+    # the weight-only runners' list (WEIGHT_ONLY) has it
+    assert by[("f16", "u4", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is True
     # a part of the id naming a 2.x tile enum picks this family's tactic (layout --tactic)
     from cutlass_layout.api import tactic
 
@@ -335,12 +423,14 @@ def test_sample_against_nvcc(audited, nvcc, tmp_path):
     kinds = {v: k for k, v in m.KINDS.items()}
     lines, tactics = ['#include "tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_gemm_template_dispatch.h"',
                       "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"], {}
-    for a, out, enum, stages in SAMPLE:
-        t = next(t for t in audited.tactics if t.a == a and t.out == out and t.name.startswith(f"{enum}_Stages{stages}_"))
+    for a, out, enum, stages, *weight in SAMPLE:
+        b, quant = weight or (a, "UNDEFINED")
+        t = next(t for t in audited.tactics if t.a == a and t.b == b and t.out == out
+                 and t.name.startswith(f"{enum}_Stages{stages}_") and t.report.config["quant"] == quant)
         cfg = t.report.config
         tb, wp = t.tile, cfg["warp"]
-        lines.append(f"template struct genericMoeGemmKernelLauncher<{kinds[a]}, {kinds[a]}, {kinds[out]}, "
-                     f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::UNDEFINED, "
+        lines.append(f"template struct genericMoeGemmKernelLauncher<{kinds[a]}, {kinds[b]}, {kinds[out]}, "
+                     f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::{quant}, "
                      f"tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, "
                      f"{tb[1]}, {tb[2]}>, cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {stages}>;")
         tactics[len(lines)] = t

@@ -2,7 +2,8 @@
 
 On SM120/SM121 ``MoeGemmRunner::dispatchToArch`` (``moe_gemm/moe_gemm_template_dispatch.h``)
 sends pure FP8 MoE to ``dispatchMoeGemmToCutlass<..., cutlass::arch::Sm89, ...>`` (no native
-SM120 FP8 grouped GEMM) and 16-bit and float MoE, which have no SM120 TMA kernels, to its
+SM120 FP8 grouped GEMM) and 16-bit, float and weight-only (16-bit x u4/u8) MoE, which have no
+SM120 TMA kernels, to its
 "Ampere case", ``dispatchMoeGemmToCutlass<..., cutlass::arch::Sm80, ...>``. Those pick a tile
 from ``gemm_config.tile_config_sm80`` in a switch (``CutlassTileConfig`` case ->
 ``GemmShape`` ThreadblockShape and WarpShape), ``dispatchGemmConfig`` maps the config's stage
@@ -41,6 +42,8 @@ from .launchers import _matching, blank_comments
 DISPATCH = "moe_gemm/moe_gemm_template_dispatch.h"
 #: The header of ``isValidAmpereMOESpecialisation`` (same folder).
 TRAITS = "moe_gemm/moe_tma_warp_specialized_traits.h"
+#: The header declaring ``MoeGemmRunner`` and its ``use_*`` flags (same folder).
+RUNNER_HEADER = "include/moe_gemm_kernels.h"
 #: The runtime's heuristic (same folder).
 HEURISTIC = "cutlass_heuristic.cpp"
 #: The runner sources' glob (same folder).
@@ -54,7 +57,11 @@ _IF_RE = re.compile(r"^\s*#\s*(?:(?P<kw>ifdef|ifndef)\s+(?P<name>\w+)|if\s+(?P<e
 _DEFINED_RE = re.compile(r"!?\s*defined\s*\(\s*(\w+)\s*\)")
 _SAME_RE = re.compile(r"(?:std::|cutlass::platform::)is_same(?:_v\s*<([^<>]*)>|\s*<([^<>]*)>\s*::\s*value)")
 _CASE_RE = re.compile(r"case\s+(?:[\w:]*::)?CutlassTileConfig::(\w+)\s*:")
-_SHAPE_RE = re.compile(r"cutlass::gemm::GemmShape\s*<\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*>")
+_SHAPE_RE = re.compile(r"cutlass::gemm::GemmShape\s*<\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*>")
+_CONSTEXPR_RE = re.compile(r"constexpr\s+int\s+(\w+)\s*=\s*([^;]*);")
+_SIZEOF_BITS_RE = re.compile(r"cutlass::sizeof_bits\s*<\s*(\w+)\s*>\s*::\s*value")
+#: ``cutlass::sizeof_bits<T>::value`` of the runners' activation types (their C++ widths)
+BITS = {"half": 16, "__nv_bfloat16": 16, "__nv_fp8_e4m3": 8, "__nv_fp8_e5m2": 8, "float": 32}
 _STAGE_CASE_RE = re.compile(r"case\s+(\d+)\s*:\s*dispatch\s*<[^;]*?,\s*(\d+)\s*>\s*\(")
 
 
@@ -121,12 +128,15 @@ class Sm80Kernel:
     config_stages: tuple[int, ...]
     runners: tuple[str, ...] = ()
     tried: bool | None = None
+    #: the launcher's ``cutlass::WeightOnlyQuantOp`` (``UNDEFINED``; a weight-only runner's
+    #: groupwise ``FINEGRAINED_SCALE_ONLY`` / ``FINEGRAINED_SCALE_AND_ZEROS``)
+    quant: str = "UNDEFINED"
 
     def type_name(self, struct: str) -> str:
         """The re-hosted kernel type (:func:`kernel_header`) of this kernel."""
         tb, wp = self.case.threadblock, self.case.warp
         return (f"{_NS}::{struct}<{self.t}, {self.weight}, {self.out}, cutlass::arch::{self.arch}, "
-                f"cutlass::WeightOnlyQuantOp::UNDEFINED, tensorrt_llm::cutlass_extensions::"
+                f"cutlass::WeightOnlyQuantOp::{self.quant}, tensorrt_llm::cutlass_extensions::"
                 f"EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, {tb[1]}, {tb[2]}>, "
                 f"cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {self.stages}>::GemmKernel")
 
@@ -232,16 +242,35 @@ def overloads(text: str, name: str) -> list[Overload]:
     return out
 
 
-def tile_cases(body: str, first_line: int = 1) -> list[TileCase]:
+def body_constants(body: str, names: dict[str, str]) -> dict[str, int]:
+    """The ``constexpr int NAME = EXPR;`` of a function body, evaluated for the template
+    parameters ``names``: integer literals, ``* / + -``, parentheses and
+    ``cutlass::sizeof_bits<T>::value`` (:data:`BITS`); one that cannot be is left out
+    (``tile_shape_k = 128 * 8 / cutlass::sizeof_bits<T>::value`` is 64 for a 16-bit ``T``)."""
+    out = {}
+    for m in _CONSTEXPR_RE.finditer(body):
+        expr = _SIZEOF_BITS_RE.sub(lambda b: str(BITS.get(names.get(b.group(1), b.group(1)), "x")), m.group(2))
+        if re.fullmatch(r"[\d\s*/+()-]+", expr):
+            out[m.group(1)] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}))
+    return out
+
+
+def tile_cases(body: str, first_line: int = 1, constants: dict[str, int] | None = None) -> list[TileCase]:
     """The cases of a ``switch (inputs.gemm_config.tile_config_sm80)`` body whose statements
-    name two literal ``cutlass::gemm::GemmShape<M, N, K>`` (ThreadblockShape, then WarpShape),
-    in order. A case without (``Undefined``, ``ChooseWithHeuristic``, ``default``, or shapes
-    spelled with non-literal values) is left out."""
+    name two ``cutlass::gemm::GemmShape<M, N, K>`` (ThreadblockShape, then WarpShape), in
+    order, each value a literal or a name of ``constants`` (:func:`body_constants`). A case
+    without (``Undefined``, ``ChooseWithHeuristic``, ``default``, or a value it cannot tell)
+    is left out."""
     marks = list(_CASE_RE.finditer(body))
+    consts = constants or {}
     out = []
     for i, m in enumerate(marks):
         seg = body[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(body)]
-        shapes = [tuple(int(x) for x in s.groups()) for s in _SHAPE_RE.finditer(seg)]
+        shapes = []
+        for sh in _SHAPE_RE.finditer(seg):
+            vals = [int(x) if x.isdigit() else consts.get(x) for x in sh.groups()]
+            if None not in vals:
+                shapes.append(tuple(vals))
         if len(shapes) >= 2:
             out.append(TileCase(m.group(1), shapes[0], shapes[1],
                                 first_line + body.count("\n", 0, m.start())))
@@ -353,15 +382,15 @@ def candidate_tiles(heuristic_text: str, sm: int, flags: set[str]) -> list[str] 
             if _cond_true(p.group(1), sm, flags):
                 base.append(p.group(2))
     cases = list(re.finditer(r"case\s+CutlassGemmType::(\w+)\s*:|default\s*:", body))
-    for i, c in enumerate(cases):
-        if (c.group(1) or "Default") != kind and not (c.group(1) is None and kind == "Default"):
-            continue
-        seg = body[c.end():cases[i + 1].start() if i + 1 < len(cases) else len(body)]
-        got = _branch(seg, sm, flags)
-        if got == ["base_configs"]:
-            return base
-        return got
-    return base if kind == "Default" else None
+    # the gemm type's case, else the switch's default (a type with no case of its own)
+    hit = next((i for i, c in enumerate(cases) if c.group(1) == kind), None)
+    if hit is None:
+        hit = next((i for i, c in enumerate(cases) if c.group(1) is None), None)
+    if hit is None:
+        return base if kind == "Default" else None
+    seg = body[cases[hit].end():cases[hit + 1].start() if hit + 1 < len(cases) else len(body)]
+    got = _branch(seg, sm, flags)
+    return base if got == ["base_configs"] else got
 
 
 def candidate_stages(heuristic_text: str, sm: int, flags: set[str]) -> range | None:
@@ -451,16 +480,76 @@ class Reading:
     notes: list[str] = field(default_factory=list)
 
 
+def runner_flags(runner_text: str, names: dict[str, str], defined: set[str]) -> dict[str, bool]:
+    """``MoeGemmRunner``'s ``static constexpr bool use_X = ...;`` flags (:data:`RUNNER_HEADER`)
+    that :func:`holds` can tell for ``names``, under the module's defines (the first active
+    definition of each; ``use_fp8``, ``use_w4afp8``, ``use_wfp4a16``, ...)."""
+    out: dict[str, bool] = {}
+    for m in re.finditer(r"static\s+constexpr\s+bool\s+(use_\w+)\s*=\s*([^;]*);",
+                         active_text(blank_comments(runner_text), defined)):
+        if m.group(1) not in out:
+            v = holds(m.group(2), names)
+            if v is not None:
+                out[m.group(1)] = v
+    return out
+
+
+def ampere_configs_empty(dispatch_text: str, flags: dict[str, bool], valid: bool, sm: int) -> bool | None:
+    """Whether ``MoeGemmRunner::getAmpereConfigs`` returns no config for ``sm``: its
+    ``if (COND) { return {}; }`` with ``isValidAmpereMOESpecialisation<...>()`` = ``valid``
+    and the runner's ``use_*`` ``flags`` put in (None where it cannot be told)."""
+    m = re.search(r"::getAmpereConfigs\s*\(\s*int\s+sm\s*\)\s*\{", dispatch_text)
+    if m is None:
+        return None
+    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
+    c = re.search(r"\bif\s*\(", body)
+    if c is None:
+        return False
+    cond = body[c.end():_close(body, c.end() - 1, "(", ")")]
+    cond = re.sub(r"[\w:]*isValidAmpereMOESpecialisation\s*<[^>]*>\s*\(\s*\)", f" {valid} ", cond)
+    cond = re.sub(r"\buse_\w+\b", lambda u: f" {flags[u.group()]} " if u.group() in flags else u.group(), cond)
+    return _cond_true(cond, sm, set())
+
+
+def empty_launchers(dispatch_text: str) -> set[tuple[str, str]]:
+    """``(T, WeightType)`` of the partial specializations of :data:`LAUNCHER` whose ``call``
+    does nothing (``genericMoeGemmKernelLauncher<__nv_bfloat16, __nv_fp8_e4m3, ...>``)."""
+    out = set()
+    for m in re.finditer(rf"struct\s+{LAUNCHER}\s*<", dispatch_text):
+        gt = _close(dispatch_text, m.end() - 1, "<", ">")
+        args = template_args("X" + dispatch_text[m.end() - 1:gt + 1])
+        rest = dispatch_text[gt + 1:]
+        if len(args) >= 2 and re.match(r"\s*\{\s*static\s+void\s+call\s*\([^)]*\)\s*\{\s*\}", rest):
+            out.add((args[0], args[1]))
+    return out
+
+
+def quant_ops(dispatch_text: str) -> list[str]:
+    """The ``cutlass::WeightOnlyQuantOp`` values the SM80 ``dispatch`` function instantiates
+    the launcher with, in order (``UNDEFINED``, then the groupwise ones a weight-only runner
+    picks by ``inputs.zeros``)."""
+    m = re.search(r"static\s+void\s+dispatch\s*\([^)]*\)\s*\{", dispatch_text)
+    if m is None:
+        return []
+    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
+    return list(dict.fromkeys(re.findall(r"cutlass::WeightOnlyQuantOp::(\w+)", body)))
+
+
 def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | None,
-                 found: list[Runner], defined: set[str], sm: int = 120) -> Reading:
+                 found: list[Runner], defined: set[str], sm: int = 120, *,
+                 runner_text: str = "") -> Reading:
     """The SM80-path kernels the runners ``found`` reach on ``sm`` (120), each once (runners
-    that build the same kernel are listed on it), for the ``EpilogueOpDefault`` epilogue and
-    ``WeightOnlyQuantOp::UNDEFINED`` (what ``moeGemm`` and ``queryOccupancyForConfig`` run).
+    that build the same kernel are listed on it), for the ``EpilogueOpDefault`` epilogue (what
+    ``moeGemm`` and ``queryOccupancyForConfig`` run).
 
     ``traits_text`` holds ``isValidAmpereMOESpecialisation`` (:data:`TRAITS`): a runner it
-    rejects (FP4) has no SM80 path. Only runners with ``T == WeightType`` are read (the weight-only ones use another overload
-    whose tile K is computed: not read yet); a runner whose overload, arch or tiles cannot be
-    told gets a note instead."""
+    rejects (FP4) has no SM80 path; ``runner_text`` (:data:`RUNNER_HEADER`) the runner's
+    ``use_*`` flags: one whose ``getAmpereConfigs`` is empty on ``sm`` (W4A-FP8 off SM89) or
+    whose launcher is specialized to do nothing (bf16 x FP8) is left out, with a note. A
+    weight-only runner (``T != WeightType``) reaches a kernel per
+    :func:`quant_ops` value (its groupwise scales are staged too); one with ``T ==
+    WeightType``, ``UNDEFINED`` only. A runner whose overload, arch or tiles cannot be told
+    gets a note instead."""
     text = active_text(blank_comments(dispatch_text), defined)
     tiles_over = overloads(text, "dispatchMoeGemmToCutlass")
     stage_over = overloads(text, "dispatchGemmConfig")
@@ -468,9 +557,12 @@ def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | Non
     valid = re.search(r"isValidAmpereMOESpecialisation\s*\(\s*\)\s*\{([^}]*)\}", traits)
     out: dict[tuple, Sm80Kernel] = {}
     notes, unread = [], []
+    empty = empty_launchers(text)
+    quants = quant_ops(text) or ["UNDEFINED"]
     for r in found:
         names = {"T": r.t, "WeightType": r.weight}
         label = f"MoeGemmRunner<{', '.join(r.args)}>"
+        ok = True
         if valid is not None:
             ok = holds(re.sub(r"^\s*return|;\s*$", "", valid.group(1).strip()), names)
             if ok is False:
@@ -478,15 +570,19 @@ def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | Non
             if ok is None:
                 notes.append(f"{label}: isValidAmpereMOESpecialisation could not be told")
                 continue
-        if r.t != r.weight:
-            unread.append(label)
+        flags = runner_flags(runner_text, names, defined)
+        if (r.t, r.weight) in empty:
+            unread.append(f"{label} (its {LAUNCHER} is specialized to do nothing)")
             continue
-        arch = arch_on_sm120(text, r.t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2"))
+        if ampere_configs_empty(text, flags, ok, sm):
+            unread.append(f"{label} (getAmpereConfigs gives no config on sm {sm})")
+            continue
+        arch = arch_on_sm120(text, flags.get("use_fp8", r.t in ("__nv_fp8_e4m3", "__nv_fp8_e5m2")))
         tile_o, stage_o = pick(tiles_over, names), pick(stage_over, names)
         if arch is None or tile_o is None or stage_o is None:
             notes.append(f"{label}: its dispatch overload or arch could not be told")
             continue
-        cases = tile_cases(tile_o.body, tile_o.line)
+        cases = tile_cases(tile_o.body, tile_o.line, body_constants(tile_o.body, names))
         stages = stage_cases(stage_o.body)
         tried_tiles = tried_stages = None
         if heuristic_text is not None:
@@ -496,21 +592,21 @@ def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | Non
             by_stage: dict[int, list[int]] = {}
             for cfg_st, st in stages.items():
                 by_stage.setdefault(st, []).append(cfg_st)
-            for st, cfgs in sorted(by_stage.items()):
-                key = (r.t, r.weight, r.out, arch, case.enum, st)
+            for (st, cfgs), quant in ((x, q) for x in sorted(by_stage.items())
+                                      for q in (quants if r.t != r.weight else quants[:1])):
+                key = (r.t, r.weight, r.out, arch, case.enum, st, quant)
                 tried = None
                 if tried_tiles is not None and tried_stages is not None:
                     tried = case.enum in tried_tiles and any(c in tried_stages for c in cfgs)
                 k = out.get(key)
                 if k is None:
                     out[key] = Sm80Kernel(r.t, r.weight, r.out, arch, case, st, tuple(cfgs),
-                                          (label,), tried)
+                                          (label,), tried, quant)
                 else:
                     out[key] = Sm80Kernel(k.t, k.weight, k.out, k.arch, k.case, k.stages,
-                                          k.config_stages, k.runners + (label,), k.tried)
+                                          k.config_stages, k.runners + (label,), k.tried, k.quant)
     if unread:
-        notes.append(f"{len(unread)} runner(s) with another weight type than T (weight-only, "
-                     f"another dispatch overload) not read yet: {', '.join(unread)}")
+        notes.append(f"{len(unread)} runner(s) with no SM80 path on sm {sm}: {', '.join(unread)}")
     return Reading(list(out.values()), notes)
 
 
@@ -553,7 +649,7 @@ FAMILY = "moe_sm80"
 STRUCT = "cl_sm80_moe_kernel"
 #: The flag names of the runner's element types (``layout``'s ``--a``/``--b`` names).
 KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
-         "float": "f32"}
+         "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
 #: The code a cached result depends on.
 _CODE = ("moe_sm80.py", "launchers.py", "probe.py", "engine.py", "frontends/clang.py")
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
@@ -607,8 +703,9 @@ def has_sm80_path(install) -> bool:
 
 def tactic_name(k: Sm80Kernel) -> str:
     """``CtaShape64x128x64_WarpShape32x64x64_Stages3_Sm80``: the install's tile enum, the
-    template's ``Stages`` and the arch tag the dispatch passes."""
-    return f"{k.case.enum}_Stages{k.stages}_{k.arch}"
+    template's ``Stages`` and the arch tag the dispatch passes, then the quantization where
+    it is not ``UNDEFINED`` (``_FINEGRAINED_SCALE_ONLY``)."""
+    return f"{k.case.enum}_Stages{k.stages}_{k.arch}" + ("" if k.quant == "UNDEFINED" else f"_{k.quant}")
 
 
 def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
@@ -638,6 +735,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     try:
         dispatch = (base / DISPATCH).read_text(errors="replace")
         traits = (base / TRAITS).read_text(errors="replace")
+        runner_text = (base / RUNNER_HEADER).read_text(errors="replace")
     except OSError:
         return Sm80Audit(notes=[f"{FAMILY}: no {DISPATCH} in the install: no SM80-path MoE kernels read"])
     try:
@@ -647,7 +745,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     found = []
     for path in sorted(base.glob(RUNNER_SOURCES)):
         found += runners(path.read_text(errors="replace"), path.name, defined)
-    reading = sm80_kernels(dispatch, traits, heuristic, found, defined)
+    reading = sm80_kernels(dispatch, traits, heuristic, found, defined, runner_text=runner_text)
     out = Sm80Audit(notes=[f"{FAMILY}: {n}" for n in reading.notes])
     if heuristic is None:
         out.notes.append(f"{FAMILY}: runtime candidates: no {HEURISTIC} in the install")
@@ -693,14 +791,15 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
                    out=KINDS.get(k.out, k.out), fusion=None, swap_ab=None, tile=list(k.case.threadblock),
                    cluster=None, kernel="grouped", schedule=None, file=disp_rel, line=k.case.line,
                    launcher=LAUNCHER, launcher_file=disp_rel, runtime_candidate=k.tried, report=rep)
-        rep.config = {"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch,
+        rep.config = {"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch, "quant": k.quant,
                       "runners": list(k.runners)}
         out.tactics.append(t)
     return out
 
 
 __all__ = ["DISPATCH", "FAMILY", "HEURISTIC", "KINDS", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path",
-           "defines", "folder", "has_sm80_path", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
+           "defines", "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
+           "body_constants", "empty_launchers", "quant_ops", "runner_flags", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
            "Sm80Kernel", "TileCase", "active_text", "ampere_flags", "arch_on_sm120",
            "candidate_stages", "candidate_tiles", "holds", "kernel_header", "overloads", "pick",
            "runners", "sm80_kernels", "stage_cases", "tile_cases"]
