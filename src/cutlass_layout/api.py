@@ -464,7 +464,8 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     procedural name (or a ``--kernels`` filter of the library's that keeps one kernel).
 
     An id names its family first (``moe/CtaShape...``), and a TensorRT-LLM tile name
-    (``CtaShape128x256x64B``, ``128x256x64B``) is the moe family's: only that family's
+    (``CtaShape128x256x64B``, ``128x256x64B``) is the moe family's (one naming a warp shape,
+    ``CtaShape128x128x64_WarpShape64x32x64``, the ``moe_sm80`` family's): only that family's
     sources are read (else all of them). Of a tactic and its ``/swap_ab`` twin, the part
     that ends one picks it.
 
@@ -487,8 +488,8 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
                                 use_cache=use_cache, progress=progress)
         return _audit.find_tactic(res, id)
     family = id.split("/", 1)[0] if "/" in id else None
-    if _MOE_TILE.search(id):
-        family = "moe"
+    if _MOE_TILE.search(id):  # a 2.x tile enum names its warp shape: the SM80 path's
+        family = _audit.SM80_FAMILY if family == _audit.SM80_FAMILY or "_warpshape" in id.lower() else "moe"
     with runner.showing(progress):
         res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
                            progress=progress, strict_family=False)

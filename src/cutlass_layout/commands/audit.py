@@ -38,6 +38,7 @@ from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kerne
                        lay_out_sources, pch_preamble, split_preamble, template_args)
 from ..candidates import store_candidates
 from ..model import AuditResult, Fix, LayoutReport, Provenance, Tactic
+from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
 _FORMAT = 2
@@ -567,6 +568,9 @@ def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sourc
 #: run SM120's builds.
 AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm100": "sm100", "sm103": "sm103", "sm90": "sm90"}
 
+#: The archs whose audit holds the MoE runner's SM80-path kernels (moe_sm80.py).
+SM80_PATH_ARCHS = ("sm120", "sm121")
+
 _ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm_?12[01]", re.I),
               "sm100": re.compile(r"sm_?10[03]", re.I), "sm103": re.compile(r"sm_?10[03]", re.I),
               "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
@@ -913,6 +917,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         return None
     families = list(dict.fromkeys(sorted((family_of(m.name) for m in builds.modules),
                                          key=lambda f: (f != MOE, f))))
+    if arch in SM80_PATH_ARCHS and MOE in families and has_sm80_path(install):  # moe_sm80.py
+        families.append(SM80_FAMILY)
     if family is not None and family not in families and strict_family:
         raise BadInput(unknown_family(family, families, install.version, arch))
     t_jit = time.perf_counter()
@@ -1087,6 +1093,15 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         notes.append("runtime candidates: the install's candidate list for the arch could not be read")
     elif cand is not None and cand.note:
         notes.append(cand.note)
+    if SM80_FAMILY in families and family in (None, SM80_FAMILY):
+        mflags = next((m.clang_flags() for m in builds.modules if family_of(m.name) == MOE), [])
+        sm80 = audit_sm80_path(install, tgt, sm80_defines(mflags), use_cache=use_cache,
+                               cached_only=cached_only)
+        if sm80 is None:  # cached_only, not cached: the rest of the audit stands
+            notes.append(f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)")
+        else:
+            tactics += sm80.tactics
+            notes += sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
     # the arch's capacity as its headers give it, read from every kernel laid out, before the
     # filters: a filter that keeps nothing does not make it unknown
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)

@@ -132,7 +132,9 @@ def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
 
 
 def _family_title(fam: str, n: int) -> str:
-    what = " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)" if fam == "moe" else ""
+    what = {"moe": " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)",
+            "moe_sm80": " (TensorRT-LLM MoE runner's SM80 path, CUTLASS 2.x MoeFCGemm, "
+                        "moe_gemm_template_dispatch.h)"}.get(fam, "")
     return f"{fam}{what}: {n} tactics"
 
 
