@@ -395,6 +395,10 @@ def test_audit_reports_the_family(audited):
     assert len(by) == len(audited.tactics)
     t = by[("bf16", "bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80")]
     assert t.verdict == "over_capacity" and t.runtime_candidate is True
+    # the occupancy check rejects it before launch: --check does not fail on it
+    assert "maximum_active_blocks" in t.runtime_guard and t not in audited.check_failures()
+    assert not audited.check_failures() and all(u.runtime_guard is None for u in audited.tactics
+                                                if u.verdict != "over_capacity")
     # not in get_candidate_tiles' default list: compiled, never tried
     assert by[("f16", "f16", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is False
     # the weight-only runners' list (WEIGHT_ONLY) has it

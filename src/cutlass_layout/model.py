@@ -1379,6 +1379,10 @@ class Tactic:
         fix: what fits instead (:class:`Fix`; over-capacity and exact-fit tactics).
         runtime_candidate: whether the install's runtime candidate list for the arch would
             try this tactic (None when that list cannot be read).
+        runtime_guard: for a tactic over capacity, what rejects it at run time before it
+            launches, in words (the SM80-path MoE launcher's occupancy check); None where
+            nothing does (a launch fails, "Error Internal"). ``audit --check`` does not fail
+            on a guarded tactic.
     """
 
     family: str
@@ -1407,6 +1411,7 @@ class Tactic:
     epilogue_schedule: str | None = None
     mma_tile: list[int] | None = None
     sm_version: int | None = None
+    runtime_guard: str | None = None
 
     @property
     def id(self) -> str:
@@ -1511,7 +1516,8 @@ class Tactic:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
         identity, then :data:`TACTIC_NUMBERS` (each the attribute of that name) and the error."""
         return {"id": self.id, **self.identity(), **{k: getattr(self, k) for k in TACTIC_NUMBERS},
-                "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict()}
+                "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict(),
+                "runtime_guard": self.runtime_guard}
 
 
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
@@ -1577,8 +1583,10 @@ class AuditResult:
 
     def check_failures(self) -> list[Tactic]:
         """What ``audit --check`` fails on: tactics over capacity that the runtime would try,
-        or may try (``runtime_candidate`` True or None: its list could not be read)."""
-        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False]
+        or may try (``runtime_candidate`` True or None: its list could not be read), and that
+        no run-time check rejects before launch (``runtime_guard`` None)."""
+        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False
+                and t.runtime_guard is None]
 
     def source_summary(self) -> dict[str, dict]:
         """Per family (in the order of :attr:`sources`), the counts of its sources:

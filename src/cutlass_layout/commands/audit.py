@@ -1100,6 +1100,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         if sm80 is None:  # cached_only, not cached: the rest of the audit stands
             notes.append(f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)")
         else:
+            for t in sm80.tactics:
+                if sm80.guard and t.verdict == "over_capacity":
+                    t.runtime_guard = sm80.guard
             tactics += sm80.tactics
             notes += sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
     # the arch's capacity as its headers give it, read from every kernel laid out, before the
