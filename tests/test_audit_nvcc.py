@@ -45,7 +45,10 @@ struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage, typename K::Coll
 #undef TLLM_CHECK
 #undef TLLM_CHECK_WITH_INFO
 #undef TLLM_THROW
-#define CL_SHOW do { static_assert(cl_sizes<GemmKernel, __LINE__>::value == 0, ""); } while (0)
+#ifndef CL_SOURCE_INDEX  // which source of a unit of several (one_unit)
+#define CL_SOURCE_INDEX 0
+#endif
+#define CL_SHOW do { static_assert(cl_sizes<GemmKernel, CL_SOURCE_INDEX * 1000000 + __LINE__>::value == 0, ""); } while (0)
 #define TLLM_CHECK(...) CL_SHOW
 #define TLLM_CHECK_WITH_INFO(...) CL_SHOW
 #define TLLM_THROW(...) CL_SHOW
@@ -69,12 +72,46 @@ def host_pass(source: Path, nvcc_flags: list[str], work: Path) -> str:
     return out
 
 
+def one_unit(sources: list[Path], work: Path) -> Path:
+    """One translation unit of several generated sources of one module (the same flags), so
+    that one nvcc run parses the headers they share once: each source's own text in turn,
+    after ``#line 1 "<source>"`` (nvcc's messages name the source and its lines), with
+    ``CL_SOURCE_INDEX`` its index (a launcher of source ``i`` at line ``n`` shows as
+    ``cl_show<i * 1000000 + n, ...>``, ``SHOW``). An ``#include`` line an earlier source has
+    is left blank (the launcher ``.inl`` files have no include guard)."""
+    seen: set[str] = set()
+    parts = []
+    for i, source in enumerate(sources):
+        lines = source.read_text().split("\n")
+        for k, line in enumerate(lines):
+            if line.lstrip().startswith("#include"):
+                if line.strip() in seen:
+                    lines[k] = ""
+                seen.add(line.strip())
+        parts.append(f'#undef CL_SOURCE_INDEX\n#define CL_SOURCE_INDEX {i}\n#line 1 "{source}"\n'
+                     + "\n".join(lines) + "\n")
+    unit = work / "cl_unit.cu"
+    unit.write_text("".join(parts))
+    return unit
+
+
 def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
     """``{launcher line: (kernel, mainloop, epilogue, stages)}`` as nvcc's host pass computes them."""
+    return nvcc_host_pass_all([source], nvcc_flags, work)[source]
+
+
+def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -> dict[Path, dict[int, tuple[int, ...]]]:
+    """``{source: {launcher line: (kernel, mainloop, epilogue, stages)}}`` as nvcc's host pass
+    computes them, the sources in one unit (:func:`one_unit`)."""
     show = work / "cl_show.h"
     show.write_text(SHOW)
-    out = host_pass(source, [*nvcc_flags, "-include", str(show)], work)
-    return {int(m[0]): tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(out)}
+    out = host_pass(one_unit(sources, work), [*nvcc_flags, "-include", str(show)], work)
+    assert "already been defined" not in out and "redefinition" not in out, out[:3000]
+    got: dict[Path, dict[int, tuple[int, ...]]] = {s: {} for s in sources}
+    for m in _SHOWN.findall(out):
+        index, line = divmod(int(m[0]), 1000000)
+        got[sources[index]][line] = tuple(int(x) for x in m[1:])
+    return got
 
 
 def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
@@ -106,9 +143,10 @@ def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
     moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
                if m.name.startswith("fused_moe"))
     compared = 0
-    for part in files:
-        source = next(p for p in moe.generated if part in p.name)
-        got = nvcc_host_pass_sizes(source, nvcc_flags(moe, install.tree), tmp_path)
+    sources = [next(p for p in moe.generated if part in p.name) for part in files]
+    every = nvcc_host_pass_all(sources, nvcc_flags(moe, install.tree), tmp_path)
+    for source in sources:
+        got = every[source]
         mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
         assert got and set(got) == set(mine), (sorted(got), sorted(mine))
         for line, (kernel, mainloop, epilogue, stages) in got.items():
@@ -122,13 +160,15 @@ def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
 def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int,
                            sizes=None) -> int:
     """Compare every tactic of ``res`` from the generated sources of ``moe`` (a JIT module)
-    with what nvcc computes of that source for ``arch`` (``sizes(source, flags, work)``:
-    ``{line: (kernel, mainloop, epilogue, stages)}``, by default :func:`nvcc_host_pass_sizes`):
-    each launcher line is one tactic, with nvcc's kernel, mainloop and epilogue bytes and
-    stages, against ``capacity``. Returns how many were compared."""
+    with what nvcc computes of those sources for ``arch``, in one unit (``sizes(sources,
+    flags, work)``: ``{source: {line: (kernel, mainloop, epilogue, stages)}}``, by default
+    :func:`nvcc_host_pass_all`): each launcher line is one tactic, with nvcc's kernel,
+    mainloop and epilogue bytes and stages, against ``capacity``. Returns how many were
+    compared."""
     compared = 0
+    every = (sizes or nvcc_host_pass_all)(list(moe.generated), nvcc_flags(moe, tree, arch), work)
     for source in moe.generated:
-        got = (sizes or nvcc_host_pass_sizes)(source, nvcc_flags(moe, tree, arch), work)
+        got = every[source]
         mine = {t.line: t for t in res.tactics if t.file.endswith(source.name)}
         assert got and set(got) == set(mine), (sorted(got), sorted(mine))
         for line, (kernel, mainloop, epilogue, stages) in got.items():

@@ -326,19 +326,27 @@ def device_front_end(source, nvcc_flags: list[str], work) -> str:
     return proc.stdout + proc.stderr
 
 
-def nvcc_sizes(source, flags: list[str], work) -> dict[int, tuple[int, ...]]:
-    """``{instantiation line: (kernel, mainloop, epilogue, stages)}`` as nvcc computes them:
-    each error names a ``cl_show`` and, last in its instantiation notes, the line of
-    ``source`` whose explicit instantiation led to it."""
+def nvcc_sizes(sources, flags: list[str], work) -> dict:
+    """``{source: {instantiation line: (kernel, mainloop, epilogue, stages)}}`` as nvcc
+    computes them, the sources in one unit (tests/test_audit_nvcc.py ``one_unit``: the headers
+    they share parsed once): each error names a ``cl_show`` and, last in its instantiation
+    notes, the line of the source whose explicit instantiation led to it."""
+    from test_audit_nvcc import one_unit
+
     show = work / "cl_show.h"
     show.write_text(SHOW)
-    out = device_front_end(source, [*flags, "-Xcudafe", "--error_limit=10000", "-include", str(show)], work)
-    got: dict[int, tuple[int, ...]] = {}
+    out = device_front_end(one_unit(list(sources), work),
+                           [*flags, "-Xcudafe", "--error_limit=10000", "-include", str(show)], work)
+    assert "already been defined" not in out and "redefinition" not in out, out[:3000]
+    got: dict = {source: {} for source in sources}
     for block in re.split(r"\n(?=\S[^\n]*: error: )", out):
         shown = _SHOWN.search(block)
-        lines = re.findall(rf"at line (\d+) of \"?{re.escape(str(source))}", block)
-        if shown and lines:
-            got[int(lines[-1])] = tuple(int(x) for x in shown.groups())
+        if not shown:
+            continue
+        for source in sources:
+            lines = re.findall(rf"at line (\d+) of \"?{re.escape(str(source))}", block)
+            if lines:
+                got[source][int(lines[-1])] = tuple(int(x) for x in shown.groups())
     return got
 
 
