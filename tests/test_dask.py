@@ -195,7 +195,7 @@ def test_a_sweep_on_a_cluster(nc420, cluster):
               ("128x256x128", "trtllm-moe"): (3, 83968, 13312, 98304)}
     grid = {"tile": "128x{128,256}x128", "preset": ["flashinfer", "trtllm-moe"]}
     res = api.sweep(grid, nc420, use_cache=False, executor=cluster)
-    assert res.stats["chunks"] >= 2 and res.stats["laid_out"] >= 4  # the grid and the search's guesses
+    assert res.stats["chunks"] >= 1 and res.stats["laid_out"] >= 4  # the grid and the search's guesses (chunks: as many workers as had joined)
     got = {("x".join(map(str, r.config.tile)), r.config.preset):
            (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) for r in res.records}
     assert got == handed
