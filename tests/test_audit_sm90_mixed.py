@@ -378,3 +378,5 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, only_sources):
         assert (t.verdict == "over_capacity") == (t.report.kernel.size > CAPACITY), t.id
     over = sum(t.report.kernel.size > CAPACITY for t in res.tactics)
     assert compared == 24 and over == 8
+    # at 2 stages already (nvcc's count above), the fewest the mixed-input collective takes
+    assert all(t.fix is not None and t.fix.fewest_stages == 2 for t in res.tactics if t.verdict == "over_capacity")

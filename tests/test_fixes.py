@@ -240,3 +240,22 @@ def test_layout_tactic_says_what_fits_instead(moe_072, capsys):
     assert main(["layout", "--tactic", FINALIZE[0], "--cutlass", spec, "--json"]) in (0, None)
     fix = json.loads(capsys.readouterr().out)["tactic"]["fix"]
     assert (fix["stages"], fix["kernel_bytes"], fix["carveout_bytes"]) == (2, 74752, 17617)
+
+
+def test_a_tactic_at_the_fewest_stages_has_nothing_to_search():
+    """A tactic that already has 2 stages, the fewest the SM90 and SM120 collectives take
+    (``static_assert(DispatchPolicy::Stages >= 2, ...)`` in
+    ``sm90_mma_tma_gmma_rs_warpspecialized_mixed_input.hpp`` and the others): its fix says so
+    (table, ``layout --tactic``, JSON) instead of "could not be searched"."""
+    from types import SimpleNamespace
+
+    from cutlass_layout.model import Fix
+    from cutlass_layout.reports.audit import fix_cell, fix_lines
+
+    fix = Fix(fewest_stages=2)
+    assert Fix.from_dict(fix.to_dict()) == fix and fix.to_dict()["fewest_stages"] == 2
+    t = SimpleNamespace(fix=fix)
+    assert fix_cell(t) == "none: 2 st is the fewest"
+    assert fix_lines(t) == ["What fits instead: nothing found: it has 2 stages, the fewest its collective "
+                            "takes (static_assert Stages >= 2): no stage count fits"]
+    assert fix_cell(SimpleNamespace(fix=Fix(error="not searched"))) == "?"

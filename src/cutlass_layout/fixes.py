@@ -288,8 +288,11 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
     plans = []  # (want index, fixed macro name, namespaces)
     for i, w in enumerate(wants):
         fixes[i] = Fix(formula=FORMULAS[family]["words"])
-        if w.report.stages is None or w.report.stages <= MIN_STAGES:
-            fixes[i].error = f"the builder's count is {w.report.stages}: none below it from {MIN_STAGES} to search"
+        if w.report.stages is None:
+            fixes[i].error = "the tactic's stage count is not known: nothing to search below it"
+            continue
+        if w.report.stages <= MIN_STAGES:  # nothing below it compiles: none fits
+            fixes[i].fewest_stages = MIN_STAGES
             continue
         mkey = (w.launcher_file, w.macro[0], w.launcher_line)
         if mkey not in macros:

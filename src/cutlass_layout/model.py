@@ -1291,6 +1291,10 @@ class Fix:
             ``pipeline_overcount`` (negative: per stage the builder counts a 128-byte
             pipeline where the kernel has a smaller one).
         formula: the builder's stage function, in words.
+        fewest_stages: where the tactic already has the fewest stages its collective takes (2:
+            the SM90 and SM120 collectives, the mixed-input ones included,
+            ``static_assert(DispatchPolicy::Stages >= 2)``), that count: no stage count fits, and
+            there was nothing below it to lay out; else None.
         error: why no fix was searched (no mainloop ``CollectiveBuilder`` in the launcher, the
             fixed launcher does not compile), else None.
     """
@@ -1306,6 +1310,7 @@ class Fix:
     uncounted: dict = field(default_factory=dict)
     formula: str | None = None
     error: str | None = None
+    fewest_stages: int | None = None
 
     def to_dict(self) -> dict:
         """The ``fix`` object of a tactic's JSON row (stage counts of ``searched`` as text keys)."""
@@ -1318,7 +1323,7 @@ class Fix:
                     "reduced_capacity_bytes": b.capacity.value, "carveout_bytes": b.carveout_bytes,
                     "stage_bytes": b.stage_bytes, "stages": b.stages, "budgeted_bytes": b.budgeted_bytes},
                 "uncounted_bytes": self.uncounted_bytes, "uncounted": dict(self.uncounted),
-                "formula": self.formula, "error": self.error}
+                "formula": self.formula, "error": self.error, "fewest_stages": self.fewest_stages}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Fix":
@@ -1331,7 +1336,7 @@ class Fix:
                        capacity=Constant(name="ReducedSmemCapacityBytes", value=b["reduced_capacity_bytes"]),
                        carveout_bytes=b["carveout_bytes"], stage_bytes=b["stage_bytes"], stages=b["stages"]),
                    uncounted_bytes=d.get("uncounted_bytes"), uncounted=dict(d.get("uncounted") or {}),
-                   formula=d.get("formula"), error=d.get("error"))
+                   formula=d.get("formula"), error=d.get("error"), fewest_stages=d.get("fewest_stages"))
 
 
 @dataclass

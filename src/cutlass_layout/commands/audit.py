@@ -1154,7 +1154,7 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
-    from ..fixes import FORMULAS, Want, fix_key
+    from ..fixes import FORMULAS, MIN_STAGES, Want, fix_key
     from ..frontends.clang import libclang_version
     from ..kernels import CAPACITY
     from ..runner import Pool, default_jobs
@@ -1169,6 +1169,9 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
         if t.verdict not in FIX_VERDICTS or id(t) not in origins:
             continue
         source, pre, k = origins[id(t)]
+        if t.report.stages is not None and t.report.stages <= MIN_STAGES:
+            t.fix = Fix(fewest_stages=MIN_STAGES)  # the collective takes no fewer: nothing to search
+            continue
         if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
             t.fix = Fix(error="its kernel is not declared in a launcher macro: not searched")
             continue

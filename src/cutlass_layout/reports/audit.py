@@ -25,11 +25,15 @@ def _yes_no(v) -> str:
 def fix_cell(x) -> str:
     """The table's ``fix`` cell: ``2 st 74752 B, carve-out 17617`` (the largest stage count
     that fits, its kernel bytes, the smallest carve-out that makes the builder choose it),
-    ``none fits``, ``?`` where it could not be searched, ``-`` where none was needed."""
+    ``none fits`` (none searched fits), ``none: 2 st is the fewest`` (the tactic already has the
+    fewest stages its collective takes), ``?`` where it could not be searched, ``-`` where none
+    was needed."""
     f = x.fix
     if f is None:
         return "-"
     if f.stages is None:
+        if f.fewest_stages:
+            return f"none: {f.fewest_stages} st is the fewest"
         return "?" if f.error and not f.searched else "none fits"
     carve = "" if f.carveout_bytes is None else f", carve-out {f.carveout_bytes}"
     return f"{f.stages} st {f.kernel_bytes} B{carve}"
@@ -45,7 +49,9 @@ def fix_lines(t) -> list[str]:
         return []
     tried = ", ".join(f"{n}: {'does not compile' if b is None else f'{b} B'}" for n, b in sorted(f.searched.items()))
     if f.stages is None:
-        why = f.error or f"no stage count fits ({tried})"
+        why = f.error or (f"it has {f.fewest_stages} stages, the fewest its collective takes "
+                          f"(static_assert Stages >= {f.fewest_stages}): no stage count fits"
+                          if f.fewest_stages else f"no stage count fits ({tried})")
         return [f"What fits instead: nothing found: {why}"]
     out = [f"What fits instead: StageCount<{f.stages}> (the launcher with its mainloop builder's stage "
            f"count replaced, laid out): kernel {f.kernel_bytes} B, mainloop {f.mainloop_bytes} B, "
