@@ -1160,13 +1160,22 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     from ..runner import Pool, default_jobs
 
     stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
-    if arch not in FORMULAS:
+    if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
+        for t in tactics:
+            if t.verdict in FIX_VERDICTS and t.fix is None:
+                t.fix = Fix(error=f"not searched: the fix search reads the stage formulas of "
+                                  f"{' and '.join(sorted(FORMULAS))}'s builders, not {arch}'s")
         return stats
     cache = ResultCache("fixes")
     target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
     groups: dict[tuple, list] = {}
     for t in tactics:
-        if t.verdict not in FIX_VERDICTS or id(t) not in origins:
+        if t.verdict not in FIX_VERDICTS:
+            continue
+        if id(t) not in origins:
+            if t.fix is None:
+                t.fix = Fix(error="not searched: its kernel is not declared in a launcher of the "
+                                  "install's generated or JIT sources")
             continue
         source, pre, k = origins[id(t)]
         if t.report.stages is not None and t.report.stages <= MIN_STAGES:
