@@ -126,12 +126,13 @@ class Pool:
         if not self._futures:
             return []
         # another executor may say every so often (its poll_s) whether it can still finish
-        poll = getattr(self._remote, "poll_s", None)
+        check = getattr(self._remote, "check", None)
+        poll = getattr(self._remote, "poll_s", None) if check is not None else None
         while True:
             done, _ = wait(list(self._futures), timeout=poll, return_when=FIRST_COMPLETED)
             if done:
                 return [(self._futures.pop(f), f.result()) for f in done]
-            self._remote.check(len(self._futures))
+            check(len(self._futures))
 
     def map(self, fn, items):
         """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""

@@ -18,6 +18,16 @@ _VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "ove
                  "does_not_compile": "does not compile"}
 
 
+def verdict_cell(x) -> tuple[str, str]:
+    """A tactic's (or library kernel's) verdict cell: its words and their style."""
+    return _VERDICT_TEXT[x.verdict], _VERDICT_STYLE[x.verdict]
+
+
+def verdict_counts(tactics) -> dict[str, int]:
+    """``{verdict: how many of tactics have it}``, every verdict, in the table's order."""
+    return {v: sum(x.verdict == v for x in tactics) for v in _VERDICT_TEXT}
+
+
 def _yes_no(v) -> str:
     return "?" if v is None else ("yes" if v else "no")
 
@@ -92,7 +102,7 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         return "-" if not x.cluster else "x".join(map(str, x.cluster))
 
     columns = [  # (column, cell)
-        (Column("verdict"), lambda x: (_VERDICT_TEXT[x.verdict], _VERDICT_STYLE[x.verdict])),
+        (Column("verdict"), verdict_cell),
         (Column("tactic", wrap=True, code=True), lambda x: str(x.name or x.launcher)),
         (Column("A x B"), lambda x: f"{x.a or '?'} x {x.b or '?'}"),
         (Column("out"), lambda x: str(x.out or "-")),
@@ -231,7 +241,7 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
               for fam, why, files in source_groups(result, "reason")]
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
-    counts = {v: sum(x.verdict == v for x in result.tactics) for v in _VERDICT_TEXT}
+    counts = verdict_counts(result.tactics)
     over = [x for x in result.tactics if x.verdict == "over_capacity"]
     tried = sum(1 for x in over if x.runtime_candidate)
     unknown = sum(1 for x in over if x.runtime_candidate is None)

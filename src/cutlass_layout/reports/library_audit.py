@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..config import tile_text
-from .audit import _VERDICT_STYLE, _VERDICT_TEXT
+from .audit import verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 from .layout import default_console
 
@@ -33,7 +33,7 @@ def columns_and_rows(tactics):
         return "-" if v is None or t.report is None or t.report.error is not None else str(v)
 
     columns = [
-        (Column("verdict"), lambda t: (_VERDICT_TEXT[t.verdict], _VERDICT_STYLE[t.verdict])),
+        (Column("verdict"), verdict_cell),
         (Column("kernel (procedural name)", wrap=True, code=True), lambda t: t.id),
         (Column("kind"), lambda t: str(t.gemm_kind or "-")),
         (Column("A x B"), lambda t: f"{t.a or '?'} x {t.b or '?'}"),
@@ -71,7 +71,7 @@ def tail_lines(result) -> tuple[list[str], list[str], str, str]:
               if t.report is not None and t.report.error is not None]
     told = {u["note"] for u in result.unmatched}  # the command says these on stderr
     notes = [f"note: {n}" for n in result.notes if n not in told]
-    counts = {v: sum(t.verdict == v for t in result.tactics) for v in _VERDICT_TEXT}
+    counts = verdict_counts(result.tactics)
     total = (f"{counts['over_capacity']} over capacity (kept by the generator), {counts['exact_fit']} exact "
              f"fits, {counts['does_not_compile']} do not compile, {counts['fits']} fit")
     checked = ("checked: types (each kernel's SharedStorage as the library's emitter writes it, "
