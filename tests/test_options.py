@@ -82,7 +82,7 @@ def test_other_extra_arguments_get_no_tile_hint(capsys):
     (["scan"], "give what to scan"),
     (["scan", "x.hpp", "--cutlass", "y"], "PATH or --cutlass SRC, not both"),
     (["audit", "a", "--cutlass", "b"], "not both"),
-    (["audit", "a", "--arch", "sm120", "--arch", "sm90"], "one arch at a time"),
+    (["audit", "a", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),
     (["audit", "a", "--preset", "trtllm-moe"], "not recorded for a tactic"),
     (["audit", "a", "--a", "fp5"], "unknown element kind 'fp5'"),
     (["audit", "a", "--tile", "128x64x16b"], "capital B"),

@@ -13,6 +13,7 @@ From Python, with the command line's values and defaults::
     d = cl.diff("flashinfer-python==0.6.8", src, tile="128x{32,64}x256")  # d.numeric, d.structural
     s = cl.scan(src, grep="TensorStorage")                              # s.structs, s.constants
     a = cl.audit(src, family="moe")                     # the kernels flashinfer builds: a.tactics
+    every = cl.audit(src, arch="all", family="moe")     # every arch it builds: every.results
     t = cl.tactic("CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize", src)  # one of them: t.report
     lib = cl.audit("nvidia-cutlass==4.2.0.0", kernels="*spgemm*")  # CUTLASS's own kernel library
     tgt = cl.target(src)                                # resolve once, pass as the source
@@ -44,7 +45,7 @@ Layers, each using only those above it: :mod:`~cutlass_layout.model` (with ``err
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from .api import (LIMITS, AuditResult, BadInput, Config, CutlassLayoutError, CutlassTree, DiffResult,
+from .api import (LIMITS, AuditResult, AuditSet, BadInput, Config, CutlassLayoutError, CutlassTree, DiffResult,
                   DoesNotCompile, LayoutReport, OverLimit, ScanResult, SweepRecord, SweepResult, Tactic,
                   Target, UserType, audit, diff, layout, layouts, parse_tile, resolve_cutlass, scan,
                   show_progress, sweep, tactic, target)
@@ -57,7 +58,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree withou
 __all__ = [
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
     "parse_tile", "show_progress", "LIMITS",
-    "AuditResult", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
+    "AuditResult", "AuditSet", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord", "SweepResult",
     "Tactic", "Target", "UserType",
 ]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import re
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from . import engine, executors, probe, runner
@@ -47,7 +48,7 @@ from .engine import Target
 from .errors import BadInput, CutlassLayoutError, DoesNotCompile
 from .grid import expand_braces
 from .inputs import LIMITS, OverLimit
-from .model import (AuditResult, Blocklist, BlocklistFormat, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
+from .model import (AuditResult, AuditSet, Blocklist, BlocklistFormat, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
                     Tactic)
 from .probe import UserType
 from .sources import CutlassTree
@@ -308,11 +309,11 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult
 
 
 @_renamed(src="source")
-def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
-          cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-          kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
-          instantiation_level: str | None = None, executor: str | None = None,
-          **config_values) -> AuditResult:
+def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | None = None,
+          grep: str | None = None, cuda_path=None, jobs: int | None = None, use_cache: bool = True,
+          progress: bool = False, kernels: str | None = None, ignore_kernels: str | None = None,
+          exclude_kernels: str | None = None, instantiation_level: str | None = None,
+          executor: str | None = None, **config_values) -> AuditResult | AuditSet:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
@@ -336,8 +337,15 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
         source: a flashinfer install (site-packages or package dir, ``.whl``,
             ``"flashinfer-python==VERSION"``), or CUTLASS's kernel library (above); ``None``:
             the flashinfer installed here.
-        arch: ``sm120``, ``sm121`` (SM120's builds, and their cached results), ``sm100``,
-            ``sm103`` or ``sm90``.
+        arch: ``sm120`` (the default), ``sm121`` (SM120's builds, and their cached
+            results), ``sm100``, ``sm103`` or ``sm90``: one audit. Several arches, a list
+            (``["sm90", "sm120"]``), or ``"all"`` (alone or in the list): every arch the
+            install has JIT module builders for, ascending (sm90, sm100, sm103, sm120; sm121,
+            SM120's builds, only where named), each arch audited as one is, the install
+            resolved once (:func:`cutlass_layout.commands.audit.audit_archs`; an arch ``all``
+            finds no builder for, or whose builders give nothing of what was asked, is left
+            out and named in the set's ``notes``). CUTLASS's library takes a list of named
+            arches, not ``"all"``.
         family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
             name; only its sources are parsed. One the install does not build is refused,
             listing those it does.
@@ -355,18 +363,23 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
             ``stages``, ``d``, ``schedule``.
 
     Returns:
-        An :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
+        For one arch (a str), an :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
         why one gives none; counts per family in ``source_summary()``), ``tactics``
         (:class:`Tactic`, named as the install names
         them: ``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``), each with its
         :class:`LayoutReport`, the JSON row's numbers as attributes (``kernel_bytes``,
         ``headroom_bytes``, ``stages``, ``verdict``, ...), and whether the MoE runtime's
         candidate list would try it; a filter that matched no tactic is a note (and in
-        ``unmatched``) naming it and the nearest values the tactics have.
+        ``unmatched``) naming it and the nearest values the tactics have. For several
+        (a list, or ``"all"``), an :class:`AuditSet`: ``results``, one :class:`AuditResult`
+        per arch in the order asked, each against its own arch's capacity; ``to_dict()``
+        is ``{"audits": [...]}`` (``audit --json``), ``check_failures()`` the ``(arch,
+        tactic)`` pairs ``audit --check`` fails on.
 
     Raises:
         BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
-            than sm120, sm121, sm100, sm103 or sm90, a family the install does not build, a
+            than sm120, sm121, sm100, sm103 or sm90 (or ``all``; for CUTLASS's library
+            ``all`` is refused: name the arches), a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
             an install whose builders give no kernel for the arch (the message says why); a
             bad ``executor``, one without ``distributed`` installed, a scheduler that does not
@@ -378,23 +391,26 @@ def audit(source=None, arch: str = "sm120", *, family: str | None = None, grep: 
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}
+    several = isinstance(arch, str) and arch.strip().lower() == _audit.ALL or \
+        not isinstance(arch, str) and isinstance(arch, Iterable)
     with runner.showing(progress), executors.session(executor) as ex:
+        common = dict(grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, progress=progress,
+                      executor=ex, **config_values)
         if is_kernel_library(source):
-            from .commands.library_audit import audit_library
+            from .commands.library_audit import audit_library, audit_library_archs
             from .kernel_library import FAMILY, Selection
 
             if family is not None and family != FAMILY:
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
-            return audit_library(source, arch, selection=Selection(**{k: v or "" for k, v in chosen.items()}),
-                                 grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                                 progress=progress, executor=ex, **config_values)
+            selection = Selection(**{k: v or "" for k, v in chosen.items()})
+            return (audit_library_archs if several else audit_library)(source, arch, selection=selection,
+                                                                       **common)
         given = [k for k, v in chosen.items() if v]
         if given:
             raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
                            "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
                            "checkout), not a flashinfer install")
-        return _audit.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                            use_cache=use_cache, progress=progress, executor=ex, **config_values)
+        return (_audit.audit_archs if several else _audit.audit)(source, arch, family=family, **common)
 
 
 def blocklist_format(source=None) -> BlocklistFormat:
@@ -702,7 +718,7 @@ __all__ = [
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",
     # the data model and the errors
-    "AuditResult", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
+    "AuditResult", "AuditSet", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",
     "SweepResult", "Tactic", "Target", "UserType",
 ]

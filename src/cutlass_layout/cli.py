@@ -546,7 +546,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
               instantiation_level, fmt, as_json, check, blocklist_file, jobs, executor, no_cache, cuda_path,
               **flags):
-    """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch.
+    """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
     flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
@@ -566,11 +566,19 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
 
     The config flags of layout, sweep and diff filter what was found: --arch picks the arch
-    (default sm120); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
+    (default sm120; see below); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
     activation, as TensorRT-LLM names its tiles), --cluster, --stages, --d and --schedule
     keep the tactics that match one of their values. --c, --preset, --epilogue-schedule and
     --scales are not recorded per tactic and are refused. A value no tactic could match is
     an error; a filter that kept nothing says so on stderr, with the nearest values there are.
+
+    Several arches (--arch sm90 --arch sm120, or --arch 'sm{90,120}'), or --arch all: every
+    arch the install has JIT module builders for (sm90, sm100, sm103, sm120; sm121 runs
+    sm120's builds, so only when named; the arches left out are named in a note), one audit
+    each against its own capacity: one block per arch, in the order asked (github: the
+    annotations of all); --json gives {"audits": [each arch's object]}; --check fails if any
+    arch fails, its lines naming the arch. --blocklist takes one arch. CUTLASS's library takes
+    named arches, not all.
 
     --format github writes GitHub Actions annotations (::error per tactic --check fails on,
     at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
@@ -590,23 +598,48 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
     if jobs is not None and jobs < 1:
         raise BadInput(f"--jobs {jobs}: give a positive number")
-    archs = _arch_values(flags.pop("arch"))
-    if len(set(archs)) > 1:
-        raise BadInput(f"--arch {' '.join(archs)}: audit one arch at a time")
-    arch = archs[0] if archs else "sm120"
+    archs = list(dict.fromkeys(_arch_values(flags.pop("arch"))))
+    several = len(archs) > 1 or "all" in archs
+    arch = archs if several else archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
     library = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
                "instantiation_level": instantiation_level}
-    if blocklist_file and api.is_kernel_library(src if src is not None else cutlass_src):
+    source = src if src is not None else cutlass_src
+    if blocklist_file and api.is_kernel_library(source):
         raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
-    bl_format = api.blocklist_format(src if src is not None else cutlass_src) if blocklist_file else None
-    res = api.audit(src if src is not None else cutlass_src, arch, family=family, grep=grep,
-                    cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, executor=executor,
+    if blocklist_file and several:
+        raise BadInput(f"--blocklist with --arch {' '.join(archs)}: flashinfer's tactics blocklist holds one "
+                       "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
+                       "GPU): write one file per arch, --arch A --blocklist FILE")
+    bl_format = api.blocklist_format(source) if blocklist_file else None
+    res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
+                    use_cache=not no_cache, progress=True, executor=executor,
                     **{k: v for k, v in library.items() if v is not None}, **filters)
+    results = res.results if several else [res]
     tile_bytes = _typed_in_bytes(filters.get("tile"))
-    if fmt == "json":
+    if fmt == "json":  # several: {"audits": [each arch's object]}
         click.echo(json.dumps(res.to_dict(), indent=2))
-    elif res.provenance.get("library") == "cutlass_library":
+    else:
+        for i, one in enumerate(results):  # one arch's block after another
+            if i and fmt != "github":
+                click.echo("")
+            _show_audit(one, fmt, tile_bytes)
+    for one in results:
+        for u in one.unmatched:  # a filter that kept nothing: which, and what there is
+            named = f"--{u['filter'].replace('_', '-')} {u['value']}" if u["filter"] else "the filters"
+            click.echo(f"note: {f'{one.arch}: ' if several else ''}{named}: {u['detail']}", err=True)
+    for note in (res.notes if several else ()):  # arches `all` left out, and why
+        click.echo(f"note: {note}", err=True)
+    if blocklist_file:
+        _write_blocklist(res, blocklist_file, bl_format)
+    failed = [one.arch for one in results if _audit_check_fails(one, several)] if check else []
+    if failed:  # every arch's lines said, then exit 1 if any arch fails
+        sys.exit(1)
+
+
+def _show_audit(res, fmt: str, tile_bytes: bool) -> None:
+    """One arch's audit in ``fmt`` (text, markdown or github), as its kind of source prints it."""
+    if res.provenance.get("library") == "cutlass_library":
         from .reports import library_audit
 
         if fmt == "markdown":
@@ -627,13 +660,6 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         from .reports.audit import render_audit
 
         render_audit(res, tile_bytes=tile_bytes)
-    for u in res.unmatched:  # a filter that kept nothing: which, and what there is
-        named = f"--{u['filter'].replace('_', '-')} {u['value']}" if u["filter"] else "the filters"
-        click.echo(f"note: {named}: {u['detail']}", err=True)
-    if blocklist_file:
-        _write_blocklist(res, blocklist_file, bl_format)
-    if check and _audit_check_fails(res):
-        sys.exit(1)
 
 
 def _write_blocklist(res, path: str, fmt) -> None:
@@ -647,23 +673,25 @@ def _write_blocklist(res, path: str, fmt) -> None:
         click.echo(f"note: blocklist: {note}", err=True)
 
 
-def _audit_check_fails(res) -> bool:
-    """``audit --check``: whether a tactic the runtime would try (or may try, where its list
-    cannot be read) is over capacity, or a filter matched nothing (so what was asked for was
-    not checked); says why on stderr, one line per tactic, then a summary."""
+def _audit_check_fails(res, name_arch: bool = False) -> bool:
+    """``audit --check`` of one arch's audit: whether a tactic the runtime would try (or may
+    try, where its list cannot be read) is over capacity, or a filter matched nothing (so what
+    was asked for was not checked); says why on stderr, one line per tactic (after the arch,
+    with ``name_arch``: an audit of several), then a summary."""
     over = res.check_failures()
     library = res.provenance.get("library") == "cutlass_library"
+    arch = f"{res.arch}: " if name_arch else ""
     for t in over:
         tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
             else "the runtime may try it: its candidate list could not be read"
-        click.echo(f"check: {t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
+        click.echo(f"check: {arch}{t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
                    f"{-t.headroom_bytes} B ({tried})", err=True)
     if over:
         what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
         click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
     elif res.unmatched:
-        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic, so nothing "
-                   "they ask for was checked", err=True)
+        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
+                   f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked", err=True)
     return bool(over or res.unmatched)
 
 

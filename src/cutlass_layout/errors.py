@@ -33,6 +33,13 @@ class BadInput(CutlassLayoutError):
     exit_code = 2
 
 
+class NothingForArch(BadInput):
+    """An audit's arch gives nothing of what was asked: the install has no builder for it,
+    its builders give no kernel this reader lays out, or it does not build the family asked
+    for. CLI exit code 2, as any :class:`BadInput`; an audit of every arch (``arch="all"``)
+    leaves such an arch out instead, with this line as a note."""
+
+
 class DoesNotCompile(CutlassLayoutError):
     """The generated probe does not compile for this config. CLI exit code 3.
 

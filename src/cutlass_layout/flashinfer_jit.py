@@ -42,7 +42,7 @@ from pathlib import Path
 from ._flashinfer_harness import EXIT_MEMORY
 from .cache import (ResultCache, cache_dir, cache_root, file_sha256, key as cache_key, lock,
                     result_key)
-from .errors import BadInput
+from .errors import BadInput, NothingForArch
 from .inputs import read_text
 from .runner import step
 from .sources import FlashinferInstall
@@ -291,6 +291,25 @@ def run_sandboxed(script: Path, request: dict, who: str) -> dict:
         raise BadInput(f"{who} failed: {tail or 'it wrote no answer'}") from None
 
 
+def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = True) -> list[tuple[str, str]]:
+    """:func:`builders` of ``arch``'s builds (:func:`build_arch`: sm121 -> sm120's), cached per
+    (install fingerprint and root, arch, this code): reading every ``jit/*.py`` costs a few
+    tenths of a second, once. Empty where the install has no builder for the arch.
+
+    Raises:
+        BadInput: an arch this reader has no pattern for.
+    """
+    same = build_arch(arch)
+    found_key = cache_key("flashinfer-builders/1", subject=[same],
+                          target=[install.fingerprint, str(install.root)], code=("flashinfer_jit.py",))
+    found = ResultCache("flashinfer-jit")
+    wanted = found.get(found_key, _pairs) if use_cache else None
+    if wanted is None:
+        wanted = builders(install, same)
+        found.put(found_key, wanted)
+    return [tuple(b) for b in wanted]
+
+
 def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
                 cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True,
                 run: bool = True) -> JitBuilds | None:
@@ -300,19 +319,13 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     None where there is none.
 
     Raises:
-        BadInput: the install has no builder for the arch, or the builders could not run.
+        NothingForArch: the install has no builder for the arch (:func:`arch_builders`).
+        BadInput: the builders could not run.
     """
     same = build_arch(arch)  # sm121: sm120's builds, folder and cache entries
-    found_key = cache_key("flashinfer-builders/1", subject=[same],
-                          target=[install.fingerprint, str(install.root)], code=("flashinfer_jit.py",))
-    found = ResultCache("flashinfer-jit")
-    wanted = found.get(found_key, _pairs) if use_cache else None
-    if wanted is None:  # reading every jit/*.py costs a few tenths of a second: once
-        wanted = builders(install, same)
-        found.put(found_key, wanted)
-    wanted = [tuple(b) for b in wanted]
+    wanted = arch_builders(install, same, use_cache=use_cache)
     if not wanted:
-        raise BadInput(f"flashinfer {install.version} at {install.root} has no JIT module "
+        raise NothingForArch(f"flashinfer {install.version} at {install.root} has no JIT module "
                        f"builder for {arch} that builds a CUTLASS GEMM")
     key = cache_key("flashinfer-jit/1", subject=[same, wanted],
                     target=[install.fingerprint, str(install.root), list(cuda_version)],

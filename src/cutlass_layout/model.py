@@ -1629,6 +1629,38 @@ class AuditResult:
 
 
 @dataclass
+class AuditSet:
+    """The audits of several arches of one install (``audit(src, arch=["sm90", "sm120"])``,
+    or ``arch="all"``: :func:`cutlass_layout.commands.audit.audit_archs`), one
+    :class:`AuditResult` per arch, each judged against its own arch's capacity.
+
+    Attributes:
+        results: one :class:`AuditResult` per arch, in the order asked (``all``: the arches
+            the install has builders for, ascending: sm90, sm100, sm103, sm120).
+        notes: what was left out and why, in plain words: arches ``all`` found no builder
+            for, or whose builders give nothing of what was asked (not part of the JSON).
+    """
+
+    results: list[AuditResult]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def archs(self) -> list[str]:
+        """The arches audited, in the order of :attr:`results`."""
+        return [r.arch for r in self.results]
+
+    def check_failures(self) -> list[tuple[str, Tactic]]:
+        """What ``audit --check`` fails on, arch by arch: ``(arch, tactic)`` for each of every
+        result's :meth:`AuditResult.check_failures`, in the order of :attr:`results`."""
+        return [(r.arch, t) for r in self.results for t in r.check_failures()]
+
+    def to_dict(self) -> dict:
+        """``audit --json`` of several arches: ``{"audits": [...]}``, each arch's one-arch
+        object (:meth:`AuditResult.to_dict`) in the order of :attr:`results`."""
+        return {"audits": [r.to_dict() for r in self.results]}
+
+
+@dataclass
 class BlocklistFormat:
     """flashinfer's offline tactics blocklist as an install reads it
     (``flashinfer/tactics_blocklist.py``, ``TacticsBlocklist.load``/``filter``, with the

@@ -55,7 +55,9 @@ _AUDIT_ELEMENTS = ("nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mx
 #: What the config flags say as ``audit``'s filters: what each keeps, and exactly the values
 #: it accepts (layout's defaults do not apply); the flags that do not filter are refused.
 _FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (sm120's builds), "
-                        "sm100, sm103 or sm90.",
+                        "sm100, sm103 or sm90. Repeatable (braces expand, quoted: 'sm{90,120}'): one "
+                        "audit per arch; all: every arch the install has builders for (not sm121 "
+                        "unless named; CUTLASS's library: name the arches).",
                 "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
                 "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
                 "b": f"Keep the tactics whose B element is this: {_AUDIT_ELEMENTS}.",

@@ -31,13 +31,13 @@ from typing import Callable
 
 from ..cache import ResultCache, code_fingerprint, key as cache_key
 from ..engine import ENGINE_SOURCES
-from ..errors import BadInput
+from ..errors import BadInput, NothingForArch
 from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, explicit_instantiations,
                          kernel_aliases, macro_calls)
 from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
                        lay_out_sources, pch_preamble, split_preamble, template_args)
 from ..candidates import store_candidates
-from ..model import AuditResult, Fix, LayoutReport, Provenance, Tactic
+from ..model import AuditResult, AuditSet, Fix, LayoutReport, Provenance, Tactic
 from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
@@ -568,6 +568,42 @@ def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sourc
 #: run SM120's builds.
 AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm100": "sm100", "sm103": "sm103", "sm90": "sm90"}
 
+#: The arch value that asks for every arch an install builds (:func:`audit_archs`).
+ALL = "all"
+
+
+def audit_arch(arch) -> str:
+    """``arch`` as :data:`AUDIT_ARCHS` names it (lower case, stripped).
+
+    Raises:
+        BadInput: an arch an audit does not take (the message lists those it takes).
+    """
+    arch = str(arch).strip().lower()
+    if arch not in AUDIT_ARCHS:
+        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103 or sm90")
+    return arch
+
+
+def arch_list(archs) -> list[str]:
+    """The arches of a several-arch audit, as asked: a str is one (``"all"`` included), a
+    sequence several; lower case, each once, in the order given.
+
+    Raises:
+        BadInput: no arch at all.
+    """
+    items = [archs] if isinstance(archs, str) else list(archs)
+    out = list(dict.fromkeys(str(a).strip().lower() for a in items))
+    if not out:
+        raise BadInput("no arch to audit: give one or more (or all)")
+    return out
+
+
+def every_arch() -> list[str]:
+    """The arches ``all`` tries, ascending: one per build of :data:`AUDIT_ARCHS` (sm121 runs
+    sm120's builds, so ``all`` gives sm120 only): sm90, sm100, sm103, sm120."""
+    return sorted(dict.fromkeys(AUDIT_ARCHS.values()), key=lambda a: int(a[2:]))
+
+
 #: The archs whose audit holds the MoE runner's SM80-path kernels (moe_sm80.py).
 SM80_PATH_ARCHS = ("sm120", "sm121")
 
@@ -903,9 +939,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     from ..sources import FlashinferInstall, resolve_flashinfer, tvm_ffi_headers
 
     t0 = time.perf_counter()
-    arch = str(arch).strip().lower()
-    if arch not in AUDIT_ARCHS:
-        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103 or sm90")
+    arch = audit_arch(arch)
     clang_arch = AUDIT_ARCHS[arch]
     tests = filter_tests(**config_values)  # bad values: an error before any work
     keep = _keep_all(tests)
@@ -920,7 +954,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     if arch in SM80_PATH_ARCHS and MOE in families and has_sm80_path(install):  # moe_sm80.py
         families.append(SM80_FAMILY)
     if family is not None and family not in families and strict_family:
-        raise BadInput(unknown_family(family, families, install.version, arch))
+        raise NothingForArch(unknown_family(family, families, install.version, arch))
     t_jit = time.perf_counter()
     base_flags = tgt.flags(clang_arch)
     tvm = tvm_ffi_headers(install, fetch=not cached_only)
@@ -1081,7 +1115,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             judge_source(entry, None if entry["skipped"] else facts.get((entry["module"], entry["file"])),
                          None, {}, launchers)
     if family is None and not tactics:
-        raise BadInput(nothing_found(install.version, arch, [(m.name, m.builder) for m in builds.modules],
+        raise NothingForArch(nothing_found(install.version, arch, [(m.name, m.builder) for m in builds.modules],
                                      sources_out, builds.failed))
     wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
     if wanting and tvm.include is None:
@@ -1134,6 +1168,71 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
                        tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
                        families=families, unmatched=unmatched, candidates=cand)
+
+
+def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> AuditSet:
+    """:func:`audit` of several arches of the flashinfer at ``src``, resolved once; each arch
+    is its own audit (its builders' run, sources, runtime candidates and capacity), in the
+    order asked.
+
+    Args:
+        src: a flashinfer install, as :func:`audit` takes it.
+        archs: arches of :data:`AUDIT_ARCHS`, or ``"all"`` (anywhere among them): every
+            arch the install has JIT module builders for (those :func:`every_arch` tries
+            whose :func:`~cutlass_layout.flashinfer_jit.arch_builders` are not empty,
+            ascending: sm90, sm100, sm103, sm120; sm121, the same builds as sm120, only
+            where named).
+        use_cache, kwargs: as :func:`audit` takes them (``family``, ``grep``, the filters,
+            ``jobs``, ...), for every arch.
+
+    Returns:
+        An :class:`~cutlass_layout.model.AuditSet`: one
+        :class:`~cutlass_layout.model.AuditResult` per arch. An arch that ``all`` brought
+        in and that gives nothing of what was asked (:class:`NothingForArch`: its builders
+        give no kernel, or not the family asked for) is left out, and so is an arch
+        without builders; each is named in ``notes``.
+
+    Raises:
+        BadInput: no arch, an arch an audit does not take (before the install is read), a
+            bad filter value; whatever :func:`audit` raises for an arch named (not brought in
+            by ``all``); ``all`` where no arch gives anything (the first arch's reason, or
+            that the install has no builder for any).
+    """
+    from ..flashinfer_jit import arch_builders
+    from ..sources import FlashinferInstall, resolve_flashinfer
+
+    asked = arch_list(archs)
+    named = [audit_arch(a) for a in asked if a != ALL]
+    filter_tests(**{k: v for k, v in kwargs.items() if k in FILTER_KEYS})  # bad values: before any work
+    install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
+    notes: list[str] = []
+    order: list[str] = []
+    for a in asked:
+        if a != ALL:
+            order.append(a)
+            continue
+        built = {b: bool(arch_builders(install, b, use_cache=use_cache)) for b in every_arch()}
+        order += [b for b, has in built.items() if has]
+        none = [b for b, has in built.items() if not has]
+        if none:
+            notes.append(f"all: flashinfer {install.version} has no JIT module builder that builds a "
+                         f"CUTLASS GEMM for {', '.join(none)}: not audited")
+    if not order:
+        raise NothingForArch(f"flashinfer {install.version} at {install.root} has no JIT module builder "
+                             f"that builds a CUTLASS GEMM for any of {', '.join(every_arch())}")
+    results: list[AuditResult] = []
+    left: list[NothingForArch] = []
+    for a in dict.fromkeys(order):
+        try:
+            results.append(audit(install, a, use_cache=use_cache, **kwargs))
+        except NothingForArch as exc:
+            if a in named:
+                raise
+            left.append(exc)
+            notes.append(f"all: {a} not audited: {exc}")
+    if not results:
+        raise left[0]
+    return AuditSet(results=results, notes=notes)
 
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).
@@ -1406,4 +1505,4 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     return out
 
 
-__all__ = ["approximations", "audit", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]
+__all__ = ["approximations", "arch_list", "audit", "audit_arch", "audit_archs", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]

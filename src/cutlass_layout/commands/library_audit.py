@@ -21,8 +21,8 @@ from ..errors import BadInput
 from ..kernel_library import (FAMILY, LIBRARY_ARCHS, LibraryKernel, Selection, batches, builder_args,
                               cached_reports, emitted_shape, enumerate_kernels, lay_out_batch,
                               stage_spec, store_report)
-from ..model import AuditResult, LayoutReport, LibraryTactic
-from .audit import element_kind, filter_tests, sort_tactics, tactic_filter, unmatched_filters
+from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
+from .audit import ALL, arch_list, element_kind, filter_tests, sort_tactics, tactic_filter, unmatched_filters
 
 
 def tag_name(spelled: str) -> str:
@@ -99,9 +99,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     from ..sources import KernelLibrary, resolve_kernel_library
 
     t0 = time.perf_counter()
-    arch = str(arch).strip().lower()
-    if arch not in LIBRARY_ARCHS:
-        raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
+    arch = library_arch(arch)
     _, generators, clang_arch = LIBRARY_ARCHS[arch]
     tests = filter_tests(**config_values)  # bad values: an error before any work
     early = tactic_filter(**{k: v for k, v in config_values.items() if k != "stages"})
@@ -183,4 +181,45 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                        sources=[], notes=notes, stats=stats, families=[FAMILY], unmatched=unmatched)
 
 
-__all__ = ["audit_library", "tactic_of"]
+def library_arch(arch) -> str:
+    """``arch`` as :data:`~cutlass_layout.kernel_library.LIBRARY_ARCHS` names it.
+
+    Raises:
+        BadInput: an arch the library is not audited for; ``all``, which it does not take
+            (its generator keeps tens of thousands of kernels across the arches: name them).
+    """
+    arch = str(arch).strip().lower()
+    if arch == ALL:
+        raise BadInput(f"arch {ALL!r}: CUTLASS's kernel library is audited for the arches named "
+                       f"(its generator keeps 26,164 kernels for SM100 alone, nvidia-cutlass 4.2.0.0's "
+                       f"default set): name them, of {', '.join(LIBRARY_ARCHS)}")
+    if arch not in LIBRARY_ARCHS:
+        raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
+    return arch
+
+
+def audit_library_archs(src, archs, **kwargs) -> AuditSet:
+    """:func:`audit_library` of several named arches of the library at ``src``, resolved
+    once; each arch its own audit, in the order asked.
+
+    Args:
+        src: as :func:`audit_library` takes it.
+        archs: arches of :data:`~cutlass_layout.kernel_library.LIBRARY_ARCHS` (a sequence, or
+            one str); ``all`` is refused.
+        kwargs: as :func:`audit_library` takes them, for every arch.
+
+    Returns:
+        An :class:`~cutlass_layout.model.AuditSet`, one result per arch.
+
+    Raises:
+        BadInput: no arch, ``all``, an arch the library is not audited for (each before the
+            library is read); whatever :func:`audit_library` raises for an arch.
+    """
+    from ..sources import KernelLibrary, resolve_kernel_library
+
+    asked = [library_arch(a) for a in arch_list(archs)]
+    lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
+    return AuditSet(results=[audit_library(lib, a, **kwargs) for a in asked])
+
+
+__all__ = ["audit_library", "audit_library_archs", "library_arch", "tactic_of"]
