@@ -50,6 +50,13 @@ def test_two_arches_text_one_block_each(mini, capsys):
     for arch in heads:
         assert re.search(HEAD.format(arch=arch), out, re.M)
     assert out.count("1 over capacity (1 of them tried by the runtime)") == 2
+    # markdown: each arch's block, one after the other; github: the annotations of both
+    md = _run(capsys, ["audit", str(mini), "--arch", "sm121", "--arch", "sm120", "--format", "markdown"])[1]
+    assert re.findall(r"^#### Audit: .*, (sm12[01])$", md, re.M) == ["sm121", "sm120"]
+    gh = _run(capsys, ["audit", str(mini), "--arch", "sm121", "--arch", "sm120", "--format", "github"])[1]
+    for arch in ("sm121", "sm120"):
+        assert f"over the {CAPACITY} B {arch} capacity by {OVER_BYTES - CAPACITY} B" in gh
+    assert re.findall(r"^cutlass-layout: .*, (sm12[01]): 1 over capacity", gh, re.M) == ["sm121", "sm120"]
 
 
 def test_two_arches_json_and_one_arch_unchanged(mini, capsys):
