@@ -260,8 +260,12 @@ _SHOWN = re.compile(r"cl_show::Show<(\d+)L, (\d+)L, (\d+)L, (\d+)L, (-?\d+)L>")
 
 def _nvcc_source(kernels) -> str:
     """The library's emitted instances of ``kernels`` and, per kernel, the sizes of its three
-    SharedStorage types and its mainloop's Stages, named through ``cl_show::Show``."""
+    SharedStorage types and its mainloop's Stages, named through ``cl_show::Show``; with the
+    utilities' header where an instance uses it, as the profiler's ``gemm_operation_3x.hpp``
+    brings it in."""
     includes = dict.fromkeys(i for k in kernels for i in k.includes)
+    if any("compute_memory_reordering_atom" in k.instance for k in kernels):
+        includes["cutlass/util/mixed_dtype_utils.hpp"] = None
     out = ["".join(f'#include "{i}"\n' for i in includes), "#include <cstddef>\n#include <type_traits>\n",
            SHOW, "template <class T, class = void> struct cl_stages { static constexpr long value = -1; };\n"
            "template <class T> struct cl_stages<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {\n"
@@ -277,19 +281,55 @@ def _nvcc_source(kernels) -> str:
     return "".join(out)
 
 
+def _nvcc_sizes(library, arch: str, names: list[str], work) -> dict[str, tuple[int, ...]]:
+    """``{kernel: (kernel, mainloop, epilogue bytes, stages)}`` as nvcc's host pass for
+    ``sm_<arch>a`` computes them from the library's emitted instances of ``names`` (the
+    library's ``tools/util/include`` on the path, as its CMake gives the profiler's files, and
+    the tool's declarations of CUDA headers this toolkit lacks, as tests/test_audit_nvcc.py has them)."""
+    from cutlass_layout.frontends.clang import STUB_DIR
+    from test_audit_nvcc import host_pass
+
+    kernels = {k.name: k for k in enumerate_kernels(library, arch, Selection(kernels=",".join(names)))[0]}
+    order = sorted(kernels)
+    src = work / "sample.cu"
+    src.write_text(_nvcc_source([kernels[n] for n in order]))
+    flags = ["-std=c++17", f"-arch=sm_{arch[2:]}a", "-w", "--expt-relaxed-constexpr",
+             f"-I{library.tree.include_root}", f"-I{library.util_include}", f"-I{STUB_DIR}",  # curand_kernel.h: not in this CUDA
+             "-Xcudafe", "--error_limit=10000"]
+    got = {order[int(m[0])]: tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(host_pass(src, flags, work))}
+    assert sorted(got) == order, sorted(got)
+    return got
+
+
+#: Two of the 360 shuffled mixed-input SM90 kernels (FP8 x BF16, ``cvt_shfl``) whose emitted
+#: instance calls ``cutlass::compute_memory_reordering_atom`` (CUTLASS's utilities)
+SM90_SHUFFLED = [
+    "cutlass3x_sm90_tensorop_gemm_e4m3_bf16_f32_bf16_bf16_cvt_shfl_128x128x64_1x2x1_0_tnn_align16_"
+    "warpspecialized_cooperative_epi_tma",
+    "cutlass3x_sm90_tensorop_gemm_e4m3_bf16_f32_bf16_bf16_cvt_shfl_256x128x64_1x2x1_0_tnn_align16_"
+    "stream_k_warpspecialized_cooperative_epi_tma",
+]
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+def test_shuffled_mixed_input_sm90_kernels_compile_with_the_utilities_and_equal_nvcc(library, nvcc, tmp_path):
+    """Their instances use CUTLASS's utilities (``tools/util/include``), which the profiler's
+    own wrapper includes: laid out with them (not "does not compile"), every size and stage
+    count nvcc's."""
+    assert (library.util_include / "cutlass/util/mixed_dtype_utils.hpp").is_file()
+    res = api.audit(SPEC, "sm90", kernels=",".join(SM90_SHUFFLED), jobs=1)
+    got = _nvcc_sizes(library, "sm90", SM90_SHUFFLED, tmp_path)
+    assert sorted(t.id for t in res.tactics) == sorted(SM90_SHUFFLED)
+    for t in res.tactics:
+        assert t.error is None, t.error
+        assert (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages) == got[t.id], t.id
+
+
 @pytest.mark.network
 @pytest.mark.nvcc
 def test_the_sample_against_nvcc(library, sample_audit, nvcc, tmp_path):
-    from test_audit_nvcc import host_pass
-
-    kernels = {k.name: k for k in enumerate_kernels(library, "sm120", Selection(kernels=",".join(SAMPLE)))[0]}
-    order = sorted(kernels)
-    src = tmp_path / "sample.cu"
-    src.write_text(_nvcc_source([kernels[n] for n in order]))
-    flags = ["-std=c++17", "-arch=sm_120a", "-w", "--expt-relaxed-constexpr", f"-I{library.tree.include_root}",
-             "-Xcudafe", "--error_limit=10000"]
-    got = {order[int(m[0])]: tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(host_pass(src, flags, tmp_path))}
-    assert sorted(got) == order, sorted(got)
+    got = _nvcc_sizes(library, "sm120", SAMPLE, tmp_path)
     for t in sample_audit.tactics:
         kernel, mainloop, epilogue, stages = got[t.id]
         assert (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes) == (kernel, mainloop, epilogue), t.id

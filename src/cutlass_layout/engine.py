@@ -739,15 +739,16 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
 
 
 def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, head: str = "",
-               where: str = "") -> Batch:
+               extra: list[str] | None = None, where: str = "") -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.kernel_library`): :func:`cutlass_layout.probe.render`'s
     includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
     ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.probe.subject_block`;
-    parsed with the tree's precompiled header for ``arch``; a subject's report config is its
-    ``to_dict()``."""
+    parsed with the tree's precompiled header for ``arch`` (``extra``: more ``-I`` flags, the
+    header built with them too); a subject's report config is its ``to_dict()``."""
     prov = tgt.provenance(arch)
-    return Batch(head=probe.render([]) + head, parse=lambda text, _members: _parse_text(tgt, text, arch),
+    return Batch(head=probe.render([]) + head,
+                 parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
                  block=lambda subject, index, _budget: (block(subject, index), ""),
                  read=lambda unit, subject, index: _read(unit, subject, index, prov),
                  failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,

@@ -53,6 +53,14 @@ LIBRARY_ARCHS = {
 EMITTER_3X = "EmitGemmUniversal3xInstance"
 #: Kernels laid out in one translation unit at most (libclang's memory grows with each)
 BATCH_KERNELS = 24
+#: The header of CUTLASS's utilities (``tools/util/include``) the library's own operation
+#: wrapper includes (``tools/library/src/gemm_operation_3x.hpp``: ``#include
+#: "cutlass/util/mixed_dtype_utils.hpp"``), so that every file of a profiler build has it: the
+#: emitted instances of shuffled mixed-input SM90 kernels (``..._cvt_shfl_...``) call its
+#: ``cutlass::compute_memory_reordering_atom``
+UTIL_HEADER = "cutlass/util/mixed_dtype_utils.hpp"
+#: What in an emitted instance needs :data:`UTIL_HEADER`
+_UTIL_USE = "compute_memory_reordering_atom"
 _LAYOUTS = ResultCache("library-layouts")
 _ENUMERATED = ResultCache("library-kernels")
 #: The code a cached layout depends on, besides the engine's
@@ -233,10 +241,25 @@ def block_text(kernel: LibraryKernel, index: int, capacity: str | None) -> str:
             f"{probe.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
 
 
+def needs_util(kernels: list[LibraryKernel]) -> bool:
+    """Whether an emitted instance of ``kernels`` uses CUTLASS's utilities (:data:`UTIL_HEADER`)."""
+    return any(_UTIL_USE in (k.instance or "") for k in kernels)
+
+
 def includes_head(kernels: list[LibraryKernel]) -> str:
-    """The emitters' includes of ``kernels`` (each once, in order)."""
+    """The emitters' includes of ``kernels`` (each once, in order), and :data:`UTIL_HEADER`
+    where an instance uses it (as the profiler's own wrapper brings it in)."""
     incs = dict.fromkeys(i for k in kernels for i in k.includes)
+    if needs_util(kernels):
+        incs[UTIL_HEADER] = None
     return "".join(f"#include <{i}>\n" for i in incs)
+
+
+def util_flags(kernels: list[LibraryKernel], util_include: Path | None) -> list[str]:
+    """The include flag of CUTLASS's ``tools/util/include`` (``util_include``) where
+    ``kernels`` need it (:func:`needs_util`), as CUTLASS's CMake gives the library
+    (``cutlass_tools_util_includes``); else none."""
+    return [f"-I{util_include}"] if util_include is not None and needs_util(kernels) else []
 
 
 def capacity_of(arch: str) -> str:
@@ -244,40 +267,48 @@ def capacity_of(arch: str) -> str:
     return CAPACITY[arch_family(int(arch[2:]))]
 
 
-def report_key(tgt, kernel: LibraryKernel, arch: str) -> str:
+def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None = None) -> str:
     """The results-cache key of a kernel's report: its block and includes as parsed, the clang
-    flags (include root left out), the tree hash, libclang and the engine's code."""
+    flags (include root left out; the utilities' include folder where the kernel needs it),
+    the tree hash, libclang and the engine's code."""
     from .engine import ENGINE_SOURCES
     from .frontends.clang import libclang_version
 
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
+    flags += ["-I<cutlass-util>" for _ in util_flags([kernel], util_include)]
     return cache_key("library-layouts/1",
                      subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
                      target=[tgt.tree.tree_hash, libclang_version()], code=ENGINE_SOURCES + _CODE)
 
 
-def cached_reports(tgt, kernels: list[LibraryKernel], arch: str) -> list[LayoutReport | None]:
+def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
+                   util_include: Path | None = None) -> list[LayoutReport | None]:
     """The cached report of each kernel (None where there is none), with ``tgt``'s provenance."""
     from .engine import load_report
 
     prov = tgt.provenance(arch)
     out = []
     for k in kernels:
-        rep = _LAYOUTS.get(report_key(tgt, k, arch), load_report)
+        rep = _LAYOUTS.get(report_key(tgt, k, arch, util_include), load_report)
         if rep is not None:
             rep.config, rep.provenance = k.to_dict(), prov
         out.append(rep)
     return out
 
 
-def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport) -> None:
+def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport,
+                 util_include: Path | None = None) -> None:
     """Cache a kernel's report (a types-only answer from a parse: an error is an answer too)."""
-    _LAYOUTS.put(report_key(tgt, kernel, arch), rep.to_dict())
+    _LAYOUTS.put(report_key(tgt, kernel, arch, util_include), rep.to_dict())
 
 
-def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str) -> list[LayoutReport]:
+def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
+                    util_include: Path | None = None) -> list[LayoutReport]:
     """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
+    ``util_include``: the library's ``tools/util/include``
+    (:attr:`~cutlass_layout.sources.KernelLibrary.util_include`), for kernels whose instance
+    uses :data:`UTIL_HEADER`; without it those kernels do not compile.
 
     Raises:
         BadInput: an include is missing (the tree is not the one the library emits for).
@@ -286,14 +317,16 @@ def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str) -> list[Layout
 
     cap = capacity_of(arch)
     batch = text_batch(tgt, arch, lambda k, i: block_text(k, i, cap), head=includes_head(kernels),
+                       extra=util_flags(kernels, util_include),
                        where=f"CUTLASS tree {tgt.tree.include_root}")
     return lay_out(batch, kernels)
 
 
-def lay_out_batch(tgt, kernels: list[dict], arch: str) -> tuple[list[dict], float]:
+def lay_out_batch(tgt, kernels: list[dict], arch: str,
+                  util_include: Path | None = None) -> tuple[list[dict], float]:
     """:func:`lay_out_kernels` in a worker process: ``([report as a dict], CPU seconds)``."""
     t0 = time.process_time()
-    reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch)
+    reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch, util_include)
     return [r.to_dict() for r in reps], round(time.process_time() - t0, 2)
 
 

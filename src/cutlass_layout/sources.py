@@ -1233,6 +1233,8 @@ _LIBRARY_SPEC = re.compile(r"^nvidia[-_]cutlass\s*==", re.I)
 _LIBRARY_WHEEL = re.compile(r"^nvidia_cutlass-", re.I)
 #: Names of the installed library: its distribution and its package
 _LIBRARY_NAMES = ("nvidia-cutlass", "nvidia_cutlass", LIBRARY_PACKAGE)
+#: Where an nvidia-cutlass wheel keeps CUTLASS's utilities, below its package
+_UTIL_IN_PACKAGE = "source/tools/util/include"
 
 
 @dataclass(frozen=True)
@@ -1248,6 +1250,10 @@ class KernelLibrary:
         origin: what the user named and how it was found.
         fingerprint: ``py:`` and 16 hex digits of the SHA-256 of the package's Python files
             (names and contents): what its enumeration depends on.
+        util_include: CUTLASS's utilities, ``tools/util/include`` (the wheel's
+            ``cutlass_library/source/tools/util/include``, unpacked beside the package; a
+            checkout's), which the library's own operation wrappers include for every kernel
+            (:data:`cutlass_layout.kernel_library.UTIL_HEADER`); None where there are none.
     """
 
     root: Path
@@ -1255,6 +1261,7 @@ class KernelLibrary:
     version: str
     origin: str
     fingerprint: str
+    util_include: Path | None = None
 
 
 def _library_package(path: Path) -> Path | None:
@@ -1301,13 +1308,14 @@ def _library_from_wheel(path: Path, origin: str) -> KernelLibrary:
     cache (``libraries/<digest>/``, not the headers: the tree is unpacked as
     :func:`resolve_cutlass` unpacks it)."""
     digest = _sha256_file(path)[:16]
-    dest = cache_dir("libraries", digest)
+    dest = cache_dir("libraries", f"{digest}-py-util")  # what is unpacked: the .py files, the utilities
     if not _complete(dest, _MARKER):
         with lock(f"library-{digest}"):
             if not _complete(dest, _MARKER):
                 with _open_wheel(path) as zf:
                     prefix = LIBRARY_PACKAGE + "/"
-                    members = _members(zf, prefix, keep=lambda n: n.endswith(".py") and "/source/" not in n)
+                    members = _members(zf, prefix, keep=lambda n: (n.endswith(".py") and "/source/" not in n)
+                                       or n.startswith(prefix + _UTIL_IN_PACKAGE + "/"))
                     if not all(any(rel == m for _, rel in members) for m in LIBRARY_MODULES):
                         raise BadInput(f"{path} has no {LIBRARY_PACKAGE} package (its "
                                        f"{', '.join(LIBRARY_MODULES)})")
@@ -1325,7 +1333,13 @@ def _library_from_wheel(path: Path, origin: str) -> KernelLibrary:
     tree = resolve_cutlass(path)
     package = dest / LIBRARY_PACKAGE
     return KernelLibrary(root=dest, tree=tree, version=tree.version, origin=origin,
-                         fingerprint=_library_fingerprint(package))
+                         fingerprint=_library_fingerprint(package),
+                         util_include=_util_include(package / _UTIL_IN_PACKAGE))
+
+
+def _util_include(path: Path) -> Path | None:
+    """``path`` where it holds CUTLASS's utilities (``cutlass/util/``), else None."""
+    return path if (path / "cutlass" / "util").is_dir() else None
 
 
 def resolve_kernel_library(src) -> KernelLibrary:
@@ -1369,4 +1383,5 @@ def resolve_kernel_library(src) -> KernelLibrary:
                        f"{', '.join(str(h) for h in headers)})")
     tree = _tree(include, f"directory {include}")
     return KernelLibrary(root=package.parent, tree=tree, version=tree.version,
-                         origin=f"directory {path}", fingerprint=_library_fingerprint(package))
+                         origin=f"directory {path}", fingerprint=_library_fingerprint(package),
+                         util_include=_util_include(include.parent / "tools" / "util" / "include"))

@@ -120,7 +120,8 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     pool = [tactic_of(k, generators) for k in layable]
     unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
     chosen = [(k, t) for k, t in zip(layable, pool) if early(t) and (not grep or grep.lower() in t.id.lower())]
-    reps = cached_reports(tgt, [k for k, _ in chosen], clang_arch) if use_cache else [None] * len(chosen)
+    reps = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include) if use_cache
+            else [None] * len(chosen))
     todo = [i for i, r in enumerate(reps) if r is None]
     stats = {"kernels": len(kernels), "laid_out": len(chosen), "cached": len(chosen) - len(todo),
              "parsed": 0, "batches": 0, "parse_cpu_seconds": 0.0,
@@ -130,13 +131,13 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
         bar = None
         try:
             with Pool(min(default_jobs(jobs, executor), len(todo)), executor=executor,
-                      reads=[lib.tree.include_root, tgt.cuda.path]) as workers:
+                      reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])]) as workers:
                 bar = Progress(f"audit {arch}: laying out CUTLASS library kernels", len(todo),
                                enabled=progress or progress_shown())
                 tickets = {}
                 for group in batches(todo, workers.jobs):
                     payload = [asdict(chosen[i][0]) for i in group]
-                    tickets[workers.submit(lay_out_batch, tgt, payload, clang_arch)] = group
+                    tickets[workers.submit(lay_out_batch, tgt, payload, clang_arch, lib.util_include)] = group
                 while workers.busy:
                     for ticket, (dicts, cpu) in workers.next_done():
                         group = tickets.pop(ticket)
@@ -146,7 +147,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                             rep = LayoutReport.from_dict(d)
                             rep.provenance = prov
                             reps[i] = rep
-                            store_report(tgt, chosen[i][0], clang_arch, rep)
+                            store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
                             stats["parsed"] += 1
                         bar.advance(len(group))
         finally:
