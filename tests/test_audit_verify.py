@@ -10,6 +10,7 @@ FINALIZE 128x256x64B tactics' kernel SharedStorage 102400 B, mainloop 83968 B, e
 from __future__ import annotations
 
 import copy
+import json
 import stat
 
 import pytest
@@ -36,6 +37,16 @@ def test_blank_statements_keeps_lines_and_the_rest():
     assert lines[3].strip() == "" and lines[4].strip() == "" and lines[6] == "    CALL(d,"
     assert lines[8].strip() == "" and lines[9].strip() == "" and lines[10] == "}"
     assert lines[2] == "#if 1" and lines[5] == "#endif"
+
+
+def test_what_is_said_when_nothing_was_compared():
+    from cutlass_layout.model import AuditVerification
+
+    assert AuditVerification().lines() == ["nvcc compared no tactic: the audit shows no tactic that compiles"]
+    v = AuditVerification(not_verified=["gemm_sm120 (why)"])
+    assert v.lines() == ["nvcc compared no tactic: no family shown is one it compiles",
+                         "not verified: gemm_sm120 (why)"] and v.agree
+    assert audit_nvcc._spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc._spread([1, 2], 4) == [1, 2]
 
 
 def test_nvcc_missing_or_unusable_is_one_error_line(tmp_path, monkeypatch, capsys, mini):
@@ -119,6 +130,10 @@ def test_cli_agreement_and_a_disagreement(verified, monkeypatch, capsys):
     argv = ["audit", SPEC, "--family", "moe", "--verify", "nvcc", "--sample", "2"]
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "nvcc agrees on 2 of 2 tactics (1 family, 1 source)"
+    _replayed(monkeypatch, res, answers)
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["verification"]
+    assert doc["agree"] and sorted(doc["compared"]) == sorted(OVER) and (doc["sources"], doc["units"]) == (1, 1)
     # the audit's number changed: nvcc's stays, so they disagree (exit 4), one line
     wrong = copy.deepcopy(res)
     t = next(t for t in wrong.tactics if t.id == OVER[1])

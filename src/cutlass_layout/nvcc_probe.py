@@ -140,7 +140,12 @@ def _run(script: str, nvcc: str, work: Path) -> str:
 
 def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = None) -> str:
     """What nvcc's host pass of ``source`` prints (its messages): the host ``gcc -E`` and
-    ``cudafe++`` steps ``nvcc --dryrun`` lists for ``flags``, run in ``work``."""
+    ``cudafe++`` steps ``nvcc --dryrun`` lists for ``flags``, run in ``work`` (``nvcc``:
+    default :func:`find_nvcc`).
+
+    Raises:
+        BadInput: no usable nvcc, or its ``--dryrun`` lists no such steps.
+    """
     nvcc = nvcc or find_nvcc()
     steps = _steps(nvcc, source, flags, work)
     try:
@@ -156,7 +161,11 @@ def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | Non
     that defines ``__CUDA_ARCH__``) and ``cicc``, the steps ``nvcc --dryrun`` lists. Unlike
     :func:`host_pass`'s ``cudafe++``, ``cicc`` instantiates the function templates a source
     instantiates explicitly. ``cicc`` reads the module id ``cudafe++`` would write: any name
-    does."""
+    does.
+
+    Raises:
+        BadInput: no usable nvcc, or its ``--dryrun`` lists no such steps.
+    """
     nvcc = nvcc or find_nvcc()
     steps = _steps(nvcc, source, flags, work)
     try:
