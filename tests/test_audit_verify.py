@@ -57,6 +57,9 @@ def test_nvcc_missing_or_unusable_is_one_error_line(tmp_path, monkeypatch, capsy
     assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: verifying with nvcc needs nvcc: the CUDA at {tmp_path / 'none'} (cuda_path) has no bin/nvcc"]
+    # the CUDA header wheels have no nvcc: PATH's is asked
+    assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", "pip"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: verifying with nvcc needs nvcc: nvcc is not on PATH"]
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\necho 'nvcc fatal   : broken install' >&2\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)

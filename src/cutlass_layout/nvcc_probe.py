@@ -84,13 +84,14 @@ def show_header(macros: Iterable[str] = HOST_MACROS, *, cutlass2: bool = False) 
 
 
 def find_nvcc(cuda_path=None) -> str:
-    """The nvcc to ask: ``<cuda_path>/bin/nvcc`` where ``cuda_path`` is given, else the one on
-    ``PATH``; checked by running ``nvcc --version``.
+    """The nvcc to ask: ``<cuda_path>/bin/nvcc`` where ``cuda_path`` is a CUDA root, else
+    (none, or ``"pip"``: the CUDA header wheels, which have no nvcc) the one on ``PATH``;
+    checked by running ``nvcc --version``.
 
     Raises:
         BadInput: no nvcc there, or one that does not run.
     """
-    if cuda_path is not None:
+    if cuda_path is not None and str(cuda_path) != "pip":
         nvcc = Path(cuda_path).expanduser() / "bin" / "nvcc"
         where = f"the CUDA at {cuda_path} (cuda_path) has no bin/nvcc"
         nvcc = str(nvcc) if nvcc.is_file() and os.access(nvcc, os.X_OK) else None
