@@ -13,7 +13,6 @@ with the audit's. No number the test expects comes from the tool.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,10 @@ from cutlass_layout import engine
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.flashinfer_jit import jit_modules
 from cutlass_layout.sources import resolve_flashinfer
-from test_audit_nvcc import host_pass, nvcc_flags
+from cutlass_layout.nvcc_probe import SHOWN, host_pass, nvcc_flags
 
 SPEC = "flashinfer-python==0.7.2.post1"
 CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h), sm100 and sm103
-_SHOWN = re.compile(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (\d+)>")
 
 
 def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
@@ -43,7 +41,7 @@ def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -
     lines.append("} }")
     probe.write_text("\n".join(lines) + "\n")
     out = host_pass(probe, flags, work)
-    return {int(m[0]): tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(out)}
+    return {int(m[0]): tuple(int(x) for x in m[1:]) for m in SHOWN.findall(out)}
 
 
 @pytest.mark.network

@@ -268,85 +268,22 @@ CAPACITY = 232448  # sm90_smem_capacity_bytes (gemm/collective/builders/sm90_com
 SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group39.generated.cu",
           "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group70.generated.cu",
           "cutlass_kernel_file_gemm_sm90_M128_group0.generated.cu")
-#: TensorRT-LLM's macros that these launchers use after declaring ``GemmKernel``
-#: (``TLLM_CHECK_WITH_INFO(total_routed_tokens >= 0, ...)`` in the MoE ``_impl``,
-#: ``TLLM_LOG_ERROR`` on a short workspace in fpA_intB's), redefined to instantiate
-#: ``cl_show<sizeof(kernel), sizeof(mainloop), sizeof(epilogue), Stages>`` and ask it for a
-#: member it does not have: nvcc's message spells the numbers
-SHOW = r"""
-#pragma once
-#include "tensorrt_llm/common/assert.h"
-#include "tensorrt_llm/common/logger.h"
-#include <type_traits>
-struct cl_none {};
-using GemmKernel = cl_none;  // before a launcher declares its own
-template <unsigned long Kernel, unsigned long Mainloop, unsigned long Epilogue, int Stages> struct cl_show {};
-template <class K, class = void> struct cl_sizes { static constexpr int value = 0; };
-template <class K>
-struct cl_sizes<K, std::void_t<typename K::SharedStorage, typename K::CollectiveMainloop>> {
-  static constexpr int value = cl_show<sizeof(typename K::SharedStorage),
-      sizeof(typename K::CollectiveMainloop::SharedStorage),
-      sizeof(typename K::CollectiveEpilogue::SharedStorage),
-      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;
-};
-#undef TLLM_CHECK_WITH_INFO
-#undef TLLM_LOG_ERROR
-#define CL_SHOW do { static_assert(cl_sizes<GemmKernel>::value == 0, ""); } while (0)
-#define TLLM_CHECK_WITH_INFO(...) CL_SHOW
-#define TLLM_LOG_ERROR(...) CL_SHOW
-"""
-_SHOWN = re.compile(r"cl_show<(\d+)UL, (\d+)UL, (\d+)UL, (\d+)>")
-
-
-def device_front_end(source, nvcc_flags: list[str], work) -> str:
-    """What nvcc's device front end (``cicc`` after the ``gcc -E`` with
-    ``__CUDA_ARCH_FEAT_SM90_ALL``, the steps ``nvcc --dryrun`` lists) prints for ``source``.
-    Not the host pass of tests/test_audit_nvcc.py: ``cudafe++`` leaves function templates to
-    the host compiler, and these launchers are function templates a source instantiates
-    explicitly; ``cicc`` instantiates them (the same headers and defines, ``__CUDA_ARCH__``
-    900). ``cicc`` reads the module id ``cudafe++`` would write: any name does."""
-    import shutil
-    import subprocess
-    from pathlib import Path
-
-    cmd = ["nvcc", "--dryrun", *nvcc_flags, "-c", "-o", str(work / "x.o"), str(source)]
-    listed = subprocess.run(cmd, capture_output=True, text=True, cwd=work).stderr
-    steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
-    pre = next(i for i, s in enumerate(steps)
-               if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH_FEAT_SM90_ALL" in s)
-    cicc = next(s for s in steps[pre:] if s.split()[0].endswith('cicc"') or s.split()[0].endswith("cicc"))
-    cicc_path = next(s.split("=", 1)[1] for s in steps if s.startswith("CICC_PATH="))
-    module_id = re.search(r'--module_id_file_name "([^"]+)"', cicc)
-    if module_id:
-        Path(module_id.group(1)).write_text("cl_probe")
-    script = steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"')
-    bindir = str(Path(shutil.which("nvcc")).parent)
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=work,
-                          env={"PATH": f"{bindir}:/usr/bin:/bin"})
-    return proc.stdout + proc.stderr
 
 
 def nvcc_sizes(sources, flags: list[str], work) -> dict:
     """``{source: {instantiation line: (kernel, mainloop, epilogue, stages)}}`` as nvcc
-    computes them, the sources in one unit (tests/test_audit_nvcc.py ``one_unit``: the headers
-    they share parsed once): each error names a ``cl_show`` and, last in its instantiation
-    notes, the line of the source whose explicit instantiation led to it."""
-    from test_audit_nvcc import one_unit
+    computes them, the sources in one unit, through nvcc's device front end
+    (:func:`cutlass_layout.nvcc_probe.unit_sizes` with ``device``): not the host pass of
+    tests/test_audit_nvcc.py, since ``cudafe++`` leaves function templates to the host
+    compiler and these launchers are function templates a source instantiates explicitly;
+    ``cicc`` instantiates them. TensorRT-LLM's macros these launchers use after declaring
+    ``GemmKernel`` (``TLLM_CHECK_WITH_INFO(total_routed_tokens >= 0, ...)`` in the MoE
+    ``_impl``, ``TLLM_LOG_ERROR`` on a short workspace in fpA_intB's) spell the numbers; each
+    error's last instantiation note names the line of the explicit instantiation."""
+    from cutlass_layout.nvcc_probe import unit_sizes
 
-    show = work / "cl_show.h"
-    show.write_text(SHOW)
-    out = device_front_end(one_unit(list(sources), work),
-                           [*flags, "-Xcudafe", "--error_limit=10000", "-include", str(show)], work)
+    got, out = unit_sizes(list(sources), flags, work, device=True)
     assert "already been defined" not in out and "redefinition" not in out, out[:3000]
-    got: dict = {source: {} for source in sources}
-    for block in re.split(r"\n(?=\S[^\n]*: error: )", out):
-        shown = _SHOWN.search(block)
-        if not shown:
-            continue
-        for source in sources:
-            lines = re.findall(rf"at line (\d+) of \"?{re.escape(str(source))}", block)
-            if lines:
-                got[source][int(lines[-1])] = tuple(int(x) for x in shown.groups())
     return got
 
 

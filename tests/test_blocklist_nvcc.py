@@ -25,7 +25,7 @@ from cutlass_layout.candidates import moe_configs
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.flashinfer_jit import jit_modules
 from cutlass_layout.sources import resolve_flashinfer
-from test_audit_nvcc import nvcc_flags
+from cutlass_layout.nvcc_probe import nvcc_flags
 
 FI_074 = "flashinfer-python==0.7.4"
 RUNNERS = {("nvfp4", "nvfp4"): "__nv_fp4_e2m1, __nv_fp4_e2m1", ("mxfp8", "mxfp4"): "__nv_fp8_e4m3, __nv_fp4_e2m1"}

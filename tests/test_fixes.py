@@ -176,7 +176,9 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     after ``GemmKernel`` names the numbers in an error): nvcc's kernel bytes and stage counts
     equal the fix's; 2 stages fit (74752 B by nvcc), 3 do not (102400 B); the carve-out 17617
     gives 2 stages and 17616 gives 3."""
-    from test_audit_nvcc import nvcc_flags, nvcc_host_pass_sizes
+    from test_audit_nvcc import nvcc_host_pass_sizes
+
+    from cutlass_layout.nvcc_probe import nvcc_flags
 
     from cutlass_layout import engine
     from cutlass_layout.flashinfer_jit import jit_modules

@@ -172,9 +172,9 @@ LAYERS = [
     ["errors", "model", "cache", "inputs", "runner", "executors", "_flashinfer_harness", "_cutlass_library_harness"],
     ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
-    ["engine", "verify", "gpu", "kernels", "candidates", "fixes", "kernel_library", "moe_sm80"],
+    ["engine", "verify", "nvcc_probe", "gpu", "kernels", "candidates", "fixes", "kernel_library", "moe_sm80"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist",
-     "commands.library_audit"],
+     "commands.library_audit", "commands.audit_nvcc"],
     ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import shutil
 import sys
 import pytest
@@ -253,50 +252,22 @@ def test_the_sample_is_laid_out_and_named_as_the_library_names_it(sample_audit):
     assert any("dropped none of them" in n for n in res.notes)
 
 
-#: nvcc's front end names an incomplete type's arguments: one line per kernel
-SHOW = "namespace cl_show { template <long... V> struct Show; }\n"
-_SHOWN = re.compile(r"cl_show::Show<(\d+)L, (\d+)L, (\d+)L, (\d+)L, (-?\d+)L>")
-
-
-def _nvcc_source(kernels) -> str:
-    """The library's emitted instances of ``kernels`` and, per kernel, the sizes of its three
-    SharedStorage types and its mainloop's Stages, named through ``cl_show::Show``; with the
-    utilities' header where an instance uses it, as the profiler's ``gemm_operation_3x.hpp``
-    brings it in."""
-    includes = dict.fromkeys(i for k in kernels for i in k.includes)
-    if any("compute_memory_reordering_atom" in k.instance for k in kernels):
-        includes["cutlass/util/mixed_dtype_utils.hpp"] = None
-    out = ["".join(f'#include "{i}"\n' for i in includes), "#include <cstddef>\n#include <type_traits>\n",
-           SHOW, "template <class T, class = void> struct cl_stages { static constexpr long value = -1; };\n"
-           "template <class T> struct cl_stages<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {\n"
-           "  static constexpr long value = T::DispatchPolicy::Stages; };\n"]
-    out += [k.instance for k in kernels]
-    out.append("#if !defined(__CUDA_ARCH__)\n")
-    for j, k in enumerate(kernels):
-        n = k.name
-        out.append(f"constexpr std::size_t cl_shown_{j} = sizeof(cl_show::Show<{j}L, "
-                   f"(long)sizeof({n}_base::SharedStorage), (long)sizeof({n}_mainloop::SharedStorage), "
-                   f"(long)sizeof({n}_epilogue::SharedStorage), cl_stages<{n}_mainloop>::value>);\n")
-    out.append("#endif\n")
-    return "".join(out)
-
-
 def _nvcc_sizes(library, arch: str, names: list[str], work) -> dict[str, tuple[int, ...]]:
-    """``{kernel: (kernel, mainloop, epilogue bytes, stages)}`` as nvcc's host pass for
-    ``sm_<arch>a`` computes them from the library's emitted instances of ``names`` (the
-    library's ``tools/util/include`` on the path, as its CMake gives the profiler's files, and
-    the tool's declarations of CUDA headers this toolkit lacks, as tests/test_audit_nvcc.py has them)."""
-    from cutlass_layout.frontends.clang import STUB_DIR
-    from test_audit_nvcc import host_pass
+    """``{kernel: (kernel, mainloop, epilogue bytes, stages)}`` as nvcc's host pass computes
+    them from the library's emitted instances of ``names``
+    (:func:`cutlass_layout.commands.audit_nvcc.library_instances`: per kernel ``j``,
+    ``cl_show<j, its three SharedStorage sizes, Stages>``), with the flags ``--verify nvcc``
+    gives them (the library's ``tools/util/include`` on the path, as its CMake gives the
+    profiler's files)."""
+    from cutlass_layout.commands.audit_nvcc import library_flags, library_instances
+    from cutlass_layout.nvcc_probe import unit_sizes
 
     kernels = {k.name: k for k in enumerate_kernels(library, arch, Selection(kernels=",".join(names)))[0]}
     order = sorted(kernels)
     src = work / "sample.cu"
-    src.write_text(_nvcc_source([kernels[n] for n in order]))
-    flags = ["-std=c++17", f"-arch=sm_{arch[2:]}a", "-w", "--expt-relaxed-constexpr",
-             f"-I{library.tree.include_root}", f"-I{library.util_include}", f"-I{STUB_DIR}",  # curand_kernel.h: not in this CUDA
-             "-Xcudafe", "--error_limit=10000"]
-    got = {order[int(m[0])]: tuple(int(x) for x in m[1:]) for m in _SHOWN.findall(host_pass(src, flags, work))}
+    src.write_text(library_instances([kernels[n] for n in order]))
+    shown, _ = unit_sizes([src], library_flags(library, arch), work, show="")
+    got = {order[j]: numbers for j, numbers in shown[src].items()}
     assert sorted(got) == order, sorted(got)
     return got
 

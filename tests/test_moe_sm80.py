@@ -347,19 +347,6 @@ def test_defines_of_a_command_line():
 
 # ---------------------------------------------------------------------------------------
 # flashinfer 0.7.2.post1 against nvcc
-_AT = re.compile(r"at line (\d+) of \S*cl_sm80\.cu")
-
-def _show_2x(show: str) -> str:
-    """test_audit_nvcc's ``cl_show`` header (``TLLM_CHECK_WITH_INFO`` after the launcher's
-    ``GemmKernel`` spells its sizes) for a 2.x kernel: its ``Mma`` and ``Epilogue`` and
-    ``Mma::kStages`` where a 3.x kernel has collectives and a dispatch policy."""
-    out = (show.replace("typename K::CollectiveMainloop>", "typename K::Mma>")
-           .replace("K::CollectiveMainloop::DispatchPolicy::Stages", "K::Mma::kStages")
-           .replace("K::CollectiveMainloop::SharedStorage", "K::Mma::SharedStorage")
-           .replace("K::CollectiveEpilogue::SharedStorage", "K::Epilogue::SharedStorage"))
-    assert "Collective" not in out
-    return out
-
 
 #: the sample: (A, out, tile enum, stages): the over-capacity FP8 and 16-bit tiles, fits of
 #: each kind (the f16 and bf16 epilogues differ), the SIMT float kernel
@@ -414,41 +401,28 @@ def test_audit_reports_the_family(audited):
 @pytest.mark.nvcc
 @pytest.mark.slow
 def test_sample_against_nvcc(audited, nvcc, tmp_path):
-    from test_audit_nvcc import SHOW, _SHOWN, host_pass, nvcc_flags
-
     from cutlass_layout import engine
     from cutlass_layout.flashinfer_jit import jit_modules
+    from cutlass_layout.commands.audit_nvcc import sm80_instantiations
+    from cutlass_layout.nvcc_probe import nvcc_flags, show_header, unit_sizes
     from cutlass_layout.sources import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)
     moe = next(mod for mod in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
                if mod.name.startswith("fused_moe"))
-    kinds = {v: k for k, v in m.KINDS.items()}
-    lines, tactics = ['#include "tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_gemm_template_dispatch.h"',
-                      "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"], {}
+    sample = []
     for a, out, enum, stages, *weight in SAMPLE:
         b, quant = weight or (a, "UNDEFINED")
-        t = next(t for t in audited.tactics if t.a == a and t.b == b and t.out == out
-                 and t.name.startswith(f"{enum}_Stages{stages}_") and t.report.config["quant"] == quant)
-        cfg = t.report.config
-        tb, wp = t.tile, cfg["warp"]
-        lines.append(f"template struct genericMoeGemmKernelLauncher<{kinds[a]}, {kinds[b]}, {kinds[out]}, "
-                     f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::{quant}, "
-                     f"tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, "
-                     f"{tb[1]}, {tb[2]}>, cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {stages}>;")
-        tactics[len(lines)] = t
-    lines.append("}")
+        sample.append(next(t for t in audited.tactics if t.a == a and t.b == b and t.out == out
+                           and t.name.startswith(f"{enum}_Stages{stages}_") and t.report.config["quant"] == quant))
+    text, tactics = sm80_instantiations(sample)  # the launcher instantiated as the runners do
     src = tmp_path / "cl_sm80.cu"
-    src.write_text("\n".join(lines) + "\n")
-    show = tmp_path / "cl_show.h"
-    show.write_text(_show_2x(SHOW))
-    out = host_pass(src, [*nvcc_flags(moe, install.tree), "-include", str(show)], tmp_path)
-    got = {}
-    for block in out.split(": error: ")[1:]:
-        sizes, at = _SHOWN.search(block), _AT.findall(block)
-        if sizes and at:  # the header's line, then the four numbers; the launcher's line is ours
-            got[int(at[-1])] = tuple(int(x) for x in sizes.groups()[1:])
+    src.write_text(text)
+    # a 2.x kernel: Mma, Epilogue, Mma::kStages; the launcher's line is the instantiation's
+    got, out = unit_sizes([src], nvcc_flags(moe, install.tree), tmp_path, by_instantiation=True,
+                          show=show_header(cutlass2=True))
+    got = got[src]
     assert set(got) == set(tactics), out[-3000:]
     for line, (kernel, mainloop, epilogue, stages) in got.items():
         r = tactics[line].report

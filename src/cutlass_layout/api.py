@@ -652,6 +652,46 @@ def verify_nvcc(configs: list, reports: list[LayoutReport], source=None):
     return verify_with_nvcc(list(configs), list(reports), _include_root(source))
 
 
+def find_nvcc(cuda_path=None) -> str:
+    """The nvcc ``--verify nvcc`` runs: ``<cuda_path>/bin/nvcc`` where given, else the one on
+    ``PATH``, checked by running ``nvcc --version``
+    (:func:`cutlass_layout.nvcc_probe.find_nvcc`).
+
+    Raises:
+        BadInput: no nvcc there, or one that does not run.
+    """
+    from .nvcc_probe import find_nvcc as _find_nvcc
+
+    return _find_nvcc(cuda_path)
+
+
+def verify_audit(result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None,
+                 cuda_path=None):
+    """Compile a sample of an audit's tactics with nvcc (``audit --verify nvcc``) and compare
+    every size: the kernel's, mainloop's and epilogue's ``sizeof(SharedStorage)`` (bytes) and
+    the stage count, as nvcc's own front end computes them from the install's generated
+    source each tactic came from, with its JIT module's flags (nothing built or run;
+    TensorRT-LLM's MoE launchers: ``tests/test_audit_nvcc.py`` did this first).
+
+    Args:
+        result: what :func:`audit` returned for ``source`` (the same install).
+        sample: tactics per family; default every over-capacity and exact-fit tactic and 4
+            of the rest, spread over their sizes.
+        jobs: nvcc runs at once (one per translation unit; default: the CPUs).
+        cuda_path: the CUDA whose ``bin/nvcc`` runs (default: nvcc on ``PATH``).
+
+    Returns:
+        A :class:`cutlass_layout.model.AuditVerification` (``agree``, ``compared``,
+        ``disagreements``, ``not_verified``; ``lines()``).
+
+    Raises:
+        BadInput: nvcc missing or unusable, ``sample`` under 1.
+    """
+    from .commands.audit_nvcc import verify_audit as _verify_audit
+
+    return _verify_audit(result, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
+
+
 def gpu_device(configs: list):
     """The local GPU, checked before anything is laid out for a launch of ``configs`` on it
     (``--verify gpu``): preset configs of plain element types (dense and grouped GEMMs),
@@ -716,7 +756,8 @@ __all__ = [
     "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
-    "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu",
+    "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",
+    "find_nvcc",
     # the data model and the errors
     "AuditResult", "AuditSet", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",

@@ -538,14 +538,22 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
               help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
                    "of the tactics the runtime would try that are over capacity.")
+@click.option("--verify", type=click.Choice(["nvcc"]), default=None,
+              help="Compile a sample of the tactics with nvcc's front end (from the install's own generated "
+                   "sources, with its JIT's flags; nothing built or run; nvcc from --cuda-path's bin, else PATH) "
+                   "and compare every size and stage count; exit 4 on any disagreement.")
+@click.option("--sample", type=int, default=None, metavar="K",
+              help="With --verify nvcc: K tactics per family (over capacity first, then exact fits, then a "
+                   "spread of the rest); default: every over-capacity and exact-fit tactic and 4 of the rest.")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads).")
+              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads); with "
+                   "--verify nvcc also the nvcc runs at once.")
 @executor_option
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
-              instantiation_level, fmt, as_json, check, blocklist_file, jobs, executor, no_cache, cuda_path,
-              **flags):
+              instantiation_level, fmt, as_json, check, blocklist_file, verify, sample, jobs, executor, no_cache,
+              cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -590,8 +598,15 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     without the GPU. An install without that loader (0.6.8) is refused. What the file
     cannot say is a note on stderr.
 
+    --verify nvcc compiles a sample of the tactics (--sample K per family; default every
+    tactic over capacity and every exact fit, and 4 of the rest per family) from the
+    install's own generated sources with nvcc's front end, one unit per module, --jobs at
+    once, and says "nvcc agrees on N of N tactics (F families, S sources)", one line per
+    disagreement and "not verified: FAMILY (why)" for a family it cannot compile yet.
+
     Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
-    try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input.
+    try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input
+    (nvcc missing or unusable with --verify nvcc); 4 when nvcc disagrees.
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github"), as_json)
     if src is not None and cutlass_src is not None:
@@ -612,13 +627,24 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
                        "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
                        "GPU): write one file per arch, --arch A --blocklist FILE")
     bl_format = api.blocklist_format(source) if blocklist_file else None
+    if sample is not None and verify is None:
+        raise BadInput("--sample K picks the tactics --verify nvcc compiles: give --verify nvcc too")
+    if sample is not None and sample < 1:
+        raise BadInput(f"--sample {sample}: give a positive number of tactics per family")
+    if verify:
+        api.find_nvcc(cuda_path)  # missing or unusable: one line before any work
     res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
                     use_cache=not no_cache, progress=True, executor=executor,
                     **{k: v for k, v in library.items() if v is not None}, **filters)
     results = res.results if several else [res]
     tile_bytes = _typed_in_bytes(filters.get("tile"))
+    checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
+               for one in results] if verify else []
     if fmt == "json":  # several: {"audits": [each arch's object]}
-        click.echo(json.dumps(res.to_dict(), indent=2))
+        docs = [one.to_dict() for one in results]
+        for doc, check_ in zip(docs, checked):
+            doc["verification"] = check_.to_dict()
+        click.echo(json.dumps({"audits": docs} if several else docs[0], indent=2))
     else:
         for i, one in enumerate(results):  # one arch's block after another
             if i and fmt != "github":
@@ -632,7 +658,13 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         click.echo(f"note: {note}", err=True)
     if blocklist_file:
         _write_blocklist(res, blocklist_file, bl_format)
+    if fmt != "json":  # after the report (stderr beside annotations)
+        for one, check_ in zip(results, checked):
+            for line in check_.lines():
+                click.echo(f"{one.arch}: {line}" if several else line, err=fmt == "github")
     failed = [one.arch for one in results if _audit_check_fails(one, several)] if check else []
+    if any(not c.agree for c in checked):
+        sys.exit(4)
     if failed:  # every arch's lines said, then exit 1 if any arch fails
         sys.exit(1)
 

@@ -1661,6 +1661,58 @@ class AuditSet:
 
 
 @dataclass
+class AuditVerification:
+    """What nvcc's own front end computed of a sample of an audit's tactics, compared
+    (``audit --verify nvcc``, :func:`cutlass_layout.commands.audit_nvcc.verify_audit`).
+
+    Attributes:
+        compared: the ids of the tactics compared, in the audit's order.
+        disagreements: one line per tactic where nvcc's kernel, mainloop or epilogue
+            ``sizeof(SharedStorage)`` (bytes) or stage count differs from the audit's, or
+            where nvcc showed no numbers for it (with its first error): ``ID: audit (kernel,
+            mainloop, epilogue, stages) = (...), nvcc (...)``.
+        not_verified: one line per family of the audit this check cannot compile yet,
+            ``FAMILY (why)``.
+        families: the families compared; sources: the generated sources compiled; units:
+            the nvcc runs (translation units) they took.
+        nvcc: the nvcc asked.
+        seconds: wall-clock seconds of the nvcc runs (not part of the comparison).
+    """
+
+    compared: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+    not_verified: list[str] = field(default_factory=list)
+    families: int = 0
+    sources: int = 0
+    units: int = 0
+    nvcc: str | None = None
+    seconds: float = field(default=0.0, compare=False)
+
+    @property
+    def agree(self) -> bool:
+        """Whether nvcc agreed on every tactic compared."""
+        return not self.disagreements
+
+    def lines(self) -> list[str]:
+        """The report: ``nvcc agrees on N of M tactics (F families, S sources)`` (or why it
+        compared none), a line per disagreement, a ``not verified: FAMILY (why)`` line per
+        family not compiled."""
+        n = len(self.compared)
+        head = (f"nvcc agrees on {n - len(self.disagreements)} of {n} tactics ({self.families} "
+                f"famil{'y' if self.families == 1 else 'ies'}, {self.sources} source{'' if self.sources == 1 else 's'})")
+        if not n:
+            head = "nvcc compared no tactic: " + ("no family shown is one it compiles" if self.not_verified else
+                                                  "the audit shows no tactic that compiles")
+        return [head, *(f"nvcc disagrees: {d}" for d in self.disagreements),
+                *(f"not verified: {f}" for f in self.not_verified)]
+
+    def to_dict(self) -> dict:
+        return {"agree": self.agree, "compared": list(self.compared), "disagreements": list(self.disagreements),
+                "not_verified": list(self.not_verified), "families": self.families, "sources": self.sources,
+                "units": self.units, "nvcc": self.nvcc}
+
+
+@dataclass
 class BlocklistFormat:
     """flashinfer's offline tactics blocklist as an install reads it
     (``flashinfer/tactics_blocklist.py``, ``TacticsBlocklist.load``/``filter``, with the

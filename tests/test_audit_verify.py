@@ -1,0 +1,149 @@
+"""``audit --verify nvcc``: a sample of an audit's tactics compiled by nvcc, every number compared.
+
+The real check runs nvcc once (flashinfer 0.7.2.post1, SM120 MoE, ``--sample 2``: one source,
+one unit); the CLI's agreement and disagreement lines reuse what that nvcc run printed. The
+numbers nvcc must compute are by hand from the headers (README, tests/test_fixes.py): the
+FINALIZE 128x256x64B tactics' kernel SharedStorage 102400 B, mainloop 83968 B, epilogue
+17408 B (the scatter epilogue's smem), 3 stages.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import stat
+
+import pytest
+
+from cutlass_layout import api
+from cutlass_layout.cli import main
+from cutlass_layout.commands import audit_nvcc
+from cutlass_layout.nvcc_probe import blank_statements
+
+SPEC = "flashinfer-python==0.7.2.post1"
+#: by hand (tests/test_fixes.py): A 128x128 e2m1 8192 + B 256x128 16384 + 128 (pipeline) +
+#: SFA 1024 + SFB 2048 = 27776 B a stage, 3 stages = 83328, rounded up to the 1024-byte
+#: alignment of smem_A's tensor storage: 83968; the FINALIZE epilogue 17408; the kernel 102400
+FINALIZE = (102400, 83968, 17408, 3)
+OVER = ["moe/CtaShape128x256x64B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"]
+
+
+def test_blank_statements_keeps_lines_and_the_rest():
+    text = ("#include \"x.h\"\nnamespace n {\n#if 1\n    CALL(a, b,\n         c);\n#endif\n"
+            "    CALL(d,\n         e);\ntemplate void f<int>(\n    int);\n}\n")
+    out = blank_statements(text, [4, 10])  # a call's first line; an instantiation's second
+    assert out.count("\n") == text.count("\n") and len(out) == len(text)
+    lines = out.split("\n")
+    assert lines[3].strip() == "" and lines[4].strip() == "" and lines[6] == "    CALL(d,"
+    assert lines[8].strip() == "" and lines[9].strip() == "" and lines[10] == "}"
+    assert lines[2] == "#if 1" and lines[5] == "#endif"
+
+
+def test_what_is_said_when_nothing_was_compared():
+    from cutlass_layout.model import AuditVerification
+
+    assert AuditVerification().lines() == ["nvcc compared no tactic: the audit shows no tactic that compiles"]
+    v = AuditVerification(not_verified=["gemm_sm120 (why)"])
+    assert v.lines() == ["nvcc compared no tactic: no family shown is one it compiles",
+                         "not verified: gemm_sm120 (why)"] and v.agree
+    assert audit_nvcc._spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc._spread([1, 2], 4) == [1, 2]
+
+
+def test_nvcc_missing_or_unusable_is_one_error_line(tmp_path, monkeypatch, capsys, mini):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvcc on it
+    assert main(["audit", str(mini), "--verify", "nvcc"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: verifying with nvcc needs nvcc: nvcc is not on PATH"]
+    assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: verifying with nvcc needs nvcc: the CUDA at {tmp_path / 'none'} (cuda_path) has no bin/nvcc"]
+    # the CUDA header wheels have no nvcc: PATH's is asked
+    assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", "pip"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["error: verifying with nvcc needs nvcc: nvcc is not on PATH"]
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\necho 'nvcc fatal   : broken install' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    assert main(["audit", str(mini), "--verify", "nvcc"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: nvcc at {fake} does not run: nvcc fatal   : broken install"]
+    assert main(["audit", str(mini), "--sample", "2"]) == 2
+    assert "give --verify nvcc too" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------
+# flashinfer 0.7.2.post1 against nvcc (one unit)
+
+
+@pytest.fixture(scope="module")
+def verified():
+    """The SM120 MoE audit, its ``--sample 2`` checked by nvcc (one run), and what nvcc's
+    unit printed (each unit's ``(numbers, messages)``, to replay through the CLI)."""
+    import shutil
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: the nvcc cross-check needs it")
+    res = api.audit(SPEC, family="moe")
+    answers = []
+    real = audit_nvcc._run_unit
+
+    def spy(unit, nvcc):
+        answers.append(real(unit, nvcc))
+        return answers[-1]
+
+    audit_nvcc._run_unit = spy
+    try:
+        v = api.verify_audit(res, SPEC, sample=2)
+    finally:
+        audit_nvcc._run_unit = real
+    return res, v, answers
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_sm120_moe_sample_against_nvcc(verified):
+    res, v, answers = verified
+    # the default sample: every over-capacity (4) and exact-fit (12) tactic, 4 of the 72 that fit
+    default = audit_nvcc.sample_tactics(res.tactics)["moe"]
+    assert [t.verdict for t in default] == ["over_capacity"] * 4 + ["exact_fit"] * 12 + ["fits"] * 4
+    assert sorted(v.compared) == sorted(OVER) and v.agree and v.not_verified == []
+    assert (v.families, v.sources, v.units) == (1, 1, 1)
+    assert v.lines() == ["nvcc agrees on 2 of 2 tactics (1 family, 1 source)"]
+    (got, _), = answers
+    (source, lines), = got.items()
+    assert source.name == "cutlass_kernel_file_gemm_grouped_sm120_M128_BS_group6.generated.cu"
+    # only the two sampled launchers were left in the unit: nvcc shows just them
+    assert sorted(lines.values()) == [FINALIZE, FINALIZE]
+    assert sorted(lines) == sorted(t.line for t in res.tactics if t.id in OVER)
+
+
+def _replayed(monkeypatch, res, answers):
+    """The CLI's audit gives ``res``, and its nvcc units what the real run printed."""
+    monkeypatch.setattr(api, "audit", lambda *a, **k: res)
+    replay = iter(answers)
+    monkeypatch.setattr(audit_nvcc, "_run_unit", lambda unit, nvcc: next(replay))
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_cli_agreement_and_a_disagreement(verified, monkeypatch, capsys):
+    res, _, answers = verified
+    _replayed(monkeypatch, res, answers)
+    argv = ["audit", SPEC, "--family", "moe", "--verify", "nvcc", "--sample", "2"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "nvcc agrees on 2 of 2 tactics (1 family, 1 source)"
+    _replayed(monkeypatch, res, answers)
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["verification"]
+    assert doc["agree"] and sorted(doc["compared"]) == sorted(OVER) and (doc["sources"], doc["units"]) == (1, 1)
+    # the audit's number changed: nvcc's stays, so they disagree (exit 4), one line
+    wrong = copy.deepcopy(res)
+    t = next(t for t in wrong.tactics if t.id == OVER[1])
+    t.report.kernel.size += 1024
+    _replayed(monkeypatch, wrong, answers)
+    assert main(argv) == 4
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == ["nvcc agrees on 1 of 2 tactics (1 family, 1 source)",
+                        f"nvcc disagrees: {OVER[1]}: audit (kernel, mainloop, epilogue, stages) = "
+                        f"(103424, 83968, 17408, 3), nvcc {FINALIZE}"]
