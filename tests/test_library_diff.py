@@ -235,6 +235,7 @@ def test_sm90_kernels_are_paired_across_the_4x_rename(sm90_diff):
 
 @pytest.mark.network
 @pytest.mark.nvcc
+@pytest.mark.slow
 def test_the_verdict_change_against_nvcc(sm90_diff, nvcc, tmp_path):
     """The grouped cooperative TMA-epilogue kernel, 231424 B on 3.8.0 and 232448 B (SM90's
     capacity, an exact fit) on 4.2.0: nvcc's host pass of each library's own emitted source."""

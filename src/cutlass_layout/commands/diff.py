@@ -78,11 +78,12 @@ differ too keeps ``verdict``/``numbers`` there and lists every kind in ``kinds``
 ``old_id``/``new_id`` are each side's (null where absent); ``rename`` the differing part of the
 two ids, widened to words (``{"old": "1SM", "new": "1SMfalse"}``), null when they are equal;
 ``paired_by`` ``id`` | ``configuration`` | ``name`` (see :func:`pair_tactics`), null for
-added/removed;
-two CUTLASS kernel libraries' kernels (``kind`` ``cutlass_library``; ``selection`` the
-library's filters given) are paired by procedural name instead (:func:`pair_library_kernels`:
-``paired_by`` ``id``, or ``core_name`` for a pre-4.x name and the one 4.x gives the kernel); ``config`` the configuration; ``kernel_bytes_delta`` new minus old kernel
-SharedStorage bytes (null where a side is missing or does not compile).
+added/removed; ``config`` the configuration; ``kernel_bytes_delta`` new minus old kernel
+SharedStorage bytes (null where a side is missing or does not compile). Two CUTLASS kernel
+libraries' kernels (``kind`` ``cutlass_library``; ``selection`` the library's filters given)
+are paired by procedural name instead (:func:`pair_library_kernels`: ``paired_by`` ``id``, or
+``core_name`` for a pre-4.x name and the one 4.x gives the kernel). ``summary`` counts the
+rows of each ``change`` and the verdict changes by old and new verdict.
 """
 
 from __future__ import annotations
