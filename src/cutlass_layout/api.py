@@ -239,8 +239,9 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
          audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
-         cuda_path=None, use_cache: bool = True, jobs: int | None = None,
-         grid_source: str | None = None, **grid_values) -> DiffResult:
+         kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
+         instantiation_level: str | None = None, cuda_path=None, use_cache: bool = True,
+         jobs: int | None = None, grid_source: str | None = None, **grid_values) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS sources, OLD -> NEW (``cutlass-layout diff``).
 
     Two views, keyed by the trees' content (never by ``cutlass/version.h``):
@@ -261,7 +262,15 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         audit: compare the kernels two flashinfer installs build instead (:func:`audit` of
             each, tactics paired by configuration, renamed ones shown as renamed:
             :func:`cutlass_layout.commands.diff.audit_diff`); ``arch`` (one, default sm120)
-            and ``family`` as there.
+            and ``family`` as there. Or of two CUTLASS kernel libraries (``source`` as
+            :func:`audit` takes one: ``"nvidia-cutlass==4.2.0.0"``, a wheel, a
+            ``cutlass_library`` folder, a CUTLASS checkout): each library's kernels for
+            ``arch``, paired by procedural name (a name an older library spelled with its MMA
+            instruction shape paired with the name 4.x gives it, shown as renamed:
+            :func:`cutlass_layout.commands.diff.pair_library_kernels`).
+        kernels, ignore_kernels, exclude_kernels, instantiation_level: with ``audit`` of two
+            kernel libraries, the library's own filters, as :func:`audit` takes them, the
+            same on both sides.
         arch: one arch or several: the structural view keeps their headers and structs
             (the others are counted in ``structural_others``), and the default grid is of
             them.
@@ -275,11 +284,24 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
     Raises:
         BadInput: a side that is missing or has no CUTLASS (``old (SRC): ...``), a bad grid,
-            nothing to diff, unusable CUDA headers.
+            nothing to diff, unusable CUDA headers; with ``audit``, a kernel library on one
+            side and a flashinfer install on the other, the library's filters for flashinfer
+            installs or without ``audit``, a selection neither library keeps a kernel of.
     """
+    chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
+              "instantiation_level": instantiation_level}
+    selection = None
+    if any(chosen.values()):
+        if not audit:
+            given = ", ".join(k for k, v in chosen.items() if v)
+            raise BadInput(f"{given}: the kernel library's own filters, for an audit diff (audit=True) of two "
+                           "CUTLASS kernel libraries")
+        from .kernel_library import Selection
+
+        selection = Selection(**{k: v or "" for k, v in chosen.items()})
     return _diff.diff(old, new, grid, structural=structural, numeric=numeric, audit=audit,
-                      arch=arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
-                      jobs=jobs, grid_source=grid_source, **grid_values)
+                      arch=arch, family=family, selection=selection, cuda_path=cuda_path,
+                      use_cache=use_cache, jobs=jobs, grid_source=grid_source, **grid_values)
 
 
 @_renamed(path="source")

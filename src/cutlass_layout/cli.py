@@ -20,7 +20,8 @@ import click
 from . import api
 from .errors import BadInput, CutlassLayoutError
 from .options import (CONFIG_FLAGS, config_options, cuda_path_option, executor_option, format_options,
-                      header_options, limits_option, output_format, source_options)
+                      header_options, library_filters, library_options, limits_option, output_format,
+                      source_options)
 from .reports import audit as audit_report, layout as layout_report
 
 
@@ -368,11 +369,14 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
 @click.option("--audit", "with_audit", is_flag=True,
-              help="Compare the kernels two flashinfer installs build (their audits) instead.")
+              help="Compare the kernels two flashinfer installs (or two CUTLASS kernel libraries) build, "
+                   "their audits, instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
+@library_options("With --audit of two CUTLASS kernel libraries, the same on both")
 @cuda_path_option
 def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
-             with_audit, family, cuda_path, **flags):
+             with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
+             cuda_path, **flags):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
     OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
@@ -391,6 +395,15 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     name; verdict changes first, then byte or stage changes with the members that moved, then
     tactics the install renamed, then tactics only on one side.
 
+    Or, with --audit, OLD and NEW are CUTLASS kernel libraries (nvidia-cutlass==VERSION, its
+    .whl, a folder with cutlass_library, a CUTLASS checkout, as audit takes them): the kernels
+    each library's generator keeps for --arch (default sm120; --kernels, --ignore-kernels,
+    --exclude-kernels and --instantiation-level as audit takes them, the same on both sides),
+    paired by procedural name (what cutlass_profiler --kernels takes; a name an older library
+    spelled with the MMA instruction shape, s64x128x16gemm, is paired with the one CUTLASS
+    4.x gives it, gemm, and shown as renamed): old and new bytes, the change, verdict and
+    stages; verdict changes lead (now over capacity first), then kernels only on one side.
+
     Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
     """
     from .reports.diff import render_text, to_markdown
@@ -399,13 +412,17 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     if structural_only and numeric_only:
         raise BadInput("--structural-only and --numeric-only exclude each other")
     values = {k: list(v) for k, v in flags.items() if v}
+    library = library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiation_level)
     if with_audit:
         if structural_only or numeric_only or grid_file or set(values) - {"arch"}:
             raise BadInput("--audit compares the kernels the installs build: it takes --arch "
                            "and --family, no grid flags, --structural-only or --numeric-only")
         res = api.diff(old, new, audit=True, arch=_arch_values(values.get("arch")) or None,
-                       family=family, cuda_path=cuda_path)
+                       family=family, cuda_path=cuda_path, **library)
     else:
+        if library:
+            raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in library)}: the kernel library's own "
+                           "filters, for diff --audit of two CUTLASS kernel libraries")
         archs = _arch_values(values.get("arch")) or None
         if grid_file and values:
             raise BadInput("--grid FILE cannot be combined with config flags")
@@ -522,15 +539,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
                    "(one the install does not build is refused, listing those it does).")
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
-@click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-              help="CUTLASS's kernel library: its generator's own --kernels (comma-separated name filters, "
-                   "* between parts that must appear in order; all: every kernel; default: its default set).")
-@click.option("--ignore-kernels", default=None, metavar="FILTERS",
-              help="CUTLASS's kernel library: its generator's --ignore-kernels (only with --kernels).")
-@click.option("--exclude-kernels", default=None, metavar="FILTERS",
-              help="CUTLASS's kernel library: its generator's --exclude-kernels.")
-@click.option("--instantiation-level", default=None, metavar="LEVEL",
-              help="CUTLASS's kernel library: its generator's --instantiation-level (SM90/SM100; max, or 1111).")
+@library_options("CUTLASS's kernel library")
 @format_options("text", "markdown", "json", "github")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
@@ -617,8 +626,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     several = len(archs) > 1 or "all" in archs
     arch = archs if several else archs[0] if archs else "sm120"
     filters = {k: list(v) for k, v in flags.items() if v}
-    library = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
-               "instantiation_level": instantiation_level}
+    library = library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiation_level)
     source = src if src is not None else cutlass_src
     if blocklist_file and api.is_kernel_library(source):
         raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
@@ -635,7 +643,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         api.find_nvcc(cuda_path)  # missing or unusable: one line before any work
     res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
                     use_cache=not no_cache, progress=True, executor=executor,
-                    **{k: v for k, v in library.items() if v is not None}, **filters)
+                    **library, **filters)
     results = res.results if several else [res]
     tile_bytes = _typed_in_bytes(filters.get("tile"))
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)

@@ -156,6 +156,17 @@ def _cuda_version(cuda: tuple[int, int]) -> str:
     return f"{cuda[0]}.{cuda[1]}.0"
 
 
+def missing_generators(lib: KernelLibrary, generators) -> list[str]:
+    """The ``Generate...`` functions of ``generators`` that ``lib``'s ``generator.py`` does not
+    define (nvidia-cutlass 3.8.0.0 has no ``GenerateSM120``: its ``Manifest`` cannot even
+    parse ``--architectures 120a``). Reads the file's text; runs nothing."""
+    try:
+        text = (Path(lib.root) / "cutlass_library" / "generator.py").read_text(errors="replace")
+    except OSError:
+        return []  # the generator's own run says what is wrong with it
+    return [g for g in generators if not re.search(rf"^def {re.escape(g)}\(", text, re.M)]
+
+
 def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Selection(), *,
                       cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True
                       ) -> tuple[list[LibraryKernel], dict]:
@@ -338,4 +349,4 @@ def batches(items: list, jobs: int) -> list[list]:
 
 
 __all__ = ["FAMILY", "LIBRARY_ARCHS", "LibraryKernel", "Selection", "builder_args", "enumerate_kernels",
-           "lay_out_kernels"]
+           "lay_out_kernels", "missing_generators"]

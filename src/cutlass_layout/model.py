@@ -1070,7 +1070,9 @@ class Rename:
 @dataclass
 class TacticChange:
     """One tactic of two installs' audits (``diff --audit``), paired by its configuration
-    (:func:`cutlass_layout.commands.diff.tactic_configuration`), not by its id.
+    (:func:`cutlass_layout.commands.diff.tactic_configuration`), not by its id; or one kernel
+    of two CUTLASS kernel libraries', paired by its procedural name
+    (:func:`cutlass_layout.commands.diff.pair_library_kernels`).
 
     Attributes:
         id: the tactic's id (:attr:`Tactic.id`): the new side's where it exists, else the old
@@ -1091,9 +1093,12 @@ class TacticChange:
         paired_by: how the two were paired: ``id`` (same id), ``configuration`` (the only
             tactic of its configuration on each side), ``name`` (several tactics of one side
             share the configuration: the most alike ids were paired, see
-            :func:`cutlass_layout.commands.diff.pair_tactics`); None for added/removed.
+            :func:`cutlass_layout.commands.diff.pair_tactics`), ``core_name`` (two kernel
+            libraries' kernels whose names are equal as CUTLASS 4.x spells them:
+            :func:`cutlass_layout.commands.diff.library_name`); None for added/removed.
         config: the configuration the tactic was paired by (family, arch, a, b, out, tile,
-            cluster, schedule, fusion, swap_ab, kernel).
+            cluster, schedule, fusion, swap_ab, kernel; a library kernel's, which it was not
+            paired by).
         kernel_bytes_delta: new minus old ``sizeof`` of the kernel's SharedStorage; None where
             a side is missing or does not compile.
     """
@@ -1135,15 +1140,22 @@ class TacticChange:
 
 @dataclass
 class AuditDiff:
-    """The audit side of a diff: the kernels two installs build for one arch.
+    """The audit side of a diff: the kernels two installs (or two CUTLASS kernel libraries)
+    build for one arch.
 
     Attributes:
         arch: the arch audited; family: the family kept (None: all).
         rows: one :class:`TacticChange` per tactic of either side, or pair: verdict changes
-            first, then number changes, renamed tactics, tactics only on one side, then the
-            unchanged.
+            first (those now over capacity first), then number changes, renamed tactics,
+            tactics only on one side, then the unchanged.
         old_tactics, new_tactics: how many tactics each side's audit has.
-        notes: what either audit could not read.
+        notes: what either audit could not read, each after ``old:``, ``new:`` or ``both:``
+            (the same note on both sides, said once).
+        kind: ``flashinfer`` (two installs' tactics, paired by configuration) or
+            ``cutlass_library`` (two kernel libraries' kernels, paired by procedural name).
+        selection: the kernel library's own filters both sides were enumerated with
+            (``kernels``, ``ignore_kernels``, ``exclude_kernels``, ``instantiation_level``;
+            those given only).
     """
 
     arch: str
@@ -1152,14 +1164,32 @@ class AuditDiff:
     old_tactics: int = 0
     new_tactics: int = 0
     notes: list[str] = field(default_factory=list)
+    kind: str = "flashinfer"
+    selection: dict = field(default_factory=dict)
 
     @property
     def changes(self) -> list[TacticChange]:
         return [r for r in self.rows if r.change != "same"]
 
+    def summary(self) -> dict:
+        """How many rows of each kind (``verdict``, ``numbers``, ``renamed``, ``added``,
+        ``removed``, ``same``), and the verdict changes by old and new verdict
+        (``verdict_changes``: ``[{old, new, count}]``, those now over capacity first, as the
+        rows are)."""
+        kinds = ("verdict", "numbers", "renamed", "added", "removed", "same")
+        out: dict = {k: sum(r.change == k for r in self.rows) for k in kinds}
+        moves: dict = {}
+        for r in self.rows:
+            if r.change == "verdict":
+                key = (r.old.verdict, r.new.verdict)
+                moves[key] = moves.get(key, 0) + 1
+        out["verdict_changes"] = [{"old": a, "new": b, "count": n} for (a, b), n in moves.items()]
+        return out
+
     def to_dict(self) -> dict:
-        return {"arch": self.arch, "family": self.family, "old_tactics": self.old_tactics,
-                "new_tactics": self.new_tactics, "notes": list(self.notes),
+        return {"arch": self.arch, "family": self.family, "kind": self.kind,
+                "selection": dict(self.selection), "old_tactics": self.old_tactics,
+                "new_tactics": self.new_tactics, "summary": self.summary(), "notes": list(self.notes),
                 "tactics": [r.to_dict() for r in self.rows]}
 
 

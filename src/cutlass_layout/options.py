@@ -131,6 +131,33 @@ def source_options(f):
     return click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help=SOURCE_HELP)(f)
 
 
+def library_options(where: str):
+    """Decorator adding CUTLASS's kernel library's own filters, as its generator takes them:
+    ``--kernels`` (parameter ``library_kernels``), ``--ignore-kernels``, ``--exclude-kernels``
+    and ``--instantiation-level`` (``generator.py``'s flags of those names); ``where`` begins
+    each help text (what they apply to). :func:`library_filters` gathers them."""
+    def decorate(f):
+        f = click.option("--instantiation-level", default=None, metavar="LEVEL",
+                         help=f"{where}: its generator's --instantiation-level (SM90/SM100; max, or 1111).")(f)
+        f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
+                         help=f"{where}: its generator's --exclude-kernels.")(f)
+        f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
+                         help=f"{where}: its generator's --ignore-kernels (only with --kernels).")(f)
+        return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
+                            help=f"{where}: its generator's own --kernels (comma-separated name filters, * "
+                                 "between parts that must appear in order; all: every kernel; default: its "
+                                 "default set).")(f)
+    return decorate
+
+
+def library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiation_level) -> dict:
+    """The filters of :func:`library_options` that were given, as :func:`cutlass_layout.api.audit`
+    and :func:`cutlass_layout.api.diff` take them (``kernels``, ``ignore_kernels``, ...)."""
+    given = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
+             "instantiation_level": instantiation_level}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def format_options(*formats: str):
     """Decorator adding ``--format`` (parameter ``fmt``, one of ``formats``, default
     ``text``) and the shorthands ``--json`` (``as_json``) and, where CSV is a format,

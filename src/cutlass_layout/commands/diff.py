@@ -47,7 +47,10 @@ The result is a :class:`~cutlass_layout.model.DiffResult`; its ``to_dict()`` is 
      "numeric": null | [{config, label, old: record | null, new: record | null,
                          changed: [name, ...],
                          members: [{name, old: {offset, size} | null, new: ...}]}],
-     "audit": null | {arch, family, old_tactics, new_tactics, notes,
+     "audit": null | {arch, family, kind: "flashinfer" | "cutlass_library", selection,
+                      old_tactics, new_tactics, notes,
+                      summary: {verdict, numbers, renamed, added, removed, same,
+                                verdict_changes: [{old, new, count}]},
                       tactics: [{id, family, name, change, changed, members, old, new,
                                  kinds, old_id, new_id, rename: null | {old, new},
                                  paired_by, config, kernel_bytes_delta}]}}
@@ -76,7 +79,11 @@ differ too keeps ``verdict``/``numbers`` there and lists every kind in ``kinds``
 two ids, widened to words (``{"old": "1SM", "new": "1SMfalse"}``), null when they are equal;
 ``paired_by`` ``id`` | ``configuration`` | ``name`` (see :func:`pair_tactics`), null for
 added/removed; ``config`` the configuration; ``kernel_bytes_delta`` new minus old kernel
-SharedStorage bytes (null where a side is missing or does not compile).
+SharedStorage bytes (null where a side is missing or does not compile). Two CUTLASS kernel
+libraries' kernels (``kind`` ``cutlass_library``; ``selection`` the library's filters given)
+are paired by procedural name instead (:func:`pair_library_kernels`: ``paired_by`` ``id``, or
+``core_name`` for a pre-4.x name and the one 4.x gives the kernel). ``summary`` counts the
+rows of each ``change`` and the verdict changes by old and new verdict.
 """
 
 from __future__ import annotations
@@ -596,18 +603,70 @@ def pair_tactics(olds: list, news: list, arch: str) -> list[tuple]:
     return out
 
 
+#: A CUTLASS 3.x kernel's procedural name as CUTLASS's library spelled it before 4.x: the
+#: accumulator's short type name and the MMA instruction shape lead its core name
+#: (``gemm_operation.py``'s ``core_name``: 3.8.0 ``cutlass3x_sm90_tensorop_s64x128x16gemm_f16_...``;
+#: 4.2.0 leaves both out for 3.x kernels, ``cutlass3x_sm90_tensorop_gemm_f16_...``)
+_PRE_4X_CORE = re.compile(r"^(cutlass3x_sm\d+_[a-z_]*?op)_[a-z]*\d+x\d+x\d+(?=[a-z0-9]*gemm)")
+
+
+def library_name(name: str) -> str:
+    """The procedural name CUTLASS's kernel library 4.x gives the 3.x kernel an older library
+    named ``name``: ``cutlass3x_sm90_tensorop_s64x128x16gemm_f16_...`` ->
+    ``cutlass3x_sm90_tensorop_gemm_f16_...`` (the accumulator letter and the MMA instruction
+    shape left out, as 4.2.0's ``GemmOperation.core_name`` leaves them out where 3.8.0's has
+    them: ``short_math_name()`` and ``inst_shape``, ``python/cutlass_library/gemm_operation.py``);
+    any other name as it is (4.x names, 2.x kernels' names: ``cutlass_sm90_tensorop_d1684gemm_...``)."""
+    return _PRE_4X_CORE.sub(r"\1_", name)
+
+
+def pair_library_kernels(olds: list, news: list) -> list[tuple]:
+    """Pair two CUTLASS kernel libraries' kernels (:class:`~cutlass_layout.model.LibraryTactic`)
+    by procedural name, what ``cutlass_profiler --kernels`` takes: ``(old, new, paired_by)``
+    triples, as :func:`pair_tactics` returns them. ``paired_by`` is ``id`` where the two names
+    are equal, ``core_name`` where they are equal as CUTLASS 4.x spells them
+    (:func:`library_name`: a library before 4.x named a 3.x kernel with its MMA instruction
+    shape), and only where that name is one kernel's on each side; the others are added or
+    removed. No kernel is paired by its configuration: of two libraries' kernels the name is
+    what the profiler, and a user's ``--kernels``, select by."""
+    pairs, rest_o, rest_n = _pair(olds, news, (lambda t: t.id,))
+    out = [(o, n, "id") for o, n in pairs]
+    renamed, rest_o, rest_n = _unique_moves(rest_o, rest_n, lambda t: library_name(t.id))
+    out += [(o, n, "core_name") for o, n in renamed]
+    order = {id(o): i for i, o in enumerate(olds)}
+    out.sort(key=lambda p: order[id(p[0])])
+    keep_o = {id(o) for o in rest_o}
+    keep_n = {id(n) for n in rest_n}
+    out += [(o, None, None) for o in olds if id(o) in keep_o]
+    out += [(None, n, None) for n in news if id(n) in keep_n]
+    return out
+
+
+def is_library_audit(result) -> bool:
+    """Whether an :class:`~cutlass_layout.model.AuditResult` is of CUTLASS's kernel library
+    (:func:`cutlass_layout.commands.library_audit.audit_library`), not of a flashinfer install."""
+    return result.provenance.get("library") == "cutlass_library"
+
+
 def audit_diff(old_audit, new_audit) -> AuditDiff:
-    """Compare two :class:`~cutlass_layout.model.AuditResult` of one arch: tactics paired by
-    configuration (:func:`pair_tactics`), not by id; for each pair, the verdict (``exact_fit``
-    counts as its own), stages, the three SharedStorage sizes, TMA bytes and every kernel
-    member, as the numeric diff compares configs, and, where the ids differ, what the install
-    renamed (:func:`renamed_part`) and the kernel's byte change. Rows in :data:`AUDIT_ORDER`,
-    within a kind the old side's order, then the new side's."""
+    """Compare two :class:`~cutlass_layout.model.AuditResult` of one arch: a flashinfer
+    install's tactics paired by configuration (:func:`pair_tactics`), not by id; CUTLASS
+    kernel libraries' kernels by procedural name (:func:`pair_library_kernels`). For each
+    pair, the verdict (``exact_fit`` counts as its own), stages, the three SharedStorage
+    sizes, TMA bytes and every kernel member, as the numeric diff compares configs, and,
+    where the ids differ, what the install renamed (:func:`renamed_part`) and the kernel's
+    byte change. Rows in :data:`AUDIT_ORDER`; the verdict changes by the new verdict (over
+    capacity first, :data:`~cutlass_layout.commands.audit.VERDICT_ORDER`); within a kind the
+    old side's order, then the new side's."""
     from ..model import Rename
+    from .audit import VERDICT_ORDER
 
     arch = new_audit.arch
+    library = is_library_audit(old_audit) and is_library_audit(new_audit)
+    pairs = (pair_library_kernels(old_audit.tactics, new_audit.tactics) if library
+             else pair_tactics(old_audit.tactics, new_audit.tactics, arch))
     rows = []
-    for o, n, by in pair_tactics(old_audit.tactics, new_audit.tactics, arch):
+    for o, n, by in pairs:
         t = n or o
         cfg = tactic_configuration(t, arch)
         ids = {"old_id": None if o is None else o.id, "new_id": None if n is None else n.id}
@@ -626,10 +685,15 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
         rows.append(TacticChange(t.id, t.family, t.name, kind, old=o, new=n, changed=changed,
                                  members=members, rename=rename, paired_by=by, config=cfg,
                                  kernel_bytes_delta=delta, **ids))
-    rows.sort(key=lambda r: AUDIT_ORDER.index(r.change))
+    rows.sort(key=lambda r: (AUDIT_ORDER.index(r.change),
+                             VERDICT_ORDER.index(r.new.verdict) if r.change == "verdict" else 0))
+    sel = old_audit.provenance.get("selection") if library else None
     return AuditDiff(arch=arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
                      new_tactics=len(new_audit.tactics),
-                     notes=[f"old: {x}" for x in old_audit.notes] + [f"new: {x}" for x in new_audit.notes])
+                     notes=([f"{'both' if x in new_audit.notes else 'old'}: {x}" for x in old_audit.notes]
+                            + [f"new: {x}" for x in new_audit.notes if x not in old_audit.notes]),
+                     kind="cutlass_library" if library else "flashinfer",
+                     selection={k: v for k, v in (sel or {}).items() if v})
 
 
 def _compute_records(job) -> list[NumericRecord]:
@@ -791,7 +855,7 @@ def keep_arch(changes: list[StructuralChange], archs: list[str]) -> tuple[list[S
 
 def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
          audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
-         cuda_path=None, use_cache: bool = True, jobs: int | None = None,
+         selection=None, cuda_path=None, use_cache: bool = True, jobs: int | None = None,
          grid_source: str | None = None, **grid_values) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS trees.
 
@@ -805,8 +869,14 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         audit: also compare the kernels the two installs build: each side is a flashinfer
             install (:func:`cutlass_layout.commands.audit.audit`, from the results cache
             where it has run), its tactics paired by configuration, renamed ones shown as
-            such (:func:`audit_diff`);
+            such (:func:`audit_diff`); or both sides are CUTLASS kernel libraries
+            (``nvidia-cutlass==VERSION``, its wheel, a ``cutlass_library`` folder, a CUTLASS
+            checkout: :func:`cutlass_layout.commands.library_audit.audit_library`), their
+            kernels paired by procedural name (:func:`pair_library_kernels`);
             ``arch`` (one; default ``sm120``) and ``family`` as in ``audit``.
+        selection: with ``audit`` of two kernel libraries, the library's own filters
+            (:class:`~cutlass_layout.kernel_library.Selection`: ``--kernels`` and the like),
+            the same on both sides; None: its default set.
         arch: an arch (any of :data:`cutlass_layout.config.ARCHS`) or several: the structural view keeps
             the headers and structs of their families (:func:`keep_arch`; the others are
             counted in ``structural_others`` and are not differences), and, without a
@@ -828,7 +898,10 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
     Raises:
         BadInput: a side is missing, has no CUTLASS tree, names an unknown or source-only
-            version, or the grid has a bad value; unusable CUDA headers (numeric side).
+            version, or the grid has a bad value; unusable CUDA headers (numeric side); with
+            ``audit``, one side a kernel library and the other a flashinfer install, a
+            ``selection`` for flashinfer installs, a selection neither library keeps a kernel
+            of (both sides' reasons).
     """
     t0 = time.perf_counter()
     structural = (not audit) if structural is None else structural
@@ -838,7 +911,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
     if audit:
         audit_arch = _one_arch(arch)
         if not structural and not numeric:
-            return _audit_only(old, new, audit_arch, family, cuda_path, use_cache, jobs, t0)
+            return _audit_only(old, new, audit_arch, family, selection, cuda_path, use_cache, jobs, t0)
     if grid is not None and grid_values:
         raise BadInput("give either a grid or grid values, not both")
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
@@ -893,7 +966,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             old_recs, new_recs = numeric_records(tgts, res.grid, use_cache=use_cache, jobs=jobs)
             res.numeric = _sort_rows([compare(c, o, n) for c, o, n in zip(res.grid, old_recs, new_recs)])
     if audit:
-        res.audit = _audits(old, new, audit_arch, family, cuda_path, use_cache, jobs)[0]
+        res.audit = _audits(old, new, audit_arch, family, selection, cuda_path, use_cache, jobs)[0]
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -908,9 +981,17 @@ def _one_arch(arch) -> str:
     return str(archs[0]).lower()
 
 
-def _audits(old, new, arch, family, cuda_path, use_cache, jobs) -> AuditDiff:
+def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> AuditDiff:
+    from ..sources import is_kernel_library
     from .audit import audit, unknown_family
 
+    libraries = [is_kernel_library(s) for s in (old, new)]
+    if any(libraries):
+        return _library_audits(old, new, libraries, arch, family, selection, cuda_path, use_cache, jobs)
+    if selection is not None and any(selection.request().values()):
+        raise BadInput(f"{selection.words()}: the kernel library's own filters, for two CUTLASS kernel "
+                       "libraries (nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
+                       "checkout), not flashinfer installs")
     # a family may be built by one install only (added, removed): one neither builds is bad input
     a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
               strict_family=False)
@@ -924,22 +1005,56 @@ def _audits(old, new, arch, family, cuda_path, use_cache, jobs) -> AuditDiff:
     return out, a, b
 
 
-def _audit_only(old, new, arch, family, cuda_path, use_cache, jobs, t0) -> DiffResult:
+def _library_audits(old, new, libraries, arch, family, selection, cuda_path, use_cache, jobs):
+    """:func:`_audits` of two CUTLASS kernel libraries: each side's
+    :func:`~cutlass_layout.commands.library_audit.audit_library` with the one ``selection``
+    (a side it keeps no kernel of has none: its kernels are all added or removed)."""
+    from ..kernel_library import FAMILY, Selection
+    from .library_audit import audit_library
+
+    if not all(libraries):
+        lib, fi = (old, new) if libraries[0] else (new, old)
+        raise BadInput(f"diff --audit compares two flashinfer installs or two CUTLASS kernel libraries, not one "
+                       f"of each: {lib} is CUTLASS's kernel library, {fi} a flashinfer install")
+    if family is not None and family != FAMILY:
+        raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
+    sel = selection if selection is not None else Selection()
+    sides = []
+    for src, which in ((old, "old"), (new, "new")):
+        try:
+            sides.append(audit_library(src, arch, selection=sel, cuda_path=cuda_path, jobs=jobs,
+                                       use_cache=use_cache, strict=False))
+        except BadInput as exc:
+            raise BadInput(f"{which} ({src}): {exc}") from None
+    a, b = sides
+    if not a.tactics and not b.tactics:
+        why = "; ".join(f"{w} ({s}): {r.notes[0]}" for w, s, r in (("old", old, a), ("new", new, b)) if r.notes)
+        raise BadInput(f"neither library has a CUTLASS 3.x kernel for {arch} to compare with "
+                       f"{sel.words()}: {why}")
+    out = audit_diff(a, b)
+    out.family = family
+    return out, a, b
+
+
+def _audit_only(old, new, arch, family, selection, cuda_path, use_cache, jobs, t0) -> DiffResult:
     """``diff --audit`` alone: the two installs' audits compared; the sides are their CUTLASS
-    trees' provenance, ``identical`` when the installs have the same content fingerprint."""
-    out, a, b = _audits(old, new, arch, family, cuda_path, use_cache, jobs)
+    trees' provenance, ``identical`` when the installs have the same content fingerprint (and
+    tree hash: a kernel library's fingerprint is its Python code's)."""
+    out, a, b = _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs)
 
     def side(src, res):
         keep = {f.name for f in fields(Provenance)}
         return Side(_describe(src), Provenance(**{k: v for k, v in res.provenance.items() if k in keep}))
 
     res = DiffResult(old=side(old, a), new=side(new, b),
-                     identical=a.provenance["fingerprint"] == b.provenance["fingerprint"],
+                     identical=(a.provenance["fingerprint"] == b.provenance["fingerprint"]
+                                and a.provenance.get("tree_hash") == b.provenance.get("tree_hash")),
                      audit=out)
     res.seconds = time.perf_counter() - t0
     return res
 
 
 __all__ = ["SCHEMA", "ARCH_WORDS", "DEFAULT_GRID", "FAMILY_FILES", "audit_diff", "change_family", "pair_tactics", "renamed_part", "tactic_configuration", "changes", "compare",
+           "is_library_audit", "library_name", "pair_library_kernels",
            "default_grid", "diff", "grid_from_values", "keep_arch", "numeric_records", "record", "resolve_side", "structural_diff",
            "supported_families"]

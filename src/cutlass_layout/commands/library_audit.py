@@ -20,7 +20,7 @@ from dataclasses import asdict
 from ..errors import BadInput
 from ..kernel_library import (FAMILY, LIBRARY_ARCHS, LibraryKernel, Selection, batches, builder_args,
                               cached_reports, emitted_shape, enumerate_kernels, lay_out_batch,
-                              stage_spec, store_report)
+                              missing_generators, stage_spec, store_report)
 from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
 from .audit import ALL, arch_list, element_kind, filter_tests, sort_tactics, tactic_filter, unmatched_filters
 
@@ -66,7 +66,7 @@ def nothing_kept(version: str, arch: str, selection: Selection, generators) -> s
 
 def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(), grep: str | None = None,
                   cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-                  executor=None, **config_values) -> AuditResult:
+                  executor=None, strict: bool = True, **config_values) -> AuditResult:
     """Lay out every kernel CUTLASS's kernel library at ``src`` keeps for ``arch``.
 
     Args:
@@ -81,6 +81,10 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             (:func:`cutlass_layout.commands.audit.audit`; the reports come back and are cached here).
         config_values: ``kernel`` (dense, grouped, sparse), ``a``, ``b``, ``tile``, ``cluster``,
             ``stages``, ``d``, ``schedule``, as the flashinfer audit takes them.
+        strict: a selection the library keeps no kernel of (or a library with no generator
+            for the arch) is bad input (the default); False: an audit with no tactics, the
+            reason its first note (``diff --audit``: a side that
+            keeps none has its kernels all added or removed).
 
     Returns:
         An :class:`~cutlass_layout.model.AuditResult` whose tactics are
@@ -90,9 +94,10 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
         note, not laid out.
 
     Raises:
-        BadInput: an arch the library is not audited for; no library at ``src``; the
-            generator failed or ran past its limits; a selection or filter that keeps no
-            kernel (the message says why); a bad filter value.
+        BadInput: an arch the library is not audited for; no library at ``src``; a library
+            whose ``generator.py`` has no generator for the arch (3.8.0 and ``GenerateSM120``);
+            the generator failed or ran past its limits; a selection or filter that keeps no
+            kernel (the message says why, unless ``strict`` is False); a bad filter value.
     """
     from .. import engine
     from ..runner import Pool, Progress, default_jobs, progress_shown
@@ -105,14 +110,25 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     early = tactic_filter(**{k: v for k, v in config_values.items() if k != "stages"})
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
     tgt = engine.target(lib.tree, cuda_path)
-    kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
-                                         use_cache=use_cache)
+    notes = []
+    missing = missing_generators(lib, generators)
+    if missing:  # an older library than the arch: its generator would fail on the arch's name
+        why = (f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
+               f"emits no {arch} kernel")
+        if strict:
+            raise BadInput(why)
+        kernels, filters = [], {}
+        notes.append(why)
+    else:
+        kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
+                                             use_cache=use_cache)
+        if not kernels:
+            if strict:
+                raise BadInput(nothing_kept(lib.version, arch, selection, generators))
+            notes.append(nothing_kept(lib.version, arch, selection, generators))
     t_enum = time.perf_counter()
-    if not kernels:
-        raise BadInput(nothing_kept(lib.version, arch, selection, generators))
     layable = [k for k in kernels if k.layable]
     others = [k for k in kernels if not k.layable]
-    notes = []
     if others:
         kinds = sorted({f"{k.operation_kind}/{k.gemm_kind} ({k.emitter})" for k in others})
         notes.append(f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
@@ -162,7 +178,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
         unmatched += unmatched_filters(tactics, None, {"stages": tests["stages"]})
         keep = tactic_filter(stages=config_values["stages"])
         tactics = [t for t in tactics if keep(t)]
-    if not any(t.estimate_capacity_kib for t in tactics):
+    if tactics and not any(t.estimate_capacity_kib for t in tactics):
         notes.append(f"the generator's own pruning (CalculateSmemUsage against SharedMemPerCC) has no "
                      f"capacity for {arch}'s kernels: it dropped none of them")
     auto = sum(1 for t in tactics if t.library_stages == 0)

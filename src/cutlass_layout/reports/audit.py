@@ -18,9 +18,14 @@ _VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "ove
                  "does_not_compile": "does not compile"}
 
 
+def verdict_words(verdict: str) -> str:
+    """A verdict (``over_capacity``) in the tables' words (``over capacity``)."""
+    return _VERDICT_TEXT.get(verdict, str(verdict))
+
+
 def verdict_cell(x) -> tuple[str, str]:
     """A tactic's (or library kernel's) verdict cell: its words and their style."""
-    return _VERDICT_TEXT[x.verdict], _VERDICT_STYLE[x.verdict]
+    return verdict_words(x.verdict), _VERDICT_STYLE[x.verdict]
 
 
 def verdict_counts(tactics) -> dict[str, int]:

@@ -264,12 +264,19 @@ def _tactic_numbers(t) -> str:
     if r.error is not None:
         return f"does not compile ({r.error.message})"
     v = {"over_capacity": "over", "exact_fit": "exact fit"}.get(t.verdict, t.verdict)
-    return f"{r.kernel.size} B, {r.stages} stages, {v}"
+    stages = "" if r.stages is None else f"{r.stages} stages, "
+    return f"{r.smem_bytes} B, {stages}{v}"
+
+
+#: How a renamed pair was made, where the report says it (:attr:`TacticChange.paired_by
+#: <cutlass_layout.model.TacticChange.paired_by>`)
+_PAIRED_BY = {"name": "; paired by name: several tactics share its configuration",
+              "core_name": "; CUTLASS 4.x's name for it (no accumulator letter or MMA instruction shape)"}
 
 
 def _rename_line(r) -> str:
     """Under a renamed row: what the install renamed, the old id, and how the pair was made."""
-    how = "; paired by name: several tactics share its configuration" if r.paired_by == "name" else ""
+    how = _PAIRED_BY.get(r.paired_by, "")
     return f"renamed: {r.rename.old or '(nothing)'} -> {r.rename.new or '(nothing)'}, was {r.old_id}{how}"
 
 
@@ -277,23 +284,43 @@ def _delta_text(r) -> str:
     return "" if r.kernel_bytes_delta is None else f" ({r.kernel_bytes_delta:+d} B)"
 
 
-def _audit_lines(a, member_lines: int) -> list[str]:
-    """The audit side: verdict changes (``!``), then tactics whose numbers changed (``*``) with
-    the members that changed size, tactics renamed with the same numbers (``~``), tactics only
-    on one side (``+``/``-``), and the unchanged ones that are over capacity on both sides
-    (``=``). A paired row gives both sides' numbers and the kernel's byte change; a renamed
-    one (any flag) is followed by what was renamed and the old id."""
+def _audit_head(a) -> str:
+    """The audit side's first line: the arch, what was audited, how many on each side."""
+    if a.kind == "cutlass_library":
+        sel = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in a.selection.items())
+        return (f"Audit ({a.arch}, CUTLASS's kernel library, {sel or 'the default kernel filter'}, paired by "
+                f"procedural name): {a.old_tactics} kernels on the old side, {a.new_tactics} on the new")
     fam = f", family {a.family}" if a.family else ""
-    out = ["", f"Audit ({a.arch}{fam}): {a.old_tactics} tactics on the old side, {a.new_tactics} "
-               f"on the new"]
-    counts = {k: sum(r.change == k for r in a.rows) for k in ("verdict", "numbers", "renamed", "added", "removed", "same")}
+    return f"Audit ({a.arch}{fam}): {a.old_tactics} tactics on the old side, {a.new_tactics} on the new"
+
+
+def _audit_counts(a) -> str:
+    """The audit side's counts: each kind of row, the verdict changes by verdict."""
+    from .audit import verdict_words
+
+    counts = a.summary()
+    moves = ", ".join(f"{m['count']} {verdict_words(m['old'])} -> {verdict_words(m['new'])}"
+                      for m in counts["verdict_changes"])
     also = sum(r.rename is not None and r.change in ("verdict", "numbers") for r in a.rows)
-    out.append(f"  {counts['verdict']} verdict changes, {counts['numbers']} with other changes, "
-               f"{counts['renamed']} renamed, {counts['added']} only new, {counts['removed']} only old, "
-               f"{counts['same']} the same" + (f"; {also} of the changed ones renamed too" if also else ""))
+    return (f"{counts['verdict']} verdict changes" + (f" ({moves})" if moves else "")
+            + f", {counts['numbers']} with other changes, {counts['renamed']} renamed, {counts['added']} only new, "
+            f"{counts['removed']} only old, {counts['same']} the same"
+            + (f"; {also} of the changed ones renamed too" if also else ""))
+
+
+def _audit_lines(a, member_lines: int) -> list[str]:
+    """The audit side: verdict changes (``!``, those now over capacity first), then tactics
+    whose numbers changed (``*``) with the members that changed size, tactics renamed with the
+    same numbers (``~``), tactics only on one side (``+``/``-``), and the unchanged ones that
+    are over capacity on both sides (``=``). A paired row gives both sides' numbers and the
+    kernel's byte change; a renamed one (any flag) is followed by what was renamed and the old
+    id. Kernel-library kernels renamed only by CUTLASS 4.x's naming, numbers the same, are
+    one line (``--json`` lists them)."""
+    out = ["", _audit_head(a), f"  {_audit_counts(a)}"]
     flags = {"verdict": "!", "numbers": "*", "renamed": "~", "added": "+", "removed": "-"}
+    by_core = [r for r in a.rows if r.change == "renamed" and r.paired_by == "core_name"]
     for r in a.rows:
-        if r.change == "same":
+        if r.change == "same" or r in by_core:
             continue
         if r.change in ("added", "removed"):
             t = r.new or r.old
@@ -313,6 +340,11 @@ def _audit_lines(a, member_lines: int) -> list[str]:
             out.append(f"        ... {len(resized) - member_lines} more members change size")
         if len(r.members) > len(resized):
             out.append(f"        ({len(r.members) - len(resized)} more members only move)")
+    if by_core:
+        parts = sorted({f"{r.rename.old} -> {r.rename.new}" for r in by_core})
+        shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
+        out.append(f"  ~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
+                   f"({shown}; --json lists them)")
     both = [r for r in a.rows if r.change == "same" and r.new.verdict == "over_capacity"]
     for r in both:  # unchanged, but what an upgrade does not fix
         out.append(f"  = {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}")
