@@ -239,23 +239,17 @@ def test_sm90_kernels_are_paired_across_the_4x_rename(sm90_diff):
 def test_the_verdict_change_against_nvcc(sm90_diff, nvcc, tmp_path):
     """The grouped cooperative TMA-epilogue kernel, 231424 B on 3.8.0 and 232448 B (SM90's
     capacity, an exact fit) on 4.2.0: nvcc's host pass of each library's own emitted source."""
-    from cutlass_layout.kernel_library import Selection, enumerate_kernels
     from cutlass_layout.sources import resolve_kernel_library
-    from test_audit_nvcc import host_pass
-    from test_library_audit import _SHOWN, _nvcc_source
+    from test_library_audit import _nvcc_sizes
 
     row = sm90_diff.audit.rows[0]
     for side, spec, name in (("old", OLD, GROUPED_COOP_TMA.format("s64x128x16")), ("new", NEW, GROUPED_COOP_TMA.format(""))):
-        lib = resolve_kernel_library(spec)
-        (kernel,) = enumerate_kernels(lib, "sm90", Selection(kernels=name))[0]
-        src = tmp_path / f"{side}.cu"
-        src.write_text(_nvcc_source([kernel]))
-        flags = ["-std=c++17", "-arch=sm_90a", "-w", "--expt-relaxed-constexpr", f"-I{lib.tree.include_root}",
-                 "-Xcudafe", "--error_limit=10000"]
-        (shown,) = _SHOWN.findall(host_pass(src, flags, tmp_path))
+        work = tmp_path / side
+        work.mkdir()
+        got = _nvcc_sizes(resolve_kernel_library(spec), "sm90", [name], work)
         t = getattr(row, side)
         assert t.id == name
-        assert (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages) == tuple(int(x) for x in shown[1:]), side
+        assert (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages) == got[name], side
     assert (row.old.kernel_bytes, row.new.kernel_bytes) == (231424, 232448) and row.new.capacity_bytes == 232448
 
 
