@@ -6,7 +6,8 @@ in order, ``MoeGemmRunner<T, WeightType, OutputType>::getConfigs(120, finalize)`
 SM120 runners (NVFP4 x NVFP4, FP8 x FP4), GEMM1 (no FINALIZE) and GEMM2 (FINALIZE): the lists
 the fused-MoE binding concatenates into ``mAllProfiles``, whose indices are the tactic ids. It
 links the install's ``cutlass_heuristic.cpp`` and its ``cpp/common`` logger, exception and string
-helpers (``TLLM_CHECK`` and ``TLLM_LOG`` need them); nothing is stubbed. Tile names are printed
+helpers (``TLLM_CHECK`` and ``TLLM_LOG`` need them), compiled by the host compiler as
+flashinfer's JIT compiles its ``.cpp`` sources; nothing is stubbed. Tile names are printed
 by comparing with the enum's constants, so a name the tool reads that the header lacks does not
 compile. The test compares the program's lists with :func:`cutlass_layout.candidates.moe_configs`
 and the ids of the written blocklist with the program's positions of the over-capacity tactics.
@@ -75,7 +76,16 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
     helpers = [nv / "tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp",
                *(nv / "cpp/common" / f"{n}.cpp" for n in ("logger", "tllmException", "stringUtils", "envUtils"))]
     exe = tmp_path / "order"
-    cmd = [nvcc, *nvcc_flags(moe, install.tree), "-o", str(exe), str(src), "-x", "cu", *map(str, helpers)]
+    flags = nvcc_flags(moe, install.tree)
+    # the .cpp helpers by the host compiler, as flashinfer's JIT builds them (cpp_ext.py: $cxx
+    # with the module's include paths, the CUDA headers among its system includes)
+    host = [f for f in flags if not f.startswith(("-arch", "--expt"))] + ["-isystem", str(tgt.cuda.path / "include")]
+    objects = []
+    for h in helpers:
+        objects.append(tmp_path / f"{h.stem}.o")
+        built = subprocess.run(["g++", *host, "-c", "-o", str(objects[-1]), str(h)], capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr[-3000:]
+    cmd = [nvcc, *flags, "-o", str(exe), str(src), *map(str, objects)]
     built = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert built.returncode == 0, built.stderr[-3000:]
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
