@@ -14,7 +14,7 @@ Modes, each in a fresh process:
   ``nvcc -c`` of it (host and device code, as flashinfer's JIT builds it).
 
 Usage: python scripts/bench_audit.py [--spec flashinfer-python==0.7.2.post1] [--runs 3]
-       [--jobs N] [--family F] [--no-nvcc] [--nvcc-full]
+       [--jobs N] [--family F] [--arch A [--arch B] | --arch all] [--no-nvcc] [--nvcc-full]
 """
 
 from __future__ import annotations
@@ -32,16 +32,25 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
-from cutlass_layout.commands.audit import audit
-spec, jobs, family = json.loads(sys.argv[1])
+from cutlass_layout import audit
+spec, jobs, family, arch = json.loads(sys.argv[1])
 t = time.perf_counter()
-r = audit(spec, jobs=jobs, family=family)
+r = audit(spec, arch[0] if len(arch) == 1 else arch, jobs=jobs, family=family)
 wall = time.perf_counter() - t
+results = getattr(r, "results", [r])
 cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                            resource.getrusage(resource.RUSAGE_CHILDREN)))
-moe = [x for x in r.tactics if x.family == "moe"]
-print(json.dumps({"wall": wall, "cpu": cpu, "stats": r.stats, "tactics": len(r.tactics), "moe": len(moe),
-                  "over": [x.id for x in r.tactics if x.verdict == "over_capacity"]}))
+stats = {"parse_cpu_seconds": sum(x.stats.get("parse_cpu_seconds", 0) for x in results),
+         "batches": sum(x.stats.get("batches", 0) for x in results),
+         "parsed": sum(x.stats.get("parsed", 0) for x in results),
+         "worker_peak_rss_mb": max(x.stats.get("worker_peak_rss_mb", 0) for x in results),
+         "main_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+tactics = [x for res in results for x in res.tactics]
+per_arch = {res.arch: len(res.tactics) for res in results}
+print(json.dumps({"wall": wall, "cpu": cpu, "stats": stats, "tactics": len(tactics), "per_arch": per_arch,
+                  "moe": sum(1 for x in tactics if x.family == "moe"),
+                  "over": [f"{res.arch}:{x.id}" for res in results for x in res.tactics
+                           if x.verdict == "over_capacity"]}))
 """
 
 MEASURE = ("import resource, subprocess, sys\n"
@@ -50,9 +59,10 @@ MEASURE = ("import resource, subprocess, sys\n"
            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)\n")
 
 
-def run_child(spec: str, jobs: int | None, cache: str, family: str | None = None) -> dict:
+def run_child(spec: str, jobs: int | None, cache: str, family: str | None = None,
+              arch: list[str] = ("sm120",)) -> dict:
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, jobs, family])], env=env,
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, jobs, family, list(arch)])], env=env,
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -65,7 +75,10 @@ def main() -> int:
     ap.add_argument("--no-nvcc", action="store_true")
     ap.add_argument("--nvcc-full", action="store_true")
     ap.add_argument("--family", default=None, help="audit one family (moe, gemm_sm120, ...)")
+    ap.add_argument("--arch", action="append", default=None,
+                    help="the arch (sm120 by default), repeatable, or all (every arch the install builds)")
     args = ap.parse_args()
+    args.arch = args.arch or ["sm120"]
 
     from cutlass_layout.sources import fetch_wheel
 
@@ -75,18 +88,19 @@ def main() -> int:
     (Path(cache) / "wheels" / safe).mkdir(parents=True)
     shutil.copy(wheel, Path(cache) / "wheels" / safe / wheel.name)
     try:
-        cold = run_child(args.spec, args.jobs, cache, args.family)
+        cold = run_child(args.spec, args.jobs, cache, args.family, args.arch)
         s = cold["stats"]
         n = max(1, cold["tactics"])
         print(f"cold: {cold['wall']:.1f} s wall; CPU {cold['cpu']:.1f} s in all ({cold['cpu'] / n:.2f} s per "
               f"kernel), of which parse {s['parse_cpu_seconds']:.1f} s ({s['parse_cpu_seconds'] / n:.2f} s per "
               f"kernel, {s.get('batches', s['parsed'])} translation units); "
-              f"{s['parsed']} sources parsed; {cold['tactics']} tactics ({cold['moe']} MoE); "
-              f"worker peak {s['worker_peak_rss_mb']:.0f} MB; over capacity: {', '.join(cold['over'])}")
-        warm = [run_child(args.spec, args.jobs, cache, args.family)["wall"] for _ in range(args.runs)]
+              f"{s['parsed']} sources parsed; {cold['tactics']} tactics ({cold['moe']} MoE; per arch "
+              f"{cold['per_arch']}); worker peak {s['worker_peak_rss_mb']:.0f} MB, main process peak "
+              f"{s['main_peak_rss_mb']:.0f} MB; {len(cold['over'])} over capacity: {', '.join(cold['over'])}")
+        warm = [run_child(args.spec, args.jobs, cache, args.family, args.arch)["wall"] for _ in range(args.runs)]
         t0 = time.perf_counter()
         env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
-        fam = ["--family", args.family] if args.family else []
+        fam = (["--family", args.family] if args.family else []) + [f"--arch={a}" for a in args.arch]
         procs = [subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "audit", args.spec, *fam, "--json"],
                                 env=env, capture_output=True, text=True) for _ in range(args.runs)]
         per_cli = (time.perf_counter() - t0) / args.runs

@@ -16,8 +16,9 @@ all; ``getAmpereConfigs`` adds none for FP4 operands (``isValidAmpereMOESpeciali
 the NVFP4 runner's GEMM1 list is 16 long (tactics 0..15) and GEMM2's 32 (tactics 16..47:
 ``get_valid_tactics`` numbers GEMM2 from ``gemm1_count``); the FINALIZE 256x128x64B and
 128x256x64B are GEMM2 entries 8 + 2 and 8 + 3, tactics 26 and 27. The FP8 x FP4 runner has
-6 + 12 tactics (0..17). tests/test_blocklist_nvcc.py checks the same lists against the
-install's heuristic compiled by nvcc and run.
+6 + 12 tactics (0..17). The last test checks the same lists against the install's heuristic
+compiled by nvcc and run (it runs after the CLI's audit of 0.7.4 here, whose results it reads
+from the session's cache).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -32,9 +34,14 @@ from unittest import mock
 
 import pytest
 
+from cutlass_layout import engine
 from cutlass_layout.candidates import Candidates, moe_configs
 from cutlass_layout.cli import main
+from cutlass_layout.commands.audit import audit
+from cutlass_layout.flashinfer_jit import jit_modules
+from cutlass_layout.nvcc_probe import nvcc_flags
 from cutlass_layout.runner import is_progress_line
+from cutlass_layout.sources import resolve_flashinfer
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 FI_074 = "flashinfer-python==0.7.4"
@@ -121,8 +128,6 @@ def flashinfer_loader():
 @pytest.mark.network
 @pytest.mark.slow
 def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, capsys, flashinfer_loader):
-    from cutlass_layout.sources import resolve_flashinfer
-
     path = tmp_path / "bl.json"
     assert main(["audit", FI_074, "--family", "moe", "--blocklist", str(path)]) == 0
     err = capsys.readouterr().err
@@ -151,3 +156,98 @@ def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, cap
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**doc, "_metadata": {**meta, "flashinfer_version": "0.7.3"}}))
     assert tb.TacticsBlocklist().load(str(other)) is False
+
+
+# audit --blocklist against the install's own heuristic, compiled by nvcc and run on the host.
+#
+# A small program includes flashinfer 0.7.4's ``moe_gemm/moe_gemm_template_dispatch.h`` (with the
+# module's defines and include paths, as tests/test_audit_nvcc.py compiles its sources) and prints,
+# in order, ``MoeGemmRunner<T, WeightType, OutputType>::getConfigs(120, finalize)`` for the two
+# SM120 runners (NVFP4 x NVFP4, FP8 x FP4), GEMM1 (no FINALIZE) and GEMM2 (FINALIZE): the lists
+# the fused-MoE binding concatenates into ``mAllProfiles``, whose indices are the tactic ids. It
+# links the install's ``cutlass_heuristic.cpp`` and its ``cpp/common`` logger, exception and string
+# helpers (``TLLM_CHECK`` and ``TLLM_LOG`` need them), compiled by the host compiler as
+# flashinfer's JIT compiles its ``.cpp`` sources; nothing is stubbed. Tile names are printed
+# by comparing with the enum's constants, so a name the tool reads that the header lacks does not
+# compile. The test compares the program's lists with :func:`cutlass_layout.candidates.moe_configs`
+# and the ids of the written blocklist with the program's positions of the over-capacity tactics.
+RUNNERS = {("nvfp4", "nvfp4"): "__nv_fp4_e2m1, __nv_fp4_e2m1", ("mxfp8", "mxfp4"): "__nv_fp8_e4m3, __nv_fp4_e2m1"}
+
+PROGRAM = r"""
+#include "tensorrt_llm/kernels/cutlass_kernels/moe_gemm/moe_gemm_template_dispatch.h"
+#include <cstdio>
+using namespace tensorrt_llm::kernels::cutlass_kernels;
+using tensorrt_llm::cutlass_extensions::CutlassGemmConfig;
+using tensorrt_llm::cutlass_extensions::CutlassTileConfigSM120;
+static char const* tile_name(CutlassTileConfigSM120 t) {
+%(names)s
+  return "?";
+}
+template <class R> void show(char const* runner) {
+  for (int gemm = 1; gemm <= 2; ++gemm) {
+    for (auto const& c : R::getConfigs(120, gemm == 2)) {
+      std::printf("%%s %%d %%s %%s %%d %%d\n", runner, gemm, tile_name(c.tile_config_sm120),
+                  c.epilogue_fusion_type == CutlassGemmConfig::EpilogueFusionType::FINALIZE ? "finalize" : "none",
+                  (int)c.swap_ab, (int)c.is_tma_warp_specialized);
+    }
+  }
+}
+int main() {
+%(runners)s
+  return 0;
+}
+"""
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
+    res = audit(FI_074, family="moe")
+    cand = res.candidates
+    install = resolve_flashinfer(FI_074)
+    tgt = engine.target(install.tree)
+    moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+               if m.name.startswith("fused_moe"))
+    names = "\n".join(f"  if (t == CutlassTileConfigSM120::{n}) return \"{n}\";" for n in cand.tiles)
+    runners = "\n".join(f"  show<MoeGemmRunner<{types}, __nv_bfloat16>>(\"{a}x{b}\");"
+                        for (a, b), types in RUNNERS.items())
+    src = tmp_path / "order.cu"
+    src.write_text(PROGRAM % {"names": names, "runners": runners})
+    nv = install.root / "data" / "csrc" / "nv_internal"
+    helpers = [nv / "tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp",
+               *(nv / "cpp/common" / f"{n}.cpp" for n in ("logger", "tllmException", "stringUtils", "envUtils"))]
+    exe = tmp_path / "order"
+    flags = nvcc_flags(moe, install.tree)
+    # the .cpp helpers by the host compiler, as flashinfer's JIT builds them (cpp_ext.py: $cxx
+    # with the module's include paths, the CUDA headers among its system includes)
+    host = [f for f in flags if not f.startswith(("-arch", "--expt"))] + ["-isystem", str(tgt.cuda.path / "include")]
+    objects = []
+    for h in helpers:
+        objects.append(tmp_path / f"{h.stem}.o")
+        built = subprocess.run(["g++", *host, "-c", "-o", str(objects[-1]), str(h)], capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr[-3000:]
+    cmd = [nvcc, *flags, "-o", str(exe), str(src), *map(str, objects)]
+    built = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    lists: dict[tuple[str, int], list[tuple[str, str, bool]]] = {}
+    for line in printed:
+        runner, gemm, tile, fusion, swap, tma = line.split()
+        assert tma == "1"  # every config of these runners is a TMA warp-specialized one
+        lists.setdefault((runner, int(gemm)), []).append((tile, fusion, swap == "1"))
+    for a, b in RUNNERS:
+        assert moe_configs(cand, a, b, False) == lists[(f"{a}x{b}", 1)]
+        assert moe_configs(cand, a, b, True) == lists[(f"{a}x{b}", 2)]
+    nv1, nv2 = lists[("nvfp4xnvfp4", 1)], lists[("nvfp4xnvfp4", 2)]
+    assert (len(nv1), len(nv2)) == (16, 32) and len(lists[("mxfp8xmxfp4", 1)]) == 6
+
+    path = tmp_path / "bl.json"
+    from cutlass_layout.api import tactics_blocklist
+
+    tactics_blocklist(res, path)
+    doc = json.loads(path.read_text())
+    over = {(t.name, t.fusion, bool(t.swap_ab)) for t in res.over_capacity_candidates()}
+    assert len(res.over_capacity_candidates()) == 4
+    want = sorted(len(nv1) + i for i, c in enumerate(nv2) if c in over)
+    assert want == [26, 27] and doc["invalid_tactics"] == {"trtllm::fused_moe::gemm2::MoERunner": want}
