@@ -208,15 +208,15 @@ def _option_help(text: str, flag: str) -> str:
 
 
 def test_audit_help_lists_exactly_what_is_accepted():
-    """SRC is optional; the filters list the values a filter takes (never layout's defaults),
-    and the arch the archs an audit takes."""
+    """SRC is optional (--merge takes the shards' files instead); the filters list the values a
+    filter takes (never layout's defaults), and the arch the archs an audit takes."""
     import re
 
     from cutlass_layout.commands.audit import AUDIT_ARCHS, ELEMENT_BITS, OUTPUTS
     from cutlass_layout.config import KERNELS
 
     text = _help("audit")
-    assert "Usage: cutlass-layout audit [OPTIONS] [SRC]" in text
+    assert "Usage: cutlass-layout audit [OPTIONS] [SRC | --merge FILE...]" in text
     for flag in ("--kernel", "--a", "--b", "--tile", "--cluster", "--stages", "--d", "--schedule", "--arch"):
         assert "default" not in _option_help(text, flag).replace("(default)", ""), flag
 

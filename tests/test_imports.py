@@ -174,7 +174,7 @@ LAYERS = [
     ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
     ["engine", "verify", "nvcc_probe", "gpu", "kernels", "candidates", "fixes", "kernel_library", "moe_sm80"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist",
-     "commands.library_audit", "commands.audit_nvcc"],
+     "commands.library_audit", "commands.audit_nvcc", "commands.shard"],
     ["api"],
     [""],  # the facade, cutlass_layout/__init__.py
     ["reports", "reports.common", "reports.layout", "reports.sweep", "reports.diff", "reports.scan", "reports.plot",

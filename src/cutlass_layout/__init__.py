@@ -14,6 +14,8 @@ From Python, with the command line's values and defaults::
     s = cl.scan(src, grep="TensorStorage")                              # s.structs, s.constants
     a = cl.audit(src, family="moe")                     # the kernels flashinfer builds: a.tactics
     every = cl.audit(src, arch="all", family="moe")     # every arch it builds: every.results
+    part = cl.audit(src, family="moe", shard=(1, 2))    # shard 1 of 2 (another machine runs 2/2)
+    whole = cl.merge_audits(["1.json", "2.json"])        # the shards' --json joined: the whole audit
     t = cl.tactic("CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize", src)  # one of them: t.report
     lib = cl.audit("nvidia-cutlass==4.2.0.0", kernels="*spgemm*")  # CUTLASS's own kernel library
     tgt = cl.target(src)                                # resolve once, pass as the source
@@ -47,8 +49,8 @@ from importlib.metadata import version as _version
 
 from .api import (LIMITS, AuditResult, AuditSet, BadInput, Config, CutlassLayoutError, CutlassTree, DiffResult,
                   DoesNotCompile, LayoutReport, OverLimit, ScanResult, SweepRecord, SweepResult, Tactic,
-                  Target, UserType, audit, diff, layout, layouts, parse_tile, resolve_cutlass, scan,
-                  show_progress, sweep, tactic, target)
+                  Target, UserType, audit, diff, layout, layouts, merge_audits, parse_tile, resolve_cutlass,
+                  scan, show_progress, sweep, tactic, target)
 
 try:
     __version__ = _version("cutlass-layout")  # the one version: pyproject.toml's
@@ -56,7 +58,7 @@ except PackageNotFoundError:  # pragma: no cover - run from a source tree withou
     __version__ = "0+unknown"
 
 __all__ = [
-    "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
+    "layout", "layouts", "sweep", "diff", "scan", "audit", "merge_audits", "tactic", "target", "resolve_cutlass",
     "parse_tile", "show_progress", "LIMITS",
     "AuditResult", "AuditSet", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord", "SweepResult",

@@ -42,6 +42,7 @@ from . import engine, executors, probe, runner
 from .commands import audit as _audit
 from .commands import diff as _diff
 from .commands import scan as _scan
+from .commands import shard as _shard
 from .commands import sweep as _sweep
 from .config import Config, parse_stages, parse_tile
 from .engine import Target
@@ -335,7 +336,8 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
           grep: str | None = None, cuda_path=None, jobs: int | None = None, use_cache: bool = True,
           progress: bool = False, kernels: str | None = None, ignore_kernels: str | None = None,
           exclude_kernels: str | None = None, instantiation_level: str | None = None,
-          executor: str | None = None, **config_values) -> AuditResult | AuditSet:
+          executor: str | None = None, shard: tuple[int, int] | None = None,
+          **config_values) -> AuditResult | AuditSet:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
@@ -383,6 +385,12 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
         config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
             ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
             ``stages``, ``d``, ``schedule``.
+        shard: ``(i, n)``: lay out shard ``i`` of ``n`` alone (1 <= i <= n), so that n
+            machines (CI jobs) cover an audit together: a flashinfer install's sources (and its
+            ``moe_sm80`` family) cut into n runs of about equal estimated kernels, CUTLASS's
+            library's kernels by procedural name; each arch of several cut alike. Each result
+            has its ``shard`` (the JSON's ``"shard"`` object, with what :func:`merge_audits`
+            needs); see :func:`cutlass_layout.commands.audit.audit`.
 
     Returns:
         For one arch (a str), an :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
@@ -399,7 +407,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
         tactic)`` pairs ``audit --check`` fails on.
 
     Raises:
-        BadInput: no flashinfer at ``source`` (or one too old for the arch), an arch other
+        BadInput: a bad ``shard``; no flashinfer at ``source`` (or one too old for the arch), an arch other
             than sm120, sm121, sm100, sm103 or sm90 (or ``all``; for CUTLASS's library
             ``all`` is refused: name the arches), a family the install does not build, a
             filter value no tactic could match, unusable CUDA headers; without ``family``,
@@ -415,9 +423,11 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
               "instantiation_level": instantiation_level}
     several = isinstance(arch, str) and arch.strip().lower() == _audit.ALL or \
         not isinstance(arch, str) and isinstance(arch, Iterable)
+    if shard is not None:
+        shard = _shard.check_shard(shard)  # before any work
     with runner.showing(progress), executors.session(executor) as ex:
         common = dict(grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, progress=progress,
-                      executor=ex, **config_values)
+                      executor=ex, shard=shard, **config_values)
         if is_kernel_library(source):
             from .commands.library_audit import audit_library, audit_library_archs
             from .kernel_library import FAMILY, Selection
@@ -433,6 +443,43 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
                            "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
                            "checkout), not a flashinfer install")
         return (_audit.audit_archs if several else _audit.audit)(source, arch, family=family, **common)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` (``audit --shard``) -> ``(I, N)``.
+
+    Raises:
+        BadInput: not two integers ``I/N`` with 1 <= I <= N (the message names the value).
+    """
+    return _shard.parse_shard(text)
+
+
+def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
+    """The audit of the whole from the ``--json`` files every shard of it wrote
+    (``audit(..., shard=(i, n))`` or ``audit --shard I/N --json``; ``cutlass-layout audit
+    --merge FILE...``): no install is read and nothing is laid out. Each arch's shards are
+    joined and finished as the audit without shards finishes (the sources judged with every
+    shard's parses, the filters applied to all tactics, notes, capacity, order), so its
+    ``to_dict()`` is the unsharded audit's ``--json`` (:mod:`cutlass_layout.commands.shard`).
+
+    Args:
+        paths: the files, one per shard, in any order.
+
+    Returns:
+        An :class:`AuditResult` (an :class:`AuditSet` for shards of several arches); its
+        tactics' reports hold the JSON rows' numbers, not member layouts; ``candidates``
+        is None (``tactics_blocklist`` needs the audit itself).
+
+    Raises:
+        BadInput: a file that cannot be read or is not a shard's audit JSON (or not as this
+            version writes it); shards of other installs (fingerprint), arches, filters or
+            counts; a shard given twice or missing (named); the install gives no kernel for
+            the arch (as the audit says, ``NothingForArch``).
+    """
+    from .commands import library_audit as _library_audit
+
+    mergers = {"flashinfer-python": _audit.merge_shards, "cutlass_library": _library_audit.merge_shards}
+    return _shard.merge(_shard.read_shards(paths), mergers)
 
 
 def blocklist_format(source=None) -> BlocklistFormat:
@@ -775,10 +822,10 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
 __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
-    "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library",
+    "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library", "merge_audits",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
-    "parse_line_offset", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",
+    "parse_line_offset", "parse_shard", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",
     "find_nvcc",
     # the data model and the errors
     "AuditResult", "AuditSet", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",

@@ -218,6 +218,15 @@ TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_bu
                 "check", "depth", "show", "plot_file"}
 
 
+def _given_beyond(takes: set[str]) -> str | None:
+    """The first flag the command line gave whose parameter is not one of ``takes`` (its
+    longest name), or None."""
+    for param in click.get_current_context().command.params:
+        if param.name not in takes and param.expose_value and _given(param.name):
+            return max(param.opts, key=len)
+    return None
+
+
 def _tactic_takes_no_more() -> None:
     """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
     change or check that kernel (a config value, ``--header``, ``--check-kernel``,
@@ -226,11 +235,8 @@ def _tactic_takes_no_more() -> None:
     Raises:
         BadInput: the first such flag given.
     """
-    ctx = click.get_current_context()
-    for param in ctx.command.params:
-        if param.name in TACTIC_TAKES or not param.expose_value or not _given(param.name):
-            continue
-        flag = max(param.opts, key=len)
+    flag = _given_beyond(TACTIC_TAKES)
+    if flag is not None:
         raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
                        "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
                        "--show, --depth, --format/--json and --plot)")
@@ -530,7 +536,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 
 @cli.command("audit")
 @limits_option
-@click.argument("src", required=False, metavar="[SRC]")
+@click.argument("src", nargs=-1, metavar="[SRC | --merge FILE...]")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
               help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
 @config_options(filters=True)
@@ -558,11 +564,18 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
               help="Worker processes (default: the CPUs; on a Dask cluster its worker threads); with "
                    "--verify nvcc also the nvcc runs at once.")
 @executor_option
+@click.option("--shard", "shard_text", default=None, metavar="I/N",
+              help="Lay out shard I of N alone (N machines or CI jobs cover the audit together; the same "
+                   "split everywhere for the same install, arch and filters); join their --json with --merge.")
+@click.option("--merge", is_flag=True,
+              help="Join the --json files of every shard (given instead of SRC) into the whole audit, printed "
+                   "as the audit without --shard prints it; nothing is laid out. Takes only --format/--json "
+                   "and --check.")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
-              instantiation_level, fmt, as_json, check, blocklist_file, verify, sample, jobs, executor, no_cache,
-              cuda_path, **flags):
+              instantiation_level, fmt, as_json, check, blocklist_file, verify, sample, jobs, executor, shard_text,
+              merge, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
     SRC (optional): a flashinfer install (site-packages or package dir, .whl,
@@ -613,11 +626,34 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     once, and says "nvcc agrees on N of N tactics (F families, S sources)", one line per
     disagreement and "not verified: FAMILY (why)" for a family it cannot compile yet.
 
+    --shard I/N lays out one part: a flashinfer install's sources (and its moe_sm80 family) cut
+    into N runs of about equal estimated kernels, CUTLASS's library's kernels by procedural name;
+    its --json has a "shard" object. audit --merge FILE... (one file per shard, no SRC) joins
+    them into what the audit without --shard gives, byte for byte in --json; a file that is not
+    a shard's audit JSON, shards of other installs, arches or filters, a shard given twice or
+    missing are refused (exit 2).
+
     Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
     try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input
     (nvcc missing or unusable with --verify nvcc); 4 when nvcc disagrees.
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github"), as_json)
+    if merge:
+        _merge_takes_no_more()
+        res = api.merge_audits(src)
+        several = isinstance(res, api.AuditSet)
+        asked = (res.results[0] if several else res).asked  # the shards' filters: tiles shown as typed
+        _print_audits(res, several, fmt, _typed_in_bytes(asked.get("filters", {}).get("tile")), check)
+        return
+    if len(src) > 1:  # as click says it for an argument of one value
+        raise click.UsageError(f"Got unexpected extra argument{'s' if len(src) > 2 else ''} ({' '.join(src[1:])})")
+    src = src[0] if src else None
+    shard = None
+    if shard_text is not None:
+        try:
+            shard = api.parse_shard(shard_text)
+        except BadInput as exc:
+            raise BadInput(f"--{exc}") from None
     if src is not None and cutlass_src is not None:
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
     if jobs is not None and jobs < 1:
@@ -630,6 +666,10 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     source = src if src is not None else cutlass_src
     if blocklist_file and api.is_kernel_library(source):
         raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
+    if blocklist_file and shard is not None:
+        raise BadInput(f"--blocklist with --shard {shard_text}: flashinfer's tactics blocklist holds every "
+                       "over-capacity tactic the runtime would try, and a shard has some of them: write it from "
+                       "the audit without --shard")
     if blocklist_file and several:
         raise BadInput(f"--blocklist with --arch {' '.join(archs)}: flashinfer's tactics blocklist holds one "
                        "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
@@ -642,12 +682,37 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     if verify:
         api.find_nvcc(cuda_path)  # missing or unusable: one line before any work
     res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                    use_cache=not no_cache, progress=True, executor=executor,
+                    use_cache=not no_cache, progress=True, executor=executor, shard=shard,
                     **library, **filters)
     results = res.results if several else [res]
-    tile_bytes = _typed_in_bytes(filters.get("tile"))
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
+    _print_audits(res, several, fmt, _typed_in_bytes(filters.get("tile")), check, checked,
+                  (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else None)
+
+
+#: What ``audit --merge`` honours besides the files: how the result is shown and checked.
+MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
+
+
+def _merge_takes_no_more() -> None:
+    """``audit --merge`` joins what the shards laid out: a flag that would lay out, filter or
+    verify anything is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    flag = _given_beyond(MERGE_TAKES)
+    if flag is not None:
+        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
+                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
+
+
+def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
+    """An audit's report (each arch's), its notes on stderr, then ``after()`` (the blocklist),
+    nvcc's lines (``checked``) and ``--check``'s; exits 4 when nvcc disagrees, 1 when a check
+    fails."""
+    results = res.results if several else [res]
     if fmt == "json":  # several: {"audits": [each arch's object]}
         docs = [one.to_dict() for one in results]
         for doc, check_ in zip(docs, checked):
@@ -664,8 +729,8 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
             click.echo(f"note: {f'{one.arch}: ' if several else ''}{named}: {u['detail']}", err=True)
     for note in (res.notes if several else ()):  # arches `all` left out, and why
         click.echo(f"note: {note}", err=True)
-    if blocklist_file:
-        _write_blocklist(res, blocklist_file, bl_format)
+    if after is not None:
+        after()
     if fmt != "json":  # after the report (stderr beside annotations)
         for one, check_ in zip(results, checked):
             for line in check_.lines():

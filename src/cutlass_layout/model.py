@@ -11,7 +11,8 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
 * diffs: :class:`StructuralChange`, :class:`NumericRecord` (with :class:`MemberSpan` and
   :class:`TmaValues`), :class:`MemberChange`, :class:`NumericRow`, :class:`Side`,
   :class:`Rename`, :class:`TacticChange`, :class:`AuditDiff`, :class:`DiffResult`;
-* audits: :class:`Tactic`, :class:`AuditResult`, and flashinfer's tactics blocklist:
+* audits: :class:`Tactic`, :class:`AuditResult`, :class:`AuditShard` (one shard's part of an
+  audit), and flashinfer's tactics blocklist:
   :class:`BlocklistFormat`, :class:`Blocklist`.
 
 This module imports nothing from the package (the configs in sweep and diff results are
@@ -1540,12 +1541,8 @@ class Tactic:
         return None if self.report is None else self.report.error
 
     def identity(self) -> dict:
-        """The fields that name this tactic (everything but the numbers)."""
-        return {k: getattr(self, k) for k in (
-            "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
-            "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "mma_tile", "sm_version",
-            "file", "line",
-            "launcher", "launcher_file", "launcher_line")}
+        """The fields that name this tactic (everything but the numbers): :data:`TACTIC_IDENTITY`."""
+        return {k: getattr(self, k) for k in TACTIC_IDENTITY}
 
     def to_dict(self) -> dict:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
@@ -1554,10 +1551,104 @@ class Tactic:
                 "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict(),
                 "runtime_guard": self.runtime_guard}
 
+    @classmethod
+    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> "Tactic":
+        """The tactic of a :meth:`to_dict` row (an ``audit --json`` ``tactics`` entry), whose
+        :meth:`to_dict` is that row again (one whose numbers disagree, a headroom that is not
+        the capacity minus the kernel bytes, gives another row). A row holds numbers, not
+        member layouts: the :attr:`report` has the row's sizes as structs without members
+        (type ``""``), its capacity as a constant named ``capacity``, and its error; where
+        the row has no kernel bytes but a headroom (a type of no GEMM shape, laid out as a
+        :attr:`LayoutReport.storage`), a storage of the capacity minus the headroom.
+        ``provenance`` goes into that report.
 
+        Raises:
+            KeyError, TypeError, ValueError: not such a row.
+        """
+        return cls(**cls._fields(d, provenance))
+
+    @staticmethod
+    def _fields(d: dict, provenance: Provenance | None) -> dict:
+        def struct(n):
+            return None if n is None else StructLayout(type="", size=int(n), align=0, tail_padding=0)
+
+        cap, head, kb = d["capacity_bytes"], d["headroom_bytes"], d["kernel_bytes"]
+        rep = LayoutReport(config={"tactic": d["id"]}, provenance=provenance, stages=d["stages"],
+                           capacity=None if cap is None else Constant(name="capacity", value=int(cap)),
+                           kernel=struct(kb), mainloop=struct(d["mainloop_bytes"]),
+                           epilogue=struct(d["epilogue_bytes"]),
+                           error=None if d["error"] is None else CompileError(**d["error"]))
+        if kb is None and cap is not None and head is not None:
+            rep.storage = struct(cap - head)
+        return {**{k: d[k] for k in TACTIC_IDENTITY}, "runtime_candidate": d["runtime_candidate"],
+                "report": rep, "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
+                "runtime_guard": d["runtime_guard"]}
+
+
+#: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
+TACTIC_IDENTITY = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
+                   "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "mma_tile", "sm_version",
+                   "file", "line", "launcher", "launcher_file", "launcher_line")
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
 TACTIC_NUMBERS = ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
                   "headroom_bytes", "verdict", "runtime_candidate")
+
+
+@dataclass
+class AuditShard:
+    """Which part of an audit one run laid out (``audit --shard I/N``), and what the merge of
+    every part (``audit --merge``) needs of it, beside its ordinary JSON, to give the audit of
+    the whole exactly (:mod:`cutlass_layout.commands.shard`).
+
+    Attributes:
+        index, count: shard ``index`` of ``count`` (1 <= index <= count).
+        asked: what was asked, the same for every shard of one audit: ``archs`` (as asked:
+            ``["all"]``, ``["sm90", "sm120"]``), ``family``, ``grep``, ``filters`` (config key
+            -> the values as given), and for CUTLASS's library ``selection`` (its own name
+            filters).
+        ranks: one per tactic of the result, in its order: the tactic's place in the whole
+            audit before sorting (a flashinfer tactic's ``[source, kernel]``: its source's
+            position among all the audit's sources, then its kernel's in the source; a library
+            kernel's ``[n]``: its place in the generator's list). The tables' sort is stable, so
+            the merge puts the tactics in this order before sorting them.
+        dropped: ``(rank, tactic)`` of each tactic laid out that the filters (``family``,
+            ``grep``, config values) dropped; empty without filters. The merge applies the
+            filters again to all shards' tactics, and names the nearest values of all of them
+            for a filter that matched nothing.
+        capacity_rank: the rank of the tactic the result's ``capacity`` was read from (None
+            where none was): the merge's capacity is the shard's of the lowest.
+        parts: what else the kind of audit needs, as JSON values (written and read by
+            :mod:`cutlass_layout.commands.audit` for a flashinfer install, by
+            :mod:`cutlass_layout.commands.library_audit` for CUTLASS's library).
+    """
+
+    index: int
+    count: int
+    asked: dict = field(default_factory=dict)
+    ranks: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+    capacity_rank: list | None = None
+    parts: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The ``shard`` object of a shard's ``audit --json`` (tactics as their JSON rows)."""
+        return {"index": self.index, "count": self.count, "asked": self.asked, "ranks": self.ranks,
+                "dropped": [{"rank": r, "tactic": t.to_dict()} for r, t in self.dropped],
+                "capacity_rank": self.capacity_rank, "parts": self.parts}
+
+    @classmethod
+    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> "AuditShard":
+        """The shard from its :meth:`to_dict` object (dropped tactics by
+        :func:`tactic_from_dict`, with ``provenance``).
+
+        Raises:
+            KeyError, TypeError, ValueError: not such an object.
+        """
+        return cls(index=int(d["index"]), count=int(d["count"]), asked=dict(d["asked"]),
+                   ranks=[list(r) for r in d["ranks"]],
+                   dropped=[(list(x["rank"]), tactic_from_dict(x["tactic"], provenance)) for x in d["dropped"]],
+                   capacity_rank=None if d["capacity_rank"] is None else list(d["capacity_rank"]),
+                   parts=dict(d["parts"]))
 
 
 @dataclass
@@ -1595,6 +1686,11 @@ class AuditResult:
         candidates: the MoE runtime's candidate list as read from the install
             (:class:`cutlass_layout.candidates.Candidates`), or None where it was not read
             (not part of the JSON; ``audit --blocklist`` numbers tactics from it).
+        shard: for one shard of an audit (``audit --shard I/N``), which and what a merge needs
+            (:class:`AuditShard`; the JSON's ``shard`` object); None for a whole audit.
+        asked: what the audit was asked (``family``, ``grep``, ``filters``: config key -> the
+            values as typed; as :attr:`AuditShard.asked`), where the audit says (not part of
+            the JSON).
     """
 
     provenance: dict
@@ -1607,6 +1703,8 @@ class AuditResult:
     families: list[str] = field(default_factory=list, compare=False)
     unmatched: list[dict] = field(default_factory=list, compare=False)
     candidates: Any = field(default=None, compare=False)
+    shard: AuditShard | None = None
+    asked: dict = field(default_factory=dict, compare=False)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -1655,7 +1753,28 @@ class AuditResult:
             "capacity": None if self.capacity is None else plain(self.capacity),
             "tactics": [t.to_dict() for t in self.tactics],
             "sources": self.sources, "summary": self.source_summary(), "notes": self.notes,
+            **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AuditResult":
+        """The result of an ``audit --json`` object (:meth:`to_dict`; its ``summary`` is
+        computed again, a ``verification`` left out): tactics by :func:`tactic_from_dict`, their
+        reports holding the rows' numbers and a :class:`Provenance` of the audit's. ``stats``,
+        ``families``, ``unmatched`` and ``candidates``, which the JSON does not hold, are empty.
+
+        Raises:
+            KeyError, TypeError, ValueError: not such an object.
+        """
+        p = d["provenance"]
+        prov = Provenance(**{k: p.get(k) for k in ("cutlass_root", "cutlass_version", "tree_hash", "libclang_version",
+                                                   "cuda_path", "cuda_source", "flags")},
+                          origin=p.get("cutlass_origin", p.get("origin")))
+        return cls(provenance=dict(p), arch=d["arch"],
+                   capacity=None if d["capacity"] is None else Constant(**d["capacity"]),
+                   tactics=[tactic_from_dict(t, prov) for t in d["tactics"]],
+                   sources=[dict(s) for s in d["sources"]], notes=list(d["notes"]),
+                   shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"], prov))
 
 
 @dataclass
@@ -1688,6 +1807,16 @@ class AuditSet:
         """``audit --json`` of several arches: ``{"audits": [...]}``, each arch's one-arch
         object (:meth:`AuditResult.to_dict`) in the order of :attr:`results`."""
         return {"audits": [r.to_dict() for r in self.results]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "AuditSet":
+        """The set of an ``audit --json`` object of several arches (``{"audits": [...]}``),
+        each by :meth:`AuditResult.from_dict`; ``notes`` (not in the JSON) empty.
+
+        Raises:
+            KeyError, TypeError, ValueError: not such an object.
+        """
+        return cls(results=[AuditResult.from_dict(a) for a in d["audits"]])
 
 
 @dataclass
@@ -1860,3 +1989,28 @@ class LibraryTactic(Tactic):
                 "estimate": {"kib": self.estimate_kib, "bytes": self.estimate_bytes,
                              "capacity_kib": dict(self.estimate_capacity_kib),
                              "error": self.estimate_error}}
+
+    @classmethod
+    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> "LibraryTactic":
+        """The kernel of a :meth:`to_dict` row, as :meth:`Tactic.from_dict` reads one, with the
+        library's own view (``estimate``'s ``kib``, ``capacity_kib`` and ``error``).
+
+        Raises:
+            KeyError, TypeError, ValueError: not such a row.
+        """
+        est = d["estimate"]
+        return cls(**cls._fields(d, provenance), gemm_kind=d["gemm_kind"], stage_spec=d["stage_spec"],
+                   library_stages=d["library_stages"], tile_scheduler=d["tile_scheduler"],
+                   estimate_kib=est["kib"], estimate_error=est["error"],
+                   estimate_capacity_kib=dict(est["capacity_kib"]))
+
+
+def tactic_from_dict(d: dict, provenance: Provenance | None = None) -> Tactic:
+    """The tactic of an ``audit --json`` row: a :class:`LibraryTactic` for a row of CUTLASS's
+    library (it has the generator's ``estimate``), else a :class:`Tactic`
+    (:meth:`Tactic.from_dict`, :meth:`LibraryTactic.from_dict`).
+
+    Raises:
+        KeyError, TypeError, ValueError: not such a row.
+    """
+    return (LibraryTactic if "estimate" in d else Tactic).from_dict(d, provenance)

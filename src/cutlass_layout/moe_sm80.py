@@ -708,6 +708,33 @@ def tactic_name(k: Sm80Kernel) -> str:
     return f"{k.case.enum}_Stages{k.stages}_{k.arch}" + ("" if k.quant == "UNDEFINED" else f"_{k.quant}")
 
 
+def _read(install, defined: set[str]) -> "tuple[str, str | None, Reading] | None":
+    """The install's dispatch text, its heuristic's (None where it has none) and the SM80-path
+    kernels read from them (:func:`sm80_kernels`); None where it has no dispatch."""
+    base = folder(install)
+    try:
+        dispatch = (base / DISPATCH).read_text(errors="replace")
+        traits = (base / TRAITS).read_text(errors="replace")
+        runner_text = (base / RUNNER_HEADER).read_text(errors="replace")
+    except OSError:
+        return None
+    try:
+        heuristic = (base / HEURISTIC).read_text(errors="replace")
+    except OSError:
+        heuristic = None
+    found = []
+    for path in sorted(base.glob(RUNNER_SOURCES)):
+        found += runners(path.read_text(errors="replace"), path.name, defined)
+    return dispatch, heuristic, sm80_kernels(dispatch, traits, heuristic, found, defined, runner_text=runner_text)
+
+
+def kernel_count(install, defined: set[str]) -> int:
+    """How many kernels :func:`audit_sm80_path` lays out for the install (its text read, nothing
+    parsed): what an audit's shards weigh this family by (:func:`cutlass_layout.commands.shard.shard_of`)."""
+    read = _read(install, defined)
+    return 0 if read is None else len(read[2].kernels)
+
+
 def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
                     cached_only: bool = False) -> "Sm80Audit | None":
     """Lay out the CUTLASS 2.x grouped kernels TensorRT-LLM's ``MoeGemmRunner`` reaches on SM120
@@ -731,21 +758,11 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     from .frontends.clang import libclang_version
     from .model import LayoutReport, Tactic
 
-    base = folder(install)
-    try:
-        dispatch = (base / DISPATCH).read_text(errors="replace")
-        traits = (base / TRAITS).read_text(errors="replace")
-        runner_text = (base / RUNNER_HEADER).read_text(errors="replace")
-    except OSError:
+    read = _read(install, defined)
+    if read is None:
         return Sm80Audit(notes=[f"{FAMILY}: no {DISPATCH} in the install: no SM80-path MoE kernels read"])
-    try:
-        heuristic = (base / HEURISTIC).read_text(errors="replace")
-    except OSError:
-        heuristic = None
-    found = []
-    for path in sorted(base.glob(RUNNER_SOURCES)):
-        found += runners(path.read_text(errors="replace"), path.name, defined)
-    reading = sm80_kernels(dispatch, traits, heuristic, found, defined, runner_text=runner_text)
+    dispatch, heuristic, reading = read
+    base = folder(install)
     out = Sm80Audit(notes=[f"{FAMILY}: {n}" for n in reading.notes])
     if heuristic is None:
         out.notes.append(f"{FAMILY}: runtime candidates: no {HEURISTIC} in the install")
@@ -797,7 +814,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     return out
 
 
-__all__ = ["DISPATCH", "FAMILY", "HEURISTIC", "KINDS", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path",
+__all__ = ["DISPATCH", "FAMILY", "HEURISTIC", "KINDS", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path", "kernel_count",
            "defines", "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
            "body_constants", "empty_launchers", "quant_ops", "runner_flags", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
            "Sm80Kernel", "TileCase", "active_text", "ampere_flags", "arch_on_sm120",

@@ -15,6 +15,10 @@ of every launcher in every generated source with the flags its JIT compiles them
 A tactic over capacity or an exact fit gets what fits instead (:mod:`cutlass_layout.fixes`:
 its launcher laid out again with ``StageCount<N>`` in the mainloop builder).
 
+``audit(src, shard=(i, n))`` lays out shard ``i`` of ``n`` alone (the split:
+:mod:`cutlass_layout.commands.shard`), and :func:`merge_shards` joins every shard's JSON into
+the audit of the whole, through the same tail (:func:`finish_audit`).
+
 Results are cached per source in the one results cache (:class:`~cutlass_layout.cache.ResultCache`,
 kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
 text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
@@ -37,8 +41,9 @@ from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, ex
 from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
                        lay_out_sources, pch_preamble, split_preamble, template_args)
 from ..candidates import store_candidates
-from ..model import AuditResult, AuditSet, Fix, LayoutReport, Provenance, Tactic
-from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path
+from ..model import AuditResult, AuditSet, AuditShard, Fix, LayoutReport, Provenance, Tactic
+from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path, kernel_count
+from .shard import check_shard, ranked_tactics, shard_of
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
 _FORMAT = 2
@@ -536,6 +541,36 @@ def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_f
                        "kernel type in it")
 
 
+def judge_sources(sources: list[dict], facts: list[dict | None], parsed: dict[int, dict]) -> None:
+    """:func:`judge_source` of every entry of ``sources`` (an audit's, in its order), from
+    ``facts`` (each source's :func:`source_facts`, None for one not read) and ``parsed`` (the
+    payloads of the sources laid out, by position in ``sources``: each its kernels, each
+    ``{"found": {"line", "owner", ...}}``, its ``error`` and ``launcher_macros``; a source not
+    among them was not laid out). The launcher macros are those of every payload, and the
+    other sources a source's kernels may be defined in those of its module that were read
+    (with the owners of their kernels where laid out): a source is judged by all of them."""
+    launchers = {m for payload in parsed.values() for m in payload.get("launcher_macros") or ()}
+    module_facts: dict[str, dict] = {}  # module -> {file: facts, with owners}
+    for i, (entry, f) in enumerate(zip(sources, facts)):
+        if f is not None:
+            owners = sorted({item["found"]["owner"] for item in parsed[i]["kernels"]
+                             if item["found"].get("owner")}) if i in parsed else []
+            module_facts.setdefault(entry["module"], {})[entry["file"]] = {**f, "owners": owners}
+    for i, (entry, f) in enumerate(zip(sources, facts)):
+        if i in parsed:
+            judge_source(entry, f, parsed[i], module_facts.get(entry["module"], {}), launchers)
+        else:  # skipped, not readable, or laid out by another shard
+            judge_source(entry, None if entry["skipped"] else f, None, {}, launchers)
+
+
+def _slim(payload: dict) -> dict:
+    """What :func:`judge_sources` reads of a source's payload: its error, launcher macros and
+    each kernel's line and owner (a shard's ``parts``: the merge judges the sources again)."""
+    return {"error": payload.get("error"), "launcher_macros": payload.get("launcher_macros"),
+            "kernels": [{"found": {"line": item["found"].get("line"), "owner": item["found"].get("owner")}}
+                        for item in payload["kernels"]]}
+
+
 def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sources: list[dict],
                   failed: dict) -> str:
     """The one line for an install whose builders give no kernel for ``arch``: the modules
@@ -875,7 +910,7 @@ _TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
           progress: bool = False, strict_family: bool = True, cached_only: bool = False,
-          executor=None, **config_values) -> AuditResult | None:
+          executor=None, shard: tuple[int, int] | None = None, **config_values) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
@@ -905,6 +940,17 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         config_values: ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages``, ``d``,
             ``schedule`` as ``layout`` takes them (``tile="128x256x64B"``, lists allowed):
             keep only the tactics that match (:func:`tactic_filter`).
+        shard: ``(i, n)``: lay out shard ``i`` of ``n`` of the work alone
+            (:func:`~cutlass_layout.commands.shard.shard_of`): the install's sources for the
+            arch in their order (those skipped or not read included, so each is in one shard)
+            and the ``moe_sm80`` family as one unit after them, cut into ``n`` runs of about
+            equal estimated kernels (:func:`~cutlass_layout.kernels.estimate_kernels`; the
+            family's kernel count), the same on every machine for the same install, arch and
+            filters. The runtime's candidate list is read, and fixes searched, where the shard
+            has tactics that need them. The result holds the shard's sources and tactics (its
+            sources judged from what it parsed) and its
+            :attr:`~cutlass_layout.model.AuditResult.shard`; an install that gives no kernel
+            is not an error here (the merge says so, :func:`merge_shards`).
 
     Every source is parsed with its module's flags, and the TVM FFI headers the bindings
     include (:func:`cutlass_layout.sources.tvm_ffi_headers`; fetched unless ``cached_only``)
@@ -921,7 +967,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         and the nearest values the tactics have (also in ``unmatched``).
 
     Raises:
-        BadInput: an arch other than sm120, sm121, sm100, sm103 or sm90; no flashinfer at
+        BadInput: a bad ``shard`` (:func:`~cutlass_layout.commands.shard.check_shard`); an
+            arch other than sm120, sm121, sm100, sm103 or sm90; no flashinfer at
             ``src``, one too old to have JIT module builders for the arch, builders that could
             not run at all, unusable CUDA headers; a family the install does not build; a
             filter value no tactic could match (:func:`tactic_filter`); with no ``family``,
@@ -941,8 +988,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     t0 = time.perf_counter()
     arch = audit_arch(arch)
     clang_arch = AUDIT_ARCHS[arch]
-    tests = filter_tests(**config_values)  # bad values: an error before any work
-    keep = _keep_all(tests)
+    asked = asked_of(config_values, archs=[arch], family=family, grep=grep)
+    filter_tests(**asked["filters"])  # bad values: an error before any work
+    shard = None if shard is None else check_shard(shard)
     install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
     builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache,
@@ -962,14 +1010,12 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     prov = asdict(tgt.provenance(clang_arch))
     clang = libclang_version()
     cache = ResultCache("audit")
-    notes = [f"{b}: {e}" for b, e in builds.failed.items()]
     gen_root = None
 
     work = []  # (module, Source, key, preamble)
     estimates: dict[Path, int] = {}  # kernels each source likely holds (batch sizes)
     sources_out: list[dict] = []
-    facts: dict[tuple[str, str], dict] = {}  # (module, file) -> source_facts
-    module_facts: dict[str, dict] = {}  # module -> {file: source_facts}
+    facts: list[dict | None] = []  # source_facts of each of sources_out (None: not read)
     for mod in builds.modules:
         if family is not None and family != family_of(mod.name):
             continue  # not asked for: not parsed
@@ -980,6 +1026,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                      "file": _rel(path, gen_root), "instantiations": None, "kernels": 0,
                      "skipped": None, "reason": None, "error": None}
             sources_out.append(entry)
+            facts.append(None)
             if path.suffix not in (".cu", ".cpp", ".cc", ".cuh"):
                 entry["skipped"] = "not a C++ source"
                 continue
@@ -989,8 +1036,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
             clean = blank_comments(text, strings=False)
-            facts[(mod.name, entry["file"])] = module_facts.setdefault(mod.name, {})[entry["file"]] = \
-                source_facts(text)
+            facts[-1] = source_facts(text)
             if not _ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}"):
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
@@ -1004,6 +1050,19 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
                          pch_preamble(includes) if includes else None, entry))
 
+    position = {id(entry): i for i, entry in enumerate(sources_out)}
+    with_sm80 = SM80_FAMILY in families and family in (None, SM80_FAMILY)
+    mflags = next((m.clang_flags() for m in builds.modules if family_of(m.name) == MOE), [])
+    # the runtime's candidate list: read with the install's first MoE source's flags (the same
+    # in every shard), where the sources laid out here have MoE kernels
+    moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
+    own = range(len(sources_out) + with_sm80)  # the units laid out here: each source, moe_sm80
+    if shard is not None:
+        weight = {id(e): max(1, estimates.get(source.path, 1)) for _, source, _, _, e in work}
+        own = shard_of([weight.get(id(e), 0) for e in sources_out] +
+                       ([kernel_count(install, sm80_defines(mflags))] if with_sm80 else []), shard)
+        work = [w for w in work if position[id(w[4])] in own]
+    with_sm80 = with_sm80 and len(sources_out) in own
     results: dict[str, dict] = {}
     todo = []
     for mod, source, key, pre, entry in work:
@@ -1018,9 +1077,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
              "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
     # the stand-in headers are part of what a precompiled header was built from
     pch_key = install.fingerprint + install.tree.tree_hash + tvm.fingerprint + code_fingerprint(*STANDINS)
-    moe = next(((src, pre) for mod, src, _, pre, _ in work if mod.name.startswith("fused_moe")), None)
     # sm121 runs sm120's builds: the same candidate list (and its cache entry)
-    cand_args = (install, clang_arch, list(moe[0].flags), moe[1], pch_key, use_cache) if moe else None
+    cand_args = (install, clang_arch, list(moe[0].flags), moe[1], pch_key, use_cache) \
+        if moe and any(mod.name.startswith("fused_moe") for mod, *_ in work) else None
     cand = None
     if todo:
         # precompiled headers are built in the pool too (one per module's includes), each
@@ -1090,84 +1149,183 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         cand = _candidates(*cand_args, cached_only=cached_only)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
-    tactics: list[Tactic] = []
+    ranked: list[tuple[list[int], Tactic]] = []  # (rank in the whole audit, tactic), before the filters
     arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
-    launchers = {m for _, _, key, _, _ in work for m in results[key].get("launcher_macros") or ()}
-    for mod, _, key, _, entry in work:  # what each source's kernels are declared in
-        module_facts[mod.name][entry["file"]]["owners"] = sorted(
-            {item["found"]["owner"] for item in results[key]["kernels"] if item["found"].get("owner")})
+    parsed = {position[id(entry)]: results[key] for _, _, key, _, entry in work}
+    judge_sources(sources_out, facts, parsed)
     for mod, source, key, pre, entry in work:
-        payload = results[key]
-        judge_source(entry, facts.get((mod.name, entry["file"])), payload, module_facts.get(mod.name, {}),
-                     launchers)
-        for item in payload["kernels"]:
+        for j, item in enumerate(results[key]["kernels"]):
             k = _found_from(item["found"])
             if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
                 continue
             rep = LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
-            tactics.append(tactic_of(mod.name, source.path, gen_root, k, rep, install.root))
-            origins[id(tactics[-1])] = (source, pre, k)
-    judged = {id(e) for *_, e in work}
-    for entry in sources_out:  # skipped, or not readable: what its text instantiates, if any
-        if id(entry) not in judged:
-            judge_source(entry, None if entry["skipped"] else facts.get((entry["module"], entry["file"])),
-                         None, {}, launchers)
-    if family is None and not tactics:
-        raise NothingForArch(nothing_found(install.version, arch, [(m.name, m.builder) for m in builds.modules],
-                                     sources_out, builds.failed))
-    wanting = sum(1 for e in sources_out if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
-    if wanting and tvm.include is None:
-        notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
-                     f"none to use: {tvm.origin}")
-    for t in tactics:
-        t.runtime_candidate = cand.get(t) if cand is not None else None
-    if cand is None and any(t.family == MOE for t in tactics):
-        notes.append("runtime candidates: the install's candidate list for the arch could not be read")
-    elif cand is not None and cand.note:
-        notes.append(cand.note)
-    if SM80_FAMILY in families and family in (None, SM80_FAMILY):
-        mflags = next((m.clang_flags() for m in builds.modules if family_of(m.name) == MOE), [])
-        sm80 = audit_sm80_path(install, tgt, sm80_defines(mflags), use_cache=use_cache,
-                               cached_only=cached_only)
+            t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
+            t.runtime_candidate = cand.get(t) if cand is not None else None
+            ranked.append(([position[id(entry)], j], t))
+            origins[id(t)] = (source, pre, k)
+    sm80_notes = None  # the moe_sm80 unit's notes, where it is laid out here
+    if with_sm80:
+        sm80 = audit_sm80_path(install, tgt, sm80_defines(mflags), use_cache=use_cache, cached_only=cached_only)
         if sm80 is None:  # cached_only, not cached: the rest of the audit stands
-            notes.append(f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)")
+            sm80_notes = [f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)"]
         else:
-            for t in sm80.tactics:
+            for i, t in enumerate(sm80.tactics):
                 if sm80.guard and t.verdict == "over_capacity":
                     t.runtime_guard = sm80.guard
-            tactics += sm80.tactics
-            notes += sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
+                ranked.append(([len(sources_out), i], t))
+            sm80_notes = sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
+    provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
+                  "root": str(install.root), "fingerprint": install.fingerprint,
+                  "tvm_ffi": {"include": str(tvm.include) if tvm.include else None, "origin": tvm.origin},
+                  "generated_root": str(gen_root) if gen_root else None,
+                  "builders": builds.builders, **prov}
+    mine = [i for i in own if i < len(sources_out)]
+    parts = {"sources": len(sources_out), "positions": mine, "facts": [facts[i] for i in mine],
+             "parsed": [_slim(parsed[i]) if i in parsed else None for i in mine], "families": families,
+             "modules": [[m.name, m.builder] for m in builds.modules], "failed": dict(builds.failed),
+             "candidates": None if cand_args is None else {"read": cand is not None,
+                                                           "note": None if cand is None else cand.note},
+             "sm80": sm80_notes}
+    result = finish_audit(provenance, arch, [sources_out[i] for i in mine], ranked, asked, parts,
+                          whole=shard is None)
+    stats.update(search_fixes(result.tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
+                              use_cache=use_cache, cached_only=cached_only, executor=executor))
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    stats["jit_seconds"] = round(t_jit - t0, 2)
+    result.stats, result.candidates = stats, cand
+    if shard is not None:
+        result.shard = shard_part(shard, asked, ranked, result, parts)
+    return result
+
+
+def asked_of(config_values: dict, *, archs, **more) -> dict:
+    """What an audit was asked, as its shards record it (:attr:`~cutlass_layout.model.AuditShard.asked`):
+    ``archs`` (as asked), ``more`` (``family``, ``grep``; the library's ``selection``) and
+    ``filters``: each config value given, as the list of its values as typed (text)."""
+    filters = {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+               for k, v in config_values.items() if v is not None and v != [] and v != ()}
+    return {"archs": list(archs), **more, "filters": filters}
+
+
+def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[tuple[list, Tactic]],
+                 asked: dict, parts: dict, *, whole: bool = True) -> AuditResult:
+    """The :class:`~cutlass_layout.model.AuditResult` of what an audit (or a shard of one, or
+    the merge of all of them) laid out: the filters applied, notes, capacity, order.
+
+    Args:
+        provenance, arch: the audit's. sources: its entries, judged (:func:`judge_sources`).
+        ranked: ``(rank, tactic)`` of every tactic laid out, before the filters (rank: its
+            source's position and its kernel's; the ``moe_sm80`` family after every source).
+        asked: ``family``, ``grep`` and ``filters`` (:func:`asked_of`).
+        parts: ``families`` the install builds for the arch, ``modules`` (``[name, builder]``),
+            ``failed`` (builder -> error), ``candidates`` (None where no MoE source was laid
+            out, else ``{read, note}`` of the runtime's candidate list) and ``sm80`` (the
+            ``moe_sm80`` family's notes, None where it was not laid out).
+        whole: the whole audit: one without a tactic (besides ``moe_sm80``'s) and without a
+            family asked raises; a shard (False) cannot tell.
+
+    Notes, in order: the builders that failed, the TVM FFI headers missing, the runtime's
+    candidate list, ``moe_sm80``'s, the filters that matched nothing (:func:`unmatched_filters`
+    over the family's tactics). The capacity is the first tactic's (by rank) that has one,
+    before the filters. It is the one tail of :func:`audit` and of its shards' merge
+    (:func:`merge_shards`), so that both give the same.
+
+    Raises:
+        NothingForArch: with ``whole``, no family asked and no tactic (:func:`nothing_found`).
+    """
+    family, grep = asked.get("family"), asked.get("grep")
+    tests = filter_tests(**asked.get("filters", {}))
+    tactics = [t for _, t in sorted(ranked, key=lambda x: x[0])]
+    failed = parts.get("failed") or {}
+    notes = [f"{b}: {e}" for b, e in failed.items()]
+    if whole and family is None and not any(t.family != SM80_FAMILY for t in tactics):
+        raise NothingForArch(nothing_found(provenance["version"], arch, [tuple(m) for m in parts.get("modules", [])],
+                                           sources, failed))
+    tvm = provenance.get("tvm_ffi") or {}
+    wanting = sum(1 for e in sources if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
+    if wanting and tvm.get("include") is None:
+        notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
+                     f"none to use: {tvm.get('origin')}")
+    cand = parts.get("candidates")
+    if not (cand and cand["read"]) and any(t.family == MOE for t in tactics):
+        notes.append("runtime candidates: the install's candidate list for the arch could not be read")
+    elif cand and cand["read"] and cand["note"]:
+        notes.append(cand["note"])
+    notes += parts.get("sm80") or []
     # the arch's capacity as its headers give it, read from every kernel laid out, before the
     # filters: a filter that keeps nothing does not make it unknown
     capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
     if family is not None:
         tactics = [t for t in tactics if t.family == family]
     unmatched = []
-    if family is not None and not tactics and family in families:
-        n = sum(1 for e in sources_out if not e["skipped"])
+    if family is not None and not tactics and family in parts.get("families", ()):
+        n = sum(1 for e in sources if not e["skipped"])
         what = (f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
-                f"matched no tactic: none of its {len(sources_out)} source(s) is built for {arch}")
+                f"matched no tactic: none of its {len(sources)} source(s) is built for {arch}")
         unmatched.append({"filter": "family", "value": family, "nearest": [], "detail": what,
                           "note": f"family {family!r}: {what}"})
     unmatched += unmatched_filters(tactics, grep, tests)
     if grep:
         tactics = [t for t in tactics if grep.lower() in _haystack(t)]
+    keep = _keep_all(tests)
     tactics = [t for t in tactics if keep(t)]
-    stats.update(search_fixes(tactics, origins, install, tgt, prov, clang_arch, pch_key, jobs=jobs,
-                              use_cache=use_cache, cached_only=cached_only, executor=executor))
     notes += [u["note"] for u in unmatched]
-    stats["seconds"] = round(time.perf_counter() - t0, 3)
-    stats["jit_seconds"] = round(t_jit - t0, 2)
-    provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
-                  "root": str(install.root), "fingerprint": install.fingerprint,
-                  "tvm_ffi": {"include": str(tvm.include) if tvm.include else None, "origin": tvm.origin},
-                  "generated_root": str(gen_root) if gen_root else None,
-                  "builders": builds.builders, **prov}
-    return AuditResult(provenance=provenance, arch=arch, capacity=capacity,
-                       tactics=sort_tactics(tactics), sources=sources_out, notes=notes, stats=stats,
-                       families=families, unmatched=unmatched, candidates=cand)
+    return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
+                       sources=sources, notes=notes, families=list(parts.get("families", [])),
+                       unmatched=unmatched, asked=asked)
+
+
+def shard_part(shard: tuple[int, int], asked: dict, ranked: list[tuple[list, Tactic]], result: AuditResult,
+               parts: dict) -> AuditShard:
+    """The :class:`~cutlass_layout.model.AuditShard` of a shard's ``result``: the rank of each
+    of its tactics, the tactics laid out that its filters dropped, the rank of the tactic its
+    capacity was read from (the first, by rank, whose report has one), and ``parts``."""
+    rank = {id(t): r for r, t in ranked}
+    kept = {id(t) for t in result.tactics}
+    cap = next((r for r, t in sorted(ranked, key=lambda x: x[0])
+                if t.report is not None and t.report.capacity is result.capacity and t.report.capacity is not None),
+               None)
+    return AuditShard(index=shard[0], count=shard[1], asked=asked, ranks=[rank[id(t)] for t in result.tactics],
+                      dropped=[(r, t) for r, t in ranked if id(t) not in kept], capacity_rank=cap, parts=parts)
+
+
+def merge_shards(shards: list[AuditResult]) -> AuditResult:
+    """The audit of a flashinfer install from all its shards' results (read from their JSON,
+    :meth:`~cutlass_layout.model.AuditResult.from_dict`, by index): their sources put back in
+    their places and judged again with every shard's parses (:func:`judge_sources`), their
+    tactics, kept and dropped, in the whole's order (:func:`~cutlass_layout.commands.shard.ranked_tactics`),
+    finished as :func:`audit` finishes (:func:`finish_audit`).
+
+    Raises:
+        BadInput: shards whose sources do not make up the whole once each; NothingForArch:
+            as :func:`finish_audit` (the install gives no kernel for the arch).
+    """
+    first = shards[0]
+    parts = first.shard.parts
+    total = parts["sources"]
+    sources: list = [None] * total
+    facts: list = [None] * total
+    parsed: dict[int, dict] = {}
+    for res in shards:
+        p = res.shard.parts
+        for pos, entry, f, payload in zip(p["positions"], res.sources, p["facts"], p["parsed"]):
+            if not 0 <= pos < total or sources[pos] is not None:
+                raise BadInput(f"shard {res.shard.index}/{res.shard.count} ({res.arch}) lays out a source "
+                               "another shard lays out too, or one the audit does not have")
+            if payload is not None:  # judged again below, from what it holds
+                entry = {**entry, "instantiations": None, "kernels": 0, "reason": None, "error": None}
+                parsed[pos] = payload
+            sources[pos], facts[pos] = entry, f
+    if any(e is None for e in sources):
+        raise BadInput(f"the {first.arch} shards lay out {sum(e is not None for e in sources)} of the audit's "
+                       f"{total} sources: were they written by one version of cutlass-layout?")
+    judge_sources(sources, facts, parsed)
+    whole = {**parts, "candidates": next((r.shard.parts["candidates"] for r in shards
+                                          if r.shard.parts["candidates"] is not None), None),
+             "sm80": next((r.shard.parts["sm80"] for r in shards if r.shard.parts["sm80"] is not None), None)}
+    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), first.shard.asked, whole)
 
 
 def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> AuditSet:
@@ -1204,6 +1362,8 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     asked = arch_list(archs)
     named = [audit_arch(a) for a in asked if a != ALL]
     filter_tests(**{k: v for k, v in kwargs.items() if k in FILTER_KEYS})  # bad values: before any work
+    if kwargs.get("shard") is not None:
+        check_shard(kwargs["shard"])
     install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
     notes: list[str] = []
     order: list[str] = []
@@ -1230,6 +1390,8 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
                 raise
             left.append(exc)
             notes.append(f"all: {a} not audited: {exc}")
+        if results and results[-1].shard is not None:  # what its merge needs: which were named
+            results[-1].shard.asked["archs"] = asked
     if not results:
         raise left[0]
     return AuditSet(results=results, notes=notes)
@@ -1505,4 +1667,6 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     return out
 
 
-__all__ = ["approximations", "arch_list", "audit", "audit_arch", "audit_archs", "element_kind", "find_tactic", "kernel_parts", "sort_tactics", "tactic_filter"]
+__all__ = ["approximations", "arch_list", "asked_of", "audit", "audit_arch", "audit_archs", "element_kind",
+           "find_tactic", "finish_audit", "judge_sources", "kernel_parts", "merge_shards", "sort_tactics",
+           "tactic_filter"]

@@ -22,7 +22,9 @@ from ..kernel_library import (FAMILY, LIBRARY_ARCHS, LibraryKernel, Selection, b
                               cached_reports, emitted_shape, enumerate_kernels, lay_out_batch,
                               missing_generators, stage_spec, store_report)
 from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
-from .audit import ALL, arch_list, element_kind, filter_tests, sort_tactics, tactic_filter, unmatched_filters
+from .audit import (ALL, arch_list, asked_of, element_kind, filter_tests, shard_part, sort_tactics, tactic_filter,
+                    unmatched_filters)
+from .shard import check_shard, ranked_tactics, shard_of
 
 
 def tag_name(spelled: str) -> str:
@@ -66,7 +68,8 @@ def nothing_kept(version: str, arch: str, selection: Selection, generators) -> s
 
 def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(), grep: str | None = None,
                   cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-                  executor=None, strict: bool = True, **config_values) -> AuditResult:
+                  executor=None, strict: bool = True, shard: tuple[int, int] | None = None,
+                  **config_values) -> AuditResult:
     """Lay out every kernel CUTLASS's kernel library at ``src`` keeps for ``arch``.
 
     Args:
@@ -85,6 +88,10 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             for the arch) is bad input (the default); False: an audit with no tactics, the
             reason its first note (``diff --audit``: a side that
             keeps none has its kernels all added or removed).
+        shard: ``(i, n)``: lay out shard ``i`` of ``n`` alone: the kernels the selection and
+            filters keep, by procedural name (sorted), cut into ``n`` runs of about as many
+            (:func:`~cutlass_layout.commands.shard.shard_of`); the result holds them and its
+            :attr:`~cutlass_layout.model.AuditResult.shard` (:func:`merge_shards` joins them).
 
     Returns:
         An :class:`~cutlass_layout.model.AuditResult` whose tactics are
@@ -94,7 +101,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
         note, not laid out.
 
     Raises:
-        BadInput: an arch the library is not audited for; no library at ``src``; a library
+        BadInput: a bad ``shard``; an arch the library is not audited for; no library at ``src``; a library
             whose ``generator.py`` has no generator for the arch (3.8.0 and ``GenerateSM120``);
             the generator failed or ran past its limits; a selection or filter that keeps no
             kernel (the message says why, unless ``strict`` is False); a bad filter value.
@@ -107,6 +114,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     arch = library_arch(arch)
     _, generators, clang_arch = LIBRARY_ARCHS[arch]
     tests = filter_tests(**config_values)  # bad values: an error before any work
+    shard = None if shard is None else check_shard(shard)
     early = tactic_filter(**{k: v for k, v in config_values.items() if k != "stages"})
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
     tgt = engine.target(lib.tree, cuda_path)
@@ -135,7 +143,14 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                      f"GEMMs and were not laid out: {'; '.join(kinds)}")
     pool = [tactic_of(k, generators) for k in layable]
     unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
-    chosen = [(k, t) for k, t in zip(layable, pool) if early(t) and (not grep or grep.lower() in t.id.lower())]
+    chosen = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
+              if early(t) and (not grep or grep.lower() in t.id.lower())]
+    if shard is not None:  # by procedural name
+        names = sorted(range(len(chosen)), key=lambda j: chosen[j][2].id)
+        mine = {names[p] for p in shard_of([1] * len(names), shard)}
+        chosen = [c for j, c in enumerate(chosen) if j in mine]
+    ranks = [[i] for i, _, _ in chosen]  # the kernel's place in the generator's list
+    chosen = [(k, t) for _, k, t in chosen]
     reps = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include) if use_cache
             else [None] * len(chosen))
     todo = [i for i, r in enumerate(reps) if r is None]
@@ -170,13 +185,42 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             if bar is not None:
                 bar.stop()
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
-    tactics = []
-    for (_, t), rep in zip(chosen, reps):
+    ranked = []
+    for rank, (_, t), rep in zip(ranks, chosen, reps):
         t.report = rep
-        tactics.append(t)
-    if "stages" in tests:
-        unmatched += unmatched_filters(tactics, None, {"stages": tests["stages"]})
-        keep = tactic_filter(stages=config_values["stages"])
+        ranked.append((rank, t))
+    tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
+    provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
+                  "version": lib.version, "origin": lib.origin,
+                  "root": str(lib.root), "fingerprint": lib.fingerprint,
+                  "generators": list(generators), "architectures": LIBRARY_ARCHS[arch][0],
+                  "selection": selection.request(), "manifest_filters": filters}
+    asked = asked_of(config_values, archs=[arch], selection=selection.request(), grep=grep)
+    parts = {"notes": notes, "unmatched": unmatched}  # the same in every shard: read before the layouts
+    result = finish_library(provenance, arch, ranked, asked, parts)
+    stats["seconds"] = round(time.perf_counter() - t0, 2)
+    result.stats = stats
+    if shard is not None:
+        result.shard = shard_part(shard, asked, ranked, result, parts)
+    return result
+
+
+def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, LibraryTactic]], asked: dict,
+                   parts: dict) -> AuditResult:
+    """The :class:`~cutlass_layout.model.AuditResult` of the kernels of CUTLASS's library laid
+    out (``ranked``: ``(rank, kernel)``, rank its place in the generator's list) for an audit,
+    a shard of one or the merge of all of them: ``--stages`` applied (it needs the layouts),
+    the notes (``parts["notes"]``, read before the layouts; whether the generator's own
+    pruning has a capacity for the arch, the kernels with the builder's stage count, the
+    filters that matched nothing: ``parts["unmatched"]`` and ``--stages``'s), the capacity (the
+    first kept kernel's, by rank) and the order. The one tail of :func:`audit_library` and of
+    its shards' merge (:func:`merge_shards`)."""
+    tactics = [t for _, t in sorted(ranked, key=lambda x: x[0])]
+    notes, unmatched = list(parts["notes"]), list(parts["unmatched"])
+    stages = asked["filters"].get("stages")
+    if stages:
+        unmatched += unmatched_filters(tactics, None, {"stages": filter_tests(stages=stages)["stages"]})
+        keep = tactic_filter(stages=stages)
         tactics = [t for t in tactics if keep(t)]
     if tactics and not any(t.estimate_capacity_kib for t in tactics):
         notes.append(f"the generator's own pruning (CalculateSmemUsage against SharedMemPerCC) has no "
@@ -187,15 +231,18 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                      "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)")
     notes += [u["note"] for u in unmatched]
     capacity = next((t.report.capacity for t in tactics if t.report and t.report.capacity is not None), None)
-    stats["seconds"] = round(time.perf_counter() - t0, 2)
-    tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
-    provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
-                  "version": lib.version, "origin": lib.origin,
-                  "root": str(lib.root), "fingerprint": lib.fingerprint,
-                  "generators": list(generators), "architectures": LIBRARY_ARCHS[arch][0],
-                  "selection": selection.request(), "manifest_filters": filters}
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
-                       sources=[], notes=notes, stats=stats, families=[FAMILY], unmatched=unmatched)
+                       sources=[], notes=notes, families=[FAMILY], unmatched=unmatched, asked=asked)
+
+
+def merge_shards(shards: list[AuditResult]) -> AuditResult:
+    """The audit of CUTLASS's library from all its shards' results (read from their JSON, by
+    index): their kernels, kept and dropped by ``--stages``, in the generator's order
+    (:func:`~cutlass_layout.commands.shard.ranked_tactics`), finished as :func:`audit_library`
+    finishes (:func:`finish_library`)."""
+    first = shards[0]
+    return finish_library(first.provenance, first.arch, ranked_tactics(shards), first.shard.asked,
+                          first.shard.parts)
 
 
 def library_arch(arch) -> str:
@@ -235,8 +282,15 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
     from ..sources import KernelLibrary, resolve_kernel_library
 
     asked = [library_arch(a) for a in arch_list(archs)]
+    if kwargs.get("shard") is not None:
+        check_shard(kwargs["shard"])
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
-    return AuditSet(results=[audit_library(lib, a, **kwargs) for a in asked])
+    results = [audit_library(lib, a, **kwargs) for a in asked]
+    for r in results:
+        if r.shard is not None:  # what its merge needs: the arches asked
+            r.shard.asked["archs"] = asked
+    return AuditSet(results=results)
 
 
-__all__ = ["audit_library", "audit_library_archs", "library_arch", "tactic_of"]
+__all__ = ["audit_library", "audit_library_archs", "finish_library", "library_arch", "merge_shards",
+           "tactic_of"]

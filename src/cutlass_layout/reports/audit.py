@@ -183,13 +183,19 @@ def built_elsewhere(result) -> str:
     return f" ({what} kernels, which an {result.arch} build compiles too)"
 
 
+def shard_words(result) -> str:
+    """``, shard 1/2`` for one shard of an audit (``audit --shard I/N``); nothing for a whole one."""
+    sh = getattr(result, "shard", None)
+    return "" if sh is None else f", shard {sh.index}/{sh.count}"
+
+
 def _head(result) -> list[str]:
     p = result.provenance
     cap = result.capacity
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     parsed = [s for s in result.sources if not s.get("skipped")]
     capacity = f"; capacity {cap.value} B{where}" if cap is not None else ""
-    return [f"{p['library']} {p['version']} ({p['origin']})",
+    return [f"{p['library']} {p['version']} ({p['origin']}){shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
             f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} from {len(parsed)} "
             f"generated sources{capacity}"]
@@ -297,7 +303,7 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     the counts (bytes)."""
     p = result.provenance
     first, second, third = _head(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}", "",
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
     for fam, items in _families(result).items():
         columns, rows = _columns_and_rows(items, tile_bytes)
@@ -419,5 +425,5 @@ def to_github(result) -> str:
         if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete
             out.append(github_command("warning", n, title="cutlass-layout: sources with an error"))
     out.append(f"cutlass-layout: {p['library']} {p['version']} ({p['origin']}), "
-               f"{result.arch}: {total}")
+               f"{result.arch}{shard_words(result)}: {total}")
     return "\n".join(out) + "\n"

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..config import tile_text
-from .audit import verdict_cell, verdict_counts
+from .audit import shard_words, verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 from .layout import default_console
 
@@ -58,7 +58,7 @@ def head_lines(result) -> list[str]:
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     sel = {k: v for k, v in (p.get("selection") or {}).items() if v}
     how = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in sel.items()) or "the default kernel filter"
-    return [f"CUTLASS's kernel library {p['version']} ({p['origin']})",
+    return [f"CUTLASS's kernel library {p['version']} ({p['origin']}){shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
             f"{result.arch}: {len(result.tactics)} kernels the generator keeps ({', '.join(p['generators'])}, "
             f"--architectures {p['architectures']}, {how}); capacity "
@@ -101,7 +101,7 @@ def to_markdown(result) -> str:
     """The audit of CUTLASS's kernel library in GitHub Markdown (bytes)."""
     p = result.provenance
     _, _, third = head_lines(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}", "",
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
     if result.tactics:
         out += [markdown_table(*columns_and_rows(result.tactics))]
@@ -143,5 +143,6 @@ def to_github(result) -> str:
                       f"(0 B headroom): " + ", ".join(t.id for t in exact),
             title=f"cutlass-layout: {len(exact)} exact fit(s)"))
     _, _, total, _ = tail_lines(result)
-    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({p['origin']}), {result.arch}: {total}")
+    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({p['origin']}), "
+               f"{result.arch}{shard_words(result)}: {total}")
     return "\n".join(out) + "\n"
