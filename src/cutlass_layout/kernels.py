@@ -289,7 +289,7 @@ def _split_top(raw: str) -> list[str]:
     return [" ".join(a.split()) for a in out]
 
 
-_PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+)_(\w+)$")
+_PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+(?:p\d+)?)_(\w+)$")
 
 
 def _qualified(cursor) -> str | None:
@@ -339,7 +339,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
             if loc.file is None or loc.file.name not in (main, extra):
                 continue
             m = _PROBE_RE.match(c.spelling) if probes is not None and loc.file.name == extra else None
-            if m and int(m.group(1)) >= REHOST_PROBE and c.kind in kinds + (ci.CursorKind.VAR_DECL,):
+            if m and int(m.group(1).split("p")[0]) >= REHOST_PROBE and c.kind in kinds + (ci.CursorKind.VAR_DECL,):
                 rehosted.setdefault(m.group(1), {})[m.group(2)] = c
                 continue
             if c.kind in owners_kinds:
@@ -546,8 +546,8 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
 
     from .frontends.clang import spelling_location
     from .launchers import (KERNEL_ALIAS_RE, blank_comments, explicit_instantiations, forwarded_call,
-                            macro_definition, rehost_template, template_parameters, trimmed_macro,
-                            with_defaults)
+                            macro_definition, rehost_paths, rehost_template, template_parameters,
+                            trimmed_macro, with_defaults)
 
     main = unit.filename
     out = Prelude()
@@ -607,6 +607,27 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
         ns = _namespaces_of(template)
         hosted = rehost_template(definition, n, declared=declared)
         alias_at = (file, src, template.extent.start.offset, definition)
+        paths = rehost_paths(definition, n, src, declared=declared, none_type="cl_detail::cl_none") \
+            if hosted is None else None
+        if paths:
+            # several kernels under branches (or statements before the kernel): one class per path
+            opening = "".join(f"namespace {x} {{ " for x in ns)
+            closing = "".join("} " for _ in ns)
+            for j, (usings, struct, alias, label) in enumerate(paths):
+                name_alias = f"cl_rehosted_{n}_p{j}"
+                hit = re.search(rf"\busing\s+{re.escape(alias)}\s*=", blank_comments(definition))
+                alias_line = (src.count("\n", 0, template.extent.start.offset) + 1
+                              + definition[:hit.start()].count("\n")) if hit else None
+                out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n}_p{j} {{\n{usings}\n{struct}}}\n"
+                                f"using {name_alias} = typename cl_rehost_ns_{n}_p{j}::cl_rehost_{n}_p{j}"
+                                f"<{args}>::{alias};\n{closing}\n")
+                shown = f"{alias} [{label}]" if label else (f"{alias} [path {j}]" if len(paths) > 1 else alias)
+                out.hosted[name_alias] = (f"{name}<{args}>", line, unit.rel(file), alias_line, shown)
+                if capacity:
+                    block = probe.subject_block(name_alias, capacity,
+                                                prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}p{j}_")
+                    out.rehost_probes += f"{opening}\n{block}{closing}\n"
+            continue
         if hosted is None:
             # a template that only forwards to another (TensorRT-LLM's mixed-input MoE
             # launchers call ``..._impl<..., KernelType>``): that one re-hosted, named through
@@ -897,7 +918,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     return out
 
 
-_REHOSTED_RE = re.compile(r"cl_rehosted_(\d+)$")
+_REHOSTED_RE = re.compile(r"cl_rehosted_(\d+)(?:_p\d+)?$")
 
 
 def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path | None = None,
@@ -960,7 +981,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         k.line -= first - 1
         m = _REHOSTED_RE.search(k.qualified or "")
         if m:
-            k.qualified = f"{k.qualified[:m.start(1)]}{int(m.group(1)) - rehosted_before[i]}"
+            k.qualified = f"{k.qualified[:m.start(1)]}{int(m.group(1)) - rehosted_before[i]}{k.qualified[m.end(1):]}"
         out[i].kernels.append((k, rep))
     return out
 

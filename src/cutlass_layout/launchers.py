@@ -669,3 +669,288 @@ def kernel_aliases(text: str) -> list[tuple[str, int]]:
     outside comments and preprocessor lines (a launcher macro's definition is not one)."""
     clean = _DIRECTIVE.sub(_blank, blank_comments(text))
     return [(m.group(1), clean.count("\n", 0, m.start()) + 1) for m in KERNEL_ALIAS_RE.finditer(clean)]
+
+
+# ---------------------------------------------------------------------------------------
+# kernels under branches: one re-hosted class per path to a kernel alias
+
+def _call_args(clean: str, paren: int) -> tuple[list[str], int] | None:
+    """``([argument, ...], index of the closing paren)`` of the macro call whose ``(`` is at
+    ``paren``: split at commas outside parentheses, as the preprocessor splits them (braces and
+    angle brackets do not protect a comma)."""
+    depth, start, args = 0, paren + 1, []
+    for i in range(paren, len(clean)):
+        ch = clean[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(clean[start:i])
+                return args, i
+        elif ch == "," and depth == 1:
+            args.append(clean[start:i])
+            start = i + 1
+    return None
+
+
+def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
+    """``body`` (comments blanked) with each upper-case function-like macro call whose
+    arguments hold a kernel alias (:data:`KERNEL_ALIAS_RE`, else :data:`GEMM_KERNEL_ALIAS_RE`)
+    replaced by the macro's expansion, its definition read from ``defining`` (the text of the
+    file the function is defined in): flashinfer's ``group_gemm_sm90.cuh`` declares its kernel
+    inside ``DISPATCH_WEIGHT_LAYOUT(is_column_major, WEIGHT_LAYOUT, { ... })``, which expands to
+    a runtime ``if`` declaring ``WEIGHT_LAYOUT`` in each branch. Parameters and ``__VA_ARGS__``
+    (or a named variadic parameter) are substituted token by token, calls in the expansion
+    expanded again (up to ``depth`` levels). None where such a call cannot be expanded: its
+    definition is not in ``defining``, uses ``#`` or ``##``, or takes other arguments."""
+    clean = blank_comments(body)
+    out, last = [], 0
+    for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
+        if m.start() < last:
+            continue
+        found = _call_args(clean, m.end() - 1)
+        if found is None:
+            return None
+        args, close = found
+        inside = clean[m.end():close]
+        if not (KERNEL_ALIAS_RE.search(inside) or GEMM_KERNEL_ALIAS_RE.search(inside)):
+            continue
+        if depth == 0:
+            return None
+        definition = macro_definition(defining, m.group(1))
+        if definition is None:
+            return None
+        params, mbody, _ = definition
+        mbody = blank_comments(mbody)
+        if "#" in mbody:
+            return None
+        names = [p.strip() for p in params.split(",")] if params.strip() else []
+        mapping, variadic = {}, names[-1].endswith("...") if names else False
+        fixed = names[:-1] if variadic else names
+        if len(args) < len(fixed) or (not variadic and len(args) != len(fixed)):
+            return None
+        for p, a in zip(fixed, args):
+            mapping[p] = a.strip()
+        if variadic:
+            mapping[names[-1][:-3].strip() or "__VA_ARGS__"] = ",".join(args[len(fixed):]).strip()
+        expansion = re.sub(r"\b\w+\b", lambda t: mapping.get(t.group(0), t.group(0)), mbody)
+        expansion = expand_macro_calls(expansion, defining, depth - 1)
+        if expansion is None:
+            return None
+        out += [body[last:m.start()], expansion]
+        last = close + 1
+    out.append(body[last:])
+    return "".join(out)
+
+
+#: a statement kept as a class member on a path (:func:`kernel_paths`): declarations only
+_MEMBER_STMT = re.compile(r"\s*(?:using\b|typedef\b|static_assert\b|(?:static\s+)?constexpr\b|enum\b|"
+                          r"struct\b|class\b|union\b)")
+#: a block header whose block is a local type (kept whole where it is not on the path)
+_TYPE_HEAD = re.compile(r"\s*(?:template\s*<.*>\s*)?(?:struct|class|union|enum)\b", re.S)
+_IF_HEAD = re.compile(r"\s*(else\s+)?if\s*(constexpr\s*)?\((.*)\)\s*$", re.S)
+_ELSE_HEAD = re.compile(r"\s*else\s*$")
+
+
+def _next_stop(clean: str, i: int) -> tuple[int, str] | None:
+    """The next ``;``, ``{`` or ``}`` of ``clean`` from ``i`` outside parentheses and brackets."""
+    depth = 0
+    for j in range(i, len(clean)):
+        ch = clean[j]
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif depth == 0 and ch in ";{}":
+            return j, ch
+    return None
+
+
+def _negated(cond: str) -> str:
+    cond = " ".join(cond.split())
+    return f"!{cond}" if re.fullmatch(r"[\w:.]+", cond) else f"!({cond})"
+
+
+def _path_to(clean: str, start: int, target: int, pieces: list, labels: list) -> bool:
+    """Fill ``pieces`` (``("decl", text)`` and ``("cond", C)``, in order) and ``labels`` (the
+    runtime conditions) along the path from ``start`` to the statement at ``target``; False
+    where a block on the path is one this reader does not follow (a loop, ``switch``, lambda)."""
+    i = start
+    chain: tuple[str, list[str]] | None = None  # ("constexpr" | "runtime", conditions so far)
+    while True:
+        stop = _next_stop(clean, i)
+        if stop is None:
+            return False
+        j, ch = stop
+        if ch == "}":
+            return False
+        if ch == ";":
+            stmt = clean[i:j + 1]
+            if i <= target < j:
+                pieces.append(("decl", stmt))
+                return True
+            if _MEMBER_STMT.match(stmt):
+                pieces.append(("decl", stmt))
+            chain = None
+            i = j + 1
+            continue
+        close = _matching(clean, j, "{", "}")
+        if close is None:
+            return False
+        head = clean[i:j]
+        m_if, m_else = _IF_HEAD.match(head), _ELSE_HEAD.match(head)
+        conds: list[tuple[str, str]] = []
+        if m_if:
+            kind = "constexpr" if m_if.group(2) else "runtime"
+            cond = " ".join(m_if.group(3).split())
+            before = chain[1] if (m_if.group(1) and chain and chain[0] == kind) else []
+            if m_if.group(1) and not (chain and chain[0] == kind) and j < target < close:
+                return False  # an else-if whose if this reader did not see
+            conds = [(kind, _negated(c)) for c in before] + [(kind, cond)]
+            chain = (kind, before + [cond])
+        elif m_else:
+            if chain is None and j < target < close:
+                return False
+            conds = [(chain[0], _negated(c)) for c in chain[1]] if chain else []
+            chain = None
+        elif head.strip():
+            if not (j < target < close) and _TYPE_HEAD.match(head):
+                end = _next_stop(clean, close + 1)
+                stop_at = end[0] + 1 if end and end[1] == ";" else close + 1
+                pieces.append(("decl", clean[i:stop_at]))
+                i = stop_at
+                chain = None
+                continue
+            if j < target < close:
+                return False  # a loop, switch, lambda or initializer around the kernel
+            chain = None
+        if j < target < close:
+            for kind, c in conds:
+                (pieces.append(("cond", c)) if kind == "constexpr" else labels.append(c))
+            return _path_to(clean, j + 1, target, pieces, labels)
+        i = close + 1
+
+
+def kernel_paths(body: str) -> list[tuple[list[tuple[str, str]], list[str], str]] | None:
+    """Each path through a function body (comments blanked, after its ``{``) to a kernel alias
+    (:data:`KERNEL_ALIAS_RE`, else :data:`GEMM_KERNEL_ALIAS_RE`), as ``(pieces, labels,
+    alias)``: ``pieces`` the declarations on the way (those of enclosing blocks before the
+    block the path enters; statements, blocks off the path and the kernel's siblings after it
+    left out) and the ``if constexpr`` conditions the path needs (``("cond", C)``, ``!(C)`` for
+    an ``else``), in order; ``labels`` the runtime ``if`` conditions it takes (what tells two
+    kernels of one function apart). None where a kernel alias lies in a block this reader
+    does not follow; ``[]`` where the body has no kernel alias."""
+    pattern = KERNEL_ALIAS_RE if KERNEL_ALIAS_RE.search(body) else GEMM_KERNEL_ALIAS_RE
+    out = []
+    for m in pattern.finditer(body):
+        pieces: list = []
+        labels: list = []
+        if not _path_to(body, 0, m.start(), pieces, labels):
+            return None
+        out.append((pieces, labels, m.group(1)))
+    return out
+
+
+_NOT_NAMES = {"typename", "class", "int", "bool", "unsigned", "long", "short", "char", "auto", "size_t"}
+
+
+def parameter_names(params: str) -> list[str] | None:
+    """The names of a template parameter list as template arguments (``Ts...`` for a pack);
+    None where a parameter has no name."""
+    clean = blank_comments(params)
+    if not clean.strip():
+        return []
+    out = []
+    for s, e in _arg_spans("<" + clean + ">", 0, len(clean) + 1):
+        p = clean[s - 1:e - 1]
+        eq = _top_level_equals(p)
+        p = p[:eq] if eq is not None else p
+        words = re.findall(r"\w+", p)
+        if not words or words[-1] in _NOT_NAMES:
+            return None
+        out.append(words[-1] + ("..." if "..." in p else ""))
+    return out
+
+
+def _defaults_dropped(params: str) -> str:
+    clean = blank_comments(params)
+    parts = []
+    for s, e in _arg_spans("<" + clean + ">", 0, len(clean) + 1):
+        p = params[s - 1:e - 1]
+        eq = _top_level_equals(blank_comments(p))
+        parts.append(p[:eq].rstrip() if eq is not None else p)
+    return ", ".join(parts)
+
+
+def _members(decls: list[str]) -> tuple[list[str], str]:
+    """(``using namespace`` directives, the declarations as class members: local constants
+    static)."""
+    kept = " ".join(decls)
+    usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
+    kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
+    kept = re.sub(r"(^|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
+    return usings, kept
+
+
+def rehost_paths(definition: str, index: int, defining: str, *, name: str | None = None,
+                 declared: str | None = None, none_type: str = "void") -> list[tuple[str, str, str, str]] | None:
+    """The kernels of a function template whose body :func:`rehost_template` cannot re-host
+    (statements before the kernel alias, or several kernel aliases under branches):
+    ``[(using-directives, class templates text, kernel alias name, runtime label), ...]``, one
+    per :func:`kernel_paths` path, after :func:`expand_macro_calls` (``defining``: the text of
+    the template's file). Path ``j`` is class template ``{name}_p{j}`` (``name``:
+    ``cl_rehost_<index>``) of the template's parameters, whose member ``alias`` is the path's
+    kernel. A path under ``if constexpr`` conditions checks each with the declarations before
+    it (class ``..._w<i>``, member ``cl_when``) and declares the kernel's chain only where all
+    hold; elsewhere ``alias`` is ``none_type`` (the function builds no kernel there, and so none
+    is laid out). The label joins the path's runtime ``if`` conditions (``weight_column_major``,
+    ``!weight_column_major``). None where the body cannot be followed this way."""
+    found = _body(definition)
+    if found is None:
+        return None
+    params, body = found
+    if declared is not None:
+        params = with_defaults(params, declared)
+    body = expand_macro_calls(blank_comments(body), defining)
+    if body is None:
+        return None
+    paths = kernel_paths(body)
+    names = parameter_names(params)
+    if not paths or names is None:
+        return None
+    plain = _defaults_dropped(params)
+    args = ", ".join(names)
+    base = name or f"cl_rehost_{index}"
+    out = []
+    for j, (pieces, labels, alias) in enumerate(paths):
+        me = f"{base}_p{j}"
+        decls, conds, text = [], [], ""
+        usings: list[str] = []
+        for kind, piece in pieces:
+            if kind == "decl":
+                decls.append(piece)
+            else:
+                u, kept = _members(decls)
+                usings += u
+                text += (f"template <{plain}>\nstruct {me}_w{len(conds)} {{\n{kept}\n"
+                         f"static constexpr bool cl_when = ({piece});\n}};\n")
+                conds.append(piece)
+        u, kept = _members(decls)
+        usings += u
+        if not conds:
+            text += f"template <{params}>\nstruct {me} {{\n{kept}\n}};\n"
+        else:
+            for i in range(len(conds)):
+                stage = f"{me}_s{i}"
+                text += (f"template <bool, {plain}>\nstruct {stage} {{ using {alias} = {none_type}; }};\n")
+            for i in reversed(range(len(conds))):
+                stage = f"{me}_s{i}"
+                inner = (f"\n{kept}\n" if i == len(conds) - 1 else
+                         f" using {alias} = typename {me}_s{i + 1}<{me}_w{i + 1}<{args}>::cl_when, {args}>::{alias}; ")
+                text += f"template <{plain}>\nstruct {stage}<true, {args}> {{{inner}}};\n"
+            text += (f"template <{params}>\nstruct {me} {{ using {alias} = typename "
+                     f"{me}_s0<{me}_w0<{args}>::cl_when, {args}>::{alias}; }};\n")
+        label = " && ".join(" ".join(c.split()) for c in labels)
+        out.append(("\n".join(dict.fromkeys(usings)), text, alias, label))
+    return out

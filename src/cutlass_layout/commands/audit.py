@@ -131,8 +131,14 @@ def kernel_parts(spelling: str) -> dict:
         tag = next((p for p in reversed(policy) if _name(p).startswith("Kernel")), None)
         out["schedule"] = _name(tag if tag is not None else margs[0]) or None
     eargs = template_args(epilogue)
+    if len(eargs) == 1 and _name(epilogue).endswith("Adapter"):  # Sm90TmaWarpSpecializedAdapter<E>
+        epilogue, eargs = eargs[0], template_args(eargs[0])
     if len(eargs) >= 6:
         out["d"] = element_kind(eargs[5])
+    elif _name(epilogue) in ("DefaultEpilogue", "DefaultEpilogueArray") and len(eargs) >= 4:
+        # DefaultEpilogue<ElementC, StrideC, StrideD, ThreadEpilogueOp, Schedule>: D is the
+        # thread op's ElementOutput, its first argument (epilogue/collective/default_epilogue.hpp)
+        out["d"] = element_kind((template_args(eargs[3]) or [""])[0])
     return out
 
 
