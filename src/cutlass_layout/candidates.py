@@ -32,10 +32,28 @@ from its tokens). A config's ``sm_version`` then picks the kernel: the dispatch'
 ``tile_config_sm100`` member) runs the ``Sm103`` kernels, under ``if (gemm_config.sm_version == 103
 && std::is_same_v<T, Fp4Type> && std::is_same_v<WeightType, Fp4Type>)``; every other SM10x config
 runs an ``Sm100`` kernel (:attr:`Candidates.dispatched_by`).
+
+SM90's list is run over the code too (:func:`sm90_lists`): ``get_candidate_configs(90, 1, flags)``
+for the flags of each runner (:func:`runner_flags_sm90`, :data:`SM90_RUNNERS`; the dispatcher
+returns ``{}`` for ``FP4_ONLY`` without ``BLACKWELL``), which calls ``get_candidate_configs_sm90``:
+a loop over ``get_candidate_tiles_sm90`` pushing, for grouped non-weight-only runners, AUTO
+configs with the clusters ``sm90_supports_mcast_along_m/n`` allow, and for weight-only ones
+(W4A8, W4A16, FP8 x FP4 Humming) the four clusters with the one schedule of a ``std::set``
+(COOPERATIVE where ``sm90_supports_coop``, else PINGPONG). ``getTmaWarpSpecializedConfigs`` returns
+nothing where ``isValidHopperMOESpecialisation`` refuses the types (:func:`hopper_valid_rule`, read
+from its text) and, last, appends the Humming pre-MMA block's swap_ab configs (its statement run
+by :class:`_Eval` with the runner's mode). A tactic is tried where a config has its tile, cluster
+and (where not AUTO) mainloop schedule, with the FINALIZE and swap_ab duplications, and where the
+dispatch maps its tile and cluster: the TMA warp-specialized switches for the macro launchers'
+kernels, the mixed-input ones (``sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass``,
+``..._gemm_config``) for the mixed-input launchers' (:meth:`Candidates._get_sm90`). The
+mixed-input dispatch's schedule switches are not read: a mixed-input kernel is compiled for one
+schedule, and the list names it.
 """
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +69,8 @@ ARCH = {"sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile
         "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
         "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
         # CutlassTileConfigSM103 is an alias of CutlassTileConfigSM100 (gemm_configs.h), on the same member
-        "sm103": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100")}
+        "sm103": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
+        "sm90": ("get_candidate_configs_sm90", "CutlassTileConfigSM90", "tile_config_sm90")}
 #: the archs whose list is run over the install's code (:func:`sm100_lists`), with the ``sm`` it is run for
 SM10X = {"sm100": 100, "sm103": 103}
 #: element kinds that are FP8 activations (the ``FP8FP4_MIXED`` candidate flag)
@@ -103,6 +122,18 @@ class Candidates:
     #: "103": [...]}`` (by the enum alias a case names: ``CutlassTileConfigSM103::...`` cases
     #: run ``Sm103`` kernels)
     dispatched_by: dict[str, list] = field(default_factory=dict)
+    #: SM90: ``{runner (:func:`sm90_runner`): [[tile enum, cluster_shape, mainloop schedule,
+    #: swap_ab only], ...]}``, what ``getTmaWarpSpecializedConfigs(90, ...)`` builds before and
+    #: after its duplications (:func:`sm90_lists`): the rows of ``get_candidate_configs(90, 1,
+    #: flags)`` (False), then those of its Humming pre-MMA block (True: swap_ab copies only)
+    sm90: dict[str, list] = field(default_factory=dict)
+    #: SM90: the cluster shapes the TMA warp-specialized dispatch's cluster switch maps
+    #: (``dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized``)
+    dispatched_clusters: list[str] = field(default_factory=list)
+    #: SM90: the tile enums and cluster shapes the mixed-input dispatch maps
+    #: (``sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass``, ``..._gemm_config``)
+    mixed_dispatched: list[str] = field(default_factory=list)
+    mixed_clusters: list[str] = field(default_factory=list)
 
     def get(self, tactic) -> bool | None:
         """Whether the runtime would try ``tactic`` (a MoE :class:`~cutlass_layout.model.Tactic`);
@@ -112,6 +143,8 @@ class Candidates:
         name = tactic.name
         if self.sm100:
             return self._get_sm100(tactic)
+        if self.sm90:
+            return self._get_sm90(tactic)
         if name not in self.tiles or name not in self.dispatched:
             return False
         why = self.pruned.get(name)
@@ -122,6 +155,59 @@ class Candidates:
             return False
         return True
 
+
+    def _get_sm90(self, tactic) -> bool | None:
+        """SM90: whether a config of the runner's list has the tactic's tile enum, cluster
+        shape and, where the config names one other than ``AUTO``, its mainloop schedule; and
+        its fusion and swap_ab (FINALIZE and swap_ab copies of ``get_candidate_configs``' rows;
+        the Humming rows are swap_ab copies only, without FINALIZE ones). The runner
+        (:func:`sm90_runner`): for a kernel of the macro launcher, of the tactic's activation
+        and weight kinds; for one of the mixed-input MoE launchers (:data:`SM90_MIXED_MOE`,
+        named ``CtaShape..._ClusterShape_..._<schedule>[_<scale mode>]`` by
+        :func:`~cutlass_layout.commands.audit.mixed_identity`), of the launcher's first two
+        template arguments (the runner's ``T`` and ``WeightType``, which the mixed-input dispatch
+        passes on) and its scale mode. The tile and cluster must be ones the dispatch maps: the
+        TMA warp-specialized one's switches, or the mixed-input one's. None for the ACTIVATION
+        fusion, other launchers (fpA_intB's dense GEMM) and types this reader does not place."""
+        import re
+
+        if tactic.fusion == "activation":
+            return None
+        launcher = tactic.launcher or ""
+        if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
+            m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
+                             tactic.name)
+            types = [_CUDA_TLLM.get(x) for x in _first_args(launcher, 2)]
+            if m is None or None in types or len(types) != 2:
+                return None
+            tile, cluster, schedule, scale = m.groups()
+            runner = sm90_runner(types[0], types[1], scale)
+            tiles, clusters = self.mixed_dispatched, self.mixed_clusters
+        elif re.fullmatch(r"CtaShape\d+x\d+x\d+B", tactic.name) and tactic.cluster and len(tactic.cluster) == 3:
+            act, weight = (tactic.b, tactic.a) if tactic.swap_ab else (tactic.a, tactic.b)
+            if act == "mxfp8" or (act == "e5m2" and weight != "e5m2"):
+                return None  # an IsMXFPX runner; FP8 x FP4 runners take e4m3
+            tile, cluster, schedule = tactic.name, "x".join(map(str, tactic.cluster)), None
+            runner = sm90_runner(_TLLM_TYPE.get(str(act)), _TLLM_TYPE.get(str(weight)), None)
+            tiles, clusters = self.dispatched, self.dispatched_clusters
+        else:
+            return None
+        if runner is None or runner not in self.sm90:
+            return None
+        cluster = f"ClusterShape_{cluster}"
+        if tile not in tiles or cluster not in clusters:
+            return False
+        if (tactic.fusion == "finalize" or tactic.swap_ab) and not self.duplicated:
+            return False
+        for row_tile, row_cluster, row_schedule, swap_only in self.sm90[runner]:
+            if (row_tile, row_cluster) != (tile, cluster):
+                continue
+            if row_schedule != "AUTO" and row_schedule != schedule:
+                continue
+            if swap_only and (not tactic.swap_ab or tactic.fusion == "finalize"):
+                continue
+            return True
+        return False
 
     def _get_sm100(self, tactic) -> bool | None:
         """SM100/SM103: whether a config of the runner's list (:func:`runner_flags` of the
@@ -156,11 +242,11 @@ class Candidates:
 
 
 #: TensorRT-LLM's ``CutlassGemmConfig::CandidateConfigTypeParam`` bits (``gemm_configs.h``)
-CONFIG_BITS = {"WEIGHT_ONLY": 1 << 0, "SIMT_ONLY": 1 << 1, "BLACKWELL": 1 << 4, "GROUPED_GEMM": 1 << 5,
-               "FP8_ONLY": 1 << 6, "FP4_ONLY": 1 << 7, "FP8FP4_MIXED": 1 << 8}
-#: element kinds -> TensorRT-LLM's operand types (``Fp4Type``, ``__nv_fp8_e4m3``, ...)
+CONFIG_BITS = {"WEIGHT_ONLY": 1 << 0, "SIMT_ONLY": 1 << 1, "HOPPER": 1 << 3, "BLACKWELL": 1 << 4,
+               "GROUPED_GEMM": 1 << 5, "FP8_ONLY": 1 << 6, "FP4_ONLY": 1 << 7, "FP8FP4_MIXED": 1 << 8}
+#: element kinds -> TensorRT-LLM's operand types (``Fp4Type``, ``__nv_fp8_e4m3``, ``cutlass::uint4b_t``, ...)
 _TLLM_TYPE = {"nvfp4": "fp4", "mxfp4": "fp4", "e2m1": "fp4", "mxfp8": "fp8", "e4m3": "fp8", "e5m2": "fp8",
-              "bf16": "bf16", "f16": "f16", "f32": "f32"}
+              "bf16": "bf16", "f16": "f16", "f32": "f32", "u4": "uint4"}
 
 
 def runner_flags(activation: str | None, weight: str | None) -> int | None:
@@ -179,13 +265,97 @@ def runner_flags(activation: str | None, weight: str | None) -> int | None:
         flags |= b["WEIGHT_ONLY"]
     if t == "f32":
         flags |= b["SIMT_ONLY"]
-    if t == "fp8" and w != "fp4":
+    if t == "fp8" and w not in ("fp4", "uint4"):
         flags |= b["FP8_ONLY"]
     if t == "fp4" or (t == "fp8" and w == "fp4"):
         flags |= b["FP4_ONLY"]
     if t == "fp8" and w == "fp4":
         flags |= b["FP8FP4_MIXED"]
     return flags
+
+
+def runner_flags_sm90(t: str, w: str, humming: bool = False) -> int | None:
+    """The config flags ``MoeGemmRunner<T, WeightType, ..., Sm90Wfp4Afp8Mode>::
+    getTmaWarpSpecializedConfigs(90, ...)`` passes to ``get_candidate_configs``
+    (``moe_gemm/moe_gemm_template_dispatch.h``; ``use_fp8``, ``use_fp4``, ``use_wfp4afp8``,
+    ``use_sm90_humming_pre_mma`` from ``include/moe_gemm_kernels.h``), for TensorRT-LLM's types
+    as :data:`SM90_RUNNERS` names them (``fp8``: ``__nv_fp8_e4m3``): grouped and Hopper
+    always, ``WEIGHT_ONLY`` for T != WeightType, ``SIMT_ONLY`` for float T, ``FP8_ONLY`` for
+    FP8 x a weight neither ``uint4b_t`` nor FP4, ``FP4_ONLY`` for FP4 activations or FP8 x FP4
+    other than in the Humming pre-MMA mode (``humming``), ``FP8FP4_MIXED`` for FP8 x FP4. None
+    for other types."""
+    known = ("fp8", "bf16", "f16", "f32", "fp4", "uint4")
+    if t not in known or w not in known or t == "uint4":
+        return None
+    b = CONFIG_BITS
+    wfp4afp8 = t == "fp8" and w == "fp4"
+    flags = b["GROUPED_GEMM"] | b["HOPPER"]
+    if t != w:
+        flags |= b["WEIGHT_ONLY"]
+    if t == "f32":
+        flags |= b["SIMT_ONLY"]
+    if t == "fp8" and w not in ("fp4", "uint4"):
+        flags |= b["FP8_ONLY"]
+    if t == "fp4" or (wfp4afp8 and not humming):
+        flags |= b["FP4_ONLY"]
+    if wfp4afp8:
+        flags |= b["FP8FP4_MIXED"]
+    return flags
+
+
+#: The SM90 runners (activation, weight, ``Sm90Wfp4Afp8ScaleMode``) :func:`sm90_lists` reads,
+#: as TensorRT-LLM's types: flashinfer's ``moe_gemm_kernels_*.cu`` instantiate these
+#: ``MoeGemmRunner``s (the FP8 x FP4 ones in the Humming pre-MMA and both post-MMA modes)
+SM90_RUNNERS = (("fp8", "fp8", None), ("bf16", "bf16", None), ("f16", "f16", None), ("f32", "f32", None),
+                ("fp8", "uint4", None), ("bf16", "uint4", None), ("f16", "uint4", None),
+                ("bf16", "fp4", None), ("f16", "fp4", None), ("fp8", "fp4", "kHummingPreMmaE8M0"),
+                ("fp8", "fp4", "kPostMmaFp8Act"), ("fp8", "fp4", "kPostMmaMxfp8Act"))
+#: a mixed-input kernel's scale mode (its name's last part) -> the runner modes that build it
+_SCALE_MODES = {"PreMmaE8M0": ("kHummingPreMmaE8M0",), "PostMma": ("kPostMmaFp8Act", "kPostMmaMxfp8Act")}
+
+
+def sm90_runner(t: str | None, w: str | None, scale: str | None) -> str | None:
+    """The key of :attr:`Candidates.sm90` for TensorRT-LLM types (:data:`SM90_RUNNERS`' names)
+    and, for a mixed-input kernel, its scale mode (``PreMmaE8M0``, ``PostMma`` or None where
+    its name gives none, the launcher's default ``kPostMma``): ``"fp8xfp8"``,
+    ``"fp8xuint4"``, ``"fp8xfp4/humming"``, ``"fp8xfp4/post"``, ...; None for other types or
+    scale modes."""
+    if t is None or w is None:
+        return None
+    if t == "fp8" and w == "fp4":
+        mode = {"PreMmaE8M0": "humming", "PostMma": "post", None: "post"}.get(scale)
+        return None if mode is None else f"{t}x{w}/{mode}"
+    return f"{t}x{w}" if scale in (None, "PostMma") else None
+
+
+#: TensorRT-LLM's SM90 mixed-input MoE launchers (``moe_gemm/launchers/moe_gemm_tma_ws_mixed_input_launcher.h``)
+SM90_MIXED_MOE = ("sm90_generic_mixed_moe_gemm_kernelLauncher", "sm90_generic_mixed_moe_small_k_kernelLauncher")
+#: a launcher's template argument as written -> TensorRT-LLM's type (:data:`SM90_RUNNERS`' names)
+_CUDA_TLLM = {"__nv_fp8_e4m3": "fp8", "SafeFP8": "fp8", "cutlass::uint4b_t": "uint4", "SafeFP4": "fp4",
+              "__nv_fp4_e2m1": "fp4", "__nv_bfloat16": "bf16", "SafeBF16": "bf16", "half": "f16", "float": "f32"}
+
+
+def _first_args(spelled: str, n: int) -> list[str]:
+    """The first ``n`` template arguments of ``name<a, b, ...>`` as written (fewer where it
+    has fewer)."""
+    out, depth, cur = [], 0, ""
+    for ch in spelled.partition("<")[2]:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            if len(out) == n:
+                return out
+            continue
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out[:n]
 
 
 #: (activation, weight) kinds of the SM100 MoE runners flashinfer builds
@@ -241,6 +411,134 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
             return f"runtime candidates: get_candidate_configs for SM{sm} cannot be followed ({exc})"
         out[str(flags)] = rows
     return out
+
+
+def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list] | str:
+    """``{runner: [[tile enum, cluster_shape, mainloop schedule, swap_ab only], ...]}`` for
+    each of :data:`SM90_RUNNERS` (keyed as :func:`sm90_runner` keys a tactic's): what
+    ``MoeGemmRunner::getTmaWarpSpecializedConfigs(90, ...)`` (``tma_configs``, its
+    definition) builds, read from the install's code: an empty list where
+    ``isValidHopperMOESpecialisation`` (``hopper_valid``: :func:`hopper_valid_rule`) refuses
+    the types; else the rows of ``get_candidate_configs(90, 1, flags)``
+    (``cutlass_heuristic.cpp``: ``get_candidate_configs_sm90`` over
+    ``get_candidate_tiles_sm90``, run by :class:`_Eval` for :func:`runner_flags_sm90`),
+    then the rows of the statement of ``getTmaWarpSpecializedConfigs`` that names
+    ``Sm90Wfp4Afp8Mode`` (the Humming pre-MMA block after the FINALIZE and swap_ab
+    duplications, which pushes configs with ``swap_ab`` set), run by :class:`_Eval` with the
+    runner's ``use_wfp4afp8``, mode and ``sm`` 90. Or the line saying why it cannot be read:
+    the function has another shape (no such statement, or another statement after it than
+    ``return tma_ws_configs;``)."""
+    import clang.cindex as ci
+
+    roots = (str(sources), str(sources.resolve()))
+    fn = next((c for c in _declarations(unit.tu.cursor, roots)
+               if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
+               and c.spelling == "get_candidate_configs"), None)
+    if fn is None or tma_configs is None:
+        return f"runtime candidates: get_candidate_configs or getTmaWarpSpecializedConfigs not found in {HEURISTIC} / {DISPATCH}"
+    body = next((c for c in tma_configs.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
+    stmts = list(body.get_children()) if body is not None else []
+    at = [i for i, st in enumerate(stmts) if st.kind == ci.CursorKind.IF_STMT
+          and "Sm90Wfp4Afp8Mode" in [t.spelling for t in st.get_tokens()]]
+    rest = [[t.spelling for t in st.get_tokens()] for st in stmts[at[0] + 1:]] if len(at) == 1 else None
+    if [[t for t in r if t != ";"] for r in rest or []] != [["return", "tma_ws_configs"]]:
+        return ("runtime candidates: getTmaWarpSpecializedConfigs has no single last statement naming "
+                f"Sm90Wfp4Afp8Mode before its return ({DISPATCH})")
+    block = stmts[at[0]]
+    modes = {}
+    for c in block.walk_preorder():
+        ref = c.referenced if c.kind == ci.CursorKind.DECL_REF_EXPR else None
+        if ref is not None and ref.kind == ci.CursorKind.ENUM_CONSTANT_DECL \
+                and ref.semantic_parent.spelling == "Sm90Wfp4Afp8ScaleMode":
+            modes = {e.spelling: EnumValue(e.enum_value, e.spelling, "Sm90Wfp4Afp8ScaleMode")
+                     for e in ref.semantic_parent.get_children()
+                     if e.kind == ci.CursorKind.ENUM_CONSTANT_DECL}
+            break
+    out: dict[str, list] = {}
+    for t, w, mode in SM90_RUNNERS:
+        key = f"{t}x{w}" + ("" if mode is None else "/humming" if mode == "kHummingPreMmaE8M0" else "/post")
+        if mode is not None and mode not in modes:
+            return f"runtime candidates: Sm90Wfp4Afp8ScaleMode has no {mode} ({DISPATCH})"
+        flags = runner_flags_sm90(t, w, humming=mode == "kHummingPreMmaE8M0")
+        rows: list = []
+        if hopper_valid(t, w):
+            try:
+                for c in _Eval().call(fn, [90, 1, flags]) or []:
+                    rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
+                                 c["mainloop_schedule"].name, False])
+                env = ChainMap({"use_wfp4afp8": t == "fp8" and w == "fp4", "sm": 90, "tma_ws_configs": [],
+                                "Sm90Wfp4Afp8Mode": modes.get(mode or "kDisabled", EnumValue(0, "kDisabled", ""))})
+                _Eval().run(block, env)
+                for c in env["tma_ws_configs"]:
+                    if c.get("swap_ab") is not True:
+                        raise Unreadable("a config of the Sm90Wfp4Afp8Mode block without swap_ab")
+                    rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
+                                 c["mainloop_schedule"].name, True])
+            except (Unreadable, KeyError, AttributeError, TypeError, IndexError) as exc:
+                return f"runtime candidates: getTmaWarpSpecializedConfigs for SM90 cannot be followed ({exc})"
+        if key in out and out[key] != rows:
+            return f"runtime candidates: the SM90 runners of {key} have different lists"
+        out[key] = rows
+    return out
+
+
+#: ``isValidHopperMOESpecialisation``'s body (``moe_gemm/moe_tma_warp_specialized_traits.h``),
+#: its ``#if`` branches taken, without spaces -> which (activation, weight) it allows
+_HOPPER_VALID = {
+    "ifconstexpr(Fusion==TmaWarpSpecializedGroupedGemmInput::EpilogueFusion::ACTIVATION){returnfalse;}"
+    "return(cutlass::platform::is_same<T,WeightType>::value||(cutlass::platform::is_same<cutlass::uint4b_t,"
+    "WeightType>::value&&cutlass::platform::is_same<T,__nv_fp8_e4m3>::value)||cutlass::platform::is_same<"
+    "Fp4Type,WeightType>::value)&&!cutlass::platform::is_same<T,Fp4Type>::value&&cutlass::platform::"
+    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;":
+        lambda t, w: (t == w or (w == "uint4" and t == "fp8") or w == "fp4") and t != "fp4",
+    "ifconstexpr(Fusion==TmaWarpSpecializedGroupedGemmInput::EpilogueFusion::ACTIVATION){returnfalse;}"
+    "return(cutlass::platform::is_same<T,WeightType>::value||(cutlass::platform::is_same<cutlass::uint4b_t,"
+    "WeightType>::value&&cutlass::platform::is_same<T,__nv_fp8_e4m3>::value))&&cutlass::platform::"
+    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;":
+        lambda t, w: t == w or (w == "uint4" and t == "fp8"),
+    "ifconstexpr(Fusion==TmaWarpSpecializedGroupedGemmInput::EpilogueFusion::ACTIVATION){returnfalse;}"
+    "returnfalse;": lambda t, w: False,
+}
+
+
+def hopper_valid_rule(inc: Path, defined: set[str]):
+    """Which TensorRT-LLM types (:data:`SM90_RUNNERS`' names) ``isValidHopperMOESpecialisation<T,
+    WeightType>()`` (``moe_gemm/moe_tma_warp_specialized_traits.h`` below ``inc``) allows, for
+    the default epilogue and a fusion other than ACTIVATION: its body with the branches of its
+    ``#if defined(X)`` / ``#ifdef X`` taken for the macros in ``defined`` (``ENABLE_FP4``,
+    ``CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED``), one of the bodies of
+    :data:`_HOPPER_VALID`; None for another body. Read from the text (the audit's parses take
+    that header from a precompiled header built without function bodies)."""
+    import re
+
+    from .launchers import blank_comments
+
+    try:
+        text = blank_comments((inc / TRAITS).read_text(errors="replace"))
+    except OSError:
+        return None
+    m = re.search(r"constexpr\s+bool\s+isValidHopperMOESpecialisation\s*\(\s*\)\s*\{(.*?)\n\}", text, re.S)
+    if m is None:
+        return None
+    kept, stack = [], []
+    for line in m.group(1).split("\n"):
+        d = re.match(r"\s*#\s*(ifdef|if\s+defined|else|endif)\b\s*\(?\s*(\w*)", line)
+        if d is None:
+            if all(stack):
+                kept.append(line)
+        elif d.group(1) == "else":
+            if not stack:
+                return None
+            stack[-1] = not stack[-1]
+        elif d.group(1) == "endif":
+            if not stack:
+                return None
+            stack.pop()
+        else:
+            stack.append(d.group(2) in defined)
+    if stack or any(re.match(r"\s*#", ln) for ln in kept):
+        return None
+    return _HOPPER_VALID.get("".join("".join(kept).split()))
 
 
 #: The runner variables :func:`sm103_rules` knows (``MoeGemmRunner``'s, ``include/moe_gemm_kernels.h``)
@@ -299,6 +597,41 @@ def _declarations(cursor, roots: tuple[str, ...]):
             yield from _declarations(c, roots)
 
 
+#: Which of the macros :func:`hopper_valid_rule` takes branches on the parse defines: an enum
+#: declared in the parsed text for each one defined (read by :func:`_defined`)
+PROBE_MACROS = "".join(f"#if defined({m})\nenum cutlass_layout_defined_{m} {{}};\n#endif\n"
+                       for m in ("ENABLE_FP4", "CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED"))
+
+
+def _defined(unit) -> set[str]:
+    """The macros of :data:`PROBE_MACROS` that are defined in ``unit``."""
+    import clang.cindex as ci
+
+    return {c.spelling.removeprefix("cutlass_layout_defined_") for c in unit.tu.cursor.get_children()
+            if c.kind == ci.CursorKind.ENUM_DECL and c.spelling.startswith("cutlass_layout_defined_")}
+
+
+def _cases(fn, member: str, enum: str) -> list[str]:
+    """The enum constants of ``enum`` that the case labels of the switches below ``fn`` whose
+    condition names ``member`` name, in order."""
+    import clang.cindex as ci
+
+    out: list[str] = []
+    for sw, _ in _switches(fn):
+        cond = next(sw.get_children(), None)
+        if cond is None or not any(t.spelling == member for t in cond.get_tokens()):
+            continue
+        for case in (c for c in sw.walk_preorder() if c.kind == ci.CursorKind.CASE_STMT):
+            label = next(case.get_children(), None)
+            for r in ([label] + list(label.walk_preorder())) if label is not None else []:
+                name = _enum_constant(r, enum) if r.kind == ci.CursorKind.DECL_REF_EXPR else None
+                if name:
+                    if name not in out and name not in ("Undefined", "ChooseWithHeuristic"):
+                        out.append(name)
+                    break
+    return out
+
+
 def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     """Read :class:`Candidates` from a parsed unit that includes the heuristic and both
     dispatch sources (bodies parsed), which lie below ``sources``."""
@@ -307,6 +640,7 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     fn_name, enum, member = ARCH[arch]
     out = Candidates()
     fn = disp = dup = None
+    sm90_fns: dict = {}
     for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve()))):
         if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition():
             if c.spelling == fn_name and fn is None:
@@ -314,6 +648,8 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
         elif c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.is_definition():
             if c.spelling == "dispatchMoeGemmSelectTileShapeTmaWarpSpecialized":
                 disp = c
+            elif c.spelling in _SM90_DISPATCH:
+                sm90_fns.setdefault(c.spelling, c)
         elif c.kind == ci.CursorKind.CXX_METHOD and c.spelling == "getTmaWarpSpecializedConfigs" \
                 and c.is_definition():
             dup = c
@@ -397,7 +733,35 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
             return out
         out.sm100 = lists
         out.finalize_needs_tma = "remove_if" in words and "NO_SMEM" in words
+    if arch == "sm90":
+        missing = [f for f in _SM90_DISPATCH if f not in sm90_fns]
+        if missing:
+            out.note = f"runtime candidates: {', '.join(missing)} not found in the MoE dispatch ({DISPATCH})"
+            return out
+        out.dispatched_clusters = _cases(sm90_fns["dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized"],
+                                         "cluster_shape", "ClusterShape")
+        out.mixed_dispatched = _cases(sm90_fns["sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass"], member, enum)
+        out.mixed_clusters = _cases(sm90_fns["sm90_dispatch_moe_mixed_dtype_gemm_config"],
+                                    "cluster_shape", "ClusterShape")
+        if not (out.dispatched_clusters and out.mixed_dispatched and out.mixed_clusters):
+            out.note = f"runtime candidates: a switch of the SM90 MoE dispatch was not found ({DISPATCH})"
+            return out
+        valid = hopper_valid_rule(sources, _defined(unit))
+        if valid is None:
+            out.note = f"runtime candidates: isValidHopperMOESpecialisation has a shape this reader does not follow ({TRAITS})"
+            return out
+        lists = sm90_lists(unit, sources, dup, valid)
+        if isinstance(lists, str):
+            out.note = lists
+            return out
+        out.sm90 = lists
     return out
+
+
+#: The SM90 dispatch functions :func:`read_candidates` reads the cases of (the TMA
+#: warp-specialized cluster switch, the mixed-input tile and cluster switches)
+_SM90_DISPATCH = ("dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized",
+                  "sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass", "sm90_dispatch_moe_mixed_dtype_gemm_config")
 
 
 def _switches(cursor, guard: str | None = None):
@@ -566,7 +930,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     if hit is not None or cached_only:
         return hit
     # the dispatch header includes the TMA WS dispatch (which has no include guard)
-    text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC))
+    text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC)) + PROBE_MACROS
     pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None
     try:
         unit = ProbeUnit(text, list(flags) + (["-include-pch", str(pch)] if pch else []),
@@ -589,7 +953,7 @@ def candidates_key(install, arch: str, flags: list[str]) -> str:
     and the MoE module's clang ``flags``."""
     from .frontends.clang import libclang_version
 
-    return cache_key("candidates/2", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
+    return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
                      code=("candidates.py", "launchers.py"))
 
 
@@ -673,13 +1037,16 @@ _NO_EFFECT = ("PAREN_EXPR", "CXX_STATIC_CAST_EXPR", "CSTYLE_CAST_EXPR", "UNEXPOS
 
 class _Eval:
     """Runs a C++ function of the install (a libclang definition, bodies parsed) on given
-    argument values, for the few constructs TensorRT-LLM's SM100 candidate functions are
-    written in: local variables, ``if``, ``?:``, range ``for`` (also over a braced list and with
-    a structured binding), ``return``, integer, bool and enum values, ``std::vector``
-    ``push_back`` / ``insert(end, v.begin(), v.end())``, braced lists and pairs,
-    ``std::get<N>``, ``std::make_tuple``, calls of other functions with a body, and the
-    constructor of ``CutlassGemmConfig`` (a dict keyed by its parameter names). ``assert``
-    statements are skipped. Anything else raises :class:`Unreadable`: the answer is never
+    argument values, for the few constructs TensorRT-LLM's SM100 and SM90 candidate functions
+    are written in: local variables (also a structured binding, and declared with a
+    constructor's arguments), ``if``, ``?:``, range ``for`` (also over a braced list and with a
+    structured binding), ``return``, integer, bool and enum values, ``std::vector``
+    ``push_back`` / ``insert(end, v.begin(), v.end())`` / ``size()``, ``std::set`` of enum
+    values (``insert``, iterated in ascending order), braced lists and pairs, ``std::get<N>``,
+    ``std::make_tuple``, calls of other functions with a body, the constructor of
+    ``CutlassGemmConfig`` (a dict keyed by its parameter names), assignment to a variable
+    (``config = CutlassGemmConfig(...)``) or to a member of a config (``config.swap_ab =
+    true``). ``assert`` statements and ``using`` aliases are skipped. Anything else raises :class:`Unreadable`: the answer is never
     guessed. At most :data:`STEPS` steps."""
 
     STEPS = 200000
@@ -696,7 +1063,7 @@ class _Eval:
         params = [c for c in body.get_children() if c.kind == ci.CursorKind.PARM_DECL]
         if len(params) != len(args):
             raise Unreadable(f"{fn.spelling}: {len(args)} arguments for {len(params)} parameters")
-        env = {p.spelling: a for p, a in zip(params, args)}
+        env = ChainMap({p.spelling: a for p, a in zip(params, args)})
         stmt = next((c for c in body.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
         if stmt is None:
             raise Unreadable(f"{fn.spelling} has no body here")
@@ -712,7 +1079,7 @@ class _Eval:
             raise Unreadable("too many steps")
         k = c.kind
         if k == ci.CursorKind.COMPOUND_STMT:
-            env = dict(env)
+            env = env.new_child()
             for s in c.get_children():
                 done = self.run(s, env)
                 if done is not None:
@@ -722,7 +1089,10 @@ class _Eval:
             for d in c.get_children():
                 if d.kind == ci.CursorKind.VAR_DECL:
                     env[d.spelling] = self.init_of(d, env)
-                elif d.kind != ci.CursorKind.STATIC_ASSERT:
+                elif d.kind == ci.CursorKind.UNEXPOSED_DECL:  # auto [a, b, c] = ...;
+                    self.bind(d, env)
+                elif d.kind not in (ci.CursorKind.STATIC_ASSERT, ci.CursorKind.TYPE_ALIAS_DECL,
+                                    ci.CursorKind.TYPEDEF_DECL):
                     raise Unreadable(f"declaration {d.kind.name}")
             return None
         if k == ci.CursorKind.IF_STMT:
@@ -741,7 +1111,7 @@ class _Eval:
             names = ([d.spelling for d in decl.get_children() if d.kind == ci.CursorKind.UNEXPOSED_DECL]
                      if decl.kind == ci.CursorKind.UNEXPOSED_DECL else [decl.spelling])
             for item in list(items):
-                inner = dict(env)
+                inner = env.new_child()
                 if len(names) == 1:
                     inner[names[0]] = item
                 else:
@@ -758,10 +1128,45 @@ class _Eval:
             return None  # assert(...) as the C library expands it
         if all(x.kind.name in _NO_EFFECT for x in c.walk_preorder()):
             return None  # ((void)0): assert(...) under NDEBUG
-        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.CALL_EXPR):
+        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.CALL_EXPR, ci.CursorKind.BINARY_OPERATOR):
             self.value(c, env, statement=True)
             return None
         raise Unreadable(f"statement {k.name}: {_text(c)}")
+
+    def bind(self, d, env):
+        """A structured binding declaration (``auto const [a, b, c] = init;``)."""
+        import clang.cindex as ci
+
+        kids = list(d.get_children())
+        names = [ch.spelling for ch in kids if ch.kind == ci.CursorKind.UNEXPOSED_DECL]
+        inits = [ch for ch in kids if ch.kind != ci.CursorKind.UNEXPOSED_DECL]
+        if not names or len(inits) != 1:
+            raise Unreadable(f"a structured binding: {_text(d)}")
+        value = self.value(inits[0], env)
+        if not isinstance(value, (tuple, list)) or len(value) != len(names):
+            raise Unreadable(f"a structured binding of another size: {_text(d)}")
+        env.update(zip(names, value))
+
+    def assign(self, target, value, env):
+        """``target = value`` for a variable of an enclosing scope, or ``var.member = value``
+        for a config (a dict) variable."""
+        import clang.cindex as ci
+
+        if isinstance(value, dict):
+            value = dict(value)  # a copy, as C++ assigns
+        if target.kind == ci.CursorKind.DECL_REF_EXPR:
+            scope = next((m for m in env.maps if target.spelling in m), None)
+            if scope is None:
+                raise Unreadable(f"{target.spelling} is not known here")
+            scope[target.spelling] = value
+            return
+        if target.kind == ci.CursorKind.MEMBER_REF_EXPR:
+            obj = next(target.get_children(), None)
+            name = obj.spelling if obj is not None and obj.kind == ci.CursorKind.DECL_REF_EXPR else None
+            if name in env and isinstance(env[name], dict):
+                env[name][target.spelling] = value
+                return
+        raise Unreadable(f"an assignment to {_text(target)}")
 
     def init_of(self, d, env):
         import clang.cindex as ci
@@ -799,6 +1204,9 @@ class _Eval:
             if c.spelling in env:
                 return env[c.spelling]
             raise Unreadable(f"{c.spelling} is not known here")
+        if k == ci.CursorKind.BINARY_OPERATOR and c.spelling == "=" and statement:
+            self.assign(kids[0], self.value(kids[1], env), env)
+            return None
         if k == ci.CursorKind.BINARY_OPERATOR:
             op = c.spelling
             a = self.value(kids[0], env)
@@ -840,21 +1248,35 @@ class _Eval:
                 if len(args) == 1:
                     return list(self.value(args[0], env))
                 raise Unreadable(f"a vector built from {len(args)} arguments")
+            if name == "set" and not args:  # std::set<...> s;
+                return _Set()
             if name == "pair" and len(args) == 2:
                 return tuple(self.value(a, env) for a in args)
             params = [p.spelling for p in ref.get_arguments()]
             if name == "CutlassGemmConfig" and len(params) == len(args):
                 return {p: self.value(a, env) for p, a in zip(params, args)}
             raise Unreadable(f"constructor {name}")
+        if name == "operator=" and statement and len(kids) == 3:  # config = CutlassGemmConfig(...);
+            self.assign(_bare(kids[0]), self.value(kids[2], env), env)
+            return None
         head = kids[0] if kids else None
         if head is not None and head.kind == ci.CursorKind.MEMBER_REF_EXPR:
             obj = next(head.get_children(), None)
+            obj = _bare(obj) if obj is not None else None
             target = obj.spelling if obj is not None and obj.kind == ci.CursorKind.DECL_REF_EXPR else None
+            if target in env and isinstance(env[target], _Set):
+                if name == "insert" and len(args) == 1 and statement:
+                    env[target].insert(self.value(args[0], env))
+                    return None
+                raise Unreadable(f"{name} of {target}")
             if target not in env or not isinstance(env[target], list):
                 raise Unreadable(f"{name} of {_text(head)}")
+            if name == "size" and not args:
+                return len(env[target])
             if name == "push_back" and len(args) == 1:
                 item = self.value(args[0], env)
-                env[target].append(tuple(item) if isinstance(item, list) else item)
+                env[target].append(tuple(item) if isinstance(item, list)
+                                   else dict(item) if isinstance(item, dict) else item)
                 return None
             if name == "insert" and len(args) == 3:
                 src = [[t.spelling for t in a.get_tokens()] for a in args[1:]]
@@ -873,6 +1295,36 @@ class _Eval:
         if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
             return self.call(ref, [self.value(a, env) for a in args])
         raise Unreadable(f"call {name}: {_text(c)}")
+
+
+class _Set:
+    """A ``std::set`` of integer values (enum constants): iterated in ascending order, as
+    ``std::less`` orders it."""
+
+    def __init__(self):
+        self.items: list = []
+
+    def insert(self, value) -> None:
+        if not isinstance(value, int):
+            raise Unreadable(f"a set of {type(value).__name__}")
+        if value not in self.items:
+            self.items.append(value)
+            self.items.sort(key=int)
+
+    def __iter__(self):
+        return iter(list(self.items))
+
+
+def _bare(c):
+    """``c`` without the implicit casts libclang shows as unexposed expressions."""
+    import clang.cindex as ci
+
+    while c.kind == ci.CursorKind.UNEXPOSED_EXPR:
+        kids = list(c.get_children())
+        if len(kids) != 1:
+            break
+        c = kids[0]
+    return c
 
 
 def _text(c) -> str:
