@@ -478,7 +478,7 @@ class LayoutReport:
         c = self.config
         what = (c["type"] if "type" in c else
                 f"{c.get('arch')} {c.get('kernel')} {c.get('a')}x{c.get('b')} "
-                f"{'x'.join(map(str, c.get('tile', ())))} stages={c.get('stages')} {c.get('preset')}")
+                f"{'x'.join(map(str, c.get('tile') or ()))} stages={c.get('stages')} {c.get('preset')}")
         if self.error is not None:
             return f"<LayoutReport {what}: {self.error.one_line()}>"
         n = self.smem_bytes
