@@ -953,8 +953,9 @@ def _install(root: Path, origin: str, fingerprint: str | None = None,
 
 
 def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
-    with _open_wheel(path) as zf:
+    with _open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
         names = zf.namelist()
+        requirement = _wheel_requirement(path, zf, names)
     if "flashinfer/jit/__init__.py" not in names and not any(n.startswith("flashinfer/jit/") for n in names):
         raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
     digest = _sha256_file(path)[:16]
@@ -969,7 +970,6 @@ def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
                 _unpack_install(path, base)
     # the CUTLASS include tree is unpacked (and marked complete) as for `--cutlass WHEEL`
     _from_wheel(path, "flashinfer/data/cutlass/include", origin)
-    requirement = _wheel_requirement(path, names)
     _write_requirement(base, requirement)
     return _install(base / "flashinfer", origin, fingerprint=f"wheel:{digest}", requirement=requirement)
 
@@ -1124,15 +1124,15 @@ def _requirement_of(metadata: str) -> str | None:
     return None
 
 
-def _wheel_requirement(path: Path, names: list[str]) -> str | None:
+def _wheel_requirement(path: Path, zf: zipfile.ZipFile, names: list[str]) -> str | None:
+    """The TVM FFI requirement in the METADATA of the wheel ``zf`` (open, from ``path``)."""
     meta = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if not meta:
         return None
-    with _open_wheel(path) as zf:
-        try:
-            text = zf.read(meta[0]).decode("utf-8", "replace")
-        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
-            raise _damaged(path, exc) from None
+    try:
+        text = zf.read(meta[0]).decode("utf-8", "replace")
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+        raise _damaged(path, exc) from None
     return _requirement_of(text)
 
 
