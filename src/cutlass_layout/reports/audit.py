@@ -9,18 +9,12 @@ from rich.markup import escape
 
 from ..config import tile_text
 from ..sources import checkout_path
-from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
+from .common import (_VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name,
+                     verdict_words)
 from .layout import default_console
 
 _VERDICT_STYLE = {"fits": "green", "exact_fit": "yellow", "over_capacity": "red",
                   "does_not_compile": "magenta"}
-_VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "over capacity",
-                 "does_not_compile": "does not compile"}
-
-
-def verdict_words(verdict: str) -> str:
-    """A verdict (``over_capacity``) in the tables' words (``over capacity``)."""
-    return _VERDICT_TEXT.get(verdict, str(verdict))
 
 
 def verdict_cell(x) -> tuple[str, str]:

@@ -296,7 +296,7 @@ def _audit_head(a) -> str:
 
 def _audit_counts(a) -> str:
     """The audit side's counts: each kind of row, the verdict changes by verdict."""
-    from .audit import verdict_words
+    from .common import verdict_words
 
     counts = a.summary()
     moves = ", ".join(f"{m['count']} {verdict_words(m['old'])} -> {verdict_words(m['new'])}"

@@ -10,7 +10,7 @@ import json
 from ..config import tile_text
 from ..model import VERDICTS, CompileError, SweepResult
 from .common import (Column, approximation_head, audit_command, markdown_table, md_cell, print_table,
-                     rich_table, source_name, tactic_text)
+                     rich_table, source_name, tactic_text, verdict_words)
 
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",
@@ -123,7 +123,7 @@ def _table(result: SweepResult, tile_bytes: bool):
         mx = ("could not search" if r.search().status == "could not run"
               else "none" if r.max_stages_that_fit is None
               else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
-        verdict = r.verdict + (" (exact fit)" if r.exact_fit else "")
+        verdict = verdict_words(r.verdict) + (" (exact fit)" if r.exact_fit else "")
         rows.append([(verdict, _STYLE[r.verdict]), labels[id(r)], stages, n(r.mainloop_bytes),
                      n(r.epilogue_bytes), n(r.kernel_bytes), n(r.headroom_bytes), mx])
     return recs, head, rows, labels
