@@ -377,6 +377,9 @@ def test_audit_reports_the_family(audited):
     assert any("MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in n
                for n in audited.notes)
     assert audited.capacity.value == 101376
+    from cutlass_layout.reports.audit import _head  # the head line says where they come from
+    assert _head(audited)[2].startswith("sm120: 255 tactics from the MoE runner's SM80-path headers "
+                                        "(no generated source); capacity 101376 B")
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
     by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}
     assert len(by) == len(audited.tactics)

@@ -191,8 +191,20 @@ def _head(result) -> list[str]:
     capacity = f"; capacity {cap.value} B{where}" if cap is not None else ""
     return [f"{p['library']} {p['version']} ({p['origin']}){shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
-            f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} from {len(parsed)} "
-            f"generated sources{capacity}"]
+            f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} {_origins(result, parsed)}"
+            f"{capacity}"]
+
+
+def _origins(result, parsed: list) -> str:
+    """Where the tactics come from: ``from 61 generated sources``, and the SM80-path MoE
+    kernels apart (``moe_sm80``: read from the MoE runner's headers, in no generated source)."""
+    n = sum(t.family == "moe_sm80" for t in result.tactics)
+    if not n:
+        return f"from {len(parsed)} generated sources"
+    if n == len(result.tactics) and not parsed:
+        return "from the MoE runner's SM80-path headers (no generated source)"
+    return (f"({len(result.tactics) - n} from {len(parsed)} generated sources, {n} from the MoE "
+            "runner's SM80-path headers)")
 
 
 #: the location an error ends with where it is the source itself (an absolute path:
