@@ -259,15 +259,21 @@ def runner_flags(activation: str | None, weight: str | None) -> int | None:
     t, w = _TLLM_TYPE.get(str(activation)), _TLLM_TYPE.get(str(weight))
     if t is None or w is None:
         return None
+    return _runner_bits(t, w, "BLACKWELL", fp4_only=t == "fp4" or (t == "fp8" and w == "fp4"))
+
+
+def _runner_bits(t: str, w: str, arch_bit: str, *, fp4_only: bool) -> int:
+    """The flags both arches' runners pass (``GROUPED_GEMM``, ``arch_bit``, ``WEIGHT_ONLY``,
+    ``SIMT_ONLY``, ``FP8_ONLY``, ``FP8FP4_MIXED``), ``FP4_ONLY`` where ``fp4_only``."""
     b = CONFIG_BITS
-    flags = b["GROUPED_GEMM"] | b["BLACKWELL"]
+    flags = b["GROUPED_GEMM"] | b[arch_bit]
     if t != w:
         flags |= b["WEIGHT_ONLY"]
     if t == "f32":
         flags |= b["SIMT_ONLY"]
     if t == "fp8" and w not in ("fp4", "uint4"):
         flags |= b["FP8_ONLY"]
-    if t == "fp4" or (t == "fp8" and w == "fp4"):
+    if fp4_only:
         flags |= b["FP4_ONLY"]
     if t == "fp8" and w == "fp4":
         flags |= b["FP8FP4_MIXED"]
@@ -287,20 +293,7 @@ def runner_flags_sm90(t: str, w: str, humming: bool = False) -> int | None:
     known = ("fp8", "bf16", "f16", "f32", "fp4", "uint4")
     if t not in known or w not in known or t == "uint4":
         return None
-    b = CONFIG_BITS
-    wfp4afp8 = t == "fp8" and w == "fp4"
-    flags = b["GROUPED_GEMM"] | b["HOPPER"]
-    if t != w:
-        flags |= b["WEIGHT_ONLY"]
-    if t == "f32":
-        flags |= b["SIMT_ONLY"]
-    if t == "fp8" and w not in ("fp4", "uint4"):
-        flags |= b["FP8_ONLY"]
-    if t == "fp4" or (wfp4afp8 and not humming):
-        flags |= b["FP4_ONLY"]
-    if wfp4afp8:
-        flags |= b["FP8FP4_MIXED"]
-    return flags
+    return _runner_bits(t, w, "HOPPER", fp4_only=t == "fp4" or (t == "fp8" and w == "fp4" and not humming))
 
 
 #: The SM90 runners (activation, weight, ``Sm90Wfp4Afp8ScaleMode``) :func:`sm90_lists` reads,
