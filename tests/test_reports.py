@@ -121,7 +121,7 @@ def test_sweep_markdown_and_tiles_in_bytes():
     assert "| verdict | config | stages | mainloop | epilogue | kernel | headroom | max that fits |" in md
     assert "| fits | 128x128x64B | auto 4 | - | - | 84992 | 16384 | 4 (84992) |" in md
     assert "| fits (exact fit) | 128x64x64B | auto 3 | - | - | 101376 | 0 | 3 (101376) |" in md
-    assert "| does_not_compile | 128x256x128B | - | - | - | - | - | none |" in md
+    assert "| does not compile | 128x256x128B | - | - | - | - | - | none |" in md
     buf = io.StringIO()
     render(res, Console(file=buf, width=200, highlight=False), tile_bytes=False)
     assert "128x128x128" in buf.getvalue() and "128x128x64B" not in buf.getvalue()
