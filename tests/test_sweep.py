@@ -163,7 +163,7 @@ def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
     svg = tmp_path / "sweep.svg"
     out = runner.invoke(command, args + ["--plot", str(svg)], catch_exceptions=False)
     assert out.exit_code == 0
-    assert "does_not_compile" in out.stdout and "128x256x256" in out.stdout
+    assert "does not compile" in out.stdout and "128x256x256" in out.stdout
     assert "Stages set to value 2 or more" in out.stdout
     assert "  at cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp:" in out.stdout
     assert "checked: types" in out.stdout

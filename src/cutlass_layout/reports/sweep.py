@@ -221,7 +221,7 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
     for line, where in _notes(recs, labels):
         con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
-    con.print(", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+    con.print(", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS))
     for line in approximation_notes(result, tile_bytes):
         con.print(line, soft_wrap=True, markup=False)
 
@@ -244,7 +244,7 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     if notes:
         out.append("")
     counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
-    out += [", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f"; {_LEGEND}.",
+    out += [", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS) + f"; {_LEGEND}.",
             "", _CHECKED]
     notes = approximation_notes(result, tile_bytes)
     if notes:
