@@ -380,6 +380,9 @@ def test_audit_reports_the_family(audited):
     from cutlass_layout.reports.audit import _head  # the head line says where they come from
     assert _head(audited)[2].startswith("sm120: 255 tactics from the MoE runner's SM80-path headers "
                                         "(no generated source); capacity 101376 B")
+    from cutlass_layout.reports.audit import _tail  # the 10 over capacity: why their fix cell says "?"
+    assert "note: fix ?: 10 tactics not searched: its kernel is not declared in a launcher of the install's " \
+           "generated or JIT sources" in _tail(audited)[1]
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
     by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}
     assert len(by) == len(audited.tactics)

@@ -256,6 +256,12 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
              for fam, err, files in source_groups(result)]
     notes += [f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
               for fam, why, files in source_groups(result, "reason")]
+    unsearched: dict[str, int] = {}  # why a fix cell says "?"
+    for x in result.tactics:
+        if x.fix is not None and fix_cell(x) == "?":
+            unsearched[x.fix.error] = unsearched.get(x.fix.error, 0) + 1
+    notes += [f"note: fix ?: {_plural(n, 'tactic')} {why if why.startswith('not searched') else 'not searched: ' + why}"
+              for why, n in unsearched.items()]
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
