@@ -227,6 +227,9 @@ def test_sources_without_a_kernel_in_the_report(mini, capsys):
             "defined elsewhere: MiniGroupwiseGEMM (instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)") in out
     assert ("sources: gemm_sm120 1 kernel of 3 instantiations in 3 sources, 1 with an error, "
             "1 without a kernel") in out
+    assert main(["audit", str(mini)]) == 0  # a skipped source counted with why
+    assert "sources: moe 4 kernels of 4 instantiations in 1 source, 1 skipped (names no sm120 symbol)" \
+        in capsys.readouterr().out
     assert main(["audit", str(mini), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["fp4_gemm_cutlass_sm120"] == {"sources": 2, "skipped": 0, "instantiations": 2,

@@ -243,9 +243,21 @@ def sources_line(result) -> str:
                 f"in {_plural(read, 'source')}")
         extra = [f"{c['errors']} with an error" if c["errors"] else "",
                  f"{c['without_kernel']} without a kernel" if c["without_kernel"] else "",
-                 f"{c['skipped']} skipped" if c["skipped"] else ""]
+                 f"{c['skipped']} skipped ({_skipped_why(result, fam)})" if c["skipped"] else ""]
         parts.append(", ".join([text] + [e for e in extra if e]))
     return "sources: " + ("; ".join(parts) if parts else "none")
+
+
+def _skipped_why(result, fam: str) -> str:
+    """Why a family's sources were skipped: ``names no sm120 symbol`` (each), or each reason
+    with its count (``50 names no sm90 symbol, 7 not a C++ source``)."""
+    why: dict[str, int] = {}
+    for s in result.sources:
+        if s.get("skipped") and (s.get("family") or s.get("module")) == fam:
+            why[s["skipped"]] = why.get(s["skipped"], 0) + 1
+    if len(why) == 1:
+        return f"each {next(iter(why))}" if sum(why.values()) > 1 else next(iter(why))
+    return ", ".join(f"{n} {w}" for w, n in why.items())
 
 
 def _tail(result) -> tuple[list[str], list[str], str, str]:
