@@ -142,11 +142,15 @@ class SourceLayout:
 
 # ---------------------------------------------------------------------------------------
 # C++ names
-def template_args(spelling: str) -> list[str]:
+def template_args(spelling: str, limit: int | None = None) -> list[str]:
     """The top-level template arguments of ``A<x, B<y, z>>`` -> ``["x", "B<y, z>"]``
-    (of the first ``<...>``; ``<`` and ``>`` inside parentheses are operators)."""
+    (of the first ``<...>``; ``<`` and ``>`` inside parentheses are operators). ``limit``:
+    the first ``limit`` of them (``template_args(s)[:limit]``), read without scanning the
+    rest (a kernel's ``TiledMma`` and smem layouts are most of its spelling)."""
     start = spelling.find("<")
     if start < 0:
+        return []
+    if limit is not None and limit < 1:
         return []
     out, angle, paren, begin = [], 0, 0, start + 1
     end = len(spelling)
@@ -164,10 +168,14 @@ def template_args(spelling: str) -> list[str]:
                 break
             angle -= 1
         elif ch == "," and angle == 0 and paren == 0:
-            out.append(spelling[begin:m.start()].strip())
+            arg = spelling[begin:m.start()].strip()
+            if arg:
+                out.append(arg)
+                if len(out) == limit:
+                    return out
             begin = m.end()
     out.append(spelling[begin:end].strip())
-    return [a for a in out if a]
+    return [a for a in out if a][:limit]
 
 
 _PUNCT = re.compile(r"[()\[\]{}<>,]")

@@ -27,6 +27,7 @@ source as written, or reports the error).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 #: A type alias naming a GemmUniversal, possibly wrapped (``Sm12xOnly<GemmUniversal<...>>``).
 KERNEL_ALIAS_RE = re.compile(
@@ -41,11 +42,13 @@ GEMM_KERNEL_ALIAS_RE = re.compile(r"\busing\s+(GemmKernel)\s*=")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
+@lru_cache(maxsize=8)
 def blank_comments(text: str, strings: bool = True) -> str:
     """``text`` with comments, and (``strings``) the contents of string and char literals,
     replaced by spaces (same length, newlines kept), so that braces and semicolons in them
     are not counted. A literal ends at its closing quote or the end of its line (a
-    backslash escapes the next character, a newline too)."""
+    backslash escapes the next character, a newline too). The last few answers are kept:
+    each reader of a source's text here blanks it first."""
     out, last = [], 0
     for m in _SKIPPED.finditer(text):
         quote = m.group(1)

@@ -25,7 +25,7 @@ of the top-level struct it belongs to (the kernel's, the mainloop's or the epilo
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for annotations only: config.py builds on errors, this module on nothing
@@ -98,12 +98,32 @@ class FieldLayout:
 
     @classmethod
     def from_dict(cls, d: dict) -> "FieldLayout":
-        """The inverse of :func:`plain`."""
-        return cls(**{**d, "fields": [cls.from_dict(f) for f in d.get("fields", [])]})
+        """The inverse of :func:`plain`. Raises ``TypeError``, as the constructor does, for a
+        key that is not an attribute or a required one missing. (Built without the
+        constructor: a cached audit holds hundreds of thousands of members.)"""
+        keys = d.keys()
+        if not (keys <= _FIELD_KEYS and _FIELD_REQUIRED <= keys):
+            raise TypeError(f"FieldLayout: unknown keys {sorted(keys - _FIELD_KEYS)}, "
+                            f"missing {sorted(_FIELD_REQUIRED - keys)}")
+        obj = object.__new__(cls)
+        attrs = obj.__dict__
+        attrs.update(_FIELD_DEFAULTS)
+        attrs.update(d)
+        sub = d.get("fields")
+        attrs["fields"] = [cls.from_dict(f) for f in sub] if sub else []
+        return obj
 
     def __repr__(self) -> str:
         more = f", {len(self.fields)} members" if self.fields else ""
         return f"FieldLayout({self.name!r}, offset={self.offset}, size={self.size}{more})"
+
+
+#: What :meth:`FieldLayout.from_dict` checks and fills in: every attribute, the required
+#: ones, the defaults of the others (``fields`` is filled in apart).
+_FIELD_KEYS = frozenset(f.name for f in fields(FieldLayout))
+_FIELD_REQUIRED = frozenset(f.name for f in fields(FieldLayout)
+                            if f.default is MISSING and f.default_factory is MISSING)
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(FieldLayout) if f.default is not MISSING}
 
 
 @dataclass(repr=False)

@@ -30,6 +30,7 @@ import hashlib
 import re
 import time
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -110,13 +111,25 @@ def element_kind(spelled: str) -> str | None:
     return CUTLASS_TYPES.get(s)
 
 
+@lru_cache(maxsize=4096)
+def _kernel_parts(spelling: str) -> tuple:
+    return tuple(_kernel_parts_of(spelling).items())
+
+
 def kernel_parts(spelling: str) -> dict:
     """What a kernel's canonical type says of itself: ``kernel`` (grouped or dense), ``tile``
+    (M, N, K), ``cluster`` (or None when a runtime value), ``a``, ``b``, ``d``, ``schedule``.
+    (Kept for the last few thousand spellings: an SM103 build compiles SM100's kernels too.)"""
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in _kernel_parts(spelling)}
+
+
+def _kernel_parts_of(spelling: str) -> dict:
+    """What a kernel's canonical type says of itself: ``kernel`` (grouped or dense), ``tile``
     (M, N, K), ``cluster`` (or None when a runtime value), ``a``, ``b``, ``d``, ``schedule``."""
-    problem, mainloop, epilogue = (template_args(spelling) + [""] * 3)[:3]
+    problem, mainloop, epilogue = (template_args(spelling, 3) + [""] * 3)[:3]
     out: dict = {"kernel": "grouped" if problem.startswith("cutlass::gemm::GroupProblemShape<") else "dense",
                  "tile": None, "cluster": None, "a": None, "b": None, "d": None, "schedule": None}
-    margs = template_args(mainloop)
+    margs = template_args(mainloop, 5)  # policy, tile, A, its stride, B
     if len(margs) >= 5:
         out["tile"] = _shape(margs[1])
         out["a"], out["b"] = element_kind(margs[2]), element_kind(margs[4])
@@ -130,9 +143,9 @@ def kernel_parts(spelling: str) -> dict:
         # the cluster shape and the arch, and are named after the schedule themselves
         tag = next((p for p in reversed(policy) if _name(p).startswith("Kernel")), None)
         out["schedule"] = _name(tag if tag is not None else margs[0]) or None
-    eargs = template_args(epilogue)
+    eargs = template_args(epilogue, 6)  # up to D
     if len(eargs) == 1 and _name(epilogue).endswith("Adapter"):  # Sm90TmaWarpSpecializedAdapter<E>
-        epilogue, eargs = eargs[0], template_args(eargs[0])
+        epilogue, eargs = eargs[0], template_args(eargs[0], 6)
     if len(eargs) >= 6:
         out["d"] = element_kind(eargs[5])
     elif _name(epilogue) in ("DefaultEpilogue", "DefaultEpilogueArray") and len(eargs) >= 4:
@@ -426,7 +439,8 @@ def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]
 
 def _load_source(payload: dict) -> dict:
     """A cached per-source payload if it is whole (each kernel's report loads, see
-    :func:`cutlass_layout.engine.load_report`); raises for one that is not (a miss)."""
+    :func:`cutlass_layout.engine.load_report`; kept as its item's ``loaded``, so that it is
+    read once); raises for one that is not (a miss)."""
     from ..engine import load_report
 
     if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
@@ -435,7 +449,7 @@ def _load_source(payload: dict) -> dict:
         raise TypeError("launcher_macros")
     for item in payload["kernels"]:
         _found_from(item["found"])
-        load_report(item["report"])
+        item["loaded"] = load_report(item["report"])  # read once: the audit uses it
     return payload
 
 
@@ -1165,7 +1179,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             k = _found_from(item["found"])
             if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
                 continue
-            rep = LayoutReport.from_dict(item["report"])
+            rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
             rep.provenance = Provenance(**prov)
             t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
             t.runtime_candidate = cand.get(t) if cand is not None else None
