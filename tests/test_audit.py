@@ -372,6 +372,10 @@ def test_kernel_names():
     assert kernel_core(f"ns::S::Sm12xOnly<{core}>") == core
     assert kernel_core(f"cutlass::gemm::device::GemmUniversalAdapter<{core}>") is None
     assert template_args("A<x, B<y, z>, (1 > 2)>") == ["x", "B<y, z>", "(1 > 2)"]
+    # the first N, without reading the rest (even a rest left open)
+    assert template_args("A<x, B<y, z>, (1 > 2)>", 2) == ["x", "B<y, z>"]
+    assert template_args("A<, x, , y, z", 2) == ["x", "y"] == template_args("A<, x, , y")
+    assert template_args("A<x>", 5) == ["x"] and template_args("A<x>", 0) == []
     assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>") == "nvfp4"
     assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue8m0_t>") == "mxfp4"
     assert element_kind("cute::tuple<cutlass::float_e4m3_t, cutlass::float_ue8m0_t>") == "mxfp8"

@@ -181,3 +181,23 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel
     cache.code_fingerprint.cache_clear()
+
+
+def test_a_member_read_back_is_the_member():
+    """A cached member (``FieldLayout.from_dict``, built without the constructor) equals
+    the one written, with its defaults filled in; a key it does not have, or a required one
+    missing, is refused as the constructor refuses it (``TypeError``: a cache miss)."""
+    from cutlass_layout.model import FieldLayout, StructLayout, plain
+
+    inner = FieldLayout("smem_A", "cute::ArrayEngine<...>", 1024, 32768, 128, declared_alignas=128,
+                        padding_before=1024, file="cute/container/array_aligned.hpp", line=12)
+    outer = FieldLayout("mainloop", "SharedStorage", 0, 33792, 1024, fields=[inner], tail_padding=0)
+    s = StructLayout("S", 33792, 1024, 0, [outer])
+    back = StructLayout.from_dict(plain(s))
+    assert back == s and back.fields[0].fields[0].declared_alignas == 128
+    bare = FieldLayout.from_dict({"name": "x", "type": "int", "offset": 0, "size": 4, "type_align": 4})
+    assert bare == FieldLayout("x", "int", 0, 4, 4) and bare.fields == [] and bare.access == "public"
+    with pytest.raises(TypeError):
+        FieldLayout.from_dict({**plain(inner), "colour": "red"})
+    with pytest.raises(TypeError):
+        FieldLayout.from_dict({"name": "x", "type": "int", "offset": 0, "size": 4})
