@@ -141,3 +141,40 @@ def test_progress_lines_are_told_from_errors_and_notes():
     assert not is_progress_line("error: no wheel for x==1 on the package index (...)")
     assert not is_progress_line("note: --tile 128x128x32: matched no tactic; nearest ...")
     assert not is_progress_line("check failed: 4 tactic(s) the runtime would try are over capacity")
+
+
+def _gc_enabled(_):
+    import gc
+
+    return gc.isenabled()
+
+
+def test_gc_paused_restores_the_collector_and_workers_collect():
+    """The collector is off inside ``gc_paused`` and as before after it (off stays off);
+    ``freeze`` moves what is alive out of its passes; a pool forked inside the block has
+    workers that collect."""
+    import gc
+
+    from cutlass_layout.runner import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with Pool(2, parallel=True) as pool:
+            assert [r for _, r in pool.map(_gc_enabled, range(2))] == [True, True]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [[i] for i in range(1000)]
+    before = gc.get_freeze_count()
+    try:
+        with gc_paused(freeze=True):
+            kept.append([])
+        assert gc.get_freeze_count() >= before + len(kept) and gc.isenabled()
+    finally:
+        gc.unfreeze()

@@ -44,6 +44,7 @@ from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kerne
 from ..candidates import store_candidates
 from ..model import AuditResult, AuditSet, AuditShard, Fix, LayoutReport, Provenance, Tactic
 from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path, kernel_count
+from ..runner import gc_paused
 from .shard import check_shard, ranked_tactics, shard_of
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
@@ -1085,12 +1086,13 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     with_sm80 = with_sm80 and len(sources_out) in own
     results: dict[str, dict] = {}
     todo = []
-    for mod, source, key, pre, entry in work:
-        hit = cache.get(key, _load_source) if use_cache else None
-        if hit is not None:
-            results[key] = hit
-        else:
-            todo.append((mod, source, key, pre, entry))
+    with gc_paused():  # thousands of reports: no collector passes over them as they load
+        for mod, source, key, pre, entry in work:
+            hit = cache.get(key, _load_source) if use_cache else None
+            if hit is not None:
+                results[key] = hit
+            else:
+                todo.append((mod, source, key, pre, entry))
     if todo and cached_only:
         return None
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
@@ -1174,17 +1176,18 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
     parsed = {position[id(entry)]: results[key] for _, _, key, _, entry in work}
     judge_sources(sources_out, facts, parsed)
-    for mod, source, key, pre, entry in work:
-        for j, item in enumerate(results[key]["kernels"]):
-            k = _found_from(item["found"])
-            if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
-                continue
-            rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
-            rep.provenance = Provenance(**prov)
-            t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
-            t.runtime_candidate = cand.get(t) if cand is not None else None
-            ranked.append(([position[id(entry)], j], t))
-            origins[id(t)] = (source, pre, k)
+    with gc_paused(freeze=True):  # the tactics and their reports: never scanned again
+        for mod, source, key, pre, entry in work:
+            for j, item in enumerate(results[key]["kernels"]):
+                k = _found_from(item["found"])
+                if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
+                    continue
+                rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
+                rep.provenance = Provenance(**prov)
+                t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
+                t.runtime_candidate = cand.get(t) if cand is not None else None
+                ranked.append(([position[id(entry)], j], t))
+                origins[id(t)] = (source, pre, k)
     sm80_notes = None  # the moe_sm80 unit's notes, where it is laid out here
     if with_sm80:
         sm80 = audit_sm80_path(install, tgt, sm80_defines(mflags), use_cache=use_cache, cached_only=cached_only)
