@@ -1086,7 +1086,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     with_sm80 = with_sm80 and len(sources_out) in own
     results: dict[str, dict] = {}
     todo = []
-    with gc_paused():  # thousands of reports: no collector passes over them as they load
+    with gc_paused(freeze=True):  # thousands of reports: no collector passes over them
         for mod, source, key, pre, entry in work:
             hit = cache.get(key, _load_source) if use_cache else None
             if hit is not None:
