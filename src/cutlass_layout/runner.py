@@ -29,8 +29,9 @@ On a terminal one display at a time: a step inside another step or a :class:`Pro
 step prints its line.
 
 :func:`gc_paused` pauses Python's cyclic garbage collector while a caller builds many objects
-at once (a warm audit reads some 6,000 reports of hundreds of thousands of members: the
-collector's passes over them were a third of its time).
+at once (a warm audit of flashinfer 0.7.4's whole install loads about a million objects, 5,775
+reports and their members: the collector's passes over them were half of its time, 9.0 s
+against 4.0 s).
 """
 
 from __future__ import annotations
@@ -71,9 +72,9 @@ def gc_paused(freeze: bool = False):
     collection. For a block that builds many long-lived objects and forks nothing.
 
     ``freeze``: then move every object alive to the collector's permanent generation
-    (``gc.freeze()``), so that its later passes never scan them again (the objects a warm
-    audit loads, about a million, cost it 0.6 s of passes otherwise). They are still freed
-    when dropped; a cycle among them is kept until ``gc.unfreeze()``."""
+    (``gc.freeze()``), so that its later passes never scan them again (the first pass after
+    the block would scan all it built, and the next generation's again). They are still
+    freed when dropped; a cycle among them is kept until ``gc.unfreeze()``."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -973,6 +973,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             :attr:`~cutlass_layout.model.AuditResult.shard`; an install that gives no kernel
             is not an error here (the merge says so, :func:`merge_shards`).
 
+    What it loads from the results cache, and the tactics it builds, are frozen out of the
+    garbage collector's passes (:func:`cutlass_layout.runner.gc_paused`).
+
     Every source is parsed with its module's flags, and the TVM FFI headers the bindings
     include (:func:`cutlass_layout.sources.tvm_ffi_headers`; fetched unless ``cached_only``)
     on the ``-isystem`` path, as flashinfer's ``get_system_includes`` puts them.
