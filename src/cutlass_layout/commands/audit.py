@@ -125,8 +125,7 @@ def kernel_parts(spelling: str) -> dict:
 
 
 def _kernel_parts_of(spelling: str) -> dict:
-    """What a kernel's canonical type says of itself: ``kernel`` (grouped or dense), ``tile``
-    (M, N, K), ``cluster`` (or None when a runtime value), ``a``, ``b``, ``d``, ``schedule``."""
+    """:func:`kernel_parts`, read from the spelling."""
     problem, mainloop, epilogue = (template_args(spelling, 3) + [""] * 3)[:3]
     out: dict = {"kernel": "grouped" if problem.startswith("cutlass::gemm::GroupProblemShape<") else "dense",
                  "tile": None, "cluster": None, "a": None, "b": None, "d": None, "schedule": None}

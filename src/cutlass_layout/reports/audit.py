@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from rich.console import Console
 from rich.markup import escape
@@ -214,13 +215,15 @@ _WHERE = re.compile(r" \(/[^()]*:\d+\)$")
 
 def source_groups(result, kind: str = "error") -> list[tuple[str, str, list[str]]]:
     """The sources with an ``error`` (``kind="error"``: not read, or instantiating what was
-    not laid out) or read without error and giving no kernel (``kind="reason"``), as
-    ``(family, the error or reason, [file names])``: one group per family and message, in the
-    order of the sources, every source named; an error's location (the source's path and
-    line) is left out, so that sources that fail alike are one group."""
+    not laid out), read without error and giving no kernel (``kind="reason"``) or not parsed
+    (``kind="skipped"``: why), as ``(family, the error or reason, [file names])``: one group
+    per family and message, in the order of the sources, every source named; an error's
+    location (the source's path and line) is left out, so that sources that fail alike are
+    one group."""
     groups: dict[tuple[str, str], list[str]] = {}
     for s in result.sources:
-        text = s.get("error") if kind == "error" else (None if s.get("error") else s.get("reason"))
+        text = (s.get("error") if kind == "error" else s.get("skipped") if kind == "skipped"
+                else None if s.get("error") else s.get("reason"))
         if text:
             text = _WHERE.sub("", text)  # the source's own path and line: its name says it
             fam = s.get("family") or s.get("module") or "?"
@@ -251,13 +254,10 @@ def sources_line(result) -> str:
 def _skipped_why(result, fam: str) -> str:
     """Why a family's sources were skipped: ``names no sm120 symbol`` (each), or each reason
     with its count (``50 names no sm90 symbol, 7 not a C++ source``)."""
-    why: dict[str, int] = {}
-    for s in result.sources:
-        if s.get("skipped") and (s.get("family") or s.get("module")) == fam:
-            why[s["skipped"]] = why.get(s["skipped"], 0) + 1
+    why = [(text, len(files)) for f, text, files in source_groups(result, "skipped") if f == fam]
     if len(why) == 1:
-        return f"each {next(iter(why))}" if sum(why.values()) > 1 else next(iter(why))
-    return ", ".join(f"{n} {w}" for w, n in why.items())
+        return f"each {why[0][0]}" if why[0][1] > 1 else why[0][0]
+    return ", ".join(f"{n} {text}" for text, n in why)
 
 
 def _tail(result) -> tuple[list[str], list[str], str, str]:
@@ -268,10 +268,8 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
              for fam, err, files in source_groups(result)]
     notes += [f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
               for fam, why, files in source_groups(result, "reason")]
-    unsearched: dict[str, int] = {}  # why a fix cell says "?"
-    for x in result.tactics:
-        if x.fix is not None and fix_cell(x) == "?":
-            unsearched[x.fix.error] = unsearched.get(x.fix.error, 0) + 1
+    unsearched = Counter(x.fix.error for x in result.tactics  # why a fix cell says "?"
+                         if x.fix is not None and fix_cell(x) == "?")
     notes += [f"note: fix ?: {_plural(n, 'tactic')} {why if why.startswith('not searched') else 'not searched: ' + why}"
               for why, n in unsearched.items()]
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
