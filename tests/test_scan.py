@@ -430,6 +430,10 @@ def test_grep_and_file_only(capsys):
     assert result.constants == []
     assert run_scan_cli(str(FIXTURES), json_out=False, grep="demo::Mainloop", file_only=True) == 0
     assert capsys.readouterr().out == "storage_demo.hpp\n"
+    assert run_scan_cli(str(FIXTURES), json_out=False, grep="NoSuchStorage", file_only=False) == 0
+    out, err = capsys.readouterr()  # a filter that kept nothing says so, naming it
+    assert "no storage structs or constants found" in out
+    assert err.startswith("note: --grep NoSuchStorage: matched no storage struct")
     text = render_text(scan(FIXTURES / "storage_demo.hpp"))
     assert "alignas(1024) Element smem_A[Stages][64];" in text
 

@@ -504,6 +504,9 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
         sys.stdout.write(json.dumps(result.to_dict(file_only=file_only), indent=2) + "\n")
     else:
         sys.stdout.write(render_text(result, file_only=file_only))
+    if grep and not result.structs and not result.constants:  # as audit names a filter that kept nothing
+        print(f"note: --grep {grep}: matched no storage struct (nor a member of one) or constant's name "
+              f"in {result.files_scanned} header(s) (case-sensitive)", file=sys.stderr)
     return 0
 
 
