@@ -80,7 +80,7 @@ def main() -> int:
     args = ap.parse_args()
     args.arch = args.arch or ["sm120"]
 
-    from cutlass_layout.sources import fetch_wheel
+    from cutlass_layout.sources.trees import fetch_wheel
 
     wheel = fetch_wheel(args.spec)  # cached in the user cache: the cold run copies it
     cache = tempfile.mkdtemp(prefix="cutlass-layout-bench-audit-")
@@ -119,9 +119,9 @@ def nvcc_bench(spec: str, cache: str, full: bool) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from test_audit_nvcc import _nvcc_flags, nvcc_host_pass_sizes
 
-    from cutlass_layout import engine
-    from cutlass_layout.flashinfer_jit import jit_modules
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.flashinfer_jit import jit_modules
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer(spec)
     tgt = engine.target(install.tree)

@@ -52,7 +52,7 @@ def _run(old: str, new: str, mode: str) -> float:
 GRIDS = {"one config": "[Config(tile=(128, 32, 256))]",
          "default grid": "grid_configs(dict(a='nvfp4', kernel=['grouped', 'dense'], "
                          "tile='{128,256}x{32,64,128,256}x{128,256}'))"}
-PRE = "from cutlass_layout import Config\nfrom cutlass_layout.grid import grid_configs\n"
+PRE = "from cutlass_layout import Config\nfrom cutlass_layout.subjects.grid import grid_configs\n"
 
 
 def _after_sweep(old: str, new: str, runs: int) -> None:

@@ -26,7 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cutlass_layout import Config, probe, target
+from cutlass_layout import Config, target
+from cutlass_layout.subjects import probe
 
 MEASURE = (
     "import resource, subprocess, sys, time\n"

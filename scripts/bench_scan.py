@@ -22,7 +22,7 @@ import sys
 import time
 
 from cutlass_layout.commands.scan import scan
-from cutlass_layout.sources import resolve_cutlass
+from cutlass_layout.sources.trees import resolve_cutlass
 
 ONE_HEADER = "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
 

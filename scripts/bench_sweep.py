@@ -76,7 +76,7 @@ def child(grid: dict, src: str, jobs: int | None, cached: bool) -> tuple[float, 
 
 
 def nvcc_run(nvcc: str, root: str, work: Path, i: int, configs) -> tuple[float, float, str]:
-    from cutlass_layout import probe
+    from cutlass_layout.subjects import probe
 
     src = work / f"tu{i}.cu"
     exe = work / f"tu{i}"
@@ -102,8 +102,8 @@ def main() -> None:
     grid = MOE_GRID if args.moe else GRID
 
     from cutlass_layout import Config, target
-    from cutlass_layout.grid import grid_configs
     from cutlass_layout.commands.sweep import sweep
+    from cutlass_layout.subjects.grid import grid_configs
 
     tgt = target(args.cutlass)
     src = str(tgt.tree.include_root)

@@ -4,7 +4,7 @@
 The grid: dense and grouped GEMMs; cooperative and pingpong schedules; TMA and no-smem
 epilogues; bf16 and e4m3 operands; each with ``stages`` auto (the builder's count, which fits
 by construction) and with one stage more than the largest count that fits (over capacity).
-The engine lays each out (``sweep``); :mod:`cutlass_layout.gpu` writes one program per config
+The engine lays each out (``sweep``); :mod:`cutlass_layout.checks.gpu` writes one program per config
 that nvcc builds for ``sm_90a`` and that launches the kernel through ``GemmUniversalAdapter``
 and checks the product.
 
@@ -29,9 +29,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from cutlass_layout.config import Config
-from cutlass_layout.gpu import GpuVerification, preflight, read_checks, verify_on_gpu, write_checks
+from cutlass_layout.checks.gpu import GpuVerification, preflight, read_checks, verify_on_gpu, write_checks
 from cutlass_layout.commands.sweep import sweep
+from cutlass_layout.subjects.config import Config
 
 #: (kernel, A, tile, cluster, schedule, epilogue schedule)
 BASES = [

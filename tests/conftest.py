@@ -3,14 +3,14 @@
 Tests never write outside a temporary cache: unless whoever runs them has set
 ``CUTLASS_LAYOUT_CACHE`` (then that folder is the cache they chose, and it is kept), the
 session points it at a new temporary folder and removes it at the end. Wheels are fetched
-with ``pip download`` (:func:`cutlass_layout.sources.fetch_wheel`); those already in the
+with ``pip download`` (:func:`cutlass_layout.sources.trees.fetch_wheel`); those already in the
 user cache (``~/.cache/cutlass-layout/wheels``) are linked into the temporary one, read and
 never written, so a session does not download them again.
 
 With pytest-xdist (``-n auto``) that folder is made once, by the controller, before any
 worker starts; every worker is handed the same folder (and inherits it in its environment),
 so wheels are fetched, trees unpacked and precompiled headers built once per session, under
-the cache's file locks (:func:`cutlass_layout.cache.lock`) when two workers need the same one
+the cache's file locks (:func:`cutlass_layout.pipeline.cache.lock`) when two workers need the same one
 at once. Only the controller removes it, after the last worker is done. The temporary files
 of the session (pytest's ``tmp_path`` folders, ``tempfile`` in tests and in the tool, nvcc's
 and pip's scratch files, in this process and every one it starts) go to its ``tmp`` folder
@@ -176,7 +176,7 @@ def only_sources(monkeypatch):
     """``only_sources(keep)``: an audit in this test parses only the generated sources whose
     file name ``keep`` accepts (the install's builders still run; their other sources are
     dropped from every module). Returns the patched ``jit_modules``, to read those modules."""
-    from cutlass_layout import flashinfer_jit
+    from cutlass_layout.sources import flashinfer_jit
 
     real = flashinfer_jit.jit_modules
 

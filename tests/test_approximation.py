@@ -13,12 +13,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from test_audit import CAPACITY, MINI, mini_sizes
 
 from cutlass_layout import resolve_cutlass
 from cutlass_layout.commands.audit import approximations, audit
-from cutlass_layout.config import Config
 from cutlass_layout.reports.common import approximation_head, approximation_lines
-from test_audit import CAPACITY, MINI, mini_sizes
+from cutlass_layout.subjects.config import Config
 
 #: The mini's MoE tactics are of a dense stand-in kernel: its 128x64x32 NVFP4 f16 FINALIZE one.
 MOE = Config(kernel="dense", tile=(128, 64, 32), preset="trtllm-moe", d="f16")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput, Config, UserType, layouts
-from cutlass_layout.archs import ARCHS, arch, defined_capacities, from_cc
 from cutlass_layout.cli import main
+from cutlass_layout.subjects.archs import ARCHS, arch, defined_capacities, from_cc
 
 HEADERS = Path(__file__).resolve().parent.parent / "fixtures" / "headers"
 TINY = HEADERS / "tiny_storage.hpp"

@@ -17,13 +17,21 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput
-from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
 from cutlass_layout.cli import main
-from cutlass_layout.kernels import kernel_core, template_args
-from cutlass_layout.launchers import (blank_comments, closers, declared_functions, explicit_instantiations,
-                                      kernel_aliases, macro_calls, macro_definition, rehost_template,
-                                      trimmed_macro)
-from cutlass_layout.runner import is_progress_line
+from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
+from cutlass_layout.installs.kernels import kernel_core, template_args
+from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.subjects.launchers import (
+    blank_comments,
+    closers,
+    declared_functions,
+    explicit_instantiations,
+    kernel_aliases,
+    macro_calls,
+    macro_definition,
+    rehost_template,
+    trimmed_macro,
+)
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 CAPACITY = 101376
@@ -502,7 +510,7 @@ def test_sm121_reads_what_sm120_laid_out(mini, monkeypatch, tmp_path):
     arch sm121 with the same kernels and numbers."""
     import clang.cindex as ci
 
-    from cutlass_layout import flashinfer_jit
+    from cutlass_layout.sources import flashinfer_jit
 
     first = audit(str(mini), "sm120", jobs=1)
     log = tmp_path / "work.log"

@@ -14,12 +14,12 @@ import re
 import shutil
 
 import pytest
+from test_audit import CAPACITY, MINI, messages, mini_sizes
 
 from cutlass_layout import api
 from cutlass_layout.cli import main
 from cutlass_layout.commands import library_audit
 from cutlass_layout.model import AuditResult, AuditSet
-from test_audit import CAPACITY, MINI, messages, mini_sizes
 
 #: The fixture's tactic over capacity (256x128x64 elements, 5 stages) and its bytes by hand.
 OVER = "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"
@@ -173,8 +173,8 @@ def test_all_of_a_real_install_is_its_four_builds(spec):
     builders the install's jit/ names (read, none run): gen_cutlass_fused_moe_sm{90,100,103,120}_module
     among them, as flashinfer/jit/fused_moe.py defines them."""
     from cutlass_layout.commands.audit import every_arch
-    from cutlass_layout.flashinfer_jit import arch_builders
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer_jit import arch_builders
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer(spec)
     found = {a: [f for _, f in arch_builders(install, a)] for a in every_arch()}

@@ -2,7 +2,7 @@
 
 The launcher sources are compiled as flashinfer's JIT compiles them (its defines and include
 paths), through nvcc's own host pass (the ``gcc -E`` and ``cudafe++`` steps ``nvcc --dryrun``
-lists), with one header added (:mod:`cutlass_layout.nvcc_probe`, which ``audit --verify nvcc``
+lists), with one header added (:mod:`cutlass_layout.checks.nvcc_probe`, which ``audit --verify nvcc``
 runs too): TensorRT-LLM's check macros (``TLLM_CHECK``, ``TLLM_THROW``), which a launcher uses
 after declaring ``GemmKernel``, are redefined to instantiate ``cl_show<__LINE__, sizeof(kernel),
 sizeof(mainloop), sizeof(epilogue), Stages>`` and ask it for a member it does not have. nvcc's
@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from cutlass_layout import engine
+from cutlass_layout.checks.nvcc_probe import nvcc_flags, unit_sizes
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.flashinfer_jit import jit_modules
-from cutlass_layout.nvcc_probe import nvcc_flags, unit_sizes
-from cutlass_layout.sources import resolve_flashinfer
+from cutlass_layout.pipeline import engine
+from cutlass_layout.sources.flashinfer_jit import jit_modules
+from cutlass_layout.sources.trees import resolve_flashinfer
+
 
 def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:
     """``{launcher line: (kernel, mainloop, epilogue, stages)}`` as nvcc's host pass computes them."""
@@ -29,7 +30,7 @@ def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dic
 
 def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -> dict[Path, dict[int, tuple[int, ...]]]:
     """``{source: {launcher line: (kernel, mainloop, epilogue, stages)}}`` as nvcc's host pass
-    computes them, the sources in one unit (:func:`cutlass_layout.nvcc_probe.one_unit`)."""
+    computes them, the sources in one unit (:func:`cutlass_layout.checks.nvcc_probe.one_unit`)."""
     got, out = unit_sizes(sources, nvcc_flags, work)
     assert "already been defined" not in out and "redefinition" not in out, out[:3000]
     return got

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 from cutlass_layout.commands.audit import kernel_parts, tactic_of
-from cutlass_layout.kernels import FoundKernel
+from cutlass_layout.installs.kernels import FoundKernel
 
 MACRO = "INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM"
 #: the macro's parameters as moe_gemm_tma_ws_launcher.inl (0.7.2.post1, lines 215-217) declares them
@@ -143,10 +143,11 @@ def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     sm_100a with the module's flags: every launcher's kernel, mainloop and epilogue
     ``sizeof(SharedStorage)`` and stage count as nvcc computes them (``cl_show``, see
     tests/test_audit_nvcc.py) equal the audit's, and each launcher line is one tactic."""
-    from cutlass_layout import engine
-    from cutlass_layout.commands.audit import audit
-    from cutlass_layout.sources import resolve_flashinfer
     from test_audit_nvcc import moe_sizes_against_nvcc
+
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm100", family="moe")
@@ -168,7 +169,7 @@ def test_sm100_runtime_candidates_match_config_fields(tmp_path):
     ``cluster_shape``, static or dynamic cluster and epilogue schedule; FINALIZE copies of
     NO_SMEM configs are erased (``getTmaWarpSpecializedConfigs``). The list here is written by
     hand in the shape ``get_candidate_configs_sm100`` gives (one row per config)."""
-    from cutlass_layout.candidates import CONFIG_BITS, Candidates, runner_flags
+    from cutlass_layout.installs.candidates import CONFIG_BITS, Candidates, runner_flags
 
     b = CONFIG_BITS
     assert runner_flags("nvfp4", "nvfp4") == b["GROUPED_GEMM"] | b["BLACKWELL"] | b["FP4_ONLY"]

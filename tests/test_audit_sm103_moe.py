@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from cutlass_layout.candidates import Candidates, SM103_CONDITION, runner_flags, sm103_rules
-from cutlass_layout.commands.audit import filter_tests, tactic_filter, unmatched_filters
 from test_audit_sm100_moe import _tactic
+
+from cutlass_layout.commands.audit import filter_tests, tactic_filter, unmatched_filters
+from cutlass_layout.installs.candidates import SM103_CONDITION, Candidates, runner_flags, sm103_rules
 
 #: (launcher arguments copied from the generated sources, expected identity)
 LINES = [
@@ -275,10 +275,11 @@ def test_sm103_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     and Undefined, 2SM where the cluster's M is even or Undefined, for TMA and NO_SMEM, each
     with ``sm_version`` 103 (the dispatch's SM103 switch: Sm103 kernels); FINALIZE copies of
     the TMA ones, swap_ab copies of all. So all 16 are tried."""
-    from cutlass_layout import engine
-    from cutlass_layout.commands.audit import audit
-    from cutlass_layout.sources import resolve_flashinfer
     from test_audit_nvcc import moe_sizes_against_nvcc
+
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm103", family="moe")

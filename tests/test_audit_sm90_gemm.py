@@ -12,7 +12,7 @@ else { using WEIGHT_LAYOUT = RowMajor; ... }``; inside, ``if constexpr (RowMajor
 instantiation builds two kernels (B column- and row-major) and each FP8 one builds one (the
 row-major FP8 branch raises instead): 2 x 2 + 4 x 1 = 8 kernels.
 
-The offline tests run the text transforms (:func:`cutlass_layout.launchers.rehost_paths`) on a
+The offline tests run the text transforms (:func:`cutlass_layout.subjects.launchers.rehost_paths`) on a
 short template written here in that shape and compile what they give (libclang, C++ only); the
 nvcc test compares the real kernels of two generated sources with nvcc's device front end.
 """
@@ -24,7 +24,13 @@ import shutil
 
 import pytest
 
-from cutlass_layout.launchers import blank_comments, expand_macro_calls, kernel_paths, parameter_names, rehost_paths
+from cutlass_layout.subjects.launchers import (
+    blank_comments,
+    expand_macro_calls,
+    kernel_paths,
+    parameter_names,
+    rehost_paths,
+)
 
 #: the shape of CutlassSegmentGEMMSM90Run, cut short (types stand in for CUTLASS's)
 HEADER = r"""
@@ -175,10 +181,10 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
     ``GemmKernel``'s numbers right after declaring it: every kernel's, mainloop's and
     epilogue's ``sizeof(SharedStorage)`` and the stage count are nvcc's, and nvcc instantiates
     no kernel for row-major FP8 (the ``if constexpr`` raises there)."""
-    from cutlass_layout import engine
+    from cutlass_layout.checks.nvcc_probe import SHOW_TEMPLATE, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.nvcc_probe import SHOW_TEMPLATE, nvcc_flags, unit_sizes
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm90", family="gemm_sm90")

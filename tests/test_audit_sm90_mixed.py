@@ -33,9 +33,15 @@ import re
 import pytest
 
 from cutlass_layout.commands.audit import element_kind, kernel_parts, mixed_identity
-from cutlass_layout.kernels import kernel_core
-from cutlass_layout.launchers import (HOISTED_IF, declarations_only, forwarded_call, rehost_template,
-                                      template_parameters, with_defaults)
+from cutlass_layout.installs.kernels import kernel_core
+from cutlass_layout.subjects.launchers import (
+    HOISTED_IF,
+    declarations_only,
+    forwarded_call,
+    rehost_template,
+    template_parameters,
+    with_defaults,
+)
 
 #: the shapes of the launchers above, cut short (types stand in for CUTLASS's)
 LAUNCHERS = r"""
@@ -273,14 +279,14 @@ SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group39.generated.cu
 def nvcc_sizes(sources, flags: list[str], work) -> dict:
     """``{source: {instantiation line: (kernel, mainloop, epilogue, stages)}}`` as nvcc
     computes them, the sources in one unit, through nvcc's device front end
-    (:func:`cutlass_layout.nvcc_probe.unit_sizes` with ``device``): not the host pass of
+    (:func:`cutlass_layout.checks.nvcc_probe.unit_sizes` with ``device``): not the host pass of
     tests/test_audit_nvcc.py, since ``cudafe++`` leaves function templates to the host
     compiler and these launchers are function templates a source instantiates explicitly;
     ``cicc`` instantiates them. TensorRT-LLM's macros these launchers use after declaring
     ``GemmKernel`` (``TLLM_CHECK_WITH_INFO(total_routed_tokens >= 0, ...)`` in the MoE
     ``_impl``, ``TLLM_LOG_ERROR`` on a short workspace in fpA_intB's) spell the numbers; each
     error's last instantiation note names the line of the explicit instantiation."""
-    from cutlass_layout.nvcc_probe import unit_sizes
+    from cutlass_layout.checks.nvcc_probe import unit_sizes
 
     got, out = unit_sizes(list(sources), flags, work, device=True)
     assert "already been defined" not in out and "redefinition" not in out, out[:3000]
@@ -296,10 +302,11 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     instantiation is one tactic, and its kernel's, mainloop's and epilogue's
     ``sizeof(SharedStorage)`` and the mainloop's stage count are nvcc's; those nvcc finds over
     the capacity (8) are the ones the audit says are."""
-    from cutlass_layout import engine
-    from cutlass_layout.commands.audit import audit
-    from cutlass_layout.sources import resolve_flashinfer
     from test_audit_nvcc import moe_sizes_against_nvcc
+
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm90", family="moe")

@@ -15,7 +15,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from test_audit_sm100_moe import _tactic
 
 #: group0 lines 11 and 25: half, NONE, CTA 128x16x64, swap_ab, clusters 1x1x1 and 2x1x1
@@ -47,8 +46,9 @@ def test_sm120_and_sm100_ids_have_no_cluster_part(tmp_path):
 
 
 def test_the_cluster_column_tells_the_sm90_twins_apart(tmp_path):
-    from cutlass_layout.reports.audit import _columns_and_rows
     from test_audit_sm103_moe import _result
+
+    from cutlass_layout.reports.audit import _columns_and_rows
 
     twins = [_tactic(tmp_path, FIN.format(m=m, n=n)) for m, n in ((1, 1), (2, 1), (1, 2), (2, 2))]
     cols, rows = _columns_and_rows(_result(tmp_path, twins).tactics)
@@ -71,8 +71,9 @@ def test_the_360_sm90_moe_launchers_have_360_ids(tmp_path):
     """Every macro call of the SM90 module's generated sources (the install's generator run, no
     parse) named as the audit names it: 360 calls, 360 ids (120 of them with cluster 1x1x1,
     no cluster part)."""
-    from cutlass_layout import engine, flashinfer_jit
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources import flashinfer_jit
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     builds = flashinfer_jit.jit_modules(install, "sm90", cuda_version=engine.target(install.tree).cuda.version)
@@ -93,8 +94,8 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm9
 def _read(root: Path, defines=("ENABLE_FP4", "CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED")):
     """:func:`read_candidates` for SM90 of ``moe_sm90.hpp`` below ``root`` (parsed with
     bodies, the given macros defined, as the audit's candidates unit is)."""
-    from cutlass_layout.candidates import PROBE_MACROS, read_candidates
     from cutlass_layout.frontends.clang import ProbeUnit
+    from cutlass_layout.installs.candidates import PROBE_MACROS, read_candidates
 
     flags = ["-x", "c++", "-std=c++17", f"-I{root}"] + [f"-D{d}" for d in defines]
     unit = ProbeUnit('#include "moe_sm90.hpp"\n' + PROBE_MACROS, flags, root,
@@ -194,7 +195,7 @@ def _mixed(tmp_path, owner: str):
     from types import SimpleNamespace
 
     from cutlass_layout.commands.audit import tactic_of
-    from cutlass_layout.kernels import FoundKernel
+    from cutlass_layout.installs.kernels import FoundKernel
 
     k = FoundKernel(spelling="X", alias="GemmKernel", owner=owner, line=3, decl_file=None, decl_line=None)
     src = tmp_path / "gen" / "x.generated.cu"

@@ -16,9 +16,9 @@ import stat
 import pytest
 
 from cutlass_layout import api
+from cutlass_layout.checks.nvcc_probe import blank_statements
 from cutlass_layout.cli import main
 from cutlass_layout.commands import audit_nvcc
-from cutlass_layout.nvcc_probe import blank_statements
 
 SPEC = "flashinfer-python==0.7.2.post1"
 #: by hand (tests/test_fixes.py): A 128x128 e2m1 8192 + B 256x128 16384 + 128 (pipeline) +

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from cutlass_layout import Config, engine, probe
-
 from handed import SECTION_A
+
+from cutlass_layout import Config
+from cutlass_layout.pipeline import engine
+from cutlass_layout.subjects import probe
 
 pytestmark = pytest.mark.network
 

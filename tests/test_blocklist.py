@@ -34,14 +34,14 @@ from unittest import mock
 
 import pytest
 
-from cutlass_layout import engine
-from cutlass_layout.candidates import Candidates, moe_configs
+from cutlass_layout.checks.nvcc_probe import nvcc_flags
 from cutlass_layout.cli import main
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.flashinfer_jit import jit_modules
-from cutlass_layout.nvcc_probe import nvcc_flags
-from cutlass_layout.runner import is_progress_line
-from cutlass_layout.sources import resolve_flashinfer
+from cutlass_layout.installs.candidates import Candidates, moe_configs
+from cutlass_layout.pipeline import engine
+from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.sources.flashinfer_jit import jit_modules
+from cutlass_layout.sources.trees import resolve_flashinfer
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 FI_074 = "flashinfer-python==0.7.4"
@@ -169,7 +169,7 @@ def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, cap
 # helpers (``TLLM_CHECK`` and ``TLLM_LOG`` need them), compiled by the host compiler as
 # flashinfer's JIT compiles its ``.cpp`` sources; nothing is stubbed. Tile names are printed
 # by comparing with the enum's constants, so a name the tool reads that the header lacks does not
-# compile. The test compares the program's lists with :func:`cutlass_layout.candidates.moe_configs`
+# compile. The test compares the program's lists with :func:`cutlass_layout.installs.candidates.moe_configs`
 # and the ids of the written blocklist with the program's positions of the over-capacity tactics.
 RUNNERS = {("nvfp4", "nvfp4"): "__nv_fp4_e2m1, __nv_fp4_e2m1", ("mxfp8", "mxfp4"): "__nv_fp8_e4m3, __nv_fp4_e2m1"}
 

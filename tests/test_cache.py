@@ -9,15 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from handed import SECTION_A
 
 from cutlass_layout import Config, UserType
 from cutlass_layout.commands.diff import diff
-from cutlass_layout.engine import cached, layout, layouts, report_key, target
+from cutlass_layout.commands.sweep import sweep
 from cutlass_layout.frontends.clang import ProbeUnit
 from cutlass_layout.model import LayoutReport
-from cutlass_layout.commands.sweep import sweep
-
-from handed import SECTION_A
+from cutlass_layout.pipeline.engine import cached, layout, layouts, report_key, target
 
 
 @pytest.fixture()
@@ -93,7 +92,7 @@ def test_keys(fi072, tmp_path):
 
 def test_result_cache_entries(tmp_path, monkeypatch):
     """Atomic, keyed, checksummed: an altered or misplaced entry is a miss, never a result."""
-    from cutlass_layout.cache import ResultCache, result_key
+    from cutlass_layout.pipeline.cache import ResultCache, result_key
 
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
     cache, key = ResultCache("test"), result_key("tree", {"tile": [128, 128, 128]})
@@ -115,10 +114,10 @@ def test_the_session_cache_is_not_the_user_cache(tmp_path):
     import os
     import tempfile
 
+    import conftest
     import platformdirs
 
-    import conftest
-    from cutlass_layout.cache import cache_dir
+    from cutlass_layout.pipeline.cache import cache_dir
 
     if not conftest._SESSION:
         pytest.skip("CUTLASS_LAYOUT_CACHE was set by whoever runs the tests: their cache")
@@ -133,13 +132,15 @@ def test_the_session_cache_is_not_the_user_cache(tmp_path):
 def test_code_fingerprint_refuses_a_module_that_does_not_exist():
     """A name without ``.py`` once hashed nothing (a cut-down launcher cached by old code was
     served after the code changed): naming a file the package lacks is an error."""
-    from cutlass_layout.cache import code_fingerprint, key
+    from cutlass_layout.pipeline.cache import code_fingerprint, key
 
     with pytest.raises(ValueError, match="'kernels' is not a file"):
         code_fingerprint("kernels", "launchers", "probe")
     with pytest.raises(ValueError):
-        key("x", subject=[], target=[], code=("engine.py", "frontends/nope.py"))
-    assert code_fingerprint("kernels.py") != code_fingerprint("launchers.py")
+        key("x", subject=[], target=[], code=("pipeline/engine.py", "frontends/nope.py"))
+    with pytest.raises(ValueError, match="'kernels.py' is not a file"):  # it lives in installs/
+        code_fingerprint("kernels.py")
+    assert code_fingerprint("installs/kernels.py") != code_fingerprint("subjects/launchers.py")
 
 
 @pytest.mark.network
@@ -150,8 +151,9 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     import importlib
     import shutil
 
-    from cutlass_layout import cache, engine, kernels
-    from cutlass_layout.kernels import Source
+    from cutlass_layout.installs import kernels
+    from cutlass_layout.installs.kernels import Source
+    from cutlass_layout.pipeline import cache, engine
 
     audit = importlib.import_module("cutlass_layout.commands.audit")
 
@@ -170,14 +172,15 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
     assert keys() == before  # the same bytes, the same keys
-    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"launchers.py"}
+    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"subjects/launchers.py"}
     for rel in sorted(modules):
         path = copy / rel
         original = path.read_bytes()
         path.write_bytes(original + b"#")
         changed = keys()
         path.write_bytes(original)
-        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("kernels.py", "launchers.py", "probe.py")]
+        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "subjects/launchers.py",
+                                                                     "subjects/probe.py")]
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel
     cache.code_fingerprint.cache_clear()

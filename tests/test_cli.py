@@ -213,7 +213,7 @@ def test_audit_help_lists_exactly_what_is_accepted():
     import re
 
     from cutlass_layout.commands.audit import AUDIT_ARCHS, ELEMENT_BITS, OUTPUTS
-    from cutlass_layout.config import KERNELS
+    from cutlass_layout.subjects.config import KERNELS
 
     text = _help("audit")
     assert "Usage: cutlass-layout audit [OPTIONS] [SRC | --merge FILE...]" in text

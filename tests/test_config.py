@@ -1,7 +1,7 @@
 import pytest
 
 from cutlass_layout import BadInput, Config, parse_tile
-from cutlass_layout.config import parse_shape, parse_stages
+from cutlass_layout.subjects.config import parse_shape, parse_stages
 
 
 def test_tile_in_elements_and_in_bytes():
@@ -55,7 +55,7 @@ def test_preset_epilogue_values():
 
 
 def test_tile_bytes_capital_only_and_back():
-    from cutlass_layout.config import split_tile, tile_text
+    from cutlass_layout.subjects.config import split_tile, tile_text
 
     assert split_tile("128x256x64B") == (128, 256, 64, True)
     assert split_tile("128x256x64") == (128, 256, 64, False)

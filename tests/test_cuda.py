@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from cutlass_layout import BadInput, Config, layout
-from cutlass_layout.cuda import find_cuda, pip_cuda_include
-from cutlass_layout.engine import Target
+from cutlass_layout.pipeline.engine import Target
+from cutlass_layout.sources.cuda import find_cuda, pip_cuda_include
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import UserType, layouts, sweep
+from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.cli import main
-from cutlass_layout.verify import verify_with_nvcc
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "cutlass2_grouped.hpp"
 
@@ -161,8 +161,8 @@ def _spec_lines(include_root: Path, rel: str, line: int, n: int = 60) -> str:
 
 
 def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
-    from cutlass_layout.mainloop2x import DEFAULT_MMA, DEFAULT_MMA_CORE_SM75
     from cutlass_layout.reports.layout import to_markdown
+    from cutlass_layout.subjects.mainloop2x import DEFAULT_MMA, DEFAULT_MMA_CORE_SM75
 
     two, three, half = f32_reports
     assert (two.stages, two.kernel.size, two.mainloop.size) == (2, 32768, 32768)

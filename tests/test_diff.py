@@ -1,7 +1,7 @@
 """``cutlass-layout diff``: structural and numeric differences between two CUTLASS trees.
 
 Expected values come from nvcc 13.0 (the numbers marked so, compiled from the probe of
-``cutlass_layout.probe.render`` plus a ``main()`` printing ``sizeof``/``offsetof``/the
+``cutlass_layout.subjects.probe.render`` plus a ``main()`` printing ``sizeof``/``offsetof``/the
 constants, ``nvcc -std=c++17 -arch=sm_120a -w -I<include_root>``), from
 shared/cases/handed.md, or were read by hand from the headers (``diff -u`` of the two trees'
 files, line numbers from ``grep -n``). None is the tool's own output pasted back.
@@ -22,8 +22,8 @@ from cutlass_layout import cli as cli_mod
 from cutlass_layout.cli import diff_cmd as command
 from cutlass_layout.commands.diff import SCHEMA, compare, default_grid, diff, structural_diff
 from cutlass_layout.model import MemberChange, MemberSpan, NumericRecord, TmaValues
+from cutlass_layout.pipeline.runner import is_progress_line
 from cutlass_layout.reports.diff import render_text
-from cutlass_layout.runner import is_progress_line
 
 FI_050 = "flashinfer-python==0.5.0"
 FI_068 = "flashinfer-python==0.6.8"

@@ -14,10 +14,10 @@ import warnings
 from pathlib import Path
 
 import pytest
+from handed import SECTION_A
 
 import cutlass_layout as cl
 from cutlass_layout import BadInput, Config, api, audit, diff, layout, layouts, scan, sweep
-from handed import SECTION_A
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 
@@ -103,7 +103,7 @@ def test_one_version():
 
 
 def test_config_values_as_the_command_line_takes_them():
-    from cutlass_layout.config import config_from
+    from cutlass_layout.subjects.config import config_from
 
     assert config_from("128x256x128", preset="trtllm-moe") == Config(tile=(128, 256, 128), preset="trtllm-moe")
     assert config_from(tile="128x128x64B") == Config()  # K in bytes of nvfp4: 128 elements

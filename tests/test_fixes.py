@@ -17,8 +17,14 @@ import re
 import pytest
 
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.launchers import (blank_calls, enclosing_namespaces, macro_definition,
-                                      mainloop_builder, stage_count_macro, with_stage_count)
+from cutlass_layout.subjects.launchers import (
+    blank_calls,
+    enclosing_namespaces,
+    macro_definition,
+    mainloop_builder,
+    stage_count_macro,
+    with_stage_count,
+)
 
 LAUNCHER = r"""
 #define LAUNCH(T, M)                                                                   \
@@ -101,7 +107,7 @@ def test_an_exact_fit_is_a_fix():
     fills the capacity exactly, as ``layout``'s verdict and ``sweep``'s ``max that fits`` do.
     Bytes of 0.7.2.post1's exact-fit MXFP8 x MXFP4 128x32x128 tactic (4 stages, 101376 B) and
     its over-capacity FINALIZE 128x256x128 twin (102400 B), against SM120's 101376."""
-    from cutlass_layout.fixes import is_fix
+    from cutlass_layout.installs.fixes import is_fix
     from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
 
     cap = Constant(name="sm120_smem_capacity_bytes", value=101376)
@@ -178,11 +184,10 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     gives 2 stages and 17616 gives 3."""
     from test_audit_nvcc import nvcc_host_pass_sizes
 
-    from cutlass_layout.nvcc_probe import nvcc_flags
-
-    from cutlass_layout import engine
-    from cutlass_layout.flashinfer_jit import jit_modules
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.checks.nvcc_probe import nvcc_flags
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.flashinfer_jit import jit_modules
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)

@@ -31,9 +31,9 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import UserType, layouts
+from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.cli import main
 from cutlass_layout.reports import layout as layout_report
-from cutlass_layout.verify import verify_with_nvcc
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "fmha_kernel.hpp"
 

@@ -20,13 +20,21 @@ from pathlib import Path
 
 import pytest
 
+from cutlass_layout.checks.gpu import (
+    RUNNER,
+    GpuRun,
+    check_launchable,
+    find_gpu,
+    gpu_program,
+    preflight,
+    read_checks,
+    verify_on_gpu,
+    write_checks,
+)
 from cutlass_layout.cli import main
-from cutlass_layout.engine import layout
-from cutlass_layout.config import Config
 from cutlass_layout.errors import BadInput
-from cutlass_layout.gpu import (RUNNER, GpuRun, check_launchable, find_gpu, gpu_program, preflight, read_checks,
-                                verify_on_gpu, write_checks)
-
+from cutlass_layout.pipeline.engine import layout
+from cutlass_layout.subjects.config import Config
 
 
 def _fake_bin(folder: Path, name: str, script: str) -> None:

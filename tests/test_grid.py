@@ -3,7 +3,7 @@ import json
 import pytest
 
 from cutlass_layout import BadInput, Config
-from cutlass_layout.grid import expand_braces, grid_configs, load_grid_file
+from cutlass_layout.subjects.grid import expand_braces, grid_configs, load_grid_file
 
 
 def test_braces():

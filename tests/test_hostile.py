@@ -28,11 +28,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from cutlass_layout.cli import main
-from cutlass_layout.runner import is_progress_line
 from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from test_audit import MINI, mini_sizes
+
+from cutlass_layout.cli import main
+from cutlass_layout.pipeline.runner import is_progress_line
 
 PY = [sys.executable, "-m", "cutlass_layout.cli"]
 INCLUDE = "flashinfer/data/cutlass/include/"
@@ -180,7 +180,7 @@ def writable_by(path: Path, user) -> None:
 
 @pytest.mark.network
 def test_three_processes_lay_out_from_the_same_new_wheel(tmp_path, nc420):
-    from cutlass_layout.sources import fetch_wheel
+    from cutlass_layout.sources.trees import fetch_wheel
 
     whl = tmp_path / "nvidia_cutlass-4.2.0.0-py3-none-any.whl"
     shutil.copy(fetch_wheel("nvidia-cutlass==4.2.0.0"), whl)
@@ -423,7 +423,7 @@ def test_header_over_the_size_limit(tmp_path, cache):
 
 
 def test_grid_over_the_size_limit(capsys):
-    from cutlass_layout.inputs import LIMITS, Limits
+    from cutlass_layout.sources.inputs import LIMITS, Limits
 
     tile = "{1,2,3,4,5,6,7,8,9,10}x{1,2,3,4,5,6,7,8,9,10}x{1,2,3,4,5,6,7,8,9,10}"
     code, _, err = cli(capsys, "sweep", "--tile", tile, "--a", "nvfp4", "--a", "mxfp8")
@@ -561,7 +561,7 @@ def _numbers(doc: dict) -> dict:
                          ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
 def test_altered_results_are_misses(wheel, audited, change, resign):
     from cutlass_layout.commands.audit import _load_source
-    from cutlass_layout.cache import ResultCache
+    from cutlass_layout.pipeline.cache import ResultCache
 
     cache, first = audited  # each case leaves the cache as it found it (the rerun stores again)
     entries = _entries(cache, "audit")
@@ -581,7 +581,7 @@ def test_altered_results_are_misses(wheel, audited, change, resign):
 
 
 def test_a_report_whose_numbers_disagree_does_not_load(audited):
-    from cutlass_layout.engine import load_report
+    from cutlass_layout.pipeline.engine import load_report
 
     _, doc = audited
     payloads = [json.loads(e.read_bytes().partition(b"\n")[2]) for e in _entries(audited[0], "audit")]
@@ -601,8 +601,8 @@ def test_a_report_whose_numbers_disagree_does_not_load(audited):
 
 
 def test_sealed_files(cache, tmp_path):
-    import cutlass_layout.cache as cache_module
-    from cutlass_layout.cache import discard, seal, sealed
+    import cutlass_layout.pipeline.cache as cache_module
+    from cutlass_layout.pipeline.cache import discard, seal, sealed
 
     blob = tmp_path / "x.pch"
     blob.write_bytes(b"precompiled" * 1000)
@@ -621,7 +621,7 @@ def test_sealed_files(cache, tmp_path):
 
 
 def test_wheel_digest_memo_that_is_damaged_is_computed_again(cache, wheel):
-    from cutlass_layout import sources
+    from cutlass_layout.sources import trees as sources
 
     true = hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert sources._sha256_file(wheel) == true
@@ -633,7 +633,7 @@ def test_wheel_digest_memo_that_is_damaged_is_computed_again(cache, wheel):
 
 
 def test_unpacked_tree_that_lost_a_file_is_unpacked_again(cache, wheel):
-    from cutlass_layout.sources import resolve_cutlass
+    from cutlass_layout.sources.trees import resolve_cutlass
 
     root = resolve_cutlass(str(wheel)).include_root
     arch = root / "cutlass" / "arch" / "arch.h"
@@ -646,7 +646,7 @@ def test_unpacked_tree_that_lost_a_file_is_unpacked_again(cache, wheel):
 
 
 def test_prelude_that_is_damaged_is_written_again(cache):
-    from cutlass_layout.kernels import Prelude
+    from cutlass_layout.installs.kernels import Prelude
 
     pre = Prelude(macros="#define CL_TEST 1\n")
     path = pre.write()
@@ -656,8 +656,8 @@ def test_prelude_that_is_damaged_is_written_again(cache):
 
 
 def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
-    from cutlass_layout.flashinfer_jit import jit_modules
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer_jit import jit_modules
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer(str(wheel))
     gen = jit_modules(install).modules[0].generated[0]
@@ -672,7 +672,7 @@ def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
 
 @pytest.mark.network
 def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkeypatch, capsys):
-    from cutlass_layout.runner import Progress
+    from cutlass_layout.pipeline.runner import Progress
 
     sweep_module = importlib.import_module("cutlass_layout.commands.sweep")
 
@@ -689,7 +689,8 @@ def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkey
 
 @pytest.mark.network
 def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch):
-    from cutlass_layout import Config, engine
+    from cutlass_layout import Config
+    from cutlass_layout.pipeline import engine
 
     monkeypatch.setenv("CUTLASS_LAYOUT_NO_PCH", "1")  # no header to build in the temporary cache
     tgt = engine.target(nc420.tree)

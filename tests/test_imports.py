@@ -25,12 +25,13 @@ NAME = "cutlass_layout"
 
 #: Modules that import nothing from the package (everything else builds on them; the cache
 #: and the input readers build on the errors alone).
-LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.runner",
-          "cutlass_layout._flashinfer_harness", "cutlass_layout.launchers"}
+LEAVES = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.pipeline.runner",
+          "cutlass_layout.sources._flashinfer_harness", "cutlass_layout.subjects.launchers"}
 #: Modules that import the errors and nothing else (the executors: a Dask cluster's).
-ON_ERRORS = {"cutlass_layout.cache", "cutlass_layout.inputs", "cutlass_layout.executors"}
+ON_ERRORS = {"cutlass_layout.pipeline.cache", "cutlass_layout.sources.inputs",
+             "cutlass_layout.pipeline.executors"}
 #: What the frontends may import: the model, and the leaves for errors and cache folders.
-FRONTEND_DEPS = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.cache"}
+FRONTEND_DEPS = {"cutlass_layout.model", "cutlass_layout.errors", "cutlass_layout.pipeline.cache"}
 
 
 def _modules() -> dict[str, Path]:
@@ -169,10 +170,14 @@ def test_no_module_reaches_a_command_through_the_facade():
 #: The README's module map ("How it works"), bottom first: a module imports only modules of
 #: its own layer or of layers before it.
 LAYERS = [
-    ["errors", "model", "cache", "inputs", "runner", "executors", "_flashinfer_harness", "_cutlass_library_harness"],
-    ["archs", "config", "sources", "cuda", "flashinfer_jit", "mainloop2x"],
-    ["frontends", "frontends.clang", "frontends.treesitter", "launchers", "probe", "grid", "shapes"],
-    ["engine", "verify", "nvcc_probe", "gpu", "kernels", "candidates", "fixes", "kernel_library", "moe_sm80"],
+    ["errors", "model", "pipeline", "pipeline.cache", "pipeline.runner", "pipeline.executors",
+     "sources", "sources.inputs", "sources._flashinfer_harness", "sources._cutlass_library_harness"],
+    ["subjects", "subjects.archs", "subjects.config", "sources.trees", "sources.cuda", "sources.flashinfer_jit",
+     "subjects.mainloop2x"],
+    ["frontends", "frontends.clang", "frontends.treesitter", "subjects.launchers", "subjects.probe", "subjects.grid",
+     "subjects.shapes"],
+    ["pipeline.engine", "checks", "checks.verify", "checks.nvcc_probe", "checks.gpu", "installs", "installs.kernels",
+     "installs.candidates", "installs.fixes", "installs.kernel_library", "installs.moe_sm80"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist",
      "commands.library_audit", "commands.audit_nvcc", "commands.shard"],
     ["api"],
@@ -192,3 +197,43 @@ def test_layers_point_one_way():
     bad = [f"{m} (layer {rank[m]}) imports {t} (layer {rank[t]})"
            for m, imps in graph.items() for t, _, _ in imps if rank[t] > rank[m]]
     assert not bad, bad
+
+
+#: The folders (and the modules left in the package root), in the order they build on each
+#: other: a module uses only its own folder's and earlier folders' modules, and the shared
+#: services of :data:`SERVICES`, which anyone may use (they import nothing but the errors).
+FOLDERS = [
+    ["errors", "model"],
+    ["sources", "subjects", "frontends"],  # where a kernel comes from; what is laid out; the parsers
+    ["pipeline"],  # the one engine and its scheduler
+    ["installs", "checks"],  # the kernels an install builds; nvcc and GPU cross-checks
+    ["commands"],
+    ["api"],
+    [""],  # the facade
+    ["reports"],
+    ["options", "cli"],
+]
+SERVICES = {f"{NAME}.pipeline.cache", f"{NAME}.pipeline.runner", f"{NAME}.pipeline.executors",
+            f"{NAME}.sources.inputs"}
+
+
+def _folder(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_folders_name_the_layers():
+    """Only the base (model, errors) and the front door (api, the facade, options, cli) lie
+    in the package root; every other module sits in the folder of its layer, and folders
+    point one way."""
+    modules, graph = _graph()
+    rank = {f: i for i, layer in enumerate(FOLDERS) for f in layer}
+    flat = sorted(m for m, p in modules.items() if p.parent == PKG and p.name != "__init__.py")
+    assert flat == [f"{NAME}.{m}" for m in ("api", "cli", "errors", "model", "options")], flat
+    missing = sorted({_folder(m) for m in modules} - set(rank))
+    assert not missing, f"folders {missing}: add them to FOLDERS here and to the README's module map"
+    bad = [f"{m} imports {t}" for m, imps in graph.items() for t, _, _ in imps
+           if t != NAME and t not in SERVICES and rank[_folder(t)] > rank[_folder(m)]]
+    assert not bad, bad
+    for m in SERVICES:
+        assert {t for t, _, _ in graph[m]} <= {f"{NAME}.errors"}, f"{m} is a service: it imports only the errors"

@@ -16,13 +16,14 @@ import importlib.util
 import json
 import shutil
 import sys
+
 import pytest
 
 from cutlass_layout import BadInput, api
 from cutlass_layout.cli import main
-from cutlass_layout.kernel_library import LibraryKernel, Selection, builder_args, enumerate_kernels, stage_spec
-from cutlass_layout.runner import is_progress_line
-from cutlass_layout.sources import is_kernel_library, resolve_kernel_library
+from cutlass_layout.installs.kernel_library import LibraryKernel, Selection, builder_args, enumerate_kernels, stage_spec
+from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.sources.trees import is_kernel_library, resolve_kernel_library
 
 SPEC = "nvidia-cutlass==4.2.0.0"
 #: 8 kernels of nvidia-cutlass 4.2.0.0's SM120 list, one of each kind: MXFP4 (F8F6F4 and MXF4
@@ -107,7 +108,7 @@ def test_the_generator_runs_in_its_sandbox_with_the_selection_as_its_own_flags(m
 
 
 def test_a_generator_past_its_cpu_limit_or_failing_is_one_line(mini_library, monkeypatch):
-    from cutlass_layout import flashinfer_jit
+    from cutlass_layout.sources import flashinfer_jit
 
     monkeypatch.setenv("CUTLASS_LAYOUT_GENERATOR_CPU_S", "1")
     monkeypatch.setattr(flashinfer_jit, "HARNESS_TIMEOUT", 60)
@@ -167,7 +168,7 @@ def test_each_kernel_is_laid_out_or_has_its_own_error(mini_library):
     from dataclasses import replace
 
     from cutlass_layout.commands.library_audit import audit_library
-    from cutlass_layout.sources import resolve_cutlass
+    from cutlass_layout.sources.trees import resolve_cutlass
 
     lib = replace(resolve_kernel_library(mini_library), tree=resolve_cutlass(SPEC))
     res = audit_library(lib, "sm120", jobs=1)
@@ -210,7 +211,7 @@ def _library_module(library):
 
 @pytest.mark.network
 def test_the_default_filter_keeps_386_sm120_kernels_and_all_572(library):
-    from cutlass_layout.sources import fetch_wheel
+    from cutlass_layout.sources.trees import fetch_wheel
 
     whl = resolve_kernel_library(fetch_wheel(SPEC))  # the same library, named by its wheel's path
     assert (whl.root, whl.fingerprint, whl.tree.tree_hash) == (library.root, library.fingerprint,
@@ -259,8 +260,8 @@ def _nvcc_sizes(library, arch: str, names: list[str], work) -> dict[str, tuple[i
     ``cl_show<j, its three SharedStorage sizes, Stages>``), with the flags ``--verify nvcc``
     gives them (the library's ``tools/util/include`` on the path, as its CMake gives the
     profiler's files)."""
+    from cutlass_layout.checks.nvcc_probe import unit_sizes
     from cutlass_layout.commands.audit_nvcc import library_flags, library_instances
-    from cutlass_layout.nvcc_probe import unit_sizes
 
     kernels = {k.name: k for k in enumerate_kernels(library, arch, Selection(kernels=",".join(names)))[0]}
     order = sorted(kernels)

@@ -19,12 +19,12 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
+from conftest import MINI_LIBRARY
+from test_library_audit import _error_line
 
 from cutlass_layout import api
 from cutlass_layout.cli import main
 from cutlass_layout.commands.diff import library_name, pair_library_kernels
-from conftest import MINI_LIBRARY
-from test_library_audit import _error_line
 
 OLD, NEW = "nvidia-cutlass==3.8.0.0", "nvidia-cutlass==4.2.0.0"
 #: 3.8.0's and 4.2.0's names of one SM90 kernel (their manifests' procedural names)
@@ -146,7 +146,7 @@ def test_two_miniature_libraries_through_the_command_line(tmp_path, capsys):
     New: the auto 128x128x128 kernel's mainloop 101361 B, its kernel 101377 B, one byte over
     SM120's 101376 (fits -> over capacity); the grouped one 2048 B of 4 stages (2064 B); the
     3-stage one gone; a 256x128x128 one added; the old-style name as 4.x spells it, as before."""
-    from cutlass_layout.sources import resolve_cutlass
+    from cutlass_layout.sources.trees import resolve_cutlass
 
     tree = resolve_cutlass(NEW)
     auto, grouped = "fake_sm120_gemm_e4m3_128x128x128_auto", "fake_sm120_gemm_grouped_e4m3_64x128x128_auto"
@@ -239,8 +239,9 @@ def test_sm90_kernels_are_paired_across_the_4x_rename(sm90_diff):
 def test_the_verdict_change_against_nvcc(sm90_diff, nvcc, tmp_path):
     """The grouped cooperative TMA-epilogue kernel, 231424 B on 3.8.0 and 232448 B (SM90's
     capacity, an exact fit) on 4.2.0: nvcc's host pass of each library's own emitted source."""
-    from cutlass_layout.sources import resolve_kernel_library
     from test_library_audit import _nvcc_sizes
+
+    from cutlass_layout.sources.trees import resolve_kernel_library
 
     row = sm90_diff.audit.rows[0]
     for side, spec, name in (("old", OLD, GROUPED_COOP_TMA.format("s64x128x16")), ("new", NEW, GROUPED_COOP_TMA.format(""))):

@@ -1,12 +1,16 @@
-"""The 2.x mainloop's description (cutlass_layout.mainloop2x), offline: the note and the
+"""The 2.x mainloop's description (cutlass_layout.subjects.mainloop2x), offline: the note and the
 specializations' lines found in a small tree written here. The real headers and nvcc's view
 are in tests/test_cutlass2.py (test_f32_two_stages_mainloop_switch_shown and
 test_f32_mainloop_switch_equals_nvcc)."""
 
 from __future__ import annotations
 
-from cutlass_layout.mainloop2x import (DEFAULT_MMA, DEFAULT_MMA_CORE_SM75, fast_f16_specializations,
-                                       mainloop_choice)
+from cutlass_layout.subjects.mainloop2x import (
+    DEFAULT_MMA,
+    DEFAULT_MMA_CORE_SM75,
+    fast_f16_specializations,
+    mainloop_choice,
+)
 
 PIPELINED = "cutlass::gemm::threadblock::MmaPipelined<cutlass::gemm::GemmShape<128, 128, 32>, int>"
 HALF, F32 = "cutlass::half_t", "float"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cutlass_layout import moe_sm80 as m
+from cutlass_layout.installs import moe_sm80 as m
 
 DISPATCH = """
 namespace tensorrt_llm::kernels::cutlass_kernels_oss {
@@ -407,11 +407,11 @@ def test_audit_reports_the_family(audited):
 @pytest.mark.nvcc
 @pytest.mark.slow
 def test_sample_against_nvcc(audited, nvcc, tmp_path):
-    from cutlass_layout import engine
-    from cutlass_layout.flashinfer_jit import jit_modules
+    from cutlass_layout.checks.nvcc_probe import nvcc_flags, show_header, unit_sizes
     from cutlass_layout.commands.audit_nvcc import sm80_instantiations
-    from cutlass_layout.nvcc_probe import nvcc_flags, show_header, unit_sizes
-    from cutlass_layout.sources import resolve_flashinfer
+    from cutlass_layout.pipeline import engine
+    from cutlass_layout.sources.flashinfer_jit import jit_modules
+    from cutlass_layout.sources.trees import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)

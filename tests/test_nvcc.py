@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from cutlass_layout import Config, layouts
-from cutlass_layout.verify import member_paths, nvcc_numbers
+from cutlass_layout.checks.verify import member_paths, nvcc_numbers
 
 pytestmark = [pytest.mark.network, pytest.mark.nvcc]
 
@@ -84,10 +84,10 @@ def test_the_front_end_numbers_are_the_built_probes(fi072, nvcc, tmp_path):
     StagesB/StagesE), every size, stage count and member."""
     import subprocess
 
-    from cutlass_layout import probe
-    from cutlass_layout.config import ARCHS
-
     from test_sm120_sparse import KERNEL
+
+    from cutlass_layout.subjects import probe
+    from cutlass_layout.subjects.config import ARCHS
 
     configs = [SM120[0], SM120[7], KERNEL]
     reps = layouts(configs, fi072)

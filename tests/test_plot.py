@@ -11,11 +11,19 @@ pytest.importorskip("matplotlib")
 
 from cutlass_layout import Config
 from cutlass_layout.cli import main
+from cutlass_layout.commands.sweep import SweepRecord, SweepResult
 from cutlass_layout.errors import BadInput, DoesNotCompile
 from cutlass_layout.model import CompileError, FieldLayout, LayoutReport, Provenance, StructLayout
-from cutlass_layout.reports.plot import (DPI, MISSING, VERDICT_COLORS, check_plot_path, memory_map,
-                                         plot_layout, plot_sweep_result, sweep_chart)
-from cutlass_layout.commands.sweep import SweepRecord, SweepResult
+from cutlass_layout.reports.plot import (
+    DPI,
+    MISSING,
+    VERDICT_COLORS,
+    check_plot_path,
+    memory_map,
+    plot_layout,
+    plot_sweep_result,
+    sweep_chart,
+)
 
 CAP = 101376
 ORIGIN = "flashinfer-python==0.7.2.post1 (wheel flashinfer_python-0.7.2.post1-py3-none-any.whl, cached)"

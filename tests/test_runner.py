@@ -10,9 +10,16 @@ import time
 
 import pytest
 
-from cutlass_layout import runner
-from cutlass_layout.runner import (Pool, Progress, is_progress_line, progress_shown, show_progress,
-                                   showing, step)
+from cutlass_layout.pipeline import runner
+from cutlass_layout.pipeline.runner import (
+    Pool,
+    Progress,
+    is_progress_line,
+    progress_shown,
+    show_progress,
+    showing,
+    step,
+)
 
 
 def _square(x):
@@ -155,7 +162,7 @@ def test_gc_paused_restores_the_collector_and_workers_collect():
     workers that collect."""
     import gc
 
-    from cutlass_layout.runner import gc_paused
+    from cutlass_layout.pipeline.runner import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

@@ -4,7 +4,7 @@ Offline: each test writes a tiny stand-in flashinfer into tmp_path, shaped as th
 (``_flashinfer_harness.py``) reads one: ``compilation_context.py``, ``jit/core.py`` and
 ``jit/env.py`` for the constants, a CUTLASS tree under ``data/cutlass/include``, and one
 builder, ``flashinfer.jit.probe.gen_gemm_sm120_cutlass_module`` (named as
-:func:`cutlass_layout.flashinfer_jit.builders` finds builders: ``gen_``, ``sm120``, code naming
+:func:`cutlass_layout.sources.flashinfer_jit.builders` finds builders: ``gen_``, ``sm120``, code naming
 CUTLASS and a GEMM), whose body is each test's hostile code. What the builder saw comes back
 through ``gen_jit_spec``: a ``-DSEEN=<json>`` flag of the module it records.
 """
@@ -16,14 +16,14 @@ import os
 from pathlib import Path
 
 import pytest
+from test_sources import make_tree
 
 from cutlass_layout import BadInput
-from cutlass_layout import flashinfer_jit
 from cutlass_layout.cli import main
-from cutlass_layout.runner import is_progress_line
-from cutlass_layout.flashinfer_jit import jit_modules
-from cutlass_layout.sources import resolve_flashinfer
-from test_sources import make_tree
+from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.sources import flashinfer_jit
+from cutlass_layout.sources.flashinfer_jit import jit_modules
+from cutlass_layout.sources.trees import resolve_flashinfer
 
 #: What the child's environment may hold: what flashinfer_jit.child_env passes, the harness's
 #: own FLASHINFER_DISABLE_JIT, and LC_CTYPE, which Python sets itself under a C locale (PEP 538)

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cutlass_layout.errors import BadInput
 from cutlass_layout.cli import run_scan_cli
-from cutlass_layout.reports.scan import render_text
 from cutlass_layout.commands.scan import SCHEMA, Struct, scan, to_json
+from cutlass_layout.errors import BadInput
+from cutlass_layout.reports.scan import render_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "scan"
 
@@ -40,14 +40,14 @@ TMA_SUM = "TmaTransactionBytesMK + TmaTransactionBytesNK"
 
 @pytest.fixture(scope="session")
 def fi_tree():
-    from cutlass_layout.sources import resolve_cutlass
+    from cutlass_layout.sources.trees import resolve_cutlass
 
     return resolve_cutlass("flashinfer-python==0.7.2.post1")
 
 
 @pytest.fixture(scope="session")
 def c42_tree():
-    from cutlass_layout.sources import resolve_cutlass
+    from cutlass_layout.sources.trees import resolve_cutlass
 
     return resolve_cutlass("nvidia-cutlass==4.2.0.0")
 
@@ -439,7 +439,7 @@ def test_grep_and_file_only(capsys):
 
 
 def test_single_file_does_not_start_a_pool(monkeypatch):
-    from cutlass_layout import runner  # the one process pool, which scan uses
+    from cutlass_layout.pipeline import runner  # the one process pool, which scan uses
 
     def boom(*a, **k):
         raise AssertionError("process pool started for one file")

@@ -3,7 +3,7 @@ NVFP4/MXFP4/MXFP8, clusters, the block-scale-factor epilogue; and an SM100 kerne
 own, whose capacity comes from its arch tag.
 
 Every size, stage count and member offset is nvcc's (the same probe given to nvcc 13.0,
-its front end's numbers: :func:`cutlass_layout.verify.nvcc_numbers`), on two CUTLASS versions (nvidia-cutlass 4.2.0.0 and flashinfer
+its front end's numbers: :func:`cutlass_layout.checks.verify.nvcc_numbers`), on two CUTLASS versions (nvidia-cutlass 4.2.0.0 and flashinfer
 0.7.2.post1's 4.5.0). The capacity is ``cutlass::arch::sm100_smem_capacity_bytes = 232448``
 (``cutlass/arch/arch.h`` line 44 in both, read by hand), for SM100, SM101, SM103 and SM110.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_nvcc import check_against_nvcc  # every number against nvcc's, one translation unit
 
 from cutlass_layout import BadInput, Config, UserType, layouts
 from cutlass_layout.cli import main
-from cutlass_layout.probe import config_block, epilogue_schedule, kernel_schedule
-from test_nvcc import check_against_nvcc  # every number against nvcc's, one translation unit
+from cutlass_layout.subjects.probe import config_block, epilogue_schedule, kernel_schedule
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm100_grouped.hpp"
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from cutlass_layout import BadInput, Config, layouts
-from cutlass_layout.probe import config_block, kernel_schedule
-from cutlass_layout.verify import verify_with_nvcc
+from cutlass_layout.checks.verify import verify_with_nvcc
+from cutlass_layout.subjects.probe import config_block, kernel_schedule
 
 SM120 = [
     Config(kernel="dense", a="e4m3", scales=(1, 128, 128)),
@@ -135,7 +135,7 @@ def test_sparse_stage_search_could_not_run_cli(sparse_swept, nc420, capsys):
 def test_sparse_search_against_nvcc(sparse_swept, nc420, nvcc):
     """nvcc agrees: StageCount<2> and <3> do not compile (the same assert), the auto config
     is 3 stages and 96256 B."""
-    from cutlass_layout.verify import nvcc_numbers
+    from cutlass_layout.checks.verify import nvcc_numbers
 
     for n in (2, 3):
         with pytest.raises(BadInput, match=r'int_tuple\.hpp\(56\): error: static assertion '

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from cutlass_layout import UserType, layouts, probe
+from cutlass_layout import UserType, layouts
+from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.cli import main
 from cutlass_layout.frontends.clang import clang_only
 from cutlass_layout.model import CompileError
-from cutlass_layout.verify import verify_with_nvcc
+from cutlass_layout.subjects import probe
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm120_sparse_nvfp4.hpp"
 KERNEL = UserType(HEADER, "example80b::GemmKernel")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput, resolve_cutlass
-from cutlass_layout.sources import find_trees, read_version, tree_hash
+from cutlass_layout.sources.trees import find_trees, read_version, tree_hash
 
 VERSION_H = """#pragma once
 #define CUTLASS_MAJOR {0}
@@ -147,7 +147,7 @@ def test_tree_hash_follows_content_not_version(tmp_path):
     b = make_tree(tmp_path / "b" / "include")
     assert tree_hash(a) == tree_hash(b)
     (b / "cutlass" / "cutlass.h").write_text("#pragma once\n// changed\n")
-    from cutlass_layout import sources
+    from cutlass_layout.sources import trees as sources
     sources._TREE_HASHES.clear()
     assert tree_hash(a) != tree_hash(b)
 
@@ -175,7 +175,7 @@ def test_installed_distribution_by_name(tmp_path, monkeypatch):
 @pytest.mark.network
 def test_name_with_version_fetches_a_wheel():
     """Fetched once into the cache (the session's: tests/conftest.py), then reused."""
-    from cutlass_layout.cache import cache_dir
+    from cutlass_layout.pipeline.cache import cache_dir
 
     t = resolve_cutlass("nvidia-cutlass==4.2.0.0")
     assert Path(t.include_root).is_relative_to(cache_dir())
@@ -231,7 +231,7 @@ def make_checkout_2x(root: Path, **markers) -> Path:
     ({}, ("unknown", "none")),
 ], ids=["cmake", "changelog", "cmake-3.4.1", "setup.py", "changelog-3.3", "none"])
 def test_checkout_without_version_h(tmp_path, markers, want):
-    from cutlass_layout.sources import tree_version
+    from cutlass_layout.sources.trees import tree_version
 
     root = make_checkout_2x(tmp_path / "cutlass", **markers)
     assert tree_version(root / "include") == want

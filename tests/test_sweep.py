@@ -6,20 +6,28 @@ the command's flags and outputs.
 from __future__ import annotations
 
 import csv
-import io
 import importlib
+import io
 import json
 
 import pytest
+from handed import SECTION_A  # shared known-good values (tests/handed.py)
 
 from cutlass_layout import Config
-from handed import SECTION_A  # shared known-good values (tests/handed.py)
+from cutlass_layout.cli import sweep_cmd as command
+from cutlass_layout.commands.sweep import (
+    MAX_CHUNK,
+    SWEEP_SCHEMA,
+    SweepRecord,
+    _chunks,
+    _first_candidate,
+    _likely_fails,
+    _Search,
+    sweep,
+)
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
-from cutlass_layout.cli import sweep_cmd as command
 from cutlass_layout.reports.sweep import to_csv
-from cutlass_layout.commands.sweep import (MAX_CHUNK, SWEEP_SCHEMA, SweepRecord, _chunks, _first_candidate,
-                                  _likely_fails, _Search, sweep)
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput, UserType, layouts
+from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.cli import main
-from cutlass_layout.verify import verify_with_nvcc
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "user_kernel.hpp"
 

@@ -34,23 +34,52 @@ around them: :func:`~cutlass_layout.api.grid`, :func:`~cutlass_layout.api.verify
 :mod:`cutlass_layout.commands.sweep`, ``.diff``, ``.scan`` and ``.audit``
 (``from cutlass_layout.commands.sweep import MAX_STAGES``).
 
-Layers, each using only those above it: :mod:`~cutlass_layout.model` (with ``errors``,
-``cache``, ``inputs`` and ``runner``, which import nothing from the package but the errors)
--> ``archs``, ``config``, ``sources``, ``cuda`` -> :mod:`~cutlass_layout.frontends`
-(libclang, tree-sitter) ->
-``probe`` -> :mod:`~cutlass_layout.engine` (and ``kernels``: an install's own sources) ->
-:mod:`~cutlass_layout.commands` (``sweep``, ``diff``, ``scan``, ``audit``) ->
-:mod:`~cutlass_layout.api` (this facade) -> :mod:`~cutlass_layout.reports` ->
-:mod:`~cutlass_layout.cli`.
+Folders, each using only those before it (``tests/test_imports.py`` checks every import):
+:mod:`~cutlass_layout.model` and ``errors`` (with ``pipeline.cache``, ``pipeline.runner``,
+``pipeline.executors`` and ``sources.inputs``, which import nothing but the errors) ->
+:mod:`~cutlass_layout.sources` (where a kernel comes from: trees, wheels, installs, the JIT) and
+:mod:`~cutlass_layout.subjects` (what is laid out: configs, user types, probe text) ->
+:mod:`~cutlass_layout.frontends` (libclang, tree-sitter) -> :mod:`~cutlass_layout.pipeline`
+(the one engine) -> :mod:`~cutlass_layout.installs` (the kernels an install builds) and
+:mod:`~cutlass_layout.checks` (nvcc, a GPU) -> :mod:`~cutlass_layout.commands` (``sweep``,
+``diff``, ``scan``, ``audit``) -> :mod:`~cutlass_layout.api` (this facade) ->
+:mod:`~cutlass_layout.reports` -> :mod:`~cutlass_layout.cli`.
 """
 
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 
-from .api import (LIMITS, AuditResult, AuditSet, BadInput, Config, CutlassLayoutError, CutlassTree, DiffResult,
-                  DoesNotCompile, LayoutReport, OverLimit, ScanResult, SweepRecord, SweepResult, Tactic,
-                  Target, UserType, audit, diff, layout, layouts, merge_audits, parse_tile, resolve_cutlass,
-                  scan, show_progress, sweep, tactic, target)
+from .api import (
+    LIMITS,
+    AuditResult,
+    AuditSet,
+    BadInput,
+    Config,
+    CutlassLayoutError,
+    CutlassTree,
+    DiffResult,
+    DoesNotCompile,
+    LayoutReport,
+    OverLimit,
+    ScanResult,
+    SweepRecord,
+    SweepResult,
+    Tactic,
+    Target,
+    UserType,
+    audit,
+    diff,
+    layout,
+    layouts,
+    merge_audits,
+    parse_tile,
+    resolve_cutlass,
+    scan,
+    show_progress,
+    sweep,
+    tactic,
+    target,
+)
 
 try:
     __version__ = _version("cutlass-layout")  # the one version: pyproject.toml's

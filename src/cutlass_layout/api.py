@@ -38,23 +38,34 @@ import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from . import engine, executors, probe, runner
 from .commands import audit as _audit
 from .commands import diff as _diff
 from .commands import scan as _scan
 from .commands import shard as _shard
 from .commands import sweep as _sweep
-from .config import Config, parse_stages, parse_tile
-from .engine import Target
 from .errors import BadInput, CutlassLayoutError, DoesNotCompile
-from .grid import expand_braces
-from .inputs import LIMITS, OverLimit
-from .model import (AuditResult, AuditSet, Blocklist, BlocklistFormat, DiffResult, LayoutReport, ScanResult, SweepRecord, SweepResult,
-                    Tactic)
-from .probe import UserType
-from .sources import CutlassTree
-from .sources import is_kernel_library as _is_kernel_library
-from .sources import resolve_cutlass as _resolve_cutlass
+from .model import (
+    AuditResult,
+    AuditSet,
+    Blocklist,
+    BlocklistFormat,
+    DiffResult,
+    LayoutReport,
+    ScanResult,
+    SweepRecord,
+    SweepResult,
+    Tactic,
+)
+from .pipeline import engine, executors, runner
+from .pipeline.engine import Target
+from .sources.inputs import LIMITS, OverLimit
+from .sources.trees import CutlassTree
+from .sources.trees import is_kernel_library as _is_kernel_library
+from .sources.trees import resolve_cutlass as _resolve_cutlass
+from .subjects import probe
+from .subjects.config import Config, parse_stages, parse_tile
+from .subjects.grid import expand_braces
+from .subjects.probe import UserType
 
 
 def _renamed(**old_names: str):
@@ -297,7 +308,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             given = ", ".join(k for k, v in chosen.items() if v)
             raise BadInput(f"{given}: the kernel library's own filters, for an audit diff (audit=True) of two "
                            "CUTLASS kernel libraries")
-        from .kernel_library import Selection
+        from .installs.kernel_library import Selection
 
         selection = Selection(**{k: v or "" for k, v in chosen.items()})
     return _diff.diff(old, new, grid, structural=structural, numeric=numeric, audit=audit,
@@ -346,7 +357,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
 
     Or, where ``source`` is CUTLASS's own kernel library (``"nvidia-cutlass==4.2.0.0"``, its
     wheel, a folder with ``cutlass_library``, a CUTLASS checkout:
-    :func:`cutlass_layout.sources.is_kernel_library`), every kernel the library's generator
+    :func:`cutlass_layout.sources.trees.is_kernel_library`), every kernel the library's generator
     keeps for ``arch`` (what ``cutlass_profiler`` builds: its ``Manifest`` and
     ``GenerateSM120``-style functions, run in a child process), each laid out from the C++
     the library's own emitter writes (``<name>_base``, a ``GemmUniversal``), with the
@@ -414,7 +425,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             an install whose builders give no kernel for the arch (the message says why); a
             bad ``executor``, one without ``distributed`` installed, a scheduler that does not
             answer (or has no worker) in time, workers that cannot see the install's paths
-            (:mod:`cutlass_layout.executors`). For
+            (:mod:`cutlass_layout.pipeline.executors`). For
             CUTLASS's library: no library or headers at ``source``, its generator failed or
             ran past its limits, a selection of its own that keeps no kernel; the library's
             filters (``kernels``, ...) for a flashinfer install.
@@ -430,7 +441,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
                       executor=ex, shard=shard, **config_values)
         if is_kernel_library(source):
             from .commands.library_audit import audit_library, audit_library_archs
-            from .kernel_library import FAMILY, Selection
+            from .installs.kernel_library import FAMILY, Selection
 
             if family is not None and family != FAMILY:
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
@@ -497,7 +508,7 @@ def blocklist_format(source=None) -> BlocklistFormat:
             another shape.
     """
     from .commands.blocklist import blocklist_format as _format
-    from .sources import FlashinferInstall, resolve_flashinfer
+    from .sources.trees import FlashinferInstall, resolve_flashinfer
 
     install = source if isinstance(source, FlashinferInstall) else resolve_flashinfer(source)
     return _format(install.root, install.version)
@@ -566,7 +577,7 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     """
     if is_kernel_library(source):  # a procedural name is a filter of the library's own
         from .commands.library_audit import audit_library
-        from .kernel_library import Selection
+        from .installs.kernel_library import Selection
 
         with runner.showing(progress):
             res = audit_library(source, arch, selection=Selection(kernels=id), cuda_path=cuda_path,
@@ -596,7 +607,7 @@ def show_progress(enabled: bool = True) -> bool:
     """Show progress on stderr in this process from now on (or stop): each slow step as it
     starts (a download, unpacking a wheel, an install's generator, building a precompiled
     header, a libclang parse, nvcc) and counts of long runs (a spinner and bars on a
-    terminal, plain lines otherwise; :mod:`cutlass_layout.runner`). The command line turns it
+    terminal, plain lines otherwise; :mod:`cutlass_layout.pipeline.runner`). The command line turns it
     on; the library is quiet unless a call's ``progress=True`` asks for its own duration.
     Returns whether it was shown before (to put back)."""
     return runner.show_progress(enabled)
@@ -639,7 +650,7 @@ def grid(values: dict) -> list[Config]:
     Raises:
         BadInput: an unknown key or bad value. OverLimit: more configs than :data:`LIMITS`.
     """
-    from .grid import grid_configs
+    from .subjects.grid import grid_configs
 
     return grid_configs(values)
 
@@ -652,7 +663,7 @@ def grid_file(path) -> list[Config]:
     Raises:
         BadInput: an unreadable or malformed file, a bad value. OverLimit: as :func:`grid`.
     """
-    from .grid import load_grid_file
+    from .subjects.grid import load_grid_file
 
     return load_grid_file(path)
 
@@ -688,7 +699,7 @@ def probe_text(config=None, **config_values) -> str:
     --emit-probe``): ``size 0 KERNEL MAINLOOP EPILOGUE STAGES`` (``sizeof`` of the three
     SharedStorage types, 1 for a missing one, and the stage count) and, where they apply, a
     sparse mainloop's ``StagesB``/``StagesE``, a storage of no GEMM shape's ``sizeof`` and a
-    direct convolution's launch size (:func:`cutlass_layout.probe.checks`).
+    direct convolution's launch size (:func:`cutlass_layout.subjects.probe.checks`).
 
     Raises:
         BadInput: as :func:`config`.
@@ -710,13 +721,13 @@ def verify_nvcc(configs: list, reports: list[LayoutReport], source=None):
     offset and size C++ can name; configs that did not compile are left out.
 
     Returns:
-        A :class:`cutlass_layout.verify.Verification` (``agree``, ``sizes``, ``fields``,
+        A :class:`cutlass_layout.checks.verify.Verification` (``agree``, ``sizes``, ``fields``,
         ``mismatches``; ``summary()``).
 
     Raises:
         BadInput: nvcc missing or failing, an unusable source.
     """
-    from .verify import verify_with_nvcc
+    from .checks.verify import verify_with_nvcc
 
     return verify_with_nvcc(list(configs), list(reports), _include_root(source))
 
@@ -724,12 +735,12 @@ def verify_nvcc(configs: list, reports: list[LayoutReport], source=None):
 def find_nvcc(cuda_path=None) -> str:
     """The nvcc ``--verify nvcc`` runs: ``<cuda_path>/bin/nvcc`` where given, else the one on
     ``PATH``, checked by running ``nvcc --version``
-    (:func:`cutlass_layout.nvcc_probe.find_nvcc`).
+    (:func:`cutlass_layout.checks.nvcc_probe.find_nvcc`).
 
     Raises:
         BadInput: no nvcc there, or one that does not run.
     """
-    from .nvcc_probe import find_nvcc as _find_nvcc
+    from .checks.nvcc_probe import find_nvcc as _find_nvcc
 
     return _find_nvcc(cuda_path)
 
@@ -767,14 +778,14 @@ def gpu_device(configs: list):
     all of one arch, the GPU's.
 
     Returns:
-        A :class:`cutlass_layout.gpu.GpuDevice`, for :func:`verify_gpu`.
+        A :class:`cutlass_layout.checks.gpu.GpuDevice`, for :func:`verify_gpu`.
 
     Raises:
         BadInput: a config the check program cannot launch (a user type, block-scaled,
             sparse, blockwise scales, a D with scale factors), several archs, no NVIDIA GPU
             or one of another arch, no nvcc on ``PATH``.
     """
-    from .gpu import check_launchable, preflight
+    from .checks.gpu import check_launchable, preflight
 
     configs = list(configs)
     check_launchable(configs)
@@ -806,12 +817,12 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
         device: :func:`gpu_device`'s result (default: checked here).
 
     Returns:
-        A :class:`cutlass_layout.gpu.GpuVerification` (``agree``, ``runs``; ``summary()``).
+        A :class:`cutlass_layout.checks.gpu.GpuVerification` (``agree``, ``runs``; ``summary()``).
 
     Raises:
         BadInput: as :func:`gpu_device`; a cache folder that cannot be written.
     """
-    from .gpu import verify_on_gpu
+    from .checks.gpu import verify_on_gpu
 
     configs = list(configs)
     device = device or gpu_device(configs)

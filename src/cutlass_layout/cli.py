@@ -19,10 +19,21 @@ import click
 
 from . import api
 from .errors import BadInput, CutlassLayoutError
-from .options import (CONFIG_FLAGS, config_options, cuda_path_option, executor_option, format_options,
-                      header_options, library_filters, library_options, limits_option, output_format,
-                      source_options)
-from .reports import audit as audit_report, layout as layout_report
+from .options import (
+    CONFIG_FLAGS,
+    config_options,
+    cuda_path_option,
+    executor_option,
+    format_options,
+    header_options,
+    library_filters,
+    library_options,
+    limits_option,
+    output_format,
+    source_options,
+)
+from .reports import audit as audit_report
+from .reports import layout as layout_report
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

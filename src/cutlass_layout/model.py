@@ -16,7 +16,7 @@ plain dataclasses, and their JSON (``to_dict``, built with :func:`plain`, the on
   :class:`BlocklistFormat`, :class:`Blocklist`.
 
 This module imports nothing from the package (the configs in sweep and diff results are
-:class:`cutlass_layout.config.Config` objects, named here for type checkers only).
+:class:`cutlass_layout.subjects.config.Config` objects, named here for type checkers only).
 
 All sizes, offsets and paddings are in **bytes**. A field's ``offset`` counts from the start
 of the top-level struct it belongs to (the kernel's, the mainloop's or the epilogue's
@@ -29,7 +29,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for annotations only: config.py builds on errors, this module on nothing
-    from .config import Config
+    from .subjects.config import Config
 
 _NAMES: dict[type, tuple[str, ...]] = {}
 
@@ -178,7 +178,7 @@ class Constant:
         expression: the initializer's text as written in the header.
         file, line: where it is defined (file relative to the include root when inside it).
         source: where the value comes from when the headers define no such constant (the
-            per-block opt-in limit of a CUTLASS 2.x-era arch; :mod:`cutlass_layout.archs`),
+            per-block opt-in limit of a CUTLASS 2.x-era arch; :mod:`cutlass_layout.subjects.archs`),
             else ``None``.
     """
 
@@ -356,7 +356,7 @@ class LayoutReport:
     was instantiated too).
     """
 
-    #: the subject as in the JSON: a config's :meth:`~cutlass_layout.config.Config.to_dict`,
+    #: the subject as in the JSON: a config's :meth:`~cutlass_layout.subjects.config.Config.to_dict`,
     #: or a user type's ``{header, type, arch}``
     config: dict
     provenance: Provenance
@@ -778,7 +778,7 @@ class SweepRecord:
     """The answer for one config of a sweep. Bytes throughout; ``None`` where not computed.
 
     Attributes:
-        config: the :class:`~cutlass_layout.config.Config`.
+        config: the :class:`~cutlass_layout.subjects.config.Config`.
         stages: the mainloop's stage count (the builder's choice for ``stages`` auto).
         mainloop_bytes, epilogue_bytes, kernel_bytes: ``sizeof`` of the three SharedStorage
             structs (``None`` when the config does not compile).
@@ -1053,8 +1053,8 @@ class NumericRow:
     """One config on both trees.
 
     Attributes:
-        config: the :class:`~cutlass_layout.config.Config`.
-        label: :meth:`Config.label <cutlass_layout.config.Config.label>`.
+        config: the :class:`~cutlass_layout.subjects.config.Config`.
+        label: :meth:`Config.label <cutlass_layout.subjects.config.Config.label>`.
         old, new: the two :class:`NumericRecord`.
         changed: names of what differs (see :data:`NUMERIC_KEYS`, plus ``kernel.<member>``).
         members: the kernel members that differ.
@@ -1321,7 +1321,7 @@ class Fix:
     launcher, only its mainloop builder's stage-count argument replaced by
     ``cutlass::gemm::collective::StageCount<N>``) laid out for stage counts below the
     builder's own, and the largest N whose kernel fits (headroom >= 0, as :attr:`LayoutReport.fits`
-    and ``sweep``'s ``max that fits`` count it: an exact fit fits, :mod:`cutlass_layout.fixes`
+    and ``sweep``'s ``max that fits`` count it: an exact fit fits, :mod:`cutlass_layout.installs.fixes`
     says why). Bytes throughout.
 
     Attributes:
@@ -1704,7 +1704,7 @@ class AuditResult:
             ``nearest`` what the tactics have that is nearest the value, as text; ``note``
             the line in ``notes``.
         candidates: the MoE runtime's candidate list as read from the install
-            (:class:`cutlass_layout.candidates.Candidates`), or None where it was not read
+            (:class:`cutlass_layout.installs.candidates.Candidates`), or None where it was not read
             (not part of the JSON; ``audit --blocklist`` numbers tactics from it).
         shard: for one shard of an audit (``audit --shard I/N``), which and what a merge needs
             (:class:`AuditShard`; the JSON's ``shard`` object); None for a whole audit.

@@ -5,7 +5,7 @@ Every command that takes a config takes the same flags, from :data:`CONFIG_FLAGS
 ``layout`` each once, with the defaults below; ``sweep`` and ``diff`` each repeatedly (the
 grid is the product, braces expand); ``audit`` each repeatedly, as filters (a tactic is kept
 when it matches one value of every flag given). The flag strings become a :class:`Config`
-in :func:`cutlass_layout.config.config_from_flags`, or a filter in
+in :func:`cutlass_layout.subjects.config.config_from_flags`, or a filter in
 :func:`cutlass_layout.commands.audit.tactic_filter`.
 """
 
@@ -198,14 +198,14 @@ def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = Fal
 
 def _lift_limits(ctx, param, value):
     if value:
-        from .inputs import lift_limits
+        from .sources.inputs import lift_limits
 
         lift_limits()  # for this command: cli.main puts them back
     return value
 
 
 def _limits_help() -> str:
-    from .inputs import Limits, size_text
+    from .sources.inputs import Limits, size_text
 
     d = Limits()
     return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "

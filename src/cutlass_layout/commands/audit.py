@@ -1,25 +1,25 @@
 """audit: every CUTLASS GEMM kernel an installed flashinfer builds for an arch, laid out exactly.
 
-``audit(src)`` reads what the install builds from its own code (:mod:`cutlass_layout.flashinfer_jit`:
+``audit(src)`` reads what the install builds from its own code (:mod:`cutlass_layout.sources.flashinfer_jit`:
 its JIT module builders, the TensorRT-LLM MoE generator, its templates), lays out the kernel
 of every launcher in every generated source with the flags its JIT compiles them with
-(:mod:`cutlass_layout.kernels`), and names each as the install does:
+(:mod:`cutlass_layout.installs.kernels`), and names each as the install does:
 
 * ``moe`` (TensorRT-LLM's MoE grouped GEMM, ``moe_gemm_tma_ws_launcher.inl``): the tile
   enum of its dispatch (``CtaShape128x256x64B``: K in bytes of the activation, as
   ``moe_gemm_template_dispatch_tma_ws.h`` counts it), the epilogue fusion, swap_ab and the
   output type, from the arguments of the launcher macro; and whether the install's runtime
-  candidate list for the arch would try it (:mod:`cutlass_layout.candidates`);
+  candidate list for the arch would try it (:mod:`cutlass_layout.installs.candidates`);
 * other modules: the launcher (struct or function) and the kernel alias.
 
-A tactic over capacity or an exact fit gets what fits instead (:mod:`cutlass_layout.fixes`:
+A tactic over capacity or an exact fit gets what fits instead (:mod:`cutlass_layout.installs.fixes`:
 its launcher laid out again with ``StageCount<N>`` in the mainloop builder).
 
 ``audit(src, shard=(i, n))`` lays out shard ``i`` of ``n`` alone (the split:
 :mod:`cutlass_layout.commands.shard`), and :func:`merge_shards` joins every shard's JSON into
 the audit of the whole, through the same tail (:func:`finish_audit`).
 
-Results are cached per source in the one results cache (:class:`~cutlass_layout.cache.ResultCache`,
+Results are cached per source in the one results cache (:class:`~cutlass_layout.pipeline.cache.ResultCache`,
 kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
 text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
 """
@@ -34,24 +34,43 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from ..cache import ResultCache, code_fingerprint, key as cache_key
-from ..engine import ENGINE_SOURCES
 from ..errors import BadInput, NothingForArch
-from ..launchers import (KERNEL_ALIAS_RE, blank_comments, declared_functions, explicit_instantiations,
-                         kernel_aliases, macro_calls)
-from ..kernels import (FoundKernel, Source, arch_family, estimate_kernels, kernel_arch, kernel_core,
-                       lay_out_sources, pch_preamble, split_preamble, template_args)
-from ..candidates import store_candidates
+from ..installs.candidates import store_candidates
+from ..installs.kernels import (
+    FoundKernel,
+    Source,
+    arch_family,
+    estimate_kernels,
+    kernel_arch,
+    kernel_core,
+    lay_out_sources,
+    pch_preamble,
+    split_preamble,
+    template_args,
+)
+from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
+from ..installs.moe_sm80 import audit_sm80_path, has_sm80_path, kernel_count
+from ..installs.moe_sm80 import defines as sm80_defines
 from ..model import AuditResult, AuditSet, AuditShard, Fix, LayoutReport, Provenance, Tactic
-from ..moe_sm80 import FAMILY as SM80_FAMILY, audit_sm80_path, defines as sm80_defines, has_sm80_path, kernel_count
-from ..runner import gc_paused
+from ..pipeline.cache import ResultCache, code_fingerprint
+from ..pipeline.cache import key as cache_key
+from ..pipeline.engine import ENGINE_SOURCES
+from ..pipeline.runner import gc_paused
+from ..subjects.launchers import (
+    KERNEL_ALIAS_RE,
+    blank_comments,
+    declared_functions,
+    explicit_instantiations,
+    kernel_aliases,
+    macro_calls,
+)
 from .shard import check_shard, ranked_tactics, shard_of
 
 #: Version of the cached per-source payload (2: ``launcher_macros``).
 _FORMAT = 2
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("kernels.py", "launchers.py", *ENGINE_SOURCES)
+_CODE = ("installs/kernels.py", "subjects/launchers.py", *ENGINE_SOURCES)
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
@@ -391,7 +410,7 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
 # the work of one source (also run in worker processes)
 def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list[dict]:
     """The per-source payloads of ``sources`` (one folder, flags and includes), laid out
-    together (:func:`cutlass_layout.kernels.lay_out_sources`); the CPU time is shared out
+    together (:func:`cutlass_layout.installs.kernels.lay_out_sources`); the CPU time is shared out
     by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
     includes (:func:`_pch`; this machine's cache has it unless the task runs on another
     machine, which builds its own), or None."""
@@ -422,7 +441,7 @@ BATCH_KERNELS = 48
 def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
     :data:`BATCH_KERNELS` estimated kernels (``estimates``: by source path,
-    :func:`cutlass_layout.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
+    :func:`cutlass_layout.installs.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
     there are enough sources (so that every worker has one)."""
     est = [max(1, estimates.get(source.path, 1)) for source, _ in items]
     per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
@@ -439,9 +458,9 @@ def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]
 
 def _load_source(payload: dict) -> dict:
     """A cached per-source payload if it is whole (each kernel's report loads, see
-    :func:`cutlass_layout.engine.load_report`; kept as its item's ``loaded``, so that it is
+    :func:`cutlass_layout.pipeline.engine.load_report`; kept as its item's ``loaded``, so that it is
     read once); raises for one that is not (a miss)."""
-    from ..engine import load_report
+    from ..pipeline.engine import load_report
 
     if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
         raise TypeError("kernels")
@@ -465,7 +484,7 @@ def _found_from(d: dict) -> FoundKernel:
 
 def source_facts(text: str) -> dict:
     """What a source's text says it instantiates and uses, read without a parse
-    (:mod:`cutlass_layout.launchers`): ``explicit`` (``(name, arguments, line)`` of each
+    (:mod:`cutlass_layout.subjects.launchers`): ``explicit`` (``(name, arguments, line)`` of each
     explicit instantiation of a function template), ``defined`` (the functions it defines at
     namespace scope), ``calls`` (the functions it declares without defining them and names
     again: what another source defines or instantiates), ``aliases`` (``(alias, line)`` of
@@ -716,8 +735,8 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
     Raises:
         BadInput: as :func:`tactic_filter`.
     """
-    from ..config import KERNELS, parse_shape, parse_stages, split_tile
-    from ..grid import expand_braces
+    from ..subjects.config import KERNELS, parse_shape, parse_stages, split_tile
+    from ..subjects.grid import expand_braces
 
     tests: dict[str, list] = {}
     for key, raw in values.items():
@@ -791,7 +810,7 @@ def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     kernel's is another, with what makes it so (a 2SM kernel's 2M, an Sm103 kernel's 3K),
     which the filter takes too: ``128x64x128B = 128x64x256 (2SM MMA 256x64x256)``,
     ``128x256x128B = 128x256x256 (Sm103 2SM MMA 256x256x768)``."""
-    from ..config import split_tile
+    from ..subjects.config import split_tile
 
     m, n, k, _ = split_tile(typed)
     tiles: dict[str, float] = {}
@@ -936,8 +955,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     Args:
         src: a flashinfer install: site-packages or package dir, ``.whl``,
             ``flashinfer-python==VERSION``, or None for the one installed here
-            (:func:`cutlass_layout.sources.resolve_flashinfer`), or a resolved
-            :class:`~cutlass_layout.sources.FlashinferInstall`.
+            (:func:`cutlass_layout.sources.trees.resolve_flashinfer`), or a resolved
+            :class:`~cutlass_layout.sources.trees.FlashinferInstall`.
         arch: ``sm120`` (default), ``sm121`` (SM120's builds: it shares their cached
             results), ``sm100``, ``sm103`` (each its own builders: flashinfer names them
             ``..._sm100_...`` and ``..._sm103_...``) or ``sm90``.
@@ -946,14 +965,14 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             no tactics instead, as a diff of two installs needs).
         grep: keep only tactics whose id, name, launcher or file contains this text
             (case-insensitive).
-        cuda_path: CUDA headers (see :func:`cutlass_layout.cuda.find_cuda`).
+        cuda_path: CUDA headers (see :func:`cutlass_layout.sources.cuda.find_cuda`).
         jobs: worker processes (default: the CPUs, or the executor's worker threads);
             use_cache: read cached results.
         executor: where the parses run: None (this machine's forked workers) or an
-            executor (:func:`cutlass_layout.executors.executor`: a Dask cluster); the
+            executor (:func:`cutlass_layout.pipeline.executors.executor`: a Dask cluster); the
             results come back here and are cached here.
         progress: progress on stderr (the install's generator, the parses); without it,
-            progress shows where it is turned on (:func:`cutlass_layout.runner.show_progress`).
+            progress shows where it is turned on (:func:`cutlass_layout.pipeline.runner.show_progress`).
         cached_only: run and parse nothing: the result from the results cache (the install's
             builders' answer, every source's layouts; the runtime candidates where cached),
             or None where any of it is not cached.
@@ -964,7 +983,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             (:func:`~cutlass_layout.commands.shard.shard_of`): the install's sources for the
             arch in their order (those skipped or not read included, so each is in one shard)
             and the ``moe_sm80`` family as one unit after them, cut into ``n`` runs of about
-            equal estimated kernels (:func:`~cutlass_layout.kernels.estimate_kernels`; the
+            equal estimated kernels (:func:`~cutlass_layout.installs.kernels.estimate_kernels`; the
             family's kernel count), the same on every machine for the same install, arch and
             filters. The runtime's candidate list is read, and fixes searched, where the shard
             has tactics that need them. The result holds the shard's sources and tactics (its
@@ -973,10 +992,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             is not an error here (the merge says so, :func:`merge_shards`).
 
     What it loads from the results cache, and the tactics it builds, are frozen out of the
-    garbage collector's passes (:func:`cutlass_layout.runner.gc_paused`).
+    garbage collector's passes (:func:`cutlass_layout.pipeline.runner.gc_paused`).
 
     Every source is parsed with its module's flags, and the TVM FFI headers the bindings
-    include (:func:`cutlass_layout.sources.tvm_ffi_headers`; fetched unless ``cached_only``)
+    include (:func:`cutlass_layout.sources.trees.tvm_ffi_headers`; fetched unless ``cached_only``)
     on the ``-isystem`` path, as flashinfer's ``get_system_includes`` puts them.
 
     Returns:
@@ -1002,11 +1021,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     (:func:`judge_source`): ``instantiations``, ``kernels``, and for one without a kernel its
     ``reason``, or its ``error`` where it instantiates something that was not laid out.
     """
-    from .. import engine
-    from ..flashinfer_jit import jit_modules
     from ..frontends.clang import libclang_version
-    from ..runner import Pool, Progress, default_jobs, progress_shown
-    from ..sources import FlashinferInstall, resolve_flashinfer, tvm_ffi_headers
+    from ..pipeline import engine
+    from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown
+    from ..sources.flashinfer_jit import jit_modules
+    from ..sources.trees import FlashinferInstall, resolve_flashinfer, tvm_ffi_headers
 
     t0 = time.perf_counter()
     arch = audit_arch(arch)
@@ -1362,7 +1381,7 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
         src: a flashinfer install, as :func:`audit` takes it.
         archs: arches of :data:`AUDIT_ARCHS`, or ``"all"`` (anywhere among them): every
             arch the install has JIT module builders for (those :func:`every_arch` tries
-            whose :func:`~cutlass_layout.flashinfer_jit.arch_builders` are not empty,
+            whose :func:`~cutlass_layout.sources.flashinfer_jit.arch_builders` are not empty,
             ascending: sm90, sm100, sm103, sm120; sm121, the same builds as sm120, only
             where named).
         use_cache, kwargs: as :func:`audit` takes them (``family``, ``grep``, the filters,
@@ -1381,8 +1400,8 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
             by ``all``); ``all`` where no arch gives anything (the first arch's reason, or
             that the install has no builder for any).
     """
-    from ..flashinfer_jit import arch_builders
-    from ..sources import FlashinferInstall, resolve_flashinfer
+    from ..sources.flashinfer_jit import arch_builders
+    from ..sources.trees import FlashinferInstall, resolve_flashinfer
 
     asked = arch_list(archs)
     named = [audit_arch(a) for a in asked if a != ALL]
@@ -1424,7 +1443,7 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).
 _PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cannot write")
-#: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.fixes`).
+#: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.installs.fixes`).
 FIX_VERDICTS = ("over_capacity", "exact_fit")
 
 
@@ -1433,17 +1452,17 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
                  cached_only: bool = False, executor=None) -> dict:
     """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
     capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
-    ``fixes``, :func:`cutlass_layout.fixes.fix_key`), else searched
-    (:func:`cutlass_layout.fixes.search_fixes`), the tactics of one folder, flags and includes
+    ``fixes``, :func:`cutlass_layout.installs.fixes.fix_key`), else searched
+    (:func:`cutlass_layout.installs.fixes.search_fixes`), the tactics of one folder, flags and includes
     together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
     stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``;
     ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
-    from ..fixes import FORMULAS, MIN_STAGES, Want, fix_key
     from ..frontends.clang import libclang_version
-    from ..kernels import CAPACITY
-    from ..runner import Pool, default_jobs
+    from ..installs.fixes import FORMULAS, MIN_STAGES, Want, fix_key
+    from ..installs.kernels import CAPACITY
+    from ..pipeline.runner import Pool, default_jobs
 
     stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
     if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
@@ -1500,10 +1519,10 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
 
 
 def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
-    """:func:`cutlass_layout.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
+    """:func:`cutlass_layout.installs.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
     with the precompiled header of the sources' includes (built when it is not there)."""
-    from ..fixes import search_fixes as search
     from ..frontends.clang import ensure_pch
+    from ..installs.fixes import search_fixes as search
 
     def pch():
         path = ensure_pch(preamble, flags, pch_key) if preamble else None
@@ -1528,8 +1547,8 @@ def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
 
 
 def _candidates(install, arch, flags, preamble, pch_key, use_cache, cached_only=False):
-    """:func:`~cutlass_layout.candidates.runtime_candidates` (also run in a worker process)."""
-    from ..candidates import runtime_candidates
+    """:func:`~cutlass_layout.installs.candidates.runtime_candidates` (also run in a worker process)."""
+    from ..installs.candidates import runtime_candidates
 
     return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
                               use_cache=use_cache, cached_only=cached_only)
@@ -1604,7 +1623,7 @@ PRESET_FAMILIES = {"trtllm-moe": MOE, "flashinfer": None}
 
 def _audit_source(origin: str) -> str | None:
     """The install as ``audit`` takes it, from its tree's origin (as
-    :func:`cutlass_layout.sources.resolve_cutlass` writes it): ``NAME==VERSION``, the wheel's
+    :func:`cutlass_layout.sources.trees.resolve_cutlass` writes it): ``NAME==VERSION``, the wheel's
     or folder's path, the distribution; None for one found in this environment."""
     m = re.match(r"(?:default )?(\S+==\S+) \(wheel ", origin)
     if m:
@@ -1620,7 +1639,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     """The :class:`~cutlass_layout.model.Approximation` of each config of ``configs`` read
     from the CUTLASS tree ``tree`` (None for what is not a preset config: a user type).
 
-    Where ``tree`` is a flashinfer install's (:func:`cutlass_layout.sources.flashinfer_of`:
+    Where ``tree`` is a flashinfer install's (:func:`cutlass_layout.sources.trees.flashinfer_of`:
     nothing is fetched or unpacked) and :func:`audit` takes the config's arch, the install's
     audit of the preset's family is read from the results cache (``cached_only``: nothing is
     run or parsed; once per arch and family for all configs), and its tactics with the
@@ -1629,9 +1648,9 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     is the point: the install's tactic of that tile is what runs. Never raises for an install
     that cannot be read (the approximation says nothing was audited).
     """
-    from ..config import Config
     from ..model import Approximation
-    from ..sources import flashinfer_of
+    from ..sources.trees import flashinfer_of
+    from ..subjects.config import Config
 
     out = []
     install = None

@@ -2,9 +2,9 @@
 
 Each sampled tactic is compiled from the source it came from (the install's own generated
 source, :attr:`~cutlass_layout.model.Tactic.file`, with its JIT module's flags), the sources
-of one module joined into one translation unit (:func:`cutlass_layout.nvcc_probe.one_unit`;
+of one module joined into one translation unit (:func:`cutlass_layout.checks.nvcc_probe.one_unit`;
 the instantiations not sampled blanked out), through nvcc's own front end
-(:mod:`cutlass_layout.nvcc_probe`): its kernel, mainloop and epilogue ``sizeof(SharedStorage)``
+(:mod:`cutlass_layout.checks.nvcc_probe`): its kernel, mainloop and epilogue ``sizeof(SharedStorage)``
 and its stage count as nvcc computes them are compared with the audit's. Units run in
 parallel (``jobs``). A family this check cannot compile yet is named, with why.
 """
@@ -20,11 +20,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..kernel_library import FAMILY as LIBRARY_FAMILY
+from ..checks.nvcc_probe import (
+    SHOW_TEMPLATE,
+    blank_statements,
+    find_nvcc,
+    first_error,
+    nvcc_flags,
+    show_header,
+    unit_sizes,
+)
+from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
+from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..model import AuditResult, AuditVerification, Tactic
-from ..moe_sm80 import FAMILY as SM80_FAMILY
-from ..nvcc_probe import SHOW_TEMPLATE, blank_statements, find_nvcc, first_error, nvcc_flags, show_header, unit_sizes
-from ..runner import default_jobs, step
+from ..pipeline.runner import default_jobs, step
 from .audit import AUDIT_ARCHS, MOE
 
 #: Tactics that fit, spread over their sizes, that the default sample adds per family to
@@ -76,7 +84,7 @@ def _explicit_instantiation(text: str, line: int) -> bool:
 @dataclass
 class Unit:
     """One nvcc run: ``sources`` of one module compiled as one translation unit with
-    ``flags`` (:func:`cutlass_layout.nvcc_probe.unit_sizes`: ``device``, ``by_instantiation``,
+    ``flags`` (:func:`cutlass_layout.checks.nvcc_probe.unit_sizes`: ``device``, ``by_instantiation``,
     ``show``, ``blank``), and ``want``: ``(source, line, tactic)`` of each number to read."""
 
     sources: list[Path]
@@ -113,7 +121,7 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
         An :class:`~cutlass_layout.model.AuditVerification`.
 
     Raises:
-        BadInput: nvcc missing or unusable (:func:`cutlass_layout.nvcc_probe.find_nvcc`), a
+        BadInput: nvcc missing or unusable (:func:`cutlass_layout.checks.nvcc_probe.find_nvcc`), a
             ``sample`` under 1.
     """
     from ..errors import BadInput
@@ -178,10 +186,10 @@ def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, s
     """The units of a flashinfer install's sampled MoE tactics: each generated source's module
     with its flags, at most ``jobs`` units per module and kind of front end; the SM80-path
     kernels in one unit of their own."""
-    from .. import engine
-    from ..config import ARCHS
-    from ..flashinfer_jit import jit_modules
-    from ..sources import resolve_flashinfer
+    from ..pipeline import engine
+    from ..sources.flashinfer_jit import jit_modules
+    from ..sources.trees import resolve_flashinfer
+    from ..subjects.config import ARCHS
 
     install = resolve_flashinfer(source)
     tgt = engine.target(install.tree, cuda_path)
@@ -232,7 +240,7 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
     OutputType, Arch, QuantOp, EpilogueTag, ThreadblockShape, WarpShape, Stages>``,
     ``moe_gemm_template_dispatch.h``; the tactic's config: ``arch_tag``, ``quant``, ``warp``),
     and ``{line: tactic}`` of each explicit instantiation."""
-    from ..moe_sm80 import DISPATCH, KINDS, LAUNCHER
+    from ..installs.moe_sm80 import DISPATCH, KINDS, LAUNCHER
 
     cpp = {v: k for k, v in KINDS.items()}
     lines = [f'#include "tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"',
@@ -256,9 +264,9 @@ def _library_units(tactics: list[Tactic], result: AuditResult, source, cuda_path
     (:func:`library_instances`), host pass."""
     if not tactics:
         return []
-    from .. import engine
-    from ..kernel_library import Selection, enumerate_kernels
-    from ..sources import resolve_kernel_library
+    from ..installs.kernel_library import Selection, enumerate_kernels
+    from ..pipeline import engine
+    from ..sources.trees import resolve_kernel_library
 
     lib = resolve_kernel_library(source)
     tgt = engine.target(lib.tree, cuda_path)
@@ -273,11 +281,11 @@ def _library_units(tactics: list[Tactic], result: AuditResult, source, cuda_path
 def library_flags(lib, arch: str) -> list[str]:
     """nvcc's flags for the library's emitted instances for ``arch``: its arch, the tree, the
     library's ``tools/util/include`` (as CUTLASS's CMake gives the profiler's files:
-    :data:`cutlass_layout.kernel_library.UTIL_HEADER`), and the tool's declarations of CUDA
+    :data:`cutlass_layout.installs.kernel_library.UTIL_HEADER`), and the tool's declarations of CUDA
     headers a toolkit may lack (``curand_kernel.h``, which the utilities include)."""
-    from ..config import ARCHS
     from ..frontends.clang import STUB_DIR
-    from ..kernel_library import LIBRARY_ARCHS
+    from ..installs.kernel_library import LIBRARY_ARCHS
+    from ..subjects.config import ARCHS
 
     flags = ["-std=c++17", f"-arch={ARCHS[LIBRARY_ARCHS[arch][2]]}", "-w", "--expt-relaxed-constexpr",
              f"-I{lib.tree.include_root}"]
@@ -285,13 +293,13 @@ def library_flags(lib, arch: str) -> list[str]:
 
 
 def library_instances(kernels) -> str:
-    """The library's emitted instances of ``kernels`` (:class:`~cutlass_layout.kernel_library.LibraryKernel`,
+    """The library's emitted instances of ``kernels`` (:class:`~cutlass_layout.installs.kernel_library.LibraryKernel`,
     their includes first) and, for kernel ``j``, ``cl_show<j, sizeof(<name>_base::SharedStorage),
     sizeof(<name>_mainloop::SharedStorage), sizeof(<name>_epilogue::SharedStorage), Stages>``
     named in an error (a mainloop without ``DispatchPolicy::Stages``, the sparse ones with
     ``StagesA``/``StagesB``: -1); with CUTLASS's utilities where an instance uses them, as the
-    profiler's own wrapper includes them (:func:`cutlass_layout.kernel_library.includes_head`)."""
-    from ..kernel_library import includes_head
+    profiler's own wrapper includes them (:func:`cutlass_layout.installs.kernel_library.includes_head`)."""
+    from ..installs.kernel_library import includes_head
 
     out = [includes_head(kernels), "#include <cstddef>\n#include <type_traits>\n", SHOW_TEMPLATE, "template <class T, class = void> struct cl_stages { static constexpr int value = -1; };\n"
            "template <class T> struct cl_stages<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {\n"
@@ -308,7 +316,7 @@ def library_instances(kernels) -> str:
 
 
 def _run_unit(unit: Unit, nvcc: str):
-    """One unit's numbers and messages (:func:`cutlass_layout.nvcc_probe.unit_sizes`), in a
+    """One unit's numbers and messages (:func:`cutlass_layout.checks.nvcc_probe.unit_sizes`), in a
     scratch folder of its own."""
     work = Path(tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     try:

@@ -20,7 +20,7 @@ it from the install's own code:
   ``range(gemm1_count, gemm1_count + gemm2_count)`` for GEMM2, indices into the C++ runner's
   ``mAllProfiles`` (``getTactics(GEMM_1)`` then ``getTactics(GEMM_2)``,
   ``flashinfer_cutlass_fused_moe_binding.cu``), whose order
-  :func:`cutlass_layout.candidates.moe_configs` derives from TensorRT-LLM's heuristic.
+  :func:`cutlass_layout.installs.candidates.moe_configs` derives from TensorRT-LLM's heuristic.
 
 A key names the runner's class, not its data types: every CUTLASS MoE runner of a process
 (NVFP4, FP8 x FP4, and the BF16 / FP8 ones that run SM80-path kernels on SM120) reads the same
@@ -161,7 +161,7 @@ def _runner_of(t: Tactic) -> tuple[str, str]:
 
 def _tactic_ids(cand, runner: tuple[str, str]) -> dict[tuple, list[tuple[int, int]]] | None:
     """``{(tile, fusion, swap_ab): [(gemm, tactic id), ...]}`` of one runner's list, or None."""
-    from ..candidates import moe_configs
+    from ..installs.candidates import moe_configs
 
     gemm1 = moe_configs(cand, *runner, supports_finalize_fusion=False)
     gemm2 = moe_configs(cand, *runner, supports_finalize_fusion=True)
@@ -180,7 +180,7 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     (``runtime_candidate`` True) and that are over capacity, in ``fmt`` (the install's
     :func:`blocklist_format`): each MoE tactic's id in its runner's GEMM1 and GEMM2 lists
     (a tactic without fusion is in both; a FINALIZE one in GEMM2's only), as the C++ runner
-    numbers them (:func:`cutlass_layout.candidates.moe_configs`, for the default
+    numbers them (:func:`cutlass_layout.installs.candidates.moe_configs`, for the default
     ``use_fused_finalize=True``), under ``"<op>::<runner class>"``. The output type does not
     change a runner's list, so the f16 and bf16 twins of a tactic share their ids.
 

@@ -10,7 +10,7 @@ version numbers in ``version.h``:
   re-aligned (``alignas``), reordered or put under another ``#if``; member aliases changed;
   constants added, removed or with a changed expression. Both sides' ``file:line`` are
   given. A struct whose only change is its line number is not a difference.
-* **numeric** (the exact libclang engine, :func:`cutlass_layout.engine.layouts`): for each
+* **numeric** (the exact libclang engine, :func:`cutlass_layout.pipeline.engine.layouts`): for each
   config of a grid, stages, the kernel / mainloop / epilogue ``SharedStorage`` sizes, the
   TMA transaction bytes, every kernel member's offset and size, and the capacity verdict,
   on both trees (:func:`numeric_records`, :func:`compare`). This catches what the struct
@@ -25,7 +25,7 @@ From Python::
 
 Identical trees (same tree hash) are reported identical at once: nothing is scanned or
 computed. Otherwise both sides come from the one results cache
-(:class:`cutlass_layout.cache.ResultCache`) where it holds them: the structural result per
+(:class:`cutlass_layout.pipeline.cache.ResultCache`) where it holds them: the structural result per
 pair of tree hashes, and each config's layout as the engine caches it (so a config that
 ``layout`` or ``sweep`` laid out on a tree is not laid out again here).
 
@@ -93,20 +93,32 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ..cache import ResultCache, key as cache_key
-from ..config import Config
 from ..errors import BadInput
 from ..model import DIFF_SCHEMA as SCHEMA
-from ..model import (NUMERIC_KEYS, AuditDiff, DiffResult, Field, MemberChange, NumericRecord, NumericRow,
-                    TacticChange)
-from ..model import Provenance, ScanResult, Side, StructuralChange
-from ..runner import Pool, default_jobs, step
+from ..model import (
+    NUMERIC_KEYS,
+    AuditDiff,
+    DiffResult,
+    Field,
+    MemberChange,
+    NumericRecord,
+    NumericRow,
+    Provenance,
+    ScanResult,
+    Side,
+    StructuralChange,
+    TacticChange,
+)
+from ..pipeline.cache import ResultCache
+from ..pipeline.cache import key as cache_key
+from ..pipeline.runner import Pool, default_jobs, step
+from ..subjects.config import Config
 
 #: Bumped whenever the cached structural results change shape or meaning beyond what the
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
 _CACHE_VERSION = "3"
 #: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources.py", "frontends/treesitter.py")
+_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py", "frontends/treesitter.py")
 _STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
@@ -127,7 +139,7 @@ DEFAULT_GRID = {"a": "nvfp4", "tile": "{128,256}x{32,64,128,256}x{128,256}",
 
 def resolve_side(src, which: str):
     """Resolve one side of a diff; a bad source says which side it is (``old (SRC): ...``)."""
-    from ..sources import resolve_cutlass
+    from ..sources.trees import resolve_cutlass
 
     try:
         return resolve_cutlass(src)
@@ -152,7 +164,7 @@ def _describe(src) -> str:
 
 def _header_digests(root) -> dict[str, bytes]:
     """Relative path -> SHA-256 of the bytes, for every header of the tree at ``root``."""
-    from ..sources import file_digests, is_header
+    from ..sources.trees import file_digests, is_header
 
     return {rel: h for rel, h in file_digests(root).items() if is_header(rel)}
 
@@ -424,7 +436,7 @@ def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
 
 
 def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list[StructuralChange], int]:
-    """Structural changes between two resolved trees (:class:`~cutlass_layout.sources.CutlassTree`).
+    """Structural changes between two resolved trees (:class:`~cutlass_layout.sources.trees.CutlassTree`).
 
     Only headers whose bytes differ are scanned (an unchanged header cannot hold a change).
     Returns ``(changes, number of differing headers)``; cached per pair of tree hashes (and
@@ -698,7 +710,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
 
 def _compute_records(job) -> list[NumericRecord]:
     """Lay out ``configs`` on one target (also run in a worker process): their records."""
-    from ..engine import layouts
+    from ..pipeline.engine import layouts
 
     tgt, configs = job
     return [record(r) for r in layouts(configs, tgt, use_cache=False)]
@@ -706,14 +718,14 @@ def _compute_records(job) -> list[NumericRecord]:
 
 def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = True,
                     jobs: int | None = None) -> list[list[NumericRecord]]:
-    """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.engine.Target`.
+    """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.pipeline.engine.Target`.
 
     Layouts come from the engine's results cache where it has them (written by ``layout``,
-    ``sweep`` or an earlier diff; see :mod:`cutlass_layout.engine`); the others are laid out,
+    ``sweep`` or an earlier diff; see :mod:`cutlass_layout.pipeline.engine`); the others are laid out,
     one target per worker process when two have configs left (``jobs`` 1: in this process),
     and stored. ``use_cache=False`` lays out every config again.
     """
-    from ..engine import cached
+    from ..pipeline.engine import cached
 
     out = []
     work = []
@@ -756,7 +768,7 @@ def default_grid(old_tree, new_tree) -> tuple[list[Config], list[str]]:
     For each family both trees support (:func:`supported_families`): SM120 NVFP4, tiles
     ``{128,256}x{32,64,128,256}x{128,256}``, flashinfer flavour, stages auto.
     """
-    from ..grid import grid_configs
+    from ..subjects.grid import grid_configs
 
     fo, fn = supported_families(old_tree), supported_families(new_tree)
     both = [k for k in FAMILY_FILES if k in fo and k in fn]
@@ -778,8 +790,8 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
     for a sweep), the others from :data:`DEFAULT_GRID`; without ``kernel``, the SM120
     families both trees have (both kinds for another arch). With ``arch`` the element
     defaults to that arch's (bf16 on SM90), not NVFP4."""
-    from ..config import FAMILY
-    from ..grid import grid_configs
+    from ..subjects.config import FAMILY
+    from ..subjects.grid import grid_configs
 
     defaults = dict(DEFAULT_GRID)
     archs = values.get("arch")
@@ -860,11 +872,11 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
     """Diff the shared-memory layouts of two CUTLASS trees.
 
     Args:
-        old, new: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts (include
+        old, new: anything :func:`cutlass_layout.sources.trees.resolve_cutlass` accepts (include
             dir, checkout, site-packages dir, ``.whl``, installed distribution,
             ``flashinfer-python==0.6.8``), or a resolved ``CutlassTree``.
         grid: the numeric diff's configs: a list of :class:`Config`, a dict of grid values
-            (:func:`cutlass_layout.grid.grid_configs`), or None for :func:`default_grid`.
+            (:func:`cutlass_layout.subjects.grid.grid_configs`), or None for :func:`default_grid`.
         structural, numeric: which sides to compute (default: both; neither with ``audit``).
         audit: also compare the kernels the two installs build: each side is a flashinfer
             install (:func:`cutlass_layout.commands.audit.audit`, from the results cache
@@ -875,13 +887,13 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             kernels paired by procedural name (:func:`pair_library_kernels`);
             ``arch`` (one; default ``sm120``) and ``family`` as in ``audit``.
         selection: with ``audit`` of two kernel libraries, the library's own filters
-            (:class:`~cutlass_layout.kernel_library.Selection`: ``--kernels`` and the like),
+            (:class:`~cutlass_layout.installs.kernel_library.Selection`: ``--kernels`` and the like),
             the same on both sides; None: its default set.
-        arch: an arch (any of :data:`cutlass_layout.config.ARCHS`) or several: the structural view keeps
+        arch: an arch (any of :data:`cutlass_layout.subjects.config.ARCHS`) or several: the structural view keeps
             the headers and structs of their families (:func:`keep_arch`; the others are
             counted in ``structural_others`` and are not differences), and, without a
             ``grid``, the numeric grid is of that arch.
-        cuda_path: CUDA headers for the engine (see :func:`cutlass_layout.cuda.find_cuda`).
+        cuda_path: CUDA headers for the engine (see :func:`cutlass_layout.sources.cuda.find_cuda`).
         use_cache: read results cached earlier: the structural diff of the two trees, and
             each config's layout (shared with ``layout`` and ``sweep``). Fresh results are
             stored either way.
@@ -918,7 +930,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         raise BadInput(f"jobs {jobs!r}: give a positive number")
     archs = None
     if arch is not None:
-        from ..config import ARCHS
+        from ..subjects.config import ARCHS
 
         archs = [arch] if isinstance(arch, str) else list(arch)
         archs = [a.lower() if isinstance(a, str) else a for a in archs]
@@ -931,7 +943,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         grid_values = {"arch": archs, **grid_values}
     if grid_values:
         grid = grid_from_values(grid_values, old_tree, new_tree)
-    from ..engine import target
+    from ..pipeline.engine import target
 
     tgts = [target(old_tree, cuda_path), target(new_tree, cuda_path)] if numeric else [None, None]
     res = DiffResult(old=Side(_describe(old), _provenance(old_tree, tgts[0])),
@@ -945,7 +957,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         res.grid_source = "default" if numeric else "none"
     else:
         if isinstance(grid, dict):
-            from ..grid import grid_configs
+            from ..subjects.grid import grid_configs
 
             grid = grid_configs(grid)
         res.grid = list(grid)
@@ -982,7 +994,7 @@ def _one_arch(arch) -> str:
 
 
 def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> AuditDiff:
-    from ..sources import is_kernel_library
+    from ..sources.trees import is_kernel_library
     from .audit import audit, unknown_family
 
     libraries = [is_kernel_library(s) for s in (old, new)]
@@ -1009,7 +1021,7 @@ def _library_audits(old, new, libraries, arch, family, selection, cuda_path, use
     """:func:`_audits` of two CUTLASS kernel libraries: each side's
     :func:`~cutlass_layout.commands.library_audit.audit_library` with the one ``selection``
     (a side it keeps no kernel of has none: its kernels are all added or removed)."""
-    from ..kernel_library import FAMILY, Selection
+    from ..installs.kernel_library import FAMILY, Selection
     from .library_audit import audit_library
 
     if not all(libraries):

@@ -1,11 +1,11 @@
 """audit of CUTLASS's own kernel library: every kernel its generator keeps for an arch, laid out.
 
 ``audit_library(src)`` enumerates what CUTLASS's profiler would build
-(:func:`cutlass_layout.kernel_library.enumerate_kernels`: the library's ``Manifest`` and
+(:func:`cutlass_layout.installs.kernel_library.enumerate_kernels`: the library's ``Manifest`` and
 ``Generate...`` functions, its own name filters), lays out each kernel's
 ``<name>_base::SharedStorage`` from the C++ the library's own emitter writes
-(:func:`cutlass_layout.kernel_library.lay_out_kernels`, batches on
-:class:`cutlass_layout.runner.Pool`, each report cached), and sets beside each what the
+(:func:`cutlass_layout.installs.kernel_library.lay_out_kernels`, batches on
+:class:`cutlass_layout.pipeline.runner.Pool`, each report cached), and sets beside each what the
 generator assumed (``CalculateSmemUsage``: A and B tiles times its stage count, 0 for auto
 stages; pruned only against ``SharedMemPerCC``, which has no SM120 entry). The kernels it keeps
 that do not fit lead the table (:func:`cutlass_layout.commands.audit.sort_tactics`).
@@ -18,12 +18,33 @@ import time
 from dataclasses import asdict
 
 from ..errors import BadInput
-from ..kernel_library import (FAMILY, LIBRARY_ARCHS, LibraryKernel, Selection, batches, builder_args,
-                              cached_reports, emitted_shape, enumerate_kernels, lay_out_batch,
-                              missing_generators, stage_spec, store_report)
+from ..installs.kernel_library import (
+    FAMILY,
+    LIBRARY_ARCHS,
+    LibraryKernel,
+    Selection,
+    batches,
+    builder_args,
+    cached_reports,
+    emitted_shape,
+    enumerate_kernels,
+    lay_out_batch,
+    missing_generators,
+    stage_spec,
+    store_report,
+)
 from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
-from .audit import (ALL, arch_list, asked_of, element_kind, filter_tests, shard_part, sort_tactics, tactic_filter,
-                    unmatched_filters)
+from .audit import (
+    ALL,
+    arch_list,
+    asked_of,
+    element_kind,
+    filter_tests,
+    shard_part,
+    sort_tactics,
+    tactic_filter,
+    unmatched_filters,
+)
 from .shard import check_shard, ranked_tactics, shard_of
 
 
@@ -36,7 +57,7 @@ def tag_name(spelled: str) -> str:
 def tactic_of(k: LibraryKernel, generators: tuple[str, ...]) -> LibraryTactic:
     """The :class:`~cutlass_layout.model.LibraryTactic` of a kernel (no report yet): named by
     its procedural name, its types, tile and schedules read from the C++ its emitter wrote
-    (:func:`cutlass_layout.kernel_library.builder_args`), the library's own view beside."""
+    (:func:`cutlass_layout.installs.kernel_library.builder_args`), the library's own view beside."""
     main = builder_args(k.instance or "", "gemm")
     epi = builder_args(k.instance or "", "epilogue")
     get = lambda args, i: args[i] if len(args) > i else None  # noqa: E731
@@ -74,11 +95,11 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
 
     Args:
         src: ``nvidia-cutlass==VERSION``, its ``.whl``, a folder with ``cutlass_library``,
-            or a CUTLASS checkout (:func:`cutlass_layout.sources.resolve_kernel_library`), or
-            a resolved :class:`~cutlass_layout.sources.KernelLibrary`.
+            or a CUTLASS checkout (:func:`cutlass_layout.sources.trees.resolve_kernel_library`), or
+            a resolved :class:`~cutlass_layout.sources.trees.KernelLibrary`.
         arch: ``sm120`` (``--architectures 120a``, ``GenerateSM120``), ``sm121``, ``sm100``,
             ``sm103`` (``GenerateSM100``) or ``sm90`` (``GenerateSM90``).
-        selection: the library's own name filters (:class:`~cutlass_layout.kernel_library.Selection`).
+        selection: the library's own name filters (:class:`~cutlass_layout.installs.kernel_library.Selection`).
         grep: keep the kernels whose name contains this (case-insensitive).
         cuda_path, jobs, use_cache, progress, executor: as for the flashinfer audit
             (:func:`cutlass_layout.commands.audit.audit`; the reports come back and are cached here).
@@ -106,9 +127,9 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             the generator failed or ran past its limits; a selection or filter that keeps no
             kernel (the message says why, unless ``strict`` is False); a bad filter value.
     """
-    from .. import engine
-    from ..runner import Pool, Progress, default_jobs, progress_shown
-    from ..sources import KernelLibrary, resolve_kernel_library
+    from ..pipeline import engine
+    from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown
+    from ..sources.trees import KernelLibrary, resolve_kernel_library
 
     t0 = time.perf_counter()
     arch = library_arch(arch)
@@ -246,7 +267,7 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
 
 
 def library_arch(arch) -> str:
-    """``arch`` as :data:`~cutlass_layout.kernel_library.LIBRARY_ARCHS` names it.
+    """``arch`` as :data:`~cutlass_layout.installs.kernel_library.LIBRARY_ARCHS` names it.
 
     Raises:
         BadInput: an arch the library is not audited for; ``all``, which it does not take
@@ -268,7 +289,7 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
 
     Args:
         src: as :func:`audit_library` takes it.
-        archs: arches of :data:`~cutlass_layout.kernel_library.LIBRARY_ARCHS` (a sequence, or
+        archs: arches of :data:`~cutlass_layout.installs.kernel_library.LIBRARY_ARCHS` (a sequence, or
             one str); ``all`` is refused.
         kwargs: as :func:`audit_library` takes them, for every arch.
 
@@ -279,7 +300,7 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
         BadInput: no arch, ``all``, an arch the library is not audited for (each before the
             library is read); whatever :func:`audit_library` raises for an arch.
     """
-    from ..sources import KernelLibrary, resolve_kernel_library
+    from ..sources.trees import KernelLibrary, resolve_kernel_library
 
     asked = [library_arch(a) for a in arch_list(archs)]
     if kwargs.get("shard") is not None:

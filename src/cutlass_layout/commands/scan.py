@@ -39,9 +39,9 @@ from pathlib import Path
 from ..errors import BadInput
 from ..model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
 from ..model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
-from ..runner import Pool, default_jobs
-from ..inputs import file_kind, read_file
-from ..sources import HEADER_SUFFIXES, header_files
+from ..pipeline.runner import Pool, default_jobs
+from ..sources.inputs import file_kind, read_file
+from ..sources.trees import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).
@@ -197,7 +197,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
 
     ``path`` is an existing file (scanned alone, whatever its suffix), an existing directory
     (its ``.h .hpp .cuh .inl .hxx`` files, recursively), or anything
-    :func:`cutlass_layout.sources.resolve_cutlass` accepts (wheel, ``name==version``,
+    :func:`cutlass_layout.sources.trees.resolve_cutlass` accepts (wheel, ``name==version``,
     installed distribution), whose include root is scanned. ``grep`` keeps the storage
     structs whose name or qualified name (or a nested struct's) contains it, and the constants
     whose name or qualified name contains it (case-sensitive).
@@ -240,7 +240,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
                                  or text.startswith(".") or text.startswith("~")):
             raise BadInput(f"path does not exist: {text}")
         else:
-            from ..sources import resolve_cutlass
+            from ..sources.trees import resolve_cutlass
 
             tree = resolve_cutlass(text)
             root = tree.include_root
@@ -265,7 +265,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
 def scan_files(root, rels: list[str]) -> ScanResult:
     """Scan the headers ``rels`` (paths relative to ``root``) without the byte prefilter's
     rejects; results sorted by file and line. Many files are scanned by worker processes
-    (:class:`~cutlass_layout.runner.Pool`), biggest first, dealt round-robin into small
+    (:class:`~cutlass_layout.pipeline.runner.Pool`), biggest first, dealt round-robin into small
     batches so the workers finish together and pickling stays cheap."""
     result = ScanResult(str(root), files_scanned=len(rels))
     jobs = min(_WORKERS, default_jobs()) if len(rels) >= _POOL_MIN_FILES else 1

@@ -1,6 +1,6 @@
 """Sweeps and budgets: which tiles and stage counts fit, for a whole grid of configs.
 
-``sweep(grid)`` lays out every config of a grid (see :mod:`cutlass_layout.grid`) with the
+``sweep(grid)`` lays out every config of a grid (see :mod:`cutlass_layout.subjects.grid`) with the
 exact engine, many configs per libclang translation unit, spread over a process pool, and
 for each config also finds ``max_stages_that_fit``: the largest explicit ``StageCount<N>``
 whose kernel ``SharedStorage`` fits the capacity, searched below and above the builder's
@@ -16,13 +16,13 @@ choice. Every number it reports comes from a layout of the engine:
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
 
-A grid may also be user types (``sweep --header``, :class:`~cutlass_layout.probe.UserType`):
+A grid may also be user types (``sweep --header``, :class:`~cutlass_layout.subjects.probe.UserType`):
 each is laid out as the header defines it, and where the header takes its stage count from
 the ``STAGES`` macro, the same search runs over ``STAGES=N`` (N from 2: every pipelined
 mainloop needs two stages); a type that does not take it gets no search.
 
 Every layout comes from the engine's results cache when it holds it (one entry per
-config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine`), so a
+config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.pipeline.engine`), so a
 repeated sweep runs the whole search over cached layouts without starting libclang.
 
 The result is a :class:`~cutlass_layout.model.SweepResult` (its ``to_dict()`` is the
@@ -36,11 +36,11 @@ import math
 import sys
 import time
 
-from ..config import Config
 from ..errors import BadInput
-from ..probe import UserType
 from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from ..runner import Pool, Progress, default_jobs, progress_shown, step
+from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown, step
+from ..subjects.config import Config
+from ..subjects.probe import UserType
 
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
@@ -59,7 +59,7 @@ def _chunk_worker(tgt, configs: list[Config]):
     them in the cache: (reports, peak RSS in MB, CPU seconds)."""
     import resource
 
-    from ..engine import layouts
+    from ..pipeline.engine import layouts
 
     t = time.process_time()
     reps = layouts(configs, tgt, use_cache=False)
@@ -79,14 +79,14 @@ _STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32, "sm100": 32}
 
 
 def _arch(c) -> str:
-    """The arch whose flags parse ``c`` (see :func:`cutlass_layout.engine.parse_arch`)."""
+    """The arch whose flags parse ``c`` (see :func:`cutlass_layout.pipeline.engine.parse_arch`)."""
     return c.parse_arch if isinstance(c, UserType) else c.arch
 
 
 def _stage_bytes_guess(c: Config) -> int:
     """A rough per-stage byte count (A and B tiles and their block scale factors), only to
     order configs and guess which ones do not compile (0 for a user type)."""
-    from ..config import ELEMENTS
+    from ..subjects.config import ELEMENTS
 
     if isinstance(c, UserType):
         return 0
@@ -163,13 +163,13 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
 
 class _Layouts:
     """Lays out configs as a pipeline: each config is looked up in the engine's results
-    cache first; the others go, in chunks, to a :class:`~cutlass_layout.runner.Pool` of
+    cache first; the others go, in chunks, to a :class:`~cutlass_layout.pipeline.runner.Pool` of
     ``jobs`` workers (or run in this process), and every report that comes back (from the
     cache or a worker) feeds the stage-count searches, whose next candidates are looked up
     and batched into new chunks as soon as a worker is free, without waiting for the rest
     of the grid.
 
-    On an ``executor`` (a Dask cluster, :mod:`cutlass_layout.executors`) the chunks run
+    On an ``executor`` (a Dask cluster, :mod:`cutlass_layout.pipeline.executors`) the chunks run
     there instead of in forked workers, and the reports that come back are stored here.
 
     The workers are forked once, when the first round (the grid, the searches' likely first
@@ -192,8 +192,9 @@ class _Layouts:
         returns more configs to lay out. Returns every report by config."""
         import resource
 
-        from .. import engine, probe
         from ..frontends.clang import ensure_pch
+        from ..pipeline import engine
+        from ..subjects import probe
 
         out: dict[Config, object] = {}
         seen = set(configs)
@@ -472,8 +473,8 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
 # the API
 # --------------------------------------------------------------------------------------
 def _as_configs(grid, values: dict) -> list[Config]:
-    from ..config import config_from
-    from ..grid import grid_configs
+    from ..subjects.config import config_from
+    from ..subjects.grid import grid_configs
 
     if values:
         if grid is not None and not isinstance(grid, dict):
@@ -498,22 +499,22 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
     """Lay out every config of a grid and find, for each, the largest stage count that fits.
 
     Args:
-        grid: the configs: a list of :class:`~cutlass_layout.config.Config` (or of tile
+        grid: the configs: a list of :class:`~cutlass_layout.subjects.config.Config` (or of tile
             strings, or of dicts of config values), or a grid dict (key -> value or list
-            of values, braces allowed; see :func:`cutlass_layout.grid.grid_configs`).
-        cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.target` takes,
-            or a :class:`~cutlass_layout.engine.Target`).
-        cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
+            of values, braces allowed; see :func:`cutlass_layout.subjects.grid.grid_configs`).
+        cutlass: the CUTLASS source (anything :func:`cutlass_layout.pipeline.engine.target` takes,
+            or a :class:`~cutlass_layout.pipeline.engine.Target`).
+        cuda_path: see :func:`cutlass_layout.sources.cuda.find_cuda`.
         jobs: worker processes (default: the number of CPUs, or the executor's worker
             threads); 1 parses in this process.
         executor: None (forked workers here) or an executor
-            (:func:`cutlass_layout.executors.executor`: a Dask cluster) for the chunks;
+            (:func:`cutlass_layout.pipeline.executors.executor`: a Dask cluster) for the chunks;
             the reports come back and are stored here.
         use_cache: read layouts cached earlier (by any command: see
-            :mod:`cutlass_layout.engine`); the stage-count search then runs over them
+            :mod:`cutlass_layout.pipeline.engine`); the stage-count search then runs over them
             without libclang. Fresh layouts are stored either way.
         progress: show progress on stderr while configs are laid out (a bar on a terminal,
-            else a line every few seconds: :class:`~cutlass_layout.runner.Progress`).
+            else a line every few seconds: :class:`~cutlass_layout.pipeline.runner.Progress`).
         values: grid values as the ``sweep`` command's repeatable flags take them, instead
             of (or added to a dict) ``grid``: ``tile="128x{32,64,128,256}x{128,256}"``,
             ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``, ...
@@ -531,11 +532,10 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
 
     Raises:
         BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
-        OverLimit: a grid of more configs than :data:`~cutlass_layout.inputs.LIMITS` allows.
+        OverLimit: a grid of more configs than :data:`~cutlass_layout.sources.inputs.LIMITS` allows.
     """
-    from ..engine import target
-
-    from ..grid import check_size
+    from ..pipeline.engine import target
+    from ..subjects.grid import check_size
 
     t0 = time.perf_counter()
     grid = _as_configs(grid, values)

@@ -123,7 +123,7 @@ def source_name(origin: str | None, cutlass_version: str | None = None) -> str:
     """The source as the user gave it, for a title: ``flashinfer-python 0.7.2.post1 (CUTLASS
     4.5.0)`` for ``flashinfer-python==0.7.2.post1`` or its wheel, the directory for a tree,
     the distribution for an installed one (``origin`` as
-    :func:`cutlass_layout.sources.resolve_cutlass` writes it)."""
+    :func:`cutlass_layout.sources.trees.resolve_cutlass` writes it)."""
     origin = origin or ""
     name = origin
     m = re.match(r"(?:default )?([A-Za-z0-9_.-]+)==(\S+)", origin)

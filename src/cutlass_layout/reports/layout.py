@@ -9,10 +9,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .. import shapes
 from ..model import FieldLayout, LayoutReport, StructLayout
-from .common import (Column, approximation_head, approximation_lines, markdown_table, md_cell,
-                     print_table, rich_table, source_name)
+from ..subjects import shapes
+from .common import (
+    Column,
+    approximation_head,
+    approximation_lines,
+    markdown_table,
+    md_cell,
+    print_table,
+    rich_table,
+    source_name,
+)
 
 
 def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
@@ -84,7 +92,7 @@ def _sizes_note(rep: LayoutReport) -> str:
 
 def storage_title(rep: LayoutReport) -> str:
     """``SharedStorage of <type>: <what it is>`` for a type of no GEMM shape
-    (:mod:`cutlass_layout.shapes`)."""
+    (:mod:`cutlass_layout.subjects.shapes`)."""
     return f"SharedStorage of {rep.config.get('type', '?')}: {shapes.describe(rep.subject_kind, rep.storage)}"
 
 
@@ -103,7 +111,7 @@ def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]
     appr = rep.approximation
     if appr is None:
         return []
-    from ..config import tile_text
+    from ..subjects.config import tile_text
 
     tile = tile_text(rep.config["tile"], rep.config.get("a"), tile_bytes)
     return [approximation_head(appr), *approximation_lines(appr, tile)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from ..config import tile_text
+from ..subjects.config import tile_text
 from .audit import shard_words, verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
 from .layout import default_console

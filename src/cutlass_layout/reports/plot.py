@@ -332,7 +332,7 @@ def _set_byte_ticks(ax, right: int) -> None:
 
 
 def _title(cfg: dict, tile_bytes: bool = False) -> str:
-    from ..config import tile_text
+    from ..subjects.config import tile_text
 
     t = tile_text(cfg.get("tile", []), cfg.get("a"), tile_bytes) if cfg.get("tile") else "?"
     return (f"{cfg.get('arch')} {cfg.get('kernel')} {cfg.get('a')} x {cfg.get('b')}, tile {t}, "

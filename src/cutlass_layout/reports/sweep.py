@@ -7,10 +7,20 @@ import csv
 import io
 import json
 
-from ..config import tile_text
 from ..model import VERDICTS, CompileError, SweepResult
-from .common import (Column, approximation_head, audit_command, markdown_table, md_cell, print_table,
-                     rich_table, source_name, tactic_text, verdict_words)
+from ..subjects.config import tile_text
+from .common import (
+    Column,
+    approximation_head,
+    audit_command,
+    markdown_table,
+    md_cell,
+    print_table,
+    rich_table,
+    source_name,
+    tactic_text,
+    verdict_words,
+)
 
 CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
                "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",

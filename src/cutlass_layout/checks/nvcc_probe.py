@@ -34,8 +34,8 @@ import subprocess
 from pathlib import Path
 from typing import Iterable
 
-from .errors import BadInput
-from .launchers import blank_comments
+from ..errors import BadInput
+from ..subjects.launchers import blank_comments
 
 #: TensorRT-LLM's check macros a launcher of a macro (host pass) calls after ``GemmKernel``
 HOST_MACROS = ("TLLM_CHECK", "TLLM_CHECK_WITH_INFO", "TLLM_THROW")
@@ -113,10 +113,10 @@ def find_nvcc(cuda_path=None) -> str:
 
 def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
     """nvcc's flags for a source of a flashinfer JIT module (``module``: a
-    :class:`~cutlass_layout.flashinfer_jit.JitModule`; its defines and include paths, as its
+    :class:`~cutlass_layout.sources.flashinfer_jit.JitModule`; its defines and include paths, as its
     JIT passes them) for ``arch`` (``sm_120a``), with the CUTLASS tree's include root and the
     cuBLAS stand-ins where the CUDA toolkit has none."""
-    from .frontends.clang import STUB_DIR
+    from ..frontends.clang import STUB_DIR
 
     return ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}",
             *module.clang_flags(), f"-I{STUB_DIR}"]

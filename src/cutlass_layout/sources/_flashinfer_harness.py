@@ -1,7 +1,7 @@
 """Run an installed flashinfer's own JIT module builders, without flashinfer's runtime.
 
 Run by path in a sandboxed child process (``python _flashinfer_harness.py REQUEST``: a JSON
-request in a file, a JSON answer on stdout; :func:`cutlass_layout.flashinfer_jit.jit_modules`
+request in a file, a JSON answer on stdout; :func:`cutlass_layout.sources.flashinfer_jit.jit_modules`
 starts it with a scrubbed environment, stdin closed, in a scratch folder); it imports nothing
 from cutlass_layout. The request names the install's ``flashinfer`` package directory, a
 folder to generate into, the target arch, the builder functions to call (``[module,

@@ -2,7 +2,7 @@
 
 The preset families (each built with CUTLASS's two ``CollectiveBuilder``s and
 ``GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>``; the C++ is in
-:mod:`cutlass_layout.probe`):
+:mod:`cutlass_layout.subjects.probe`):
 
 * ``sm120`` (``--arch sm120|sm121``): block-scaled NVFP4/MXFP4/MXFP8, dense
   (``sm120_blockscaled_mma_tma.hpp``), grouped (``sm120_blockscaled_mma_array_tma.hpp``) and
@@ -16,7 +16,7 @@ The preset families (each built with CUTLASS's two ``CollectiveBuilder``s and
 The block-scale-factor epilogue (D in NVFP4/MXFP4/MXFP8 with its scale factors SFD,
 ``LinCombBlockScaleFactor``) is ``--d nvfp4|mxfp4|mxfp8`` on the SM120 and SM100 families.
 The CUTLASS 2.x-era archs (SM70 to SM89) have no preset family: lay out such kernels with
-``--header/--type`` (:class:`cutlass_layout.probe.UserType`). Capacities: :mod:`cutlass_layout.archs`.
+``--header/--type`` (:class:`cutlass_layout.subjects.probe.UserType`). Capacities: :mod:`cutlass_layout.subjects.archs`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..errors import BadInput
 from . import archs
-from .errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ SCALED_OUTPUTS = {
     "mxfp8": (32, "cutlass::float_ue8m0_t"),
 }
 
-#: arch -> clang's --cuda-gpu-arch (every arch of :mod:`cutlass_layout.archs`)
+#: arch -> clang's --cuda-gpu-arch (every arch of :mod:`cutlass_layout.subjects.archs`)
 ARCHS = {name: a.gpu_arch for name, a in archs.ARCHS.items()}
 #: arch -> preset family (the collective/kernel files and builders used); the 2.x-era
 #: archs have none

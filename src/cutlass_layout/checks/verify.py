@@ -1,6 +1,6 @@
 """Check the engine against nvcc: give nvcc the same probe, read its numbers, compare.
 
-The probe (:func:`cutlass_layout.probe.render` with ``shown``) names ``sizeof`` of the
+The probe (:func:`cutlass_layout.subjects.probe.render` with ``shown``) names ``sizeof`` of the
 three SharedStorage structs, the stage count, and ``offsetof``/``sizeof`` of every member
 path that C++ can name (public members, not base-class subobjects). nvcc's front end
 (``-arch=sm_XXXa``, host pass) reports each number in an error message; this module reads
@@ -16,11 +16,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import probe
-from .config import ARCHS
-from .errors import BadInput
-from .model import LayoutReport, StructLayout
-from .runner import step
+from ..errors import BadInput
+from ..model import LayoutReport, StructLayout
+from ..pipeline.runner import step
+from ..subjects import probe
+from ..subjects.config import ARCHS
 
 _ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"),
             ("Storage", "storage"))
@@ -81,7 +81,7 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
                  run: bool = False):
     """What nvcc computes for the probe of ``subjects`` (all of one ``arch``).
 
-    By default from nvcc's front end: the probe (:func:`cutlass_layout.probe.render` with
+    By default from nvcc's front end: the probe (:func:`cutlass_layout.subjects.probe.render` with
     ``shown``) names each number in an incomplete ``cl_show::Show<j, value...>`` in host
     code; nvcc (``-arch=sm_XXXa``, the front end that computes the host pass's ``sizeof``
     and ``offsetof``) reports each as ``error: incomplete type "cl_show::Show<jL, ...>" is
@@ -98,8 +98,8 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     "Storage")] = (N, 0)`` for a storage of no GEMM shape, and for a direct convolution
     ``fields[(i, "Launch", "expr")] = (N, 0)``, the probe's launch size (with ``run``, also
     ``(i, "Launch", "params")``: what the kernel's own ``Params`` computes;
-    :func:`cutlass_layout.probe.checks`). Bytes. User types
-    (:class:`~cutlass_layout.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
+    :func:`cutlass_layout.subjects.probe.checks`). Bytes. User types
+    (:class:`~cutlass_layout.subjects.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
     ``STAGES`` differ in separate calls (a header is read once per translation unit).
 
     Raises:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import BadInput
+from ..errors import BadInput
 
 #: Per process: the folder used for each configured cache folder (itself, or a private
 #: temporary one when it cannot be written), and the unusable ones still read.
@@ -236,13 +236,13 @@ def result_key(*parts) -> str:
 
 
 #: The package's own source folder, whose files :func:`code_fingerprint` reads.
-PACKAGE = Path(__file__).parent
+PACKAGE = Path(__file__).resolve().parent.parent
 
 
 @lru_cache(maxsize=None)
 def code_fingerprint(*modules: str) -> str:
     """SHA-256 (16 hex digits) of some of this package's own source files (paths relative to
-    the package, e.g. ``"engine.py"``, ``"frontends/clang.py"``), so that a cached result is
+    the package, e.g. ``"pipeline/engine.py"``, ``"frontends/clang.py"``), so that a cached result is
     never reused after the code that computed it changed.
 
     Raises:

@@ -2,7 +2,7 @@
 
 Run by path in a sandboxed child process (``python _cutlass_library_harness.py REQUEST``: a
 JSON request in a file, a JSON answer on stdout), as
-:mod:`cutlass_layout._flashinfer_harness` is (:func:`cutlass_layout.flashinfer_jit.run_sandboxed`
+:mod:`cutlass_layout.sources._flashinfer_harness` is (:func:`cutlass_layout.sources.flashinfer_jit.run_sandboxed`
 starts both); it imports nothing from cutlass_layout but that harness's :func:`set_limits`.
 
 What runs is the library's code, as CUTLASS's CMake build runs it to pick the profiler's
@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _limits():
-    """:func:`cutlass_layout._flashinfer_harness.set_limits` and its memory exit status, imported
+    """:func:`cutlass_layout.sources._flashinfer_harness.set_limits` and its memory exit status, imported
     by path (this folder then leaves ``sys.path``: its modules must not shadow the library's)."""
     sys.path.insert(0, HERE)
     try:
@@ -102,7 +102,8 @@ def run(request: dict) -> dict:
     import logging
 
     logging.disable(logging.CRITICAL)
-    from cutlass_library import gemm_operation, generator, library, manifest as mf
+    from cutlass_library import gemm_operation, generator, library
+    from cutlass_library import manifest as mf
 
     argv = ["--architectures", request["architectures"], "--kernels", request.get("kernels", ""),
             "--ignore-kernels", request.get("ignore_kernels", ""),
@@ -142,5 +143,5 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     if sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
-        sys.path.pop(0)  # this folder's modules (model.py, config.py, ...) must not shadow the library's
+        sys.path.pop(0)  # this folder's modules (trees.py, cuda.py, ...) must not shadow the library's
     sys.exit(main(sys.argv))

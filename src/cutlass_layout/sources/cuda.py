@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .cache import cache_dir
-from .errors import BadInput
+from ..errors import BadInput
+from ..pipeline.cache import cache_dir
 from .inputs import read_text
 
 

@@ -9,7 +9,7 @@ feed follow-up work (the sweep's stage-count search) to whichever worker is free
 
 A :class:`Pool` may run on another ``concurrent.futures``-style executor instead (one whose
 ``submit`` returns a ``concurrent.futures.Future``: a Dask cluster's,
-:mod:`cutlass_layout.executors`): its tasks are then pickled whole, so they must depend on
+:mod:`cutlass_layout.pipeline.executors`): its tasks are then pickled whole, so they must depend on
 nothing the workers would have inherited from a fork.
 
 Progress on stderr, off unless asked for (:func:`show_progress`; the command line turns it
@@ -44,13 +44,13 @@ import signal
 import sys
 import time
 from collections import deque
-from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 
 
 def default_jobs(jobs: int | None = None, executor=None) -> int:
     """``jobs`` if given (at least 1), else the ``executor``'s ``cores`` (the worker threads
-    of a cluster, :class:`cutlass_layout.executors.DaskExecutor`), else this machine's CPUs."""
+    of a cluster, :class:`cutlass_layout.pipeline.executors.DaskExecutor`), else this machine's CPUs."""
     if jobs:
         return max(1, int(jobs))
     if executor is not None and hasattr(executor, "cores"):
@@ -96,7 +96,7 @@ class Pool:
     instead of waiting for their tasks; workers ignore Ctrl-C themselves.
 
     With ``executor`` (an object whose ``submit(fn, *args)`` returns a
-    ``concurrent.futures.Future``, such as :class:`cutlass_layout.executors.DaskExecutor`)
+    ``concurrent.futures.Future``, such as :class:`cutlass_layout.pipeline.executors.DaskExecutor`)
     the tasks run there, ``jobs`` at a time at most as far as :attr:`idle` counts; ``reads``
     (paths the tasks read) are checked first with the executor's ``require_paths`` where it
     has one, and while no task returns, its ``check(waiting)`` is called every ``poll_s``
@@ -283,7 +283,8 @@ class Progress:
         if enabled and tty:
             _ACTIVE[0] += 1
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
             self._bar = Bar(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=Console(stderr=True), transient=True)

@@ -9,9 +9,9 @@ reads them with the install's flags and a precompiled header of the source's lea
 body instantiation):
 
 0. **prelude**: the source parsed without bodies: the launcher macros it expands and the
-   function templates it instantiates explicitly; :mod:`cutlass_layout.launchers` cuts each
+   function templates it instantiates explicitly; :mod:`cutlass_layout.subjects.launchers` cuts each
    macro down after its last kernel alias, with a probe block after each alias
-   (:func:`cutlass_layout.probe.subject_block`), and re-hosts each function template as a
+   (:func:`cutlass_layout.subjects.probe.subject_block`), and re-hosts each function template as a
    class template (one that only forwards to another through the one it calls). The result
    is an ``-include`` file of the next parses.
 1. **find** (and lay out): the source parsed *with* bodies: every type alias in it (function
@@ -24,7 +24,7 @@ body instantiation):
 2. **lay out** what has no in-place probe (re-hosted kernels, sources as written): the source
    without bodies, followed by one probe block per kernel that names it by its alias where
    namespace scope reaches it, else by its canonical spelling, through the engine's one
-   layout loop (:func:`cutlass_layout.engine.lay_out`): numbers only come from a parse
+   layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`): numbers only come from a parse
    without errors, and each error is tied to its block.
 
 :func:`lay_out_sources` runs these passes once for several sources of one folder, flags and
@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import probe
-from .archs import ARCHS
-from .model import CompileError, LayoutReport, Provenance
+from ..model import CompileError, LayoutReport, Provenance
+from ..subjects import probe
+from ..subjects.archs import ARCHS
 
 #: The CUTLASS 3.x kernel class every GEMM kernel type is an instance of.
 KERNEL_PREFIX = "cutlass::gemm::kernel::GemmUniversal<"
@@ -57,7 +57,7 @@ REHOST_PROBE = 9000
 REHOSTED = "<re-hosted>"
 
 #: Capacity constants per arch family (read from the headers being parsed): those of
-#: :data:`cutlass_layout.archs.ARCHS`.
+#: :data:`cutlass_layout.subjects.archs.ARCHS`.
 CAPACITY = {f: ARCHS[f].capacity for f in ("sm120", "sm100", "sm90")}
 
 
@@ -328,7 +328,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
     the same owner is one kernel per source."""
     import clang.cindex as ci
 
-    from .frontends.clang import spelling_location
+    from ..frontends.clang import spelling_location
 
     main = unit.filename
     extra = str(prelude.path) if prelude is not None and prelude.path else None
@@ -458,7 +458,7 @@ def _segment(segments: list[int] | None, line: int | None) -> int:
 class Prelude:
     """What :func:`prelude` puts before a source (an ``-include`` file in the cache): launcher
     macros redefined with their bodies cut after the kernel alias, and the re-hosted kernels of
-    explicitly instantiated function templates (:mod:`cutlass_layout.launchers`).
+    explicitly instantiated function templates (:mod:`cutlass_layout.subjects.launchers`).
 
     Attributes:
         macros: ``#undef``/``#define`` lines; rehosts: re-hosted declarations.
@@ -490,9 +490,10 @@ class Prelude:
         """The prelude's file in the cache (named by its text's hash; one whose bytes are not
         that text, cut short or altered, is written again). Raises :class:`BadInput` when the
         cache cannot be written."""
-        from .cache import cache_dir, write_atomic
-        from .errors import BadInput
         import hashlib
+
+        from ..errors import BadInput
+        from ..pipeline.cache import cache_dir, write_atomic
 
         text = self.text(trimmed, probes)
         if not text:
@@ -534,8 +535,8 @@ def _read_text(path: str, memo: dict) -> str:
 
 
 def in_place_probe(capacity: str):
-    """The ``probe`` argument of :func:`~cutlass_layout.launchers.trimmed_macro`: a probe block
-    (:func:`cutlass_layout.probe.subject_block`) after the ``i``-th kernel alias, its names
+    """The ``probe`` argument of :func:`~cutlass_layout.subjects.launchers.trimmed_macro`: a probe block
+    (:func:`cutlass_layout.subjects.probe.subject_block`) after the ``i``-th kernel alias, its names
     prefixed ``cl_k<i>_``."""
     def block(i: int, alias: str, in_class: bool) -> str:
         return probe.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
@@ -548,14 +549,23 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     declarations are spelled in) has a kernel alias, cut down; and every function template the
     source explicitly instantiates whose body has one, re-hosted (its definition found among
     its declarations, another declaration giving default arguments); one whose body only
-    calls another template (:func:`~cutlass_layout.launchers.forwarded_call`) re-hosts that
+    calls another template (:func:`~cutlass_layout.subjects.launchers.forwarded_call`) re-hosts that
     one, and names its kernel through a class of its own parameters."""
     import clang.cindex as ci
 
-    from .frontends.clang import spelling_location
-    from .launchers import (KERNEL_ALIAS_RE, blank_comments, explicit_instantiations, forwarded_call,
-                            macro_definition, rehost_paths, rehost_template, template_parameters,
-                            trimmed_macro, with_defaults)
+    from ..frontends.clang import spelling_location
+    from ..subjects.launchers import (
+        KERNEL_ALIAS_RE,
+        blank_comments,
+        explicit_instantiations,
+        forwarded_call,
+        macro_definition,
+        rehost_paths,
+        rehost_template,
+        template_parameters,
+        trimmed_macro,
+        with_defaults,
+    )
 
     main = unit.filename
     out = Prelude()
@@ -697,7 +707,7 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
     body; None when none has. A skipped body is not in the cursor's extent: it is the braces
     right after the signature. The other declaration (a header's, which may give the default
     arguments the definition leaves out) is the first that is not the definition."""
-    from .launchers import _matching, blank_comments, template_parameters
+    from ..subjects.launchers import _matching, blank_comments, template_parameters
 
     found = None
     others = []
@@ -747,7 +757,7 @@ def _find_templates(unit, name: str, paths: set[tuple]) -> list:
 # ---------------------------------------------------------------------------------------
 # pass 2: lay them out
 def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: Path | None = None):
-    from .frontends.clang import ProbeUnit
+    from ..frontends.clang import ProbeUnit
 
     flags = list(source.flags) + (["-include-pch", str(pch)] if pch else [])
     flags += ["-iquote", str(source.path.parent)]  # the source's quoted includes, from the prelude too
@@ -773,8 +783,8 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros gets the cut-down definitions of those macros, which depend on nothing but the
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
-    from .cache import key
-    from .launchers import blank_comments, explicit_instantiations
+    from ..pipeline.cache import key
+    from ..subjects.launchers import blank_comments, explicit_instantiations
 
     if pch is None or explicit_instantiations(original):
         return None
@@ -782,12 +792,12 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     if not calls:
         return None
     return key("prelude", subject=[list(source.flags), calls, capacity], target=[pch.name],
-               code=("kernels.py", "launchers.py", "probe.py"))
+               code=("installs/kernels.py", "subjects/launchers.py", "subjects/probe.py"))
 
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
     """The prelude stored under ``key`` (:func:`_prelude_key`) by an earlier source, if any."""
-    from .cache import ResultCache
+    from ..pipeline.cache import ResultCache
 
     hit = ResultCache("preludes").get(key) if key else None
     if not isinstance(hit, dict):
@@ -800,7 +810,7 @@ def _shared_prelude(key: str | None) -> "Prelude | None":
 
 
 def _share_prelude(key: str | None, pre: "Prelude") -> None:
-    from .cache import ResultCache
+    from ..pipeline.cache import ResultCache
 
     if key and not pre.rehosts and not pre.hosted:
         ResultCache("preludes").put(key, {"macros": pre.macros, "origins": pre.origins})
@@ -824,8 +834,8 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         compile (its kernels carry the error); a source that cannot be read or parsed at all
         gives ``SourceLayout(error=...)``.
     """
-    from .errors import BadInput
-    from .inputs import read_text
+    from ..errors import BadInput
+    from ..sources.inputs import read_text
 
     try:
         original = read_text(source.path, what="source", limit=False)
@@ -842,8 +852,8 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     """:func:`lay_out_source` of a source's text (``original`` as written, ``text`` as parsed:
     its leading includes blanked where ``pch`` holds them); ``segments``: see
     :func:`find_kernels`."""
-    from .engine import Batch, _read, lay_out
-    from .errors import BadInput
+    from ..errors import BadInput
+    from ..pipeline.engine import Batch, _read, lay_out
 
     t0 = time.perf_counter()
     capacity = CAPACITY.get(source.arch)
@@ -884,7 +894,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
                        launcher_macros=launchers)
     reports: dict[str, LayoutReport] = {}
     if probes and not unit.errors():  # the kernels laid out in place: no second parse
-        from .engine import read_subject
+        from ..pipeline.engine import read_subject
 
         for k in found:
             names = probes.get((k.owner, k.spelling)) or probes.get((REHOSTED, k.spelling))
@@ -943,9 +953,9 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     Returns:
         One :class:`SourceLayout` per source, in order, as :func:`lay_out_source` gives it.
     """
-    from .errors import BadInput
-    from .inputs import read_text
-    from .launchers import explicit_instantiations
+    from ..errors import BadInput
+    from ..sources.inputs import read_text
+    from ..subjects.launchers import explicit_instantiations
 
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
@@ -995,7 +1005,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.engine._read` needs of a subject: its config dict."""
+    """What :func:`cutlass_layout.pipeline.engine._read` needs of a subject: its config dict."""
 
     def __init__(self, spelling: str):
         self.spelling = spelling

@@ -35,8 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..subjects.launchers import _matching, blank_comments
 from .kernels import template_args
-from .launchers import _matching, blank_comments
 
 #: The header holding the dispatch (relative to TensorRT-LLM's ``cutlass_kernels`` folder).
 DISPATCH = "moe_gemm/moe_gemm_template_dispatch.h"
@@ -213,7 +213,7 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
 
 
 def _close(text: str, start: int, open_: str, close: str) -> int:
-    """The bracket closing the one at ``start`` (:func:`cutlass_layout.launchers._matching`),
+    """The bracket closing the one at ``start`` (:func:`cutlass_layout.subjects.launchers._matching`),
     or the end of ``text`` where it is not closed."""
     end = _matching(text, start, open_, close)
     return len(text) if end is None else end
@@ -651,7 +651,8 @@ STRUCT = "cl_sm80_moe_kernel"
 KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
          "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
 #: The code a cached result depends on.
-_CODE = ("moe_sm80.py", "launchers.py", "probe.py", "engine.py", "frontends/clang.py")
+_CODE = ("installs/moe_sm80.py", "subjects/launchers.py", "subjects/probe.py", "pipeline/engine.py",
+         "frontends/clang.py")
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -742,8 +743,8 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     against SM120's capacity as the tree gives it (``sm120_smem_capacity_bytes``, bytes).
 
     Args:
-        install: a :class:`~cutlass_layout.sources.FlashinferInstall`; tgt: its
-            :class:`~cutlass_layout.engine.Target`.
+        install: a :class:`~cutlass_layout.sources.trees.FlashinferInstall`; tgt: its
+            :class:`~cutlass_layout.pipeline.engine.Target`.
         defined: the macros the SM120 MoE module defines (``ENABLE_BF16``, ``ENABLE_FP8``, ...).
         use_cache: read the results cache (kind ``moe_sm80``); cached_only: parse nothing
             (None where the layouts are not cached).
@@ -753,10 +754,12 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     """
     from pathlib import Path
 
-    from . import engine, probe
-    from .cache import ResultCache, cache_dir, code_fingerprint, key as cache_key, write_atomic
-    from .frontends.clang import libclang_version
-    from .model import LayoutReport, Tactic
+    from ..frontends.clang import libclang_version
+    from ..model import LayoutReport, Tactic
+    from ..pipeline import engine
+    from ..pipeline.cache import ResultCache, cache_dir, code_fingerprint, write_atomic
+    from ..pipeline.cache import key as cache_key
+    from ..subjects import probe
 
     read = _read(install, defined)
     if read is None:

@@ -1,7 +1,7 @@
 """What a ``SharedStorage`` that is none of CUTLASS's GEMM shapes holds, from its members.
 
 A GEMM kernel's storage is told apart by its type's members (``CollectiveMainloop`` and
-``CollectiveEpilogue``, or ``Mma`` and ``Epilogue``: :mod:`cutlass_layout.probe`). Any other
+``CollectiveEpilogue``, or ``Mma`` and ``Epilogue``: :mod:`cutlass_layout.subjects.probe`). Any other
 type's ``SharedStorage`` is laid out as it is, and named here from its members' names, never
 split into a mainloop and an epilogue it may not have:
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .model import StructLayout
+from ..model import StructLayout
 
 _Q_RE = re.compile(r"smem_q", re.I)
 _KV_RE = re.compile(r"smem_[kv]", re.I)

@@ -2,7 +2,7 @@
 
 Every number the engine prints is clang's record layout, cross-checked with nvcc; what a user
 asks is whether the kernel launches. :func:`verify_on_gpu` builds the very types the engine
-laid out (:func:`cutlass_layout.probe.config_block`) into a small program per config, compiled
+laid out (:func:`cutlass_layout.subjects.probe.config_block`) into a small program per config, compiled
 with nvcc for the local GPU's arch (``-arch=sm_90a``), which
 
 * reads the device and its opt-in shared memory per block
@@ -34,10 +34,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import probe
-from .config import ARCHS, Config
-from .errors import BadInput
-from .model import plain
+from ..errors import BadInput
+from ..model import plain
+from ..subjects import probe
+from ..subjects.config import ARCHS, Config
 
 #: compute capability -> the arch names that run there
 CC_ARCH = {(9, 0): "sm90", (12, 0): "sm120", (12, 1): "sm121", (10, 0): "sm100", (10, 3): "sm103"}
@@ -353,7 +353,7 @@ def write_checks(configs: list[Config], expected: list[tuple], include_root: Pat
     """Write the checks of ``configs`` into ``folder``: one program per config
     (``c000.cu``, ... from :func:`gpu_program`), ``expected.json`` (the engine's verdict and
     kernel SharedStorage bytes, ``expected[i] = (verdict, bytes[, stages])``), ``build.json`` (the nvcc
-    command line, ``-arch`` from :data:`~cutlass_layout.config.ARCHS`; the include root is
+    command line, ``-arch`` from :data:`~cutlass_layout.subjects.config.ARCHS`; the include root is
     given to the runner, or taken relative to the folder) and ``runner.py`` (:data:`RUNNER`)."""
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -419,7 +419,7 @@ def check_launchable(configs) -> None:
     Raises:
         BadInput: naming the first config it cannot launch and why.
     """
-    from .config import SCALED_OUTPUTS
+    from ..subjects.config import SCALED_OUTPUTS
 
     for cfg in configs:
         if not isinstance(cfg, Config):
@@ -473,7 +473,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         BadInput: as :func:`preflight`; a cache folder that cannot be written.
     """
     device = device or preflight(arch)
-    from .cache import cache_dir
+    from ..pipeline.cache import cache_dir
 
     try:
         work = Path(tempfile.mkdtemp(prefix="gpu-", dir=cache_dir("gpu-checks")))
@@ -481,7 +481,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         raise BadInput(f"GPU check: cannot make a folder in the cache: {exc.strerror or exc}") from None
     try:
         write_checks(configs, expected, include_root, work, arch=arch, jobs=jobs)
-        from .runner import step
+        from ..pipeline.runner import step
 
         with step(f"building {len(configs)} kernel(s) with nvcc for {device.name} and launching "
                   "them (about a minute each)"):

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import BadInput
-from .model import MainloopChoice, short_name
+from ..errors import BadInput
+from ..model import MainloopChoice, short_name
 
 #: The headers holding the specializations (relative to the include root).
 DEFAULT_MMA = "cutlass/gemm/threadblock/default_mma.h"
@@ -61,7 +61,7 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
     ``arch::OpMultiplyAddFastF16``, and the first ``DefaultMmaCore<..., float, ...,
     arch::OpMultiplyAddFastF16>`` of :data:`DEFAULT_MMA_CORE_SM75`. ``None`` for one the tree
     does not have (or a header it cannot read)."""
-    from .inputs import read_text
+    from ..sources.inputs import read_text
 
     root = Path(include_root)
     lines: list[int | None] = []

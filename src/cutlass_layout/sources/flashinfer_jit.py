@@ -6,7 +6,7 @@ Enumerated from the install's own code, never from a list here:
   ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...`` whose code names CUTLASS
   and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the dense and
   grouped ones in ``jit/gemm/core.py``);
-* :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout._flashinfer_harness`),
+* :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout.sources._flashinfer_harness`),
   which runs flashinfer's own code (the TensorRT-LLM generator ``generate_kernels.py``, the
   jinja templates) into a folder of the user cache and records what each builder passes to
   ``gen_jit_spec``: the module name, its sources, its nvcc flags and include paths. The
@@ -39,13 +39,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import BadInput, NothingForArch
+from ..pipeline.cache import ResultCache, cache_dir, cache_root, file_sha256, lock, result_key
+from ..pipeline.cache import key as cache_key
+from ..pipeline.runner import step
 from ._flashinfer_harness import EXIT_MEMORY
-from .cache import (ResultCache, cache_dir, cache_root, file_sha256, key as cache_key, lock,
-                    result_key)
-from .errors import BadInput, NothingForArch
 from .inputs import read_text
-from .runner import step
-from .sources import FlashinferInstall
+from .trees import FlashinferInstall
 
 HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
 #: arch -> (regular expression a builder's name matches, the arch code the builds target)
@@ -301,7 +301,7 @@ def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = Tr
     """
     same = build_arch(arch)
     found_key = cache_key("flashinfer-builders/1", subject=[same],
-                          target=[install.fingerprint, str(install.root)], code=("flashinfer_jit.py",))
+                          target=[install.fingerprint, str(install.root)], code=("sources/flashinfer_jit.py",))
     found = ResultCache("flashinfer-jit")
     wanted = found.get(found_key, _pairs) if use_cache else None
     if wanted is None:
@@ -329,7 +329,7 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
                        f"builder for {arch} that builds a CUTLASS GEMM")
     key = cache_key("flashinfer-jit/1", subject=[same, wanted],
                     target=[install.fingerprint, str(install.root), list(cuda_version)],
-                    code=("_flashinfer_harness.py", "flashinfer_jit.py"))
+                    code=("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py"))
     cache = ResultCache("flashinfer-jit")
     # the folder does not depend on this code: a rerun of the builders rewrites the same files
     # in the same place, so flags naming it (and the results keyed by them) stay the same

@@ -1,25 +1,25 @@
 """The exact engine: configs in, clang's record layouts out.
 
 ``layouts(configs, cutlass=...)`` writes one probe translation unit for the configs of each
-arch (and user header: :mod:`cutlass_layout.probe`), parses it with libclang and reads every
+arch (and user header: :mod:`cutlass_layout.subjects.probe`), parses it with libclang and reads every
 config's ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
 unit with any error gives no numbers: each error is tied to the config whose block asked
 for the failing type, those configs get their error, and the others are parsed again
 without them (split in halves only where an error cannot be tied to a config). So one
 config that does not compile does not take the others' numbers with it. That loop is
 :func:`lay_out` over a :class:`Batch`; the kernels an install builds go through the same
-loop (:mod:`cutlass_layout.kernels`), with the source's text before their blocks.
+loop (:mod:`cutlass_layout.installs.kernels`), with the source's text before their blocks.
 
-Every report of a :class:`~cutlass_layout.config.Config` is cached (a
-:class:`~cutlass_layout.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
+Every report of a :class:`~cutlass_layout.subjects.config.Config` is cached (a
+:class:`~cutlass_layout.pipeline.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
 the tree's content hash, the config's probe block as parsed, the clang flags (the include
 root left out: the tree hash stands for it), the libclang version and a fingerprint of the
-engine's own code (:func:`cutlass_layout.cache.key`). An auto-stage config's block reads its
-mainloop builder's stage budget in the same parse (:func:`cutlass_layout.probe.budgeted`),
+engine's own code (:func:`cutlass_layout.pipeline.cache.key`). An auto-stage config's block reads its
+mainloop builder's stage budget in the same parse (:func:`cutlass_layout.subjects.probe.budgeted`),
 so there is one key per config, whichever command laid it out; a layout that also checked
 the kernel body has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write
 it, so a config laid out once is not parsed again. A
-:class:`~cutlass_layout.probe.UserType` is not cached: its header's own includes cannot be
+:class:`~cutlass_layout.subjects.probe.UserType` is not cached: its header's own includes cannot be
 tracked.
 """
 
@@ -31,18 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import archs, probe, shapes
+from ..errors import BadInput, DoesNotCompile
+from ..frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
+from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
+from ..sources.cuda import CudaHeaders, find_cuda
+from ..sources.trees import CutlassTree, resolve_cutlass
+from ..subjects import archs, probe, shapes
+from ..subjects.config import ARCHS, Config, config_from
+from ..subjects.probe import UserType
 from .cache import ResultCache, discard, key
-from .config import ARCHS, Config, config_from
-from .cuda import CudaHeaders, find_cuda
-from .errors import BadInput, DoesNotCompile
-from .frontends.clang import (FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch,
-                               libclang_version)
-from .model import (BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout,
-                    TmaBytes)
-from .probe import UserType
 from .runner import step
-from .sources import CutlassTree, resolve_cutlass
 
 
 @dataclass
@@ -81,8 +79,8 @@ class Target:
 
 
 def target(cutlass=None, cuda_path=None) -> Target:
-    """Resolve ``cutlass`` (see :func:`cutlass_layout.sources.resolve_cutlass`) and CUDA headers
-    (see :func:`cutlass_layout.cuda.find_cuda`). Raises :class:`BadInput` on either."""
+    """Resolve ``cutlass`` (see :func:`cutlass_layout.sources.trees.resolve_cutlass`) and CUDA headers
+    (see :func:`cutlass_layout.sources.cuda.find_cuda`). Raises :class:`BadInput` on either."""
     if isinstance(cutlass, Target):
         return cutlass
     return Target(tree=resolve_cutlass(cutlass), cuda=find_cuda(cuda_path))
@@ -90,7 +88,7 @@ def target(cutlass=None, cuda_path=None) -> Target:
 
 def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
     """The report of probe block ``index`` of ``unit``, with the builder's budget where the
-    block has one (:func:`cutlass_layout.probe.budget_block`)."""
+    block has one (:func:`cutlass_layout.subjects.probe.budget_block`)."""
     names = unit.aliases(f"{probe.NAMESPACE}{index}")
     rep = read_subject(unit, names, cfg, prov)
     if rep.error is None and "BudgetStages" in names and isinstance(cfg, Config):
@@ -105,18 +103,18 @@ def _optional_int(names: dict, alias: str) -> int | None:
 
 
 def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
-    """The :class:`LayoutReport` of one :func:`cutlass_layout.probe.subject_block`, its
+    """The :class:`LayoutReport` of one :func:`cutlass_layout.subjects.probe.subject_block`, its
     declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
 
     A 2.x mainloop's class and the element types it stages and loads are read too
-    (:func:`cutlass_layout.mainloop2x.mainloop_choice`). The capacity is the block's
+    (:func:`cutlass_layout.subjects.mainloop2x.mainloop_choice`). The capacity is the block's
     ``Capacity``; for a user type whose arch comes from its tag
     (``ArchCC``), the constant of that arch (``Capacity_<name>``), or the documented limit of a
-    2.x-era arch (:mod:`cutlass_layout.archs`); the report's ``config["arch"]`` then names
+    2.x-era arch (:mod:`cutlass_layout.subjects.archs`); the report's ``config["arch"]`` then names
     the arch found and ``config["arch_from"]`` says ``tag``.
 
     A type of no GEMM shape gets its ``SharedStorage`` as ``storage``, named ``fmha`` or
-    ``storage`` (:mod:`cutlass_layout.shapes`); a direct convolution gets ``launch``
+    ``storage`` (:mod:`cutlass_layout.subjects.shapes`); a direct convolution gets ``launch``
     (:func:`_launch`).
 
     Raises:
@@ -155,7 +153,7 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     if rep.subject_kind == "direct_conv":
         rep.launch = _launch(unit, names, cfg, rep)
     if None not in elements:  # a 2.x mainloop: the class DefaultMma picked, what it stages
-        from .mainloop2x import mainloop_choice
+        from ..subjects.mainloop2x import mainloop_choice
 
         rep.mainloop_class = mainloop_choice(ProbeUnit.type_name(names["Mainloop"]),
                                              (elements[0], elements[1]), (elements[2], elements[3]),
@@ -272,7 +270,7 @@ def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
 
 def _parse(tgt: Target, configs: list, arch: str, text: str | None = None) -> ProbeUnit:
     """One parse of ``configs``' probe: ``text`` (:func:`lay_out`'s), or
-    :func:`cutlass_layout.probe.render`'s."""
+    :func:`cutlass_layout.subjects.probe.render`'s."""
     if text is None:
         text = probe.render(configs, capacities=_capacities(tgt, configs))
     return _parse_text(tgt, text, arch, _extra_flags(configs),
@@ -283,7 +281,7 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
                 warm: bool = True) -> ProbeUnit:
     """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
     type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
-    the family's warm-up configs, :func:`cutlass_layout.probe.pch_preambles`; user types alone
+    the family's warm-up configs, :func:`cutlass_layout.subjects.probe.pch_preambles`; user types alone
     take the includes only, cheaper to build for an arch no preset uses).
 
     clang refuses a precompiled header when any file it was built from has a newer mtime
@@ -422,8 +420,8 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 
 #: The code whose every change invalidates the cached reports.
-ENGINE_SOURCES = ("engine.py", "probe.py", "config.py", "archs.py", "model.py", "shapes.py",
-                  "frontends/clang.py", "mainloop2x.py")
+ENGINE_SOURCES = ("pipeline/engine.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
+                  "model.py", "subjects/shapes.py", "frontends/clang.py", "subjects/mainloop2x.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
@@ -433,7 +431,7 @@ def report_key(tgt: Target, cfg, *, checked: str = "types") -> str | None:
     """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type): the
     config's probe block as the engine parses it (with its builder budget, where it has one),
     the clang flags (the include root left out: the tree hash stands for it), the tree hash,
-    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.cache.key`).
+    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.pipeline.cache.key`).
 
     ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too).
     """
@@ -522,8 +520,8 @@ def store_report(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types")
 
 
 def subject(value=None, **flags):
-    """What to lay out: a :class:`~cutlass_layout.probe.UserType` as is, else
-    :func:`cutlass_layout.config.config_from` (a ``Config``, a tile string such as
+    """What to lay out: a :class:`~cutlass_layout.subjects.probe.UserType` as is, else
+    :func:`cutlass_layout.subjects.config.config_from` (a ``Config``, a tile string such as
     ``"128x256x128"``, a dict of config values, or nothing, plus keyword config values as the
     command line takes them). Raises :class:`BadInput`."""
     if isinstance(value, UserType):
@@ -538,13 +536,13 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     """Lay out several configs with as few libclang parses as possible.
 
     Args:
-        configs: :class:`~cutlass_layout.config.Config` or
-            :class:`~cutlass_layout.probe.UserType` items, tile strings (``"128x256x128"``)
+        configs: :class:`~cutlass_layout.subjects.config.Config` or
+            :class:`~cutlass_layout.subjects.probe.UserType` items, tile strings (``"128x256x128"``)
             or dicts of config values (see :func:`subject`); any mix of archs (one
             translation unit per arch).
-        cutlass: anything :func:`cutlass_layout.sources.resolve_cutlass` accepts, or a
+        cutlass: anything :func:`cutlass_layout.sources.trees.resolve_cutlass` accepts, or a
             :class:`Target` from :func:`target` to reuse.
-        cuda_path: see :func:`cutlass_layout.cuda.find_cuda`.
+        cuda_path: see :func:`cutlass_layout.sources.cuda.find_cuda`.
         check_kernel_body: also instantiate each kernel's device entry point
             (:func:`check_kernel`); a config whose body does not compile gets ``error`` and
             no numbers; the others say ``checked == "kernel"``.
@@ -622,7 +620,7 @@ class Batch:
         parse: ``parse(text, subjects) -> ProbeUnit`` (the group's subjects); may raise
             :class:`BadInput`.
         block: ``block(subject, index, budget) -> (block, budget block or "")``: the subject's
-            declarations in ``namespace cl_probe_<index>`` (:mod:`cutlass_layout.probe`).
+            declarations in ``namespace cl_probe_<index>`` (:mod:`cutlass_layout.subjects.probe`).
         read: ``read(unit, subject, index) -> LayoutReport`` of an error-free unit.
         failed: ``failed(subject, error) -> LayoutReport`` for a subject that does not compile.
         where: names the tree in the error for a missing include.
@@ -717,7 +715,7 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
 
 def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
     """The :class:`Batch` of configs and user types of one arch (and, for user types, one
-    header: :func:`_unit_key`): :func:`cutlass_layout.probe.render`'s text, parsed with the
+    header: :func:`_unit_key`): :func:`cutlass_layout.subjects.probe.render`'s text, parsed with the
     tree's precompiled header."""
     capacities = _capacities(tgt, subjects)
     prov = tgt.provenance(arch)
@@ -741,9 +739,9 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
 def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, head: str = "",
                extra: list[str] | None = None, where: str = "") -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
-    instances, :mod:`cutlass_layout.kernel_library`): :func:`cutlass_layout.probe.render`'s
+    instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s
     includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
-    ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.probe.subject_block`;
+    ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.subjects.probe.subject_block`;
     parsed with the tree's precompiled header for ``arch`` (``extra``: more ``-I`` flags, the
     header built with them too); a subject's report config is its ``to_dict()``."""
     prov = tgt.provenance(arch)
@@ -800,11 +798,11 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     size it launches with, ``launch``: :func:`_launch`).
 
     Args:
-        config: a :class:`~cutlass_layout.config.Config`, a
-            :class:`~cutlass_layout.probe.UserType`, or a tile as the command line takes it
+        config: a :class:`~cutlass_layout.subjects.config.Config`, a
+            :class:`~cutlass_layout.subjects.probe.UserType`, or a tile as the command line takes it
             (``"128x256x128"``, ``"128x128x64B"``); default: SM120 grouped NVFP4
             128x128x128, flashinfer flavour, stages auto.
-        cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.resolve_cutlass`);
+        cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.trees.resolve_cutlass`);
             default: the one installed in this environment, else nvidia-cutlass 4.2.0.0.
         cuda_path: CUDA root, ``"pip"``, or ``None`` to search.
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
@@ -815,7 +813,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
         use_cache: see :func:`layouts`.
         flags: the other config values, as the ``layout`` command's flags take them
             (``preset="trtllm-moe"``, ``kernel="dense"``, ``a="mxfp8"``, ``stages=3``, ...;
-            see :func:`cutlass_layout.config.config_from_flags`).
+            see :func:`cutlass_layout.subjects.config.config_from_flags`).
 
     Returns:
         A :class:`~cutlass_layout.model.LayoutReport` (bytes throughout).
@@ -895,7 +893,7 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
     :func:`builder_candidates` by ``std::is_same`` of its ``CollectiveOp`` with the mainloop.
     ``None`` where the header names no such builder, the builder chose no stage count of its
     own (``StageCount<N>``), or the family's stage function is not read
-    (:func:`cutlass_layout.probe.budget_family`: SM90 and SM120 block-scaled builders)."""
+    (:func:`cutlass_layout.subjects.probe.budget_family`: SM90 and SM120 block-scaled builders)."""
     arch = rep.config.get("arch") or user.arch
     family = archs.ARCHS[arch].family if arch in archs.ARCHS else None
     if family not in probe.BUDGET_REDUCED or rep.mainloop is None:

@@ -8,14 +8,14 @@ estimate, ``CalculateSmemUsage``), and ``gemm_operation.py``'s emitters write ea
 operation's C++. Here:
 
 * :func:`enumerate_kernels` runs that code, the library's own, in a sandboxed child process
-  (:mod:`cutlass_layout._cutlass_library_harness`, started by
-  :func:`cutlass_layout.flashinfer_jit.run_sandboxed` as flashinfer's generator is), and
+  (:mod:`cutlass_layout.sources._cutlass_library_harness`, started by
+  :func:`cutlass_layout.sources.flashinfer_jit.run_sandboxed` as flashinfer's generator is), and
   returns each kept kernel (:class:`LibraryKernel`): its procedural name, the C++ its emitter
   writes (the ``CollectiveBuilder`` chain and ``<name>_base``, a ``GemmUniversal``), and what
   the library says of it. Cached per library fingerprint, arch and selection.
 * :func:`lay_out_kernels` lays out ``<name>_base``'s SharedStorage of many kernels in one
-  translation unit, through the engine's one layout loop (:func:`cutlass_layout.engine.lay_out`
-  over :func:`cutlass_layout.engine.text_batch`): each kernel's emitted text and its probe
+  translation unit, through the engine's one layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`
+  over :func:`cutlass_layout.pipeline.engine.text_batch`): each kernel's emitted text and its probe
   block in a namespace of its own, so an error is tied to its kernel; numbers only from a
   parse without errors. Each report is cached under :func:`report_key`.
 """
@@ -27,14 +27,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import probe
-from .cache import ResultCache, key as cache_key
-from .errors import BadInput
+from ..errors import BadInput
+from ..model import LayoutReport
+from ..pipeline.cache import ResultCache
+from ..pipeline.cache import key as cache_key
+from ..sources.trees import KernelLibrary
+from ..subjects import probe
 from .kernels import CAPACITY, arch_family, template_args
-from .model import LayoutReport
-from .sources import KernelLibrary
 
-HARNESS = Path(__file__).with_name("_cutlass_library_harness.py")
+HARNESS = Path(__file__).resolve().parent.parent / "sources" / "_cutlass_library_harness.py"
 #: The family of the library's tactics in an audit.
 FAMILY = "cutlass_library"
 #: arch -> (the library's ``--architectures``, its ``Generate...`` functions, the arch whose
@@ -64,7 +65,7 @@ _UTIL_USE = "compute_memory_reordering_atom"
 _LAYOUTS = ResultCache("library-layouts")
 _ENUMERATED = ResultCache("library-kernels")
 #: The code a cached layout depends on, besides the engine's
-_CODE = ("kernel_library.py",)
+_CODE = ("installs/kernel_library.py",)
 
 
 @dataclass(frozen=True)
@@ -177,10 +178,10 @@ def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Sele
 
     Raises:
         BadInput: an arch the library is not enumerated for here; the generator ran past its
-            limits or failed (one line, :func:`cutlass_layout.flashinfer_jit.run_sandboxed`).
+            limits or failed (one line, :func:`cutlass_layout.sources.flashinfer_jit.run_sandboxed`).
     """
-    from .flashinfer_jit import run_sandboxed
-    from .runner import step
+    from ..pipeline.runner import step
+    from ..sources.flashinfer_jit import run_sandboxed
 
     if arch not in LIBRARY_ARCHS:
         raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
@@ -188,7 +189,8 @@ def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Sele
     request = {"root": str(lib.root), "architectures": archs, "generators": list(generators),
                "cuda_version": _cuda_version(cuda_version), **selection.request()}
     k = cache_key("library-kernels/1", subject=[{x: v for x, v in request.items() if x != "root"}],
-                  target=[lib.fingerprint], code=("_cutlass_library_harness.py", "kernel_library.py"))
+                  target=[lib.fingerprint],
+                  code=("sources/_cutlass_library_harness.py", "installs/kernel_library.py"))
 
     def load(d):
         return [_kernel(x) for x in d["kernels"]], dict(d["filters"])
@@ -246,7 +248,7 @@ def stage_spec(kernel: LibraryKernel, spelled: str | None) -> str | None:
 
 def block_text(kernel: LibraryKernel, index: int, capacity: str | None) -> str:
     """Kernel ``index``'s block: its emitted instance and a probe block of ``<name>_base``, in
-    ``namespace cl_probe_<index>`` (:func:`cutlass_layout.probe.subject_block`)."""
+    ``namespace cl_probe_<index>`` (:func:`cutlass_layout.subjects.probe.subject_block`)."""
     ns = f"{probe.NAMESPACE}{index}"
     return (f"\nnamespace {ns} {{\n{kernel.instance}\n"
             f"{probe.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
@@ -282,8 +284,8 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
     """The results-cache key of a kernel's report: its block and includes as parsed, the clang
     flags (include root left out; the utilities' include folder where the kernel needs it),
     the tree hash, libclang and the engine's code."""
-    from .engine import ENGINE_SOURCES
-    from .frontends.clang import libclang_version
+    from ..frontends.clang import libclang_version
+    from ..pipeline.engine import ENGINE_SOURCES
 
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
@@ -296,7 +298,7 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
 def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
                    util_include: Path | None = None) -> list[LayoutReport | None]:
     """The cached report of each kernel (None where there is none), with ``tgt``'s provenance."""
-    from .engine import load_report
+    from ..pipeline.engine import load_report
 
     prov = tgt.provenance(arch)
     out = []
@@ -318,13 +320,13 @@ def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
                     util_include: Path | None = None) -> list[LayoutReport]:
     """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
     ``util_include``: the library's ``tools/util/include``
-    (:attr:`~cutlass_layout.sources.KernelLibrary.util_include`), for kernels whose instance
+    (:attr:`~cutlass_layout.sources.trees.KernelLibrary.util_include`), for kernels whose instance
     uses :data:`UTIL_HEADER`; without it those kernels do not compile.
 
     Raises:
         BadInput: an include is missing (the tree is not the one the library emits for).
     """
-    from .engine import lay_out, text_batch
+    from ..pipeline.engine import lay_out, text_batch
 
     cap = capacity_of(arch)
     batch = text_batch(tgt, arch, lambda k, i: block_text(k, i, cap), head=includes_head(kernels),

@@ -17,7 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from .errors import BadInput
+from ..errors import BadInput
 
 MiB = 1 << 20
 

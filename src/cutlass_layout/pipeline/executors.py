@@ -1,4 +1,4 @@
-"""Where a :class:`~cutlass_layout.runner.Pool` runs its tasks: this machine's forked workers,
+"""Where a :class:`~cutlass_layout.pipeline.runner.Pool` runs its tasks: this machine's forked workers,
 or a Dask cluster.
 
 An executor is named by a string: ``None`` (the environment's ``DASK_SCHEDULER_ADDRESS``
@@ -26,7 +26,7 @@ import os
 import re
 from contextlib import contextmanager
 
-from .errors import BadInput
+from ..errors import BadInput
 
 #: The environment variable Dask itself reads for a scheduler's address.
 ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
@@ -126,7 +126,7 @@ class DaskExecutor:
     scheduler and for a first worker, and failing a run whose cluster has had no worker for
     that long (:meth:`check`)."""
 
-    #: Seconds between :meth:`check` calls while no task returns (:class:`~cutlass_layout.runner.Pool`).
+    #: Seconds between :meth:`check` calls while no task returns (:class:`~cutlass_layout.pipeline.runner.Pool`).
     poll_s = 2.0
 
     def __init__(self, address: str, timeout: float):

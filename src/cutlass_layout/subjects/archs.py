@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadInput
+from ..errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Arch:
         capacity_header: the header that defines ``capacity`` (relative to the include root).
         optin_bytes: for the 2.x era, the per-block opt-in limit in bytes (see the module
             docstring); ``None`` where the headers define the capacity.
-        family: the preset family of :mod:`cutlass_layout.config` (``sm120``, ``sm90``,
+        family: the preset family of :mod:`cutlass_layout.subjects.config` (``sm120``, ``sm90``,
             ``sm100``), or ``None`` (CUTLASS 2.x era: lay out your own kernel type).
     """
 

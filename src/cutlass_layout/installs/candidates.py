@@ -57,7 +57,8 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import ResultCache, key as cache_key
+from ..pipeline.cache import ResultCache
+from ..pipeline.cache import key as cache_key
 
 KERNELS = "tensorrt_llm/kernels/cutlass_kernels"
 HEURISTIC = f"{KERNELS}/cutlass_heuristic.cpp"
@@ -504,7 +505,7 @@ def hopper_valid_rule(inc: Path, defined: set[str]):
     that header from a precompiled header built without function bodies)."""
     import re
 
-    from .launchers import blank_comments
+    from ..subjects.launchers import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))
@@ -807,7 +808,7 @@ def fallback_excludes_fp4(inc: Path, flags: list[str]) -> bool:
     header built without function bodies."""
     import re
 
-    from .launchers import blank_comments
+    from ..subjects.launchers import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))
@@ -903,7 +904,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     None where the install has no candidate function for the arch or no MoE module.
 
     ``flags`` are the MoE module's clang flags; ``pch_preamble`` the includes of one of its
-    generated sources (:func:`cutlass_layout.kernels.pch_preamble`): the headers they include
+    generated sources (:func:`cutlass_layout.installs.kernels.pch_preamble`): the headers they include
     come from that precompiled header (the same one the sources' parses use), so only the
     heuristic and the dispatch are parsed with their bodies. Cached per (install, arch,
     flags, this code); ``cached_only``: None instead of a parse where nothing is cached.
@@ -915,7 +916,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         return Candidates(note=f"runtime candidates: {HEURISTIC} or {DISPATCH_TMA_WS} is missing")
     from dataclasses import asdict
 
-    from .frontends.clang import ProbeUnit, ensure_pch, libclang_version
+    from ..frontends.clang import ProbeUnit, ensure_pch, libclang_version
 
     k = candidates_key(install, arch, flags)
     cache = ResultCache("candidates")
@@ -944,10 +945,10 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 def candidates_key(install, arch: str, flags: list[str]) -> str:
     """The results-cache key of :func:`runtime_candidates`' answer for ``install``, ``arch``
     and the MoE module's clang ``flags``."""
-    from .frontends.clang import libclang_version
+    from ..frontends.clang import libclang_version
 
     return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
-                     code=("candidates.py", "launchers.py"))
+                     code=("installs/candidates.py", "subjects/launchers.py"))
 
 
 def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:
