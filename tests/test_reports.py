@@ -150,3 +150,43 @@ def test_sweep_says_what_the_install_builds_once_per_config():
         "128x256x128: flashinfer-python 0.7.2.post1 builds it as (its audit, cached):",
         "  moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize: 102400 B, 3 stages, over capacity by 1024 B "
         "(tried by the runtime)"]
+
+
+@pytest.mark.parametrize("kernel_bytes", [101376, 102400, None])
+def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
+    """The sweep's record, the diff's numeric record and the audit's tactic row read the same
+    numbers of one report (:meth:`LayoutReport.numbers`): sizes written by hand, headroom the
+    capacity minus the kernel's bytes (0: an exact fit, which the audit calls ``exact_fit``;
+    1024 over); a report that does not compile gives no number anywhere."""
+    from cutlass_layout.commands.sweep import _record, _Search
+    from cutlass_layout.model import CompileError, NumericRecord, Tactic
+
+    prov = Provenance(cutlass_version="4.5.0", cutlass_root="/x", origin="dir", tree_hash="0",
+                      libclang_version="20", flags=[])
+    if kernel_bytes is None:
+        rep = LayoutReport(config={}, provenance=prov,
+                           error=CompileError(kind="static_assert", message="Stage count too large", file="f.h",
+                                              line=1))
+        want = {"stages": None, "kernel_bytes": None, "mainloop_bytes": None, "epilogue_bytes": None,
+                "capacity_bytes": None, "headroom_bytes": None, "verdict": "does_not_compile"}
+    else:
+        rep = LayoutReport(config={}, provenance=prov, stages=3,
+                           capacity=Constant(name="sm120_smem_capacity_bytes", value=101376),
+                           kernel=StructLayout("SharedStorage", kernel_bytes, 1024, 0, []),
+                           mainloop=StructLayout("M", kernel_bytes - 2048, 1024, 0, []),
+                           epilogue=StructLayout("E", 1024, 128, 0, []))
+        want = {"stages": 3, "kernel_bytes": kernel_bytes, "mainloop_bytes": kernel_bytes - 2048,
+                "epilogue_bytes": 1024, "capacity_bytes": 101376, "headroom_bytes": 101376 - kernel_bytes,
+                "verdict": "fits" if kernel_bytes <= 101376 else "over_capacity"}
+    sweep = _record(Config(), rep, _Search(Config()))
+    numeric = NumericRecord.from_report(rep)
+    tactic = Tactic(family="moe", name="t", a="e4m3", b="e4m3", out="bf16", fusion="none", swap_ab=False,
+                    tile=[128, 128, 128], cluster=[1, 1, 1], kernel="grouped", schedule=None, file="t.cu", line=1,
+                    launcher=None, report=rep)
+    for row in (sweep, tactic) + ((numeric,) if kernel_bytes is not None else ()):
+        got = {k: getattr(row, k) for k in want}
+        if row is tactic and kernel_bytes == 101376:
+            got["verdict"] = "fits" if got["verdict"] == "exact_fit" else "not exact_fit: " + got["verdict"]
+        assert got == want, type(row).__name__
+    assert (numeric.verdict, numeric.kernel_bytes) == (want["verdict"], want["kernel_bytes"])
+    assert tactic.to_dict()["headroom_bytes"] == want["headroom_bytes"]

@@ -57,6 +57,28 @@ class _Executor:
         self.read += list(paths)
 
 
+
+def _pid_and(x):
+    import os
+
+    return os.getpid(), x
+
+
+@pytest.mark.parametrize("kind", ["in-process", "forked", "threads"])
+def test_run_tags_every_result_and_threads_fork_nothing(kind):
+    """``Pool.run`` gives each task's result under its tag; a threaded pool (nvcc's) runs its
+    tasks in this process, a forked one in others; a task's error reaches the caller."""
+    import os
+
+    opts = {"in-process": {"parallel": False}, "forked": {}, "threads": {"threads": True}}[kind]
+    with Pool(2, **opts) as pool:
+        got = dict(pool.run((f"t{i}", _pid_and, (i,)) for i in range(5)))
+        assert {tag: x for tag, (_, x) in got.items()} == {f"t{i}": i for i in range(5)}
+        pids = {pid for pid, _ in got.values()}
+        assert (pids == {os.getpid()}) is (kind != "forked")
+        with pytest.raises(ZeroDivisionError):
+            list(pool.run([("bad", divmod, (1, 0))]))
+
 def test_a_pool_on_another_executor():
     import threading
 

@@ -345,6 +345,36 @@ class Approximation:
         return plain(self)
 
 
+@dataclass(frozen=True)
+class KernelNumbers:
+    """The numbers of one kernel's answer, flat: what every row shows (the sweep's
+    :class:`SweepRecord`, the diff's :class:`NumericRecord`, the audit's :class:`Tactic`, and
+    the table, CSV and JSON of each). Made only by :meth:`LayoutReport.numbers`, so that no
+    row computes a number of its own. Bytes throughout; every number is ``None`` where the
+    kernel does not compile (or was not laid out).
+
+    Attributes:
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        stages: the mainloop's stage count.
+        kernel_bytes, mainloop_bytes, epilogue_bytes: ``sizeof`` of the kernel's, the
+            mainloop's and the epilogue's SharedStorage.
+        capacity_bytes: the arch's capacity, read from the headers.
+        headroom_bytes: capacity minus :attr:`LayoutReport.smem_bytes` (negative: over).
+        exact_fit: headroom exactly 0 (``None`` if not computed).
+        error: the first compile error, or ``None``.
+    """
+
+    verdict: str
+    stages: int | None = None
+    kernel_bytes: int | None = None
+    mainloop_bytes: int | None = None
+    epilogue_bytes: int | None = None
+    capacity_bytes: int | None = None
+    headroom_bytes: int | None = None
+    exact_fit: bool | None = None
+    error: CompileError | None = None
+
+
 @dataclass(repr=False)
 class LayoutReport:
     """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
@@ -445,6 +475,17 @@ class LayoutReport:
         if self.error is not None:
             return "does_not_compile"
         return "fits" if self.fits else "over_capacity"
+
+    def numbers(self) -> KernelNumbers:
+        """This report's :class:`KernelNumbers`: the one flat projection every row reads."""
+        if self.error is not None:
+            return KernelNumbers("does_not_compile", error=self.error)
+
+        def size(s: StructLayout | None) -> int | None:
+            return None if s is None else s.size
+
+        return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
+                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes, self.exact_fit)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
@@ -1015,19 +1056,19 @@ class NumericRecord:
 
     @classmethod
     def from_report(cls, rep: LayoutReport) -> "NumericRecord":
-        if rep.error is not None or rep.kernel is None:
-            return cls(verdict=rep.verdict,
-                       error=rep.error.one_line() if rep.error is not None else None)
+        """The report's :meth:`~LayoutReport.numbers`, its TMA bytes and its kernel's members
+        (only ``verdict`` and ``error`` where there is no kernel to compare)."""
+        n = rep.numbers()
+        if n.error is not None or rep.kernel is None:
+            return cls(verdict=n.verdict, error=n.error.one_line() if n.error is not None else None)
         tma = rep.tma_transaction_bytes
 
         def val(c):
             return None if c is None else c.value
 
         return cls(
-            verdict=rep.verdict, stages=rep.stages, kernel_bytes=rep.kernel.size,
-            mainloop_bytes=rep.mainloop.size if rep.mainloop else None,
-            epilogue_bytes=rep.epilogue.size if rep.epilogue else None,
-            capacity_bytes=rep.capacity_bytes, headroom_bytes=rep.headroom_bytes,
+            verdict=n.verdict, stages=n.stages, kernel_bytes=n.kernel_bytes, mainloop_bytes=n.mainloop_bytes,
+            epilogue_bytes=n.epilogue_bytes, capacity_bytes=n.capacity_bytes, headroom_bytes=n.headroom_bytes,
             tma_bytes=TmaValues(val(tma.mk), val(tma.nk), val(tma.total)) if tma else TmaValues(),
             members={name: MemberSpan(f.offset, f.size) for name, f in rep.kernel.walk()},
         )
@@ -1510,50 +1551,52 @@ class Tactic:
             return None
         return "cluster" + "x".join(map(str, self.cluster))
 
-    # The numbers of the ``audit --json`` row, as attributes: ``to_dict`` reads these, so the
-    # two cannot disagree. None where the kernel does not compile (or was not laid out).
-    def _ok(self) -> bool:
-        return self.report is not None and self.report.error is None
-
-    def _size(self, part: str) -> int | None:
-        struct = getattr(self.report, part) if self._ok() else None
-        return None if struct is None else struct.size
+    # The numbers of the ``audit --json`` row, as attributes: each is the report's
+    # :meth:`LayoutReport.numbers` (so no row computes a number of its own), ``to_dict`` reads
+    # these. None where the kernel does not compile (or was not laid out).
+    def _numbers(self) -> KernelNumbers:
+        rep = self.report
+        kept = self.__dict__.get("_numbers_of")  # a row reads all eight: one projection per report
+        if kept is None or kept[0] is not rep:
+            kept = (rep, KernelNumbers("does_not_compile") if rep is None else rep.numbers())
+            self.__dict__["_numbers_of"] = kept
+        return kept[1]
 
     @property
     def stages(self) -> int | None:
         """The mainloop's pipeline stages."""
-        return self.report.stages if self._ok() else None
+        return self._numbers().stages
 
     @property
     def kernel_bytes(self) -> int | None:
         """``sizeof`` of the kernel's SharedStorage (what the launch asks for)."""
-        return self._size("kernel")
+        return self._numbers().kernel_bytes
 
     @property
     def mainloop_bytes(self) -> int | None:
         """``sizeof`` of the mainloop collective's SharedStorage."""
-        return self._size("mainloop")
+        return self._numbers().mainloop_bytes
 
     @property
     def epilogue_bytes(self) -> int | None:
         """``sizeof`` of the epilogue collective's SharedStorage."""
-        return self._size("epilogue")
+        return self._numbers().epilogue_bytes
 
     @property
     def capacity_bytes(self) -> int | None:
         """The arch's per-block capacity, read from the headers."""
-        return self.report.capacity_bytes if self._ok() else None
+        return self._numbers().capacity_bytes
 
     @property
     def headroom_bytes(self) -> int | None:
         """Capacity minus kernel bytes; negative when over capacity."""
-        return self.report.headroom_bytes if self._ok() else None
+        return self._numbers().headroom_bytes
 
     @property
     def verdict(self) -> str:
         """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
-        v = self.report.verdict
-        return "exact_fit" if v == "fits" and self.report.exact_fit else v
+        n = self._numbers()
+        return "exact_fit" if n.verdict == "fits" and n.exact_fit else n.verdict
 
     @property
     def error(self) -> "CompileError | None":

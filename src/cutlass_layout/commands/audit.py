@@ -1502,18 +1502,15 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
         return stats
     with Pool(min(default_jobs(jobs, executor), len(groups)), executor=executor,
               reads=_reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
-        tickets = {pool.submit(_fixes, [w for _, w in items], prov, pre, list(flags), pch_key, arch,
-                               CAPACITY[arch]): items
-                   for (_, flags, pre), items in groups.items()}
-        while pool.busy:
-            for ticket, (payload, cpu) in pool.next_done():
-                items = tickets.pop(ticket)
-                stats["fix_cpu_seconds"] += cpu
-                for (t, want), d in zip(items, payload):
-                    t.fix = Fix.from_dict(d)
-                    stats["fixes"] += 1
-                    if not (t.fix.error or "").startswith(_PASSING):
-                        cache.put(want.cache_key, d)  # an answer of the launcher's own
+        tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
+                 for (_, flags, pre), items in groups.items())
+        for items, (payload, cpu) in pool.run(tasks):
+            stats["fix_cpu_seconds"] += cpu
+            for (t, want), d in zip(items, payload):
+                t.fix = Fix.from_dict(d)
+                stats["fixes"] += 1
+                if not (t.fix.error or "").startswith(_PASSING):
+                    cache.put(want.cache_key, d)  # an answer of the launcher's own
     stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
     return stats
 

@@ -16,7 +16,6 @@ import re
 import shutil
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from ..checks.nvcc_probe import (
 from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
 from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..model import AuditResult, AuditVerification, Tactic
-from ..pipeline.runner import default_jobs, step
+from ..pipeline.runner import Pool, default_jobs, step
 from .audit import AUDIT_ARCHS, MOE
 
 #: Tactics that fit, spread over their sizes, that the default sample adds per family to
@@ -164,8 +163,9 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
     t0 = time.perf_counter()
     with step(f"nvcc: {len(tactics)} tactic(s) from {out.sources} source(s) in {len(units)} unit(s), "
               f"{at_once} at a time (nvcc's front end only: nothing built or run)"):
-        with ThreadPoolExecutor(max_workers=at_once) as pool:
-            answers = list(pool.map(lambda u: _run_unit(u, nvcc), units))
+        with Pool(at_once, threads=True) as pool:  # each waits on its nvcc child
+            done = dict(pool.run((i, _run_unit, (u, nvcc)) for i, u in enumerate(units)))
+        answers = [done[i] for i in range(len(units))]
     out.seconds = round(time.perf_counter() - t0, 1)
     for unit, (got, messages) in zip(units, answers):
         for path, line, t in unit.want:

@@ -186,22 +186,19 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                       reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])]) as workers:
                 bar = Progress(f"audit {arch}: laying out CUTLASS library kernels", len(todo),
                                enabled=progress or progress_shown())
-                tickets = {}
-                for group in batches(todo, workers.jobs):
-                    payload = [asdict(chosen[i][0]) for i in group]
-                    tickets[workers.submit(lay_out_batch, tgt, payload, clang_arch, lib.util_include)] = group
-                while workers.busy:
-                    for ticket, (dicts, cpu) in workers.next_done():
-                        group = tickets.pop(ticket)
-                        stats["batches"] += 1
-                        stats["parse_cpu_seconds"] += cpu
-                        for i, d in zip(group, dicts):
-                            rep = LayoutReport.from_dict(d)
-                            rep.provenance = prov
-                            reps[i] = rep
-                            store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
-                            stats["parsed"] += 1
-                        bar.advance(len(group))
+                tasks = ((group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch,
+                                                 lib.util_include))
+                         for group in batches(todo, workers.jobs))
+                for group, (dicts, cpu) in workers.run(tasks):
+                    stats["batches"] += 1
+                    stats["parse_cpu_seconds"] += cpu
+                    for i, d in zip(group, dicts):
+                        rep = LayoutReport.from_dict(d)
+                        rep.provenance = prov
+                        reps[i] = rep
+                        store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
+                        stats["parsed"] += 1
+                    bar.advance(len(group))
         finally:
             if bar is not None:
                 bar.stop()

@@ -449,22 +449,24 @@ class _Search:
 
 
 def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
+    """The sweep's row of ``rep``: its :meth:`~cutlass_layout.model.LayoutReport.numbers` and
+    the stage search's answer."""
     mx, mx_bytes = search.result()
-    ok = rep.error is None
+    n = rep.numbers()
     return SweepRecord(
         config=cfg,
-        stages=rep.stages,
-        mainloop_bytes=rep.mainloop.size if ok and rep.mainloop else None,
-        epilogue_bytes=rep.epilogue.size if ok and rep.epilogue else None,
-        kernel_bytes=rep.kernel.size if ok and rep.kernel else None,
-        capacity_bytes=rep.capacity_bytes,
-        headroom_bytes=rep.headroom_bytes,
-        verdict=rep.verdict,
+        stages=n.stages,
+        mainloop_bytes=n.mainloop_bytes,
+        epilogue_bytes=n.epilogue_bytes,
+        kernel_bytes=n.kernel_bytes,
+        capacity_bytes=n.capacity_bytes,
+        headroom_bytes=n.headroom_bytes,
+        verdict=n.verdict,
         max_stages_that_fit=mx,
         max_stages_kernel_bytes=mx_bytes,
         stage_search=search.status(),
-        error=rep.error,
-        kernel_layout=rep.kernel if ok else None,
+        error=n.error,
+        kernel_layout=rep.kernel if n.error is None else None,
         arch_from_tag=rep.config.get("arch") if rep.config.get("arch_from") == "tag" else None,
     )
 

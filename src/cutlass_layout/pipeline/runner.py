@@ -44,7 +44,7 @@ import signal
 import sys
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 
@@ -100,11 +100,14 @@ class Pool:
     the tasks run there, ``jobs`` at a time at most as far as :attr:`idle` counts; ``reads``
     (paths the tasks read) are checked first with the executor's ``require_paths`` where it
     has one, and while no task returns, its ``check(waiting)`` is called every ``poll_s``
-    seconds where it has those (it raises when the tasks can no longer finish). Closing the pool cancels what has not returned; the executor stays open (its
-    owner closes it).
+    seconds where it has those (it raises when the tasks can no longer finish). Closing the
+    pool cancels what has not returned; the executor stays open (its owner closes it).
+
+    With ``threads`` the workers are threads of this process: for tasks that wait on a child
+    process (nvcc) rather than parse, so that nothing is forked or pickled.
     """
 
-    def __init__(self, jobs: int, *, parallel: bool = True, executor=None, reads=()):
+    def __init__(self, jobs: int, *, parallel: bool = True, executor=None, reads=(), threads: bool = False):
         self.jobs = max(1, jobs)
         self._tickets = 0
         self._futures: dict = {}
@@ -114,6 +117,8 @@ class Pool:
         if executor is not None:
             if hasattr(executor, "require_paths"):
                 executor.require_paths(reads)
+        elif parallel and self.jobs > 1 and threads:
+            self._pool = ThreadPoolExecutor(max_workers=self.jobs)
         elif parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"),
                                              initializer=_worker_init)
@@ -166,10 +171,15 @@ class Pool:
     def map(self, fn, items):
         """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""
         items = list(items)
-        tickets = {self.submit(fn, it): it for it in items}
-        while self.busy:
+        return self.run((it, fn, (it,)) for it in items)
+
+    def run(self, tasks):
+        """``fn(*args)`` for every ``(tag, fn, args)`` of ``tasks``, all submitted at once, in any
+        order: yields ``(tag, result)`` as they finish (a task's exception is raised here)."""
+        tags = {self.submit(fn, *args): tag for tag, fn, args in tasks}
+        while tags:
             for ticket, result in self.next_done():
-                yield tickets[ticket], result
+                yield tags.pop(ticket), result
 
     def close(self, *, stop: bool = False) -> None:
         """Shut the workers down; with ``stop``, end them without waiting for their tasks. On
