@@ -30,19 +30,21 @@ CASES = [
     # SM120 block-scaled NVFP4: grouped (the default) and dense; handed.md A
     ([], 0, 84992, 4, None),
     (["--kernel", "dense"], 0, None, None, None),
-    # sparse with the default tile: the collective's tile_to_shape refuses K 128 (example 80b
-    # uses 128x128x256): an honest "does not compile", exit 3
-    (["--kernel", "sparse"], 3, None, None, "tile_to_shape"),
-    (["--kernel", "sparse", "--tile", "128x128x256"], 0, None, None, None),
+    # sparse: its default tile is 128x128x256 (example 80b's); K 128 the collective's
+    # tile_to_shape refuses: an honest "does not compile", exit 3
+    (["--kernel", "sparse"], 0, None, None, None),
+    (["--kernel", "sparse", "--tile", "128x128x128"], 3, None, None, "tile_to_shape"),
     # SM120 blockwise FP8 (crashed with exit 4): test_sm120_families.py's first config
     (["--a", "e4m3", "--scales", "1x128x128"], 0, None, None, None),
     (["--a", "e4m3", "--scales", "1x128x128", "--kernel", "dense"], 0, None, None, None),
     # block-scale-factor epilogue
     (["--d", "nvfp4"], 0, None, None, None),
     # SM90: dense with every default but the arch (test_nvcc.py's last SM90 config); grouped
-    # with the default (auto) epilogue does not compile, as the README says
+    # takes the TMA epilogue by default (test_nvcc.py's SM90 grouped configs); with the auto
+    # epilogue it does not compile, as the README says
     (["--arch", "sm90", "--kernel", "dense", "--tile", "128x128x64"], 0, None, None, None),
-    (["--arch", "sm90"], 3, None, None, "StrideCD must be rank-3"),
+    (["--arch", "sm90"], 0, None, None, None),
+    (["--arch", "sm90", "--epilogue-schedule", "auto"], 3, None, None, "StrideCD must be rank-3"),
     # SM100 (crashed with exit 4): test_sm100.py's first config, then the defaults
     (["--arch", "sm100", "--kernel", "dense", "--a", "bf16", "--tile", "128x128x64"], 0, None, None, None),
     (["--arch", "sm100"], 0, None, None, None),

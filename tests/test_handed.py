@@ -175,6 +175,6 @@ def test_section_d_sm90_dense_cooperative(nc420):
 
 
 def test_section_d_grouped_auto_epilogue_does_not_compile(nc420):
-    rep, = layouts([Config(arch="sm90", kernel="grouped", tile=(128, 128, 64))], nc420)
+    rep, = layouts([Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), epilogue_schedule="auto")], nc420)
     assert rep.verdict == "does_not_compile"
     assert "StrideCD must be rank-3" in rep.error.message

@@ -31,8 +31,9 @@ CONFIG_FLAGS = (
                        "e4m3 with --scales (SM120 blockwise); bf16, f16, e4m3, e5m2 (SM90, SM100; "
                        "default bf16)."),
     ("--b", "b", None, "B element (default: same as A)."),
-    ("--tile", "tile", "128x128x128",
-     "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element)."),
+    ("--tile", "tile", None,
+     "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element) "
+     "[default: 128x128x128; 128x128x256 for --kernel sparse]."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
     ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
@@ -41,7 +42,8 @@ CONFIG_FLAGS = (
     ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer, trtllm-moe, or vllm "
                                          "(SM120 blockwise FP8)."),
     ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
-    ("--epilogue-schedule", "epilogue_schedule", "auto", "auto (the preset's), tma or nosmem."),
+    ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem "
+                                                       "[default: auto; tma for SM90 grouped]."),
     ("--scales", "scales", None, "Blockwise scale granularity MxNxK of the SM120 FP8 GEMM "
                                  "(1x128x128 or 128x128x128; with --a e4m3)."),
 )

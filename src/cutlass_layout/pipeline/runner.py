@@ -86,6 +86,57 @@ def gc_paused(freeze: bool = False):
             gc.enable()
 
 
+def _status_mb(field: str) -> float | None:
+    """A ``kB`` line of ``/proc/self/status`` (``VmRSS``, ``VmHWM``) in MB, or None off Linux."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@contextmanager
+def task_memory():
+    """The memory of one task in a worker: yields a dict whose ``start_rss_mb`` (the resident
+    memory when the task started: what earlier tasks left) is set at once and ``peak_rss_mb``
+    (the largest resident memory while the task ran) when the block ends. The peak is the
+    process's high-water mark, reset first where Linux allows it (``/proc/self/clear_refs``),
+    so that it is this task's, not the worker's lifetime's; elsewhere the lifetime's."""
+    import resource
+
+    out: dict = {}
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+    out["start_rss_mb"] = round(_status_mb("VmRSS") or 0.0, 1)
+    try:
+        yield out
+    finally:
+        peak = _status_mb("VmHWM")
+        if peak is None:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        out["peak_rss_mb"] = round(peak, 1)
+
+
+def release_memory() -> None:
+    """Give the memory that freed allocations left in the C heap back to the system (glibc's
+    ``malloc_trim(0)``; nothing elsewhere). A worker calls it after a parse: libclang frees a
+    translation unit's gigabyte in pieces that the allocator would otherwise keep."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Pool:
     """Run ``fn(*args)`` tasks in ``jobs`` forked worker processes (or in this process).
 

@@ -98,6 +98,20 @@ ARCHS = {name: a.gpu_arch for name, a in archs.ARCHS.items()}
 #: archs have none
 FAMILY = {name: a.family for name, a in archs.ARCHS.items() if a.family}
 DEFAULT_ELEMENT = {"sm120": "nvfp4", "sm90": "bf16", "sm100": "bf16"}
+
+
+def default_tile(kernel: str) -> tuple[int, int, int]:
+    """The TileShape a config has where none is given: 128x128x128, and 128x128x256 for
+    ``sparse`` (the SM120 sparse collective's ``tile_to_shape`` refuses K 128; CUTLASS's example
+    80b uses 128x128x256)."""
+    return (128, 128, 256) if kernel == "sparse" else (128, 128, 128)
+
+
+def default_epilogue_schedule(arch: str, kernel: str) -> str:
+    """The epilogue schedule a config has where none is given: ``auto`` (the preset's), and
+    ``tma`` for an SM90 grouped kernel, whose ``EpilogueScheduleAuto`` builds a no-smem
+    epilogue that fails ``StrideCD must be rank-3`` with a ptr-array problem."""
+    return "tma" if FAMILY.get(arch) == "sm90" and kernel == "grouped" else "auto"
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 EPILOGUE_SCHEDULES = ("auto", "tma", "nosmem")
 KERNELS = ("dense", "grouped", "sparse")
@@ -122,7 +136,8 @@ class Config:
         a, b: operand kinds, keys of :data:`ELEMENTS`; A defaults to the family's
             (:data:`DEFAULT_ELEMENT`: nvfp4 on SM120, bf16 on SM90 and SM100), B to A.
         tile: TileShape (M, N, K), K in elements; on SM100 the MMA tile the mainloop builder
-            takes (a 2SM tile's M spans both SMs: 256 for two 128-row halves).
+            takes (a 2SM tile's M spans both SMs: 256 for two 128-row halves). Not given:
+            :func:`default_tile` (128x128x128; sparse 128x128x256).
         cluster: ClusterShape (M, N, K); only (1, 1, 1) is valid for SM120.
         schedule: mainloop kernel schedule: ``auto`` (the family's default), ``cooperative``
             or ``pingpong`` (SM90 ``KernelTmaWarpSpecializedCooperative``/``Pingpong`` and their
@@ -131,7 +146,8 @@ class Config:
             twins; ``auto`` there is 2sm when the cluster's M is even, as the builder's
             ``KernelScheduleAuto`` decides).
         epilogue_schedule: ``auto`` (the preset's), ``tma`` (``TmaWarpSpecialized*``) or
-            ``nosmem`` (``NoSmemWarpSpecialized*``).
+            ``nosmem`` (``NoSmemWarpSpecialized*``). Not given: :func:`default_epilogue_schedule`
+            (``auto``; ``tma`` for SM90 grouped).
         stages: ``None`` for ``StageCountAutoCarveout<sizeof(CollectiveEpilogue::SharedStorage)>``,
             else ``StageCount<stages>``.
         c, d: epilogue C and D element kinds (keys of :data:`OUTPUTS`); ``None`` takes the
@@ -150,14 +166,14 @@ class Config:
     kernel: str = "grouped"
     a: str | None = None
     b: str | None = None
-    tile: tuple[int, int, int] = (128, 128, 128)
+    tile: tuple[int, int, int] | None = None  # None: default_tile(kernel)
     cluster: tuple[int, int, int] = (1, 1, 1)
     stages: int | None = None
     c: str | None = None
     d: str | None = None
     preset: str = "flashinfer"
     schedule: str = "auto"
-    epilogue_schedule: str = "auto"
+    epilogue_schedule: str | None = None  # None: default_epilogue_schedule(arch, kernel)
     scales: tuple[int, int, int] | None = None
 
     @property
@@ -183,6 +199,10 @@ class Config:
         return self.schedule == "2sm" or (self.schedule == "auto" and self.cluster[0] % 2 == 0)
 
     def __post_init__(self):
+        if self.tile is None:
+            object.__setattr__(self, "tile", default_tile(self.kernel))
+        if self.epilogue_schedule is None:
+            object.__setattr__(self, "epilogue_schedule", default_epilogue_schedule(self.arch, self.kernel))
         if self.arch in FAMILY:  # unknown archs are reported by validate()
             if self.a is None:
                 object.__setattr__(self, "a", DEFAULT_ELEMENT[FAMILY[self.arch]])
@@ -262,7 +282,8 @@ class Config:
 
     def __repr__(self) -> str:
         default = DEFAULT_ELEMENT.get(FAMILY.get(self.arch, ""))
-        skip = {"a": default, "b": self.a}
+        skip = {"a": default, "b": self.a, "tile": default_tile(self.kernel),
+                "epilogue_schedule": default_epilogue_schedule(self.arch, self.kernel)}
         parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
                  if getattr(self, f.name) != skip.get(f.name, f.default)]
         return f"Config({', '.join(parts)})"
@@ -477,24 +498,25 @@ def _shape(what: str, value, a: str) -> tuple[int, int, int]:
     raise BadInput(f"{what} {value!r}: write MxNxK, e.g. '128x128x128', or give three integers")
 
 
-def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile="128x128x128",
+def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile=None,
                       cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
-                      schedule="auto", epilogue_schedule="auto", scales=None) -> Config:
+                      schedule="auto", epilogue_schedule=None, scales=None) -> Config:
     """Build a :class:`Config` from the values the command line takes (keyword names = the
     ``layout`` flags, :data:`CONFIG_KEYS`): strings as typed there (``tile="128x64x128B"``,
     ``stages="auto"`` or ``"3"``, ``scales="1x128x128"`` or ``"none"``), or already typed
     (``tile=(128, 128, 128)``, ``stages=3`` or ``None``). Raises :class:`BadInput` on a bad
-    value."""
+    value. ``tile`` and ``epilogue_schedule`` not given (None): the kernel's defaults
+    (:func:`default_tile`, :func:`default_epilogue_schedule`)."""
     arch = _name("arch", arch)
     a = _name("A element", a) if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
     b = _name("B element", b) if b else a
     return Config(
         arch=arch, kernel=_name("kernel", kernel), a=a, b=b,
-        tile=_shape("tile", tile, a), cluster=_shape("cluster", cluster, a),
+        tile=None if tile is None else _shape("tile", tile, a), cluster=_shape("cluster", cluster, a),
         stages=parse_stages(stages), c=_name("C element", c) if c else None,
         d=_name("D element", d) if d else None, preset=_name("preset", preset),
         schedule=_name("schedule", schedule),
-        epilogue_schedule=_name("epilogue schedule", epilogue_schedule),
+        epilogue_schedule=_name("epilogue schedule", epilogue_schedule) if epilogue_schedule else None,
         scales=_scales(scales),
     )
 
