@@ -207,3 +207,51 @@ def test_gc_paused_restores_the_collector_and_workers_collect():
         assert gc.get_freeze_count() >= before + len(kept) and gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+class _Node:
+    pass
+
+
+def _leave_a_cycle():
+    """A task that leaves garbage in a reference cycle (as a libclang translation unit can)."""
+    import weakref
+
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def _mark(folder):
+    import os
+
+    (folder / str(os.getpid())).write_text("released")
+
+
+def test_workers_free_what_each_task_left(tmp_path, monkeypatch):
+    """A worker process collects what its task left in reference cycles (and trims the C
+    heap) when the task ends: ``release_memory`` runs after every task, in the worker."""
+    import gc
+    import os
+
+    gc.disable()
+    try:
+        assert runner._task(_leave_a_cycle)() is None  # collected as the task ended
+    finally:
+        gc.enable()
+    monkeypatch.setattr(runner, "release_memory", lambda: _mark(tmp_path))
+    with Pool(2) as pool:
+        pids = {pid for _, (pid, _) in pool.map(_pid_and, range(4))}
+    marked = {int(p.name) for p in tmp_path.iterdir()}
+    assert marked == pids and os.getpid() not in marked
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_task_memory_is_the_peak_of_the_block():
+    """``task_memory`` gives the resident memory when the block starts and its peak inside:
+    a block that writes 200 MB peaks at least 150 MB above where it started."""
+    with runner.task_memory() as mem:
+        start = mem["start_rss_mb"]
+        data = b"\1" * (200 << 20)
+        del data
+    assert mem["peak_rss_mb"] >= start + 150

@@ -27,7 +27,6 @@ text, the clang flags, libclang and this code; sources are parsed in parallel wo
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import time
 from dataclasses import asdict
@@ -56,7 +55,7 @@ from ..model import AuditResult, AuditSet, AuditShard, Fix, LayoutReport, Proven
 from ..pipeline.cache import ResultCache, code_fingerprint
 from ..pipeline.cache import key as cache_key
 from ..pipeline.engine import ENGINE_SOURCES
-from ..pipeline.runner import gc_paused, release_memory, task_memory
+from ..pipeline.runner import gc_paused, task_memory
 from ..subjects.launchers import (
     KERNEL_ALIAS_RE,
     blank_comments,
@@ -415,23 +414,15 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
     by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
     includes (:func:`_pch`; this machine's cache has it unless the task runs on another
     machine, which builds its own), or None."""
-    import os
-
     from ..frontends.clang import ensure_pch
 
     path = ensure_pch(pch[0], list(pch[1]), pch[2]) if pch else None
     t0 = time.process_time()
-    with task_memory() as mem:
+    with task_memory() as mem:  # this task's peak (the pool frees what it leaves)
         results = lay_out_sources(sources, Provenance(**provenance), pch=path)
-    if os.environ.get("CL_TRIM"):
-        release_memory()
     cpu = time.process_time() - t0
     weights = [max(1, len(r.kernels)) for r in results]
     peak = mem["peak_rss_mb"]
-    if os.environ.get("CL_MEMLOG"):
-        with open(os.environ["CL_MEMLOG"], "a") as f:
-            f.write(json.dumps({"pid": os.getpid(), "sources": [str(s.path) for s in sources],
-                                "kernels": sum(weights), "cpu": round(cpu, 1), **mem}) + "\n")
     return [{
         "error": res.error, "lasting": res.lasting, "launcher_macros": res.launcher_macros,
         "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}

@@ -124,17 +124,31 @@ def task_memory():
 
 
 def release_memory() -> None:
-    """Give the memory that freed allocations left in the C heap back to the system (glibc's
-    ``malloc_trim(0)``; nothing elsewhere). A worker calls it after a parse: libclang frees a
-    translation unit's gigabyte in pieces that the allocator would otherwise keep."""
+    """Free what the last task left: collect garbage (a libclang translation unit caught in a
+    reference cycle lives, with its hundreds of MB, until a full collection) and give the C
+    heap's free memory back to the system (glibc's ``malloc_trim(0)``; nothing elsewhere).
+
+    A :class:`Pool`'s workers call it after every task. Measured on the SM120 audit of
+    flashinfer 0.7.4 (20 tasks on 2 workers): a task used to start with 500-870 MB left by
+    the tasks before it, and the workers peaked at 941 MB; released after each task, every
+    task starts at 65-200 MB and the peak is 497 MB, for the same CPU time."""
     import ctypes
     import ctypes.util
 
+    gc.collect()  # a translation unit in a reference cycle is disposed here, not at the next pass
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+def _task(fn, *args):
+    """``fn(*args)`` in a worker, then :func:`release_memory`."""
+    try:
+        return fn(*args)
+    finally:
+        release_memory()
 
 
 class Pool:
@@ -165,6 +179,7 @@ class Pool:
         self._local: deque = deque()
         self._pool = None
         self._remote = executor
+        self._threads = threads and executor is None
         if executor is not None:
             if hasattr(executor, "require_paths"):
                 executor.require_paths(reads)
@@ -198,6 +213,8 @@ class Pool:
         if not self.parallel:
             self._local.append((self._tickets, fn, args))
         else:
+            if not self._threads:  # a worker process frees what the task left
+                fn, args = _task, (fn, *args)
             self._futures[(self._remote or self._pool).submit(fn, *args)] = self._tickets
         return self._tickets
 
