@@ -70,3 +70,21 @@ def test_tile_bytes_capital_only_and_back():
     assert tile_text((128, 256, 128), "nvfp4") == "128x256x128"
     assert tile_text((128, 256, 127), "nvfp4", True) == "128x256x127"  # not whole bytes: elements
     assert tile_text((128, 256, 128), None, True) == "128x256x128"
+
+
+def test_defaults_that_compile_and_a_preset_that_names_its_flags():
+    """A tile or epilogue schedule not given is the kernel's own default: sparse takes
+    128x128x256 (CUTLASS example 80b; K 128 fails the sparse collective's tile_to_shape), an
+    SM90 grouped kernel the TMA epilogue (auto fails "StrideCD must be rank-3"); given, a value
+    stands. The vllm preset without its A and scales says which flags it needs."""
+    from cutlass_layout.subjects.config import config_from_flags
+
+    assert Config().tile == (128, 128, 128) and Config().epilogue_schedule == "auto"
+    assert Config(kernel="sparse").tile == (128, 128, 256)
+    assert Config(arch="sm90").epilogue_schedule == "tma" and repr(Config(arch="sm90")) == "Config(arch='sm90')"
+    assert Config(arch="sm90", kernel="dense").epilogue_schedule == "auto"
+    assert Config(arch="sm90", epilogue_schedule="auto").epilogue_schedule == "auto"
+    assert config_from_flags(kernel="sparse", tile="128x128x128").tile == (128, 128, 128)
+    assert config_from_flags(arch="sm90").to_dict()["epilogue_schedule"] == "tma"
+    with pytest.raises(BadInput, match="--a e4m3 --scales 1x128x128"):
+        config_from_flags(preset="vllm")

@@ -190,3 +190,21 @@ def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
         assert got == want, type(row).__name__
     assert (numeric.verdict, numeric.kernel_bytes) == (want["verdict"], want["kernel_bytes"])
     assert tactic.to_dict()["headroom_bytes"] == want["headroom_bytes"]
+
+
+def test_a_diff_row_that_fails_on_both_sides_says_why_once():
+    """A config that does not compile on either tree keeps its verdict, and its row still
+    says why (once, ``both:``, where the errors are the same; each side's where they differ)."""
+    from cutlass_layout.model import NumericRecord, NumericRow
+    from cutlass_layout.reports.diff import _row_details
+
+    err = "static_assert: Stage count too large (cutlass/gemm/collective/builders/sm120.inl:42)"
+    both = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
+                      new=NumericRecord("does_not_compile", err))
+    assert _row_details(both, 8) == [f"both: {err}"]
+    other = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
+                       new=NumericRecord("does_not_compile", "error: no type named 'X'"))
+    assert _row_details(other, 8) == [f"old: {err}", "new: error: no type named 'X'"]
+    fits = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
+                      new=NumericRecord("fits", None, 3, 98304))
+    assert _row_details(fits, 8) == [f"old: {err}"]

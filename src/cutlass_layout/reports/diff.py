@@ -182,7 +182,8 @@ def _numeric_rows(res: DiffResult, tile_bytes: bool) -> list[list[str]]:
 
 def _row_details(r: NumericRow, member_lines: int) -> list[str]:
     """Under a changed row: the capacity where both sides have one and it changed, the
-    members whose size changed, how many only moved, and the errors of a verdict change."""
+    members whose size changed, how many only moved, and the first error of a side that does
+    not compile (once, as ``both:``, where the two sides fail alike)."""
     out = []
     if "capacity_bytes" in r.changed and None not in (_get(r.old, "capacity_bytes"),
                                                       _get(r.new, "capacity_bytes")):
@@ -198,10 +199,11 @@ def _row_details(r: NumericRow, member_lines: int) -> list[str]:
         out.append(f"... {len(resized) - member_lines} more members change size")
     if shifted:
         out.append(f"({shifted} more members only move: same size, new offset)")
-    for side in ("old", "new"):
-        rec = getattr(r, side)
-        if r.verdict_changed and rec and rec.error:
-            out.append(f"{side}: {rec.error}")
+    errors = {side: rec.error for side in ("old", "new") if (rec := getattr(r, side)) and rec.error}
+    if len(errors) == 2 and errors["old"] == errors["new"]:
+        out.append(f"both: {errors['old']}")  # does not compile on either side: why, once
+    else:
+        out += [f"{side}: {error}" for side, error in errors.items()]
     return out
 
 

@@ -387,7 +387,8 @@ def validate(cfg: Config) -> None:
         raise BadInput(f"A={cfg.a} on {cfg.arch} is the blockwise-scaled FP8 GEMM: give its "
                        "scale granularity (scales 1x128x128 or 128x128x128)")
     if cfg.preset == "vllm" and cfg.scales is None:
-        raise BadInput("preset vllm is SM120's blockwise FP8 GEMM (give scales)")
+        raise BadInput("preset vllm is SM120's blockwise FP8 GEMM: give A e4m3 and its scale granularity "
+                       "(--a e4m3 --scales 1x128x128, or 128x128x128)")
     if cfg.element_d in SCALED_OUTPUTS and fam == "sm90":
         raise BadInput(f"D {cfg.element_d}: the block-scale-factor epilogue is SM100's and SM120's")
 
