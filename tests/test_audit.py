@@ -589,7 +589,7 @@ def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
     assert res.tactics == []
     (u,) = res.unmatched
     assert (u["filter"], u["value"]) == ("tile", "128x128x32") and u["note"] in res.notes
-    assert u["nearest"][0] == "128x128x32B = 128x128x64"
+    assert u["nearest"][0] == "128x128x32B = 128x128x64 nvfp4"
     # one value of several: the others still keep their tactics
     res = audit(str(mini), jobs=1, tile=["128x64x16B", "9x9x9"])
     assert [t.id for t in res.tactics] == ["moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
@@ -630,7 +630,7 @@ def test_cli_filter_notes_and_check(mini, capsys):
     assert doc["tactics"] == [] and any(n.startswith("tile 128x128x32: matched no tactic") for n in doc["notes"])
     err = messages(err)  # besides the progress of the first (cold) audit
     assert err.splitlines() == [line for line in err.splitlines() if line.startswith("note: --tile 128x128x32: ")]
-    assert len(err.splitlines()) == 1 and "128x128x32B = 128x128x64" in err
+    assert len(err.splitlines()) == 1 and "128x128x32B = 128x128x64 nvfp4" in err
     # text: the note once, on stderr
     assert main(["audit", str(mini), "--grep", "finalise"]) == 0
     out, err = capsys.readouterr()

@@ -118,9 +118,10 @@ def test_a_tile_that_matches_nothing_names_both_tiles(tmp_path):
     pool = list(_pool(tmp_path).values())
     (u,) = unmatched_filters(pool, None, filter_tests(tile="256x64x64B"))
     assert (u["filter"], u["value"]) == ("tile", "256x64x64B")
-    assert u["nearest"][0] == "128x64x128B = 128x64x256 (2SM MMA 256x64x256)"
-    assert "nearest (K in bytes = K in elements): 128x64x128B = 128x64x256 (2SM MMA 256x64x256)" in u["note"]
-    assert "128x256x128B = 128x256x256 (Sm103 2SM MMA 256x256x768)" in " ".join(
+    assert u["nearest"][0] == "128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)"
+    assert ("nearest (K in bytes = K in elements of the element named): "
+            "128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)") in u["note"]
+    assert "128x256x128B = 128x256x256 nvfp4 (Sm103 2SM MMA 256x256x768)" in " ".join(
         unmatched_filters(pool, None, filter_tests(tile="256x256x512"))[0]["nearest"])
 
 

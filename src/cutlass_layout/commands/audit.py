@@ -805,10 +805,11 @@ def _tile_distance(a, b) -> float:
 def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     """The tactics' tiles nearest ``typed`` (its numbers read either way: K in elements or in
     bytes; the CTA tile or the MMA tile), each as ``MxNxKB = MxNxK`` (K in bytes = K in
-    elements) where the activation's width is known, and the MMA tile after it where the
-    kernel's is another, with what makes it so (a 2SM kernel's 2M, an Sm103 kernel's 3K),
-    which the filter takes too: ``128x64x128B = 128x64x256 (2SM MMA 256x64x256)``,
-    ``128x256x128B = 128x256x256 (Sm103 2SM MMA 256x256x768)``."""
+    elements, then the activation's element, whose width relates the two) where that width is
+    known, and the MMA tile after it where the kernel's is another, with what makes it so (a
+    2SM kernel's 2M, an Sm103 kernel's 3K), which the filter takes too:
+    ``128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)``,
+    ``128x256x128B = 128x256x256 nvfp4 (Sm103 2SM MMA 256x256x768)``."""
     from ..subjects.config import split_tile
 
     m, n, k, _ = split_tile(typed)
@@ -827,14 +828,15 @@ def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
                 d = min(d, _tile_distance((m, n, k), (tm, tn, tk * bits // 8)))
         tm, tn, tk = t.tile
         kb = tk * bits // 8 if bits and (tk * bits) % 8 == 0 else None
-        text = f"{tm}x{tn}x{tk}" if kb is None else f"{tm}x{tn}x{kb}B = {tm}x{tn}x{tk}"
+        elem = str(t.b if t.swap_ab else t.a)  # whose width turns K in bytes into elements
+        text = f"{tm}x{tn}x{tk}" if kb is None else f"{tm}x{tn}x{kb}B = {tm}x{tn}x{tk} {elem}"
         if t.mma_tile:  # what makes it another: 2SM (2M), an Sm103 kernel (3K)
             why = ([f"Sm{t.sm_version}"] if t.sm_version not in (None, 100) else []) + \
                 (["2SM"] if t.mma_sms == 2 else [])
             text += f" ({' '.join(why + ['MMA'])} {'x'.join(map(str, t.mma_tile))})"
         tiles[text] = min(d, tiles.get(text, d))
     near = sorted(tiles, key=lambda x: (tiles[x], x))[:4]
-    legend = " (K in bytes = K in elements)" if any("B = " in x for x in near) else ""
+    legend = " (K in bytes = K in elements of the element named)" if any("B = " in x for x in near) else ""
     return f"nearest{legend}", near
 
 
