@@ -1555,12 +1555,10 @@ class Tactic:
     # :meth:`LayoutReport.numbers` (so no row computes a number of its own), ``to_dict`` reads
     # these. None where the kernel does not compile (or was not laid out).
     def _numbers(self) -> KernelNumbers:
+        # read afresh each time (a few attribute reads): a report changed after the row was
+        # made (a copy edited in a test, a fix re-laid out) is the number the row shows
         rep = self.report
-        kept = self.__dict__.get("_numbers_of")  # a row reads all eight: one projection per report
-        if kept is None or kept[0] is not rep:
-            kept = (rep, KernelNumbers("does_not_compile") if rep is None else rep.numbers())
-            self.__dict__["_numbers_of"] = kept
-        return kept[1]
+        return KernelNumbers("does_not_compile") if rep is None else rep.numbers()
 
     @property
     def stages(self) -> int | None:
