@@ -15,6 +15,7 @@ Modes, each in a fresh process:
 
 Usage: python scripts/bench_audit.py [--spec flashinfer-python==0.7.2.post1] [--runs 3]
        [--jobs N] [--family F] [--arch A [--arch B] | --arch all] [--no-nvcc] [--nvcc-full]
+       [--keep DIR]
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def main() -> int:
     ap.add_argument("--no-nvcc", action="store_true")
     ap.add_argument("--nvcc-full", action="store_true")
     ap.add_argument("--family", default=None, help="audit one family (moe, gemm_sm120, ...)")
+    ap.add_argument("--keep", metavar="DIR", default=None,
+                    help="use DIR (new or empty) as the cache and keep it: warm runs after this one read it")
     ap.add_argument("--arch", action="append", default=None,
                     help="the arch (sm120 by default), repeatable, or all (every arch the install builds)")
     args = ap.parse_args()
@@ -83,7 +86,9 @@ def main() -> int:
     from cutlass_layout.sources.trees import fetch_wheel
 
     wheel = fetch_wheel(args.spec)  # cached in the user cache: the cold run copies it
-    cache = tempfile.mkdtemp(prefix="cutlass-layout-bench-audit-")
+    if args.keep and Path(args.keep).exists() and any(Path(args.keep).iterdir()):
+        ap.error(f"--keep {args.keep}: not empty (the cold run needs an empty cache)")
+    cache = args.keep or tempfile.mkdtemp(prefix="cutlass-layout-bench-audit-")
     safe = "".join(c if c.isalnum() or c in "._=-" else "_" for c in args.spec)
     (Path(cache) / "wheels" / safe).mkdir(parents=True)
     shutil.copy(wheel, Path(cache) / "wheels" / safe / wheel.name)
@@ -110,7 +115,8 @@ def main() -> int:
         if not args.no_nvcc:
             nvcc_bench(args.spec, cache, args.nvcc_full)
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(cache, ignore_errors=True)
     return 0
 
 

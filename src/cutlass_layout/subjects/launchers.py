@@ -188,21 +188,27 @@ def _matching(text: str, start: int, open_: str, close: str) -> int | None:
     """Index of the bracket closing the one at ``start`` (angle brackets inside parentheses
     are not counted)."""
     depth, paren = 0, 0
-    for i in range(start, len(text)):
-        ch = text[i]
+    angle = open_ == "<"
+    for m in _BRACKETS[open_].finditer(text, start):  # only the characters that count
+        ch = m.group()
         if ch == "(":
             paren += 1
         elif ch == ")":
             paren -= 1
-        if open_ == "<" and paren > 0:
+        if angle and paren > 0:
             continue
         if ch == open_:
             depth += 1
         elif ch == close:
             depth -= 1
             if depth == 0:
-                return i
+                return m.start()
     return None
+
+
+#: The characters :func:`_matching` reads, by the bracket it matches.
+_BRACKETS = {"<": re.compile(r"[()<>]"), "(": re.compile(r"[()]"), "{": re.compile(r"[(){}]"),
+             "[": re.compile(r"[()\[\]]")}
 
 
 def explicit_instantiations(text: str) -> list[tuple[str, str, int]]:
