@@ -18,8 +18,9 @@ import pytest
 
 from cutlass_layout import BadInput
 from cutlass_layout.cli import main
+from cutlass_layout.commands import audit as audit_mod
 from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
-from cutlass_layout.installs.kernels import kernel_core, template_args
+from cutlass_layout.installs.kernels import Source, kernel_core, template_args
 from cutlass_layout.pipeline.runner import is_progress_line
 from cutlass_layout.subjects.launchers import (
     blank_comments,
@@ -716,3 +717,33 @@ def test_072_seed_preset_names_the_finalize_tactic(audit_072, capsys):
     assert main(["sweep", *src]) == 0
     assert (f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
             in capsys.readouterr().out.splitlines())
+
+
+def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monkeypatch):
+    """A warm audit reads what it read of each source's text and each kernel's name from the
+    cache (audit-scans, audit-names): the same tactics and sources, byte for byte in JSON,
+    without scanning a text or naming a kernel again."""
+    cold = json.dumps(audit(str(mini), jobs=1).to_dict(), sort_keys=True)
+
+    def never(*a, **k):
+        raise AssertionError("a warm audit scanned or named again")
+    monkeypatch.setattr(audit_mod, "_scan", never)
+    monkeypatch.setattr(audit_mod, "tactic_of", never)
+    assert json.dumps(audit(str(mini), jobs=1).to_dict(), sort_keys=True) == cold
+    # without the cache, it reads and names everything again
+    with pytest.raises(AssertionError, match="scanned or named again"):
+        audit(str(mini), jobs=1, use_cache=False)
+
+
+def test_batches_count_sm100_kernels_half_again():
+    """SM100/SM103 kernels take about 1.5x the memory in a unit: 8-kernel sources go 4 to a
+    unit there (32 kernels), 6 elsewhere (48: BATCH_KERNELS); a unit holds one source at least."""
+    def items(arch, n):
+        return [(Source(Path(f"/g/s{i}.cu"), (), Path("/inc"), arch), f"k{i}") for i in range(n)]
+    est = {Path(f"/g/s{i}.cu"): 8 for i in range(12)}
+    assert [len(b) for b in audit_mod._batches(items("sm100", 12), 2, est)] == [4, 4, 4]
+    assert [len(b) for b in audit_mod._batches(items("sm103", 12), 2, est)] == [4, 4, 4]
+    assert [len(b) for b in audit_mod._batches(items("sm120", 12), 2, est)] == [6, 6]
+    assert [len(b) for b in audit_mod._batches(items("sm90", 12), 2, est)] == [6, 6]
+    big = {Path("/g/s0.cu"): 80}
+    assert [len(b) for b in audit_mod._batches(items("sm100", 1), 2, big)] == [1]

@@ -27,6 +27,7 @@ text, the clang flags, libclang and this code; sources are parsed in parallel wo
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from dataclasses import asdict
@@ -57,7 +58,6 @@ from ..pipeline.cache import key as cache_key
 from ..pipeline.engine import ENGINE_SOURCES
 from ..pipeline.runner import gc_paused, task_memory
 from ..subjects.launchers import (
-    KERNEL_ALIAS_RE,
     blank_comments,
     declared_functions,
     explicit_instantiations,
@@ -433,23 +433,31 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
 
 
 #: Kernels (estimated from the source's launcher calls and explicit instantiations) laid out
-#: in one translation unit at most: 48 MoE kernels parse in about 0.8 GB.
+#: in one translation unit at most: 48 SM90 or SM120 MoE kernels parse in about 0.8-1.2 GB.
 BATCH_KERNELS = 48
+#: What one kernel of a build for these arches counts for against :data:`BATCH_KERNELS`
+#: (1 elsewhere): an SM100/SM103 kernel's translation unit takes about half as much memory
+#: again as SM90's and SM120's. Measured on flashinfer 0.7.4 (``--arch all``, cold): 48 SM100
+#: MoE kernels in one unit peaked at up to 2197 MB and 36 dense FP4 ones at 2208 MB; counted
+#: 1.5 each (32 MoE kernels, 27 dense FP4 ones a unit), SM103's 48 -> 32 MoE kernels peaked at
+#: 1573 -> 1309 MB for 14% more parse CPU (the unit shares less).
+KERNEL_WEIGHT = {"sm100": 1.5, "sm103": 1.5}
 
 
 def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
     :data:`BATCH_KERNELS` estimated kernels (``estimates``: by source path,
-    :func:`cutlass_layout.installs.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
+    :func:`cutlass_layout.installs.kernels.estimate_kernels`; each weighted by
+    :data:`KERNEL_WEIGHT` of the source's arch), and in as many groups as ``jobs`` where
     there are enough sources (so that every worker has one)."""
-    est = [max(1, estimates.get(source.path, 1)) for source, _ in items]
-    per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
+    est = [max(1, estimates.get(source.path, 1)) * KERNEL_WEIGHT.get(source.arch, 1) for source, _ in items]
+    per = min(BATCH_KERNELS, max(1, math.ceil(sum(est) / max(1, jobs))))
     out: list[list[tuple]] = []
-    load = 0
+    load = 0.0
     for item, n in zip(items, est):
         if not out or load + n > per:
             out.append([])
-            load = 0
+            load = 0.0
         out[-1].append(item)
         load += n
     return out
@@ -476,6 +484,80 @@ def _found_from(d: dict) -> FoundKernel:
     if d.get("macro") is not None:
         d["macro"] = (d["macro"][0], list(d["macro"][1]))
     return FoundKernel(**d)
+
+
+_SCANS = ResultCache("audit-scans")
+#: What reading a source's text without a parse (:func:`_scan`) runs.
+_SCAN_CODE = ("commands/audit.py", "subjects/launchers.py", "installs/kernels.py")
+
+
+def _scan(arch: str, path: Path, text: str) -> dict:
+    """What an audit reads of a source's text before any parse: its :func:`source_facts`,
+    whether it names the arch (``arch_word``: its folder, name or code, comments left out),
+    its :func:`~cutlass_layout.installs.kernels.estimate_kernels` and the ``#include`` lines of
+    its preamble (:func:`~cutlass_layout.installs.kernels.split_preamble`)."""
+    clean = blank_comments(text, strings=False)
+    return {"facts": source_facts(text),
+            "arch_word": bool(_ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}")),
+            "estimate": estimate_kernels(clean), "includes": split_preamble(text)[0]}
+
+
+def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
+    """:func:`_scan` of each source of ``read`` (``(path, entry, index, text, digest)``),
+    remembered for the texts of all of them (a whole install's 968 sources take 0.4 s)."""
+    key = cache_key("audit-scans/1", subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]],
+                    target=[], code=_SCAN_CODE)
+
+    def load(payload):
+        if not (isinstance(payload, list) and len(payload) == len(read)
+                and all(isinstance(x, dict) and x.keys() == _SCAN_KEYS for x in payload)):
+            raise ValueError("scans of other sources")
+        return payload
+
+    hit = _SCANS.get(key, load) if use_cache else None
+    if hit is not None:
+        return hit
+    out = [_scan(arch, path, text) for path, _, _, text, _ in read]
+    _SCANS.put(key, out)
+    return out
+
+
+_SCAN_KEYS = {"facts", "arch_word", "estimate", "includes"}
+
+
+#: Version of the remembered names of a run's kernels (:func:`_load_names`).
+_NAMES_FORMAT = 1
+#: What naming a kernel (:func:`tactic_of`) reads: this module, the kernel's spelling as
+#: :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
+_NAMING_CODE = ("commands/audit.py", "installs/kernels.py", "model.py")
+_NAMES = ResultCache("audit-names")
+#: The :class:`~cutlass_layout.model.Tactic` fields :func:`tactic_of` gives (all but the
+#: report and what the audit adds: the runtime candidate, the fix, the runtime guard).
+_NAMED = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
+          "file", "line", "launcher", "launcher_file", "launcher_line", "mma_sms", "dynamic_cluster",
+          "epilogue_schedule", "mma_tile", "sm_version")
+
+
+def _kept(kernels: list[dict], arch_fam: str) -> list[tuple[int, None]]:
+    """``(index, None)`` of each of a source's kernels that runs on ``arch_fam`` (an SM103
+    build compiles SM100's kernels too; a kernel whose policy names no arch runs on the
+    build's)."""
+    return [(j, None) for j, item in enumerate(kernels)
+            if (kernel_arch(item["found"]["spelling"]) or arch_fam) == arch_fam]
+
+
+def _load_names(n: int) -> Callable:
+    """The loader of remembered names (one list per source of ``n``: ``[index, fields]`` of each
+    kernel kept, ``fields`` as :data:`_NAMED`); raises for anything else (a miss)."""
+    def load(payload):
+        if not (isinstance(payload, list) and len(payload) == n):
+            raise ValueError("names of other sources")
+        for per in payload:
+            for j, fields in per:
+                if not (isinstance(j, int) and isinstance(fields, dict) and fields.keys() == set(_NAMED)):
+                    raise ValueError("not names")
+        return payload
+    return load
 
 
 # ---------------------------------------------------------------------------------------
@@ -1063,6 +1145,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         if family is not None and family != family_of(mod.name):
             continue  # not asked for: not parsed
         flags = tuple(base_flags + mod.clang_flags() + tvm_flags)
+        read = []  # (path, entry, text, digest) of each C++ source of the module
         for path in mod.generated:
             gen_root = gen_root or _gen_root(path)
             entry = {"module": mod.name, "builder": mod.builder, "family": family_of(mod.name),
@@ -1078,20 +1161,19 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             except OSError as exc:
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
-            clean = blank_comments(text, strings=False)
-            facts[-1] = source_facts(text)
-            if not _ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}"):
+            read.append((path, entry, len(facts) - 1, text, hashlib.sha256(text.encode()).hexdigest()))
+        for (path, entry, i, text, digest), scan in zip(read, _scans(arch, read, use_cache)):
+            facts[i] = scan["facts"]
+            if not scan["arch_word"]:
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
-            estimates[path] = estimate_kernels(clean)
-            includes, _ = split_preamble(text)
-            key = cache_key(f"audit/{_FORMAT}", subject=[hashlib.sha256(text.encode()).hexdigest(),
-                                                          list(flags)],
+            estimates[path] = scan["estimate"]
+            key = cache_key(f"audit/{_FORMAT}", subject=[digest, list(flags)],
                             target=[install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path),
                                     tvm.fingerprint],
                             code=_CODE + STANDINS)
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
-                         pch_preamble(includes) if includes else None, entry))
+                         pch_preamble(scan["includes"]) if scan["includes"] else None, entry))
 
     position = {id(entry): i for i, entry in enumerate(sources_out)}
     with_sm80 = SM80_FAMILY in families and family in (None, SM80_FAMILY)
@@ -1198,18 +1280,33 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
     parsed = {position[id(entry)]: results[key] for _, _, key, _, entry in work}
     judge_sources(sources_out, facts, parsed)
+    # what tactic_of reads of each kernel (its spelling, its launcher's macro), remembered for
+    # these sources' results: a warm audit of a whole install names 5,775 kernels in 0.05 s,
+    # not 1 s
+    names_key = cache_key(f"audit-names/{_NAMES_FORMAT}", subject=[[w[2] for w in work], [w[0].name for w in work]],
+                          target=[str(gen_root), str(install.root), arch_fam], code=_NAMING_CODE)
+    named = _NAMES.get(names_key, _load_names(len(work))) if use_cache else None
+    made: list[list] = []
     with gc_paused(freeze=True):  # the tactics and their reports: never scanned again
-        for mod, source, key, pre, entry in work:
-            for j, item in enumerate(results[key]["kernels"]):
+        for w, (mod, source, key, pre, entry) in enumerate(work):
+            made.append([])
+            kernels = results[key]["kernels"]
+            for j, fields in (named[w] if named is not None else _kept(kernels, arch_fam)):
+                item = kernels[j]
                 k = _found_from(item["found"])
-                if (kernel_arch(k.spelling) or arch_fam) != arch_fam:
-                    continue
                 rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
                 rep.provenance = Provenance(**prov)
-                t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
+                if fields is None:
+                    t = tactic_of(mod.name, source.path, gen_root, k, rep, install.root)
+                    made[-1].append([j, {f: getattr(t, f) for f in _NAMED}])
+                else:
+                    t = Tactic(**fields, report=rep)
+                    rep.config = {"tactic": t.id, **t.identity()}
                 t.runtime_candidate = cand.get(t) if cand is not None else None
                 ranked.append(([position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
+    if named is None:
+        _NAMES.put(names_key, made)
     sm80_notes = None  # the moe_sm80 unit's notes, where it is laid out here
     if with_sm80:
         sm80 = audit_sm80_path(install, tgt, sm80_defines(mflags), use_cache=use_cache, cached_only=cached_only)

@@ -952,18 +952,52 @@ def _install(root: Path, origin: str, fingerprint: str | None = None,
                              tvm_ffi_requirement=requirement)
 
 
-def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
-    with _open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
-        names = zf.namelist()
-        requirement = _wheel_requirement(path, zf, names)
-    if "flashinfer/jit/__init__.py" not in names and not any(n.startswith("flashinfer/jit/") for n in names):
-        raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
-    digest = _sha256_file(path)[:16]
-    base = cache_dir("trees", digest)
-    wanted = [n for n in names if _wanted_install_member(n)]
+_WHEEL_INSTALLS = ResultCache("wheel-installs")
 
-    def whole() -> bool:  # and holds every part read now (one unpacked before INSTALL_DIRS grew may not)
-        return _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE) and all((base / n).exists() for n in wanted)
+
+def _wheel_install_facts(path: Path, digest: str) -> dict:
+    """What :func:`_install_from_wheel` reads of the wheel's directory, remembered per wheel
+    digest (a flashinfer wheel's directory of some 15,000 members takes 0.25 s to read):
+    ``jit`` (it holds ``flashinfer/jit/``), ``requirement`` (its METADATA's TVM FFI
+    requirement) and ``wanted`` (a digest of the members an audit unpacks)."""
+    def load(d):
+        if not (isinstance(d, dict) and isinstance(d["jit"], bool) and isinstance(d["wanted"], str)
+                and isinstance(d["requirement"], (str, type(None)))):
+            raise TypeError(d)
+        return d
+
+    facts = _WHEEL_INSTALLS.get(digest, load)
+    if facts is None:
+        with _open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
+            names = zf.namelist()
+            requirement = _wheel_requirement(path, zf, names)
+        facts = {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
+                 "wanted": _names_digest(n for n in names if _wanted_install_member(n))}
+        _WHEEL_INSTALLS.put(digest, facts)
+    return facts
+
+
+def _names_digest(names) -> str:
+    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:16]
+
+
+def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
+    digest = _sha256_file(path)[:16]
+    facts = _wheel_install_facts(path, _sha256_file(path))
+    if not facts["jit"]:
+        raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
+    requirement = facts["requirement"]
+    base = cache_dir("trees", digest)
+
+    def whole() -> bool:
+        # the marker's manifest is the tree's, and it was written for the members unpacked
+        # now (an install unpacked before INSTALL_DIRS grew may lack some)
+        if not _complete(base, _INSTALL_MARKER, _INCLUDE_SUBTREE):
+            return False
+        try:
+            return (base / _INSTALL_MARKER).read_text().split("\n")[2] == facts["wanted"]
+        except (OSError, UnicodeDecodeError, IndexError):
+            return False
     if not whole():
         with lock(f"install-{digest}"):
             if not whole():
@@ -985,8 +1019,9 @@ def _unpack_install(path: Path, base: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
     try:
         with _open_wheel(path) as zf:
-            _unpack(path, zf, _members(zf, "", _wanted_install_member), tmp,
-                    "the parts audit reads (the JIT's code, the headers)")
+            members = _members(zf, "", _wanted_install_member)
+            _unpack(path, zf, members, tmp, "the parts audit reads (the JIT's code, the headers)")
+            wanted = _names_digest(n for n in zf.namelist() if _wanted_install_member(n))
         (base / _INSTALL_MARKER).unlink(missing_ok=True)
         for rel in tree_files(tmp):
             dest = base / rel
@@ -994,7 +1029,7 @@ def _unpack_install(path: Path, base: Path) -> None:
                 shutil.rmtree(dest)
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp / rel, dest)
-        (base / _INSTALL_MARKER).write_text(f"{path.name}\n{_manifest(base, _INCLUDE_SUBTREE)}\n")
+        (base / _INSTALL_MARKER).write_text(f"{path.name}\n{_manifest(base, _INCLUDE_SUBTREE)}\n{wanted}\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
