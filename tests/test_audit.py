@@ -735,15 +735,26 @@ def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monk
         audit(str(mini), jobs=1, use_cache=False)
 
 
-def test_batches_count_sm100_kernels_half_again():
-    """SM100/SM103 kernels take about 1.5x the memory in a unit: 8-kernel sources go 4 to a
-    unit there (32 kernels), 6 elsewhere (48: BATCH_KERNELS); a unit holds one source at least."""
-    def items(arch, n):
-        return [(Source(Path(f"/g/s{i}.cu"), (), Path("/inc"), arch), f"k{i}") for i in range(n)]
+def test_batches_of_48_kernels_one_unit_a_worker_at_least():
+    """Sources of one folder go into units of at most BATCH_KERNELS (48) estimated kernels,
+    spread over the workers where there are enough; a unit holds one source at least."""
+    def items(n):
+        return [(Source(Path(f"/g/s{i}.cu"), (), Path("/inc"), "sm100"), f"k{i}") for i in range(n)]
     est = {Path(f"/g/s{i}.cu"): 8 for i in range(12)}
-    assert [len(b) for b in audit_mod._batches(items("sm100", 12), 2, est)] == [4, 4, 4]
-    assert [len(b) for b in audit_mod._batches(items("sm103", 12), 2, est)] == [4, 4, 4]
-    assert [len(b) for b in audit_mod._batches(items("sm120", 12), 2, est)] == [6, 6]
-    assert [len(b) for b in audit_mod._batches(items("sm90", 12), 2, est)] == [6, 6]
-    big = {Path("/g/s0.cu"): 80}
-    assert [len(b) for b in audit_mod._batches(items("sm100", 1), 2, big)] == [1]
+    assert [len(b) for b in audit_mod._batches(items(12), 2, est)] == [6, 6]
+    assert [len(b) for b in audit_mod._batches(items(12), 4, est)] == [3, 3, 3, 3]
+    assert [len(b) for b in audit_mod._batches(items(1), 2, {Path("/g/s0.cu"): 80})] == [1]
+
+
+def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
+    """As each source comes in, a cold audit's progress shows each kernel over capacity (file
+    and line, launcher and alias, sizeof of its SharedStorage, bytes over: 129024 B by hand,
+    mini_sizes); a line a reader of stderr takes for progress, and a warm audit has none."""
+    assert main(["audit", str(mini), "--family", "moe"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    found = [ln for ln in err if ": found: " in ln]
+    assert found and all(is_progress_line(ln) for ln in found)
+    assert any(re.fullmatch(r"audit sm120: found: \S+\.cu:\d+ \S+::\w+: 129024 B, "
+                            rf"{129024 - CAPACITY} B over capacity", ln) for ln in found)
+    assert main(["audit", str(mini), "--family", "moe"]) == 0
+    assert ": found: " not in capsys.readouterr().err

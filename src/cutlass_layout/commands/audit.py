@@ -27,7 +27,6 @@ text, the clang flags, libclang and this code; sources are parsed in parallel wo
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import time
 from dataclasses import asdict
@@ -433,31 +432,25 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
 
 
 #: Kernels (estimated from the source's launcher calls and explicit instantiations) laid out
-#: in one translation unit at most: 48 SM90 or SM120 MoE kernels parse in about 0.8-1.2 GB.
+#: in one translation unit at most: 48 SM90 or SM120 MoE kernels parse in about 0.8-1.2 GB,
+#: 48 SM100 ones in 1-2.2 GB. (Counting an SM100 kernel 1.5, 32 a unit, cost 14% more parse
+#: CPU and left the peak where it was: 27 dense FP4 kernels of a unit still took 2255 MB.)
 BATCH_KERNELS = 48
-#: What one kernel of a build for these arches counts for against :data:`BATCH_KERNELS`
-#: (1 elsewhere): an SM100/SM103 kernel's translation unit takes about half as much memory
-#: again as SM90's and SM120's. Measured on flashinfer 0.7.4 (``--arch all``, cold): 48 SM100
-#: MoE kernels in one unit peaked at up to 2197 MB and 36 dense FP4 ones at 2208 MB; counted
-#: 1.5 each (32 MoE kernels, 27 dense FP4 ones a unit), SM103's 48 -> 32 MoE kernels peaked at
-#: 1573 -> 1309 MB for 14% more parse CPU (the unit shares less).
-KERNEL_WEIGHT = {"sm100": 1.5, "sm103": 1.5}
 
 
 def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
     :data:`BATCH_KERNELS` estimated kernels (``estimates``: by source path,
-    :func:`cutlass_layout.installs.kernels.estimate_kernels`; each weighted by
-    :data:`KERNEL_WEIGHT` of the source's arch), and in as many groups as ``jobs`` where
+    :func:`cutlass_layout.installs.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
     there are enough sources (so that every worker has one)."""
-    est = [max(1, estimates.get(source.path, 1)) * KERNEL_WEIGHT.get(source.arch, 1) for source, _ in items]
-    per = min(BATCH_KERNELS, max(1, math.ceil(sum(est) / max(1, jobs))))
+    est = [max(1, estimates.get(source.path, 1)) for source, _ in items]
+    per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
     out: list[list[tuple]] = []
-    load = 0.0
+    load = 0
     for item, n in zip(items, est):
         if not out or load + n > per:
             out.append([])
-            load = 0.0
+            load = 0
         out[-1].append(item)
         load += n
     return out
@@ -536,6 +529,24 @@ _NAMES = ResultCache("audit-names")
 _NAMED = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
           "file", "line", "launcher", "launcher_file", "launcher_line", "mma_sms", "dynamic_cluster",
           "epilogue_schedule", "mma_tile", "sm_version")
+
+
+def over_so_far(arch: str, file: str, payload: dict, arch_fam: str) -> list[str]:
+    """A line for each kernel over capacity in a source's freshly laid-out ``payload`` (its
+    file and line, launcher (template arguments left out) and alias, ``sizeof`` of its
+    SharedStorage and the bytes over): what a long audit shows on its progress display as
+    each source comes in, before the table (``audit sm90: found: F:10 L<...>::GemmKernel:
+    331776 B, 99328 B over capacity``)."""
+    out = []
+    for j, _ in _kept(payload["kernels"], arch_fam):
+        k, rep = payload["kernels"][j]["found"], payload["kernels"][j]["report"]
+        if rep.get("verdict") == "over_capacity" and rep.get("headroom_bytes") is not None:
+            owner = re.sub(r"<.*", "<...>", re.sub(r"\(.*", "", k.get("owner") or ""))
+            name = f"{owner}::{k['alias']}" if owner else k["alias"]
+            size = (rep.get("kernel") or rep.get("storage") or {}).get("size")
+            out.append(f"audit {arch}: found: {file}:{k.get('line')} {name}: {size} B, "
+                       f"{-rep['headroom_bytes']} B over capacity")
+    return out
 
 
 def _kept(kernels: list[dict], arch_fam: str) -> list[tuple[int, None]]:
@@ -1176,6 +1187,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                          pch_preamble(scan["includes"]) if scan["includes"] else None, entry))
 
     position = {id(entry): i for i, entry in enumerate(sources_out)}
+    arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     with_sm80 = SM80_FAMILY in families and family in (None, SM80_FAMILY)
     mflags = next((m.clang_flags() for m in builds.modules if family_of(m.name) == MOE), [])
     # the runtime's candidate list: read with the install's first MoE source's flags (the same
@@ -1222,6 +1234,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 bar = Progress(f"audit {arch}: laying out sources", len(todo),
                                enabled=progress or progress_shown())
                 tickets: dict[int, tuple] = {}
+                entry_of = {key: entry for _, _, key, _, entry in todo}
 
                 def submit_sources(items, pch):
                     by_folder: dict = {}
@@ -1266,6 +1279,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                                                                   one.get("peak_rss_mb", 0.0))
                                 if one.get("error") is None or one.get("lasting"):
                                     cache.put(skey, one)  # a source's own compile error is an answer too
+                                for line in over_so_far(arch, entry_of[skey]["file"], one, arch_fam):
+                                    bar.note(line)  # what a long audit found, as it finds it
                             bar.advance(len(key))
         finally:
             if bar is not None:
@@ -1276,7 +1291,6 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
 
     ranked: list[tuple[list[int], Tactic]] = []  # (rank in the whole audit, tactic), before the filters
-    arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
     parsed = {position[id(entry)]: results[key] for _, _, key, _, entry in work}
     judge_sources(sources_out, facts, parsed)

@@ -282,9 +282,10 @@ class Pool:
         return False
 
 
-#: A progress line as printed off a terminal: a step's ``what ...`` or a count's
-#: ``what: 5/11 (38 s)``.
-PROGRESS_LINE = re.compile(r"^(?!error:|warning:|note:|check)\S(.* \.\.\.|.*: \d+/\d+ \(\d+ s\))$")
+#: A progress line as printed off a terminal: a step's ``what ...``, a count's
+#: ``what: 5/11 (38 s)``, or what a long audit found so far (``audit sm90: found: ...``).
+PROGRESS_LINE = re.compile(r"^(?!error:|warning:|note:|check)(\S.* \.\.\.|\S.*: \d+/\d+ \(\d+ s\)"
+                           r"|audit \S+: found: .*)$")
 
 
 def is_progress_line(line: str) -> bool:
@@ -396,6 +397,14 @@ class Progress:
             self._bar.advance(self._task, n)
         elif self.enabled and time.monotonic() - self._last >= self.every:
             self._line()
+
+    def note(self, text: str) -> None:
+        """Print ``text`` on its own line now, above the bar (what a long run found so far;
+        nothing when the bar is not shown)."""
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        elif self.enabled:
+            print(text, file=sys.stderr, flush=True)
 
     def _line(self) -> None:
         self._last = time.monotonic()
