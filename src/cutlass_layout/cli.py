@@ -857,7 +857,7 @@ _FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu
                ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
                ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
                ("give the arch of the local GPU", "give --arch of the local GPU"),
-               ("from its header instead (a user type;", "with --header FILE --type NAME ("),
+               ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
                ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
                ("give the arch (arch=)", "give --arch"))
 

@@ -746,7 +746,8 @@ def audit_arch(arch) -> str:
     """
     arch = str(arch).strip().lower()
     if arch not in AUDIT_ARCHS:
-        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103 or sm90")
+        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103, sm90, "
+                       "or all (every arch the install builds)")
     return arch
 
 
