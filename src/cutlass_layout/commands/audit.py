@@ -519,7 +519,7 @@ _SCAN_KEYS = {"facts", "arch_word", "estimate", "includes"}
 
 
 #: Version of the remembered names of a run's kernels (:func:`_load_names`).
-_NAMES_FORMAT = 1
+_NAMES_FORMAT = 2
 #: What naming a kernel (:func:`tactic_of`) reads: this module, the kernel's spelling as
 #: :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
 _NAMING_CODE = ("commands/audit.py", "installs/kernels.py", "model.py")
@@ -557,16 +557,18 @@ def _kept(kernels: list[dict], arch_fam: str) -> list[tuple[int, None]]:
             if (kernel_arch(item["found"]["spelling"]) or arch_fam) == arch_fam]
 
 
-def _load_names(n: int) -> Callable:
-    """The loader of remembered names (one list per source of ``n``: ``[index, fields]`` of each
-    kernel kept, ``fields`` as :data:`_NAMED`); raises for anything else (a miss)."""
+def _load_names(lines: list[list]) -> Callable:
+    """The loader of remembered names: one list per source (whose kernels are found at
+    ``lines[i]`` now) of ``[index, fields]`` of each kernel kept, ``fields`` as :data:`_NAMED`
+    (its ``line`` that of the kernel at ``index``); raises for anything else (a miss)."""
     def load(payload):
-        if not (isinstance(payload, list) and len(payload) == n):
+        if not (isinstance(payload, list) and len(payload) == len(lines)):
             raise ValueError("names of other sources")
-        for per in payload:
+        for per, found in zip(payload, lines):
             for j, fields in per:
-                if not (isinstance(j, int) and isinstance(fields, dict) and fields.keys() == set(_NAMED)):
-                    raise ValueError("not names")
+                if not (isinstance(j, int) and 0 <= j < len(found) and isinstance(fields, dict)
+                        and fields.keys() == set(_NAMED) and fields["line"] == found[j]):
+                    raise ValueError("not names of these kernels")
         return payload
     return load
 
@@ -1300,7 +1302,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     # not 1 s
     names_key = cache_key(f"audit-names/{_NAMES_FORMAT}", subject=[[w[2] for w in work], [w[0].name for w in work]],
                           target=[str(gen_root), str(install.root), arch_fam], code=_NAMING_CODE)
-    named = _NAMES.get(names_key, _load_names(len(work))) if use_cache else None
+    lines = [[item["found"]["line"] for item in results[w[2]]["kernels"]] for w in work]
+    named = _NAMES.get(names_key, _load_names(lines)) if use_cache else None
     made: list[list] = []
     with gc_paused(freeze=True):  # the tactics and their reports: never scanned again
         for w, (mod, source, key, pre, entry) in enumerate(work):
@@ -1320,7 +1323,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 t.runtime_candidate = cand.get(t) if cand is not None else None
                 ranked.append(([position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
-    if named is None:
+    # remembered only where every source's result is the cached one (a source whose error is
+    # passing, not stored, may give other kernels next time under the same key)
+    if named is None and all(results[w[2]].get("error") is None or results[w[2]].get("lasting") for w in work):
         _NAMES.put(names_key, made)
     sm80_notes = None  # the moe_sm80 unit's notes, where it is laid out here
     if with_sm80:
