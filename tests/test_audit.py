@@ -758,3 +758,16 @@ def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
                             rf"{129024 - CAPACITY} B over capacity", ln) for ln in found)
     assert main(["audit", str(mini), "--family", "moe"]) == 0
     assert ": found: " not in capsys.readouterr().err
+
+
+def test_remembered_names_are_read_back_only_for_the_same_kernels():
+    """audit-names: a remembered kernel is used only where the source still has a kernel at its
+    index, found at the same line (else the entry is a miss, and the kernels are named again)."""
+    fields = dict.fromkeys(audit_mod._NAMED)
+    one = [[[0, {**fields, "line": 10}], [2, {**fields, "line": 30}]]]
+    assert audit_mod._load_names([[10, 20, 30]])(one) == one
+    for lines in ([[10, 20]], [[10, 20, 31]], [[10, 20, 30], []]):
+        with pytest.raises(ValueError):
+            audit_mod._load_names(lines)(one)
+    with pytest.raises(ValueError):  # a field missing
+        audit_mod._load_names([[10]])([[[0, {"line": 10}]]])
