@@ -41,6 +41,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..pipeline.cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
+from ..pipeline.cache import key as cache_key
 from ..pipeline.runner import step
 from .inputs import LIMITS, check_limit, file_kind, kind_of, read_text
 
@@ -957,7 +958,8 @@ _WHEEL_INSTALLS = ResultCache("wheel-installs")
 
 def _wheel_install_facts(path: Path, digest: str) -> dict:
     """What :func:`_install_from_wheel` reads of the wheel's directory, remembered per wheel
-    digest (a flashinfer wheel's directory of some 15,000 members takes 0.25 s to read):
+    digest and the code of this module, which says what is wanted (a flashinfer wheel's
+    directory of some 15,000 members takes 0.25 s to read):
     ``jit`` (it holds ``flashinfer/jit/``), ``requirement`` (its METADATA's TVM FFI
     requirement) and ``wanted`` (a digest of the members an audit unpacks)."""
     def load(d):
@@ -966,14 +968,15 @@ def _wheel_install_facts(path: Path, digest: str) -> dict:
             raise TypeError(d)
         return d
 
-    facts = _WHEEL_INSTALLS.get(digest, load)
+    key = cache_key("wheel-installs", subject=[digest], target=[], code=("sources/trees.py",))
+    facts = _WHEEL_INSTALLS.get(key, load)
     if facts is None:
         with _open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
             names = zf.namelist()
             requirement = _wheel_requirement(path, zf, names)
         facts = {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
                  "wanted": _names_digest(n for n in names if _wanted_install_member(n))}
-        _WHEEL_INSTALLS.put(digest, facts)
+        _WHEEL_INSTALLS.put(key, facts)
     return facts
 
 
