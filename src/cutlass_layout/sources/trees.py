@@ -975,18 +975,20 @@ def _wheel_install_facts(path: Path, digest: str) -> dict:
             names = zf.namelist()
             requirement = _wheel_requirement(path, zf, names)
         facts = {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
-                 "wanted": _names_digest(n for n in names if _wanted_install_member(n))}
+                 "wanted": _wanted_digest(names)}
         _WHEEL_INSTALLS.put(key, facts)
     return facts
 
 
-def _names_digest(names) -> str:
-    return hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:16]
+def _wanted_digest(names: list[str]) -> str:
+    """A digest of the wheel members (of ``names``) an audit unpacks (:func:`_wanted_install_member`)."""
+    return hashlib.sha256("\n".join(sorted(n for n in names if _wanted_install_member(n))).encode()).hexdigest()[:16]
 
 
 def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
-    digest = _sha256_file(path)[:16]
-    facts = _wheel_install_facts(path, _sha256_file(path))
+    full = _sha256_file(path)
+    digest = full[:16]
+    facts = _wheel_install_facts(path, full)
     if not facts["jit"]:
         raise BadInput(f"{path} holds no flashinfer package (flashinfer/jit/)")
     requirement = facts["requirement"]
@@ -1022,9 +1024,9 @@ def _unpack_install(path: Path, base: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
     try:
         with _open_wheel(path) as zf:
-            members = _members(zf, "", _wanted_install_member)
-            _unpack(path, zf, members, tmp, "the parts audit reads (the JIT's code, the headers)")
-            wanted = _names_digest(n for n in zf.namelist() if _wanted_install_member(n))
+            _unpack(path, zf, _members(zf, "", _wanted_install_member), tmp,
+                    "the parts audit reads (the JIT's code, the headers)")
+            wanted = _wanted_digest(zf.namelist())
         (base / _INSTALL_MARKER).unlink(missing_ok=True)
         for rel in tree_files(tmp):
             dest = base / rel
