@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-from test_audit import CAPACITY, MINI, mini_sizes
+from test_audit import CAPACITY, mini_sizes
 
 from cutlass_layout import resolve_cutlass
 from cutlass_layout.commands.audit import approximations, audit

@@ -12,10 +12,10 @@ import json
 import shutil
 
 import pytest
+from test_audit import CAPACITY, MINI, mini_sizes
 
 from cutlass_layout import audit, diff
 from cutlass_layout.cli import main
-from test_audit import CAPACITY, MINI, mini_sizes
 
 INL = "flashinfer/data/csrc/nv_internal/launchers/mini_launcher.inl"
 GEN = "flashinfer/jit/gemm/cutlass/generate_kernels.py"

@@ -17,12 +17,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_audit import CAPACITY, MINI, mini_sizes
 
 from cutlass_layout import diff
 from cutlass_layout.cli import main
 from cutlass_layout.commands.diff import pair_tactics, renamed_part, tactic_configuration
 from cutlass_layout.model import Tactic
-from test_audit import CAPACITY, MINI, mini_sizes
 
 HEADER = "flashinfer/data/include/mini/dense_template_sm120.h"
 JINJA = "flashinfer/data/csrc/mini_dense.jinja"

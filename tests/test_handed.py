@@ -7,9 +7,9 @@ offsetof, DispatchPolicy::Stages), not by this tool.
 from __future__ import annotations
 
 import pytest
+from handed import SECTION_A  # shared known-good values (tests/handed.py)
 
 from cutlass_layout import Config, layouts
-from handed import SECTION_A  # shared known-good values (tests/handed.py)
 
 pytestmark = pytest.mark.network
 

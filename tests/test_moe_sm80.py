@@ -12,7 +12,6 @@ launcher's ``using GemmKernel`` is redefined to spell the sizes in an error mess
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from cutlass_layout.cli import cli, main
-from cutlass_layout.options import CONFIG_FLAGS, output_format
 from cutlass_layout.errors import BadInput
+from cutlass_layout.options import CONFIG_FLAGS, output_format
 
 
 def _flags(command: str) -> set[str]:

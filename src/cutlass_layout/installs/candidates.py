@@ -916,7 +916,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         return Candidates(note=f"runtime candidates: {HEURISTIC} or {DISPATCH_TMA_WS} is missing")
     from dataclasses import asdict
 
-    from ..frontends.clang import ProbeUnit, ensure_pch, libclang_version
+    from ..frontends.clang import ProbeUnit, ensure_pch
 
     k = candidates_key(install, arch, flags)
     cache = ResultCache("candidates")

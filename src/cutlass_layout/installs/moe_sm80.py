@@ -757,7 +757,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     from ..frontends.clang import libclang_version
     from ..model import LayoutReport, Tactic
     from ..pipeline import engine
-    from ..pipeline.cache import ResultCache, cache_dir, code_fingerprint, write_atomic
+    from ..pipeline.cache import ResultCache, cache_dir, write_atomic
     from ..pipeline.cache import key as cache_key
     from ..subjects import probe
 
