@@ -771,3 +771,45 @@ def test_remembered_names_are_read_back_only_for_the_same_kernels():
             audit_mod._load_names(lines)(one)
     with pytest.raises(ValueError):  # a field missing
         audit_mod._load_names([[10]])([[[0, {"line": 10}]]])
+
+
+def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, capsys, monkeypatch):
+    """``--format jsonl``: a line per tactic as its source comes in (all of them before the
+    fixes are searched, which is the end of an audit), then the arch's --json object; each
+    streamed row is that object's row less what only the end knows. A warm audit streams the
+    same rows. Numbers by hand: the FINALIZE 256x128 tactic is 129024 B (mini_sizes)."""
+    seen_at_fixes, printed = [], []
+    real = audit_mod.search_fixes
+
+    def fixes(tactics, *a, **k):
+        printed.append(capsys.readouterr().out)
+        seen_at_fixes.append(len(printed[-1].splitlines()))
+        return real(tactics, *a, **k)
+    monkeypatch.setattr(audit_mod, "search_fixes", fixes)
+
+    def run():
+        assert main(["audit", str(mini), "--family", "moe", "--format", "jsonl"]) == 0
+        out = "".join(printed) + capsys.readouterr().out
+        printed.clear()
+        return [json.loads(ln) for ln in out.splitlines()]
+
+    lines = run()
+    streamed, closing = lines[:-1], lines[-1]
+    assert closing["event"] == "audit" and closing["arch"] == "sm120"
+    assert streamed and all(x["event"] == "tactic" and x["arch"] == "sm120" for x in streamed)
+    assert seen_at_fixes[0] == len(streamed)  # every tactic printed before the end
+    rows = {r["id"]: r for r in closing["tactics"]}
+    assert sorted(x["id"] for x in streamed) == sorted(rows)
+    for x in streamed:
+        assert {k: v for k, v in x.items() if k not in ("event", "arch")} == \
+            {k: v for k, v in rows[x["id"]].items() if k not in audit_mod.STREAM_LATER}
+    assert any(x["kernel_bytes"] == 129024 and x["verdict"] == "over_capacity" for x in streamed)
+    warm = run()
+    key = lambda x: json.dumps(x, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, warm[:-1])) == sorted(map(key, streamed))
+
+
+def test_jsonl_is_for_a_flashinfer_install(mini_library):
+    with pytest.raises(BadInput, match="--json"):
+        from cutlass_layout import api
+        api.audit(str(mini_library), "sm120", on_tactic=lambda *a: None)

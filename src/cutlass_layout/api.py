@@ -348,7 +348,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
           progress: bool = False, kernels: str | None = None, ignore_kernels: str | None = None,
           exclude_kernels: str | None = None, instantiation_level: str | None = None,
           executor: str | None = None, shard: tuple[int, int] | None = None,
-          **config_values) -> AuditResult | AuditSet:
+          on_tactic=None, **config_values) -> AuditResult | AuditSet:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code: its JIT module builders
     (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
@@ -402,6 +402,10 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             library's kernels by procedural name; each arch of several cut alike. Each result
             has its ``shard`` (the JSON's ``"shard"`` object, with what :func:`merge_audits`
             needs); see :func:`cutlass_layout.commands.audit.audit`.
+        on_tactic: a flashinfer install's tactics as they come in, each source's as it is
+            laid out: called ``on_tactic(arch, tactic)`` for each tactic the filters keep,
+            before the result is returned (its runtime candidate, fix and guard still unknown;
+            ``cutlass_layout.commands.audit.stream_row`` is its ``--format jsonl`` line).
 
     Returns:
         For one arch (a str), an :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
@@ -428,7 +432,8 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             (:mod:`cutlass_layout.pipeline.executors`). For
             CUTLASS's library: no library or headers at ``source``, its generator failed or
             ran past its limits, a selection of its own that keeps no kernel; the library's
-            filters (``kernels``, ...) for a flashinfer install.
+            filters (``kernels``, ...) for a flashinfer install. ``on_tactic`` for CUTLASS's library (its
+            tactics come at the end).
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}
@@ -443,6 +448,9 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             from .commands.library_audit import audit_library, audit_library_archs
             from .installs.kernel_library import FAMILY, Selection
 
+            if on_tactic is not None:
+                raise BadInput("tactics stream as they come in from a flashinfer install's audit; CUTLASS's "
+                               "kernel library gives its tactics at the end (give --json)")
             if family is not None and family != FAMILY:
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
             selection = Selection(**{k: v or "" for k, v in chosen.items()})
@@ -453,6 +461,8 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
                            "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
                            "checkout), not a flashinfer install")
+        if on_tactic is not None:
+            common["on_tactic"] = on_tactic
         return (_audit.audit_archs if several else _audit.audit)(source, arch, family=family, **common)
 
 
@@ -601,6 +611,14 @@ def is_kernel_library(source) -> bool:
     :func:`audit` audits as the profiler's kernels, rather than a flashinfer install. Reads no
     archive, fetches nothing and raises nothing (bytes do not come into it)."""
     return _is_kernel_library(source)
+
+
+def stream_row(arch: str, tactic: Tactic) -> dict:
+    """A tactic's ``audit --format jsonl`` line as its source comes in (``on_tactic`` of
+    :func:`audit` gets the tactic): ``{"event": "tactic", "arch": ..., **its --json row}``
+    without ``runtime_candidate``, ``fix`` and ``runtime_guard``, which are known only at the
+    end (:func:`cutlass_layout.commands.audit.stream_row`). Bytes throughout."""
+    return _audit.stream_row(arch, tactic)
 
 
 def show_progress(enabled: bool = True) -> bool:
@@ -834,6 +852,7 @@ __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
     "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library", "merge_audits",
+    "stream_row",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "parse_shard", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",

@@ -34,6 +34,7 @@ from .options import (
 )
 from .reports import audit as audit_report
 from .reports import layout as layout_report
+from .reports.common import json_text
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -117,7 +118,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
             doc["verification"] = (v.to_dict() if verify == "gpu" else
                                    {"tool": "nvcc", "agree": v.agree, "sizes": v.sizes,
                                     "fields": v.fields, "mismatches": v.mismatches})
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json_text(doc))
     else:
         _show_layout(rep, fmt, depth, structs, tile_bytes=_typed_in_bytes([flags["tile"]]))
         if verify and rep.error is None:
@@ -259,7 +260,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
     t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
     if fmt == "json":
-        click.echo(json.dumps({**rep.to_dict(), "tactic": t.to_dict()}, indent=2))
+        click.echo(json_text({**rep.to_dict(), "tactic": t.to_dict()}))
     else:
         _show_layout(rep, fmt, depth, structs)
         for line in audit_report.fix_lines(t):  # what fits instead
@@ -352,7 +353,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         doc = result.to_dict()
         if checks is not None:
             doc["verification"] = checks.to_dict()
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json_text(doc))
     elif fmt == "csv":
         click.echo(to_csv(result), nl=False)
     elif fmt == "markdown":
@@ -456,7 +457,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     res.old.source, res.new.source = old, new
     tile_bytes = _typed_in_bytes(values.get("tile"))
     if fmt == "json":
-        click.echo(json.dumps(res.to_dict(), indent=2))
+        click.echo(json_text(res.to_dict()))
     elif fmt == "markdown":
         click.echo(to_markdown(res, tile_bytes=tile_bytes), nl=False)
     else:
@@ -512,7 +513,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if json_out:
-        sys.stdout.write(json.dumps(result.to_dict(file_only=file_only), indent=2) + "\n")
+        sys.stdout.write(json_text(result.to_dict(file_only=file_only)) + "\n")
     else:
         sys.stdout.write(render_text(result, file_only=file_only))
     if grep and not result.structs and not result.constants:  # as audit names a filter that kept nothing
@@ -560,7 +561,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
 @library_options("CUTLASS's kernel library")
-@format_options("text", "markdown", "json", "github")
+@format_options("text", "markdown", "json", "github", "jsonl")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
                    "matched nothing; each is named on stderr.")
@@ -624,6 +625,12 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     arch fails, its lines naming the arch. --blocklist takes one arch. CUTLASS's library takes
     named arches, not all.
 
+    --format jsonl streams JSON Lines: {"event": "tactic", "arch": ..., ROW} for each tactic
+    as soon as its source is laid out (or read from the cache), in the order sources come in;
+    ROW is the --json tactic row without runtime_candidate, fix and runtime_guard, known only
+    at the end. Then one {"event": "audit", ...} line per arch: the --json object of that arch,
+    everything in it. A flashinfer install's audit (CUTLASS's library: --json).
+
     --format github writes GitHub Actions annotations (::error per tactic --check fails on,
     at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
 
@@ -651,12 +658,15 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input
     (nvcc missing or unusable with --verify nvcc); 4 when nvcc disagrees.
     """
-    fmt = output_format(fmt, ("text", "markdown", "json", "github"), as_json)
+    fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)
     if merge:
         _merge_takes_no_more()
         res = api.merge_audits(src)
         several = isinstance(res, api.AuditSet)
         asked = (res.results[0] if several else res).asked  # the shards' filters: tiles shown as typed
+        for one in (res.results if several else [res]) if fmt == "jsonl" else ():
+            for t in one.tactics:  # as a streamed audit prints them: every tactic, then the closing lines
+                _stream_tactics(one.arch, t)
         _print_audits(res, several, fmt, _typed_in_bytes(asked.get("filters", {}).get("tile")), check)
         return
     if len(src) > 1:  # as click says it for an argument of one value
@@ -695,9 +705,13 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         raise BadInput(f"--sample {sample}: give a positive number of tactics per family")
     if verify:
         api.find_nvcc(cuda_path)  # missing or unusable: one line before any work
+    if fmt == "jsonl" and api.is_kernel_library(source):
+        raise BadInput("--format jsonl streams a flashinfer install's tactics as they come in; CUTLASS's "
+                       "kernel library gives its tactics at the end: give --json")
+    streamed = _stream_tactics if fmt == "jsonl" else None
     res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
                     use_cache=not no_cache, progress=True, executor=executor, shard=shard,
-                    **library, **filters)
+                    on_tactic=streamed, **library, **filters)
     results = res.results if several else [res]
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
@@ -727,11 +741,14 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
     nvcc's lines (``checked``) and ``--check``'s; exits 4 when nvcc disagrees, 1 when a check
     fails."""
     results = res.results if several else [res]
-    if fmt == "json":  # several: {"audits": [each arch's object]}
+    if fmt in ("json", "jsonl"):  # several: {"audits": [each arch's object]}
         docs = [one.to_dict() for one in results]
         for doc, check_ in zip(docs, checked):
             doc["verification"] = check_.to_dict()
-        click.echo(json.dumps({"audits": docs} if several else docs[0], indent=2))
+        if fmt == "json":
+            click.echo(json_text({"audits": docs} if several else docs[0]))
+        for doc in docs if fmt == "jsonl" else ():  # each arch's closing line, after its tactics
+            click.echo(json.dumps({"event": "audit", **doc}))
     else:
         for i, one in enumerate(results):  # one arch's block after another
             if i and fmt != "github":
@@ -745,7 +762,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
         click.echo(f"note: {note}", err=True)
     if after is not None:
         after()
-    if fmt != "json":  # after the report (stderr beside annotations)
+    if fmt not in ("json", "jsonl"):  # after the report (stderr beside annotations)
         for one, check_ in zip(results, checked):
             for line in check_.lines():
                 click.echo(f"{one.arch}: {line}" if several else line, err=fmt == "github")
@@ -754,6 +771,11 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
         sys.exit(4)
     if failed:  # every arch's lines said, then exit 1 if any arch fails
         sys.exit(1)
+
+
+def _stream_tactics(arch: str, tactic) -> None:
+    """``audit --format jsonl``: one tactic's line, as its source comes in (flushed)."""
+    click.echo(json.dumps(api.stream_row(arch, tactic)))
 
 
 def _show_audit(res, fmt: str, tile_bytes: bool) -> None:

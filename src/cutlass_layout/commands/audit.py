@@ -819,6 +819,29 @@ def _keep_all(tests: dict) -> Callable:
     return lambda t: all(any(test(t) for _, test in vals) for vals in tests.values())
 
 
+def kept_by(asked: dict) -> Callable[[Tactic], bool]:
+    """Whether a tactic passes what an audit was asked (:func:`asked_of`): its ``family``,
+    ``grep`` and config ``filters``, as :func:`finish_audit` applies them."""
+    family, grep = asked.get("family"), (asked.get("grep") or "").lower()
+    keep = _keep_all(filter_tests(**asked.get("filters", {})))
+    return lambda t: (family is None or t.family == family) and grep in _haystack(t) and keep(t)
+
+
+#: What a streamed row (:func:`stream_row`) leaves out: the runtime's candidate list is read
+#: beside the parses, fixes are searched and guards read once every source is in.
+STREAM_LATER = ("runtime_candidate", "fix", "runtime_guard")
+
+
+def stream_row(arch: str, t: Tactic) -> dict:
+    """A tactic's ``audit --format jsonl`` line as its source comes in: ``{"event": "tactic",
+    "arch": ..., **its --json row}`` without :data:`STREAM_LATER` (the arch's closing line,
+    the whole audit object, has them). Bytes throughout."""
+    row = t.to_dict()
+    for k in STREAM_LATER:
+        row.pop(k, None)
+    return {"event": "tactic", "arch": arch, **row}
+
+
 #: Elements a tactic's output (``d``) can be: the element kinds, and ``void``.
 OUTPUTS = (*ELEMENT_BITS, "void")
 
@@ -1047,7 +1070,8 @@ _TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
 def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
           cuda_path=None, jobs: int | None = None, use_cache: bool = True,
           progress: bool = False, strict_family: bool = True, cached_only: bool = False,
-          executor=None, shard: tuple[int, int] | None = None, **config_values) -> AuditResult | None:
+          executor=None, shard: tuple[int, int] | None = None,
+          on_tactic: Callable[[str, Tactic], None] | None = None, **config_values) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
@@ -1088,6 +1112,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             sources judged from what it parsed) and its
             :attr:`~cutlass_layout.model.AuditResult.shard`; an install that gives no kernel
             is not an error here (the merge says so, :func:`merge_shards`).
+        on_tactic: called as ``on_tactic(arch, tactic)`` with each tactic the filters keep as
+            soon as its source is laid out (or read from the cache: those first, where
+            anything is parsed), in the order sources come in, not the table's: what
+            ``audit --format jsonl`` streams (:func:`stream_row`). Its runtime candidate, fix
+            and guard are not known yet (:data:`STREAM_LATER`); the result has them.
 
     What it loads from the results cache, and the tactics it builds, are frozen out of the
     garbage collector's passes (:func:`cutlass_layout.pipeline.runner.gc_paused`).
@@ -1215,6 +1244,24 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 todo.append((mod, source, key, pre, entry))
     if todo and cached_only:
         return None
+    streamed: set[str] = set()  # the sources whose tactics went to on_tactic
+    stream_keeps = kept_by(asked) if on_tactic is not None else None
+
+    def stream(mod, source, key, payload):
+        """Each kept tactic of a source's payload to ``on_tactic``, as the table will name it."""
+        streamed.add(key)
+        for j, _ in _kept(payload.get("kernels") or [], arch_fam):
+            item = payload["kernels"][j]
+            rep = item.get("loaded") or LayoutReport.from_dict(item["report"])
+            rep.provenance = Provenance(**prov)
+            t = tactic_of(mod.name, source.path, gen_root, _found_from(item["found"]), rep, install.root)
+            if stream_keeps(t):
+                on_tactic(arch, t)
+
+    if on_tactic is not None and todo:  # what the cache has, before the parses
+        for mod, source, key, _, _ in work:
+            if key in results:
+                stream(mod, source, key, results[key])
     stats = {"sources": len(work), "cached": len(work) - len(todo), "parsed": 0,
              "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
     # the stand-in headers are part of what a precompiled header was built from
@@ -1239,6 +1286,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                                enabled=progress or progress_shown())
                 tickets: dict[int, tuple] = {}
                 entry_of = {key: entry for _, _, key, _, entry in todo}
+                mod_of = {key: (mod, source) for mod, source, key, _, _ in todo}
 
                 def submit_sources(items, pch):
                     by_folder: dict = {}
@@ -1285,6 +1333,9 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                                     cache.put(skey, one)  # a source's own compile error is an answer too
                                 for line in over_so_far(arch, entry_of[skey]["file"], one, arch_fam):
                                     bar.note(line)  # what a long audit found, as it finds it
+                                if on_tactic is not None:
+                                    mod, source = mod_of[skey]
+                                    stream(mod, source, skey, one)
                             bar.advance(len(key))
         finally:
             if bar is not None:
@@ -1324,6 +1375,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 t.runtime_candidate = cand.get(t) if cand is not None else None
                 ranked.append(([position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
+                if on_tactic is not None and key not in streamed and stream_keeps(t):
+                    on_tactic(arch, t)  # all from the cache: the tactics as they are made
     # remembered only where every source's result is the cached one (a source whose error is
     # passing, not stored, may give other kernels next time under the same key)
     if named is None and all(results[w[2]].get("error") is None or results[w[2]].get("lasting") for w in work):
@@ -1338,6 +1391,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 if sm80.guard and t.verdict == "over_capacity":
                     t.runtime_guard = sm80.guard
                 ranked.append(([len(sources_out), i], t))
+                if on_tactic is not None and stream_keeps(t):
+                    on_tactic(arch, t)
             sm80_notes = sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
     provenance = {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
                   "root": str(install.root), "fingerprint": install.fingerprint,

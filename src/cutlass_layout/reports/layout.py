@@ -15,6 +15,7 @@ from .common import (
     Column,
     approximation_head,
     approximation_lines,
+    json_text,
     markdown_table,
     md_cell,
     print_table,
@@ -25,7 +26,7 @@ from .common import (
 
 def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
     """The documented ``layout --json`` text (schema ``cutlass-layout/layout/1``)."""
-    return json.dumps(rep.to_dict(), indent=indent)
+    return json_text(rep.to_dict()) if indent == 2 else json.dumps(rep.to_dict(), indent=indent)
 
 
 _STRUCT_COLUMNS = [Column("offset", right=True), Column("size", right=True),
