@@ -9,10 +9,10 @@ import pytest
 from rich.console import Console
 
 from cutlass_layout import Config
-from cutlass_layout.model import Constant, FieldLayout, LayoutReport, Provenance, StructLayout
-from cutlass_layout.reports.common import Column, markdown_table, md_cell, source_name
-from cutlass_layout.reports.layout import render, struct_table, to_markdown
 from cutlass_layout.commands.sweep import SweepRecord, SweepResult
+from cutlass_layout.model import Constant, FieldLayout, LayoutReport, Provenance, StructLayout
+from cutlass_layout.reports.common import Column, json_text, markdown_table, md_cell, source_name
+from cutlass_layout.reports.layout import render, struct_table, to_markdown
 
 LONG = ("cutlass::epilogue::fusion::Sm90EVT<" +
         "cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::ReLu, float, float>, " * 6 + ">")
@@ -208,3 +208,63 @@ def test_a_diff_row_that_fails_on_both_sides_says_why_once():
     fits = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
                       new=NumericRecord("fits", None, 3, 98304))
     assert _row_details(fits, 8) == [f"old: {err}"]
+
+
+@pytest.mark.parametrize("doc", [
+    {"size": 102400, "over": -1024, "fraction": 0.25, "seconds": 0.0, "tile": [128, 256, 64], "empty": [], "none": {}},
+    {"tiny": [3e-05, 1e-07, 9.99e-05, 1e-4, -1e-5], "huge": 1e16, "big": 2 ** 70},  # orjson spells these otherwise
+    {"path": "/home/jos\u00e9/site-packages", "dash": "\u2014", "quote": "a \"b\" \\ c\n\t"},  # escaped by json
+    {1: "int key", None: "none key"},
+    {True: "bool key", 2.5: "float key"},
+    [],
+    "text",
+    0.00003,
+])
+def test_json_text_is_json_dumps_indent_2_byte_for_byte(doc):
+    import json
+
+    assert json_text(doc) == json.dumps(doc, indent=2)
+
+
+def test_json_text_of_a_whole_report_is_json_dumps():
+    import json
+
+    doc = _report().to_dict()
+    assert json_text(doc) == json.dumps(doc, indent=2)
+
+
+def test_a_tactic_row_holds_each_number_its_attribute_gives():
+    """An audit row's numbers, read from one KernelNumbers, are each the Tactic attribute of
+    that name (TACTIC_NUMBERS), for a kernel that fits, one that fits exactly and one over."""
+    from cutlass_layout.model import TACTIC_NUMBERS, Tactic
+
+    for extra in (0, 101376 - 9216, 101376):  # 9216 B by hand (_struct); then exactly 101376; then over
+        rep = _report()
+        rep.kernel = StructLayout("SharedStorage", 9216 + extra, 512, 128, [])
+        t = Tactic(family="moe", name="n", a=None, b=None, out=None, fusion=None, swap_ab=None, tile=None,
+                   cluster=None, kernel=None, schedule=None, file="f.cu", line=1, launcher="L", report=rep)
+        row = t.to_dict()
+        assert [k for k in row if k in TACTIC_NUMBERS] == list(TACTIC_NUMBERS)
+        assert {k: row[k] for k in TACTIC_NUMBERS} == {k: getattr(t, k) for k in TACTIC_NUMBERS}
+        assert row["kernel_bytes"] == 9216 + extra and row["headroom_bytes"] == 101376 - 9216 - extra
+
+
+def test_a_report_read_back_lazily_is_the_same_and_its_bad_members_are_a_miss():
+    """load_report (the results cache's reader) makes members only when read: the report is
+    equal to the one written, member for member; a member with an unknown key, or one outside
+    its parent, still makes the whole report a miss when it is read back, not later."""
+    import copy
+
+    from cutlass_layout.pipeline.engine import load_report
+
+    rep = _report()
+    doc = rep.to_dict()
+    back = load_report(copy.deepcopy(doc))
+    assert "_members" in back.kernel.__dict__  # not made yet
+    assert back.kernel.size == 9216 and back.to_dict() == doc and back.kernel == rep.kernel
+    assert back.kernel.find("tensors.collective.smem_D").offset == 0
+    for bad in ({"colour": "red"}, {"offset": 9000}):
+        hostile = copy.deepcopy(doc)
+        hostile["kernel"]["fields"][0]["fields"][0].update(bad)
+        with pytest.raises((TypeError, ValueError)):
+            load_report(hostile)

@@ -159,13 +159,56 @@ class StructLayout:
             yield from f.walk()
 
     @classmethod
-    def from_dict(cls, d: dict) -> "StructLayout":
-        """The inverse of :func:`plain`."""
-        return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
+    def from_dict(cls, d: dict, *, lazy: bool = False) -> "StructLayout":
+        """The inverse of :func:`plain`. Raises ``TypeError``, as the constructor does, for a
+        key that is not an attribute or a required one missing.
+
+        ``lazy``: the members (``d["fields"]``, plain dicts) are made into
+        :class:`FieldLayout` objects when :attr:`fields` is first read, not now (a warm audit
+        of a whole install reads back 5,775 reports, about 300,000 members, and shows their
+        sizes only); their keys are checked then, as :meth:`FieldLayout.from_dict` checks
+        them (:func:`cutlass_layout.pipeline.engine.load_report` checks them first)."""
+        if not lazy:
+            return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
+        keys = d.keys()
+        if not (keys <= _STRUCT_KEYS and _STRUCT_REQUIRED <= keys):
+            raise TypeError(f"StructLayout: unknown keys {sorted(keys - _STRUCT_KEYS)}, "
+                            f"missing {sorted(_STRUCT_REQUIRED - keys)}")
+        obj = object.__new__(cls)
+        attrs = obj.__dict__
+        attrs.update(_STRUCT_DEFAULTS)
+        attrs.update(d)
+        attrs.pop("fields", None)
+        attrs["_members"] = d.get("fields") or []  # plain dicts until read
+        return obj
 
     def __repr__(self) -> str:
         return (f"StructLayout({self.type!r}, size={self.size}, align={self.align}, "
                 f"{len(self.fields)} members)")
+
+
+def _members(self: StructLayout) -> list[FieldLayout]:
+    """:attr:`StructLayout.fields`, made from the plain dicts a lazy
+    :meth:`StructLayout.from_dict` kept, the first time they are read."""
+    attrs = self.__dict__
+    made = attrs.get("_fields")
+    if made is None:
+        made = attrs["_fields"] = [FieldLayout.from_dict(f) for f in attrs.pop("_members", ())]
+    return made
+
+
+def _set_members(self: StructLayout, value: list[FieldLayout]) -> None:
+    self.__dict__.pop("_members", None)
+    self.__dict__["_fields"] = value
+
+
+# ``fields`` stays a dataclass field (the constructor, ``dataclasses.fields``, equality,
+# :func:`plain`) read and written through this property, so that it can be made lazily.
+StructLayout.fields = property(_members, _set_members, doc="The members, in order (:class:`FieldLayout`).")
+_STRUCT_KEYS = frozenset(f.name for f in fields(StructLayout))
+_STRUCT_REQUIRED = frozenset(f.name for f in fields(StructLayout)
+                             if f.default is MISSING and f.default_factory is MISSING)
+_STRUCT_DEFAULTS = {f.name: f.default for f in fields(StructLayout) if f.default is not MISSING}
 
 
 @dataclass
@@ -547,11 +590,12 @@ class LayoutReport:
                 f"{self.capacity_bytes} B, {self.verdict}>")
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LayoutReport":
+    def from_dict(cls, d: dict, *, lazy: bool = False) -> "LayoutReport":
         """The report from its :meth:`to_dict` object (values computed from others, such as
-        ``verdict`` and ``headroom_bytes``, are computed again, not read)."""
+        ``verdict`` and ``headroom_bytes``, are computed again, not read); ``lazy``: each
+        struct's members are made when first read (:meth:`StructLayout.from_dict`)."""
         def struct(s):
-            return None if s is None else StructLayout.from_dict(s)
+            return None if s is None else StructLayout.from_dict(s, lazy=lazy)
 
         def const(c):
             return None if c is None else Constant(**c)
@@ -1560,6 +1604,19 @@ class Tactic:
         rep = self.report
         return KernelNumbers("does_not_compile") if rep is None else rep.numbers()
 
+    def _row_numbers(self) -> dict:
+        """:data:`TACTIC_NUMBERS` as the attributes of those names give them, from one
+        :meth:`_numbers` (a row of 5,775 read it 8 times each)."""
+        n = self._numbers()
+        return {"stages": n.stages, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
+                "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
+                "headroom_bytes": n.headroom_bytes, "verdict": self._verdict(n),
+                "runtime_candidate": self.runtime_candidate}
+
+    @staticmethod
+    def _verdict(n: KernelNumbers) -> str:
+        return "exact_fit" if n.verdict == "fits" and n.exact_fit else n.verdict
+
     @property
     def stages(self) -> int | None:
         """The mainloop's pipeline stages."""
@@ -1593,8 +1650,7 @@ class Tactic:
     @property
     def verdict(self) -> str:
         """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
-        n = self._numbers()
-        return "exact_fit" if n.verdict == "fits" and n.exact_fit else n.verdict
+        return self._verdict(self._numbers())
 
     @property
     def error(self) -> "CompileError | None":
@@ -1608,7 +1664,7 @@ class Tactic:
     def to_dict(self) -> dict:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
         identity, then :data:`TACTIC_NUMBERS` (each the attribute of that name) and the error."""
-        return {"id": self.id, **self.identity(), **{k: getattr(self, k) for k in TACTIC_NUMBERS},
+        return {"id": self.id, **self.identity(), **self._row_numbers(),
                 "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict(),
                 "runtime_guard": self.runtime_guard}
 

@@ -453,7 +453,12 @@ def _count(value, what: str) -> int:
 
 
 def _check_struct(s: StructLayout) -> None:
-    """Every member of ``s`` lies inside its parent, sizes and offsets are byte counts."""
+    """Every member of ``s`` lies inside its parent, sizes and offsets are byte counts. The
+    members of a struct read back lazily (:meth:`StructLayout.from_dict`) are checked as the
+    plain dicts they still are, keys too (as :meth:`FieldLayout.from_dict` will check them),
+    so that making them later cannot fail."""
+    from ..model import _FIELD_KEYS, _FIELD_REQUIRED
+
     _count(s.size, "size")
     _count(s.align, "align")
     _count(s.tail_padding, "tail padding")
@@ -465,7 +470,25 @@ def _check_struct(s: StructLayout) -> None:
                 raise ValueError(f"{f.name} [{start}, {start + size}) is outside [{lo}, {hi})")
             inside(f.fields, start, start + size)
 
-    inside(s.fields, 0, s.size)
+    def inside_plain(members, lo: int, hi: int) -> None:
+        if type(members) is not list:
+            raise TypeError("members are not a list")
+        for f in members:
+            keys = f.keys()
+            if not (keys <= _FIELD_KEYS and _FIELD_REQUIRED <= keys):
+                raise TypeError(f"a member with keys {sorted(keys)}")
+            start, size = _count(f["offset"], "offset"), _count(f["size"], "size")
+            if start < lo or start + size > hi:
+                raise ValueError(f"{f['name']} [{start}, {start + size}) is outside [{lo}, {hi})")
+            sub = f.get("fields")
+            if sub:
+                inside_plain(sub, start, start + size)
+
+    plain_members = s.__dict__.get("_members")
+    if plain_members is not None:
+        inside_plain(plain_members, 0, s.size)
+    else:
+        inside(s.fields, 0, s.size)
 
 
 def load_report(payload) -> LayoutReport:
@@ -475,7 +498,7 @@ def load_report(payload) -> LayoutReport:
     error has no numbers. Anything else raises
     (``KeyError``, ``TypeError``, ``ValueError``, ``AttributeError``): a miss for the cache.
     """
-    rep = LayoutReport.from_dict(payload)
+    rep = LayoutReport.from_dict(payload, lazy=True)  # members made when read (most never are)
     tma = payload["tma_transaction_bytes"]
     derived = {"verdict": rep.verdict, "fits": rep.fits, "headroom_bytes": rep.headroom_bytes,
                "exact_fit": rep.exact_fit, "capacity_bytes": rep.capacity_bytes}
