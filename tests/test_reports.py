@@ -93,7 +93,8 @@ def test_markdown_cells():
 @pytest.mark.parametrize("origin,version,name", [
     ("flashinfer-python==0.7.2.post1 (wheel flashinfer_python-0.7.2.post1-py3-none-any.whl, cached)",
      "4.5.0", "flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)"),
-    ("default nvidia-cutlass==4.2.0.0 (fetched into the cache)", "4.2.0", "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"),
+    ("default nvidia-cutlass==4.2.0.0 (wheel nvidia_cutlass-4.2.0.0-py3-none-any.whl, cached)", "4.2.0",
+     "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"),
     ("wheel /tmp/w/flashinfer_python-0.6.8-py3-none-any.whl", "4.4.2", "flashinfer-python 0.6.8 (CUTLASS 4.4.2)"),
     ("directory /home/me/cutlass/include", "4.5.0", "/home/me/cutlass/include (CUTLASS 4.5.0)"),
     ("installed flashinfer", "4.5.0", "flashinfer (CUTLASS 4.5.0)"),

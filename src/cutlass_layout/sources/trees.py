@@ -679,7 +679,8 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
     ``src`` may be:
 
     * ``None``: the CUTLASS of an installed nvidia-cutlass, flashinfer-python, sgl-kernel or
-      vllm (first found), else :data:`DEFAULT_WHEEL` fetched into the cache;
+      vllm (first found), else :data:`DEFAULT_WHEEL` fetched into the cache (its origin says
+      whether this call downloaded it or found it cached);
     * an include dir (``.../include`` with ``cutlass/cutlass.h`` or ``cutlass/version.h``),
       a CUTLASS checkout (2.x ones without ``version.h`` too: :func:`tree_version`), a
       site-packages dir or any directory holding exactly one tree;
@@ -698,8 +699,8 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
         found = _from_environment()
         if found is not None:
             return found
-        whl = fetch_wheel(DEFAULT_WHEEL)
-        return _from_wheel(whl, None, f"default {DEFAULT_WHEEL} (fetched into the cache)")
+        whl, origin = _wheel_origin(DEFAULT_WHEEL)  # "downloaded into the cache" once, then "cached"
+        return _from_wheel(whl, None, f"default {origin}")
     text = os.fspath(src)
     sub = None
     if "#" in text:
