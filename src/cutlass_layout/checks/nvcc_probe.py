@@ -159,7 +159,8 @@ def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = Non
 
 def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | None = None) -> str:
     """What nvcc's device front end prints for ``source``: the device ``gcc -E`` (the one
-    that defines ``__CUDA_ARCH__``) and ``cicc``, the steps ``nvcc --dryrun`` lists. Unlike
+    that defines ``__CUDA_ARCH__``; of several, the arch-specific one, ``sm_100a``'s rather than
+    the ``compute_100`` nvcc 13 adds) and ``cicc``, the steps ``nvcc --dryrun`` lists. Unlike
     :func:`host_pass`'s ``cudafe++``, ``cicc`` instantiates the function templates a source
     instantiates explicitly. ``cicc`` reads the module id ``cudafe++`` would write: any name
     does.
@@ -170,7 +171,12 @@ def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | Non
     nvcc = nvcc or find_nvcc()
     steps = _steps(nvcc, source, flags, work)
     try:
-        pre = next(i for i, s in enumerate(steps) if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" in s)
+        device = [i for i, s in enumerate(steps) if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" in s]
+        # nvcc 13 compiles -arch=sm_100a as compute_100 too (its PTX): the arch-specific pass
+        # is the one the source is built for (flashinfer's arch_condition.h refuses the other)
+        pre = next((i for i in device if "__CUDA_ARCH_SPECIFIC__=" in steps[i]), device[0] if device else None)
+        if pre is None:
+            raise StopIteration
         cicc = next(s for s in steps[pre:] if s.split()[0].strip('"').endswith("cicc"))
         cicc_path = next(s.split("=", 1)[1] for s in steps if s.startswith("CICC_PATH="))
     except StopIteration:

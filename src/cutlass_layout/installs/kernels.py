@@ -469,6 +469,8 @@ class Prelude:
         head: the source's own leading ``#include`` lines, put first when no precompiled
             header holds them (the cut-down launchers and re-hosted templates name their types).
         path: the file written (None until :meth:`write`).
+        expanded: the macros whose calls in the source expand to explicit instantiations
+            (:func:`macro_instantiations`): launchers too.
     """
 
     macros: str = ""
@@ -478,6 +480,7 @@ class Prelude:
     hosted: dict = field(default_factory=dict)
     head: str = ""
     path: Path | None = None
+    expanded: list = field(default_factory=list)
 
     def text(self, trimmed: bool = True, probes: bool = True) -> str:
         """The prelude's text: the cut-down macros (with ``trimmed``), the re-hosted
@@ -543,14 +546,19 @@ def in_place_probe(capacity: str):
     return block
 
 
-def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
+def prelude(unit, text: str, capacity: str | None = None,
+            instantiations: list[tuple[str, str, int, str | None]] | None = None) -> Prelude:
     """Pass 0 (the source parsed without bodies): the :class:`Prelude` for it: every macro the
     source expands into declarations, whose active definition (the one the expanded
     declarations are spelled in) has a kernel alias, cut down; and every function template the
     source explicitly instantiates whose body has one, re-hosted (its definition found among
     its declarations, another declaration giving default arguments); one whose body only
     calls another template (:func:`~cutlass_layout.subjects.launchers.forwarded_call`) re-hosts that
-    one, and names its kernel through a class of its own parameters."""
+    one, and names its kernel through a class of its own parameters.
+
+    ``instantiations``: ``(function, template arguments, line, macro or None)`` of the explicit
+    instantiations to re-host (:func:`source_instantiations`, with the macro a call expands
+    from); default: those written in ``text``. The macros go into :attr:`Prelude.expanded`."""
     import clang.cindex as ci
 
     from ..frontends.clang import spelling_location
@@ -613,7 +621,10 @@ def prelude(unit, text: str, capacity: str | None = None) -> Prelude:
     visit(unit.tu.cursor, ())
     # explicit instantiations of function templates (their bodies are not visible)
     templates: dict[str, list] = {}
-    for n, (name, args, line) in enumerate(explicit_instantiations(text)):
+    if instantiations is None:
+        instantiations = [(*x, None) for x in explicit_instantiations(text)]
+    out.expanded = sorted({x[3] for x in instantiations if x[3]})
+    for n, (name, args, line, _macro) in enumerate(instantiations):
         if name not in templates:
             templates[name] = _find_templates(unit, name, namespaces)
         found = _template_definition(templates[name], memo)
@@ -775,6 +786,81 @@ def estimate_kernels(clean: str) -> int:
     return len(_UPPER_CALL.findall(clean)) + clean.count("template ")
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^">\n]+)[">]', re.M)
+#: an explicit instantiation in a macro's body (``template R name<...>(...);``)
+_EXPLICIT_IN_BODY = re.compile(r"\btemplate\s+(?!<)")
+
+
+def _include_dirs(source: Source) -> list[Path]:
+    """Where the source's ``#include`` lines are looked for: its folder, then its flags'
+    ``-I``, ``-isystem`` and ``-iquote`` folders, in order, then the CUTLASS include root."""
+    dirs, flags = [source.path.parent], list(source.flags)
+    for i, f in enumerate(flags):
+        if f in ("-I", "-isystem", "-iquote") and i + 1 < len(flags):
+            dirs.append(Path(flags[i + 1]))
+        elif f.startswith("-I") and len(f) > 2:
+            dirs.append(Path(f[2:]))
+    return dirs + [Path(source.include_root)]
+
+
+def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int, str]]:
+    """``(function, template arguments, line, macro)`` of each explicit instantiation of a
+    function template that a macro call in ``text`` (a source's) expands to, the macro defined
+    in a header the text includes itself: flashinfer 0.7.4's dense SM100 FP8 and BF16 GEMMs
+    (``fp8_gemm_cutlass_half_128_128_128.cu``) are five
+    ``INSTANCE_FP8_GEMM_TEMPLATE_SM100(half, 128, 128, 128, 1, 1, 1, _1SM);`` lines, each
+    ``template size_t genericFp8GemmKernelLauncherSm100<...>(...);``
+    (``flashinfer/gemm/fp8_gemm_template_sm100.h``). ``line``: the call's. A macro whose body
+    uses ``#`` or ``##``, or a call whose arguments do not fit, gives nothing."""
+    from ..subjects.launchers import _call_args, blank_comments, explicit_instantiations, macro_definition, substituted
+
+    clean = blank_comments(text)
+    calls = {m.group(1) for m in _UPPER_CALL.finditer(clean)}
+    if not calls:
+        return []
+    defined: dict[str, tuple[str, str]] = {}  # macro -> (params, body) of those that instantiate
+    dirs = _include_dirs(source)
+    for inc in _INCLUDE.findall(blank_comments(text, strings=False)):
+        path = next((d / inc for d in dirs if (d / inc).is_file()), None)
+        try:
+            header = path.read_text(errors="replace") if path is not None else ""
+        except OSError:
+            header = ""
+        for name in calls - defined.keys():
+            if f"define {name}" in header or f"define\t{name}" in header:
+                found = macro_definition(header, name)
+                if found is not None and _EXPLICIT_IN_BODY.search(blank_comments(found[1])):
+                    defined[name] = (found[0], blank_comments(found[1]))
+    out = []
+    for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
+        if m.group(1) not in defined:
+            continue
+        found = _call_args(clean, m.end() - 1)
+        params, body = defined[m.group(1)]
+        expansion = substituted(params, body, found[0]) if found is not None and "#" not in body else None
+        if expansion is None:
+            continue
+        line = clean.count("\n", 0, m.start()) + 1
+        out += [(name, args, line, m.group(1)) for name, args, _ in explicit_instantiations(expansion)]
+    return out
+
+
+def instantiations_of(source: Source, text: str) -> list[tuple[str, str, int, str | None]]:
+    """:func:`source_instantiations` with the macro each comes from (None: written in ``text``)."""
+    from ..subjects.launchers import explicit_instantiations
+
+    both = [(*x, None) for x in explicit_instantiations(text)] + macro_instantiations(source, text)
+    return sorted(both, key=lambda x: x[2])
+
+
+def source_instantiations(source: Source, text: str) -> list[tuple[str, str, int]]:
+    """``(function, template arguments, line)`` of each explicit instantiation of a function
+    template in ``text`` (a source's, or several sources' one after another): those written
+    in it and those its macro calls expand to (:func:`macro_instantiations`), by line. What
+    :func:`prelude` re-hosts, numbered in this order."""
+    return [x[:3] for x in instantiations_of(source, text)]
+
+
 def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> str | None:
     """The key under which sources can share pass 0's prelude, or None when they cannot.
 
@@ -784,9 +870,9 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
     from ..pipeline.cache import key
-    from ..subjects.launchers import blank_comments, explicit_instantiations
+    from ..subjects.launchers import blank_comments
 
-    if pch is None or explicit_instantiations(original):
+    if pch is None or source_instantiations(source, original):
         return None
     calls = sorted(set(_UPPER_CALL.findall(blank_comments(original))))
     if not calls:
@@ -869,7 +955,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
                 included = first.file not in (None, head.rel(str(source.path)))
                 return SourceLayout(error=first.one_line(), lasting=True,
                                     seconds={"missing_header": included})
-            pre = prelude(head, original, capacity)
+            pre = prelude(head, original, capacity, instantiations=instantiations_of(source, original))
             del head
             _share_prelude(key, pre)
         if pch is None:  # the includes are not in a header before the prelude: put them first
@@ -886,7 +972,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     if unit.pch_rejected():
         return SourceLayout(error="the precompiled header was refused")
     found, loose = find_kernels(unit, original, pre, probes, segments)
-    launchers = sorted(set(pre.origins) | {k.macro[0] for k in found if k.macro})
+    launchers = sorted(set(pre.origins) | set(pre.expanded) | {k.macro[0] for k in found if k.macro})
     if not found and loose:  # nothing to lay out, and the source does not compile
         return SourceLayout(error=loose[0].one_line(), lasting=True, launcher_macros=launchers)
     out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
@@ -955,8 +1041,6 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     """
     from ..errors import BadInput
     from ..sources.inputs import read_text
-    from ..subjects.launchers import explicit_instantiations
-
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
     originals, includes, texts = [], None, []
@@ -986,8 +1070,8 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
     # re-hosted templates are numbered through the whole unit: name them as alone
     rehosted_before = [0]
-    for original in originals[:-1]:
-        rehosted_before.append(rehosted_before[-1] + len(explicit_instantiations(original)))
+    for s, original in zip(sources[:-1], originals[:-1]):
+        rehosted_before.append(rehosted_before[-1] + len(source_instantiations(s, original)))
     own = str(sources[0].path)
     out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources)),
                         launcher_macros=combined.launcher_macros) for _ in sources]

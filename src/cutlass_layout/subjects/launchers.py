@@ -162,7 +162,8 @@ def _in_class(clean: str, pos: int) -> bool:
 
 def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
     """``#undef``/``#define`` lines redefining launcher macro ``name`` with its body cut after
-    its last kernel alias (see the module docstring); None when the body has no kernel alias.
+    its last kernel alias (see the module docstring), its selections among builders made after
+    the selection (:func:`deferred_selections`); None when the body has no kernel alias.
 
     ``probe(index, alias, in_class)``, if given, returns declarations to put right after the
     ``index``-th kernel alias (``alias`` is its name; ``in_class`` whether it is a class member),
@@ -170,7 +171,7 @@ def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
     cut = cut_after_last_kernel_alias(body)
     if cut is None:
         return None
-    kept = blank_comments(body[:cut])
+    kept = deferred_selections(blank_comments(body[:cut]))
     if probe is not None:
         inserts = []
         for i, m in enumerate(KERNEL_ALIAS_RE.finditer(kept)):
@@ -182,6 +183,93 @@ def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
             kept = kept[:end] + text + kept[end:]
     text = " ".join((kept + " " + closers(kept)).split())
     return f"#undef {name}\n#define {name}({params}) {text}\n"
+
+
+#: ``using NAME = typename TEMPLATE<...>::MEMBER;`` (the template-id found by bracket matching).
+_MEMBER_ALIAS_HEAD = re.compile(r"\busing\s+(\w+)\s*=\s*typename\s+((?:::)?[\w:\s]*?\w)\s*<")
+#: ``using NAME = std::conditional_t<`` (or ``cute::conditional_t``, ``conditional_t``).
+_SELECTION_HEAD = re.compile(r"\busing\s+(\w+)\s*=\s*((?:(?:::)?(?:std|cute|cutlass::platform)\s*::\s*)?"
+                             r"conditional_t)\s*<")
+_CONDITION = re.compile(r"\s*!?\s*\w+\s*")
+
+
+def _selection_leaves(clean: str, lt: int, gt: int, spelled: str) -> list[str] | None:
+    """The alternatives of ``spelled<COND, A, B>`` (its ``<`` at ``lt``, ``>`` at ``gt``),
+    nested selections of the same spelling followed through: the names at its leaves, or None
+    where the selection is anything else (a condition that is not a plain or negated name,
+    whose commas and angle brackets could not be told apart; a leaf that is not a name)."""
+    spans = _arg_spans(clean, lt, gt)
+    if len(spans) != 3 or not _CONDITION.fullmatch(clean[spans[0][0]:spans[0][1]]):
+        return None
+    leaves: list[str] = []
+    for a, b in spans[1:]:
+        arg = clean[a:b].strip()
+        if re.fullmatch(r"\w+", arg):
+            leaves.append(arg)
+            continue
+        m = re.match(re.escape(spelled) + r"\s*<", arg)
+        if m is None:
+            return None
+        inner_lt = a + (len(clean[a:b]) - len(clean[a:b].lstrip())) + m.end() - 1
+        inner_gt = _matching(clean, inner_lt, "<", ">")
+        if inner_gt is None or clean[inner_gt + 1:b].strip():
+            return None
+        sub = _selection_leaves(clean, inner_lt, inner_gt, spelled)
+        if sub is None:
+            return None
+        leaves += sub
+    return leaves
+
+
+def deferred_selections(body: str) -> str:
+    """``body`` (a launcher's, cut after its kernel alias) with each selection among members
+    of class templates made after the selection, not before it: where
+
+        using A = typename Builder<...a...>::CollectiveOp;   // (and B, C alike)
+        using E = std::conditional_t<IsFinalize, A, std::conditional_t<IsAct, B, C>>;
+
+    and ``A``, ``B``, ``C`` are named nowhere else, it becomes ``using A = Builder<...a...>;``
+    (naming a class template's specialization instantiates nothing) and ``using E = typename
+    std::conditional_t<IsFinalize, A, std::conditional_t<IsAct, B, C>>::CollectiveOp;``. ``E``
+    is the same type; only the builder chosen is instantiated. TensorRT-LLM's MoE TMA
+    warp-specialized launcher (``moe_gemm_tma_ws_launcher.inl``) builds three epilogues per
+    kernel this way (default, finalize, activation) and uses one. A selection whose condition
+    is not a plain name, or whose alternatives are not all such aliases of one member, is
+    left as written, and so is every alias named anywhere else (what is left compiles as the
+    launcher does, but for an unused alternative that would not: its error is not seen).
+    """
+    clean = blank_comments(body)
+    members: dict[str, tuple[int, int, int, str]] = {}  # name -> (decl start, '<', '>', member)
+    for m in _MEMBER_ALIAS_HEAD.finditer(clean):
+        lt = m.end() - 1
+        gt = _matching(clean, lt, "<", ">")
+        if gt is None:
+            continue
+        tail = re.match(r"\s*::\s*(\w+)\s*;", clean[gt + 1:])
+        if tail is not None:
+            members[m.group(1)] = (m.start(), lt, gt, tail.group(1))
+    edits: list[tuple[int, int, str]] = []
+    for m in _SELECTION_HEAD.finditer(clean):
+        lt = m.end() - 1
+        gt = _matching(clean, lt, "<", ">")
+        if gt is None or not re.match(r"\s*;", clean[gt + 1:]):
+            continue
+        leaves = _selection_leaves(clean, lt, gt, m.group(2))
+        if not leaves or len(set(leaves)) != len(leaves) or any(x not in members for x in leaves):
+            continue
+        member = {members[x][3] for x in leaves}
+        if len(member) != 1 or any(len(re.findall(rf"\b{x}\b", clean)) != 2 for x in leaves):
+            continue  # named elsewhere too (or twice here): left as written
+        for x in leaves:
+            start, x_lt, x_gt, _ = members[x]
+            head = clean[start:x_lt]
+            edits.append((start, x_gt + 1 + clean[x_gt + 1:].index(";"),
+                          head.replace("typename", "", 1).rstrip() + body[x_lt:x_gt + 1]))
+        rhs = clean.index("=", m.start()) + 1
+        edits.append((rhs, gt + 1, f" typename {body[rhs:gt + 1].strip()}::{member.pop()}"))
+    for start, end, text in sorted(edits, reverse=True):
+        body = body[:start] + text + body[end:]
+    return body
 
 
 def _matching(text: str, start: int, open_: str, close: str) -> int | None:
@@ -703,6 +791,25 @@ def _call_args(clean: str, paren: int) -> tuple[list[str], int] | None:
     return None
 
 
+def substituted(params: str, body: str, args: list[str]) -> str | None:
+    """A function-like macro's ``body`` (comments blanked, no ``#`` or ``##``) with its
+    ``params`` (as written between its parentheses) replaced token by token by the call's
+    ``args`` (``__VA_ARGS__``, or a named variadic parameter, by the rest); None where the
+    arguments do not fit the parameters."""
+    names = [p.strip() for p in params.split(",")] if params.strip() else []
+    mapping, variadic = {}, names[-1].endswith("...") if names else False
+    fixed = names[:-1] if variadic else names
+    if not names and len(args) == 1 and not args[0].strip():
+        args = []  # NAME() of a macro without parameters
+    if len(args) < len(fixed) or (not variadic and len(args) != len(fixed)):
+        return None
+    for p, a in zip(fixed, args):
+        mapping[p] = a.strip()
+    if variadic:
+        mapping[names[-1][:-3].strip() or "__VA_ARGS__"] = ",".join(args[len(fixed):]).strip()
+    return re.sub(r"\b\w+\b", lambda t: mapping.get(t.group(0), t.group(0)), body)
+
+
 def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
     """``body`` (comments blanked) with each upper-case function-like macro call whose
     arguments hold a kernel alias (:data:`KERNEL_ALIAS_RE`, else :data:`GEMM_KERNEL_ALIAS_RE`)
@@ -734,16 +841,9 @@ def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
         mbody = blank_comments(mbody)
         if "#" in mbody:
             return None
-        names = [p.strip() for p in params.split(",")] if params.strip() else []
-        mapping, variadic = {}, names[-1].endswith("...") if names else False
-        fixed = names[:-1] if variadic else names
-        if len(args) < len(fixed) or (not variadic and len(args) != len(fixed)):
+        expansion = substituted(params, mbody, args)
+        if expansion is None:
             return None
-        for p, a in zip(fixed, args):
-            mapping[p] = a.strip()
-        if variadic:
-            mapping[names[-1][:-3].strip() or "__VA_ARGS__"] = ",".join(args[len(fixed):]).strip()
-        expansion = re.sub(r"\b\w+\b", lambda t: mapping.get(t.group(0), t.group(0)), mbody)
         expansion = expand_macro_calls(expansion, defining, depth - 1)
         if expansion is None:
             return None
