@@ -179,3 +179,61 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
         r = mine[key].report
         assert r.capacity.value == CAPACITY
         assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == (kernel, mainloop, epilogue, stages), key
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("family, source, sample, kernels", [
+    ("fp8_gemm_cutlass", SAMPLE["fp8_gemm_cutlass"], 2, 5),
+    # its three kernels, CutlassGroupwiseScaledGEMMSM100LowLatency's among them (it swaps m and n
+    # before declaring its kernel: all three were "does not compile" before that was read)
+    ("gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
+])
+def test_verify_nvcc_reads_kernels_declared_in_function_templates(family, source, sample, kernels, nvcc,
+                                                                  only_sources, capsys):
+    """``audit --verify nvcc`` compiles a family whose kernels its headers' function templates
+    declare (the dense SM100 FP8 GEMM, the groupwise-scaled one): nvcc agrees on every tactic
+    sampled, and the family is not among those it cannot compile."""
+    from cutlass_layout.cli import main
+
+    only_sources(lambda name: name == source)
+    assert main(["audit", SPEC, "--arch", "sm100", "--family", family, "--verify", "nvcc",
+                 "--sample", str(sample)]) == 0
+    out = capsys.readouterr().out  # the report, then nvcc's lines
+    assert f"nvcc agrees on {sample} of {sample} tactics" in out, out[-2000:]
+    assert "not verified" not in out
+    assert f", 0 do not compile, {kernels} fit" in out
+
+
+LOW_LATENCY = r"""
+namespace std { template <class T> void swap(T&, T&); }
+template <int M, int N, class E> struct GemmUniversal { char storage[M * N * sizeof(E)]; };
+template <int TileM, typename DTypeIn>
+int Launcher(DTypeIn* A_ptr, DTypeIn* B_ptr, int m, int n) {
+  std::swap(m, n);  // the transposed GEMM: run-time values, no type
+  std::swap(A_ptr, B_ptr);
+  constexpr int TileN = TileM / 2;
+  using GemmKernel = GemmUniversal<TileM, TileN, DTypeIn>;
+  GemmKernel kernel;
+  return m;
+}
+"""
+
+
+def test_a_launcher_that_swaps_its_arguments_before_its_kernel_is_rehosted():
+    """flashinfer's CutlassGroupwiseScaledGEMMSM100LowLatency (0.7.4) swaps ``m, n`` and its
+    pointers before declaring its kernel: those calls are not members, so the re-hosted class
+    leaves them out and names the kernel (sizeof by hand: 64 * 32 * 2 = 4096 B for short)."""
+    import clang.cindex as ci
+
+    from cutlass_layout.subjects.launchers import rehost_template
+
+    definition = LOW_LATENCY[LOW_LATENCY.index("template <int TileM"):]
+    usings, struct, alias = rehost_template(definition, 0)
+    assert alias == "GemmKernel" and "swap" not in struct
+    text = LOW_LATENCY + usings + struct + "using x = char[sizeof(cl_rehost_0<64, short>::GemmKernel)];\n"
+    tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"], unsaved_files=[("t.cpp", text)])
+    assert not [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    x = next(c for c in tu.cursor.get_children() if c.spelling == "x")
+    assert x.underlying_typedef_type.get_canonical().get_size() == 4096

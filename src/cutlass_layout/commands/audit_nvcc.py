@@ -112,8 +112,11 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
     (``moe``: the generated sources, SM120, SM100, SM103 and SM90; the SM90 mixed-input
     function templates through nvcc's device front end), its SM80-path MoE kernels
     (``moe_sm80``: ``genericMoeGemmKernelLauncher`` instantiated as ``moe_gemm_kernels_*.cu``
-    do, tests/test_moe_sm80.py) and CUTLASS's library kernels (``cutlass_library``: the
-    library emitter's C++, tests/test_library_audit.py). Each other family is one line of
+    do, tests/test_moe_sm80.py), CUTLASS's library kernels (``cutlass_library``: the
+    library emitter's C++, tests/test_library_audit.py) and a family whose every kernel is one
+    alias of a function template in a header (flashinfer's dense SM100 FP8, BF16 and
+    groupwise-scaled GEMMs:
+    :func:`_template_units`, tests/test_audit_sm100_gemm.py). Each other family is one line of
     ``not_verified``.
 
     Returns:
@@ -135,12 +138,16 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
         units = []
         if result.provenance.get("library") == LIBRARY_FAMILY:
             units += _library_units(chosen.pop(LIBRARY_FAMILY, []), result, source, cuda_path, scratch)
-        elif chosen.get(MOE) or chosen.get(SM80_FAMILY):
-            units += _install_units(chosen.pop(MOE, []), chosen.pop(SM80_FAMILY, []), result, source,
-                                    cuda_path, jobs, scratch, out)
+        else:
+            if chosen.get(MOE) or chosen.get(SM80_FAMILY):
+                units += _install_units(chosen.pop(MOE, []), chosen.pop(SM80_FAMILY, []), result, source,
+                                        cuda_path, jobs, scratch, out)
+            for family in [f for f in chosen if all(_in_a_template(t) for t in chosen[f])]:
+                units += _template_units(chosen.pop(family), result, source, cuda_path, scratch, out)
         for family in chosen:
             out.not_verified.append(f"{family} (the nvcc check reads the numbers of TensorRT-LLM's MoE "
-                                    "launchers and CUTLASS's library kernels only: this family's are not read yet)")
+                                    "launchers, kernels declared in function templates a source instantiates "
+                                    "and CUTLASS's library kernels only: this family's are not read yet)")
         _run(units, nvcc, jobs, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -231,6 +238,97 @@ def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, s
         path.write_text(text)
         units.append(Unit([path], flags(mod), [(path, line, t) for line, t in at.items()],
                           by_instantiation=True, show=show_header(cutlass2=True)))
+    return units
+
+
+def _in_a_template(t: Tactic) -> bool:
+    """Whether a tactic's kernel is declared in a function template of a header, one alias of
+    one path (flashinfer's dense GEMMs: ``genericFp8GemmKernelLauncherSm100<...>::GemmKernel``),
+    which a source instantiates explicitly, itself or through a macro."""
+    return bool(t.launcher_file and t.launcher_line and t.line and not Path(t.launcher_file).is_absolute()
+                and re.fullmatch(r"[\w:]+<.*>::\w+", t.name or "", re.S))
+
+
+#: What shows a kernel's numbers where its header declares it (put right after the alias in a
+#: copy of the header): an error naming ``cl_show<0, kernel, mainloop, epilogue, stages>``, its
+#: instantiation notes naming the source line that instantiated it.
+TEMPLATE_SHOW = ("#pragma once\n#include <type_traits>\n" + SHOW_TEMPLATE +
+                 "template <class K, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
+                 "template <class K>\n"
+                 "struct cl_sizes<K, std::void_t<typename K::SharedStorage>> {\n"
+                 "  static constexpr int value = cl_show<0, sizeof(typename K::SharedStorage),\n"
+                 "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
+                 "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
+                 "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n")
+
+
+def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path,
+                    out: AuditVerification) -> list[Unit]:
+    """The units of a family whose kernels are declared in function templates of headers
+    (:func:`_in_a_template`): each source's module flags, with a copy of the headers' folder
+    found first, in which each launcher shows its kernel's numbers right after declaring it
+    (:data:`TEMPLATE_SHOW`); nvcc's device front end instantiates what the sources instantiate
+    explicitly (tests/test_audit_sm100_gemm.py does this by hand)."""
+    from ..pipeline import engine
+    from ..sources.flashinfer_jit import jit_modules
+    from ..sources.trees import resolve_flashinfer
+    from ..subjects.config import ARCHS
+    from ..subjects.launchers import _matching, blank_comments
+
+    install = resolve_flashinfer(source)
+    tgt = engine.target(install.tree, cuda_path)
+    arch = AUDIT_ARCHS[result.arch]
+    modules = jit_modules(install, arch, cuda_version=tgt.cuda.version).modules
+    gen_root = Path(result.provenance["generated_root"] or ".")
+    of_path = {p: m for m in modules for p in m.generated}
+    tvm = (result.provenance.get("tvm_ffi") or {}).get("include")
+    include = scratch / f"include-{tactics[0].family}"
+    copied: dict[Path, Path] = {}  # header -> its copy
+    by_source: dict[Path, list[Tactic]] = {}
+    for t in tactics:
+        path, header = gen_root / t.file, install.root / t.launcher_file
+        mod = of_path.get(path)
+        if mod is None:
+            out.disagreements.append(f"{t.id}: its source {t.file} is not one the install's JIT builds now")
+            continue
+        if header not in copied:
+            flags = mod.clang_flags()
+            roots = [Path(flags[i + 1]) for i, f in enumerate(flags[:-1]) if f in ("-I", "-isystem")]
+            roots += [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
+            root = next((r for r in roots if header.is_relative_to(r)), None)
+            if root is None:
+                out.disagreements.append(f"{t.id}: its launcher's header {t.launcher_file} is on none of the "
+                                         "module's include paths")
+                continue
+            top = header.relative_to(root).parts[0]
+            if not (include / top).exists():
+                shutil.copytree(root / top, include / top)
+            copied[header] = include / header.relative_to(root)
+        by_source.setdefault(path, []).append(t)
+    shown: dict[Path, set[int]] = {}
+    for t in (t for ts in by_source.values() for t in ts):  # after each kernel alias, once
+        shown.setdefault(copied[install.root / t.launcher_file], set()).add(t.launcher_line)
+    for copy, lines in shown.items():
+        text = copy.read_text()
+        clean = blank_comments(text)
+        starts = [0] + [m.end() for m in re.finditer(r"\n", clean)]
+        inserts = []
+        for line in lines:
+            m = re.compile(r"\busing\s+(\w+)\s*=").search(clean, starts[line - 1])
+            lt = clean.find("<", m.end()) if m else -1
+            gt = _matching(clean, lt, "<", ">") if lt >= 0 else None
+            end = clean.find(";", gt) if gt is not None else -1
+            if end >= 0:
+                inserts.append((end + 1, f" static_assert(cl_sizes<{m.group(1)}>::value == 0, \"\");"))
+        for at, piece in sorted(inserts, reverse=True):
+            text = text[:at] + piece + text[at:]
+        copy.write_text(text)
+    units = []
+    for path, ts in sorted(by_source.items()):
+        mod = of_path[path]
+        flags = [f"-I{include}", *nvcc_flags(mod, install.tree, ARCHS[arch])] + (["-isystem", tvm] if tvm else [])
+        units.append(Unit([path], flags, [(path, t.line, t) for t in ts], device=True, by_instantiation=True,
+                          show=TEMPLATE_SHOW))
     return units
 
 

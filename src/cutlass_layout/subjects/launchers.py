@@ -389,17 +389,29 @@ HOISTED_IF = ("cutlass-layout: the launcher declares no kernel with these templa
               "(the if constexpr around its kernel alias is false)")
 
 
+#: a statement that starts with a (qualified) name and a ``(``: a call, where ``);`` ends it
+_CALL_STATEMENT = re.compile(r"(?:^|(?<=[;{}]))(\s*)((?:::)?[A-Za-z_]\w*(?:\s*(?:::|\.|->)\s*[A-Za-z_]\w*)*)\s*\(")
+#: what starts such a statement without being a call (kept), or is a statement
+#: :func:`rehost_template` refuses (``return(x);``)
+_NOT_CALLS = {"static_assert", "decltype", "sizeof", "alignof", "alignas", "noexcept", "typeid", "return",
+              "if", "for", "while", "switch", "throw", "co_return", "co_yield", "co_await"}
+
+
 def declarations_only(kept: str) -> str:
     """The part of a function body before its kernel alias (``kept``, comments blanked) as
-    class members: statements that are upper-case macro calls (``TLLM_LOG_DEBUG(...);``:
-    logging, no declaration) blanked, and an ``if constexpr (C) {`` still open at the end
+    class members: statements that are calls blanked (upper-case macro calls,
+    ``TLLM_LOG_DEBUG(...);``: logging, no declaration; function calls, flashinfer's
+    ``CutlassGroupwiseScaledGEMMSM100LowLatency`` starts with ``std::swap(m, n);``: run-time
+    values, no type), and an ``if constexpr (C) {`` still open at the end
     (the kernel declared inside it, as fpA_intB's ``fpA_intB_launcher_sm90.inl`` does under
     ``!should_filter_tma_warp_specialized_gemm_problem_shape_v<...>``) replaced by
     ``static_assert((C), "...")``: the declarations inside it are the class's, and an
     instantiation where ``C`` is false, for which the launcher declares no kernel, fails with
     that message instead of being laid out. Anything else is kept as written."""
     out = kept
-    for m in reversed(list(re.finditer(r"(?:^|(?<=[;{}]))(\s*)([A-Z][A-Z0-9_]*)\s*\(", kept))):
+    for m in reversed(list(_CALL_STATEMENT.finditer(kept))):
+        if m.group(2) in _NOT_CALLS:
+            continue
         close = _matching(kept, m.end() - 1, "(", ")")
         semi = re.match(r"\s*;", kept[close + 1:]) if close is not None else None
         if semi is None:
@@ -453,7 +465,7 @@ def rehost_template(definition: str, index: int, *, name: str | None = None,
     usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
     kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
     # a local constant becomes a static data member
-    kept = re.sub(r"(^|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
+    kept = re.sub(r"(^\s*|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
     if not _no_statements(kept):
         return None  # statements: not a list of declarations
     struct = (f"template <{params}>\nstruct {name or f'cl_rehost_{index}'} {{\n{kept}\n{closers(kept)}\n}};\n")
