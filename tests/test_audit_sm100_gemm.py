@@ -137,7 +137,7 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     headers in which the launcher shows its ``GemmKernel``'s numbers right after declaring it:
     every kernel's, mainloop's and epilogue's ``sizeof(SharedStorage)`` and the stage count are
     nvcc's."""
-    from cutlass_layout.checks.nvcc_probe import SHOW_TEMPLATE, nvcc_flags, unit_sizes
+    from cutlass_layout.checks.nvcc_probe import SIZES_SHOW, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.pipeline import engine
     from cutlass_layout.sources.trees import resolve_flashinfer
@@ -162,14 +162,7 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     text = header.read_text()
     alias = re.search(r"using GemmKernel =\s*cutlass::gemm::kernel::GemmUniversal<[^;]*;", text)
     header.write_text(text[:alias.end()] + " " + SHOW + text[alias.end():])
-    show = ("#pragma once\n#include <type_traits>\n" + SHOW_TEMPLATE +
-            "template <class K, int Line, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
-            "template <class K, int Line>\n"
-            "struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage>> {\n"
-            "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
-            "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
-            "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
-            "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n")
+    show = SIZES_SHOW
     flags = [f"-I{include}", *nvcc_flags(module, install.tree, "sm_100a")]
     _, out = unit_sizes(list(module.generated), flags, tmp_path, device=True, show=show)
     got = {int(m.group(1)): tuple(int(x) for x in m.groups()[1:])

@@ -50,6 +50,19 @@ LINES = 1000000
 #: The class whose name spells the numbers (:data:`SHOWN`): asking it for any member is an error
 SHOW_TEMPLATE = ("template <int Line, unsigned long Kernel, unsigned long Mainloop, unsigned long Epilogue, "
                  "int Stages>\nstruct cl_show {};\n")
+#: A header for code that shows a 3.x kernel's numbers itself: ``static_assert(cl_sizes<GemmKernel,
+#: LINE>::value == 0, "");`` put right after its alias (in a copy of the header declaring it) is an
+#: error naming ``cl_show<LINE, kernel, mainloop, epilogue, stages>`` (``LINE`` defaults to 0: the
+#: instantiation notes then say which source line it was); a type without ``SharedStorage``
+#: shows nothing.
+SIZES_SHOW = ("#pragma once\n#include <type_traits>\n" + SHOW_TEMPLATE +
+              "template <class K, int Line = 0, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
+              "template <class K, int Line>\n"
+              "struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage>> {\n"
+              "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
+              "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
+              "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
+              "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n")
 
 
 def show_header(macros: Iterable[str] = HOST_MACROS, *, cutlass2: bool = False) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..checks.nvcc_probe import (
     SHOW_TEMPLATE,
+    SIZES_SHOW,
     blank_statements,
     find_nvcc,
     first_error,
@@ -188,11 +189,11 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
                                          f"nvcc {tuple(theirs)}")
 
 
-def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, source, cuda_path,
-                   jobs: int | None, scratch: Path, out: AuditVerification) -> list[Unit]:
-    """The units of a flashinfer install's sampled MoE tactics: each generated source's module
-    with its flags, at most ``jobs`` units per module and kind of front end; the SM80-path
-    kernels in one unit of their own."""
+def _install_context(result: AuditResult, source, cuda_path) -> tuple:
+    """What compiling an install's sources needs: ``(install, its JIT modules for the audit's
+    arch, the generated sources' root, module by source path, flags(module))``, ``flags`` nvcc's
+    for a module's source (:func:`~cutlass_layout.checks.nvcc_probe.nvcc_flags`, and the TVM FFI
+    headers the audit used)."""
     from ..pipeline import engine
     from ..sources.flashinfer_jit import jit_modules
     from ..sources.trees import resolve_flashinfer
@@ -202,12 +203,20 @@ def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, s
     tgt = engine.target(install.tree, cuda_path)
     arch = AUDIT_ARCHS[result.arch]
     modules = jit_modules(install, arch, cuda_version=tgt.cuda.version).modules
-    gen_root = Path(result.provenance["generated_root"] or ".")
-    of_path = {p: m for m in modules for p in m.generated}
     tvm = (result.provenance.get("tvm_ffi") or {}).get("include")
 
     def flags(mod):
         return nvcc_flags(mod, install.tree, ARCHS[arch]) + (["-isystem", tvm] if tvm else [])
+    return (install, modules, Path(result.provenance["generated_root"] or "."),
+            {p: m for m in modules for p in m.generated}, flags)
+
+
+def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, source, cuda_path,
+                   jobs: int | None, scratch: Path, out: AuditVerification) -> list[Unit]:
+    """The units of a flashinfer install's sampled MoE tactics: each generated source's module
+    with its flags, at most ``jobs`` units per module and kind of front end; the SM80-path
+    kernels in one unit of their own."""
+    install, modules, gen_root, of_path, flags = _install_context(result, source, cuda_path)
 
     every: dict[Path, set[int]] = {}  # every tactic's line per source: those not sampled are blanked
     for t in result.tactics:
@@ -249,39 +258,16 @@ def _in_a_template(t: Tactic) -> bool:
                 and re.fullmatch(r"[\w:]+<.*>::\w+", t.name or "", re.S))
 
 
-#: What shows a kernel's numbers where its header declares it (put right after the alias in a
-#: copy of the header): an error naming ``cl_show<0, kernel, mainloop, epilogue, stages>``, its
-#: instantiation notes naming the source line that instantiated it.
-TEMPLATE_SHOW = ("#pragma once\n#include <type_traits>\n" + SHOW_TEMPLATE +
-                 "template <class K, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
-                 "template <class K>\n"
-                 "struct cl_sizes<K, std::void_t<typename K::SharedStorage>> {\n"
-                 "  static constexpr int value = cl_show<0, sizeof(typename K::SharedStorage),\n"
-                 "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
-                 "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
-                 "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n")
-
-
 def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path,
                     out: AuditVerification) -> list[Unit]:
     """The units of a family whose kernels are declared in function templates of headers
     (:func:`_in_a_template`): each source's module flags, with a copy of the headers' folder
     found first, in which each launcher shows its kernel's numbers right after declaring it
-    (:data:`TEMPLATE_SHOW`); nvcc's device front end instantiates what the sources instantiate
-    explicitly (tests/test_audit_sm100_gemm.py does this by hand)."""
-    from ..pipeline import engine
-    from ..sources.flashinfer_jit import jit_modules
-    from ..sources.trees import resolve_flashinfer
-    from ..subjects.config import ARCHS
+    (:data:`~cutlass_layout.checks.nvcc_probe.SIZES_SHOW`); nvcc's device front end instantiates
+    what the sources instantiate explicitly (tests/test_audit_sm100_gemm.py does this by hand)."""
     from ..subjects.launchers import _matching, blank_comments
 
-    install = resolve_flashinfer(source)
-    tgt = engine.target(install.tree, cuda_path)
-    arch = AUDIT_ARCHS[result.arch]
-    modules = jit_modules(install, arch, cuda_version=tgt.cuda.version).modules
-    gen_root = Path(result.provenance["generated_root"] or ".")
-    of_path = {p: m for m in modules for p in m.generated}
-    tvm = (result.provenance.get("tvm_ffi") or {}).get("include")
+    install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
     include = scratch / f"include-{tactics[0].family}"
     copied: dict[Path, Path] = {}  # header -> its copy
     by_source: dict[Path, list[Tactic]] = {}
@@ -325,10 +311,8 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         copy.write_text(text)
     units = []
     for path, ts in sorted(by_source.items()):
-        mod = of_path[path]
-        flags = [f"-I{include}", *nvcc_flags(mod, install.tree, ARCHS[arch])] + (["-isystem", tvm] if tvm else [])
-        units.append(Unit([path], flags, [(path, t.line, t) for t in ts], device=True, by_instantiation=True,
-                          show=TEMPLATE_SHOW))
+        units.append(Unit([path], [f"-I{include}", *module_flags(of_path[path])], [(path, t.line, t) for t in ts], device=True, by_instantiation=True,
+                          show=SIZES_SHOW))
     return units
 
 
