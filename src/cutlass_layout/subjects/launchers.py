@@ -264,7 +264,7 @@ def deferred_selections(body: str) -> str:
             start, x_lt, x_gt, _ = members[x]
             head = clean[start:x_lt]
             edits.append((start, x_gt + 1 + clean[x_gt + 1:].index(";"),
-                          head.replace("typename", "", 1).rstrip() + body[x_lt:x_gt + 1]))
+                          re.sub(r"=\s*typename\b", "=", head, count=1).rstrip() + body[x_lt:x_gt + 1]))
         rhs = clean.index("=", m.start()) + 1
         edits.append((rhs, gt + 1, f" typename {body[rhs:gt + 1].strip()}::{member.pop()}"))
     for start, end, text in sorted(edits, reverse=True):
