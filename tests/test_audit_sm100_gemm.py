@@ -182,6 +182,9 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     # its three kernels, CutlassGroupwiseScaledGEMMSM100LowLatency's among them (it swaps m and n
     # before declaring its kernel: all three were "does not compile" before that was read)
     ("gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
+    # SVDQuant's run_tactic<Config> names its kernel only as Gemm::GemmKernel (Gemm a device
+    # adapter): "a launcher whose kernel this reader cannot see" before that was read
+    ("nvfp4_svdquant_gemm_cutlass", "nvfp4_svdquant_gemm_cutlass_Tactic2Sm256x256x256Config.cu", 1, 1),
 ])
 def test_verify_nvcc_reads_kernels_declared_in_function_templates(family, source, sample, kernels, nvcc,
                                                                   only_sources, capsys):
@@ -230,3 +233,46 @@ def test_a_launcher_that_swaps_its_arguments_before_its_kernel_is_rehosted():
     assert not [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     x = next(c for c in tu.cursor.get_children() if c.spelling == "x")
     assert x.underlying_typedef_type.get_canonical().get_size() == 4096
+
+
+SVDQUANT = r"""
+template <int M, int N, class E> struct GemmUniversal { char storage[M * N * sizeof(E)]; };
+template <class K> struct GemmUniversalAdapter { using GemmKernel = K; struct Arguments {}; K* kernel; };
+template <int TileM, class E> struct TacticConfig {
+  using GemmKernel = GemmUniversal<TileM, TileM / 2, E>;
+  using Gemm = GemmUniversalAdapter<GemmKernel>;
+};
+template <class Config>
+void run_tactic(int m, int n) {
+  using Gemm = typename Config::Gemm;
+  using Mainloop = typename Gemm::GemmKernel;  // read through the adapter
+  typename Gemm::Arguments args{};
+  Gemm gemm;
+}
+template void run_tactic<TacticConfig<64, short>>(int m, int n);
+"""
+
+
+def test_a_launcher_that_reads_its_kernel_through_a_device_adapter_is_rehosted():
+    """flashinfer's SVDQuant ``run_tactic<Config>`` (0.7.4, nvfp4_svdquant_gemm_template_sm100.h)
+    declares no kernel alias: ``using Gemm = typename Config::Gemm;`` (a ``GemmUniversalAdapter``)
+    and then reads ``Gemm::GemmKernel``. The re-hosted class keeps the adapter's alias and names
+    its ``GemmKernel`` (sizeof by hand: 64 * 32 * 2 = 4096 B for short); a body that reads no
+    alias's ``GemmKernel`` has no kernel."""
+    import clang.cindex as ci
+
+    from cutlass_layout.subjects.launchers import adapter_alias, rehost_template
+
+    definition = SVDQUANT[SVDQUANT.index("template <class Config>"):SVDQUANT.index("template void")]
+    usings, struct, alias = rehost_template(definition, 0)
+    assert alias == "GemmKernel" and "using GemmKernel = typename Gemm::GemmKernel;" in struct
+    assert "Arguments" not in struct and "gemm;" not in struct  # only what comes before the adapter's kernel
+    text = SVDQUANT + usings + struct + "using x = char[sizeof(cl_rehost_0<TacticConfig<64, short>>::GemmKernel)];\n"
+    tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"], unsaved_files=[("t.cpp", text)])
+    assert not [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    x = next(c for c in tu.cursor.get_children() if c.spelling == "x")
+    assert x.underlying_typedef_type.get_canonical().get_size() == 4096
+    name, end, start = adapter_alias(definition)
+    assert name == "Gemm" and definition[start:end] == "using Gemm = typename Config::Gemm;"
+    assert adapter_alias("{ using Gemm = typename Config::Gemm; Gemm gemm; }") is None
+    assert rehost_template("template <class C> void f() { using Gemm = typename C::Gemm; }", 0) is None

@@ -305,3 +305,19 @@ def test_sm103_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     assert len(audit(SPEC, "sm103", family="moe", tile="128x256x128B").tactics) == 8
     assert len(audit(SPEC, "sm103", family="moe", tile="256x256x384B").tactics) == 8
     assert len(audit(SPEC, "sm103", family="moe", tile="128x128x768").tactics) == 8
+
+
+def test_an_sm103_build_is_judged_and_probed_with_sm100s_capacity():
+    """An SM103 build's sources (``Source.arch`` ``sm103``) get SM100's capacity constant, so
+    their kernels are laid out in place, in the parse that finds them, as SM100's are
+    (``cutlass::arch::sm100_smem_capacity_bytes``: cutlass/arch/arch.h; the SM100 builders and
+    kernels use it for SM103); SM121's builds are SM120's; an arch outside the three families
+    has none."""
+    from cutlass_layout.installs.kernels import CAPACITY, capacity_of
+    from cutlass_layout.subjects.archs import ARCHS
+
+    assert capacity_of("sm103") == capacity_of("sm100") == ARCHS["sm103"].capacity \
+        == "cutlass::arch::sm100_smem_capacity_bytes"
+    assert capacity_of("sm121") == CAPACITY["sm120"] == "cutlass::arch::sm120_smem_capacity_bytes"
+    assert capacity_of("sm90") == "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes"
+    assert capacity_of("sm80") is None and capacity_of("all") is None

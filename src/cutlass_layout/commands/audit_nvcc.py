@@ -265,7 +265,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
     found first, in which each launcher shows its kernel's numbers right after declaring it
     (:data:`~cutlass_layout.checks.nvcc_probe.SIZES_SHOW`); nvcc's device front end instantiates
     what the sources instantiate explicitly (tests/test_audit_sm100_gemm.py does this by hand)."""
-    from ..subjects.launchers import _matching, blank_comments
+    from ..subjects.launchers import ADAPTER_KERNEL, _statement_end, blank_comments
 
     install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
     include = scratch / f"include-{tactics[0].family}"
@@ -291,21 +291,23 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
                 shutil.copytree(root / top, include / top)
             copied[header] = include / header.relative_to(root)
         by_source.setdefault(path, []).append(t)
-    shown: dict[Path, set[int]] = {}
+    shown: dict[Path, dict[int, str]] = {}
     for t in (t for ts in by_source.values() for t in ts):  # after each kernel alias, once
-        shown.setdefault(copied[install.root / t.launcher_file], set()).add(t.launcher_line)
+        shown.setdefault(copied[install.root / t.launcher_file], {})[t.launcher_line] = t.name.rsplit("::", 1)[-1]
     for copy, lines in shown.items():
         text = copy.read_text()
         clean = blank_comments(text)
         starts = [0] + [m.end() for m in re.finditer(r"\n", clean)]
         inserts = []
-        for line in lines:
+        for line, kernel in lines.items():
             m = re.compile(r"\busing\s+(\w+)\s*=").search(clean, starts[line - 1])
-            lt = clean.find("<", m.end()) if m else -1
-            gt = _matching(clean, lt, "<", ">") if lt >= 0 else None
-            end = clean.find(";", gt) if gt is not None else -1
-            if end >= 0:
-                inserts.append((end + 1, f" static_assert(cl_sizes<{m.group(1)}>::value == 0, \"\");"))
+            end = _statement_end(clean, m.end()) if m else None
+            if end is None:
+                continue
+            # the kernel alias itself, or a device adapter's alias whose GemmKernel the body
+            # reads (the re-host's ADAPTER_KERNEL: flashinfer's SVDQuant run_tactic<Config>)
+            subject = m.group(1) if m.group(1) == kernel else f"typename {m.group(1)}::{ADAPTER_KERNEL}"
+            inserts.append((end, f" static_assert(cl_sizes<{subject}>::value == 0, \"\");"))
         for at, piece in sorted(inserts, reverse=True):
             text = text[:at] + piece + text[at:]
         copy.write_text(text)

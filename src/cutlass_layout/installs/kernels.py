@@ -72,6 +72,13 @@ def arch_family(sm: int) -> str | None:
     return None
 
 
+def capacity_of(arch: str) -> str | None:
+    """The capacity constant a build for ``arch`` (``sm103``) is judged against: its arch
+    family's (:data:`CAPACITY`; an SM103 build's is SM100's), None for an arch outside them."""
+    fam = arch_family(int(arch[2:])) if arch[2:].isdigit() else None
+    return CAPACITY.get(fam) if fam else None
+
+
 @dataclass(frozen=True)
 class Source:
     """One source file and the clang flags its build compiles it with.
@@ -563,7 +570,9 @@ def prelude(unit, text: str, capacity: str | None = None,
 
     from ..frontends.clang import spelling_location
     from ..subjects.launchers import (
+        ADAPTER_KERNEL,
         KERNEL_ALIAS_RE,
+        adapter_alias,
         blank_comments,
         explicit_instantiations,
         forwarded_call,
@@ -687,7 +696,11 @@ def prelude(unit, text: str, capacity: str | None = None,
         name_alias = f"cl_rehosted_{n}"
         file, src, offset, text_of = alias_at
         hit = re.search(rf"\busing\s+{re.escape(alias)}\s*=", blank_comments(text_of))
-        alias_line = src.count("\n", 0, offset) + 1 + text_of[:hit.start()].count("\n") if hit else None
+        at = hit.start() if hit else None
+        if at is None and alias == ADAPTER_KERNEL:  # the adapter's alias, whose GemmKernel it is
+            adapter = adapter_alias(text_of)
+            at = adapter[2] if adapter else None
+        alias_line = src.count("\n", 0, offset) + 1 + text_of[:at].count("\n") if at is not None else None
         opening = "".join(f"namespace {x} {{ " for x in ns)
         closing = "".join("} " for _ in ns)
         out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n} {{\n{usings}\n{struct}}}\n"
@@ -942,7 +955,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     from ..pipeline.engine import Batch, _read, lay_out
 
     t0 = time.perf_counter()
-    capacity = CAPACITY.get(source.arch)
+    capacity = capacity_of(source.arch)  # an SM103 build's kernels too are laid out in place
     probes: dict = {}
     try:
         key = _prelude_key(source, original, pch, capacity)
@@ -998,7 +1011,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
             names[k.spelling] = k.qualified or names.get(k.spelling)
 
     def block(spelling: str, index: int, _budget: bool) -> tuple[str, str]:
-        cap = CAPACITY.get(kernel_arch(spelling) or source.arch)
+        cap = CAPACITY.get(kernel_arch(spelling)) or capacity_of(source.arch)
         return (f"\nnamespace {probe.NAMESPACE}{index} {{\n"
                 f"{probe.subject_block(names.get(spelling) or spelling, cap)}}}"
                 f"  // namespace {probe.NAMESPACE}{index}\n"), ""

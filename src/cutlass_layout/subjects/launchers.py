@@ -39,6 +39,12 @@ KERNEL_ALIAS_RE = re.compile(
 #: GemmKernelSelector<...>::Type;``, a ``GemmUniversalPrecomputedScheduler`` or a
 #: ``SingleWarpgroupPersistentGemm``). Whether it is a kernel, the parse says.
 GEMM_KERNEL_ALIAS_RE = re.compile(r"\busing\s+(GemmKernel)\s*=")
+#: An alias the rest of a body names the kernel of, ``NAME::GemmKernel`` (a device adapter:
+#: flashinfer's SVDQuant ``run_tactic<Config>`` declares ``using Gemm = typename
+#: Config::Gemm;``, a ``GemmUniversalAdapter``, and reads ``Gemm::GemmKernel``): where a body
+#: has no kernel alias, its kernel is the last such alias's ``GemmKernel``
+#: (:func:`adapter_alias`).
+_ANY_ALIAS_RE = re.compile(r"\busing\s+(\w+)\s*=")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -76,19 +82,44 @@ def cut_after_last_kernel_alias(body: str, pattern: re.Pattern = KERNEL_ALIAS_RE
     clean = blank_comments(body)
     last = None
     for m in pattern.finditer(clean):
-        depth = 0
-        for i in range(m.end(), len(clean)):
-            ch = clean[i]
-            if ch in _OPEN:
-                depth += 1
-            elif ch in _CLOSE:
-                depth -= 1
-                if depth < 0:
-                    break
-            elif ch == ";" and depth == 0:
-                last = i + 1
-                break
+        last = _statement_end(clean, m.end()) or last
     return last
+
+
+def _statement_end(clean: str, start: int) -> int | None:
+    """The index just after the ``;`` that ends the statement going on at ``start`` (brackets
+    balanced), None where a closing bracket or the end comes first."""
+    depth = 0
+    for i in range(start, len(clean)):
+        ch = clean[i]
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == ";" and depth == 0:
+            return i + 1
+    return None
+
+
+#: The kernel alias :func:`rehost_template` adds after a body's adapter alias.
+ADAPTER_KERNEL = "GemmKernel"
+
+
+def adapter_alias(body: str) -> tuple[str, int, int] | None:
+    """``(name, end, start)`` of the last alias of ``body`` (a function body) whose
+    ``GemmKernel`` the body names after it (``Gemm::GemmKernel``: ``Gemm`` a device adapter such
+    as ``GemmUniversalAdapter<...>``): ``end`` just after its ``;``, ``start`` where its
+    ``using`` is; None when the body names no alias's ``GemmKernel``."""
+    clean = blank_comments(body)
+    found = None
+    for m in _ANY_ALIAS_RE.finditer(clean):
+        name = m.group(1)
+        end = _statement_end(clean, m.end())
+        if end is not None and re.search(rf"(?<![\w:]){name}\s*::\s*GemmKernel\b", clean[end:]):
+            found = (name, end, m.start())
+    return found
 
 
 def closers(kept: str) -> str:
@@ -458,10 +489,17 @@ def rehost_template(definition: str, index: int, *, name: str | None = None,
     if cut is None:
         pattern = GEMM_KERNEL_ALIAS_RE
         cut = cut_after_last_kernel_alias(body, pattern)
+    adapter = adapter_alias(body) if cut is None else None
+    if adapter is not None:
+        cut = adapter[1]
     if cut is None:
         return None
     kept = declarations_only(blank_comments(body[:cut]))
-    alias = pattern.findall(kept)[-1]
+    if adapter is not None:  # the kernel the body reads through the adapter, named
+        kept += f"\nusing {ADAPTER_KERNEL} = typename {adapter[0]}::GemmKernel;"
+        alias = ADAPTER_KERNEL
+    else:
+        alias = pattern.findall(kept)[-1]
     usings = re.findall(r"\busing\s+namespace\s+[\w:]+\s*;", kept)
     kept = re.sub(r"\busing\s+namespace\s+[\w:]+\s*;", " ", kept)
     # a local constant becomes a static data member
