@@ -39,11 +39,7 @@ KERNEL_ALIAS_RE = re.compile(
 #: GemmKernelSelector<...>::Type;``, a ``GemmUniversalPrecomputedScheduler`` or a
 #: ``SingleWarpgroupPersistentGemm``). Whether it is a kernel, the parse says.
 GEMM_KERNEL_ALIAS_RE = re.compile(r"\busing\s+(GemmKernel)\s*=")
-#: An alias the rest of a body names the kernel of, ``NAME::GemmKernel`` (a device adapter:
-#: flashinfer's SVDQuant ``run_tactic<Config>`` declares ``using Gemm = typename
-#: Config::Gemm;``, a ``GemmUniversalAdapter``, and reads ``Gemm::GemmKernel``): where a body
-#: has no kernel alias, its kernel is the last such alias's ``GemmKernel``
-#: (:func:`adapter_alias`).
+#: Any alias declaration (:func:`adapter_alias` looks for the one whose ``GemmKernel`` a body reads).
 _ANY_ALIAS_RE = re.compile(r"\busing\s+(\w+)\s*=")
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -103,7 +99,9 @@ def _statement_end(clean: str, start: int) -> int | None:
     return None
 
 
-#: The kernel alias :func:`rehost_template` adds after a body's adapter alias.
+#: The kernel alias :func:`rehost_template` adds after a body's adapter alias (flashinfer's
+#: SVDQuant ``run_tactic<Config>`` declares only ``using Gemm = typename Config::Gemm;``, a
+#: ``GemmUniversalAdapter``, and then reads ``Gemm::GemmKernel``).
 ADAPTER_KERNEL = "GemmKernel"
 
 
@@ -473,7 +471,9 @@ def rehost_template(definition: str, index: int, *, name: str | None = None,
     alias: returns ``(using-directives, class template text, kernel alias name)``; the class is
     named ``name`` (``cl_rehost_<index>`` by default). The kernel alias is the last
     :data:`KERNEL_ALIAS_RE` of the body, else its last ``using GemmKernel = ...``
-    (:data:`GEMM_KERNEL_ALIAS_RE`). The body before it becomes members
+    (:data:`GEMM_KERNEL_ALIAS_RE`), else the ``GemmKernel`` of the last alias whose
+    ``GemmKernel`` the body reads (:func:`adapter_alias`: a device adapter), declared after it
+    as :data:`ADAPTER_KERNEL`. The body before it becomes members
     (:func:`declarations_only`; local ``constexpr`` values static members, ``using namespace``
     moved out); ``declared``, another declaration's parameter list, gives the parameters'
     default arguments (:func:`with_defaults`). None when the body has no kernel alias or
