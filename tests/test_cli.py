@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +111,36 @@ def test_console_script_has_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: path does not exist")
     assert "Traceback" not in proc.stderr
+
+
+def test_the_console_entry_point_ends_as_sys_exit_does(tmp_path):
+    """The console entry point ends the process without the interpreter's teardown (a whole
+    install's audit frees nothing it made): the exit code is the command's, what it wrote is
+    all there, and ``atexit`` handlers still run; a call from Python returns the code and keeps
+    nothing."""
+    from cutlass_layout import cli
+
+    header = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm100_grouped.hpp"
+    run = ("import atexit, sys; atexit.register(lambda: print('atexit ran', file=sys.stderr)); "
+           "from cutlass_layout.cli import main; main()")
+    ok = subprocess.run([sys.executable, "-c", run, "scan", str(header), "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stderr.strip().endswith("atexit ran"), ok.stderr
+    assert json.loads(ok.stdout) == json.loads(cli_json(["scan", str(header), "--json"]))
+    bad = subprocess.run([sys.executable, "-c", run, "scan", str(tmp_path / "missing.hpp")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "atexit ran" in bad.stderr
+    assert cli.main(["scan", str(tmp_path / "missing.hpp")]) == 2 and cli._kept == []
+
+
+def cli_json(argv: list[str]) -> str:
+    """What ``main(argv)`` prints, called in this process."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return out.getvalue()
 
 
 @pytest.mark.network
