@@ -177,24 +177,30 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
 @pytest.mark.network
 @pytest.mark.nvcc
 @pytest.mark.slow
-@pytest.mark.parametrize("family, source, sample, kernels", [
-    ("fp8_gemm_cutlass", SAMPLE["fp8_gemm_cutlass"], 2, 5),
+@pytest.mark.parametrize("arch, family, source, sample, kernels", [
+    ("sm100", "fp8_gemm_cutlass", SAMPLE["fp8_gemm_cutlass"], 2, 5),
     # its three kernels, CutlassGroupwiseScaledGEMMSM100LowLatency's among them (it swaps m and n
     # before declaring its kernel: all three were "does not compile" before that was read)
-    ("gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
+    ("sm100", "gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
     # SVDQuant's run_tactic<Config> names its kernel only as Gemm::GemmKernel (Gemm a device
     # adapter): "a launcher whose kernel this reader cannot see" before that was read
-    ("nvfp4_svdquant_gemm_cutlass", "nvfp4_svdquant_gemm_cutlass_Tactic2Sm256x256x256Config.cu", 1, 1),
+    ("sm100", "nvfp4_svdquant_gemm_cutlass", "nvfp4_svdquant_gemm_cutlass_Tactic2Sm256x256x256Config.cu", 1, 1),
+    # kernels declared in a struct that a header's macro defines where the source calls it
+    # (DeviceGemmFp4GemmSm100_<T>_<tile>_<cluster>_<1SM|2SM>::GemmKernel): every one of a source
+    ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_256.cu", 9, 9),
+    # SM120's: two kernels per call (GemmKernelDefault and the stream-K one), each its own alias line
+    ("sm120", "fp4_gemm_cutlass_sm120", "fp4_gemm_cutlass___nv_bfloat16_128_128_128.cu", 4, 4),
 ])
-def test_verify_nvcc_reads_kernels_declared_in_function_templates(family, source, sample, kernels, nvcc,
-                                                                  only_sources, capsys):
-    """``audit --verify nvcc`` compiles a family whose kernels its headers' function templates
-    declare (the dense SM100 FP8 GEMM, the groupwise-scaled one): nvcc agrees on every tactic
-    sampled, and the family is not among those it cannot compile."""
+def test_verify_nvcc_reads_kernels_declared_in_headers(arch, family, source, sample, kernels, nvcc,
+                                                      only_sources, capsys):
+    """``audit --verify nvcc`` compiles a family whose kernels its headers declare, in function
+    templates a source instantiates (the dense SM100 FP8 GEMM, the groupwise-scaled one,
+    SVDQuant's) or in structs a header's macro defines (the dense FP4 GEMMs): nvcc agrees on
+    every tactic sampled, and the family is not among those it cannot compile."""
     from cutlass_layout.cli import main
 
     only_sources(lambda name: name == source)
-    assert main(["audit", SPEC, "--arch", "sm100", "--family", family, "--verify", "nvcc",
+    assert main(["audit", SPEC, "--arch", arch, "--family", family, "--verify", "nvcc",
                  "--sample", str(sample)]) == 0
     out = capsys.readouterr().out  # the report, then nvcc's lines
     assert f"nvcc agrees on {sample} of {sample} tactics" in out, out[-2000:]

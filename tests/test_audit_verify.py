@@ -147,3 +147,25 @@ def test_cli_agreement_and_a_disagreement(verified, monkeypatch, capsys):
     assert out[-2:] == ["nvcc agrees on 1 of 2 tactics (1 family, 1 source)",
                         f"nvcc disagrees: {OVER[1]}: audit (kernel, mainloop, epilogue, stages) = "
                         f"(103424, 83968, 17408, 3), nvcc {FINALIZE}"]
+
+
+def test_two_kernels_of_one_call_are_told_apart_by_their_alias_lines():
+    """nvcc's device front end names, for each number it shows, the source line whose
+    instantiation led to it; one macro call can declare two kernels (SM120's dense FP4:
+    ``GemmKernelDefault`` and a stream-K one), so the numbers of a header's kernels are keyed
+    by that line and the alias line the probe shows (``cl_sizes<K, alias line>``), and
+    neither hides the other. The messages are written here in nvcc's shape."""
+    from pathlib import Path
+
+    from cutlass_layout.checks.nvcc_probe import shown_by_instantiation
+
+    src = Path("/g/fp4_gemm.cu")
+    out = ('/i/fp4_gemm_template_sm120.h(273): error: class "cl_show<273, 100UL, 60UL, 30UL, 4>" has no member '
+           '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
+           f'"cl_sizes<K, 273, void>" at line 24 of "{src}"\n\n'
+           '/i/fp4_gemm_template_sm120.h(290): error: class "cl_show<290, 200UL, 60UL, 30UL, 5>" has no member '
+           '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
+           f'"cl_sizes<K, 290, void>" at line 24 of "{src}"\n')
+    assert shown_by_instantiation(out, [src], alias_lines=True) == {
+        src: {(24, 273): (100, 60, 30, 4), (24, 290): (200, 60, 30, 5)}}
+    assert shown_by_instantiation(out, [src]) == {src: {24: (200, 60, 30, 5)}}  # one line: the last

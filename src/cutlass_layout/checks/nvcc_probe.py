@@ -271,11 +271,13 @@ def shown_by_line(out: str, sources: list[Path]) -> dict[Path, dict[int, tuple[i
     return got
 
 
-def shown_by_instantiation(out: str, sources: list[Path]) -> dict[Path, dict[int, tuple[int, ...]]]:
+def shown_by_instantiation(out: str, sources: list[Path], *, alias_lines: bool = False) -> dict[Path, dict]:
     """``{source: {line: (kernel, mainloop, epilogue, stages)}}`` from a
     :func:`device_front_end`'s messages: each error names a ``cl_show`` and, last in its
-    instantiation notes, the line of the source whose explicit instantiation led to it."""
-    got: dict[Path, dict[int, tuple[int, ...]]] = {s: {} for s in sources}
+    instantiation notes, the line of the source whose explicit instantiation led to it.
+    ``alias_lines``: keyed ``(line, shown)`` instead, ``shown`` the ``cl_show``'s own first
+    argument (a header's alias line: one call of a macro can declare two kernels)."""
+    got: dict[Path, dict] = {s: {} for s in sources}
     for block in re.split(r"\n(?=\S[^\n]*: error: )", out):
         shown = SHOWN.search(block)
         if not shown:
@@ -283,13 +285,14 @@ def shown_by_instantiation(out: str, sources: list[Path]) -> dict[Path, dict[int
         for source in sources:
             lines = re.findall(rf"at line (\d+) of \"?{re.escape(str(source))}", block)
             if lines:
-                got[source][int(lines[-1])] = tuple(int(x) for x in shown.groups()[1:])
+                key = (int(lines[-1]), int(shown.group(1))) if alias_lines else int(lines[-1])
+                got[source][key] = tuple(int(x) for x in shown.groups()[1:])
     return got
 
 
 def unit_sizes(sources: list[Path], flags: list[str], work: Path, *, device: bool = False,
                by_instantiation: bool | None = None, show: str | None = None, nvcc: str | None = None,
-               blank: dict | None = None) -> tuple[dict, str]:
+               blank: dict | None = None, alias_lines: bool = False) -> tuple[dict, str]:
     """What nvcc computes of the kernels of ``sources`` (one module's, compiled as one unit:
     :func:`one_unit`, ``blank`` left out), through its host pass, or with ``device`` its device
     front end.
@@ -298,7 +301,7 @@ def unit_sizes(sources: list[Path], flags: list[str], work: Path, *, device: boo
     with ``device`` :data:`DEVICE_MACROS`; ``""``: none, the sources name ``cl_show``
     themselves). ``by_instantiation`` (default: with ``device``): a number's line is the last
     ``at line N`` of its instantiation notes (:func:`shown_by_instantiation`), not
-    ``cl_show``'s own (:func:`shown_by_line`).
+    ``cl_show``'s own (:func:`shown_by_line`); ``alias_lines``: see :func:`shown_by_instantiation`.
 
     Returns:
         ``({source: {line: (kernel, mainloop, epilogue, stages)}}, messages)``: bytes, the
@@ -316,8 +319,9 @@ def unit_sizes(sources: list[Path], flags: list[str], work: Path, *, device: boo
         (work / "cl_show.h").write_text(show)
         flags += ["-include", str(work / "cl_show.h")]
     out = (device_front_end if device else host_pass)(unit, flags, work, nvcc)
-    read = shown_by_instantiation if (device if by_instantiation is None else by_instantiation) else shown_by_line
-    return read(out, list(sources)), out
+    if device if by_instantiation is None else by_instantiation:
+        return shown_by_instantiation(out, list(sources), alias_lines=alias_lines), out
+    return shown_by_line(out, list(sources)), out
 
 
 def first_error(messages: str) -> str | None:

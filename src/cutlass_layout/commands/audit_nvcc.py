@@ -85,7 +85,8 @@ def _explicit_instantiation(text: str, line: int) -> bool:
 class Unit:
     """One nvcc run: ``sources`` of one module compiled as one translation unit with
     ``flags`` (:func:`cutlass_layout.checks.nvcc_probe.unit_sizes`: ``device``, ``by_instantiation``,
-    ``show``, ``blank``), and ``want``: ``(source, line, tactic)`` of each number to read."""
+    ``show``, ``blank``, ``alias_lines``), and ``want``: ``(source, line, tactic)`` of each number
+    to read (with ``alias_lines``, ``line`` is ``(line, alias line)``)."""
 
     sources: list[Path]
     flags: list[str]
@@ -94,6 +95,7 @@ class Unit:
     by_instantiation: bool | None = None
     show: str | None = None
     blank: dict = field(default_factory=dict)
+    alias_lines: bool = False
 
 
 def verify_audit(result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None,
@@ -115,8 +117,8 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
     (``moe_sm80``: ``genericMoeGemmKernelLauncher`` instantiated as ``moe_gemm_kernels_*.cu``
     do, tests/test_moe_sm80.py), CUTLASS's library kernels (``cutlass_library``: the
     library emitter's C++, tests/test_library_audit.py) and a family whose every kernel is one
-    alias of a function template in a header (flashinfer's dense SM100 FP8, BF16 and
-    groupwise-scaled GEMMs:
+    alias in a header, of a function template or of a struct a macro defines (flashinfer's
+    dense SM100 FP8, BF16, groupwise-scaled and SVDQuant GEMMs; the dense FP4 and MXFP8 GEMMs:
     :func:`_template_units`, tests/test_audit_sm100_gemm.py). Each other family is one line of
     ``not_verified``.
 
@@ -147,8 +149,9 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
                 units += _template_units(chosen.pop(family), result, source, cuda_path, scratch, out)
         for family in chosen:
             out.not_verified.append(f"{family} (the nvcc check reads the numbers of TensorRT-LLM's MoE "
-                                    "launchers, kernels declared in function templates a source instantiates "
-                                    "and CUTLASS's library kernels only: this family's are not read yet)")
+                                    "launchers, kernels declared in function templates or macro-made structs "
+                                    "of headers and CUTLASS's library kernels only: this family's are not "
+                                    "read yet)")
         _run(units, nvcc, jobs, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -251,20 +254,24 @@ def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, s
 
 
 def _in_a_template(t: Tactic) -> bool:
-    """Whether a tactic's kernel is declared in a function template of a header, one alias of
-    one path (flashinfer's dense GEMMs: ``genericFp8GemmKernelLauncherSm100<...>::GemmKernel``),
-    which a source instantiates explicitly, itself or through a macro."""
+    """Whether a tactic's kernel is declared in a header, one alias of one path: in a function
+    template a source instantiates explicitly, itself or through a macro (flashinfer's dense
+    GEMMs: ``genericFp8GemmKernelLauncherSm100<...>::GemmKernel``), or in a struct a macro of
+    the header defines where a source calls it (the dense FP4 and MXFP8 GEMMs:
+    ``DeviceGemmFp4GemmSm100___nv_bfloat16_128_256_256_2_1_1_2SM::GemmKernel``)."""
     return bool(t.launcher_file and t.launcher_line and t.line and not Path(t.launcher_file).is_absolute()
-                and re.fullmatch(r"[\w:]+<.*>::\w+", t.name or "", re.S))
+                and re.fullmatch(r"[\w:]+(?:<.*>)?::\w+", t.name or "", re.S))
 
 
 def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path,
                     out: AuditVerification) -> list[Unit]:
-    """The units of a family whose kernels are declared in function templates of headers
-    (:func:`_in_a_template`): each source's module flags, with a copy of the headers' folder
-    found first, in which each launcher shows its kernel's numbers right after declaring it
-    (:data:`~cutlass_layout.checks.nvcc_probe.SIZES_SHOW`); nvcc's device front end instantiates
-    what the sources instantiate explicitly (tests/test_audit_sm100_gemm.py does this by hand)."""
+    """The units of a family whose kernels are declared in headers, in function templates or
+    macro-made structs (:func:`_in_a_template`): each source's module flags, with a copy of the
+    headers' folder found first, in which each launcher shows its kernel's numbers and its
+    alias line right after declaring it (:data:`~cutlass_layout.checks.nvcc_probe.SIZES_SHOW`;
+    read per instantiation line and alias line: one macro call can declare two kernels);
+    nvcc's device front end instantiates what the sources instantiate explicitly or expand
+    (tests/test_audit_sm100_gemm.py does this by hand)."""
     from ..subjects.launchers import ADAPTER_KERNEL, _statement_end, blank_comments
 
     install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
@@ -307,14 +314,17 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
             # the kernel alias itself, or a device adapter's alias whose GemmKernel the body
             # reads (the re-host's ADAPTER_KERNEL: flashinfer's SVDQuant run_tactic<Config>)
             subject = m.group(1) if m.group(1) == kernel else f"typename {m.group(1)}::{ADAPTER_KERNEL}"
-            inserts.append((end, f" static_assert(cl_sizes<{subject}>::value == 0, \"\");"))
+            # shown with its alias line: one call of a macro can declare two kernels (SM120's
+            # dense FP4: GemmKernelDefault and a stream-K one)
+            inserts.append((end, f" static_assert(cl_sizes<{subject}, {line}>::value == 0, \"\");"))
         for at, piece in sorted(inserts, reverse=True):
             text = text[:at] + piece + text[at:]
         copy.write_text(text)
     units = []
     for path, ts in sorted(by_source.items()):
-        units.append(Unit([path], [f"-I{include}", *module_flags(of_path[path])], [(path, t.line, t) for t in ts], device=True, by_instantiation=True,
-                          show=SIZES_SHOW))
+        units.append(Unit([path], [f"-I{include}", *module_flags(of_path[path])],
+                          [(path, (t.line, t.launcher_line), t) for t in ts], device=True, by_instantiation=True,
+                          show=SIZES_SHOW, alias_lines=True))
     return units
 
 
@@ -405,7 +415,8 @@ def _run_unit(unit: Unit, nvcc: str):
     work = Path(tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     try:
         return unit_sizes(unit.sources, unit.flags, work, device=unit.device,
-                          by_instantiation=unit.by_instantiation, show=unit.show, nvcc=nvcc, blank=unit.blank)
+                          by_instantiation=unit.by_instantiation, show=unit.show, nvcc=nvcc, blank=unit.blank,
+                          alias_lines=unit.alias_lines)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
