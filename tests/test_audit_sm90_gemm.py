@@ -219,3 +219,19 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
         r = mine[key].report
         assert r.capacity.value == CAPACITY
         assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == (kernel, mainloop, epilogue, stages), key
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_verify_nvcc_reads_each_path_of_a_runtime_branch(nvcc, only_sources, capsys):
+    """``audit --verify nvcc`` of the module: the FP16 source's two kernels, one per branch of
+    the runtime ``if`` over the weight layout, are told apart by their alias lines, and nvcc
+    agrees on both and on the FP8 source's one; the family is no longer "not verified"."""
+    from cutlass_layout.cli import main
+
+    only_sources(lambda name: name in SAMPLE)
+    assert main(["audit", SPEC, "--arch", "sm90", "--family", "gemm_sm90", "--verify", "nvcc", "--sample", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "nvcc agrees on 3 of 3 tactics (1 family, 2 sources)" in out, out[-2000:]
+    assert "not verified" not in out

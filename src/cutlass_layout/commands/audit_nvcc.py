@@ -118,7 +118,8 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
     do, tests/test_moe_sm80.py), CUTLASS's library kernels (``cutlass_library``: the
     library emitter's C++, tests/test_library_audit.py) and a family whose every kernel is one
     alias in a header, of a function template or of a struct a macro defines (flashinfer's
-    dense SM100 FP8, BF16, groupwise-scaled and SVDQuant GEMMs; the dense FP4 and MXFP8 GEMMs:
+    dense SM100 FP8, BF16, groupwise-scaled and SVDQuant GEMMs; the dense FP4 and MXFP8 GEMMs;
+    SM90's grouped GEMM, one alias per branch of a runtime ``if``:
     :func:`_template_units`, tests/test_audit_sm100_gemm.py). Each other family is one line of
     ``not_verified``.
 
@@ -258,9 +259,16 @@ def _in_a_template(t: Tactic) -> bool:
     template a source instantiates explicitly, itself or through a macro (flashinfer's dense
     GEMMs: ``genericFp8GemmKernelLauncherSm100<...>::GemmKernel``), or in a struct a macro of
     the header defines where a source calls it (the dense FP4 and MXFP8 GEMMs:
-    ``DeviceGemmFp4GemmSm100___nv_bfloat16_128_256_256_2_1_1_2SM::GemmKernel``)."""
+    ``DeviceGemmFp4GemmSm100___nv_bfloat16_128_256_256_2_1_1_2SM::GemmKernel``); one alias of
+    each path to a kernel where a template declares several under a runtime branch (SM90's
+    ``CutlassSegmentGEMMSM90Run<...>::GemmKernel [weight_column_major]``)."""
     return bool(t.launcher_file and t.launcher_line and t.line and not Path(t.launcher_file).is_absolute()
-                and re.fullmatch(r"[\w:]+(?:<.*>)?::\w+", t.name or "", re.S))
+                and re.fullmatch(r"[\w:]+(?:<.*>)?::\w+(?: \[[^\]]*\])?", t.name or "", re.S))
+
+
+def _alias_of(t: Tactic) -> str:
+    """The alias a header's tactic is named by (``GemmKernel`` of ``X<...>::GemmKernel [path]``)."""
+    return re.sub(r" \[[^\]]*\]$", "", t.name).rsplit("::", 1)[-1]
 
 
 def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path,
@@ -300,7 +308,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         by_source.setdefault(path, []).append(t)
     shown: dict[Path, dict[int, str]] = {}
     for t in (t for ts in by_source.values() for t in ts):  # after each kernel alias, once
-        shown.setdefault(copied[install.root / t.launcher_file], {})[t.launcher_line] = t.name.rsplit("::", 1)[-1]
+        shown.setdefault(copied[install.root / t.launcher_file], {})[t.launcher_line] = _alias_of(t)
     for copy, lines in shown.items():
         text = copy.read_text()
         clean = blank_comments(text)
