@@ -169,3 +169,47 @@ def test_two_kernels_of_one_call_are_told_apart_by_their_alias_lines():
     assert shown_by_instantiation(out, [src], alias_lines=True) == {
         src: {(24, 273): (100, 60, 30, 4), (24, 290): (200, 60, 30, 5)}}
     assert shown_by_instantiation(out, [src]) == {src: {24: (200, 60, 30, 5)}}  # one line: the last
+
+
+def test_a_step_killed_by_a_signal_says_so(tmp_path):
+    """A step that dies by a signal (``cicc`` of a large unit killed for memory: bash gives
+    128 + N) leaves a line saying so, which :func:`killed` reads; a step that ends by itself
+    leaves none."""
+    from cutlass_layout.checks.nvcc_probe import _run, killed
+
+    out = _run("bash -c 'kill -9 $$'", "/bin/true", tmp_path)
+    assert killed(out) == "bash was killed by signal 9 (out of memory?)"
+    assert killed(_run("echo 'x.cu(1): error: y'; exit 2", "/bin/true", tmp_path)) is None
+
+
+def test_a_killed_nvcc_is_run_again_alone_then_not_compared(monkeypatch):
+    """nvcc killed on a unit (two ran at once: 12 GB each for SM90's mixed-input MoE) is no
+    disagreement: the unit runs again alone; where it gives its numbers they are compared, and
+    where it is killed again its tactics are not compared but named, and nvcc still agrees on
+    the rest (exit 0, not 4)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from cutlass_layout.checks.nvcc_probe import KILLED
+    from cutlass_layout.model import AuditVerification
+
+    a, b = Path("/g/a.cu"), Path("/g/b.cu")
+    ta = SimpleNamespace(id="moe/a", family="moe", kernel_bytes=10, mainloop_bytes=6, epilogue_bytes=3, stages=2)
+    tb = SimpleNamespace(id="moe/b", family="moe", kernel_bytes=20, mainloop_bytes=6, epilogue_bytes=3, stages=2)
+    units = [audit_nvcc.Unit([a], [], [(a, 10, ta)]), audit_nvcc.Unit([b], [], [(b, 20, tb)])]
+    gone = f"{KILLED}: cicc was killed by signal 9 (out of memory?)\n"
+    calls = []
+
+    def run_unit(unit, nvcc):
+        calls.append(unit.sources[0])
+        if unit.sources[0] == a and calls.count(a) > 1:  # alone, a's unit fits
+            return {a: {10: (10, 6, 3, 2)}}, ""
+        return {}, gone
+
+    monkeypatch.setattr(audit_nvcc, "_run_unit", run_unit)
+    out = AuditVerification()
+    audit_nvcc._run(units, "nvcc", 2, out)
+    assert sorted(calls) == [a, a, b, b]  # each killed beside the other, then alone
+    assert out.compared == ["moe/a"] and out.agree and out.disagreements == []
+    assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cicc was killed by signal 9 (out of "
+                                "memory?) on a unit of 1 source(s), run alone as well"]

@@ -1948,7 +1948,9 @@ class AuditVerification:
             where nvcc showed no numbers for it (with its first error): ``ID: audit (kernel,
             mainloop, epilogue, stages) = (...), nvcc (...)``.
         not_verified: one line per family of the audit this check cannot compile yet,
-            ``FAMILY (why)``.
+            ``FAMILY (why)``, and one per nvcc run that was killed (``cicc`` of a large unit
+            can be killed for memory; it is run again alone first): its tactics are not
+            compared.
         families: the families compared; sources: the generated sources compiled; units:
             the nvcc runs (translation units) they took.
         nvcc: the nvcc asked.

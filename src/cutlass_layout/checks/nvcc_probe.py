@@ -145,11 +145,28 @@ def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> list[str]:
     return steps
 
 
+#: The line :func:`_run` adds where a step was killed (``cicc`` of a large unit can take 12 GB
+#: and be killed for memory): a kill is no answer about the kernels, so the numbers it
+#: did not show are not compared (:func:`killed`).
+KILLED = "nvcc-step-killed"
+
+
 def _run(script: str, nvcc: str, work: Path) -> str:
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=work,
                           stdin=subprocess.DEVNULL,
                           env={"PATH": f"{Path(nvcc).parent}:/usr/bin:/bin", "TMPDIR": str(work)})
-    return proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    sig = -proc.returncode if proc.returncode < 0 else proc.returncode - 128 if proc.returncode > 128 else 0
+    if sig:  # bash gives 128 + N for a step killed by signal N
+        step = Path(script.strip().split("\n")[-1].split()[0].strip('"')).name
+        out += f"\n{KILLED}: {step} was killed by signal {sig}{' (out of memory?)' if sig == 9 else ''}\n"
+    return out
+
+
+def killed(messages: str) -> str | None:
+    """The line saying a step of the run that printed ``messages`` was killed, or None."""
+    m = re.search(rf"^{KILLED}: (.*)$", messages, re.M)
+    return m.group(1) if m else None
 
 
 def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = None) -> str:
@@ -334,5 +351,5 @@ def first_error(messages: str) -> str | None:
 
 
 __all__ = ["DEVICE_MACROS", "HOST_MACROS", "SHOWN", "SHOW_TEMPLATE", "blank_statements", "device_front_end", "find_nvcc",
-           "first_error", "host_pass", "nvcc_flags", "one_unit", "show_header", "shown_by_instantiation",
+           "first_error", "host_pass", "killed", "nvcc_flags", "one_unit", "show_header", "shown_by_instantiation",
            "shown_by_line", "unit_sizes"]

@@ -25,6 +25,7 @@ from ..checks.nvcc_probe import (
     blank_statements,
     find_nvcc,
     first_error,
+    killed,
     nvcc_flags,
     show_header,
     unit_sizes,
@@ -178,9 +179,23 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
         with Pool(at_once, threads=True) as pool:  # each waits on its nvcc child
             done = dict(pool.run((i, _run_unit, (u, nvcc)) for i, u in enumerate(units)))
         answers = [done[i] for i in range(len(units))]
+        for i, (_, messages) in enumerate(answers):
+            if killed(messages) and at_once > 1:  # killed beside others (memory): again alone
+                with step(f"nvcc: a unit of {len(units[i].sources)} source(s) again, alone ({killed(messages)})"):
+                    answers[i] = _run_unit(units[i], nvcc)
     out.seconds = round(time.perf_counter() - t0, 1)
     for unit, (got, messages) in zip(units, answers):
+        why = killed(messages)
+        if why is not None:  # no answer about these kernels: not compared
+            ids = {t.id for path, line, t in unit.want if got.get(path, {}).get(line) is None}
+            if ids:
+                out.compared = [i for i in out.compared if i not in ids]
+                out.not_verified.append(f"{len(ids)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
+                                        f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
+                                        + (", run alone as well" if at_once > 1 else ""))
         for path, line, t in unit.want:
+            if why is not None and got.get(path, {}).get(line) is None:
+                continue
             theirs = got.get(path, {}).get(line)
             mine = (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages)
             if theirs is not None and t.family == LIBRARY_FAMILY and theirs[3] == -1:
