@@ -185,27 +185,27 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
                     answers[i] = _run_unit(units[i], nvcc)
     out.seconds = round(time.perf_counter() - t0, 1)
     for unit, (got, messages) in zip(units, answers):
-        why = killed(messages)
-        if why is not None:  # no answer about these kernels: not compared
-            ids = {t.id for path, line, t in unit.want if got.get(path, {}).get(line) is None}
-            if ids:
-                out.compared = [i for i in out.compared if i not in ids]
-                out.not_verified.append(f"{len(ids)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
-                                        f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
-                                        + (", run alone as well" if at_once > 1 else ""))
+        why = killed(messages)  # a killed run is no answer about the kernels it did not show
+        unanswered = set()
         for path, line, t in unit.want:
-            if why is not None and got.get(path, {}).get(line) is None:
-                continue
             theirs = got.get(path, {}).get(line)
+            if theirs is None and why is not None:
+                unanswered.add(t.id)
+                continue
             mine = (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages)
             if theirs is not None and t.family == LIBRARY_FAMILY and theirs[3] == -1:
                 theirs = (*theirs[:3], t.stages)  # a sparse mainloop: StagesA/StagesB, no Stages
             if theirs is None:
-                why = first_error(messages) or "and no error"
-                out.disagreements.append(f"{t.id}: nvcc shows no numbers for it ({why})")
+                err = first_error(messages) or "and no error"
+                out.disagreements.append(f"{t.id}: nvcc shows no numbers for it ({err})")
             elif tuple(theirs) != mine:
                 out.disagreements.append(f"{t.id}: audit (kernel, mainloop, epilogue, stages) = {mine}, "
                                          f"nvcc {tuple(theirs)}")
+        if unanswered:
+            out.compared = [i for i in out.compared if i not in unanswered]
+            out.not_verified.append(f"{len(unanswered)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
+                                    f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
+                                    + (", run alone as well" if at_once > 1 else ""))
 
 
 def _install_context(result: AuditResult, source, cuda_path) -> tuple:
@@ -295,7 +295,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
     read per instantiation line and alias line: one macro call can declare two kernels);
     nvcc's device front end instantiates what the sources instantiate explicitly or expand
     (tests/test_audit_sm100_gemm.py does this by hand)."""
-    from ..subjects.launchers import ADAPTER_KERNEL, _statement_end, blank_comments
+    from ..subjects.launchers import ADAPTER_KERNEL, ANY_ALIAS_RE, _statement_end, blank_comments
 
     install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
     include = scratch / f"include-{tactics[0].family}"
@@ -330,7 +330,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         starts = [0] + [m.end() for m in re.finditer(r"\n", clean)]
         inserts = []
         for line, kernel in lines.items():
-            m = re.compile(r"\busing\s+(\w+)\s*=").search(clean, starts[line - 1])
+            m = ANY_ALIAS_RE.search(clean, starts[line - 1])
             end = _statement_end(clean, m.end()) if m else None
             if end is None:
                 continue

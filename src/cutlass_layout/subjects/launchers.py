@@ -40,7 +40,7 @@ KERNEL_ALIAS_RE = re.compile(
 #: ``SingleWarpgroupPersistentGemm``). Whether it is a kernel, the parse says.
 GEMM_KERNEL_ALIAS_RE = re.compile(r"\busing\s+(GemmKernel)\s*=")
 #: Any alias declaration (:func:`adapter_alias` looks for the one whose ``GemmKernel`` a body reads).
-_ANY_ALIAS_RE = re.compile(r"\busing\s+(\w+)\s*=")
+ANY_ALIAS_RE = re.compile(r"\busing\s+(\w+)\s*=")
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -112,7 +112,7 @@ def adapter_alias(body: str) -> tuple[str, int, int] | None:
     ``using`` is; None when the body names no alias's ``GemmKernel``."""
     clean = blank_comments(body)
     found = None
-    for m in _ANY_ALIAS_RE.finditer(clean):
+    for m in ANY_ALIAS_RE.finditer(clean):
         name = m.group(1)
         end = _statement_end(clean, m.end())
         if end is not None and re.search(rf"(?<![\w:]){name}\s*::\s*GemmKernel\b", clean[end:]):
