@@ -36,10 +36,12 @@ from typing import Callable
 
 from ..errors import BadInput, NothingForArch
 from ..installs.candidates import store_candidates
+from ..installs.equivalence import canonical_flags, named, place_names, unnamed
 from ..installs.kernels import (
     FoundKernel,
     Source,
     arch_family,
+    capacity_of,
     estimate_kernels,
     kernel_arch,
     kernel_core,
@@ -436,6 +438,16 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
 #: 48 SM100 ones in 1-2.2 GB. (Counting an SM100 kernel 1.5, 32 a unit, cost 14% more parse
 #: CPU and left the peak where it was: 27 dense FP4 kernels of a unit still took 2255 MB.)
 BATCH_KERNELS = 48
+#: Modules whose kernels count more than one of a unit's :data:`BATCH_KERNELS` (measured, whole
+#: flashinfer 0.7.4 install: the SM103 dense FP4 GEMMs' units, 4 sources of 9 kernels, peaked at
+#: 2087-2225 MB, every other unit at 1810 MB or less; counted 2, their units hold 2 sources)
+KERNEL_WEIGHTS = ((re.compile(r"fp4_gemm_cutlass_sm103"), 2),)
+
+
+def kernel_weight(module: str) -> int:
+    """What one kernel of a source of ``module`` counts of a unit's :data:`BATCH_KERNELS`
+    (:data:`KERNEL_WEIGHTS`; 1 for most)."""
+    return next((w for pattern, w in KERNEL_WEIGHTS if pattern.search(module)), 1)
 
 
 def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
@@ -477,6 +489,90 @@ def _found_from(d: dict) -> FoundKernel:
     if d.get("macro") is not None:
         d["macro"] = (d["macro"][0], list(d["macro"][1]))
     return FoundKernel(**d)
+
+
+#: What keys a source as its twin's (:func:`_canonicals`) reads besides :data:`_CODE`.
+_TWIN_CODE = ("installs/equivalence.py",)
+_CANONICALS = ResultCache("audit-canonicals")
+
+
+def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache: bool = True,
+                 run: bool = True) -> set[str]:
+    """The SHA-256 of each generated source of the install's other builds of ``arch``'s family
+    (for ``sm100``, the ``sm103`` build's, and the reverse; flashinfer 0.7.4's SM103 MoE module
+    generates the SM100 module's 242 sources again, byte for byte): the sources that may be
+    laid out once for both (:func:`_canonicals`). Empty for an arch alone in its family, or an
+    install without the other build."""
+    from ..sources.flashinfer_jit import ARCH_BUILDERS, build_arch, jit_modules
+
+    own = build_arch(arch)
+    fam = arch_family(int(AUDIT_ARCHS[arch][2:]))
+    others = [a for a in ARCH_BUILDERS if build_arch(a) == a and a != own
+              and arch_family(int(AUDIT_ARCHS[a][2:])) == fam]
+    out: set[str] = set()
+    for other in others:
+        try:
+            builds = jit_modules(install, other, cuda_version=cuda_version, use_cache=use_cache, run=run)
+        except (NothingForArch, BadInput):
+            continue
+        for mod in builds.modules if builds is not None else []:
+            for path in mod.generated:
+                try:
+                    out.add(hashlib.sha256(path.read_text(errors="replace").encode()).hexdigest())
+                except OSError:
+                    continue
+    return out
+
+
+def _canonicals(mod, flags: tuple, read: list[tuple], gen_root: Path | None, arch_fam: str,
+                target: tuple, use_cache: bool) -> dict[str, list[str]]:
+    """``{path: canonical flags}`` of the sources of ``read`` (``(path, entry, index, text,
+    digest)`` of a module's sources that have a twin in another build of the family), as
+    :func:`cutlass_layout.installs.equivalence.canonical_flags` gives them (a source it cannot
+    follow is left out: keyed by its own flags), remembered per module."""
+    if not read:
+        return {}
+    key = cache_key("audit-canonicals/1", subject=[mod.name, list(flags), arch_fam, str(gen_root),
+                                                   [[str(p), d] for p, _, _, _, d in read]],
+                    target=list(target), code=_TWIN_CODE)
+
+    def load(payload):
+        if not isinstance(payload, dict) or not all(isinstance(v, list) for v in payload.values()):
+            raise ValueError("not canonical flags")
+        return payload
+
+    hit = _CANONICALS.get(key, load) if use_cache else None
+    if hit is not None:
+        return hit
+    memo: dict = {}
+    out = {}
+    for path, *_ in read:
+        canon = canonical_flags(path, list(flags), gen_root, arch_fam, memo)
+        if canon is not None:
+            out[str(path)] = canon
+    _CANONICALS.put(key, out)
+    return out
+
+
+def _clean(payload: dict) -> bool:
+    """Whether a source's payload has no error of its own or of a kernel (what a twin build
+    may share: an error names the files of the build that met it)."""
+    return payload.get("error") is None and all(
+        (item["report"].get("error") if isinstance(item.get("report"), dict) else None) is None
+        for item in payload.get("kernels") or [])
+
+
+def _placed(payload: dict, places: list, *, back: bool, copy: bool = False) -> dict:
+    """``payload`` with each kernel's ``decl_file`` in a generated folder named by its place
+    (``back=False``: what a twin build reads) or by this build's folder (``back=True``)."""
+    if copy:
+        payload = dict(payload, kernels=[dict(item, found=dict(item["found"])) for item in payload["kernels"]])
+    for item in payload.get("kernels") or []:
+        f = item["found"]
+        decl = f.get("decl_file")
+        if isinstance(decl, str):
+            f["decl_file"] = unnamed(decl, places) if back else named(decl, places)
+    return payload
 
 
 _SCANS = ResultCache("audit-scans")
@@ -1121,6 +1217,12 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     What it loads from the results cache, and the tactics it builds, are frozen out of the
     garbage collector's passes (:func:`cutlass_layout.pipeline.runner.gc_paused`).
 
+    A source that another build of the arch family also compiles (:func:`twin_digests`: the
+    SM103 MoE module's copies of the SM100 module's sources) is keyed by its
+    :func:`~cutlass_layout.installs.equivalence.canonical_flags` where they prove the two
+    builds read the same types: it is laid out once for both (an answer with an error stays
+    the build's own).
+
     Every source is parsed with its module's flags, and the TVM FFI headers the bindings
     include (:func:`cutlass_layout.sources.trees.tvm_ffi_headers`; fetched unless ``cached_only``)
     on the ``-isystem`` path, as flashinfer's ``get_system_includes`` puts them.
@@ -1182,6 +1284,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     gen_root = None
 
     work = []  # (module, Source, key, preamble)
+    arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
+    twins = twin_digests(install, arch, tgt.cuda.version, use_cache=use_cache, run=not cached_only)
+    # key of a source keyed as its twin's -> (its generated folders' names, its key as this build's alone)
+    places: dict[str, tuple] = {}
     estimates: dict[Path, int] = {}  # kernels each source likely holds (batch sizes)
     sources_out: list[dict] = []
     facts: list[dict | None] = []  # source_facts of each of sources_out (None: not read)
@@ -1206,21 +1312,28 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 entry["error"] = f"cannot read: {exc.strerror or exc}"
                 continue
             read.append((path, entry, len(facts) - 1, text, hashlib.sha256(text.encode()).hexdigest()))
-        for (path, entry, i, text, digest), scan in zip(read, _scans(arch, read, use_cache)):
+        scans = _scans(arch, read, use_cache)
+        read_flags = _canonicals(mod, flags, [r for r, scan in zip(read, scans) if scan["arch_word"] and r[4] in twins],
+                                 gen_root, arch_fam, (install.fingerprint, install.tree.tree_hash, tvm.fingerprint),
+                                 use_cache)
+        for (path, entry, i, text, digest), scan in zip(read, scans):
             facts[i] = scan["facts"]
             if not scan["arch_word"]:
                 entry["skipped"] = f"names no {arch} symbol"
                 continue
-            estimates[path] = scan["estimate"]
-            key = cache_key(f"audit/{_FORMAT}", subject=[digest, list(flags)],
-                            target=[install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path),
-                                    tvm.fingerprint],
-                            code=_CODE + STANDINS)
+            estimates[path] = scan["estimate"] * kernel_weight(mod.name)
+            canon = read_flags.get(str(path))
+            # a source another build of the arch family compiles alike is keyed as both build it
+            target = [install.fingerprint, install.tree.tree_hash, clang, str(tgt.cuda.path), tvm.fingerprint]
+            key = cache_key(f"audit/{_FORMAT}", subject=[digest, list(flags)], target=target, code=_CODE + STANDINS)
+            if canon is not None:
+                plain, key = key, cache_key(f"audit/{_FORMAT}", subject=["twin", digest, canon, capacity_of(arch)],
+                                            target=target, code=_CODE + STANDINS + _TWIN_CODE)
+                places[key] = (place_names(list(flags), gen_root), plain)
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
                          pch_preamble(scan["includes"]) if scan["includes"] else None, entry))
 
     position = {id(entry): i for i, entry in enumerate(sources_out)}
-    arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     with_sm80 = SM80_FAMILY in families and family in (None, SM80_FAMILY)
     mflags = next((m.clang_flags() for m in builds.modules if family_of(m.name) == MOE), [])
     # the runtime's candidate list: read with the install's first MoE source's flags (the same
@@ -1238,6 +1351,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     with gc_paused(freeze=True):  # thousands of reports: no collector passes over them
         for mod, source, key, pre, entry in work:
             hit = cache.get(key, _load_source) if use_cache else None
+            if hit is not None and key in places:
+                _placed(hit, places[key][0], back=True)
+            elif hit is None and key in places and use_cache:  # an answer with an error: this build's own
+                hit = cache.get(places[key][1], _load_source)
             if hit is not None:
                 results[key] = hit
             else:
@@ -1329,8 +1446,11 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                                 stats["parse_cpu_seconds"] += one.get("cpu_seconds", 0.0)
                                 stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"],
                                                                   one.get("peak_rss_mb", 0.0))
-                                if one.get("error") is None or one.get("lasting"):
-                                    cache.put(skey, one)  # a source's own compile error is an answer too
+                                if skey in places and _clean(one):  # shared with the twin build
+                                    cache.put(skey, _placed(one, places[skey][0], back=False, copy=True))
+                                elif one.get("error") is None or one.get("lasting"):
+                                    # a source's own compile error is an answer too (a twin's: not shared)
+                                    cache.put(places[skey][1] if skey in places else skey, one)
                                 for line in over_so_far(arch, entry_of[skey]["file"], one, arch_fam):
                                     bar.note(line)  # what a long audit found, as it finds it
                                 if on_tactic is not None:
