@@ -262,3 +262,12 @@ def test_only_an_answer_without_errors_is_shared_and_its_paths_are_placed(tmp_pa
     assert ok["kernels"][0]["found"]["decl_file"] == str(a)  # the build's own answer is left as it is
     assert stored["kernels"][0]["found"]["decl_file"] == "<generated 0>/gemm_grouped/100/s.generated.cu"
     assert _placed(stored, place_names(fb, gb), back=True)["kernels"][0]["found"]["decl_file"] == str(b)
+
+
+def test_clangs_own_and_the_system_headers_are_read_too(tmp_path):
+    src = tmp_path / "a.cu"
+    src.write_text("#include <cstddef>\n")
+    names = {p.name for p in include_closure(src, ["-x", "cuda"]).files}
+    # clang includes its CUDA runtime wrapper before a CUDA source; <cstddef> is libstdc++'s
+    assert {"__clang_cuda_runtime_wrapper.h", "cstddef"} <= names
+    assert "__clang_cuda_runtime_wrapper.h" not in {p.name for p in include_closure(src, []).files}
