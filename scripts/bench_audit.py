@@ -45,7 +45,11 @@ stats = {"parse_cpu_seconds": sum(x.stats.get("parse_cpu_seconds", 0) for x in r
          "batches": sum(x.stats.get("batches", 0) for x in results),
          "parsed": sum(x.stats.get("parsed", 0) for x in results),
          "worker_peak_rss_mb": max(x.stats.get("worker_peak_rss_mb", 0) for x in results),
-         "main_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+         "main_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+         "pch_seconds": sum(x.stats.get("pch_seconds", 0) for x in results),
+         "fix_cpu_seconds": sum(x.stats.get("fix_cpu_seconds", 0) for x in results),
+         "jit_seconds": sum(x.stats.get("jit_seconds", 0) for x in results),
+         "cached": sum(x.stats.get("cached", 0) for x in results)}
 tactics = [x for res in results for x in res.tactics]
 per_arch = {res.arch: len(res.tactics) for res in results}
 print(json.dumps({"wall": wall, "cpu": cpu, "stats": stats, "tactics": len(tactics), "per_arch": per_arch,
@@ -99,7 +103,9 @@ def main() -> int:
         print(f"cold: {cold['wall']:.1f} s wall; CPU {cold['cpu']:.1f} s in all ({cold['cpu'] / n:.2f} s per "
               f"kernel), of which parse {s['parse_cpu_seconds']:.1f} s ({s['parse_cpu_seconds'] / n:.2f} s per "
               f"kernel, {s.get('batches', s['parsed'])} translation units); "
-              f"{s['parsed']} sources parsed; {cold['tactics']} tactics ({cold['moe']} MoE; per arch "
+              f"{s['parsed']} sources parsed, {s.get('cached', 0)} read from another build's answers; "
+              f"precompiled headers {s.get('pch_seconds', 0):.1f} s, fixes {s.get('fix_cpu_seconds', 0):.1f} s of "
+              f"CPU, JIT builders {s.get('jit_seconds', 0):.1f} s; {cold['tactics']} tactics ({cold['moe']} MoE; per arch "
               f"{cold['per_arch']}); worker peak {s['worker_peak_rss_mb']:.0f} MB, main process peak "
               f"{s['main_peak_rss_mb']:.0f} MB; {len(cold['over'])} over capacity: {', '.join(cold['over'])}")
         warm = [run_child(args.spec, args.jobs, cache, args.family, args.arch)["wall"] for _ in range(args.runs)]

@@ -177,7 +177,7 @@ LAYERS = [
     ["frontends", "frontends.clang", "frontends.treesitter", "subjects.launchers", "subjects.probe", "subjects.grid",
      "subjects.shapes"],
     ["pipeline.engine", "checks", "checks.verify", "checks.nvcc_probe", "checks.gpu", "installs", "installs.kernels",
-     "installs.candidates", "installs.fixes", "installs.kernel_library", "installs.moe_sm80"],
+     "installs.candidates", "installs.fixes", "installs.kernel_library", "installs.moe_sm80", "installs.equivalence"],
     ["commands", "commands.sweep", "commands.diff", "commands.scan", "commands.audit", "commands.blocklist",
      "commands.library_audit", "commands.audit_nvcc", "commands.shard"],
     ["api"],

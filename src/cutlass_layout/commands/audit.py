@@ -515,12 +515,7 @@ def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache
             builds = jit_modules(install, other, cuda_version=cuda_version, use_cache=use_cache, run=run)
         except (NothingForArch, BadInput):
             continue
-        for mod in builds.modules if builds is not None else []:
-            for path in mod.generated:
-                try:
-                    out.add(hashlib.sha256(path.read_text(errors="replace").encode()).hexdigest())
-                except OSError:
-                    continue
+        out |= set(builds.digests.values()) if builds is not None else set()  # as read back: checked
     return out
 
 
@@ -1313,6 +1308,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                 continue
             read.append((path, entry, len(facts) - 1, text, hashlib.sha256(text.encode()).hexdigest()))
         scans = _scans(arch, read, use_cache)
+        mod_places = None
         read_flags = _canonicals(mod, flags, [r for r, scan in zip(read, scans) if scan["arch_word"] and r[4] in twins],
                                  gen_root, arch_fam, (install.fingerprint, install.tree.tree_hash, tvm.fingerprint),
                                  use_cache)
@@ -1329,7 +1325,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             if canon is not None:
                 plain, key = key, cache_key(f"audit/{_FORMAT}", subject=["twin", digest, canon, capacity_of(arch)],
                                             target=target, code=_CODE + STANDINS + _TWIN_CODE)
-                places[key] = (place_names(list(flags), gen_root), plain)
+                mod_places = mod_places or place_names(list(flags), gen_root)  # one module: one set of flags
+                places[key] = (mod_places, plain)
             work.append((mod, Source(path, flags, install.tree.include_root, clang_arch), key,
                          pch_preamble(scan["includes"]) if scan["includes"] else None, entry))
 

@@ -41,10 +41,14 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model import CompileError, LayoutReport, Provenance
 from ..subjects import probe
 from ..subjects.archs import ARCHS
+
+if TYPE_CHECKING:
+    from ..frontends.clang import ProbeUnit
 
 #: The CUTLASS 3.x kernel class every GEMM kernel type is an instance of.
 KERNEL_PREFIX = "cutlass::gemm::kernel::GemmUniversal<"

@@ -34,9 +34,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..subjects.launchers import _matching, blank_comments
 from .kernels import template_args
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: The header holding the dispatch (relative to TensorRT-LLM's ``cutlass_kernels`` folder).
 DISPATCH = "moe_gemm/moe_gemm_template_dispatch.h"

@@ -125,6 +125,8 @@ class JitBuilds:
     modules: list[JitModule] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     builders: list[str] = field(default_factory=list)
+    #: each generated source -> the SHA-256 of its bytes (checked when the answer is read back)
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
@@ -359,7 +361,9 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
                                    f"answer this reader cannot use: {exc!r}") from None
                 data["generated"] = {str(f): _digest(f) for m in mods for f in m.generated}
                 cache.put(key, data)
-    return _builds(data, out)
+    out_builds = _builds(data, out)
+    out_builds.digests = {f: h for f, h in data["generated"].items() if h is not None}
+    return out_builds
 
 
 def _pairs(d) -> list:
