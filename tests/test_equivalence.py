@@ -271,3 +271,9 @@ def test_clangs_own_and_the_system_headers_are_read_too(tmp_path):
     # clang includes its CUDA runtime wrapper before a CUDA source; <cstddef> is libstdc++'s
     assert {"__clang_cuda_runtime_wrapper.h", "cstddef"} <= names
     assert "__clang_cuda_runtime_wrapper.h" not in {p.name for p in include_closure(src, []).files}
+
+
+def test_a_computed_include_it_cannot_spell_is_not_known():
+    # a name built with # or ##, or a macro that names itself: no name is sure, so the source keeps its flags
+    assert computed_names("STR(a.h)", {"STR": [(["x"], "#x")]}) == set()
+    assert computed_names("SELF", {"SELF": [(None, "SELF")]}) == set()

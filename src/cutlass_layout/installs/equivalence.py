@@ -45,7 +45,6 @@ _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$")
 _INCLUDE = re.compile(r"""^[ \t]*#[ \t]*(include|include_next|import)[ \t]*([<"])([^>"\n]*)[>"]""", re.M)
 _COMPUTED_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)[ \t]+([A-Za-z_][^\n]*)$", re.M)
 _HAS_INCLUDE = re.compile(r"""__has_include(?:_next)?\s*\(\s*([<"])([^>"\n]*)[>"]""")
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(.*)$")
 _CONDITIONS = {"if", "ifdef", "ifndef", "elif", "elifdef", "elifndef"}
 _CONDITIONALS = _CONDITIONS | {"else", "endif"}
 #: what in a function body could make a kernel the audit finds
@@ -269,7 +268,8 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
     """Every header name (``<a/b>`` or ``"a/b"``) the tokens of a computed ``#include`` can
     expand to: each macro replaced by each of its definitions, or left as it is (a macro
     defined only under some condition), as the preprocessor expands them (C++ [cpp.include]/4);
-    an empty set where none is a header name or there are more than :data:`_MAX_NAMES`."""
+    an empty set (not known) where none is a header name, a definition uses ``#`` or ``##``,
+    the expansion does not end, or there are more than :data:`_MAX_NAMES`."""
     forms, names = {expr}, set()
     for _ in range(16):
         grown = set()
@@ -284,7 +284,7 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
             grown.add(form[:m.start()] + "\x00" + m.group() + form[m.end():])  # left as it is
             for params, body in defines[m.group()]:
                 if "#" in body:
-                    continue  # # and ## are not followed: that form is dropped
+                    return set()  # # and ## are not followed: what it names is not known
                 if params is None:
                     grown.add(form[:m.start()] + body + form[m.end():])
                     continue
@@ -297,14 +297,12 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
                 sub = {p: a for p, a in zip(params, args)}
                 grown.add(form[:m.start()] + _WORD.sub(lambda w: sub.get(w.group(), w.group()), body)
                           + form[m.end() + call.end():])
-        forms = {f for f in grown}
+        forms = grown
         if len(forms) + len(names) > _MAX_NAMES:
             return set()
         if not forms:
-            break
-    names |= {re.sub(r"\s+", "", f.replace("\x00", "")) for f in forms
-              if re.fullmatch(r'<[^<>"]+>|"[^<>"]+"', re.sub(r"\s+", "", f.replace("\x00", "")))}
-    return names
+            return names
+    return set()  # still expanding (a macro that names itself): not known
 
 
 def _directives(text: str, clean: str) -> list[tuple[int, int, str, str]]:
