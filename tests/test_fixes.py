@@ -266,3 +266,14 @@ def test_a_tactic_at_the_fewest_stages_has_nothing_to_search():
     assert fix_lines(t) == ["What fits instead: nothing found: it has 2 stages, the fewest its collective "
                             "takes (static_assert Stages >= 2): no stage count fits"]
     assert fix_cell(SimpleNamespace(fix=Fix(error="not searched"))) == "?"
+
+
+def test_one_groups_fix_search_is_dealt_to_every_worker():
+    from cutlass_layout.commands.audit import FIX_PART_MIN, fix_parts
+
+    # flashinfer 0.7.4 SM90: 60 tactics of one folder, flags and includes (one group)
+    parts = fix_parts([("g", list(range(60)))], 2)
+    assert [(k, items) for k, items in parts] == [("g", list(range(0, 60, 2))), ("g", list(range(1, 60, 2)))]
+    assert fix_parts([("g", list(range(2 * FIX_PART_MIN - 1)))], 2) == [("g", list(range(2 * FIX_PART_MIN - 1)))]
+    assert [len(items) for _, items in fix_parts([("a", list(range(8))), ("b", [0, 1])], 4)] == [4, 4, 2]
+    assert fix_parts([("a", [0]), ("b", [1])], 2) == [("a", [0]), ("b", [1])]  # a worker each already

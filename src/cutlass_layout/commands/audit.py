@@ -1791,10 +1791,11 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
             groups.setdefault((source.path.parent, source.flags, pre), []).append((t, want))
     if not groups:
         return stats
-    with Pool(min(default_jobs(jobs, executor), len(groups)), executor=executor,
+    parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
+    with Pool(min(default_jobs(jobs, executor), len(parts)), executor=executor,
               reads=_reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
         tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
-                 for (_, flags, pre), items in groups.items())
+                 for (_, flags, pre), items in parts)
         for items, (payload, cpu) in pool.run(tasks):
             stats["fix_cpu_seconds"] += cpu
             for (t, want), d in zip(items, payload):
@@ -1804,6 +1805,27 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
                     cache.put(want.cache_key, d)  # an answer of the launcher's own
     stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
     return stats
+
+
+#: The fewest tactics a part of one group's fix search holds (:func:`fix_parts`): a unit
+#: pays some 3 s before its first kernel, so smaller parts would cost more than they save.
+FIX_PART_MIN = 4
+
+
+def fix_parts(groups: list[tuple], jobs: int) -> list[tuple]:
+    """``groups`` (``(key, items)``, each one translation unit of the fix search) cut so that
+    every worker has one where there are enough tactics: the largest dealt in two until there are
+    ``jobs`` parts or none holds 2 x :data:`FIX_PART_MIN` (flashinfer 0.7.4's 40 SM90 tactics
+    over capacity are one folder's, one group: one worker searched them all while the other
+    waited)."""
+    parts = list(groups)
+    while len(parts) < jobs:
+        i = max(range(len(parts)), key=lambda j: len(parts[j][1]))
+        key, items = parts[i]
+        if len(items) < 2 * FIX_PART_MIN:
+            break
+        parts[i:i + 1] = [(key, items[0::2]), (key, items[1::2])]  # alike tactics lie together: dealt
+    return parts
 
 
 def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
