@@ -277,3 +277,12 @@ def test_a_computed_include_it_cannot_spell_is_not_known():
     # a name built with # or ##, or a macro that names itself: no name is sure, so the source keeps its flags
     assert computed_names("STR(a.h)", {"STR": [(["x"], "#x")]}) == set()
     assert computed_names("SELF", {"SELF": [(None, "SELF")]}) == set()
+
+
+def test_blanking_a_literal_continued_by_a_backslash_keeps_its_newline():
+    from cutlass_layout.subjects.launchers import blank_comments
+
+    text = 'const char* s = "a\\\nb";\n#ifdef M\n#endif\n'
+    clean = blank_comments(text)
+    assert len(clean) == len(text) and clean.count("\n") == text.count("\n")
+    assert clean.splitlines()[2] == "#ifdef M"  # the directive still starts its own line

@@ -67,25 +67,31 @@ class SearchPath:
     def of(cls, flags: list[str]) -> "SearchPath":
         """The search path of a clang command line (``--cuda-path``'s include/ last, as clang
         adds it for CUDA)."""
-        quote, angled, system, after, cuda = [], [], [], [], []
-        it = iter(range(len(flags)))
-        for i in it:
-            f = flags[i]
-            for opt, into in (("-iquote", quote), ("-isystem", system), ("-idirafter", after), ("-I", angled)):
-                if f == opt and i + 1 < len(flags):
-                    into.append(Path(flags[i + 1]))
-                    next(it, None)
-                    break
-                if f.startswith(opt) and len(f) > len(opt) and opt == "-I":
-                    into.append(Path(f[2:]))
-                    break
-            if f.startswith("--cuda-path="):
-                cuda.append(Path(f.split("=", 1)[1]) / "include")
-        return cls(quote=quote, angled=angled + system + after + cuda + list(_system_dirs(_is_cuda(flags))))
+        into = {"-iquote": [], "-I": [], "-isystem": [], "-idirafter": [], "--cuda-path": []}
+        skip = False
+        for f, nxt in zip(flags, flags[1:] + [None]):
+            if skip:
+                skip = False
+            elif f in into and f != "--cuda-path" and nxt is not None:
+                into[f].append(Path(nxt))
+                skip = True
+            elif f.startswith("-I") and len(f) > 2:
+                into["-I"].append(Path(f[2:]))
+            elif f.startswith("--cuda-path="):
+                into["--cuda-path"].append(Path(f.split("=", 1)[1]) / "include")
+        return cls(quote=into["-iquote"], angled=into["-I"] + into["-isystem"] + into["-idirafter"]
+                   + into["--cuda-path"] + list(_system_dirs(_is_cuda(flags))))
 
 
 def _is_cuda(flags: list[str]) -> bool:
     return any(a == "-x" and b == "cuda" for a, b in zip(flags, flags[1:]))
+
+
+def _resource_include() -> Path:
+    """libclang's own headers (the libclang-ng wheel's ``clang/native/resource/include``)."""
+    import clang
+
+    return Path(clang.__file__).parent / "native" / "resource" / "include"
 
 
 @lru_cache(maxsize=2)
@@ -93,9 +99,7 @@ def _system_dirs(cuda: bool) -> tuple[Path, ...]:
     """The folders clang searches after the command line's on this machine (its own headers,
     with CUDA's wrappers first for a CUDA parse; libstdc++; /usr/include), as far as they
     exist: their files are read too, so that a define they test is seen."""
-    import clang
-
-    resource = Path(clang.__file__).parent / "native" / "resource" / "include"
+    resource = _resource_include()
     cxx = sorted(Path("/usr/include/c++").glob("*"), reverse=True)[:1]
     dirs = ([resource / "cuda_wrappers"] if cuda else []) + cxx + \
         [Path("/usr/include/x86_64-linux-gnu/c++") / d.name for d in cxx] + [d / "backward" for d in cxx] + \
@@ -108,9 +112,7 @@ def implicit_includes(flags: list[str]) -> list[Path]:
     (``-include __clang_cuda_runtime_wrapper.h``)."""
     if not _is_cuda(flags):
         return []
-    import clang
-
-    wrapper = Path(clang.__file__).parent / "native" / "resource" / "include" / "__clang_cuda_runtime_wrapper.h"
+    wrapper = _resource_include() / "__clang_cuda_runtime_wrapper.h"
     return [wrapper] if wrapper.is_file() else []
 
 
@@ -142,15 +144,6 @@ class Closure:
         self.defines: dict[str, list[tuple[list[str] | None, str]]] = {}
 
 
-def _blank(text: str, strings: bool) -> str:
-    """:func:`~cutlass_layout.subjects.launchers.blank_comments` of ``text`` with every newline
-    kept (a literal continued by a backslash loses its newline there)."""
-    clean = blank_comments(text, strings)
-    if clean.count("\n") == text.count("\n"):
-        return clean
-    return "".join("\n" if t == "\n" else c for c, t in zip(clean, text))
-
-
 class _File:
     """What :func:`include_closure` reads of one file, once: its text, its ``#include`` and
     ``__has_include`` names ``(next, quoted, name)``, its computed includes ``(next,
@@ -158,7 +151,7 @@ class _File:
 
     def __init__(self, text: str):
         self.text = text
-        clean = _blank(text, False)
+        clean = blank_comments(text, strings=False)
         self.names = [(m.group(1) == "include_next", m.group(2) == '"', m.group(3))
                       for m in _INCLUDE.finditer(clean)] if "include" in clean or "import" in clean else []
         self.names += [(False, m.group(1) == '"', m.group(2)) for m in _HAS_INCLUDE.finditer(clean)]
@@ -391,39 +384,50 @@ def _declares(body: str, defines: dict[str, list]) -> bool:
     return False
 
 
+@dataclass
+class _Group:
+    """One ``#if``...``#endif`` of a file: where it starts and ends, whether it holds a
+    directive other than a conditional (``#define``, ``#include``...), each of its
+    conditional directives' spans, and where its first branch ends."""
+
+    start: int
+    end: int = -1
+    other_directives: bool = False
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    first_end: int | None = None
+
+
 class _Structure:
     """What :func:`inert_reason` reads of a file: its text with comments and literals
     blanked (``clean``), its directives, its code (``clean`` without directives, and without
     the ``#else``/``#elif`` branches, so that alternative openings of one block are counted
     once), the ``{``/``}`` pairs of that code (None: they do not balance) and its conditional
-    groups ``[start of #if, end of #endif, holds other directives, [each directive's span]]``."""
+    groups (:class:`_Group`)."""
 
     def __init__(self, text: str):
-        self.clean = clean = _blank(text, True)
+        self.clean = clean = blank_comments(text)
         self.directives = _directives(text, clean)
         code = list(clean)
-        stack, self.groups = [], []
+        stack: list[_Group] = []
+        self.groups: list[_Group] = []
         for s, e, kind, _ in self.directives:
             code[s:e] = " " * (e - s)
             if kind in ("if", "ifdef", "ifndef"):
-                stack.append([s, None, False, [(s, e)]])
+                stack.append(_Group(start=s, spans=[(s, e)]))
             elif kind in _CONDITIONALS and stack:
                 g = stack[-1]
-                if len(g[3]) == 1:  # the first branch ends: blank the others
-                    g.append(e)
-                g[3].append((s, e))
+                if g.first_end is None:  # the first branch ends here
+                    g.first_end = e
+                g.spans.append((s, e))
                 if kind == "endif":
                     stack.pop()
-                    if len(g) == 5:
-                        code[g[4]:s] = _NOT_NEWLINE.sub(" ", "".join(code[g[4]:s]))
-                    self.groups.append(g[:4])
-                    g[1] = e
+                    g.end = e
+                    code[g.first_end:s] = _NOT_NEWLINE.sub(" ", "".join(code[g.first_end:s]))  # other branches
+                    self.groups.append(g)
                     if stack:
-                        stack[-1][2] = stack[-1][2] or g[2]
+                        stack[-1].other_directives |= g.other_directives
             elif stack:
-                stack[-1][2] = True  # #define, #include, #pragma... inside the group
-        for g in self.groups:
-            g[1] = g[3][-1][1]
+                stack[-1].other_directives = True
         self.code = "".join(code)
         self.pairs = _braces(self.code)
 
@@ -445,13 +449,13 @@ def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str 
             return f"{path}: braces that do not balance"
         for spot in spots:
             line = st.clean.count("\n", 0, spot) + 1
-            group = next((g for g in st.groups if any(s <= spot < e for s, e in g[3])), None)
+            group = next((g for g in st.groups if any(s <= spot < e for s, e in g.spans)), None)
             kind = next((k for s, e, k, _ in st.directives if s <= spot < e), None)
             if group is None or kind not in _CONDITIONS:
                 return f"{path}:{line}: outside the condition of an #if"
-            if group[2]:
+            if group.other_directives:
                 return f"{path}:{line}: its #if group holds other directives"
-            body = _function_body(st.code, st.pairs, group[0], group[1])
+            body = _function_body(st.code, st.pairs, group.start, group.end)
             if isinstance(body, str):
                 return f"{path}:{line}: {body}"
             if _declares(st.clean[body[0]:body[1]], closure.defines):
@@ -464,9 +468,10 @@ def _define_name(flag: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _places(flags: list[str], generated: Path | None) -> list[tuple[str, str]]:
+def place_names(flags: list[str], generated: Path | None) -> list[tuple[str, str]]:
     """``(folder, its name in a key)`` of the folder of generated sources and of each folder of
-    the search path inside it (``<generated 0>``...), the longest first."""
+    the search path inside it (``<generated 0>``...), the longest first: how :func:`named`
+    and :func:`unnamed` write a path of this build's generated folders and read it back."""
     if generated is None:
         return []
     search = SearchPath.of(flags)
@@ -475,21 +480,16 @@ def _places(flags: list[str], generated: Path | None) -> list[tuple[str, str]]:
     return sorted(out, key=lambda x: -len(x[0]))
 
 
-def place_names(flags: list[str], generated: Path | None) -> list[tuple[str, str]]:
-    """``(folder, name)`` of the generated folders of ``flags`` (:func:`_places`): what
-    :func:`unnamed` takes back to this build's folders."""
-    return _places(flags, generated)
-
-
 def unnamed(path: str, places: list) -> str:
     """``path`` as named by :func:`canonical_flags` (``<generated 0>/x.cu``) in this build's folders."""
-    for folder, name in sorted(places, key=lambda x: -len(x[1])):
+    for folder, name in places:
         if path == name or path.startswith(name + "/"):
             return folder + path[len(name):]
     return path
 
 
 def named(path: str, places: list[tuple[str, str]]) -> str:
+    """``path`` with a generated folder of ``places`` (:func:`place_names`) put as its name."""
     for folder, name in places:
         if path == folder or path.startswith(folder + "/"):
             return name + path[len(folder):]
@@ -512,7 +512,7 @@ def canonical_flags(source: Path, flags: list[str], generated: Path | None, arch
     root = _file(source, memo)
     if root is None:
         return None
-    places = _places(flags, generated)
+    places = place_names(flags, generated)
     # sources of one folder that include the same names read the same headers: what those
     # give is worked out once (a generated MoE source's closure is some 900 files)
     shape = ("canonical", tuple(flags), str(generated), str(source.parent),

@@ -58,7 +58,7 @@ def blank_comments(text: str, strings: bool = True) -> str:
             out += [text[last:m.start()], _NOT_NEWLINE.sub(" ", m.group())]
         elif strings:
             body = m.group(2)
-            out += [text[last:m.start()], quote, " " * len(body), m.group()[1 + len(body):]]
+            out += [text[last:m.start()], quote, _NOT_NEWLINE.sub(" ", body), m.group()[1 + len(body):]]
         else:
             out.append(text[last:m.end()])
         last = m.end()
