@@ -735,15 +735,22 @@ def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monk
         audit(str(mini), jobs=1, use_cache=False)
 
 
-def test_batches_of_48_kernels_one_unit_a_worker_at_least():
-    """Sources of one folder go into units of at most BATCH_KERNELS (48) estimated kernels,
-    spread over the workers where there are enough; a unit holds one source at least."""
+def test_batches_by_weight_one_unit_a_worker_at_least():
+    """Sources of one folder go into units of at most BATCH_WEIGHT (288) of estimated kernels
+    times their weight (an SM90 MoE kernel 1, an SM100 MoE kernel 3, most others 6, the SM103
+    dense FP4 GEMMs' 12), spread over the workers where there are enough; a unit holds one
+    source at least."""
     def items(n):
         return [(Source(Path(f"/g/s{i}.cu"), (), Path("/inc"), "sm100"), f"k{i}") for i in range(n)]
-    est = {Path(f"/g/s{i}.cu"): 8 for i in range(12)}
+    assert [audit_mod.kernel_weight(m) for m in ("fused_moe_90", "fused_moe_120", "fused_moe_100",
+                                                 "fused_moe_103", "fp4_gemm_cutlass_sm103", "gemm_sm100",
+                                                 "fused_moe_1000")] == [1, 1, 3, 3, 12, 6, 6]
+    est = {Path(f"/g/s{i}.cu"): 8 * 6 for i in range(12)}  # 8 kernels of weight 6 a source
     assert [len(b) for b in audit_mod._batches(items(12), 2, est)] == [6, 6]
     assert [len(b) for b in audit_mod._batches(items(12), 4, est)] == [3, 3, 3, 3]
-    assert [len(b) for b in audit_mod._batches(items(1), 2, {Path("/g/s0.cu"): 80})] == [1]
+    assert [len(b) for b in audit_mod._batches(items(1), 2, {Path("/g/s0.cu"): 80 * 6})] == [1]
+    sm90 = {Path(f"/g/s{i}.cu"): 8 for i in range(80)}  # SM90 MoE: 36 sources of 8 kernels a unit
+    assert [len(b) for b in audit_mod._batches(items(80), 2, sm90)] == [36, 36, 8]
 
 
 def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):

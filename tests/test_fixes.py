@@ -129,6 +129,21 @@ def test_least_carveout_by_hand():
     assert (REDUCED - 17408) // STAGE_BYTES == 3
 
 
+def test_predicted_stages_by_hand():
+    """The stage count to lay out next, from two layouts: a mainloop that takes 18432 B a stage
+    (a flashinfer 0.7.4 MoE tactic's: StageCount<10> 195584 B, <8> 158720 B), so with S = 10
+    and 9 stages at 177152 B, SM120's 101376 B fit 4 stages at that rate (84992 B; 5 take
+    103424 B; clang's layout of StageCount<4>, 83968 B, is what the search then reads); one
+    stage less that fits is S - 1; no prediction without the layout of S - 1, or where it is
+    not smaller."""
+    from cutlass_layout.installs.fixes import predicted_stages
+    assert predicted_stages(195584, 177152, 10, 101376) == 4
+    assert 177152 - 5 * 18432 == 84992 <= 101376 < 177152 - 4 * 18432 == 103424
+    assert predicted_stages(232448, 214016, 12, 232448) == 11  # S - 1 fits: 18432 B under
+    assert predicted_stages(232448, None, 12, 232448) is None
+    assert predicted_stages(1000, 1000, 3, 500) is None
+
+
 @pytest.fixture(scope="module")
 def moe_072():
     return audit("flashinfer-python==0.7.2.post1", family="moe")

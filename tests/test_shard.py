@@ -23,16 +23,17 @@ from cutlass_layout.model import AuditResult
 from cutlass_layout.pipeline.runner import is_progress_line
 
 #: The miniature install's sources for sm120, in the audit's order (module by module, as its
-#: builders list them), each with its estimated kernels (``estimate_kernels``: upper-case macro
-#: calls starting a line, plus ``template `` keywords, comments blanked), by hand from the
-#: fixture's generator and templates:
+#: builders list them), each with its weight: its estimated kernels (``estimate_kernels``:
+#: upper-case macro calls starting a line, plus ``template `` keywords, comments blanked), by
+#: hand from the fixture's generator and templates, times its module's ``kernel_weight`` (1 for
+#: ``fused_moe_120``, 6 for ``fp4_gemm_cutlass_sm120`` and ``gemm_sm120``):
 #: the MoE file (generate_kernels.py: 4 INSTANTIATE_MINI_MOE_GEMM calls), the SM90 file (skipped:
 #: it names no sm120 symbol: 0), the dense f16 and bf16 sources (mini_dense.jinja: one
 #: INSTANTIATE_MINI_DENSE each), the groupwise source (one ``template int ...`` instantiation),
 #: the mixed one (two), the dispatch (one ``template <int TileM, ...>`` declaration).
-MINI_WEIGHTS = [("mini_moe_sm120_group0.generated.cu", 4), ("mini_sm90_group0.generated.cu", 0),
-                ("mini_dense_f16.cu", 1), ("mini_dense_bf16.cu", 1), ("mini_groupwise_sm120.cu", 1),
-                ("mini_mixed_sm120.cu", 2), ("mini_gemm_sm120_dispatch.cu", 1)]
+MINI_WEIGHTS = [("mini_moe_sm120_group0.generated.cu", 4 * 1), ("mini_sm90_group0.generated.cu", 0),
+                ("mini_dense_f16.cu", 1 * 6), ("mini_dense_bf16.cu", 1 * 6), ("mini_groupwise_sm120.cu", 1 * 6),
+                ("mini_mixed_sm120.cu", 2 * 6), ("mini_gemm_sm120_dispatch.cu", 1 * 6)]
 
 
 def _err_line(capsys, argv) -> str:
@@ -68,10 +69,13 @@ def _shards(capsys, tmp_path: Path, args: list[str], n: int, name: str = "part")
 
 
 def test_shard_of_cuts_the_units_into_runs_of_equal_weight():
-    weights = [w for _, w in MINI_WEIGHTS]  # 10 in all
-    # midpoints 2, 4, 4.5, 5.5, 6.5, 8, 9.5 of 10: halves at 5, thirds at 3.33 and 6.67
-    assert [shard_of(weights, (i, 2)) for i in (1, 2)] == [[0, 1, 2], [3, 4, 5, 6]]
-    assert [shard_of(weights, (i, 3)) for i in (1, 2, 3)] == [[0], [1, 2, 3, 4], [5, 6]]
+    weights = [w for _, w in MINI_WEIGHTS]  # 40 in all
+    # midpoints 2, 4, 7, 13, 19, 28, 37 of 40: halves at 20, thirds at 13.33 and 26.67
+    assert [shard_of(weights, (i, 2)) for i in (1, 2)] == [[0, 1, 2, 3, 4], [5, 6]]
+    assert [shard_of(weights, (i, 3)) for i in (1, 2, 3)] == [[0, 1, 2, 3], [4], [5, 6]]
+    # the same sources weighed by estimated kernels alone (10 in all; midpoints 2, 4, 4.5, 5.5,
+    # 6.5, 8, 9.5): halves at 5
+    assert [shard_of([4, 0, 1, 1, 1, 2, 1], (i, 2)) for i in (1, 2)] == [[0, 1, 2], [3, 4, 5, 6]]
     for n in range(1, 12):  # every unit in exactly one shard, in order; more shards than units: some empty
         parts = [shard_of(weights, (i, n)) for i in range(1, n + 1)]
         assert sorted(p for part in parts for p in part) == list(range(7))
@@ -105,21 +109,22 @@ def test_mini_shards_merge_into_the_whole_audit(mini, tmp_path, capsys):
     whole = _out(capsys, ["audit", str(mini), "--json"])
     two = _shards(capsys, tmp_path, [str(mini)], 2)
     docs = [json.loads(Path(p).read_text()) for p in two]
-    # shard 1/2: the MoE file, the SM90 file (skipped: a source of no kernel is in a shard too)
-    # and the dense f16 source; 2/2 the others (MINI_WEIGHTS)
+    # shard 1/2: the MoE file, the SM90 file (skipped: a source of no kernel is in a shard too),
+    # the dense f16 and bf16 sources and the groupwise one; 2/2 the mixed and dispatch sources,
+    # which lay out no tactic (a shard of none merges too) (MINI_WEIGHTS)
     assert [[s["file"].rsplit("/", 1)[-1] for s in d["sources"]] for d in docs] == \
-        [[f for f, _ in MINI_WEIGHTS[:3]], [f for f, _ in MINI_WEIGHTS[3:]]]
+        [[f for f, _ in MINI_WEIGHTS[:5]], [f for f, _ in MINI_WEIGHTS[5:]]]
     assert [d["shard"]["index"] for d in docs] == [1, 2] and {d["shard"]["count"] for d in docs} == {2}
-    # the 4 MoE tactics and the dense f16 source's two kernels (a struct of two aliases); the
-    # dense bf16 source's two and the groupwise one (mixed and dispatch lay out none)
-    assert [len(d["tactics"]) for d in docs] == [6, 3]
-    assert {t["family"] for t in docs[1]["tactics"]} == {"fp4_gemm_cutlass_sm120", "gemm_sm120"}
+    # the 4 MoE tactics, the dense f16 and bf16 sources' two kernels each (a struct of two
+    # aliases) and the groupwise one; none of the mixed and dispatch sources
+    assert [len(d["tactics"]) for d in docs] == [9, 0]
+    assert {t["family"] for t in docs[0]["tactics"]} == {"moe", "fp4_gemm_cutlass_sm120", "gemm_sm120"}
     # the union of the shards' sources is the whole's
     assert [s for d in docs for s in d["sources"]] == json.loads(whole)["sources"]
     merged = _out(capsys, ["audit", "--merge", two[1], two[0], "--json"])  # any order
     assert merged == whole
     three = _shards(capsys, tmp_path, [str(mini), "--no-cache"], 3)  # parsed again, in other units
-    assert [len(json.loads(Path(p).read_text())["sources"]) for p in three] == [1, 4, 2]
+    assert [len(json.loads(Path(p).read_text())["sources"]) for p in three] == [4, 1, 2]
     assert _out(capsys, ["audit", "--merge", *three, "--json"]) == whole
     # every format, and --check (the 256x128 FINALIZE tactic the runtime tries is over capacity)
     for fmt in ("text", "markdown", "github"):
@@ -144,16 +149,19 @@ def test_filters_are_applied_to_every_shard_s_tactics(mini, tmp_path, capsys):
     """A filter one shard's tactics do not match, another's do: the merge's notes are the
     whole's. ``--stages 3`` keeps the 128x64x32 MoE tactic (shard 1/2; the dense and groupwise
     kernels have 2 stages); ``--d f32`` matches none, and the output kinds the whole has, f16
-    and bf16, are the MoE tactics' (shard 2/2 records no D: its note says so)."""
+    and bf16, are the MoE tactics'. Shard 1/2 lays out every tactic (9), 2/2 none (its mixed and
+    dispatch sources give no kernel), so 2/2 has no note of a filter (nothing to match: its
+    sources line says why) and the merge's notes are 1/2's."""
     for args, code in ((["--stages", "3"], 0), (["--d", "f32", "--check"], 1), (["--grep", "MiniDense_bf16"], 0)):
         whole = _out(capsys, ["audit", str(mini), *args, "--json"], code)
         err = capsys.readouterr().err
         parts = _shards(capsys, tmp_path, [str(mini), *args[:2]], 2, name=args[0].strip("-"))
         assert _out(capsys, ["audit", "--merge", *parts, "--json", *args[2:]], code) == whole
-    shard2 = json.loads(Path(parts[1]).read_text())  # --grep MiniDense_bf16: shard 2/2 keeps both
-    assert len(shard2["tactics"]) == 2 and len(shard2["shard"]["dropped"]) == 1
+    shard1 = json.loads(Path(parts[0]).read_text())  # --grep MiniDense_bf16: shard 1/2 keeps both
+    assert len(shard1["tactics"]) == 2 and len(shard1["shard"]["dropped"]) == 9 - 2
     main(["audit", str(mini), "--d", "f32", "--shard", "2/2"])
-    assert "note: --d f32: matched no tactic; no tactic records a d" in capsys.readouterr().err
+    got = capsys.readouterr()
+    assert "matched no tactic" not in got.err and "gemm_sm120 0 kernels of 2 instantiations in 2 sources" in got.out
     main(["audit", "--merge", *_shards(capsys, tmp_path, [str(mini), "--d", "f32"], 2, name="d")])
     err = capsys.readouterr().err
     # the MoE tactics' outputs, in their order, the most like "f32" first (difflib's ratio:
@@ -163,8 +171,9 @@ def test_filters_are_applied_to_every_shard_s_tactics(mini, tmp_path, capsys):
     # the whole's stages: the 3-stage tactic is shard 1/2's
     stages = _shards(capsys, tmp_path, [str(mini), "--stages", "3"], 2, name="st")
     assert [len(json.loads(Path(p).read_text())["tactics"]) for p in stages] == [1, 0]
-    assert "note: --stages 3: matched no tactic; the tactics have: 2" in messages_of(
-        capsys, ["audit", str(mini), "--stages", "3", "--shard", "2/2"])
+    assert "note: --stages 3" not in messages_of(capsys, ["audit", str(mini), "--stages", "3", "--shard", "2/2"])
+    assert "note: --stages 2: matched no tactic; the tactics have: 3" not in messages_of(
+        capsys, ["audit", str(mini), "--stages", "2", "--shard", "1/2"])  # 1/2 has both
 
 
 def messages_of(capsys, argv) -> str:
@@ -207,6 +216,7 @@ def test_what_merge_refuses(mini, tmp_path, capsys):
         out = tmp_path / name
         out.write_text(json.dumps(doc))
         return str(out)
+    assert [len(json.loads(Path(p).read_text())["tactics"]) for p in halves] == [9, 0]
     other = edited(halves[1], lambda d: d["provenance"].update(fingerprint="0123456789abcdef"), "other.json")
     mine = json.loads(Path(halves[0]).read_text())["provenance"]["fingerprint"]
     assert _err_line(capsys, ["audit", "--merge", halves[0], other]) == (
@@ -214,8 +224,8 @@ def test_what_merge_refuses(mini, tmp_path, capsys):
         f"flashinfer-python 0.0.1+mini (fingerprint {mine}): the shards of one audit come from one install")
     sm121 = edited(halves[1], lambda d: d.update(arch="sm121"), "sm121.json")
     assert "audits sm121" in _err_line(capsys, ["audit", "--merge", halves[0], sm121])
-    bytes_ = edited(halves[1], lambda d: d["tactics"][0].update(kernel_bytes=1), "bytes.json")
-    assert _err_line(capsys, ["audit", "--merge", halves[0], bytes_]) == (
+    bytes_ = edited(halves[0], lambda d: d["tactics"][0].update(kernel_bytes=1), "bytes.json")
+    assert _err_line(capsys, ["audit", "--merge", bytes_, halves[1]]) == (
         f"error: {bytes_}: its sm120 audit does not read back as written (edited, or written by another "
         "version of cutlass-layout)")
     for name, text in (("list.json", "[1, 2]"), ("other-schema.json", '{"schema": "cutlass-layout/scan/1"}')):

@@ -433,30 +433,40 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
     } for res, w in zip(results, weights)]
 
 
-#: Kernels (estimated from the source's launcher calls and explicit instantiations) laid out
-#: in one translation unit at most: 48 SM90 or SM120 MoE kernels parse in about 0.8-1.2 GB,
-#: 48 SM100 ones in 1-2.2 GB. (Counting an SM100 kernel 1.5, 32 a unit, cost 14% more parse
-#: CPU and left the peak where it was: 27 dense FP4 kernels of a unit still took 2255 MB.)
-BATCH_KERNELS = 48
-#: Modules whose kernels count more than one of a unit's :data:`BATCH_KERNELS` (measured, whole
-#: flashinfer 0.7.4 install: the SM103 dense FP4 GEMMs' units, 4 sources of 9 kernels, peaked at
-#: 2087-2225 MB, every other unit at 1810 MB or less; counted 2, their units hold 2 sources)
-KERNEL_WEIGHTS = ((re.compile(r"fp4_gemm_cutlass_sm103"), 2),)
+#: Weight (see :data:`KERNEL_WEIGHTS`) laid out in one translation unit at most. A unit's kernels
+#: share what they instantiate alike (builders, cute's layouts of one tile), so a larger unit
+#: costs less per kernel, and more memory. Measured on flashinfer 0.7.4's MoE sources, each
+#: unit alone (CPU; peak resident memory of the process):
+#:
+#: * SM90: 8 units of 48 kernels 50-66 s, one of 360-380 kernels 21.6-30.1 s; the peak 624-768 MB
+#:   at 48, 1043-1147 MB at 192, 1138-1461 MB at 360-380;
+#: * SM100: 2 units of 48 kernels 31.8 s, one of 96 25.1 s (peak 1449 MB); 4 of 48 63.8 s, one of
+#:   192 37.8 s, but its peak was 1926 MB;
+#: * the SM103 dense FP4 GEMMs' units of 4 sources of 9 kernels peaked at 2087-2225 MB in an
+#:   audit's worker (which holds what its earlier units left, 300-400 MB).
+BATCH_WEIGHT = 288
+#: What one kernel weighs, by module name (the first pattern that matches): SM90 and SM120 MoE
+#: kernels 1 (288 a unit), SM100 and SM103 MoE kernels 3 (96), the SM103 dense FP4 GEMMs' 12
+#: (24: 2 of their sources), :data:`DEFAULT_WEIGHT` for the rest.
+KERNEL_WEIGHTS = ((re.compile(r"^fused_moe_(90|12\d)\b"), 1), (re.compile(r"^fused_moe_10\d\b"), 3),
+                  (re.compile(r"fp4_gemm_cutlass_sm103"), 12))
+#: What one kernel of a module :data:`KERNEL_WEIGHTS` does not name weighs: 48 a unit.
+DEFAULT_WEIGHT = 6
 
 
 def kernel_weight(module: str) -> int:
-    """What one kernel of a source of ``module`` counts of a unit's :data:`BATCH_KERNELS`
-    (:data:`KERNEL_WEIGHTS`; 1 for most)."""
-    return next((w for pattern, w in KERNEL_WEIGHTS if pattern.search(module)), 1)
+    """What one kernel of a source of ``module`` weighs of a unit's :data:`BATCH_WEIGHT`
+    (:data:`KERNEL_WEIGHTS`, else :data:`DEFAULT_WEIGHT`)."""
+    return next((w for pattern, w in KERNEL_WEIGHTS if pattern.search(module)), DEFAULT_WEIGHT)
 
 
 def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
-    :data:`BATCH_KERNELS` estimated kernels (``estimates``: by source path,
-    :func:`cutlass_layout.installs.kernels.estimate_kernels`), and in as many groups as ``jobs`` where
-    there are enough sources (so that every worker has one)."""
+    :data:`BATCH_WEIGHT` (``estimates``: by source path, its estimated kernels,
+    :func:`cutlass_layout.installs.kernels.estimate_kernels`, times :func:`kernel_weight`), and in as
+    many groups as ``jobs`` where there are enough sources (so that every worker has one)."""
     est = [max(1, estimates.get(source.path, 1)) for source, _ in items]
-    per = min(BATCH_KERNELS, max(1, -(-sum(est) // max(1, jobs))))
+    per = min(BATCH_WEIGHT, max(1, -(-sum(est) // max(1, jobs))))
     out: list[list[tuple]] = []
     load = 0
     for item, n in zip(items, est):

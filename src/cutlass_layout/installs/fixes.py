@@ -20,12 +20,18 @@ How (:func:`search_fixes`):
   follow the source's text (its invocations blanked) in one translation unit, through the
   engine's one layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`: numbers only from a
   parse without errors, each error tied to its block);
-* first N = S - 1 for every tactic (S its stage count), then, for those that still do not
-  fit, every N from 2 to S - 2 at once (the SM90/SM120 collectives refuse fewer than 2).
+* first N = S - 1 for every tactic (S its stage count); then, for those that still do not
+  fit, the N that the two layouts predict (:func:`predicted_stages`: the kernel's bytes fall by
+  the same amount with each stage) and N + 1, or, where S - 1 does not compile (a collective
+  that takes even stage counts only), S - 2 and S - 3; only where those do not settle it, every
+  N from 2 to S - 2 not laid out yet, at once (the SM90/SM120 collectives refuse fewer than
+  2). The prediction only picks what to lay out: the answer is always a layout clang gave,
+  checked against the ones above it.
 
 The fix is the largest N below S whose kernel fits (:attr:`cutlass_layout.model.LayoutReport.fits`:
 headroom >= 0, the rule of ``layout``'s verdict and of ``sweep``'s ``max that fits``): N + 1 is
-S, or was laid out and does not fit. An exact fit fits: CUDA takes a
+S, or was laid out and does not fit, or does not compile and the same holds of N + 2 (a
+kernel's bytes grow with its stages). An exact fit fits: CUDA takes a
 dynamic shared-memory size up to the opt-in limit, and TensorRT-LLM's TMA warp-specialized
 MoE launchers run no occupancy check (``moe_gemm_tma_ws_launcher.inl``: "TMA WS kernels do
 not support calculating occupancy"; its ``compute_occupancy_for_kernel``, ``smem_size +
@@ -374,12 +380,40 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                   where=f"source {first.path}")
     todo = {i: (made, ns) for i, made, ns in plans}
     best: dict[int, tuple[_Candidate, LayoutReport]] = {}
-    rounds = [lambda s: [s - 1], lambda s: list(range(MIN_STAGES, s - 1))]
-    for pick in rounds:
+    laid: dict[int, dict[int, LayoutReport]] = {i: {} for i in todo}  # tactic -> N -> its layout
+
+    def settled(i: int) -> bool:
+        # its largest N that fits, and the first N above it that compiles is S or does not fit
+        if i not in best:
+            return False
+        for m in range(best[i][0].stages + 1, wants[i].report.stages):
+            rep = laid[i].get(m)
+            if rep is None:
+                return False
+            if rep.error is None:
+                return True  # compiles, and does not fit (else it would be the best)
+        return True
+
+    def one_less(i: int) -> list[int]:
+        return [wants[i].report.stages - 1]
+
+    def predicted(i: int) -> list[int]:
+        # two layouts give the bytes a stage takes: N and N + 1 around the capacity; else
+        # (S - 1 does not compile: some collectives take even stage counts only) the two below
+        s, below = wants[i].report.stages, laid[i].get(wants[i].report.stages - 1)
+        n = predicted_stages(wants[i].report.smem_bytes, below.smem_bytes if below and below.error is None else None,
+                             s, wants[i].report.capacity_bytes)
+        picks = (n, n + 1) if n is not None else (s - 3, s - 2) if below is not None and below.error else ()
+        return [m for m in picks if MIN_STAGES <= m <= s - 2]
+
+    def rest(i: int) -> list[int]:
+        return [n for n in range(MIN_STAGES, wants[i].report.stages - 1) if n not in laid[i]]
+
+    for pick in (one_less, predicted, rest):
         cands = [_Candidate(i, n, made[0], list(wants[i].macro[1]), ns)
-                 for i, (made, ns) in todo.items() for n in pick(wants[i].report.stages)]
+                 for i, (made, ns) in todo.items() for n in pick(i)]
         if not cands:
-            break
+            continue
         try:
             reps = lay_out(batch, cands)
         except BadInput as exc:
@@ -388,13 +422,14 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
             return fixes  # type: ignore[return-value]
         for c, rep in zip(cands, reps):
             fix = fixes[c.want]
+            laid[c.want][c.stages] = rep
             fix.searched[c.stages] = None if rep.error is not None else rep.smem_bytes
             if is_fix(rep):
                 if c.want not in best or best[c.want][0].stages < c.stages:
                     best[c.want] = (c, rep)
             elif rep.error is not None and fix.error is None:
                 fix.error = f"StageCount<{c.stages}>: {rep.error.one_line()}"
-        todo = {i: v for i, v in todo.items() if i not in best}
+        todo = {i: v for i, v in todo.items() if not settled(i)}
     for i, (c, rep) in best.items():
         fix, w = fixes[i], wants[i]
         fix.error = None
@@ -410,6 +445,22 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                                         stages=w.report.stages)
             fix.uncounted_bytes, fix.uncounted = uncounted(w.report, fix.builder)
     return fixes  # type: ignore[return-value]
+
+
+def predicted_stages(kernel_bytes: int | None, below_bytes: int | None, stages: int,
+                     capacity: int | None) -> int | None:
+    """The largest stage count whose kernel would fit ``capacity`` (bytes) if each stage took
+    the bytes that one stage less took off: ``kernel_bytes`` (the tactic's
+    ``sizeof(SharedStorage)``, with ``stages``) less ``below_bytes`` (the kernel's with
+    ``stages - 1``, as clang laid it out); None where that cannot be said (a size unknown, or
+    one stage less not smaller). Only what :func:`search_fixes` lays out next depends on it:
+    the mainloop's ``smem_A``/``smem_B`` arrays and its pipeline's barriers grow by a stage each
+    (``sm90_mma_*``' ``SharedStorage``), and alignment can add or take a few bytes, which the
+    layout of N + 1 checks."""
+    if kernel_bytes is None or below_bytes is None or capacity is None or below_bytes >= kernel_bytes:
+        return None
+    over = below_bytes - capacity  # > 0: stages - 1 does not fit
+    return stages - 1 - max(0, -(-over // (kernel_bytes - below_bytes)))
 
 
 class _Subject:
