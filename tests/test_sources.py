@@ -189,6 +189,22 @@ def test_source_only_version_is_a_clear_error():
         resolve_cutlass("flashinfer-python==0.2.5")
 
 
+def test_short_pip_error_keeps_the_oldest_and_newest_versions():
+    """pip's "Could not find a version" line (its own wording), a version list of 9 cut to the
+    oldest and the 5 newest; a short list, or a line without one, as pip wrote it."""
+    from cutlass_layout.sources.trees import short_pip_error
+    versions = ", ".join(["0.1.0", "0.1.1", "0.2.0", "0.2.5", "0.3.0", "0.6.8", "0.7.2.post1", "0.7.3", "0.7.4"])
+    line = ("Could not find a version that satisfies the requirement flashinfer-python==9.9.9 "
+            f"(from versions: {versions})")
+    assert short_pip_error(line) == ("Could not find a version that satisfies the requirement "
+                                     "flashinfer-python==9.9.9 (from versions: 0.1.0, ..., 0.3.0, 0.6.8, "
+                                     "0.7.2.post1, 0.7.3, 0.7.4; 9 in all)")
+    short = "Could not find a version that satisfies the requirement x==2 (from versions: 1.0, 1.1)"
+    assert short_pip_error(short) == short
+    assert short_pip_error("No matching distribution found for x==2") == "No matching distribution found for x==2"
+    assert short_pip_error(line, keep=7) == line  # 9 <= 7 + 2: nothing to cut
+
+
 # ---------------------------------------------------------------------------------------
 # checkouts without include/cutlass/version.h (tags v2.0.0 to v3.4.0: CMake generates it from
 # cmake/version.h.in into the build folder). The markers below are those of tag v2.10.0
@@ -306,3 +322,4 @@ def test_wheel_with_cutlass_h_only(tmp_path):
     t = resolve_cutlass(str(whl))
     assert t.include_root.as_posix().endswith("pkg/include")
     assert (t.version, t.version_from) == ("unknown", "none")
+

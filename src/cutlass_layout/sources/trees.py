@@ -615,7 +615,7 @@ def _fetch(spec: str) -> tuple[Path, bool]:
             got = _usable_wheel(tmp)
             if proc.returncode != 0 or got is None:
                 lines = [ln for ln in (proc.stderr or "").splitlines() if ln.startswith("ERROR")]
-                why = lines[0].removeprefix("ERROR: ") if lines else "pip download failed"
+                why = short_pip_error(lines[0].removeprefix("ERROR: ")) if lines else "pip download failed"
                 raise BadInput(f"no wheel for {spec} on the package index ({why})")
             for stale in dest.glob("*.whl"):  # a damaged one
                 with contextlib.suppress(OSError):
@@ -624,6 +624,21 @@ def _fetch(spec: str) -> tuple[Path, bool]:
             return dest / got.name, True
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def short_pip_error(line: str, keep: int = 5) -> str:
+    """pip's first ``ERROR:`` line, its ``(from versions: ...)`` list cut to the oldest and the
+    ``keep`` newest where it is longer (flashinfer-python's runs to some 1.5 kB, in one
+    ``error:`` line); on this machine's index: ``(from versions: 0.5.0rc1, ..., 0.7.2rc5,
+    0.7.2rc6, 0.7.2, 0.7.2.post1, 0.7.4; 72 in all)``. pip lists
+    them oldest first (``pip/_internal/resolution``: "Could not find a version that satisfies
+    the requirement ... (from versions: ...)")."""
+    def cut(m: re.Match) -> str:
+        versions = [v.strip() for v in m.group(1).split(",") if v.strip()]
+        if len(versions) <= keep + 2:
+            return m.group(0)
+        return f"(from versions: {versions[0]}, ..., {', '.join(versions[-keep:])}; {len(versions)} in all)"
+    return re.sub(r"\(from versions: ([^)]*)\)", cut, line)
 
 
 def _dist_dirs(dist: md.Distribution) -> list[Path]:
