@@ -380,17 +380,16 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                   where=f"source {first.path}")
     todo = {i: (made, ns) for i, made, ns in plans}
     best: dict[int, tuple[_Candidate, LayoutReport]] = {}
-    laid: dict[int, dict[int, LayoutReport]] = {i: {} for i in todo}  # tactic -> N -> its layout
+    # what each tactic's search laid out so far: its fix's ``searched`` (N -> bytes, None: does not compile)
 
     def settled(i: int) -> bool:
         # its largest N that fits, and the first N above it that compiles is S or does not fit
         if i not in best:
             return False
         for m in range(best[i][0].stages + 1, wants[i].report.stages):
-            rep = laid[i].get(m)
-            if rep is None:
+            if m not in fixes[i].searched:
                 return False
-            if rep.error is None:
+            if fixes[i].searched[m] is not None:
                 return True  # compiles, and does not fit (else it would be the best)
         return True
 
@@ -400,14 +399,19 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
     def predicted(i: int) -> list[int]:
         # two layouts give the bytes a stage takes: N and N + 1 around the capacity; else
         # (S - 1 does not compile: some collectives take even stage counts only) the two below
-        s, below = wants[i].report.stages, laid[i].get(wants[i].report.stages - 1)
-        n = predicted_stages(wants[i].report.smem_bytes, below.smem_bytes if below and below.error is None else None,
-                             s, wants[i].report.capacity_bytes)
-        picks = (n, n + 1) if n is not None else (s - 3, s - 2) if below is not None and below.error else ()
+        rep, searched = wants[i].report, fixes[i].searched
+        s = rep.stages
+        n = predicted_stages(rep.smem_bytes, searched.get(s - 1), s, rep.capacity_bytes)
+        if n is not None:
+            picks = (n, n + 1)
+        elif s - 1 in searched and searched[s - 1] is None:
+            picks = (s - 3, s - 2)
+        else:
+            picks = ()
         return [m for m in picks if MIN_STAGES <= m <= s - 2]
 
     def rest(i: int) -> list[int]:
-        return [n for n in range(MIN_STAGES, wants[i].report.stages - 1) if n not in laid[i]]
+        return [n for n in range(MIN_STAGES, wants[i].report.stages - 1) if n not in fixes[i].searched]
 
     for pick in (one_less, predicted, rest):
         cands = [_Candidate(i, n, made[0], list(wants[i].macro[1]), ns)
@@ -422,7 +426,6 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
             return fixes  # type: ignore[return-value]
         for c, rep in zip(cands, reps):
             fix = fixes[c.want]
-            laid[c.want][c.stages] = rep
             fix.searched[c.stages] = None if rep.error is not None else rep.smem_bytes
             if is_fix(rep):
                 if c.want not in best or best[c.want][0].stages < c.stages:
