@@ -130,13 +130,14 @@ def test_least_carveout_by_hand():
 
 
 def test_predicted_stages_by_hand():
-    """The stage count to lay out next, from two layouts: a mainloop that takes 18432 B a stage
-    (a flashinfer 0.7.4 MoE tactic's: StageCount<10> 195584 B, <8> 158720 B), so with S = 10
-    and 9 stages at 177152 B, SM120's 101376 B fit 4 stages at that rate (84992 B; 5 take
-    103424 B; clang's layout of StageCount<4>, 83968 B, is what the search then reads); one
-    stage less that fits is S - 1; no prediction without the layout of S - 1, or where it is
-    not smaller."""
+    """The stage count to lay out next, from two sizes a stage apart. The sizes are made up
+    around a mainloop stage of 18432 B, by hand: a 128x16 tile with 128 B of f32 K (32
+    elements) stages A 128 x 32 x 4 = 16384 B and B 16 x 32 x 4 = 2048 B (flashinfer 0.7.4's
+    SM90 f32 128x16x128B MoE tile). With S = 10 at 195584 B and 9 stages at 177152 B, 101376 B
+    fit 4 stages at that rate (84992 B; 5 take 103424 B); one stage less that fits is S - 1;
+    no prediction without the size of S - 1, or where it is not smaller."""
     from cutlass_layout.installs.fixes import predicted_stages
+    assert 128 * 32 * 4 + 16 * 32 * 4 == 18432 == 195584 - 177152
     assert predicted_stages(195584, 177152, 10, 101376) == 4
     assert 177152 - 5 * 18432 == 84992 <= 101376 < 177152 - 4 * 18432 == 103424
     assert predicted_stages(232448, 214016, 12, 232448) == 11  # S - 1 fits: 18432 B under
