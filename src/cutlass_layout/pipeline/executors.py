@@ -121,8 +121,11 @@ def _missing(paths: list[str]) -> list[str]:
 
 class DaskExecutor:
     """Tasks on the Dask cluster whose scheduler is at ``address`` (``tcp://HOST:PORT``),
-    through its client's ``concurrent.futures`` executor (tasks are not ``pure``: each
-    submit runs). Connects on first use, waiting ``timeout`` seconds at most for the
+    submitted through its client (tasks are not ``pure``: each submit runs), each relayed to a
+    ``concurrent.futures.Future`` (:func:`_relay`; not through the client's own
+    ``get_executor()``, whose ``cfexecutor._cascade_future`` reads a result and then the
+    future's status, and fails with "not enough values to unpack" where a worker that held the
+    result dies in between and the scheduler computes it again). Connects on first use, waiting ``timeout`` seconds at most for the
     scheduler and for a first worker, and failing a run whose cluster has had no worker for
     that long (:meth:`check`)."""
 
@@ -132,7 +135,7 @@ class DaskExecutor:
     def __init__(self, address: str, timeout: float):
         self.address, self.timeout = address, timeout
         self._client = None
-        self._executor = None
+        self._pending: set = set()  # Dask futures submitted and not done
         self._no_worker_since: float | None = None
 
     def _connect(self):
@@ -151,7 +154,7 @@ class DaskExecutor:
             client.close()
             raise BadInput(f"Dask scheduler {self.address}: no worker joined within {self.timeout:g} s "
                            f"({_first_line(exc)})") from None
-        self._client, self._executor = client, client.get_executor(pure=False)
+        self._client = client
         return client
 
     @property
@@ -164,8 +167,9 @@ class DaskExecutor:
         it cancels the task) whose exception, where the cluster failed the task rather than
         the task itself (a worker that died running it every time it was tried, the
         scheduler gone), is a :class:`~cutlass_layout.errors.BadInput` saying so."""
-        self._connect()
-        return _relay(self._executor.submit(fn, *args), self.address)
+        inner = self._connect().submit(fn, *args, pure=False)
+        self._pending.add(inner)
+        return _relay(inner, self.address, self._pending.discard)
 
     def check(self, waiting: int) -> None:
         """Called while ``waiting`` tasks have not returned: fine while the cluster has a
@@ -206,32 +210,41 @@ class DaskExecutor:
     def close(self) -> None:
         """Disconnect (the cluster keeps running); tasks not returned yet are cancelled."""
         if self._client is not None:
-            self._executor.shutdown(wait=False)
+            if self._pending:
+                self._client.cancel(list(self._pending))
             self._client.close()
-            self._client = self._executor = None
+            self._client, self._pending = None, set()
 
 
-def _relay(inner: cf.Future, address: str) -> cf.Future:
-    """A future with ``inner``'s outcome, the cluster's own failures said in one line."""
+def _relay(inner, address: str, done=None) -> cf.Future:
+    """A ``concurrent.futures.Future`` with the outcome of the Dask future ``inner``, the
+    cluster's own failures said in one line; cancelling it cancels ``inner``. ``done(inner)``
+    is called once ``inner`` is done. The outcome is read with ``inner.result()``, which waits
+    again where a worker holding the result died and the scheduler computes it anew."""
     from distributed import KilledWorker
 
     outer: cf.Future = cf.Future()
     outer.add_done_callback(lambda f: f.cancelled() and inner.cancel())
 
-    def copy(f: cf.Future) -> None:
-        if f.cancelled():
+    def copy(f) -> None:
+        if done is not None:
+            done(f)
+        result, exc = None, None
+        try:
+            result = f.result()
+        except KilledWorker as e:
+            exc = BadInput(f"Dask scheduler {address}: every worker that ran a task died running "
+                           f"it ({_first_line(e)})")
+        except cf.CancelledError:  # distributed raises concurrent.futures.CancelledError (and subclasses)
             exc = BadInput(f"Dask scheduler {address}: the task was cancelled there (the scheduler "
                            "or the connection to it was lost)")
-        else:
-            exc = f.exception()
-            if isinstance(exc, KilledWorker):
-                exc = BadInput(f"Dask scheduler {address}: every worker that ran a task died running "
-                               f"it ({_first_line(exc)})")
+        except BaseException as e:  # the task's own exception
+            exc = e
         try:
             if exc is not None:
                 outer.set_exception(exc)
             else:
-                outer.set_result(f.result())
+                outer.set_result(result)
         except cf.InvalidStateError:  # cancelled here meanwhile
             pass
 
