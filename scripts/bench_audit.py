@@ -131,7 +131,7 @@ def nvcc_bench(spec: str, cache: str, full: bool) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from test_audit_nvcc import _nvcc_flags, nvcc_host_pass_sizes
 
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
     from cutlass_layout.sources.trees import resolve_flashinfer
 

@@ -10,7 +10,7 @@ never written, so a session does not download them again.
 With pytest-xdist (``-n auto``) that folder is made once, by the controller, before any
 worker starts; every worker is handed the same folder (and inherits it in its environment),
 so wheels are fetched, trees unpacked and precompiled headers built once per session, under
-the cache's file locks (:func:`cutlass_layout.pipeline.cache.lock`) when two workers need the same one
+the cache's file locks (:func:`cutlass_layout.core.cache.lock`) when two workers need the same one
 at once. Only the controller removes it, after the last worker is done. The temporary files
 of the session (pytest's ``tmp_path`` folders, ``tempfile`` in tests and in the tool, nvcc's
 and pip's scratch files, in this process and every one it starts) go to its ``tmp`` folder

@@ -21,8 +21,8 @@ from cutlass_layout.cli import main
 from cutlass_layout.commands import audit as audit_mod
 from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
 from cutlass_layout.installs.kernels import Source, kernel_core, template_args
-from cutlass_layout.pipeline.runner import is_progress_line
-from cutlass_layout.subjects.launchers import (
+from cutlass_layout.core.progress import is_progress_line
+from cutlass_layout.cpp.text import (
     blank_comments,
     closers,
     declared_functions,

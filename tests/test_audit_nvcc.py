@@ -18,7 +18,7 @@ import pytest
 
 from cutlass_layout.checks.nvcc_probe import nvcc_flags, unit_sizes
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.pipeline import engine
+from cutlass_layout.engine import loop as engine
 from cutlass_layout.sources.flashinfer_jit import jit_modules
 from cutlass_layout.sources.trees import resolve_flashinfer
 

@@ -12,7 +12,7 @@ instantiations are found by expanding the calls
 
 The offline tests run that expansion on a header written here in that shape, and the text
 transform that makes a launcher's selection among builders after the selection
-(:func:`cutlass_layout.subjects.launchers.deferred_selections`, compiled by libclang); the nvcc
+(:func:`cutlass_layout.cpp.text.deferred_selections`, compiled by libclang); the nvcc
 test compares the real kernels of one FP8 and one BF16 source with nvcc's device front end.
 """
 
@@ -24,7 +24,7 @@ import shutil
 import pytest
 
 from cutlass_layout.installs.kernels import Source, macro_instantiations, source_instantiations
-from cutlass_layout.subjects.launchers import deferred_selections
+from cutlass_layout.cpp.text import deferred_selections
 
 HEADER = r"""#pragma once
 template <typename T, int M, typename Cluster> unsigned long launcher(T const* a, int m);
@@ -139,7 +139,7 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     nvcc's."""
     from cutlass_layout.checks.nvcc_probe import SIZES_SHOW, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name == SAMPLE[family])
@@ -229,7 +229,7 @@ def test_a_launcher_that_swaps_its_arguments_before_its_kernel_is_rehosted():
     leaves them out and names the kernel (sizeof by hand: 64 * 32 * 2 = 4096 B for short)."""
     import clang.cindex as ci
 
-    from cutlass_layout.subjects.launchers import rehost_template
+    from cutlass_layout.cpp.text import rehost_template
 
     definition = LOW_LATENCY[LOW_LATENCY.index("template <int TileM"):]
     usings, struct, alias = rehost_template(definition, 0)
@@ -267,7 +267,7 @@ def test_a_launcher_that_reads_its_kernel_through_a_device_adapter_is_rehosted()
     alias's ``GemmKernel`` has no kernel."""
     import clang.cindex as ci
 
-    from cutlass_layout.subjects.launchers import adapter_alias, rehost_template
+    from cutlass_layout.cpp.text import adapter_alias, rehost_template
 
     definition = SVDQUANT[SVDQUANT.index("template <class Config>"):SVDQUANT.index("template void")]
     usings, struct, alias = rehost_template(definition, 0)

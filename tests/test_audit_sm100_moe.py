@@ -146,7 +146,7 @@ def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     from test_audit_nvcc import moe_sizes_against_nvcc
 
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)

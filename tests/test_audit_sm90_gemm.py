@@ -12,7 +12,7 @@ else { using WEIGHT_LAYOUT = RowMajor; ... }``; inside, ``if constexpr (RowMajor
 instantiation builds two kernels (B column- and row-major) and each FP8 one builds one (the
 row-major FP8 branch raises instead): 2 x 2 + 4 x 1 = 8 kernels.
 
-The offline tests run the text transforms (:func:`cutlass_layout.subjects.launchers.rehost_paths`) on a
+The offline tests run the text transforms (:func:`cutlass_layout.cpp.text.rehost_paths`) on a
 short template written here in that shape and compile what they give (libclang, C++ only); the
 nvcc test compares the real kernels of two generated sources with nvcc's device front end.
 """
@@ -24,7 +24,7 @@ import shutil
 
 import pytest
 
-from cutlass_layout.subjects.launchers import (
+from cutlass_layout.cpp.text import (
     blank_comments,
     expand_macro_calls,
     kernel_paths,
@@ -183,7 +183,7 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
     no kernel for row-major FP8 (the ``if constexpr`` raises there)."""
     from cutlass_layout.checks.nvcc_probe import SIZES_SHOW, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)

@@ -34,7 +34,7 @@ import pytest
 
 from cutlass_layout.commands.audit import element_kind, kernel_parts, mixed_identity
 from cutlass_layout.installs.kernels import kernel_core
-from cutlass_layout.subjects.launchers import (
+from cutlass_layout.cpp.text import (
     HOISTED_IF,
     declarations_only,
     forwarded_call,
@@ -305,7 +305,7 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     from test_audit_nvcc import moe_sizes_against_nvcc
 
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.trees import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)

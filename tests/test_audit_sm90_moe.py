@@ -71,7 +71,7 @@ def test_the_360_sm90_moe_launchers_have_360_ids(tmp_path):
     """Every macro call of the SM90 module's generated sources (the install's generator run, no
     parse) named as the audit names it: 360 calls, 360 ids (120 of them with cluster 1x1x1,
     no cluster part)."""
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources import flashinfer_jit
     from cutlass_layout.sources.trees import resolve_flashinfer
 
@@ -94,7 +94,7 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm9
 def _read(root: Path, defines=("ENABLE_FP4", "CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED")):
     """:func:`read_candidates` for SM90 of ``moe_sm90.hpp`` below ``root`` (parsed with
     bodies, the given macros defined, as the audit's candidates unit is)."""
-    from cutlass_layout.frontends.clang import ProbeUnit
+    from cutlass_layout.cpp.clang import ProbeUnit
     from cutlass_layout.installs.candidates import PROBE_MACROS, read_candidates
 
     flags = ["-x", "c++", "-std=c++17", f"-I{root}"] + [f"-D{d}" for d in defines]

@@ -6,7 +6,7 @@ import pytest
 from handed import SECTION_A
 
 from cutlass_layout import Config
-from cutlass_layout.pipeline import engine
+from cutlass_layout.engine import loop as engine
 from cutlass_layout.subjects import probe
 
 pytestmark = pytest.mark.network
@@ -84,7 +84,7 @@ def test_errors_in_a_batch_are_the_errors_alone(fi072, monkeypatch):
 def test_precompiled_header_falls_back_and_remembers_a_bad_preamble(fi072, tmp_path, monkeypatch):
     """ensure_pch builds the first preamble that parses cleanly; one with errors (a tree
     where the warm-up config does not compile) is marked and not built again."""
-    from cutlass_layout.frontends import clang as fc
+    from cutlass_layout.cpp import clang as fc
 
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
     builds = []

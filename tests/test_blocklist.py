@@ -38,8 +38,8 @@ from cutlass_layout.checks.nvcc_probe import nvcc_flags
 from cutlass_layout.cli import main
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.installs.candidates import Candidates, moe_configs
-from cutlass_layout.pipeline import engine
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.engine import loop as engine
+from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources.flashinfer_jit import jit_modules
 from cutlass_layout.sources.trees import resolve_flashinfer
 

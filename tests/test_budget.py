@@ -96,7 +96,7 @@ def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
     laid out again without it, with its numbers (handed.md A: 84992 B, 4 stages) and no
     budget, and a config beside it keeps its budget."""
     from cutlass_layout import layouts
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.subjects import probe
 
     real = probe.budget_block

@@ -14,9 +14,9 @@ from handed import SECTION_A
 from cutlass_layout import Config, UserType
 from cutlass_layout.commands.diff import diff
 from cutlass_layout.commands.sweep import sweep
-from cutlass_layout.frontends.clang import ProbeUnit
+from cutlass_layout.cpp.clang import ProbeUnit
 from cutlass_layout.model import LayoutReport
-from cutlass_layout.pipeline.engine import cached, layout, layouts, report_key, target
+from cutlass_layout.engine.loop import cached, layout, layouts, report_key, target
 
 
 @pytest.fixture()
@@ -92,7 +92,7 @@ def test_keys(fi072, tmp_path):
 
 def test_result_cache_entries(tmp_path, monkeypatch):
     """Atomic, keyed, checksummed: an altered or misplaced entry is a miss, never a result."""
-    from cutlass_layout.pipeline.cache import ResultCache, result_key
+    from cutlass_layout.core.cache import ResultCache, result_key
 
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
     cache, key = ResultCache("test"), result_key("tree", {"tile": [128, 128, 128]})
@@ -117,7 +117,7 @@ def test_the_session_cache_is_not_the_user_cache(tmp_path):
     import conftest
     import platformdirs
 
-    from cutlass_layout.pipeline.cache import cache_dir
+    from cutlass_layout.core.cache import cache_dir
 
     if not conftest._SESSION:
         pytest.skip("CUTLASS_LAYOUT_CACHE was set by whoever runs the tests: their cache")
@@ -132,15 +132,15 @@ def test_the_session_cache_is_not_the_user_cache(tmp_path):
 def test_code_fingerprint_refuses_a_module_that_does_not_exist():
     """A name without ``.py`` once hashed nothing (a cut-down launcher cached by old code was
     served after the code changed): naming a file the package lacks is an error."""
-    from cutlass_layout.pipeline.cache import code_fingerprint, key
+    from cutlass_layout.core.cache import code_fingerprint, key
 
     with pytest.raises(ValueError, match="'kernels' is not a file"):
         code_fingerprint("kernels", "launchers", "probe")
     with pytest.raises(ValueError):
-        key("x", subject=[], target=[], code=("pipeline/engine.py", "frontends/nope.py"))
+        key("x", subject=[], target=[], code=("engine/loop.py", "frontends/nope.py"))
     with pytest.raises(ValueError, match="'kernels.py' is not a file"):  # it lives in installs/
         code_fingerprint("kernels.py")
-    assert code_fingerprint("installs/kernels.py") != code_fingerprint("subjects/launchers.py")
+    assert code_fingerprint("installs/kernels.py") != code_fingerprint("cpp/text.py")
 
 
 @pytest.mark.network
@@ -153,7 +153,8 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
 
     from cutlass_layout.installs import kernels
     from cutlass_layout.installs.kernels import Source
-    from cutlass_layout.pipeline import cache, engine
+    from cutlass_layout.core import cache
+    from cutlass_layout.engine import loop as engine
 
     audit = importlib.import_module("cutlass_layout.commands.audit")
 
@@ -172,14 +173,14 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
     assert keys() == before  # the same bytes, the same keys
-    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"subjects/launchers.py"}
+    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"cpp/text.py"}
     for rel in sorted(modules):
         path = copy / rel
         original = path.read_bytes()
         path.write_bytes(original + b"#")
         changed = keys()
         path.write_bytes(original)
-        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "subjects/launchers.py",
+        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "cpp/text.py",
                                                                      "subjects/probe.py")]
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel

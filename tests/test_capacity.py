@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from cutlass_layout import Config, layout, resolve_cutlass
-from cutlass_layout.pipeline.engine import Target
+from cutlass_layout.engine.loop import Target
 
 pytestmark = pytest.mark.network
 

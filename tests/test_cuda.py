@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from cutlass_layout import BadInput, Config, layout
-from cutlass_layout.pipeline.engine import Target
+from cutlass_layout.engine.loop import Target
 from cutlass_layout.sources.cuda import find_cuda, pip_cuda_include
 
 

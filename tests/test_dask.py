@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_run_loses_nothing(install, local_json, cluster, mon
 
 
 def test_workers_that_cannot_see_a_path_are_named(install, cluster, tmp_path):
-    from cutlass_layout.pipeline.executors import executor
+    from cutlass_layout.core.dask import executor
 
     ex = executor(cluster)
     try:
@@ -122,8 +122,8 @@ def test_workers_that_cannot_see_a_path_are_named(install, cluster, tmp_path):
 
 
 def test_a_task_that_kills_every_worker_it_runs_on_is_an_error(cluster):
-    from cutlass_layout.pipeline.executors import executor
-    from cutlass_layout.pipeline.runner import Pool
+    from cutlass_layout.core.dask import executor
+    from cutlass_layout.core.pool import Pool
 
     ex = executor(cluster)
     try:
@@ -163,7 +163,7 @@ def test_without_distributed_the_error_names_the_extra(mini, monkeypatch, capsys
     assert _one_error(capsys) == ("error: executor tcp://127.0.0.1:8786: Dask's distributed is not "
                                   "installed (pip install 'cutlass-layout[dask]')")
     # DASK_SCHEDULER_ADDRESS names the cluster unless told to run here
-    from cutlass_layout.pipeline.executors import executor, scheduler_address
+    from cutlass_layout.core.dask import executor, scheduler_address
 
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
     assert executor("local") is None and scheduler_address(None) == "tcp://127.0.0.1:8786"
@@ -204,7 +204,7 @@ def test_a_sweep_on_a_cluster(nc420, cluster):
 
 
 def test_addresses(monkeypatch):
-    from cutlass_layout.pipeline.executors import scheduler_address
+    from cutlass_layout.core.dask import scheduler_address
 
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     assert scheduler_address(None) is None and scheduler_address(" local ") is None
@@ -218,8 +218,8 @@ def test_addresses(monkeypatch):
 
 def test_a_cluster_left_without_workers_is_an_error_not_a_hang(monkeypatch):
     distributed = pytest.importorskip("distributed")
-    from cutlass_layout.pipeline.executors import executor
-    from cutlass_layout.pipeline.runner import Pool
+    from cutlass_layout.core.dask import executor
+    from cutlass_layout.core.pool import Pool
 
     monkeypatch.setenv("CUTLASS_LAYOUT_DASK_TIMEOUT_S", "1")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",

@@ -22,7 +22,7 @@ from cutlass_layout import cli as cli_mod
 from cutlass_layout.cli import diff_cmd as command
 from cutlass_layout.commands.diff import SCHEMA, compare, default_grid, diff, structural_diff
 from cutlass_layout.model import MemberChange, MemberSpan, NumericRecord, TmaValues
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.reports.diff import render_text
 
 FI_050 = "flashinfer-python==0.5.0"

@@ -19,7 +19,7 @@ import json
 import pytest
 
 from cutlass_layout.cli import main
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 
 pytestmark = pytest.mark.network
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.subjects.launchers import (
+from cutlass_layout.cpp.text import (
     blank_calls,
     enclosing_namespaces,
     macro_definition,
@@ -201,7 +201,7 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     from test_audit_nvcc import nvcc_host_pass_sizes
 
     from cutlass_layout.checks.nvcc_probe import nvcc_flags
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
     from cutlass_layout.sources.trees import resolve_flashinfer
 

@@ -33,7 +33,7 @@ from cutlass_layout.checks.gpu import (
 )
 from cutlass_layout.cli import main
 from cutlass_layout.errors import BadInput
-from cutlass_layout.pipeline.engine import layout
+from cutlass_layout.engine.loop import layout
 from cutlass_layout.subjects.config import Config
 
 

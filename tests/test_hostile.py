@@ -32,7 +32,7 @@ from handed import SECTION_A  # shared known-good values (tests/handed.py)
 from test_audit import MINI, mini_sizes
 
 from cutlass_layout.cli import main
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 
 PY = [sys.executable, "-m", "cutlass_layout.cli"]
 INCLUDE = "flashinfer/data/cutlass/include/"
@@ -423,7 +423,7 @@ def test_header_over_the_size_limit(tmp_path, cache):
 
 
 def test_grid_over_the_size_limit(capsys):
-    from cutlass_layout.sources.inputs import LIMITS, Limits
+    from cutlass_layout.core.files import LIMITS, Limits
 
     tile = "{1,2,3,4,5,6,7,8,9,10}x{1,2,3,4,5,6,7,8,9,10}x{1,2,3,4,5,6,7,8,9,10}"
     code, _, err = cli(capsys, "sweep", "--tile", tile, "--a", "nvfp4", "--a", "mxfp8")
@@ -561,7 +561,7 @@ def _numbers(doc: dict) -> dict:
                          ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
 def test_altered_results_are_misses(wheel, audited, change, resign):
     from cutlass_layout.commands.audit import _load_source
-    from cutlass_layout.pipeline.cache import ResultCache
+    from cutlass_layout.core.cache import ResultCache
 
     cache, first = audited  # each case leaves the cache as it found it (the rerun stores again)
     entries = _entries(cache, "audit")
@@ -581,7 +581,7 @@ def test_altered_results_are_misses(wheel, audited, change, resign):
 
 
 def test_a_report_whose_numbers_disagree_does_not_load(audited):
-    from cutlass_layout.pipeline.engine import load_report
+    from cutlass_layout.engine.loop import load_report
 
     _, doc = audited
     payloads = [json.loads(e.read_bytes().partition(b"\n")[2]) for e in _entries(audited[0], "audit")]
@@ -601,8 +601,8 @@ def test_a_report_whose_numbers_disagree_does_not_load(audited):
 
 
 def test_sealed_files(cache, tmp_path):
-    import cutlass_layout.pipeline.cache as cache_module
-    from cutlass_layout.pipeline.cache import discard, seal, sealed
+    import cutlass_layout.core.cache as cache_module
+    from cutlass_layout.core.cache import discard, seal, sealed
 
     blob = tmp_path / "x.pch"
     blob.write_bytes(b"precompiled" * 1000)
@@ -672,7 +672,7 @@ def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
 
 @pytest.mark.network
 def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkeypatch, capsys):
-    from cutlass_layout.pipeline.runner import Progress
+    from cutlass_layout.core.progress import Progress
 
     sweep_module = importlib.import_module("cutlass_layout.commands.sweep")
 
@@ -690,7 +690,7 @@ def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkey
 @pytest.mark.network
 def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch):
     from cutlass_layout import Config
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
 
     monkeypatch.setenv("CUTLASS_LAYOUT_NO_PCH", "1")  # no header to build in the temporary cache
     tgt = engine.target(nc420.tree)

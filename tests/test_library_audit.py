@@ -22,7 +22,7 @@ import pytest
 from cutlass_layout import BadInput, api
 from cutlass_layout.cli import main
 from cutlass_layout.installs.kernel_library import LibraryKernel, Selection, builder_args, enumerate_kernels, stage_spec
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources.trees import is_kernel_library, resolve_kernel_library
 
 SPEC = "nvidia-cutlass==4.2.0.0"

@@ -408,7 +408,7 @@ def test_audit_reports_the_family(audited):
 def test_sample_against_nvcc(audited, nvcc, tmp_path):
     from cutlass_layout.checks.nvcc_probe import nvcc_flags, show_header, unit_sizes
     from cutlass_layout.commands.audit_nvcc import sm80_instantiations
-    from cutlass_layout.pipeline import engine
+    from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
     from cutlass_layout.sources.trees import resolve_flashinfer
 

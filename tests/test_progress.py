@@ -21,7 +21,7 @@ import pytest
 from test_audit import MINI
 from test_hostile import make_wheel
 
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 
 PY = [sys.executable, "-m", "cutlass_layout.cli"]
 WHEEL = "mini_flashinfer-0.0.1-py3-none-any.whl"

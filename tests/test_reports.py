@@ -256,7 +256,7 @@ def test_a_report_read_back_lazily_is_the_same_and_its_bad_members_are_a_miss():
     its parent, still makes the whole report a miss when it is read back, not later."""
     import copy
 
-    from cutlass_layout.pipeline.engine import load_report
+    from cutlass_layout.engine.loop import load_report
 
     rep = _report()
     doc = rep.to_dict()

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from cutlass_layout.pipeline import runner
-from cutlass_layout.pipeline.runner import (
-    Pool,
+from cutlass_layout.core import pool as runner
+from cutlass_layout.core import progress
+from cutlass_layout.core.pool import Pool
+from cutlass_layout.core.progress import (
     Progress,
     is_progress_line,
     progress_shown,
@@ -149,7 +150,7 @@ def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
         with step("downloading x (pip download)"):
             with step("unpacking x"):
                 print("work", file=sys.stderr)
-        runner._SHOWN["pid"] = -1  # as a forked worker sees it
+        progress._SHOWN["pid"] = -1  # as a forked worker sees it
         with step("in a worker"):
             pass
         assert not progress_shown()
@@ -184,7 +185,7 @@ def test_gc_paused_restores_the_collector_and_workers_collect():
     workers that collect."""
     import gc
 
-    from cutlass_layout.pipeline.runner import gc_paused
+    from cutlass_layout.core.pool import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

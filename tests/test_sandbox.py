@@ -20,7 +20,7 @@ from test_sources import make_tree
 
 from cutlass_layout import BadInput
 from cutlass_layout.cli import main
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources import flashinfer_jit
 from cutlass_layout.sources.flashinfer_jit import jit_modules
 from cutlass_layout.sources.trees import resolve_flashinfer

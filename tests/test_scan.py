@@ -251,7 +251,7 @@ def test_no_parse_errors_inside_storage_structs(fi_scan):
 @pytest.mark.network
 def test_blanking_is_what_removes_the_errors(fi_tree, monkeypatch):
     """Negative control: without macro blanking the detector does report errors."""
-    from cutlass_layout.frontends import treesitter
+    from cutlass_layout.cpp import treesitter
 
     rel = "cutlass/gemm/threadblock/mma_sparse_base.h"  # CUTLASS_DEVICE members in SharedStorage
     assert scan(fi_tree.include_root / rel).diagnostics == []
@@ -439,7 +439,7 @@ def test_grep_and_file_only(capsys):
 
 
 def test_single_file_does_not_start_a_pool(monkeypatch):
-    from cutlass_layout.pipeline import runner  # the one process pool, which scan uses
+    from cutlass_layout.core import pool as runner  # the one process pool, which scan uses
 
     def boom(*a, **k):
         raise AssertionError("process pool started for one file")

@@ -20,7 +20,7 @@ from cutlass_layout.cli import main
 from cutlass_layout.commands.audit import judge_sources
 from cutlass_layout.commands.shard import check_shard, parse_shard, shard_of
 from cutlass_layout.model import AuditResult
-from cutlass_layout.pipeline.runner import is_progress_line
+from cutlass_layout.core.progress import is_progress_line
 
 #: The miniature install's sources for sm120, in the audit's order (module by module, as its
 #: builders list them), each with its weight: its estimated kernels (``estimate_kernels``:

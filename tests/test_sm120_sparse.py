@@ -19,7 +19,7 @@ import pytest
 from cutlass_layout import UserType, layouts
 from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.cli import main
-from cutlass_layout.frontends.clang import clang_only
+from cutlass_layout.cpp.clang import clang_only
 from cutlass_layout.model import CompileError
 from cutlass_layout.subjects import probe
 

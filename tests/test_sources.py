@@ -175,7 +175,7 @@ def test_installed_distribution_by_name(tmp_path, monkeypatch):
 @pytest.mark.network
 def test_name_with_version_fetches_a_wheel():
     """Fetched once into the cache (the session's: tests/conftest.py), then reused."""
-    from cutlass_layout.pipeline.cache import cache_dir
+    from cutlass_layout.core.cache import cache_dir
 
     t = resolve_cutlass("nvidia-cutlass==4.2.0.0")
     assert Path(t.include_root).is_relative_to(cache_dir())

@@ -34,16 +34,14 @@ around them: :func:`~cutlass_layout.api.grid`, :func:`~cutlass_layout.api.verify
 :mod:`cutlass_layout.commands.sweep`, ``.diff``, ``.scan`` and ``.audit``
 (``from cutlass_layout.commands.sweep import MAX_STAGES``).
 
-Folders, each using only those before it (``tests/test_imports.py`` checks every import):
-:mod:`~cutlass_layout.model` and ``errors`` (with ``pipeline.cache``, ``pipeline.runner``,
-``pipeline.executors`` and ``sources.inputs``, which import nothing but the errors) ->
-:mod:`~cutlass_layout.sources` (where a kernel comes from: trees, wheels, installs, the JIT) and
-:mod:`~cutlass_layout.subjects` (what is laid out: configs, user types, probe text) ->
-:mod:`~cutlass_layout.frontends` (libclang, tree-sitter) -> :mod:`~cutlass_layout.pipeline`
-(the one engine) -> :mod:`~cutlass_layout.installs` (the kernels an install builds) and
-:mod:`~cutlass_layout.checks` (nvcc, a GPU) -> :mod:`~cutlass_layout.commands` (``sweep``,
-``diff``, ``scan``, ``audit``) -> :mod:`~cutlass_layout.api` (this facade) ->
-:mod:`~cutlass_layout.reports` -> :mod:`~cutlass_layout.cli`.
+Folders are layers, each using only those before it (``tests/test_imports.py`` checks every
+import): ``errors`` -> :mod:`~cutlass_layout.core` (cache, files, pool, progress, Dask) ->
+:mod:`~cutlass_layout.model` -> :mod:`~cutlass_layout.cpp` (the one reader of C++) ->
+:mod:`~cutlass_layout.subjects` (what is laid out) -> :mod:`~cutlass_layout.sources` (where a
+kernel comes from) -> :mod:`~cutlass_layout.engine` (the one engine) ->
+:mod:`~cutlass_layout.installs` (what an install builds) -> :mod:`~cutlass_layout.checks` (nvcc,
+a GPU) -> :mod:`~cutlass_layout.commands` -> :mod:`~cutlass_layout.reports` ->
+:mod:`~cutlass_layout.api` (this facade) -> :mod:`~cutlass_layout.cli`.
 """
 
 from importlib.metadata import PackageNotFoundError

@@ -56,9 +56,10 @@ from .model import (
     SweepResult,
     Tactic,
 )
-from .pipeline import engine, executors, runner
-from .pipeline.engine import Target
-from .sources.inputs import LIMITS, OverLimit
+from .engine import loop as engine
+from .core import dask as executors, progress as runner
+from .engine.loop import Target
+from .core.files import LIMITS, OverLimit
 from .sources.trees import CutlassTree
 from .sources.trees import is_kernel_library as _is_kernel_library
 from .sources.trees import resolve_cutlass as _resolve_cutlass
@@ -429,7 +430,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             an install whose builders give no kernel for the arch (the message says why); a
             bad ``executor``, one without ``distributed`` installed, a scheduler that does not
             answer (or has no worker) in time, workers that cannot see the install's paths
-            (:mod:`cutlass_layout.pipeline.executors`). For
+            (:mod:`cutlass_layout.core.dask`). For
             CUTLASS's library: no library or headers at ``source``, its generator failed or
             ran past its limits, a selection of its own that keeps no kernel; the library's
             filters (``kernels``, ...) for a flashinfer install. ``on_tactic`` for CUTLASS's library (its
@@ -625,7 +626,7 @@ def show_progress(enabled: bool = True) -> bool:
     """Show progress on stderr in this process from now on (or stop): each slow step as it
     starts (a download, unpacking a wheel, an install's generator, building a precompiled
     header, a libclang parse, nvcc) and counts of long runs (a spinner and bars on a
-    terminal, plain lines otherwise; :mod:`cutlass_layout.pipeline.runner`). The command line turns it
+    terminal, plain lines otherwise; :mod:`cutlass_layout.core.pool`). The command line turns it
     on; the library is quiet unless a call's ``progress=True`` asks for its own duration.
     Returns whether it was shown before (to put back)."""
     return runner.show_progress(enabled)

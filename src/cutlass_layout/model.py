@@ -102,9 +102,9 @@ class FieldLayout:
         key that is not an attribute or a required one missing. (Built without the
         constructor: a cached audit holds hundreds of thousands of members.)"""
         keys = d.keys()
-        if not (keys <= _FIELD_KEYS and _FIELD_REQUIRED <= keys):
-            raise TypeError(f"FieldLayout: unknown keys {sorted(keys - _FIELD_KEYS)}, "
-                            f"missing {sorted(_FIELD_REQUIRED - keys)}")
+        if not (keys <= FIELD_KEYS and FIELD_REQUIRED <= keys):
+            raise TypeError(f"FieldLayout: unknown keys {sorted(keys - FIELD_KEYS)}, "
+                            f"missing {sorted(FIELD_REQUIRED - keys)}")
         obj = object.__new__(cls)
         attrs = obj.__dict__
         attrs.update(_FIELD_DEFAULTS)
@@ -120,8 +120,8 @@ class FieldLayout:
 
 #: What :meth:`FieldLayout.from_dict` checks and fills in: every attribute, the required
 #: ones, the defaults of the others (``fields`` is filled in apart).
-_FIELD_KEYS = frozenset(f.name for f in fields(FieldLayout))
-_FIELD_REQUIRED = frozenset(f.name for f in fields(FieldLayout)
+FIELD_KEYS = frozenset(f.name for f in fields(FieldLayout))
+FIELD_REQUIRED = frozenset(f.name for f in fields(FieldLayout)
                             if f.default is MISSING and f.default_factory is MISSING)
 _FIELD_DEFAULTS = {f.name: f.default for f in fields(FieldLayout) if f.default is not MISSING}
 
@@ -167,7 +167,7 @@ class StructLayout:
         :class:`FieldLayout` objects when :attr:`fields` is first read, not now (a warm audit
         of a whole install reads back 5,775 reports, about 300,000 members, and shows their
         sizes only); their keys are checked then, as :meth:`FieldLayout.from_dict` checks
-        them (:func:`cutlass_layout.pipeline.engine.load_report` checks them first)."""
+        them (:func:`cutlass_layout.engine.loop.load_report` checks them first)."""
         if not lazy:
             return cls(**{**d, "fields": [FieldLayout.from_dict(f) for f in d.get("fields", [])]})
         keys = d.keys()
@@ -465,7 +465,7 @@ class LayoutReport:
     mainloop_class: MainloopChoice | None = None
     error: CompileError | None = None
     #: diagnostics of the ``--check-kernel`` pass that clang gives and nvcc's front end
-    #: does not (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`): not a reason to say
+    #: does not (:data:`cutlass_layout.cpp.clang.CLANG_ONLY`): not a reason to say
     #: "does not compile"; the layout stands
     clang_only: list[CompileError] = field(default_factory=list)
     #: for a preset config, what its numbers approximate (:class:`Approximation`), filled in

@@ -200,14 +200,14 @@ def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = Fal
 
 def _lift_limits(ctx, param, value):
     if value:
-        from .sources.inputs import lift_limits
+        from .core.files import lift_limits
 
         lift_limits()  # for this command: cli.main puts them back
     return value
 
 
 def _limits_help() -> str:
-    from .sources.inputs import Limits, size_text
+    from .core.files import Limits, size_text
 
     d = Limits()
     return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "

@@ -473,7 +473,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         BadInput: as :func:`preflight`; a cache folder that cannot be written.
     """
     device = device or preflight(arch)
-    from ..pipeline.cache import cache_dir
+    from ..core.cache import cache_dir
 
     try:
         work = Path(tempfile.mkdtemp(prefix="gpu-", dir=cache_dir("gpu-checks")))
@@ -481,7 +481,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         raise BadInput(f"GPU check: cannot make a folder in the cache: {exc.strerror or exc}") from None
     try:
         write_checks(configs, expected, include_root, work, arch=arch, jobs=jobs)
-        from ..pipeline.runner import step
+        from ..core.progress import step
 
         with step(f"building {len(configs)} kernel(s) with nvcc for {device.name} and launching "
                   "them (about a minute each)"):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import BadInput
-from ..subjects.launchers import blank_comments
+from ..cpp.text import blank_comments
 
 #: TensorRT-LLM's check macros a launcher of a macro (host pass) calls after ``GemmKernel``
 HOST_MACROS = ("TLLM_CHECK", "TLLM_CHECK_WITH_INFO", "TLLM_THROW")
@@ -129,7 +129,7 @@ def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
     :class:`~cutlass_layout.sources.flashinfer_jit.JitModule`; its defines and include paths, as its
     JIT passes them) for ``arch`` (``sm_120a``), with the CUTLASS tree's include root and the
     cuBLAS stand-ins where the CUDA toolkit has none."""
-    from ..frontends.clang import STUB_DIR
+    from ..cpp.clang import STUB_DIR
 
     return ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}",
             *module.clang_flags(), f"-I{STUB_DIR}"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..model import LayoutReport, StructLayout
-from ..pipeline.runner import step
+from ..core.progress import step
 from ..subjects import probe
 from ..subjects.config import ARCHS
 

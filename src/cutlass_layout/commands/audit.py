@@ -19,7 +19,7 @@ its launcher laid out again with ``StageCount<N>`` in the mainloop builder).
 :mod:`cutlass_layout.commands.shard`), and :func:`merge_shards` joins every shard's JSON into
 the audit of the whole, through the same tail (:func:`finish_audit`).
 
-Results are cached per source in the one results cache (:class:`~cutlass_layout.pipeline.cache.ResultCache`,
+Results are cached per source in the one results cache (:class:`~cutlass_layout.core.cache.ResultCache`,
 kind ``audit``), keyed by the install's fingerprint, the CUTLASS tree hash, the source's
 text, the clang flags, libclang and this code; sources are parsed in parallel worker processes.
 """
@@ -54,11 +54,11 @@ from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..installs.moe_sm80 import audit_sm80_path, has_sm80_path, kernel_count
 from ..installs.moe_sm80 import defines as sm80_defines
 from ..model import AuditResult, AuditSet, AuditShard, Fix, LayoutReport, Provenance, Tactic
-from ..pipeline.cache import ResultCache, code_fingerprint
-from ..pipeline.cache import key as cache_key
-from ..pipeline.engine import ENGINE_SOURCES
-from ..pipeline.runner import gc_paused, task_memory
-from ..subjects.launchers import (
+from ..core.cache import ResultCache, code_fingerprint
+from ..core.cache import key as cache_key
+from ..engine.loop import ENGINE_SOURCES
+from ..core.pool import gc_paused, task_memory
+from ..cpp.text import (
     blank_comments,
     declared_functions,
     explicit_instantiations,
@@ -71,7 +71,7 @@ from .shard import check_shard, ranked_tactics, shard_of
 _FORMAT = 2
 #: The code a cached per-source result depends on (naming tactics happens after reading it;
 #: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("installs/kernels.py", "subjects/launchers.py", *ENGINE_SOURCES)
+_CODE = ("installs/kernels.py", "cpp/text.py", *ENGINE_SOURCES)
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).
 MOE = "moe"
 #: The stand-in headers (package ``stubs/``) a build may include.
@@ -415,7 +415,7 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
     by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
     includes (:func:`_pch`; this machine's cache has it unless the task runs on another
     machine, which builds its own), or None."""
-    from ..frontends.clang import ensure_pch
+    from ..cpp.clang import ensure_pch
 
     path = ensure_pch(pch[0], list(pch[1]), pch[2]) if pch else None
     t0 = time.process_time()
@@ -480,9 +480,9 @@ def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]
 
 def _load_source(payload: dict) -> dict:
     """A cached per-source payload if it is whole (each kernel's report loads, see
-    :func:`cutlass_layout.pipeline.engine.load_report`; kept as its item's ``loaded``, so that it is
+    :func:`cutlass_layout.engine.loop.load_report`; kept as its item's ``loaded``, so that it is
     read once); raises for one that is not (a miss)."""
-    from ..pipeline.engine import load_report
+    from ..engine.loop import load_report
 
     if not isinstance(payload["kernels"], list) or not isinstance(payload.get("error"), (str, type(None))):
         raise TypeError("kernels")
@@ -582,7 +582,7 @@ def _placed(payload: dict, places: list, *, back: bool, copy: bool = False) -> d
 
 _SCANS = ResultCache("audit-scans")
 #: What reading a source's text without a parse (:func:`_scan`) runs.
-_SCAN_CODE = ("commands/audit.py", "subjects/launchers.py", "installs/kernels.py")
+_SCAN_CODE = ("commands/audit.py", "cpp/text.py", "installs/kernels.py")
 
 
 def _scan(arch: str, path: Path, text: str) -> dict:
@@ -680,7 +680,7 @@ def _load_names(lines: list[list]) -> Callable:
 
 def source_facts(text: str) -> dict:
     """What a source's text says it instantiates and uses, read without a parse
-    (:mod:`cutlass_layout.subjects.launchers`): ``explicit`` (``(name, arguments, line)`` of each
+    (:mod:`cutlass_layout.cpp.text`): ``explicit`` (``(name, arguments, line)`` of each
     explicit instantiation of a function template), ``defined`` (the functions it defines at
     namespace scope), ``calls`` (the functions it declares without defining them and names
     again: what another source defines or instantiates), ``aliases`` (``(alias, line)`` of
@@ -1192,10 +1192,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         jobs: worker processes (default: the CPUs, or the executor's worker threads);
             use_cache: read cached results.
         executor: where the parses run: None (this machine's forked workers) or an
-            executor (:func:`cutlass_layout.pipeline.executors.executor`: a Dask cluster); the
+            executor (:func:`cutlass_layout.core.dask.executor`: a Dask cluster); the
             results come back here and are cached here.
         progress: progress on stderr (the install's generator, the parses); without it,
-            progress shows where it is turned on (:func:`cutlass_layout.pipeline.runner.show_progress`).
+            progress shows where it is turned on (:func:`cutlass_layout.core.progress.show_progress`).
         cached_only: run and parse nothing: the result from the results cache (the install's
             builders' answer, every source's layouts; the runtime candidates where cached),
             or None where any of it is not cached.
@@ -1220,7 +1220,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
             and guard are not known yet (:data:`STREAM_LATER`); the result has them.
 
     What it loads from the results cache, and the tactics it builds, are frozen out of the
-    garbage collector's passes (:func:`cutlass_layout.pipeline.runner.gc_paused`).
+    garbage collector's passes (:func:`cutlass_layout.core.pool.gc_paused`).
 
     A source that another build of the arch family also compiles (:func:`twin_digests`: the
     SM103 MoE module's copies of the SM100 module's sources) is keyed by its
@@ -1255,9 +1255,10 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     (:func:`judge_source`): ``instantiations``, ``kernels``, and for one without a kernel its
     ``reason``, or its ``error`` where it instantiates something that was not laid out.
     """
-    from ..frontends.clang import libclang_version
-    from ..pipeline import engine
-    from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown
+    from ..cpp.clang import libclang_version
+    from ..engine import loop as engine
+    from ..core.pool import Pool, default_jobs
+    from ..core.progress import Progress, progress_shown
     from ..sources.flashinfer_jit import jit_modules
     from ..sources.trees import FlashinferInstall, resolve_flashinfer, tvm_ffi_headers
 
@@ -1760,10 +1761,10 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
-    from ..frontends.clang import libclang_version
+    from ..cpp.clang import libclang_version
     from ..installs.fixes import FORMULAS, MIN_STAGES, Want, fix_key
     from ..installs.kernels import CAPACITY
-    from ..pipeline.runner import Pool, default_jobs
+    from ..core.pool import Pool, default_jobs
 
     stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
     if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
@@ -1841,7 +1842,7 @@ def fix_parts(groups: list[tuple], jobs: int) -> list[tuple]:
 def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
     """:func:`cutlass_layout.installs.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
     with the precompiled header of the sources' includes (built when it is not there)."""
-    from ..frontends.clang import ensure_pch
+    from ..cpp.clang import ensure_pch
     from ..installs.fixes import search_fixes as search
 
     def pch():
@@ -1858,8 +1859,8 @@ def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
 
 
 def _pch(preamble: str, flags: list[str], key: str) -> tuple[str | None, float]:
-    """:func:`~cutlass_layout.frontends.clang.ensure_pch` in a worker: (its path or None, seconds)."""
-    from ..frontends.clang import ensure_pch
+    """:func:`~cutlass_layout.cpp.clang.ensure_pch` in a worker: (its path or None, seconds)."""
+    from ..cpp.clang import ensure_pch
 
     t = time.perf_counter()
     path = ensure_pch(preamble, flags, key)

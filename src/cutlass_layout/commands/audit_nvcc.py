@@ -33,7 +33,8 @@ from ..checks.nvcc_probe import (
 from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
 from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..model import AuditResult, AuditVerification, Tactic
-from ..pipeline.runner import Pool, default_jobs, step
+from ..core.pool import Pool, default_jobs
+from ..core.progress import step
 from .audit import AUDIT_ARCHS, MOE
 
 #: Tactics that fit, spread over their sizes, that the default sample adds per family to
@@ -213,7 +214,7 @@ def _install_context(result: AuditResult, source, cuda_path) -> tuple:
     arch, the generated sources' root, module by source path, flags(module))``, ``flags`` nvcc's
     for a module's source (:func:`~cutlass_layout.checks.nvcc_probe.nvcc_flags`, and the TVM FFI
     headers the audit used)."""
-    from ..pipeline import engine
+    from ..engine import loop as engine
     from ..sources.flashinfer_jit import jit_modules
     from ..sources.trees import resolve_flashinfer
     from ..subjects.config import ARCHS
@@ -295,7 +296,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
     read per instantiation line and alias line: one macro call can declare two kernels);
     nvcc's device front end instantiates what the sources instantiate explicitly or expand
     (tests/test_audit_sm100_gemm.py does this by hand)."""
-    from ..subjects.launchers import ADAPTER_KERNEL, ANY_ALIAS_RE, _statement_end, blank_comments
+    from ..cpp.text import ADAPTER_KERNEL, ANY_ALIAS_RE, statement_end, blank_comments
 
     install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
     include = scratch / f"include-{tactics[0].family}"
@@ -331,7 +332,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         inserts = []
         for line, kernel in lines.items():
             m = ANY_ALIAS_RE.search(clean, starts[line - 1])
-            end = _statement_end(clean, m.end()) if m else None
+            end = statement_end(clean, m.end()) if m else None
             if end is None:
                 continue
             # the kernel alias itself, or a device adapter's alias whose GemmKernel the body
@@ -382,7 +383,7 @@ def _library_units(tactics: list[Tactic], result: AuditResult, source, cuda_path
     if not tactics:
         return []
     from ..installs.kernel_library import Selection, enumerate_kernels
-    from ..pipeline import engine
+    from ..engine import loop as engine
     from ..sources.trees import resolve_kernel_library
 
     lib = resolve_kernel_library(source)
@@ -400,7 +401,7 @@ def library_flags(lib, arch: str) -> list[str]:
     library's ``tools/util/include`` (as CUTLASS's CMake gives the profiler's files:
     :data:`cutlass_layout.installs.kernel_library.UTIL_HEADER`), and the tool's declarations of CUDA
     headers a toolkit may lack (``curand_kernel.h``, which the utilities include)."""
-    from ..frontends.clang import STUB_DIR
+    from ..cpp.clang import STUB_DIR
     from ..installs.kernel_library import LIBRARY_ARCHS
     from ..subjects.config import ARCHS
 

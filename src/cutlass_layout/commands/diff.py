@@ -10,7 +10,7 @@ version numbers in ``version.h``:
   re-aligned (``alignas``), reordered or put under another ``#if``; member aliases changed;
   constants added, removed or with a changed expression. Both sides' ``file:line`` are
   given. A struct whose only change is its line number is not a difference.
-* **numeric** (the exact libclang engine, :func:`cutlass_layout.pipeline.engine.layouts`): for each
+* **numeric** (the exact libclang engine, :func:`cutlass_layout.engine.loop.layouts`): for each
   config of a grid, stages, the kernel / mainloop / epilogue ``SharedStorage`` sizes, the
   TMA transaction bytes, every kernel member's offset and size, and the capacity verdict,
   on both trees (:func:`numeric_records`, :func:`compare`). This catches what the struct
@@ -25,7 +25,7 @@ From Python::
 
 Identical trees (same tree hash) are reported identical at once: nothing is scanned or
 computed. Otherwise both sides come from the one results cache
-(:class:`cutlass_layout.pipeline.cache.ResultCache`) where it holds them: the structural result per
+(:class:`cutlass_layout.core.cache.ResultCache`) where it holds them: the structural result per
 pair of tree hashes, and each config's layout as the engine caches it (so a config that
 ``layout`` or ``sweep`` laid out on a tree is not laid out again here).
 
@@ -109,16 +109,17 @@ from ..model import (
     StructuralChange,
     TacticChange,
 )
-from ..pipeline.cache import ResultCache
-from ..pipeline.cache import key as cache_key
-from ..pipeline.runner import Pool, default_jobs, step
+from ..core.cache import ResultCache
+from ..core.cache import key as cache_key
+from ..core.pool import Pool, default_jobs
+from ..core.progress import step
 from ..subjects.config import Config
 
 #: Bumped whenever the cached structural results change shape or meaning beyond what the
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
 _CACHE_VERSION = "3"
 #: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py", "frontends/treesitter.py")
+_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py", "cpp/treesitter.py")
 _STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
@@ -710,7 +711,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
 
 def _compute_records(job) -> list[NumericRecord]:
     """Lay out ``configs`` on one target (also run in a worker process): their records."""
-    from ..pipeline.engine import layouts
+    from ..engine.loop import layouts
 
     tgt, configs = job
     return [record(r) for r in layouts(configs, tgt, use_cache=False)]
@@ -718,14 +719,14 @@ def _compute_records(job) -> list[NumericRecord]:
 
 def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = True,
                     jobs: int | None = None) -> list[list[NumericRecord]]:
-    """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.pipeline.engine.Target`.
+    """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.engine.loop.Target`.
 
     Layouts come from the engine's results cache where it has them (written by ``layout``,
-    ``sweep`` or an earlier diff; see :mod:`cutlass_layout.pipeline.engine`); the others are laid out,
+    ``sweep`` or an earlier diff; see :mod:`cutlass_layout.engine.loop`); the others are laid out,
     one target per worker process when two have configs left (``jobs`` 1: in this process),
     and stored. ``use_cache=False`` lays out every config again.
     """
-    from ..pipeline.engine import cached
+    from ..engine.loop import cached
 
     out = []
     work = []
@@ -943,7 +944,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         grid_values = {"arch": archs, **grid_values}
     if grid_values:
         grid = grid_from_values(grid_values, old_tree, new_tree)
-    from ..pipeline.engine import target
+    from ..engine.loop import target
 
     tgts = [target(old_tree, cuda_path), target(new_tree, cuda_path)] if numeric else [None, None]
     res = DiffResult(old=Side(_describe(old), _provenance(old_tree, tgts[0])),

@@ -5,7 +5,7 @@
 ``Generate...`` functions, its own name filters), lays out each kernel's
 ``<name>_base::SharedStorage`` from the C++ the library's own emitter writes
 (:func:`cutlass_layout.installs.kernel_library.lay_out_kernels`, batches on
-:class:`cutlass_layout.pipeline.runner.Pool`, each report cached), and sets beside each what the
+:class:`cutlass_layout.core.pool.Pool`, each report cached), and sets beside each what the
 generator assumed (``CalculateSmemUsage``: A and B tiles times its stage count, 0 for auto
 stages; pruned only against ``SharedMemPerCC``, which has no SM120 entry). The kernels it keeps
 that do not fit lead the table (:func:`cutlass_layout.commands.audit.sort_tactics`).
@@ -127,8 +127,9 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             the generator failed or ran past its limits; a selection or filter that keeps no
             kernel (the message says why, unless ``strict`` is False); a bad filter value.
     """
-    from ..pipeline import engine
-    from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown
+    from ..engine import loop as engine
+    from ..core.pool import Pool, default_jobs
+    from ..core.progress import Progress, progress_shown
     from ..sources.trees import KernelLibrary, resolve_kernel_library
 
     t0 = time.perf_counter()

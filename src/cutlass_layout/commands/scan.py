@@ -12,7 +12,7 @@ need template arguments (the libclang engine computes those). Typical use::
 
 The records are the model's (:class:`~cutlass_layout.model.ScanResult`,
 :class:`~cutlass_layout.model.Struct`, ...; :data:`SCHEMA` is their JSON's); the headers are
-parsed by :mod:`cutlass_layout.frontends.treesitter`. What is reported:
+parsed by :mod:`cutlass_layout.cpp.treesitter`. What is reported:
 
 * every ``struct``/``union``/``class`` with a body whose name contains ``Storage``
   (``SharedStorage``, ``TensorStorage``, ``PipelineStorage``, ``TensorMapStorage``,
@@ -39,8 +39,8 @@ from pathlib import Path
 from ..errors import BadInput
 from ..model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
 from ..model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
-from ..pipeline.runner import Pool, default_jobs
-from ..sources.inputs import file_kind, read_file
+from ..core.pool import Pool, default_jobs
+from ..core.files import file_kind, read_file
 from ..sources.trees import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
@@ -105,7 +105,7 @@ def _scan_file(path: str, rel: str, strict: bool = False):
         why = _check_text(data, rel)
         if why:
             return [], [], ([] if why.startswith("empty") else [Diagnostic(rel, 0, why.split(":")[0])]), False
-    from ..frontends import treesitter
+    from ..cpp import treesitter
 
     try:
         structs, consts, diags = treesitter.scan_source(data, rel)
@@ -176,7 +176,7 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
     why = _check_text(data, name)
     if why:
         raise BadInput(why)
-    from ..frontends import treesitter
+    from ..cpp import treesitter
 
     # the lines before the excerpt, as empty lines: every line the parser reports is the real one
     try:
@@ -265,7 +265,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
 def scan_files(root, rels: list[str]) -> ScanResult:
     """Scan the headers ``rels`` (paths relative to ``root``) without the byte prefilter's
     rejects; results sorted by file and line. Many files are scanned by worker processes
-    (:class:`~cutlass_layout.pipeline.runner.Pool`), biggest first, dealt round-robin into small
+    (:class:`~cutlass_layout.core.pool.Pool`), biggest first, dealt round-robin into small
     batches so the workers finish together and pickling stays cheap."""
     result = ScanResult(str(root), files_scanned=len(rels))
     jobs = min(_WORKERS, default_jobs()) if len(rels) >= _POOL_MIN_FILES else 1

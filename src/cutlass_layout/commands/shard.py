@@ -88,7 +88,7 @@ def read_shards(paths: Sequence) -> list[tuple[str, dict]]:
     Raises:
         BadInput: no path, a file that cannot be read, or that is not JSON.
     """
-    from ..sources.inputs import read_text
+    from ..core.files import read_text
 
     if not paths:
         raise BadInput("no audit JSON to merge: give every shard's file (audit --shard I/N --json)")

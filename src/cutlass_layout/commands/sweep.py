@@ -22,7 +22,7 @@ the ``STAGES`` macro, the same search runs over ``STAGES=N`` (N from 2: every pi
 mainloop needs two stages); a type that does not take it gets no search.
 
 Every layout comes from the engine's results cache when it holds it (one entry per
-config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.pipeline.engine`), so a
+config, shared with ``layout`` and ``diff``; see :mod:`cutlass_layout.engine.loop`), so a
 repeated sweep runs the whole search over cached layouts without starting libclang.
 
 The result is a :class:`~cutlass_layout.model.SweepResult` (its ``to_dict()`` is the
@@ -38,7 +38,8 @@ import time
 
 from ..errors import BadInput
 from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from ..pipeline.runner import Pool, Progress, default_jobs, progress_shown, step
+from ..core.pool import Pool, default_jobs
+from ..core.progress import Progress, progress_shown, step
 from ..subjects.config import Config
 from ..subjects.probe import UserType
 
@@ -59,7 +60,7 @@ def _chunk_worker(tgt, configs: list[Config]):
     them in the cache: (reports, peak RSS in MB, CPU seconds)."""
     import resource
 
-    from ..pipeline.engine import layouts
+    from ..engine.loop import layouts
 
     t = time.process_time()
     reps = layouts(configs, tgt, use_cache=False)
@@ -79,7 +80,7 @@ _STAGE_EXTRA_GUESS = {"sm120": 128, "sm90": 32, "sm100": 32}
 
 
 def _arch(c) -> str:
-    """The arch whose flags parse ``c`` (see :func:`cutlass_layout.pipeline.engine.parse_arch`)."""
+    """The arch whose flags parse ``c`` (see :func:`cutlass_layout.engine.loop.parse_arch`)."""
     return c.parse_arch if isinstance(c, UserType) else c.arch
 
 
@@ -163,13 +164,13 @@ def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
 
 class _Layouts:
     """Lays out configs as a pipeline: each config is looked up in the engine's results
-    cache first; the others go, in chunks, to a :class:`~cutlass_layout.pipeline.runner.Pool` of
+    cache first; the others go, in chunks, to a :class:`~cutlass_layout.core.pool.Pool` of
     ``jobs`` workers (or run in this process), and every report that comes back (from the
     cache or a worker) feeds the stage-count searches, whose next candidates are looked up
     and batched into new chunks as soon as a worker is free, without waiting for the rest
     of the grid.
 
-    On an ``executor`` (a Dask cluster, :mod:`cutlass_layout.pipeline.executors`) the chunks run
+    On an ``executor`` (a Dask cluster, :mod:`cutlass_layout.core.dask`) the chunks run
     there instead of in forked workers, and the reports that come back are stored here.
 
     The workers are forked once, when the first round (the grid, the searches' likely first
@@ -192,8 +193,8 @@ class _Layouts:
         returns more configs to lay out. Returns every report by config."""
         import resource
 
-        from ..frontends.clang import ensure_pch
-        from ..pipeline import engine
+        from ..cpp.clang import ensure_pch
+        from ..engine import loop as engine
         from ..subjects import probe
 
         out: dict[Config, object] = {}
@@ -504,19 +505,19 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
         grid: the configs: a list of :class:`~cutlass_layout.subjects.config.Config` (or of tile
             strings, or of dicts of config values), or a grid dict (key -> value or list
             of values, braces allowed; see :func:`cutlass_layout.subjects.grid.grid_configs`).
-        cutlass: the CUTLASS source (anything :func:`cutlass_layout.pipeline.engine.target` takes,
-            or a :class:`~cutlass_layout.pipeline.engine.Target`).
+        cutlass: the CUTLASS source (anything :func:`cutlass_layout.engine.loop.target` takes,
+            or a :class:`~cutlass_layout.engine.loop.Target`).
         cuda_path: see :func:`cutlass_layout.sources.cuda.find_cuda`.
         jobs: worker processes (default: the number of CPUs, or the executor's worker
             threads); 1 parses in this process.
         executor: None (forked workers here) or an executor
-            (:func:`cutlass_layout.pipeline.executors.executor`: a Dask cluster) for the chunks;
+            (:func:`cutlass_layout.core.dask.executor`: a Dask cluster) for the chunks;
             the reports come back and are stored here.
         use_cache: read layouts cached earlier (by any command: see
-            :mod:`cutlass_layout.pipeline.engine`); the stage-count search then runs over them
+            :mod:`cutlass_layout.engine.loop`); the stage-count search then runs over them
             without libclang. Fresh layouts are stored either way.
         progress: show progress on stderr while configs are laid out (a bar on a terminal,
-            else a line every few seconds: :class:`~cutlass_layout.pipeline.runner.Progress`).
+            else a line every few seconds: :class:`~cutlass_layout.core.progress.Progress`).
         values: grid values as the ``sweep`` command's repeatable flags take them, instead
             of (or added to a dict) ``grid``: ``tile="128x{32,64,128,256}x{128,256}"``,
             ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``, ...
@@ -534,9 +535,9 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
 
     Raises:
         BadInput: a bad grid, CUTLASS source, CUDA path or number of jobs.
-        OverLimit: a grid of more configs than :data:`~cutlass_layout.sources.inputs.LIMITS` allows.
+        OverLimit: a grid of more configs than :data:`~cutlass_layout.core.files.LIMITS` allows.
     """
-    from ..pipeline.engine import target
+    from ..engine.loop import target
     from ..subjects.grid import check_size
 
     t0 = time.perf_counter()

@@ -57,8 +57,8 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..pipeline.cache import ResultCache
-from ..pipeline.cache import key as cache_key
+from ..core.cache import ResultCache
+from ..core.cache import key as cache_key
 
 KERNELS = "tensorrt_llm/kernels/cutlass_kernels"
 HEURISTIC = f"{KERNELS}/cutlass_heuristic.cpp"
@@ -505,7 +505,7 @@ def hopper_valid_rule(inc: Path, defined: set[str]):
     that header from a precompiled header built without function bodies)."""
     import re
 
-    from ..subjects.launchers import blank_comments
+    from ..cpp.text import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))
@@ -808,7 +808,7 @@ def fallback_excludes_fp4(inc: Path, flags: list[str]) -> bool:
     header built without function bodies."""
     import re
 
-    from ..subjects.launchers import blank_comments
+    from ..cpp.text import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))
@@ -916,7 +916,7 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         return Candidates(note=f"runtime candidates: {HEURISTIC} or {DISPATCH_TMA_WS} is missing")
     from dataclasses import asdict
 
-    from ..frontends.clang import ProbeUnit, ensure_pch
+    from ..cpp.clang import ProbeUnit, ensure_pch
 
     k = candidates_key(install, arch, flags)
     cache = ResultCache("candidates")
@@ -945,10 +945,10 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 def candidates_key(install, arch: str, flags: list[str]) -> str:
     """The results-cache key of :func:`runtime_candidates`' answer for ``install``, ``arch``
     and the MoE module's clang ``flags``."""
-    from ..frontends.clang import libclang_version
+    from ..cpp.clang import libclang_version
 
     return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
-                     code=("installs/candidates.py", "subjects/launchers.py"))
+                     code=("installs/candidates.py", "cpp/text.py"))
 
 
 def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..subjects.launchers import _NOT_NEWLINE, blank_comments
+from ..cpp.text import NOT_NEWLINE, blank_comments
 
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$")
 _INCLUDE = re.compile(r"""^[ \t]*#[ \t]*(include|include_next|import)[ \t]*([<"])([^>"\n]*)[>"]""", re.M)
@@ -422,7 +422,7 @@ class _Structure:
                 if kind == "endif":
                     stack.pop()
                     g.end = e
-                    code[g.first_end:s] = _NOT_NEWLINE.sub(" ", "".join(code[g.first_end:s]))  # other branches
+                    code[g.first_end:s] = NOT_NEWLINE.sub(" ", "".join(code[g.first_end:s]))  # other branches
                     self.groups.append(g)
                     if stack:
                         stack[-1].other_directives |= g.other_directives

@@ -3,14 +3,14 @@
 A tactic's kernel is laid out again with its launcher's text changed in one place only: the
 stage-count argument of its mainloop ``CollectiveBuilder`` (``StageCountAutoCarveout<...>``
 in TensorRT-LLM's MoE launcher) becomes ``cutlass::gemm::collective::StageCount<N>``
-(:func:`cutlass_layout.subjects.launchers.with_stage_count`), for N below the builder's own count.
+(:func:`cutlass_layout.cpp.text.with_stage_count`), for N below the builder's own count.
 Nothing is estimated from per-stage bytes: each N is a kernel type clang lays out.
 
 How (:func:`search_fixes`):
 
 * the launcher macro is redefined as ``CL_FIX_<digest>(CL_STAGES, <its parameters>)``, cut
   after its kernel alias with the engine's in-place probe after it
-  (:func:`cutlass_layout.subjects.launchers.trimmed_macro`, :func:`cutlass_layout.installs.kernels.in_place_probe`)
+  (:func:`cutlass_layout.cpp.text.trimmed_macro`, :func:`cutlass_layout.installs.kernels.in_place_probe`)
   and, beside the probe, the builder's own stage formula evaluated by the compiler
   (:data:`FORMULAS`: the builder's reduced capacity, its bytes per stage, the carve-out it was
   given, and the smallest carve-out for which it chooses N), in an ``-include`` header;
@@ -18,7 +18,7 @@ How (:func:`search_fixes`):
   writes it, with N first, in the namespaces the source invokes it in and a namespace
   ``cl_probe_<i>`` of its own; the blocks of all tactics of one folder, flags and includes
   follow the source's text (its invocations blanked) in one translation unit, through the
-  engine's one layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`: numbers only from a
+  engine's one layout loop (:func:`cutlass_layout.engine.loop.lay_out`: numbers only from a
   parse without errors, each error tied to its block);
 * first N = S - 1 for every tactic (S its stage count); then, for those that still do not
   fit, the N that the two layouts predict (:func:`predicted_stages`: the kernel's bytes fall by
@@ -54,7 +54,7 @@ from ..model import BuilderBudget, Constant, Fix, LayoutReport, Provenance
 #: Version of a cached fix.
 _FORMAT = 1
 #: The code a cached fix depends on (besides the engine's: see :func:`fix_key`).
-FIX_CODE = ("installs/fixes.py", "installs/kernels.py", "subjects/launchers.py")
+FIX_CODE = ("installs/fixes.py", "installs/kernels.py", "cpp/text.py")
 #: The smallest stage count searched (``sm120_blockscaled_mma_array_tma.hpp`` and the SM90
 #: collectives static_assert 2 or more stages).
 MIN_STAGES = 2
@@ -152,7 +152,7 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     (:func:`fix_header`) as aliases ``cl_k<i>_Fix*`` (``char[2 + value]``): ``FixReduced``,
     ``FixStageBytes1000``, ``FixCarveout`` (for ``CL_STAGES``) and ``FixGiven`` (the carve-out
     the launcher gives); None when the body has no mainloop builder."""
-    from ..subjects.launchers import KERNEL_ALIAS_RE, blank_comments, mainloop_builder, trimmed_macro, with_stage_count
+    from ..cpp.text import KERNEL_ALIAS_RE, blank_comments, mainloop_builder, trimmed_macro, with_stage_count
     from .kernels import in_place_probe
 
     found = mainloop_builder(body)
@@ -210,8 +210,8 @@ def fix_key(want: Want, target: list) -> str:
     """The results-cache key of ``want``'s fix: the source's text, its flags, the invocation,
     the launcher file's text, the tactic's stage count, ``target`` (install, tree, libclang,
     CUDA) and this code with the engine's (:data:`FIX_CODE`, ``ENGINE_SOURCES``)."""
-    from ..pipeline.cache import key
-    from ..pipeline.engine import ENGINE_SOURCES
+    from ..core.cache import key
+    from ..engine.loop import ENGINE_SOURCES
 
     def digest(path) -> str:
         try:
@@ -281,10 +281,10 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
 
     Never raises for a launcher that cannot be searched: its fix says why (``error``)."""
     from ..errors import BadInput
-    from ..pipeline.cache import cache_dir, write_atomic
-    from ..pipeline.engine import Batch, lay_out
-    from ..sources.inputs import read_text
-    from ..subjects.launchers import blank_calls, enclosing_namespaces, macro_definition
+    from ..core.cache import cache_dir, write_atomic
+    from ..engine.loop import Batch, lay_out
+    from ..core.files import read_text
+    from ..cpp.text import blank_calls, enclosing_namespaces, macro_definition
     from .kernels import split_preamble
 
     fixes: list[Fix | None] = [None] * len(wants)
@@ -348,7 +348,7 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
     extras: dict[int, dict] = {}
 
     def parse(text: str, _members):
-        from ..frontends.clang import ProbeUnit
+        from ..cpp.clang import ProbeUnit
 
         flags = list(first.flags) + (["-include-pch", pch] if pch else [])
         flags += ["-iquote", str(first.path.parent), "-include", str(hpath)]
@@ -361,8 +361,8 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                 f"}} {closing}\n"), ""
 
     def read(unit, c: _Candidate, index: int) -> LayoutReport:
-        from ..frontends.clang import ProbeUnit
-        from ..pipeline.engine import read_subject
+        from ..cpp.clang import ProbeUnit
+        from ..engine.loop import read_subject
 
         names = _probe_names(unit, f"cl_probe_{index}")
         rep = read_subject(unit, {k: v for k, v in names.items() if not k.startswith("Fix")},
@@ -467,7 +467,7 @@ def predicted_stages(kernel_bytes: int | None, below_bytes: int | None, stages: 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.pipeline.engine.read_subject` needs of a candidate: its config dict."""
+    """What :func:`cutlass_layout.engine.loop.read_subject` needs of a candidate: its config dict."""
 
     def __init__(self, c: _Candidate):
         self.c = c

@@ -14,8 +14,8 @@ operation's C++. Here:
   writes (the ``CollectiveBuilder`` chain and ``<name>_base``, a ``GemmUniversal``), and what
   the library says of it. Cached per library fingerprint, arch and selection.
 * :func:`lay_out_kernels` lays out ``<name>_base``'s SharedStorage of many kernels in one
-  translation unit, through the engine's one layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`
-  over :func:`cutlass_layout.pipeline.engine.text_batch`): each kernel's emitted text and its probe
+  translation unit, through the engine's one layout loop (:func:`cutlass_layout.engine.loop.lay_out`
+  over :func:`cutlass_layout.engine.loop.text_batch`): each kernel's emitted text and its probe
   block in a namespace of its own, so an error is tied to its kernel; numbers only from a
   parse without errors. Each report is cached under :func:`report_key`.
 """
@@ -29,8 +29,8 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..model import LayoutReport
-from ..pipeline.cache import ResultCache
-from ..pipeline.cache import key as cache_key
+from ..core.cache import ResultCache
+from ..core.cache import key as cache_key
 from ..sources.trees import KernelLibrary
 from ..subjects import probe
 from .kernels import CAPACITY, arch_family, template_args
@@ -180,7 +180,7 @@ def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Sele
         BadInput: an arch the library is not enumerated for here; the generator ran past its
             limits or failed (one line, :func:`cutlass_layout.sources.flashinfer_jit.run_sandboxed`).
     """
-    from ..pipeline.runner import step
+    from ..core.progress import step
     from ..sources.flashinfer_jit import run_sandboxed
 
     if arch not in LIBRARY_ARCHS:
@@ -284,8 +284,8 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
     """The results-cache key of a kernel's report: its block and includes as parsed, the clang
     flags (include root left out; the utilities' include folder where the kernel needs it),
     the tree hash, libclang and the engine's code."""
-    from ..frontends.clang import libclang_version
-    from ..pipeline.engine import ENGINE_SOURCES
+    from ..cpp.clang import libclang_version
+    from ..engine.loop import ENGINE_SOURCES
 
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
@@ -298,7 +298,7 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
 def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
                    util_include: Path | None = None) -> list[LayoutReport | None]:
     """The cached report of each kernel (None where there is none), with ``tgt``'s provenance."""
-    from ..pipeline.engine import load_report
+    from ..engine.loop import load_report
 
     prov = tgt.provenance(arch)
     out = []
@@ -326,7 +326,7 @@ def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
     Raises:
         BadInput: an include is missing (the tree is not the one the library emits for).
     """
-    from ..pipeline.engine import lay_out, text_batch
+    from ..engine.loop import lay_out, text_batch
 
     cap = capacity_of(arch)
     batch = text_batch(tgt, arch, lambda k, i: block_text(k, i, cap), head=includes_head(kernels),

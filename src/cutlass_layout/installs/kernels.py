@@ -9,7 +9,7 @@ reads them with the install's flags and a precompiled header of the source's lea
 body instantiation):
 
 0. **prelude**: the source parsed without bodies: the launcher macros it expands and the
-   function templates it instantiates explicitly; :mod:`cutlass_layout.subjects.launchers` cuts each
+   function templates it instantiates explicitly; :mod:`cutlass_layout.cpp.text` cuts each
    macro down after its last kernel alias, with a probe block after each alias
    (:func:`cutlass_layout.subjects.probe.subject_block`), and re-hosts each function template as a
    class template (one that only forwards to another through the one it calls). The result
@@ -24,7 +24,7 @@ body instantiation):
 2. **lay out** what has no in-place probe (re-hosted kernels, sources as written): the source
    without bodies, followed by one probe block per kernel that names it by its alias where
    namespace scope reaches it, else by its canonical spelling, through the engine's one
-   layout loop (:func:`cutlass_layout.pipeline.engine.lay_out`): numbers only come from a parse
+   layout loop (:func:`cutlass_layout.engine.loop.lay_out`): numbers only come from a parse
    without errors, and each error is tied to its block.
 
 :func:`lay_out_sources` runs these passes once for several sources of one folder, flags and
@@ -48,7 +48,7 @@ from ..subjects import probe
 from ..subjects.archs import ARCHS
 
 if TYPE_CHECKING:
-    from ..frontends.clang import ProbeUnit
+    from ..cpp.clang import ProbeUnit
 
 #: The CUTLASS 3.x kernel class every GEMM kernel type is an instance of.
 KERNEL_PREFIX = "cutlass::gemm::kernel::GemmUniversal<"
@@ -89,7 +89,7 @@ class Source:
 
     Attributes:
         path: the ``.cu`` file (generated, rendered or shipped by the install).
-        flags: the complete clang command line (:func:`cutlass_layout.frontends.clang.clang_flags`
+        flags: the complete clang command line (:func:`cutlass_layout.cpp.clang.clang_flags`
             plus the build's own ``-D``/``-I``/``-isystem`` flags).
         include_root: the CUTLASS include root (file names are reported relative to it).
         arch: the arch family the build targets (``sm120``): the capacity of a kernel whose
@@ -328,7 +328,7 @@ def _qualified(cursor) -> str | None:
 
 def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict | None = None,
                  segments: list[int] | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
-    """Pass 1 on a parsed source (a :class:`~cutlass_layout.frontends.clang.ProbeUnit` with
+    """Pass 1 on a parsed source (a :class:`~cutlass_layout.cpp.clang.ProbeUnit` with
     bodies): the kernels its aliases name, each with its owner's first error, and the errors
     tied to no owner. Kernels the ``prelude`` re-hosts are named as their instantiation is.
 
@@ -339,7 +339,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
     the same owner is one kernel per source."""
     import clang.cindex as ci
 
-    from ..frontends.clang import spelling_location
+    from ..cpp.clang import spelling_location
 
     main = unit.filename
     extra = str(prelude.path) if prelude is not None and prelude.path else None
@@ -469,7 +469,7 @@ def _segment(segments: list[int] | None, line: int | None) -> int:
 class Prelude:
     """What :func:`prelude` puts before a source (an ``-include`` file in the cache): launcher
     macros redefined with their bodies cut after the kernel alias, and the re-hosted kernels of
-    explicitly instantiated function templates (:mod:`cutlass_layout.subjects.launchers`).
+    explicitly instantiated function templates (:mod:`cutlass_layout.cpp.text`).
 
     Attributes:
         macros: ``#undef``/``#define`` lines; rehosts: re-hosted declarations.
@@ -507,7 +507,7 @@ class Prelude:
         import hashlib
 
         from ..errors import BadInput
-        from ..pipeline.cache import cache_dir, write_atomic
+        from ..core.cache import cache_dir, write_atomic
 
         text = self.text(trimmed, probes)
         if not text:
@@ -549,7 +549,7 @@ def _read_text(path: str, memo: dict) -> str:
 
 
 def in_place_probe(capacity: str):
-    """The ``probe`` argument of :func:`~cutlass_layout.subjects.launchers.trimmed_macro`: a probe block
+    """The ``probe`` argument of :func:`~cutlass_layout.cpp.text.trimmed_macro`: a probe block
     (:func:`cutlass_layout.subjects.probe.subject_block`) after the ``i``-th kernel alias, its names
     prefixed ``cl_k<i>_``."""
     def block(i: int, alias: str, in_class: bool) -> str:
@@ -564,7 +564,7 @@ def prelude(unit, text: str, capacity: str | None = None,
     declarations are spelled in) has a kernel alias, cut down; and every function template the
     source explicitly instantiates whose body has one, re-hosted (its definition found among
     its declarations, another declaration giving default arguments); one whose body only
-    calls another template (:func:`~cutlass_layout.subjects.launchers.forwarded_call`) re-hosts that
+    calls another template (:func:`~cutlass_layout.cpp.text.forwarded_call`) re-hosts that
     one, and names its kernel through a class of its own parameters.
 
     ``instantiations``: ``(function, template arguments, line, macro or None)`` of the explicit
@@ -572,8 +572,8 @@ def prelude(unit, text: str, capacity: str | None = None,
     from); default: those written in ``text``. The macros go into :attr:`Prelude.expanded`."""
     import clang.cindex as ci
 
-    from ..frontends.clang import spelling_location
-    from ..subjects.launchers import (
+    from ..cpp.clang import spelling_location
+    from ..cpp.text import (
         ADAPTER_KERNEL,
         KERNEL_ALIAS_RE,
         adapter_alias,
@@ -735,7 +735,7 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
     body; None when none has. A skipped body is not in the cursor's extent: it is the braces
     right after the signature. The other declaration (a header's, which may give the default
     arguments the definition leaves out) is the first that is not the definition."""
-    from ..subjects.launchers import _matching, blank_comments, template_parameters
+    from ..cpp.text import matching, blank_comments, template_parameters
 
     found = None
     others = []
@@ -745,7 +745,7 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
         end = c.extent.end.offset
         clean = blank_comments(src)
         brace = clean.find("{", end)
-        close = (_matching(clean, brace, "{", "}")
+        close = (matching(clean, brace, "{", "}")
                  if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None)
         if close is None:
             others.append(src[c.extent.start.offset:end])
@@ -785,7 +785,7 @@ def _find_templates(unit, name: str, paths: set[tuple]) -> list:
 # ---------------------------------------------------------------------------------------
 # pass 2: lay them out
 def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: Path | None = None):
-    from ..frontends.clang import ProbeUnit
+    from ..cpp.clang import ProbeUnit
 
     flags = list(source.flags) + (["-include-pch", str(pch)] if pch else [])
     flags += ["-iquote", str(source.path.parent)]  # the source's quoted includes, from the prelude too
@@ -829,7 +829,7 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
     ``template size_t genericFp8GemmKernelLauncherSm100<...>(...);``
     (``flashinfer/gemm/fp8_gemm_template_sm100.h``). ``line``: the call's. A macro whose body
     uses ``#`` or ``##``, or a call whose arguments do not fit, gives nothing."""
-    from ..subjects.launchers import _call_args, blank_comments, explicit_instantiations, macro_definition, substituted
+    from ..cpp.text import call_args, blank_comments, explicit_instantiations, macro_definition, substituted
 
     clean = blank_comments(text)
     calls = {m.group(1) for m in _UPPER_CALL.finditer(clean)}
@@ -852,7 +852,7 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
     for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
         if m.group(1) not in defined:
             continue
-        found = _call_args(clean, m.end() - 1)
+        found = call_args(clean, m.end() - 1)
         params, body = defined[m.group(1)]
         expansion = substituted(params, body, found[0]) if found is not None and "#" not in body else None
         if expansion is None:
@@ -864,7 +864,7 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
 
 def instantiations_of(source: Source, text: str) -> list[tuple[str, str, int, str | None]]:
     """:func:`source_instantiations` with the macro each comes from (None: written in ``text``)."""
-    from ..subjects.launchers import explicit_instantiations
+    from ..cpp.text import explicit_instantiations
 
     both = [(*x, None) for x in explicit_instantiations(text)] + macro_instantiations(source, text)
     return sorted(both, key=lambda x: x[2])
@@ -886,8 +886,8 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros gets the cut-down definitions of those macros, which depend on nothing but the
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
-    from ..pipeline.cache import key
-    from ..subjects.launchers import blank_comments
+    from ..core.cache import key
+    from ..cpp.text import blank_comments
 
     if pch is None or source_instantiations(source, original):
         return None
@@ -895,12 +895,12 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     if not calls:
         return None
     return key("prelude", subject=[list(source.flags), calls, capacity], target=[pch.name],
-               code=("installs/kernels.py", "subjects/launchers.py", "subjects/probe.py"))
+               code=("installs/kernels.py", "cpp/text.py", "subjects/probe.py"))
 
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
     """The prelude stored under ``key`` (:func:`_prelude_key`) by an earlier source, if any."""
-    from ..pipeline.cache import ResultCache
+    from ..core.cache import ResultCache
 
     hit = ResultCache("preludes").get(key) if key else None
     if not isinstance(hit, dict):
@@ -913,7 +913,7 @@ def _shared_prelude(key: str | None) -> "Prelude | None":
 
 
 def _share_prelude(key: str | None, pre: "Prelude") -> None:
-    from ..pipeline.cache import ResultCache
+    from ..core.cache import ResultCache
 
     if key and not pre.rehosts and not pre.hosted:
         ResultCache("preludes").put(key, {"macros": pre.macros, "origins": pre.origins})
@@ -927,7 +927,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         source: the file and its flags.
         provenance: put in each report.
         pch: a precompiled header of :func:`pch_preamble` of the source's includes, built
-            with :func:`~cutlass_layout.frontends.clang.ensure_pch` and the same flags
+            with :func:`~cutlass_layout.cpp.clang.ensure_pch` and the same flags
             (without it the includes are parsed in the source, bodies and all: much slower).
         trim: cut launcher macros after their kernel alias (:func:`prelude`); a cut-down
             source that does not compile is parsed again as written.
@@ -938,7 +938,7 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         gives ``SourceLayout(error=...)``.
     """
     from ..errors import BadInput
-    from ..sources.inputs import read_text
+    from ..core.files import read_text
 
     try:
         original = read_text(source.path, what="source", limit=False)
@@ -956,7 +956,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     its leading includes blanked where ``pch`` holds them); ``segments``: see
     :func:`find_kernels`."""
     from ..errors import BadInput
-    from ..pipeline.engine import Batch, _read, lay_out
+    from ..engine.loop import Batch, read_report, lay_out
 
     t0 = time.perf_counter()
     capacity = capacity_of(source.arch)  # an SM103 build's kernels too are laid out in place
@@ -997,7 +997,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
                        launcher_macros=launchers)
     reports: dict[str, LayoutReport] = {}
     if probes and not unit.errors():  # the kernels laid out in place: no second parse
-        from ..pipeline.engine import read_subject
+        from ..engine.loop import read_subject
 
         for k in found:
             names = probes.get((k.owner, k.spelling)) or probes.get((REHOSTED, k.spelling))
@@ -1025,7 +1025,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
         return _parse(source, body, pch, bodies=False, include=pre.path)
 
     batch = Batch(head=text, parse=parse, block=block,
-                  read=lambda unit, s, i: _read(unit, _Subject(s), i, provenance),
+                  read=lambda unit, s, i: read_report(unit, _Subject(s), i, provenance),
                   failed=lambda _s, err: _failed(provenance, err), where=f"source {source.path}")
     try:
         for s, rep in zip(spellings, lay_out(batch, spellings)):
@@ -1057,7 +1057,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         One :class:`SourceLayout` per source, in order, as :func:`lay_out_source` gives it.
     """
     from ..errors import BadInput
-    from ..sources.inputs import read_text
+    from ..core.files import read_text
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
     originals, includes, texts = [], None, []
@@ -1106,7 +1106,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.pipeline.engine._read` needs of a subject: its config dict."""
+    """What :func:`cutlass_layout.engine.loop.read_report` needs of a subject: its config dict."""
 
     def __init__(self, spelling: str):
         self.spelling = spelling

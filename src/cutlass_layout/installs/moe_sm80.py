@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..subjects.launchers import _matching, blank_comments
+from ..cpp.text import matching, blank_comments
 from .kernels import template_args
 
 if TYPE_CHECKING:
@@ -217,9 +217,9 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
 
 
 def _close(text: str, start: int, open_: str, close: str) -> int:
-    """The bracket closing the one at ``start`` (:func:`cutlass_layout.subjects.launchers._matching`),
+    """The bracket closing the one at ``start`` (:func:`cutlass_layout.cpp.text.matching`),
     or the end of ``text`` where it is not closed."""
-    end = _matching(text, start, open_, close)
+    end = matching(text, start, open_, close)
     return len(text) if end is None else end
 
 
@@ -655,8 +655,8 @@ STRUCT = "cl_sm80_moe_kernel"
 KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
          "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
 #: The code a cached result depends on.
-_CODE = ("installs/moe_sm80.py", "subjects/launchers.py", "subjects/probe.py", "pipeline/engine.py",
-         "frontends/clang.py")
+_CODE = ("installs/moe_sm80.py", "cpp/text.py", "subjects/probe.py", "engine/loop.py",
+         "cpp/clang.py")
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -748,7 +748,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
 
     Args:
         install: a :class:`~cutlass_layout.sources.trees.FlashinferInstall`; tgt: its
-            :class:`~cutlass_layout.pipeline.engine.Target`.
+            :class:`~cutlass_layout.engine.loop.Target`.
         defined: the macros the SM120 MoE module defines (``ENABLE_BF16``, ``ENABLE_FP8``, ...).
         use_cache: read the results cache (kind ``moe_sm80``); cached_only: parse nothing
             (None where the layouts are not cached).
@@ -758,11 +758,11 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     """
     from pathlib import Path
 
-    from ..frontends.clang import libclang_version
+    from ..cpp.clang import libclang_version
     from ..model import LayoutReport, Tactic
-    from ..pipeline import engine
-    from ..pipeline.cache import ResultCache, cache_dir, write_atomic
-    from ..pipeline.cache import key as cache_key
+    from ..engine import loop as engine
+    from ..core.cache import ResultCache, cache_dir, write_atomic
+    from ..core.cache import key as cache_key
     from ..subjects import probe
 
     read = _read(install, defined)

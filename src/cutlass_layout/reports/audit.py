@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..sources.trees import checkout_path
 from ..subjects.config import tile_text
-from .common import _VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
+from .common import VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
 from .layout import default_console
 
 _VERDICT_STYLE = {"fits": "green", "exact_fit": "yellow", "over_capacity": "red",
@@ -24,7 +24,7 @@ def verdict_cell(x) -> tuple[str, str]:
 
 def verdict_counts(tactics) -> dict[str, int]:
     """``{verdict: how many of tactics have it}``, every verdict, in the table's order."""
-    return {v: sum(x.verdict == v for x in tactics) for v in _VERDICT_TEXT}
+    return {v: sum(x.verdict == v for x in tactics) for v in VERDICT_TEXT}
 
 
 def _yes_no(v) -> str:

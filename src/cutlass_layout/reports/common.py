@@ -82,14 +82,14 @@ class Column:
     code: bool = False
 
 
-_VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "over capacity",
+VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "over capacity",
                  "does_not_compile": "does not compile"}
 
 
 def verdict_words(verdict: str) -> str:
     """A verdict (``over_capacity``) in the tables' words (``over capacity``): every table
     (audit, library audit, sweep, diff) spells it so; JSON and CSV keep the value."""
-    return _VERDICT_TEXT.get(verdict, str(verdict))
+    return VERDICT_TEXT.get(verdict, str(verdict))
 
 
 def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | None = None,

@@ -25,8 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import BadInput
-from ..pipeline.cache import cache_dir
-from .inputs import read_text
+from ..core.cache import cache_dir
+from ..core.files import read_text
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput, NothingForArch
-from ..pipeline.cache import ResultCache, cache_dir, cache_root, file_sha256, lock, result_key
-from ..pipeline.cache import key as cache_key
-from ..pipeline.runner import step
+from ..core.cache import ResultCache, cache_dir, cache_root, file_sha256, lock, result_key
+from ..core.cache import key as cache_key
+from ..core.progress import step
 from ._flashinfer_harness import EXIT_MEMORY
-from .inputs import read_text
+from ..core.files import read_text
 from .trees import FlashinferInstall
 
 HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
@@ -108,7 +108,7 @@ class JitModule:
     system_include_dirs: list[Path]
 
     def clang_flags(self) -> list[str]:
-        """The module's own flags as clang takes them (after :func:`~cutlass_layout.frontends.clang.clang_flags`)."""
+        """The module's own flags as clang takes them (after :func:`~cutlass_layout.cpp.clang.clang_flags`)."""
         out = list(self.defines)
         for d in self.include_dirs:
             out.append(f"-I{d}")

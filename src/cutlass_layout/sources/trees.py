@@ -13,7 +13,7 @@ walks into a tree it found.
 Wheels are read with :mod:`zipfile` without installing them; only the members below the
 chosen include root are unpacked, once, into the user cache, keyed by the wheel's SHA-256:
 under a lock (processes using a new wheel at once unpack it once), into a temporary folder
-renamed into place when complete, within :data:`~cutlass_layout.sources.inputs.LIMITS`. A damaged
+renamed into place when complete, within :data:`~cutlass_layout.core.files.LIMITS`. A damaged
 wheel (bad CRC, a member that is both a file and a folder) is bad input. The marker of an
 unpacked tree holds a digest of every file's path and size, and a tree that no longer matches
 it is unpacked again.
@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
-from ..pipeline.cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
-from ..pipeline.cache import key as cache_key
-from ..pipeline.runner import step
-from .inputs import LIMITS, check_limit, file_kind, kind_of, read_text
+from ..core.cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
+from ..core.cache import key as cache_key
+from ..core.progress import step
+from ..core.files import LIMITS, check_limit, file_kind, kind_of, read_text
 
 #: The CUTLASS fetched when no source is given and none is installed (6 MB wheel).
 DEFAULT_WHEEL = "nvidia-cutlass==4.2.0.0"
@@ -469,7 +469,7 @@ def _umask() -> int:
 def _unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path,
             what: str) -> None:
     """Write ``members`` (each a zip member and its path relative to ``tmp``) below ``tmp``,
-    within :data:`LIMITS`; once the limits are checked, :func:`~cutlass_layout.pipeline.runner.step`
+    within :data:`LIMITS`; once the limits are checked, :func:`~cutlass_layout.core.progress.step`
     says ``unpacking WHAT from WHEEL into the cache``.
 
     Raises:

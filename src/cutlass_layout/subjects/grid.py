@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 from ..errors import BadInput
-from ..sources.inputs import LIMITS, check_limit, read_file
+from ..core.files import LIMITS, check_limit, read_file
 from .config import Config, config_from_flags
 
 #: The flags (keyword names of :func:`cutlass_layout.subjects.config.config_from_flags`) a grid may vary.
@@ -81,8 +81,8 @@ def _configs(n: int) -> str:
 
 
 def check_size(n: int) -> None:
-    """Refuse a grid of ``n`` configs over :data:`~cutlass_layout.sources.inputs.LIMITS`'s
-    ``grid_configs`` (:class:`~cutlass_layout.sources.inputs.OverLimit`)."""
+    """Refuse a grid of ``n`` configs over :data:`~cutlass_layout.core.files.LIMITS`'s
+    ``grid_configs`` (:class:`~cutlass_layout.core.files.OverLimit`)."""
     check_limit(n, LIMITS.grid_configs, "the grid", _configs)
 
 
@@ -93,7 +93,7 @@ def grid_configs(values: dict) -> list[Config]:
 
     Raises:
         BadInput: an unknown key or a bad value (the first one found).
-        OverLimit: more configs than :data:`~cutlass_layout.sources.inputs.LIMITS` allows.
+        OverLimit: more configs than :data:`~cutlass_layout.core.files.LIMITS` allows.
     """
     unknown = sorted(set(values) - set(GRID_KEYS))
     if unknown:

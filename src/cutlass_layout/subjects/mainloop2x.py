@@ -61,7 +61,7 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
     ``arch::OpMultiplyAddFastF16``, and the first ``DefaultMmaCore<..., float, ...,
     arch::OpMultiplyAddFastF16>`` of :data:`DEFAULT_MMA_CORE_SM75`. ``None`` for one the tree
     does not have (or a header it cannot read)."""
-    from ..sources.inputs import read_text
+    from ..core.files import read_text
 
     root = Path(include_root)
     lines: list[int | None] = []

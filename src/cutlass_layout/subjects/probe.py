@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
-from ..sources.inputs import read_file
+from ..core.files import read_file
 from . import archs
 from .config import ELEMENTS, FAMILY, OUTPUTS, SCALED_OUTPUTS, Config
 
@@ -921,7 +921,7 @@ def render(configs: list[Config], *, with_main: bool = False, shown: bool = Fals
            capacities: tuple[str, ...] = ()) -> str:
     """The whole probe for ``configs`` (one namespace each; ``capacities``: see
     :func:`user_block`), without builder budgets (the engine adds them:
-    :func:`cutlass_layout.pipeline.engine.probe_batch`).
+    :func:`cutlass_layout.engine.loop.probe_batch`).
 
     The numbers of :func:`checks` (``offsets`` as there) are given two ways, for cross-checks:
     with ``with_main``, a ``main()`` prints one line per check whose condition holds, ``tag

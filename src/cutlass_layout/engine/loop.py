@@ -11,10 +11,10 @@ config that does not compile does not take the others' numbers with it. That loo
 loop (:mod:`cutlass_layout.installs.kernels`), with the source's text before their blocks.
 
 Every report of a :class:`~cutlass_layout.subjects.config.Config` is cached (a
-:class:`~cutlass_layout.pipeline.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
+:class:`~cutlass_layout.core.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
 the tree's content hash, the config's probe block as parsed, the clang flags (the include
 root left out: the tree hash stands for it), the libclang version and a fingerprint of the
-engine's own code (:func:`cutlass_layout.pipeline.cache.key`). An auto-stage config's block reads its
+engine's own code (:func:`cutlass_layout.core.cache.key`). An auto-stage config's block reads its
 mainloop builder's stage budget in the same parse (:func:`cutlass_layout.subjects.probe.budgeted`),
 so there is one key per config, whichever command laid it out; a layout that also checked
 the kernel body has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write
@@ -32,15 +32,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, DoesNotCompile
-from ..frontends.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
+from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
 from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
 from ..sources.cuda import CudaHeaders, find_cuda
 from ..sources.trees import CutlassTree, resolve_cutlass
 from ..subjects import archs, probe, shapes
 from ..subjects.config import ARCHS, Config, config_from
 from ..subjects.probe import UserType
-from .cache import ResultCache, discard, key
-from .runner import step
+from ..core.cache import ResultCache, discard, key
+from ..core.progress import step
 
 
 @dataclass
@@ -86,7 +86,7 @@ def target(cutlass=None, cuda_path=None) -> Target:
     return Target(tree=resolve_cutlass(cutlass), cuda=find_cuda(cuda_path))
 
 
-def _read(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
+def read_report(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
     """The report of probe block ``index`` of ``unit``, with the builder's budget where the
     block has one (:func:`cutlass_layout.subjects.probe.budget_block`)."""
     names = unit.aliases(f"{probe.NAMESPACE}{index}")
@@ -403,7 +403,7 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
                              ) -> tuple[CompileError | None, list[CompileError]]:
     """:func:`check_kernel`'s device pass: ``(first real error or None, clang-only errors)``.
 
-    A clang-only error (:data:`cutlass_layout.frontends.clang.CLANG_ONLY`: clang rejects what
+    A clang-only error (:data:`cutlass_layout.cpp.clang.CLANG_ONLY`: clang rejects what
     nvcc's front end accepts) is not a reason to say "does not compile"; clang recovers from
     it (the name is taken as the type it names) and goes on checking the rest.
     """
@@ -420,8 +420,8 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 
 #: The code whose every change invalidates the cached reports.
-ENGINE_SOURCES = ("pipeline/engine.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
-                  "model.py", "subjects/shapes.py", "frontends/clang.py", "subjects/mainloop2x.py")
+ENGINE_SOURCES = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
+                  "model.py", "subjects/shapes.py", "cpp/clang.py", "subjects/mainloop2x.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
@@ -431,7 +431,7 @@ def report_key(tgt: Target, cfg, *, checked: str = "types") -> str | None:
     """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type): the
     config's probe block as the engine parses it (with its builder budget, where it has one),
     the clang flags (the include root left out: the tree hash stands for it), the tree hash,
-    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.pipeline.cache.key`).
+    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.core.cache.key`).
 
     ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too).
     """
@@ -461,7 +461,7 @@ def _check_struct(s: StructLayout) -> None:
     members of a struct read back lazily (:meth:`StructLayout.from_dict`) are checked as the
     plain dicts they still are, keys too (as :meth:`FieldLayout.from_dict` will check them),
     so that making them later cannot fail."""
-    from ..model import _FIELD_KEYS, _FIELD_REQUIRED
+    from ..model import FIELD_KEYS, FIELD_REQUIRED
 
     _count(s.size, "size")
     _count(s.align, "align")
@@ -489,7 +489,7 @@ def _check_struct(s: StructLayout) -> None:
                 shape = tuple(f)
                 if shape not in good:
                     keys = f.keys()
-                    if not (keys <= _FIELD_KEYS and _FIELD_REQUIRED <= keys):
+                    if not (keys <= FIELD_KEYS and FIELD_REQUIRED <= keys):
                         raise TypeError(f"a member with keys {sorted(keys)}")
                     good.add(shape)
                 start, size = f["offset"], f["size"]
@@ -763,7 +763,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
         return body, (probe.budget_block(subject, index) if budget and probe.budgeted(subject) else "")
 
     def read(unit: ProbeUnit, subject, index: int) -> LayoutReport:
-        rep = _read(unit, subject, index, prov)
+        rep = read_report(unit, subject, index, prov)
         _check_stages(subject, rep)
         return rep
 
@@ -786,7 +786,7 @@ def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, h
     return Batch(head=probe.render([]) + head,
                  parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
                  block=lambda subject, index, _budget: (block(subject, index), ""),
-                 read=lambda unit, subject, index: _read(unit, subject, index, prov),
+                 read=lambda unit, subject, index: read_report(unit, subject, index, prov),
                  failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
                                                           error=err),
                  where=where or f"CUTLASS tree {tgt.tree.include_root}")
@@ -880,7 +880,7 @@ def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
     unit = _parse(tgt, [user], user.parse_arch)
     if unit.errors():  # the plain path ties the error to the type (or raises BadInput)
         return layouts([user], tgt)[0]
-    rep = _read(unit, user, 0, tgt.provenance(user.parse_arch))
+    rep = read_report(unit, user, 0, tgt.provenance(user.parse_arch))
     _check_stages(user, rep)
     if rep.error is None:
         rep.builder_budget = user_budget(tgt, user, rep, unit)

@@ -55,10 +55,10 @@ def blank_comments(text: str, strings: bool = True) -> str:
     for m in _SKIPPED.finditer(text):
         quote = m.group(1)
         if quote is None:  # a comment
-            out += [text[last:m.start()], _NOT_NEWLINE.sub(" ", m.group())]
+            out += [text[last:m.start()], NOT_NEWLINE.sub(" ", m.group())]
         elif strings:
             body = m.group(2)
-            out += [text[last:m.start()], quote, _NOT_NEWLINE.sub(" ", body), m.group()[1 + len(body):]]
+            out += [text[last:m.start()], quote, NOT_NEWLINE.sub(" ", body), m.group()[1 + len(body):]]
         else:
             out.append(text[last:m.end()])
         last = m.end()
@@ -68,7 +68,7 @@ def blank_comments(text: str, strings: bool = True) -> str:
 
 #: a comment, or a string or char literal (its quote, its body, its closing quote if any)
 _SKIPPED = re.compile(r"""//[^\n]*|/\*.*?(?:\*/|\Z)|(["'])((?:\\.|\\\Z|(?!\1)[^\\\n])*)\1?""", re.S)
-_NOT_NEWLINE = re.compile(r"[^\n]")
+NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def cut_after_last_kernel_alias(body: str, pattern: re.Pattern = KERNEL_ALIAS_RE) -> int | None:
@@ -78,11 +78,11 @@ def cut_after_last_kernel_alias(body: str, pattern: re.Pattern = KERNEL_ALIAS_RE
     clean = blank_comments(body)
     last = None
     for m in pattern.finditer(clean):
-        last = _statement_end(clean, m.end()) or last
+        last = statement_end(clean, m.end()) or last
     return last
 
 
-def _statement_end(clean: str, start: int) -> int | None:
+def statement_end(clean: str, start: int) -> int | None:
     """The index just after the ``;`` that ends the statement going on at ``start`` (brackets
     balanced), None where a closing bracket or the end comes first."""
     depth = 0
@@ -114,7 +114,7 @@ def adapter_alias(body: str) -> tuple[str, int, int] | None:
     found = None
     for m in ANY_ALIAS_RE.finditer(clean):
         name = m.group(1)
-        end = _statement_end(clean, m.end())
+        end = statement_end(clean, m.end())
         if end is not None and re.search(rf"(?<![\w:]){name}\s*::\s*GemmKernel\b", clean[end:]):
             found = (name, end, m.start())
     return found
@@ -240,7 +240,7 @@ def _selection_leaves(clean: str, lt: int, gt: int, spelled: str) -> list[str] |
         if m is None:
             return None
         inner_lt = a + (len(clean[a:b]) - len(clean[a:b].lstrip())) + m.end() - 1
-        inner_gt = _matching(clean, inner_lt, "<", ">")
+        inner_gt = matching(clean, inner_lt, "<", ">")
         if inner_gt is None or clean[inner_gt + 1:b].strip():
             return None
         sub = _selection_leaves(clean, inner_lt, inner_gt, spelled)
@@ -271,7 +271,7 @@ def deferred_selections(body: str) -> str:
     members: dict[str, tuple[int, int, int, str]] = {}  # name -> (decl start, '<', '>', member)
     for m in _MEMBER_ALIAS_HEAD.finditer(clean):
         lt = m.end() - 1
-        gt = _matching(clean, lt, "<", ">")
+        gt = matching(clean, lt, "<", ">")
         if gt is None:
             continue
         tail = re.match(r"\s*::\s*(\w+)\s*;", clean[gt + 1:])
@@ -280,7 +280,7 @@ def deferred_selections(body: str) -> str:
     edits: list[tuple[int, int, str]] = []
     for m in _SELECTION_HEAD.finditer(clean):
         lt = m.end() - 1
-        gt = _matching(clean, lt, "<", ">")
+        gt = matching(clean, lt, "<", ">")
         if gt is None or not re.match(r"\s*;", clean[gt + 1:]):
             continue
         leaves = _selection_leaves(clean, lt, gt, m.group(2))
@@ -301,7 +301,7 @@ def deferred_selections(body: str) -> str:
     return body
 
 
-def _matching(text: str, start: int, open_: str, close: str) -> int | None:
+def matching(text: str, start: int, open_: str, close: str) -> int | None:
     """Index of the bracket closing the one at ``start`` (angle brackets inside parentheses
     are not counted)."""
     depth, paren = 0, 0
@@ -323,7 +323,7 @@ def _matching(text: str, start: int, open_: str, close: str) -> int | None:
     return None
 
 
-#: The characters :func:`_matching` reads, by the bracket it matches.
+#: The characters :func:`matching` reads, by the bracket it matches.
 _BRACKETS = {"<": re.compile(r"[()<>]"), "(": re.compile(r"[()]"), "{": re.compile(r"[(){}]"),
              "[": re.compile(r"[()\[\]]")}
 
@@ -335,7 +335,7 @@ def explicit_instantiations(text: str) -> list[tuple[str, str, int]]:
     out = []
     for m in re.finditer(r"\btemplate\s+(?!<)[^;{}<>]*?\b(\w+)\s*<", clean):
         lt = m.end() - 1
-        gt = _matching(clean, lt, "<", ">")
+        gt = matching(clean, lt, "<", ">")
         if gt is None:
             continue
         after = clean[gt + 1:gt + 200].lstrip()
@@ -353,7 +353,7 @@ def template_parameters(definition: str) -> tuple[str, int] | None:
     m = re.match(r"\s*template\s*<", clean)
     if not m:
         return None
-    gt = _matching(clean, m.end() - 1, "<", ">")
+    gt = matching(clean, m.end() - 1, "<", ">")
     if gt is None:
         return None
     return definition[m.end():gt], gt + 1
@@ -404,7 +404,7 @@ def _body(definition: str) -> tuple[str, str] | None:
     params, after = found
     clean = blank_comments(definition)
     paren = clean.find("(", after)
-    close = _matching(clean, paren, "(", ")") if paren >= 0 else None
+    close = matching(clean, paren, "(", ")") if paren >= 0 else None
     if close is None:
         return None
     brace = clean.find("{", close)
@@ -441,18 +441,18 @@ def declarations_only(kept: str) -> str:
     for m in reversed(list(_CALL_STATEMENT.finditer(kept))):
         if m.group(2) in _NOT_CALLS:
             continue
-        close = _matching(kept, m.end() - 1, "(", ")")
+        close = matching(kept, m.end() - 1, "(", ")")
         semi = re.match(r"\s*;", kept[close + 1:]) if close is not None else None
         if semi is None:
             continue
         stop = close + 1 + semi.end()
-        out = out[:m.end(1)] + _NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
+        out = out[:m.end(1)] + NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
     for m in reversed(list(re.finditer(r"\bif\s+constexpr\s*\(", out))):
-        close = _matching(out, m.end() - 1, "(", ")")
+        close = matching(out, m.end() - 1, "(", ")")
         if close is None:
             continue
         brace = re.match(r"\s*\{", out[close + 1:])
-        if brace is None or _matching(out, close + brace.end(), "{", "}") is not None:
+        if brace is None or matching(out, close + brace.end(), "{", "}") is not None:
             continue  # a statement, or a block closed before the alias
         cond = out[m.end():close]
         out = (out[:m.start()] + f'static_assert(({cond}), "{HOISTED_IF}");'
@@ -523,13 +523,13 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
         return None
     _, body = found
     clean = blank_comments(body)
-    end = _matching("{" + clean, 0, "{", "}")
+    end = matching("{" + clean, 0, "{", "}")
     if end is None:
         return None
     inner = declarations_only(clean[:end - 1])
     asserts = []
     for m in reversed(list(re.finditer(r"\bstatic_assert\s*\(", inner))):
-        close = _matching(inner, m.end() - 1, "(", ")")
+        close = matching(inner, m.end() - 1, "(", ")")
         semi = re.match(r"\s*;", inner[close + 1:]) if close is not None else None
         if semi is None:
             return None
@@ -540,13 +540,13 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
     if m is None:
         return None
     rest = m.group(2)
-    gt = _matching(rest, 0, "<", ">")
+    gt = matching(rest, 0, "<", ">")
     if gt is None:
         return None
     call = re.match(r"\s*\(", rest[gt + 1:])
     if call is None:
         return None
-    close = _matching(rest, gt + 1 + call.end() - 1, "(", ")")
+    close = matching(rest, gt + 1 + call.end() - 1, "(", ")")
     if close is None or not re.fullmatch(r"\s*;\s*", rest[close + 1:]):
         return None
     return m.group(1), " ".join(rest[1:gt].split()), "\n".join(asserts)
@@ -609,7 +609,7 @@ def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | Non
         return None
     alias = hits[-1]
     lt = alias.end() - 1
-    gt = _matching(clean, lt, "<", ">")
+    gt = matching(clean, lt, "<", ">")
     if gt is None:
         return None
     args = _arg_spans(clean, lt, gt)
@@ -629,7 +629,7 @@ def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | Non
     if m is None:
         return None
     blt = m.end() - 1
-    bgt = _matching(clean, blt, "<", ">")
+    bgt = matching(clean, blt, "<", ">")
     if bgt is None or bgt > where[1]:
         return None
     if not re.match(r"\s*::\s*CollectiveOp\b", clean[bgt + 1:]):
@@ -688,7 +688,7 @@ def blank_calls(text: str, names) -> str:
     clean = blank_comments(text)
     out = list(text)
     for m in re.finditer(r"\b(" + "|".join(re.escape(n) for n in names) + r")\s*\(", clean):
-        close = _matching(clean, m.end() - 1, "(", ")")
+        close = matching(clean, m.end() - 1, "(", ")")
         if close is None:
             continue
         end = close + 1
@@ -712,7 +712,7 @@ _NOT_A_FUNCTION = re.compile(r"\s*(?:using|typedef|namespace|struct|class|union|
 
 
 def _blank(m: re.Match) -> str:
-    return _NOT_NEWLINE.sub(" ", m.group())
+    return NOT_NEWLINE.sub(" ", m.group())
 
 
 def declared_functions(text: str) -> list[tuple[str, int, bool]]:
@@ -760,7 +760,7 @@ def _function_name(head: str) -> str | None:
         m = re.match(r"template\s*<", s)
         if m is None:
             return None  # an explicit instantiation
-        gt = _matching(s, m.end() - 1, "<", ">")
+        gt = matching(s, m.end() - 1, "<", ">")
         if gt is None:
             return None
         s = s[gt + 1:].strip()
@@ -821,7 +821,7 @@ def kernel_aliases(text: str) -> list[tuple[str, int]]:
 # ---------------------------------------------------------------------------------------
 # kernels under branches: one re-hosted class per path to a kernel alias
 
-def _call_args(clean: str, paren: int) -> tuple[list[str], int] | None:
+def call_args(clean: str, paren: int) -> tuple[list[str], int] | None:
     """``([argument, ...], index of the closing paren)`` of the macro call whose ``(`` is at
     ``paren``: split at commas outside parentheses, as the preprocessor splits them (braces and
     angle brackets do not protect a comma)."""
@@ -875,7 +875,7 @@ def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
     for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
         if m.start() < last:
             continue
-        found = _call_args(clean, m.end() - 1)
+        found = call_args(clean, m.end() - 1)
         if found is None:
             return None
         args, close = found
@@ -954,7 +954,7 @@ def _path_to(clean: str, start: int, target: int, pieces: list, labels: list) ->
             chain = None
             i = j + 1
             continue
-        close = _matching(clean, j, "{", "}")
+        close = matching(clean, j, "{", "}")
         if close is None:
             return False
         head = clean[i:j]

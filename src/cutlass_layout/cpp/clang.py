@@ -134,18 +134,18 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
     The cache file is ``<cache>/pch/<sha256(key, flags, preamble, libclang)>.pch``; callers
     put the tree's content hash in ``key``. It is built under a lock (processes that need the
     same header at once build it once), renamed into place when whole and sealed with its
-    SHA-256 (:func:`~cutlass_layout.pipeline.cache.seal`): one that does not match its seal is built
+    SHA-256 (:func:`~cutlass_layout.core.cache.seal`): one that does not match its seal is built
     again. A preamble that does not parse cleanly leaves a ``.bad`` marker there, so it is
     tried once per tree. Building one takes about as long as one plain parse and saves most
     of every later parse. Returns ``None`` when no preamble parses cleanly (the probe parse
     without a precompiled header then reports the real error) or the header cannot be
     written. ``building``, a context manager factory taking a description
-    (:func:`cutlass_layout.pipeline.runner.step`), is entered around a build (not around a cached
+    (:func:`cutlass_layout.core.progress.step`), is entered around a build (not around a cached
     header), to say on stderr that one is being built.
     """
     from contextlib import nullcontext
 
-    from ..pipeline.cache import cache_dir, lock, sealed
+    from ..core.cache import cache_dir, lock, sealed
 
     folder = cache_dir("pch")
     for preamble in [preambles] if isinstance(preambles, str) else preambles:
@@ -181,7 +181,7 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: s
     """Build ``path`` from ``preamble`` and seal it for ``key``: ``True`` when built, ``False``
     when the preamble has errors, ``None`` when libclang could not parse or save at all, or
     the cache cannot be written (try again later)."""
-    from ..pipeline.cache import discard, seal
+    from ..core.cache import discard, seal
 
     index = ci.Index.create()
     try:
@@ -213,7 +213,7 @@ PCH_KEEP = 16
 
 
 def _prune(folder: Path, keep: int) -> None:
-    from ..pipeline.cache import discard
+    from ..core.cache import discard
 
     stamped = []
     for p in folder.glob("*.pch"):

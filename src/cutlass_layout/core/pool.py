@@ -1,4 +1,4 @@
-"""The one runner: worker processes for parse work, and progress on stderr.
+"""The one process pool: worker processes for parse work.
 
 A libclang parse holds the GIL and 0.3-1 GB of memory, so parallel work means processes.
 :class:`Pool` forks its workers at once, before any progress thread runs, so they inherit
@@ -9,24 +9,8 @@ feed follow-up work (the sweep's stage-count search) to whichever worker is free
 
 A :class:`Pool` may run on another ``concurrent.futures``-style executor instead (one whose
 ``submit`` returns a ``concurrent.futures.Future``: a Dask cluster's,
-:mod:`cutlass_layout.pipeline.executors`): its tasks are then pickled whole, so they must depend on
+:mod:`cutlass_layout.core.dask`): its tasks are then pickled whole, so they must depend on
 nothing the workers would have inherited from a fork.
-
-Progress on stderr, off unless asked for (:func:`show_progress`; the command line turns it
-on for every command, a library call with ``progress=True`` for its own duration), and only
-in the process that asked (a forked worker shows nothing):
-
-* :func:`step` says that one slow step starts (a download, unpacking a wheel, an install's
-  generator, building a precompiled header, a libclang parse, nvcc): off a terminal one
-  line, ``downloading flashinfer-python==0.7.2.post1 (pip download) ...``, the moment the
-  step starts; on a terminal a spinner, removed when the step ends;
-* :class:`Progress` counts units of work: off a terminal a line when it starts,
-  ``audit sm120: laying out sources: 0/11 (0 s)``, then at most every few seconds (a long
-  run in CI or under ``nohup`` still says where it is); on a terminal a bar.
-
-On a terminal one display at a time: a step inside another step or a :class:`Progress`
-(the parse a sweep runs in this process) shows nothing of its own; off a terminal every
-step prints its line.
 
 :func:`gc_paused` pauses Python's cyclic garbage collector while a caller builds many objects
 at once (a warm audit of flashinfer 0.7.4's whole install loads about a million objects, 5,775
@@ -41,10 +25,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
-import re
 import signal
-import sys
-import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -53,7 +34,7 @@ from functools import lru_cache
 
 def default_jobs(jobs: int | None = None, executor=None) -> int:
     """``jobs`` if given (at least 1), else the ``executor``'s ``cores`` (the worker threads
-    of a cluster, :class:`cutlass_layout.pipeline.executors.DaskExecutor`), else this machine's CPUs."""
+    of a cluster, :class:`cutlass_layout.core.dask.DaskExecutor`), else this machine's CPUs."""
     if jobs:
         return max(1, int(jobs))
     if executor is not None and hasattr(executor, "cores"):
@@ -172,7 +153,7 @@ class Pool:
     instead of waiting for their tasks; workers ignore Ctrl-C themselves.
 
     With ``executor`` (an object whose ``submit(fn, *args)`` returns a
-    ``concurrent.futures.Future``, such as :class:`cutlass_layout.pipeline.executors.DaskExecutor`)
+    ``concurrent.futures.Future``, such as :class:`cutlass_layout.core.dask.DaskExecutor`)
     the tasks run there, ``jobs`` at a time at most as far as :attr:`idle` counts; ``reads``
     (paths the tasks read) are checked first with the executor's ``require_paths`` where it
     has one, and while no task returns, its ``check(waiting)`` is called every ``poll_s``
@@ -280,146 +261,3 @@ class Pool:
     def __exit__(self, exc_type, *exc):
         self.close(stop=exc_type is not None)
         return False
-
-
-#: A progress line as printed off a terminal: a step's ``what ...``, a count's
-#: ``what: 5/11 (38 s)``, or what a long audit found so far (``audit sm90: found: ...``).
-PROGRESS_LINE = re.compile(r"^(?!error:|warning:|note:|check)(\S.* \.\.\.|\S.*: \d+/\d+ \(\d+ s\)"
-                           r"|audit \S+: found: .*)$")
-
-
-def is_progress_line(line: str) -> bool:
-    """Whether a line of stderr is a progress line (:data:`PROGRESS_LINE`), for whoever reads
-    a command's stderr for its errors and notes."""
-    return bool(PROGRESS_LINE.match(line.rstrip("\n")))
-
-
-#: Whether progress is shown, and by which process (workers forked from it show none).
-_SHOWN = {"on": False, "pid": None}
-#: Terminal displays (spinners, bars) showing now: on a terminal, a step or bar inside
-#: another display shows nothing.
-_ACTIVE = [0]
-
-
-def show_progress(enabled: bool = True) -> bool:
-    """Show (or stop showing) progress on stderr in this process; returns whether it was
-    shown before, to put back."""
-    before = progress_shown()
-    _SHOWN.update(on=bool(enabled), pid=os.getpid())
-    return before
-
-
-def progress_shown() -> bool:
-    """Whether this process shows progress (never a forked worker)."""
-    return bool(_SHOWN["on"]) and _SHOWN["pid"] == os.getpid()
-
-
-@contextmanager
-def showing(enabled: bool = True):
-    """Show progress inside the ``with`` block when ``enabled`` (what was set before is put
-    back after it); ``enabled=False`` leaves the setting as it is."""
-    before = show_progress(True) if enabled else None
-    try:
-        yield
-    finally:
-        if enabled:
-            show_progress(before)
-
-
-@contextmanager
-def step(what: str):
-    """Say on stderr that the slow step ``what`` starts (see the module docstring), when
-    progress is shown: the line ``what ...`` at once, or on a terminal a transient spinner
-    (unless another display shows). Use it around work that may take more than a second,
-    only where the work is really done (not around a cache hit)."""
-    if not progress_shown():
-        yield
-        return
-    if not sys.stderr.isatty():
-        print(f"{what} ...", file=sys.stderr, flush=True)
-        yield
-        return
-    if _ACTIVE[0]:
-        yield
-        return
-    from rich.console import Console
-
-    _ACTIVE[0] += 1
-    status = Console(stderr=True).status(what)
-    status.start()
-    try:
-        yield
-    finally:
-        status.stop()
-        _ACTIVE[0] -= 1
-
-
-class Progress:
-    """Progress of ``total`` units of work (the total may grow) on stderr.
-
-    On a terminal: a rich bar, removed when done. Otherwise: a line such as
-    ``audit sm120: laying out sources: 0/11 (0 s)`` at once, then one at most every ``every``
-    seconds, and one at the end (when the run took that long). ``enabled=False`` shows
-    nothing, and so does a bar in a forked worker or, on a terminal, inside another display.
-    """
-
-    def __init__(self, what: str, total: int = 0, *, enabled: bool = True, every: float = 10.0):
-        self.what, self.total, self.done = what, total, 0
-        tty = sys.stderr.isatty()
-        enabled = enabled and not (tty and _ACTIVE[0]) and _SHOWN["pid"] in (None, os.getpid())
-        self.enabled, self.every = enabled, every
-        self.t0 = self._last = time.monotonic()
-        self._bar = None
-        if enabled and tty:
-            _ACTIVE[0] += 1
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as Bar
-
-            self._bar = Bar(TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=Console(stderr=True), transient=True)
-            self._task = self._bar.add_task(what, total=total)
-            self._bar.start()
-        elif enabled:
-            self._line()
-
-    def add(self, n: int) -> None:
-        """Grow the total by ``n`` units (follow-up work found on the way)."""
-        self.total += n
-        if self._bar is not None:
-            self._bar.update(self._task, total=self.total)
-
-    def advance(self, n: int = 1) -> None:
-        """Count ``n`` units done: the bar moves, or a line when ``every`` seconds have passed
-        since the last one."""
-        self.done += n
-        if self._bar is not None:
-            self._bar.advance(self._task, n)
-        elif self.enabled and time.monotonic() - self._last >= self.every:
-            self._line()
-
-    def note(self, text: str) -> None:
-        """Print ``text`` on its own line now, above the bar (what a long run found so far;
-        nothing when the bar is not shown)."""
-        if self._bar is not None:
-            self._bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
-        elif self.enabled:
-            print(text, file=sys.stderr, flush=True)
-
-    def _line(self) -> None:
-        self._last = time.monotonic()
-        self._shown = (self.done, self.total)
-        print(f"{self.what}: {self.done}/{self.total} ({self._last - self.t0:.0f} s)",
-              file=sys.stderr, flush=True)
-
-    def stop(self) -> None:
-        """Remove the bar, or print a last line (when the run took ``every`` seconds or more and
-        the last line printed is not already the final count); then show nothing more."""
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-            _ACTIVE[0] -= 1
-        elif (self.enabled and self.done and time.monotonic() - self.t0 >= self.every
-              and getattr(self, "_shown", None) != (self.done, self.total)):
-            self._line()
-        self.enabled = False

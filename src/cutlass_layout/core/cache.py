@@ -243,7 +243,7 @@ PACKAGE = Path(__file__).resolve().parent.parent
 @lru_cache(maxsize=None)
 def code_fingerprint(*modules: str) -> str:
     """SHA-256 (16 hex digits) of some of this package's own source files (paths relative to
-    the package, e.g. ``"pipeline/engine.py"``, ``"frontends/clang.py"``), so that a cached result is
+    the package, e.g. ``"engine/loop.py"``, ``"cpp/clang.py"``), so that a cached result is
     never reused after the code that computed it changed.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Where a :class:`~cutlass_layout.pipeline.runner.Pool` runs its tasks: this machine's forked workers,
+"""Where a :class:`~cutlass_layout.core.pool.Pool` runs its tasks: this machine's forked workers,
 or a Dask cluster.
 
 An executor is named by a string: ``None`` (the environment's ``DASK_SCHEDULER_ADDRESS``
@@ -129,7 +129,7 @@ class DaskExecutor:
     scheduler and for a first worker, and failing a run whose cluster has had no worker for
     that long (:meth:`check`)."""
 
-    #: Seconds between :meth:`check` calls while no task returns (:class:`~cutlass_layout.pipeline.runner.Pool`).
+    #: Seconds between :meth:`check` calls while no task returns (:class:`~cutlass_layout.core.pool.Pool`).
     poll_s = 2.0
 
     def __init__(self, address: str, timeout: float):
