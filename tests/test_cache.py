@@ -205,3 +205,48 @@ def test_a_member_read_back_is_the_member():
         FieldLayout.from_dict({**plain(inner), "colour": "red"})
     with pytest.raises(TypeError):
         FieldLayout.from_dict({"name": "x", "type": "int", "offset": 0, "size": 4})
+
+
+def test_every_cache_kind_names_modules_that_exist():
+    """Each row of the kinds table makes a key: every module it names is a file of the package
+    (a renamed module would otherwise fail at the first cache read), and the wheel caches,
+    keyed by file identity, refuse a code key."""
+    from cutlass_layout.core.cache import KINDS
+
+    for kind in KINDS.values():
+        if kind.code is None:
+            with pytest.raises(ValueError):
+                kind.key(subject=[], target=[])
+            assert len(kind.identity_key("x")) == 32
+        else:
+            assert len(kind.key(subject=["s"], target=["t"])) == 32
+    with pytest.raises(ValueError, match="not a file of the package"):
+        KINDS["structural"].key(subject=[], target=[], code=("no/such_module.py",))
+
+
+def test_memo_is_get_else_compute_then_put():
+    """One memo for every cache entry: a hit is loaded and nothing computed; a payload the
+    loader refuses is a miss; ``cached_only`` computes nothing; ``use_cache=False`` computes
+    and stores again; ``dump`` is what is stored, the value what is returned."""
+    from cutlass_layout.core.cache import Kind
+
+    kind = Kind("test-memo", 1, ("core/cache.py",))
+    k = kind.key(subject=["a"], target=[])
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    assert kind.memo(k, compute, cached_only=True) is None and not calls
+    assert kind.memo(k, compute) == {"n": 1}
+    assert kind.memo(k, compute) == {"n": 1} and len(calls) == 1  # a hit
+    assert kind.memo(k, compute, use_cache=False) == {"n": 2}  # computed and stored again
+    assert kind.get(k) == {"n": 2}
+
+    def refuse(d):
+        raise KeyError("old shape")
+
+    assert kind.memo(k, compute, load=refuse, lock_name="test-memo") == {"n": 3}  # a refused hit: a miss
+    assert kind.memo(k, lambda: (7, 8), dump=list, use_cache=False) == (7, 8)
+    assert kind.get(k) == [7, 8]

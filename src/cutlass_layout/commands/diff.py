@@ -109,18 +109,11 @@ from ..model import (
     StructuralChange,
     TacticChange,
 )
-from ..core.cache import ResultCache
-from ..core.cache import key as cache_key
+from ..core.cache import KINDS
 from ..core.pool import Pool, default_jobs
 from ..core.progress import step
 from ..subjects.config import Config
 
-#: Bumped whenever the cached structural results change shape or meaning beyond what the
-#: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
-_CACHE_VERSION = "3"
-#: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py", "cpp/treesitter.py")
-_STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
 FAMILY_FILES = {
@@ -448,16 +441,14 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
         return [], 0
     from ..model import SCAN_SCHEMA
 
-    k = cache_key(f"structural/{_CACHE_VERSION}", subject=[SCAN_SCHEMA],
-                  target=[old_tree.tree_hash, new_tree.tree_hash], code=_STRUCTURAL_SOURCES)
-    data = _STRUCTURAL.get(k) if use_cache else None
-    if data is not None:
-        try:
-            return [StructuralChange(**c) for c in data["changes"]], data["files_compared"]
-        except (KeyError, TypeError):  # written by another version: compute again
-            pass
-    changes, n = _structural(old_tree, new_tree)
-    _STRUCTURAL.put(k, {"changes": [c.to_dict() for c in changes], "files_compared": n})
+    kind = KINDS["structural"]
+
+    def load(d):
+        return [StructuralChange(**c) for c in d["changes"]], d["files_compared"]
+
+    changes, n = kind.memo(kind.key(subject=[SCAN_SCHEMA], target=[old_tree.tree_hash, new_tree.tree_hash]),
+                           lambda: _structural(old_tree, new_tree), load=load, use_cache=use_cache,
+                           dump=lambda r: {"changes": [c.to_dict() for c in r[0]], "files_compared": r[1]})
     return changes, n
 
 

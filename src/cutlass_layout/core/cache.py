@@ -30,6 +30,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -343,3 +344,84 @@ class ResultCache:
             write_atomic(path, head + b"\n" + body)
         except (OSError, TypeError, ValueError):
             return
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of cached result, one row of :data:`KINDS`: its folder under the cache's
+    ``results/`` (``name``), the format version its keys carry (bumped when the payload's
+    shape changes) and the package modules whose code computes it (``code``; ``None`` for
+    the wheel caches, keyed by a file's identity or digest instead of by code).
+
+    Every cache entry of the package is read and written through a ``Kind``: :meth:`key`
+    makes its key (through :func:`key`, so a module named that does not exist raises
+    ``ValueError``), :meth:`memo` is the one get, else compute, then put.
+    """
+
+    name: str
+    version: int
+    code: tuple[str, ...] | None
+
+    def key(self, *, subject, target, code: tuple[str, ...] = ()) -> str:
+        """:func:`key` of ``subject`` and ``target`` for this kind: the row's code modules and
+        ``code``, those a caller adds (the engine's own modules for a kind of layouts).
+
+        Raises:
+            ValueError: a kind keyed by file identity (``code`` None), or a module that is not
+                a file of the package.
+        """
+        if self.code is None:
+            raise ValueError(f"cache kind {self.name!r} is keyed by file identity, not by code")
+        return key(f"{self.name}/{self.version}", subject=subject, target=target, code=self.code + tuple(code))
+
+    def identity_key(self, *parts) -> str:
+        """The key of a kind keyed by a file's identity or digest (``parts``), not by code."""
+        return result_key(f"{self.name}/{self.version}", *parts)
+
+    @property
+    def store(self) -> ResultCache:
+        return ResultCache(self.name)
+
+    def get(self, k: str, load=None):
+        """:meth:`ResultCache.get` of this kind's folder."""
+        return self.store.get(k, load)
+
+    def put(self, k: str, payload) -> None:
+        """:meth:`ResultCache.put` of this kind's folder (never raises)."""
+        self.store.put(k, payload)
+
+    def memo(self, k: str, compute, *, load=None, dump=None, use_cache: bool = True,
+             cached_only: bool = False, lock_name: str | None = None):
+        """The value stored under ``k`` (``load(payload)``; a payload ``load`` refuses is a
+        miss), else ``None`` with ``cached_only``, else ``compute()``, stored as ``dump(value)``
+        (the value itself without ``dump``) and returned. ``use_cache=False`` computes and
+        stores again. ``lock_name``: compute under that cache :func:`lock`, looking again once
+        it is held (another process may have stored the value meanwhile)."""
+        hit = self.get(k, load) if use_cache else None
+        if hit is not None or cached_only:
+            return hit
+        with lock(lock_name) if lock_name else contextlib.nullcontext():
+            if lock_name and use_cache:
+                hit = self.get(k, load)
+                if hit is not None:
+                    return hit
+            value = compute()
+            self.put(k, value if dump is None else dump(value))
+        return value
+
+
+def _kinds(*rows: Kind) -> dict[str, Kind]:
+    return {k.name: k for k in rows}
+
+
+#: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
+#: and downloads are files, not results: :func:`seal` checks them.
+KINDS = _kinds(
+    Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
+    Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
+    Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py",
+                           "cpp/treesitter.py")),
+    Kind("wheel-installs", 1, ("sources/trees.py",)),
+    Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
+    Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
+)

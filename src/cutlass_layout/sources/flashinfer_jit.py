@@ -40,8 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput, NothingForArch
-from ..core.cache import ResultCache, cache_dir, cache_root, file_sha256, lock, result_key
-from ..core.cache import key as cache_key
+from ..core.cache import KINDS, cache_dir, cache_root, file_sha256, result_key
 from ..core.progress import step
 from ._flashinfer_harness import EXIT_MEMORY
 from ..core.files import read_text
@@ -302,13 +301,9 @@ def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = Tr
         BadInput: an arch this reader has no pattern for.
     """
     same = build_arch(arch)
-    found_key = cache_key("flashinfer-builders/1", subject=[same],
-                          target=[install.fingerprint, str(install.root)], code=("sources/flashinfer_jit.py",))
-    found = ResultCache("flashinfer-jit")
-    wanted = found.get(found_key, _pairs) if use_cache else None
-    if wanted is None:
-        wanted = builders(install, same)
-        found.put(found_key, wanted)
+    kind = KINDS["flashinfer-builders"]
+    found_key = kind.key(subject=[same], target=[install.fingerprint, str(install.root)])
+    wanted = kind.memo(found_key, lambda: builders(install, same), load=_pairs, use_cache=use_cache)
     return [tuple(b) for b in wanted]
 
 
@@ -329,10 +324,8 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     if not wanted:
         raise NothingForArch(f"flashinfer {install.version} at {install.root} has no JIT module "
                        f"builder for {arch} that builds a CUTLASS GEMM")
-    key = cache_key("flashinfer-jit/1", subject=[same, wanted],
-                    target=[install.fingerprint, str(install.root), list(cuda_version)],
-                    code=("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py"))
-    cache = ResultCache("flashinfer-jit")
+    kind = KINDS["flashinfer-jit"]
+    key = kind.key(subject=[same, wanted], target=[install.fingerprint, str(install.root), list(cuda_version)])
     # the folder does not depend on this code: a rerun of the builders rewrites the same files
     # in the same place, so flags naming it (and the results keyed by them) stay the same
     out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), same,
@@ -344,23 +337,22 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
             raise ValueError("a generated source changed")
         return d
 
-    data = cache.get(key, load) if use_cache else None
-    if data is None and not run:
-        return None
+    def compute():
+        with step(f"running flashinfer {install.version}'s JIT module builders for {same} "
+                  "(its kernel generator and templates)"):
+            data = _run_harness(install, same, out, cuda_version, wanted)
+        try:
+            mods = _builds(data, out).modules
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"flashinfer's JIT module builders ({install.root}) gave an "
+                           f"answer this reader cannot use: {exc!r}") from None
+        data["generated"] = {str(f): _digest(f) for m in mods for f in m.generated}
+        return data
+
+    data = kind.memo(key, compute, load=load, use_cache=use_cache, cached_only=not run,
+                     lock_name=f"flashinfer-jit-{out.name}")
     if data is None:
-        with lock(f"flashinfer-jit-{out.name}"):
-            data = cache.get(key, load) if use_cache else None  # another process ran them meanwhile
-            if data is None:
-                with step(f"running flashinfer {install.version}'s JIT module builders for {same} "
-                          "(its kernel generator and templates)"):
-                    data = _run_harness(install, same, out, cuda_version, wanted)
-                try:
-                    mods = _builds(data, out).modules
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                    raise BadInput(f"flashinfer's JIT module builders ({install.root}) gave an "
-                                   f"answer this reader cannot use: {exc!r}") from None
-                data["generated"] = {str(f): _digest(f) for m in mods for f in m.generated}
-                cache.put(key, data)
+        return None
     out_builds = _builds(data, out)
     out_builds.digests = {f: h for f, h in data["generated"].items() if h is not None}
     return out_builds

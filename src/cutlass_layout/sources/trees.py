@@ -40,8 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
-from ..core.cache import ResultCache, cache_dir, fallback_dirs, file_sha256, lock
-from ..core.cache import key as cache_key
+from ..core.cache import KINDS, cache_dir, fallback_dirs, file_sha256, lock
 from ..core.progress import step
 from ..core.files import LIMITS, check_limit, file_kind, kind_of, read_text
 
@@ -363,28 +362,24 @@ def _wheel_roots(zf: zipfile.ZipFile) -> list[str]:
     return sorted(roots)
 
 
-_DIGESTS = ResultCache("wheel-digests")
-
-
 def _sha256_file(path: Path) -> str:
     """SHA-256 of a wheel, remembered in the cache per (path, size, mtime): a 60 MB wheel
     is hashed once, not on every run that names it."""
     st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:32]
+    key = KINDS["wheel-digests"].identity_key(str(path.resolve()), st.st_size, st.st_mtime_ns)
 
     def load(d):
         if not (isinstance(d, str) and len(d) == 64 and all(c in "0123456789abcdef" for c in d)):
             raise ValueError(d)
         return d
 
-    digest = _DIGESTS.get(key, load)
-    if digest is None:
+    def compute():
         try:
-            digest = file_sha256(path)
+            return file_sha256(path)
         except OSError as exc:
             raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from None
-        _DIGESTS.put(key, digest)
-    return digest
+
+    return KINDS["wheel-digests"].memo(key, compute, load=load)
 
 
 #: What reading a damaged zip raises (a bad CRC, a truncated or garbled stream).
@@ -405,9 +400,6 @@ def _damaged(path: Path, why) -> BadInput:
     return BadInput(f"{path} is a damaged wheel ({why}): fetch or build it again")
 
 
-_ROOTS = ResultCache("wheel-roots-2")  # 2: cutlass/cutlass.h marks a root too
-
-
 def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
     """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (reading a
     big wheel's directory takes about 0.1 s)."""
@@ -416,12 +408,11 @@ def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
             raise TypeError(d)
         return d
 
-    roots = _ROOTS.get(digest, load)
-    if roots is None:
+    def compute():
         with _open_wheel(path) as zf:
-            roots = _wheel_roots(zf)
-        _ROOTS.put(digest, roots)
-    return roots
+            return _wheel_roots(zf)
+
+    return KINDS["wheel-roots"].memo(KINDS["wheel-roots"].identity_key(digest), compute, load=load)
 
 
 def _manifest(root: Path, skip: str | None = None) -> str:
@@ -969,9 +960,6 @@ def _install(root: Path, origin: str, fingerprint: str | None = None,
                              tvm_ffi_requirement=requirement)
 
 
-_WHEEL_INSTALLS = ResultCache("wheel-installs")
-
-
 def _wheel_install_facts(path: Path, digest: str) -> dict:
     """What :func:`_install_from_wheel` reads of the wheel's directory, remembered per wheel
     digest and the code of this module, which says what is wanted (a flashinfer wheel's
@@ -984,16 +972,15 @@ def _wheel_install_facts(path: Path, digest: str) -> dict:
             raise TypeError(d)
         return d
 
-    key = cache_key("wheel-installs", subject=[digest], target=[], code=("sources/trees.py",))
-    facts = _WHEEL_INSTALLS.get(key, load)
-    if facts is None:
+    def compute():
         with _open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
             names = zf.namelist()
             requirement = _wheel_requirement(path, zf, names)
-        facts = {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
-                 "wanted": _wanted_digest(names)}
-        _WHEEL_INSTALLS.put(key, facts)
-    return facts
+        return {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
+                "wanted": _wanted_digest(names)}
+
+    kind = KINDS["wheel-installs"]
+    return kind.memo(kind.key(subject=[digest], target=[]), compute, load=load)
 
 
 def _wanted_digest(names: list[str]) -> str:
