@@ -147,3 +147,32 @@ def read_text(path, *, what: str = "file", limit: int | None | bool = True, erro
 
 __all__ = ["LIMITS", "Limits", "OverLimit", "check_limit", "file_kind", "kind_of", "lift_limits",
            "read_file", "read_text", "size_text"]
+
+
+def walk(top, *, enter=None, unreadable=None):
+    """Every entry below ``top`` that is not a directory (files, links, FIFOs, ...), as
+    ``(relative path, os.DirEntry)`` (``/``-separated), in no particular order: the one walk
+    of the package over a tree. Links to directories are not followed; a directory is entered
+    where ``enter(relative path, entry)`` says so (every one without ``enter``);
+    ``unreadable(relative path, OSError)`` hears of a folder that cannot be listed (the top's
+    relative path is ``""``), which is otherwise skipped. An entry whose type cannot be read
+    counts as a file."""
+    stack = [("", os.fspath(top))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            if unreadable is not None:
+                unreadable(prefix.rstrip("/"), exc)
+            continue
+        for e in entries:
+            rel = prefix + e.name
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                yield rel, e
+            elif enter is None or enter(rel, e):
+                stack.append((rel + "/", e.path))

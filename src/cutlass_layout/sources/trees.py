@@ -30,6 +30,7 @@ import importlib.metadata as md
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -42,7 +43,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..core.cache import KINDS, cache_dir, fallback_dirs, file_sha256, lock
 from ..core.progress import step
-from ..core.files import LIMITS, check_limit, file_kind, kind_of, read_text
+from ..core.files import LIMITS, check_limit, file_kind, kind_of, read_text, walk
 
 #: The CUTLASS fetched when no source is given and none is installed (6 MB wheel).
 DEFAULT_WHEEL = "nvidia-cutlass==4.2.0.0"
@@ -127,31 +128,20 @@ def tree_files(top, *, hidden: bool = True, special: list | None = None) -> list
     devices and broken links are left out (never opened), and appended to ``special`` as
     ``(relative path, what it is)`` when a list is given. The walk behind :func:`file_digests`
     (tree hashes, ``diff``'s changed headers) and :func:`header_files` (``scan``)."""
-    top = os.fspath(top)
+    def unreadable(rel, exc):
+        if special is not None and rel:
+            special.append((rel, f"an unreadable folder ({exc.strerror or exc})"))
+
     out = []
-    stack = [("", top)]
-    while stack:
-        prefix, folder = stack.pop()
+    for rel, e in walk(top, enter=lambda rel, e: hidden or not e.name.startswith("."), unreadable=unreadable):
         try:
-            entries = list(os.scandir(folder))
-        except OSError as exc:
-            if special is not None and prefix:
-                special.append((prefix.rstrip("/"), f"an unreadable folder ({exc.strerror or exc})"))
-            continue
-        for e in entries:
-            rel = prefix + e.name
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if hidden or not e.name.startswith("."):
-                        stack.append((rel + "/", e.path))
-                    continue
-                regular = e.is_file()  # follows a link
-            except OSError:
-                regular = False
-            if regular:
-                out.append(rel)
-            elif special is not None and not (e.is_symlink() and os.path.isdir(e.path)):
-                special.append((rel, file_kind(e.path) or "not a regular file"))
+            regular = e.is_file()  # follows a link
+        except OSError:
+            regular = False
+        if regular:
+            out.append(rel)
+        elif special is not None and not (e.is_symlink() and os.path.isdir(e.path)):
+            special.append((rel, file_kind(e.path) or "not a regular file"))
     out.sort()
     return out
 
@@ -419,23 +409,13 @@ def _manifest(root: Path, skip: str | None = None) -> str:
     """A digest of every file's path and size below ``root`` (leaving out the folder ``skip``,
     relative, and the markers), in path order: what an unpacked tree's marker records."""
     sizes = []
-    stack = [("", os.fspath(root))]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
+    for rel, e in walk(root, enter=lambda rel, e: not (skip and (rel + "/").startswith(skip))):
+        if e.name in _MARKERS:
             continue
-        for e in entries:
-            rel = prefix + e.name
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    if not (skip and (rel + "/").startswith(skip)):
-                        stack.append((rel + "/", e.path))
-                elif e.name not in _MARKERS:
-                    sizes.append(f"{rel}\0{e.stat().st_size}\n")
-            except OSError:
-                sizes.append(f"{rel}\0-1\n")
+        try:
+            sizes.append(f"{rel}\0{e.stat().st_size}\n")
+        except OSError:
+            sizes.append(f"{rel}\0-1\n")
     return hashlib.sha256("".join(sorted(sizes)).encode()).hexdigest()[:32]
 
 
@@ -810,20 +790,22 @@ def _stat_fingerprint(root: Path) -> str:
         BadInput: a FIFO, socket or device there (the install's code, read and run, could
             block on it).
     """
+    rows = []
+    for rel, e in walk(root, enter=lambda rel, e: e.name != "__pycache__"):
+        try:
+            st = os.stat(e.path)
+        except OSError:
+            continue
+        kind = kind_of(st.st_mode)
+        if kind is not None:
+            raise BadInput(f"{e.path} is {kind}, not a regular file: a flashinfer install must hold "
+                           "regular files only (its code is read and run); remove it")
+        if stat.S_ISDIR(st.st_mode):  # a link to a folder: named, not entered
+            continue
+        rows.append(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n")
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(filenames):
-            p = os.path.join(dirpath, name)
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            kind = kind_of(st.st_mode)
-            if kind is not None:
-                raise BadInput(f"{p} is {kind}, not a regular file: a flashinfer install must hold "
-                               "regular files only (its code is read and run); remove it")
-            h.update(f"{os.path.relpath(p, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for row in sorted(rows):
+        h.update(row.encode())
     return h.hexdigest()[:16]
 
 
