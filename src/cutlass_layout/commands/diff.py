@@ -119,7 +119,8 @@ from ..subjects.config import Config
 #: fingerprint of :data:`_STRUCTURAL_SOURCES` covers.
 _CACHE_VERSION = "3"
 #: The code whose every change invalidates cached structural diffs.
-_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py", "cpp/treesitter.py")
+_STRUCTURAL_SOURCES = ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py", "model/diff.py",
+                       "sources/trees.py", "cpp/treesitter.py")
 _STRUCTURAL = ResultCache("structural")
 
 #: Default grid families: (kernel flag value, the collective header that must exist in both trees).
