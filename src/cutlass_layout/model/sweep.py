@@ -115,36 +115,6 @@ class SweepRecord:
             "approximation": None if self.approximation is None else self.approximation.to_dict(),
         }
 
-    def summary(self) -> str:
-        """One line, e.g. ``auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages,
-        79872 B``."""
-        st = self.config.stages
-        user = hasattr(self.config, "takes_stages")  # a user type (sweep --header)
-        if user:
-            head = "the header's default" if st is None else f"STAGES={st}"
-        else:
-            head = "auto" if st is None else f"StageCount<{st}>"
-        if self.verdict == "does_not_compile":
-            err = self.error
-            what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
-            first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
-        else:
-            if self.verdict == "fits":
-                how = f"fits, headroom {self.headroom_bytes}"
-            else:
-                how = f"over by {-self.headroom_bytes}"
-            size = self.kernel_bytes if self.kernel_bytes is not None else self.capacity_bytes - self.headroom_bytes
-            first = f"{head}: {self.stages} stages, {size} B, {how}"
-        search = self.search()
-        if search.status == "not searched":
-            return f"{first} (the type takes no STAGES: no stage count searched)"
-        if search.status == "could not run":
-            return f"{first}; could not search: {search.reason}"
-        if self.max_stages_that_fit is None:
-            return f"{first}; no stage count fits"
-        return (f"{first}; max that fits: {self.max_stages_that_fit} stages, "
-                f"{self.max_stages_kernel_bytes} B")
-
 
 @dataclass(repr=False)
 class SweepResult:
