@@ -98,6 +98,11 @@ class Fix:
                    formula=d.get("formula"), error=d.get("error"), fewest_stages=d.get("fewest_stages"))
 
 
+def _number(name: str, doc: str) -> property:
+    """A :class:`Tactic` attribute that is its :meth:`~Tactic.numbers`' ``name`` (read only)."""
+    return property(lambda self: getattr(self.numbers(), name), doc=doc)
+
+
 @dataclass
 class Tactic:
     """One kernel an installed library builds (a tactic of its runtime), laid out exactly.
@@ -218,19 +223,20 @@ class Tactic:
             return None
         return "cluster" + "x".join(map(str, self.cluster))
 
-    # The numbers of the ``audit --json`` row, as attributes: each is the report's
-    # :meth:`LayoutReport.numbers` (so no row computes a number of its own), ``to_dict`` reads
-    # these. None where the kernel does not compile (or was not laid out).
-    def _numbers(self) -> KernelNumbers:
-        # read afresh each time (a few attribute reads): a report changed after the row was
-        # made (a copy edited in a test, a fix re-laid out) is the number the row shows
+    def numbers(self) -> KernelNumbers:
+        """The numbers of the ``audit --json`` row: the report's :meth:`LayoutReport.numbers`
+        (so no row computes a number of its own); every number None where the kernel does not
+        compile (or was not laid out). Read afresh each time (a few attribute reads): a report
+        changed after the row was made (a copy edited in a test, a fix re-laid out) is the
+        number the row shows. The attributes ``stages`` ... ``headroom_bytes`` and
+        :attr:`verdict` read it."""
         rep = self.report
         return KernelNumbers("does_not_compile") if rep is None else rep.numbers()
 
     def _row_numbers(self) -> dict:
         """:data:`TACTIC_NUMBERS` as the attributes of those names give them, from one
-        :meth:`_numbers` (a row of 5,775 read it 8 times each)."""
-        n = self._numbers()
+        :meth:`numbers` (a row of 5,775 read it 8 times each)."""
+        n = self.numbers()
         return {"stages": n.stages, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
                 "headroom_bytes": n.headroom_bytes, "verdict": self._verdict(n),
@@ -240,40 +246,17 @@ class Tactic:
     def _verdict(n: KernelNumbers) -> str:
         return "exact_fit" if n.verdict == "fits" and n.exact_fit else n.verdict
 
-    @property
-    def stages(self) -> int | None:
-        """The mainloop's pipeline stages."""
-        return self._numbers().stages
-
-    @property
-    def kernel_bytes(self) -> int | None:
-        """``sizeof`` of the kernel's SharedStorage (what the launch asks for)."""
-        return self._numbers().kernel_bytes
-
-    @property
-    def mainloop_bytes(self) -> int | None:
-        """``sizeof`` of the mainloop collective's SharedStorage."""
-        return self._numbers().mainloop_bytes
-
-    @property
-    def epilogue_bytes(self) -> int | None:
-        """``sizeof`` of the epilogue collective's SharedStorage."""
-        return self._numbers().epilogue_bytes
-
-    @property
-    def capacity_bytes(self) -> int | None:
-        """The arch's per-block capacity, read from the headers."""
-        return self._numbers().capacity_bytes
-
-    @property
-    def headroom_bytes(self) -> int | None:
-        """Capacity minus kernel bytes; negative when over capacity."""
-        return self._numbers().headroom_bytes
+    stages = _number("stages", "The mainloop's pipeline stages.")
+    kernel_bytes = _number("kernel_bytes", "``sizeof`` of the kernel's SharedStorage (what the launch asks for).")
+    mainloop_bytes = _number("mainloop_bytes", "``sizeof`` of the mainloop collective's SharedStorage.")
+    epilogue_bytes = _number("epilogue_bytes", "``sizeof`` of the epilogue collective's SharedStorage.")
+    capacity_bytes = _number("capacity_bytes", "The arch's per-block capacity, read from the headers.")
+    headroom_bytes = _number("headroom_bytes", "Capacity minus kernel bytes; negative when over capacity.")
 
     @property
     def verdict(self) -> str:
         """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
-        return self._verdict(self._numbers())
+        return self._verdict(self.numbers())
 
     @property
     def error(self) -> CompileError | None:
