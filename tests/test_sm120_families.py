@@ -15,6 +15,7 @@ import pytest
 
 from cutlass_layout import BadInput, Config, layouts
 from cutlass_layout.checks.verify import verify_with_nvcc
+from cutlass_layout.reports.sweep import summary
 from cutlass_layout.subjects.probe import config_block, kernel_schedule
 
 SM120 = [
@@ -109,8 +110,8 @@ def test_sparse_stage_search_could_not_run(sparse_swept):
     for r in (auto, two):
         assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
         assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": reason}
-        assert r.summary().endswith(f"; could not search: {reason}")
-        assert "no stage count fits" not in r.summary()
+        assert summary(r).endswith(f"; could not search: {reason}")
+        assert "no stage count fits" not in summary(r)
     md = to_markdown(sparse_swept)
     assert "| could not search |" in md and f"could not search: {reason}" in md
     assert "no stage count fits" not in md

@@ -27,7 +27,7 @@ from cutlass_layout.commands.sweep import (
 )
 from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
-from cutlass_layout.reports.sweep import to_csv
+from cutlass_layout.reports.sweep import summary, to_csv
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
 
@@ -126,7 +126,7 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
     assert two.verdict == "over_capacity" and two.headroom_bytes == 101376 - 111616
     for r in (auto, two):
         assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
-        assert r.summary().endswith("no stage count fits")
+        assert summary(r).endswith("no stage count fits")
         assert r.to_dict()["stage_search"] == {"status": "none fits", "reason": None}
 
 
@@ -140,7 +140,7 @@ def test_section_c_overshoot_max_that_fits(fi068):
     # (probe.render([Config(tile=(128, 32, 256), stages=3)], with_main=True), compiled with
     # nvcc -std=c++17 -arch=sm_120a against flashinfer 0.6.8's include root and run)
     assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (3, 79872)
-    assert r.summary() == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
+    assert summary(r) == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
 
 
 @pytest.mark.network
@@ -309,7 +309,7 @@ def test_could_not_run_record_summary_and_csv():
     r = SweepRecord(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)), 3, 87040, 10240,
                     96256, CAP, CAP - 96256, "fits", None, None,
                     stage_search=StageSearch("could not run", why))
-    assert r.summary() == f"auto: 3 stages, 96256 B, fits, headroom 5120; could not search: {why}"
+    assert summary(r) == f"auto: 3 stages, 96256 B, fits, headroom 5120; could not search: {why}"
     assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": why}
     (row,) = csv.DictReader(io.StringIO(to_csv(SweepResult(_PROV, [r.config], [r]))))
     assert row["stage_search"] == "could not run" and row["max_stages_that_fit"] == ""
@@ -383,8 +383,8 @@ def test_csv_and_summary_from_records():
     assert rows[1]["tile"] == "128x32x256" and rows[1]["max_stages_that_fit"] == "3"
     assert rows[0]["error"] == "static_assert failed: Stages set to value 2 or more. (x.hpp:225)"
     assert [r.verdict for r in res.sorted_records()] == ["over_capacity", "does_not_compile"]
-    assert ok.summary() == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
-    assert bad.summary().endswith("; no stage count fits")
+    assert summary(ok) == "auto: 4 stages, 102400 B, over by 1024; max that fits: 3 stages, 79872 B"
+    assert summary(bad).endswith("; no stage count fits")
 
 
 @pytest.mark.parametrize("args, msg", [

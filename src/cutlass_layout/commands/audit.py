@@ -624,7 +624,7 @@ _SCAN_KEYS = {"facts", "arch_word", "estimate", "includes"}
 _NAMES_FORMAT = 2
 #: What naming a kernel (:func:`tactic_of`) reads: this module, the kernel's spelling as
 #: :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
-_NAMING_CODE = ("commands/audit.py", "installs/kernels.py", "model.py")
+_NAMING_CODE = ("commands/audit.py", "installs/kernels.py", "model/audit.py")
 _NAMES = ResultCache("audit-names")
 #: The :class:`~cutlass_layout.model.Tactic` fields :func:`tactic_of` gives (all but the
 #: report and what the audit adds: the runtime candidate, the fix, the runtime guard).

@@ -419,8 +419,8 @@ def _kinds(*rows: Kind) -> dict[str, Kind]:
 KINDS = _kinds(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
-    Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model.py", "sources/trees.py",
-                           "cpp/treesitter.py")),
+    Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py",
+                           "model/diff.py", "sources/trees.py", "cpp/treesitter.py")),
     Kind("wheel-installs", 1, ("sources/trees.py",)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too

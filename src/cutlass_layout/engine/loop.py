@@ -421,7 +421,8 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 
 #: The code whose every change invalidates the cached reports.
 ENGINE_SOURCES = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
-                  "model.py", "subjects/shapes.py", "cpp/clang.py", "subjects/mainloop2x.py")
+                  "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
+                  "subjects/mainloop2x.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")

@@ -54,7 +54,7 @@ from ..model import BuilderBudget, Constant, Fix, LayoutReport, Provenance
 #: Version of a cached fix.
 _FORMAT = 1
 #: The code a cached fix depends on (besides the engine's: see :func:`fix_key`).
-FIX_CODE = ("installs/fixes.py", "installs/kernels.py", "cpp/text.py")
+FIX_CODE = ("installs/fixes.py", "installs/kernels.py", "cpp/text.py", "model/audit.py")
 #: The smallest stage count searched (``sm120_blockscaled_mma_array_tma.hpp`` and the SM90
 #: collectives static_assert 2 or more stages).
 MIN_STAGES = 2

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from ..model import VERDICTS, CompileError, SweepResult
+from ..model import VERDICTS, CompileError, SweepRecord, SweepResult
 from ..subjects.config import tile_text
 from .common import (
     Column,
@@ -139,13 +139,44 @@ def _table(result: SweepResult, tile_bytes: bool):
     return recs, head, rows, labels
 
 
+def summary(record: SweepRecord) -> str:
+    """One line about a sweep's ``record``, e.g. ``auto: 4 stages, 102400 B, over by 1024; max
+    that fits: 3 stages, 79872 B``."""
+    st = record.config.stages
+    user = hasattr(record.config, "takes_stages")  # a user type (sweep --header)
+    if user:
+        head = "the header's default" if st is None else f"STAGES={st}"
+    else:
+        head = "auto" if st is None else f"StageCount<{st}>"
+    if record.verdict == "does_not_compile":
+        err = record.error
+        what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
+        first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
+    else:
+        if record.verdict == "fits":
+            how = f"fits, headroom {record.headroom_bytes}"
+        else:
+            how = f"over by {-record.headroom_bytes}"
+        size = record.kernel_bytes if record.kernel_bytes is not None else record.capacity_bytes - record.headroom_bytes
+        first = f"{head}: {record.stages} stages, {size} B, {how}"
+    search = record.search()
+    if search.status == "not searched":
+        return f"{first} (the type takes no STAGES: no stage count searched)"
+    if search.status == "could not run":
+        return f"{first}; could not search: {search.reason}"
+    if record.max_stages_that_fit is None:
+        return f"{first}; no stage count fits"
+    return (f"{first}; max that fits: {record.max_stages_that_fit} stages, "
+            f"{record.max_stages_kernel_bytes} B")
+
+
 def _notes(recs, labels) -> list[tuple[str, str | None]]:
     """A line per config that does not fit or whose builder's choice is not the largest
     stage count that fits, and where its error is."""
     out = []
     for r in recs:
         if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
-            out.append((f"{labels[id(r)]}: {r.summary()}", None))
+            out.append((f"{labels[id(r)]}: {summary(r)}", None))
             if r.error and r.error.file:  # the summary has the message
                 out.append((f"  at {r.error.file}:{r.error.line}", r.error.file))
     return out
@@ -263,5 +294,5 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["CSV_COLUMNS", "approximation_notes", "config_label", "error_text", "render", "to_csv", "to_markdown",
-           "varying_keys"]
+__all__ = ["CSV_COLUMNS", "approximation_notes", "config_label", "error_text", "render", "summary", "to_csv",
+           "to_markdown", "varying_keys"]
