@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from . import api
-from .errors import BadInput, CutlassLayoutError
+from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
 from .options import (
     CONFIG_FLAGS,
     config_options,
@@ -40,7 +40,11 @@ from .reports.common import json_text
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cutlass-layout")
 def cli():
-    """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers."""
+    """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers.
+
+    Exit codes: 0 done, 1 a check failed, 2 bad input, 3 does not compile, 4 nvcc or the
+    GPU disagrees (--verify), 5 internal error (a bug), 130 interrupted.
+    """
 
 
 def _check_plot(plot_file) -> None:
@@ -941,9 +945,10 @@ def main(argv=None) -> int:
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
             raise
-        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        click.echo(f"error: internal error: {type(exc).__name__}: {text} "
                    "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
-        code = 4
+        code = INTERNAL_ERROR_EXIT
     finally:
         api.LIMITS.__dict__.update(limits.__dict__)
         api.show_progress(shown)
