@@ -205,3 +205,32 @@ def test_a_member_read_back_is_the_member():
         FieldLayout.from_dict({**plain(inner), "colour": "red"})
     with pytest.raises(TypeError):
         FieldLayout.from_dict({"name": "x", "type": "int", "offset": 0, "size": 4})
+
+
+def test_write_atomic_gives_the_mode_open_gives(tmp_path):
+    """The one atomic writer (cache entries, precompiled headers, ``--blocklist``): bytes, or a
+    function that writes the temporary path it is given (libclang's ``TranslationUnit.save``);
+    the file gets 0o666 less the umask, as ``open(path, "w")`` gives, and a failed write
+    leaves neither the file nor a temporary one."""
+    import os
+    import stat
+
+    from cutlass_layout.core.cache import write_atomic
+
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "a", b"bytes")
+        write_atomic(tmp_path / "b", lambda tmp: Path(tmp).write_bytes(b"saved"))
+        with open(tmp_path / "plain", "w"):
+            pass
+
+        def fails(tmp):
+            raise OSError("disk full")
+
+        with pytest.raises(OSError, match="disk full"):
+            write_atomic(tmp_path / "c", fails)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a").read_bytes() == b"bytes" and (tmp_path / "b").read_bytes() == b"saved"
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"a": 0o640, "b": 0o640, "plain": 0o640}
