@@ -38,7 +38,7 @@ def parses(tmp_path, monkeypatch):
 
 @pytest.mark.network
 def test_a_config_the_sweep_cached_is_not_parsed_by_diff(fi068, fi072, parses):
-    cfg = Config()  # handed.md A: 4 stages, 84992 B on both trees
+    cfg = Config()  # tests/handed.md A: 4 stages, 84992 B on both trees
     for tree in (fi068.tree, fi072.tree):
         (rec,) = sweep([cfg], target(tree), jobs=1).records
         assert (rec.stages, rec.kernel_bytes) == (4, 84992)

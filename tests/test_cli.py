@@ -228,7 +228,7 @@ def test_does_not_compile_json(capsys):
 
 @pytest.mark.network
 def test_check_exits_1_over_capacity(capsys):
-    # handed.md section B: 2 stages, 111616 B > 101376
+    # tests/handed.md section B: 2 stages, 111616 B > 101376
     argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
             "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
     assert main(argv + ["--check"]) == 1
