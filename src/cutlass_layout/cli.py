@@ -21,6 +21,7 @@ from . import api
 from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
 from .options import (
     CONFIG_FLAGS,
+    check_jobs_flag,
     config_options,
     cuda_path_option,
     executor_option,
@@ -330,8 +331,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         user = [user_type_from_flags(header, type_name, includes, defines,
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
+    check_jobs_flag(jobs)
     _check_plot(plot_file)
     if user is not None:
         configs = user
@@ -684,8 +684,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
             raise BadInput(f"--{exc}") from None
     if src is not None and cutlass_src is not None:
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
+    check_jobs_flag(jobs)
     archs = list(dict.fromkeys(_arch_values(flags.pop("arch"))))
     several = len(archs) > 1 or "all" in archs
     arch = archs if several else archs[0] if archs else "sm120"
