@@ -8,7 +8,7 @@
   capacity and a config that does not compile;
 * ``docs/memory-map.png``: the kernel flashinfer 0.7.2.post1 builds for the MoE tactic
   ``CtaShape128x256x64B`` with the FINALIZE epilogue, 1024 bytes over the 101376 an SM120 block
-  gets (handed.md section E): ``layout --tactic``.
+  gets (tests/handed.md section E): ``layout --tactic``.
 
 The wheel comes from the package index into the user cache on the first run (62 MB; the
 audit of the MoE family takes about a minute and a half cold, then is cached). PNGs are

@@ -1,4 +1,4 @@
-"""Known-good values from shared/cases/handed.md, computed by nvcc 13.0 (bytes)."""
+"""Known-good values from tests/handed.md, computed by nvcc 13.0 (bytes)."""
 
 #: Section A, SM120 NVFP4 grouped GEMM (flashinfer-python 0.7.2.post1; the same on
 #: nvidia-cutlass 4.2.0.0): (tile, preset) -> (stages, mainloop, epilogue, kernel, fits 101376)

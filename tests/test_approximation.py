@@ -4,7 +4,7 @@ with their bytes; it never audits anything itself.
 
 Offline: the mini flashinfer of tests/test_audit.py (its MoE tactic 128x64x32 FINALIZE is
 24576 B, worked out by hand there: ``mini_sizes``). The seed case on flashinfer
-0.7.2.post1 (FINALIZE 128x256x128: 102400 B, handed.md section E, nvcc in
+0.7.2.post1 (FINALIZE 128x256x128: 102400 B, tests/handed.md section E, nvcc in
 tests/test_audit_nvcc.py) is in tests/test_audit.py, beside the audit it reads.
 """
 

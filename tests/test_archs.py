@@ -71,7 +71,9 @@ def test_capacity_of_every_arch_from_the_headers(tree, request):
         "sm120": ("sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", 45),
         "sm121": ("sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", 45),
     }
-    for name, rep in zip(names, layouts(subjects, tgt)):
+    reps = layouts(subjects, tgt)
+    assert len(reps) == len(names)  # one report per arch: zip would drop the missing silently
+    for name, rep in zip(names, reps, strict=True):
         assert rep.error is None, rep.error
         # a SharedStorage of no GEMM (or FMHA) shape: laid out as the type's own storage
         assert rep.storage.size == 1000 and rep.subject_kind == "storage" and rep.epilogue is None

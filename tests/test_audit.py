@@ -3,7 +3,7 @@
 Offline: fixtures/installs/mini_flashinfer, a miniature install around a tiny stand-in for
 CUTLASS's GemmUniversal whose SharedStorage sizes are worked out by hand below (alignas(1024)
 tiles, 8-byte barriers, an alignas(128) epilogue buffer, 48 bytes of alignas(16) pipelines).
-With the package index: flashinfer-python 0.7.2.post1 and 0.6.8, against handed.md section E
+With the package index: flashinfer-python 0.7.2.post1 and 0.6.8, against tests/handed.md section E
 and against nvcc's host pass (tests/test_audit_nvcc.py).
 """
 
@@ -411,7 +411,7 @@ def audit_072():
 
 @pytest.mark.network
 def test_072_moe_matches_handed_e(audit_072):
-    """shared/cases/handed.md section E (nvcc 13.0): the FINALIZE, not swapped, 128x256x128 and
+    """tests/handed.md section E (nvcc 13.0): the FINALIZE, not swapped, 128x256x128 and
     256x128x128 MoE tactics (f16 and bf16) are 102400 B, 3 stages, mainloop 83968, epilogue 17408."""
     moe = audit_072.tactics
     # the generator's SM120 list (generate_kernels.py): 8 FP4 tiles and 3 FP8 x FP4 tiles, each
@@ -682,9 +682,9 @@ def test_a_tactic_part_that_names_no_family(mini):
 @pytest.mark.network
 def test_072_seed_preset_names_the_finalize_tactic(audit_072, capsys):
     """The seed question through a preset: `layout --preset trtllm-moe --tile 128x256x64B` on
-    flashinfer 0.7.2.post1 lays out the NONE epilogue (98304 B, fits: handed.md E), and, the
+    flashinfer 0.7.2.post1 lays out the NONE epilogue (98304 B, fits: tests/handed.md E), and, the
     install's MoE audit being cached (``audit_072``), names the tactics it builds of that
-    tile, the FINALIZE one 102400 B and 1024 over (handed.md E; nvcc: tests/test_audit_nvcc.py),
+    tile, the FINALIZE one 102400 B and 1024 over (tests/handed.md E; nvcc: tests/test_audit_nvcc.py),
     in the text, the Markdown and the JSON; a sweep's records say the same."""
     src = ["--cutlass", "flashinfer-python==0.7.2.post1", "--preset", "trtllm-moe", "--tile", "128x256x64B"]
     finalize = "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"

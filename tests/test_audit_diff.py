@@ -3,7 +3,7 @@
 Offline: two copies of fixtures/installs/mini_flashinfer, the new one with a launcher that
 takes one stage fewer for N != 64 and a generator that drops one tactic and adds another;
 sizes by hand (tests/test_audit.py's ``mini_sizes``). With the package index: flashinfer-python
-0.6.8 -> 0.7.2.post1 (handed.md section E).
+0.6.8 -> 0.7.2.post1 (tests/handed.md section E).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_audit_diff_of_a_family_one_side_builds(pair, capsys):
 def test_diff_068_072_audit():
     """0.6.8's generator emits 40 of the 88 SM120 MoE tactics of 0.7.2.post1 (N >= 128); none
     changes, and the FINALIZE, not swapped, 128x256 and 256x128 tactics are 102400 B, over
-    capacity on both sides (handed.md E)."""
+    capacity on both sides (tests/handed.md E)."""
     res = diff("flashinfer-python==0.6.8", "flashinfer-python==0.7.2.post1", audit=True, family="moe")
     a = res.audit
     assert (a.old_tactics, a.new_tactics) == (40, 88)

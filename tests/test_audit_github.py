@@ -5,7 +5,7 @@ Offline: the mini flashinfer of tests/test_audit.py (its sizes by hand there, ``
 its generator, ``jit/gemm/cutlass/generate_kernels.py``, writes 3 lines and then 4 lines per
 tactic, so tactic i of its ``OPS`` is instantiated at line 4 + 4 i). With the package index:
 flashinfer 0.7.2.post1, whose four FINALIZE 128x256x64B/256x128x64B NVFP4 tactics are
-102400 B, 3 stages, 1024 B over the 101376 B of SM120 (shared/cases/handed.md section E,
+102400 B, 3 stages, 1024 B over the 101376 B of SM120 (tests/handed.md section E,
 nvcc: tests/test_audit_nvcc.py).
 """
 
@@ -151,7 +151,7 @@ FINALIZE = [f"moe/CtaShape{t}/nvfp4xnvfp4/{o}/finalize" for t in ("128x256x64B",
 
 
 def _errors_072(out: str, install_root: Path, generated_root: Path, origin: str) -> None:
-    """The four FINALIZE tactics' ::error lines, exactly (handed.md E's numbers; the fix's
+    """The four FINALIZE tactics' ::error lines, exactly (tests/handed.md E's numbers; the fix's
     74752 B at 2 stages and carve-out 17617 as nvcc computes them, tests/test_fixes.py), each at the
     launcher's ``using GemmKernel`` line in the repo's layout, each naming a generated line
     that starts the launcher macro's invocation with its tile and fusion."""

@@ -25,7 +25,7 @@ def _count_parses(monkeypatch) -> list:
 
 
 def test_shared_failing_mainloop_costs_no_extra_parse(fi072, monkeypatch):
-    """handed.md A: grouped NVFP4 128x256x256 does not compile (the builder's stage count is
+    """tests/handed.md A: grouped NVFP4 128x256x256 does not compile (the builder's stage count is
     below 2). Its flashinfer and trtllm-moe configs instantiate the same failing mainloop
     type; clang reports the static_assert once, for the first, and the second gets only
     follow-up errors (no type named ... in that class). Both get the static_assert from
@@ -55,7 +55,7 @@ def test_precompiled_header_warm_up_config_lays_out(fi072):
     r = engine.layout(Config(), fi072)
     stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 128, 128), "flashinfer")]
     assert (r.stages, r.mainloop.size, r.epilogue.size, r.kernel.size) == (stages, mainloop, epilogue, kernel)
-    tma = r.tma_transaction_bytes  # handed.md A: A tile 8192 B + SFA 1024 B; B likewise
+    tma = r.tma_transaction_bytes  # tests/handed.md A: A tile 8192 B + SFA 1024 B; B likewise
     assert (tma.mk.value, tma.nk.value, tma.total.value) == (9216, 9216, 18432)
     assert tma.mk.file == "cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"
     assert (r.capacity.value, r.capacity.file) == (101376, "cutlass/arch/arch.h")

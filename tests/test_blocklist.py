@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from cutlass_layout.cli import main
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.installs.candidates import Candidates, moe_configs
 from cutlass_layout.engine import loop as engine
+from cutlass_layout.errors import BadInput
 from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources.flashinfer_jit import jit_modules
 from cutlass_layout.sources.trees import resolve_flashinfer
@@ -89,6 +91,40 @@ def test_an_install_without_a_loader_is_refused_before_the_audit(tmp_path, monke
     assert len(lines) == 1 and lines[0].startswith("error: ") and "has no tactics blocklist loader" in lines[0]
     assert cap.out == "" and not (tmp_path / "bl.json").exists()
     assert not (tmp_path / "cache" / "audit").exists()  # refused before anything was laid out
+
+
+@pytest.fixture
+def umask_022():
+    """The process umask 0o022 for the test (a shell's usual one), restored after."""
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_the_blocklist_file_has_the_mode_open_gives(tmp_path, umask_022):
+    """``--blocklist``'s file is written atomically (core.cache.write_atomic) with the mode a
+    plain ``open(path, "w")`` gives (0o666 less the umask: 0o644 here), not ``mkstemp``'s 0o600,
+    also where it replaces a file; its text is the JSON ``TacticsBlocklist.save`` writes, and
+    no temporary file is left beside it."""
+    import stat
+
+    from cutlass_layout.commands.blocklist import write_blocklist
+    from cutlass_layout.model import Blocklist, BlocklistFormat
+
+    fmt = BlocklistFormat(version="9.8.7", loader="tactics_blocklist.py", metadata_key="_metadata",
+                          tactics_key="invalid_tactics", metadata_fields=["flashinfer_version"],
+                          ops={1: "trtllm::fused_moe::gemm1"}, runner_class="MoERunner")
+    bl = Blocklist(format=fmt, arch="sm120", invalid_tactics={fmt.key(1): [3, 7]},
+                   metadata={"flashinfer_version": "9.8.7"})
+    path = tmp_path / "bl.json"
+    for _ in range(2):  # a new file, then one replaced
+        assert write_blocklist(bl, path) == path
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert path.read_text() == json.dumps(bl.to_json(), indent=2) + "\n"
+    assert json.loads(path.read_text())["invalid_tactics"] == {"trtllm::fused_moe::gemm1::MoERunner": [3, 7]}
+    assert [p.name for p in tmp_path.iterdir()] == ["bl.json"]
+    with pytest.raises(BadInput, match="no folder"):
+        write_blocklist(bl, tmp_path / "missing" / "bl.json")
 
 
 @pytest.mark.network

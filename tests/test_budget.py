@@ -7,7 +7,7 @@ Expected values by hand from the headers:
   = 9216; per stage (sm100_compute_stage_count_or_override_blockscaled): A 128*256/2 = 16384
   + B 32*256/2 = 4096 + pipeline round_up(16, 128) = 128 + SFA 128*256/16 = 2048 + SFB 0
   (filter_zeros drops SFB's broadcast modes for N < 128) = 22656; (100944 - 9216) / 22656
-  = 4 stages; the kernel is 102400 (nvcc, shared/cases/handed.md section C).
+  = 4 stages; the kernel is 102400 (nvcc, tests/handed.md section C).
 - SM90 dense bf16 128x128x64 (nvidia-cutlass 4.2.0.0): Sm90ReducedSmemCapacityBytes =
   232448 - 0; per stage round_up(16384 + 16384, 128) + 16 = 32784; (232448 - 33792) / 32784
   = 6 stages.
@@ -76,7 +76,7 @@ def test_header_mode_reads_the_builder_it_names(fi068, name):
 
     rep = layout(UserType(HEADERS / "sm120_nvfp4_grouped.hpp", name), fi068)
     preset = layout(Config(), fi068)
-    assert rep.kernel.size == preset.kernel.size == 84992  # handed.md section A
+    assert rep.kernel.size == preset.kernel.size == 84992  # tests/handed.md section A
     b, p = rep.builder_budget, preset.builder_budget
     assert b is not None and (b.capacity.name, b.capacity.value) == ("ReducedSmemCapacityBytes", 100944)
     assert (b.carveout_bytes, b.stage_bytes, b.stages) == (p.carveout_bytes, p.stage_bytes, p.stages)
@@ -93,7 +93,7 @@ def test_header_mode_explicit_stage_count_has_no_budget(nc420):
 def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
     """The builder's budget is read in the layout's own parse; an error inside the budget's
     block (here one put there on purpose) is the budget's, not the config's: the config is
-    laid out again without it, with its numbers (handed.md A: 84992 B, 4 stages) and no
+    laid out again without it, with its numbers (tests/handed.md A: 84992 B, 4 stages) and no
     budget, and a config beside it keeps its budget."""
     from cutlass_layout import layouts
     from cutlass_layout.engine import loop as engine

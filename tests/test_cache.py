@@ -38,7 +38,7 @@ def parses(tmp_path, monkeypatch):
 
 @pytest.mark.network
 def test_a_config_the_sweep_cached_is_not_parsed_by_diff(fi068, fi072, parses):
-    cfg = Config()  # handed.md A: 4 stages, 84992 B on both trees
+    cfg = Config()  # tests/handed.md A: 4 stages, 84992 B on both trees
     for tree in (fi068.tree, fi072.tree):
         (rec,) = sweep([cfg], target(tree), jobs=1).records
         assert (rec.stages, rec.kernel_bytes) == (4, 84992)
@@ -250,3 +250,32 @@ def test_memo_is_get_else_compute_then_put():
     assert kind.memo(k, compute, load=refuse, lock_name="test-memo") == {"n": 3}  # a refused hit: a miss
     assert kind.memo(k, lambda: (7, 8), dump=list, use_cache=False) == (7, 8)
     assert kind.get(k) == [7, 8]
+
+
+def test_write_atomic_gives_the_mode_open_gives(tmp_path):
+    """The one atomic writer (cache entries, precompiled headers, ``--blocklist``): bytes, or a
+    function that writes the temporary path it is given (libclang's ``TranslationUnit.save``);
+    the file gets 0o666 less the umask, as ``open(path, "w")`` gives, and a failed write
+    leaves neither the file nor a temporary one."""
+    import os
+    import stat
+
+    from cutlass_layout.core.cache import write_atomic
+
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "a", b"bytes")
+        write_atomic(tmp_path / "b", lambda tmp: Path(tmp).write_bytes(b"saved"))
+        with open(tmp_path / "plain", "w"):
+            pass
+
+        def fails(tmp):
+            raise OSError("disk full")
+
+        with pytest.raises(OSError, match="disk full"):
+            write_atomic(tmp_path / "c", fails)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a").read_bytes() == b"bytes" and (tmp_path / "b").read_bytes() == b"saved"
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"a": 0o640, "b": 0o640, "plain": 0o640}

@@ -19,7 +19,7 @@ def test_patched_arch_h_is_read(nc420, tmp_path):
     arch_h = inc / "cutlass" / "arch" / "arch.h"
     text = arch_h.read_text()
     assert "sm120_smem_capacity_bytes = 101376;" in text
-    # exactly the size of the default kernel (84992 B, shared/cases/handed.md section A)
+    # exactly the size of the default kernel (84992 B, tests/handed.md section A)
     arch_h.write_text(re.sub(r"sm120_smem_capacity_bytes = 101376;",
                              "sm120_smem_capacity_bytes = 84992;", text))
     tree = resolve_cutlass(str(inc))
@@ -46,4 +46,4 @@ def test_stale_precompiled_header_is_rebuilt(nc420, tmp_path):
     later = time.time() + 100
     os.utime(inc / "cutlass" / "arch" / "arch.h", (later, later))
     again = layout(Config(), tgt, use_cache=False)
-    assert first.kernel.size == again.kernel.size == 84992  # handed.md section A
+    assert first.kernel.size == again.kernel.size == 84992  # tests/handed.md section A

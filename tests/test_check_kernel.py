@@ -36,4 +36,4 @@ def test_cooperative_tile_m_64_is_not_valid(nc420, capsys):
 def test_cooperative_tile_m_128_is_valid(nc420):
     rep = layout(sm90_coop(128), nc420, check_kernel_body=True)
     assert rep.error is None and rep.checked == "kernel"
-    assert rep.kernel.size == 230400  # shared/cases/handed.md section D
+    assert rep.kernel.size == 230400  # tests/handed.md section D

@@ -132,6 +132,44 @@ def test_the_console_entry_point_ends_as_sys_exit_does(tmp_path):
     assert cli.main(["scan", str(tmp_path / "missing.hpp")]) == 2 and cli._kept == []
 
 
+def test_an_internal_error_has_its_own_exit_code_and_one_line(monkeypatch, capsys):
+    """An unexpected exception (a bug) exits 5, apart from every verdict (4 is nvcc or the GPU
+    disagreeing), with one ``error: internal error:`` line and no traceback;
+    ``CUTLASS_LAYOUT_DEBUG`` lets the exception out instead."""
+    from cutlass_layout import api
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug\nspread over two lines")
+
+    monkeypatch.setattr(api, "config", broken)
+    monkeypatch.delenv("CUTLASS_LAYOUT_DEBUG", raising=False)
+    assert main(["layout", "--arch", "sm120"]) == 5
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == ["error: internal error: RuntimeError: a bug spread over two lines "
+                                "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)"]
+    monkeypatch.setenv("CUTLASS_LAYOUT_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["layout", "--arch", "sm120"])
+
+
+def test_a_disagreement_still_exits_4(monkeypatch, capsys):
+    """``layout --verify nvcc`` where nvcc disagrees: exit 4, not the internal error's 5 (the
+    layout and nvcc's answer are stand-ins; tests/test_audit_verify.py replays a real one)."""
+    from types import SimpleNamespace
+
+    from cutlass_layout import api
+
+    rep = SimpleNamespace(error=None, fits=True, to_dict=lambda: {"kernel": {"size": 1024}})
+    verdict = SimpleNamespace(agree=False, sizes=1, fields=0, mismatches=["kernel: 1024 vs nvcc 2048"])
+    monkeypatch.setattr(api, "target", lambda *a, **k: object())
+    monkeypatch.setattr(api, "layout", lambda *a, **k: rep)
+    monkeypatch.setattr(api, "verify_nvcc", lambda *a, **k: verdict)
+    assert main(["layout", "--arch", "sm120", "--verify", "nvcc", "--json"]) == 4
+    out, err = capsys.readouterr()
+    assert json.loads(out)["verification"]["agree"] is False and "internal error" not in err
+
+
 def cli_json(argv: list[str]) -> str:
     """What ``main(argv)`` prints, called in this process."""
     import contextlib
@@ -190,7 +228,7 @@ def test_does_not_compile_json(capsys):
 
 @pytest.mark.network
 def test_check_exits_1_over_capacity(capsys):
-    # handed.md section B: 2 stages, 111616 B > 101376
+    # tests/handed.md section B: 2 stages, 111616 B > 101376
     argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
             "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
     assert main(argv + ["--check"]) == 1

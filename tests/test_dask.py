@@ -186,7 +186,7 @@ def test_a_scheduler_that_does_not_answer_is_an_error_not_a_hang(mini, monkeypat
 @pytest.mark.network
 @pytest.mark.slow  # about a minute on a shared 2-core machine
 def test_a_sweep_on_a_cluster(nc420, cluster):
-    # handed.md section A (nvcc 13.0, the same on nvidia-cutlass 4.2.0.0): SM120 grouped
+    # tests/handed.md section A (nvcc 13.0, the same on nvidia-cutlass 4.2.0.0): SM120 grouped
     # NVFP4, (stages, mainloop, epilogue, kernel) bytes
     handed = {("128x128x128", "flashinfer"): (4, 74752, 9216, 84992),
               ("128x256x128", "flashinfer"): (3, 83968, 9216, 94208),

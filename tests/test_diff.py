@@ -3,7 +3,7 @@
 Expected values come from nvcc 13.0 (the numbers marked so, compiled from the probe of
 ``cutlass_layout.subjects.probe.render`` plus a ``main()`` printing ``sizeof``/``offsetof``/the
 constants, ``nvcc -std=c++17 -arch=sm_120a -w -I<include_root>``), from
-shared/cases/handed.md, or were read by hand from the headers (``diff -u`` of the two trees'
+tests/handed.md, or were read by hand from the headers (``diff -u`` of the two trees'
 files, line numbers from ``grep -n``). None is the tool's own output pasted back.
 
 Offline tests use small synthetic trees written here; ``network`` tests fetch wheels once
@@ -325,7 +325,7 @@ def test_050_to_068_structural():
 #     128x64x128: stages 6, kernel 97280, mainloop 87040, smem_SFB 6144 @ 79872, MK 9216,
 #       NK 5120, total 14336
 # (offsets within the mainloop TensorStorage, which sits at offset 0 of the grouped kernel's
-# SharedStorage: handed.md section A, "tensors.mainloop ... @0")
+# SharedStorage: tests/handed.md section A, "tensors.mainloop ... @0")
 NVCC = {
     (128, 32, 256): {
         "old": dict(stages=4, kernel_bytes=102400, mainloop_bytes=92160, mk=18432, nk=4096,
@@ -339,7 +339,7 @@ NVCC = {
                     total=14336, sfb=(79872, 6144)),
     },
 }
-# handed.md section A: N >= 128 tiles are the same on 0.6.8 and 0.7.2.post1
+# tests/handed.md section A: N >= 128 tiles are the same on 0.6.8 and 0.7.2.post1
 HANDED_A = {(128, 128, 128): (4, 74752, 9216, 84992), (128, 256, 128): (3, 83968, 9216, 94208)}
 
 
@@ -359,7 +359,7 @@ def test_068_to_072_numeric(numeric_068_072):
     assert data["grid_source"] == "flags" and len(data["grid"]) == 6
     rows = {tuple(r["config"]["tile"]): r for r in data["numeric"]}
 
-    # handed.md section C + nvcc: 4 stages, 102400 B, over -> 3 stages, 84992 B, fits
+    # tests/handed.md section C + nvcc: 4 stages, 102400 B, over -> 3 stages, 84992 B, fits
     r = rows[(128, 32, 256)]
     assert (r["old"]["verdict"], r["new"]["verdict"]) == ("over_capacity", "fits")
     assert r["old"]["capacity_bytes"] == r["new"]["capacity_bytes"] == 101376
@@ -392,7 +392,7 @@ def test_068_to_072_numeric(numeric_068_072):
         assert (sfb["offset"], sfb["size"]) == want["sfb"]
     assert "verdict" not in r["changed"] and "tma_bytes.nk" in r["changed"]
 
-    # N >= 128: unchanged, with handed.md's numbers on both sides
+    # N >= 128: unchanged, with tests/handed.md's numbers on both sides
     for tile, (stages, ml, epi, kernel) in HANDED_A.items():
         r = rows[tile]
         assert r["changed"] == [] and r["members"] == []

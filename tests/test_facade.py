@@ -171,11 +171,11 @@ def test_layout_takes_flag_values_and_reads_the_budget_by_default(fi068, fi072):
 @pytest.mark.network
 def test_sweep_and_diff_take_grid_values(fi068, fi072):
     res = sweep(tile="128x{128,256}x128", preset="trtllm-moe", source=fi072)
-    assert [r.kernel_bytes for r in res.records] == [89088, 98304]  # handed.md A
+    assert [r.kernel_bytes for r in res.records] == [89088, 98304]  # tests/handed.md A
     assert repr(res) == "<SweepResult 2 configs: 2 fits, 0 over_capacity, 0 does_not_compile>"
     d = diff(fi068.tree, fi072.tree, structural=False, tile="128x32x256", kernel="grouped")
     (row,) = d.numeric
-    # handed.md C and test_diff.py (nvcc): 4 stages, 102400 B -> 3 stages, 84992 B
+    # tests/handed.md C and test_diff.py (nvcc): 4 stages, 102400 B -> 3 stages, 84992 B
     assert (row.old.stages, row.old.kernel_bytes, row.new.stages, row.new.kernel_bytes) == \
         (4, 102400, 3, 84992)
     assert d.grid_source == "python" and "1 of 1 configs differ" in repr(d)

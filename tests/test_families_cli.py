@@ -6,7 +6,7 @@ builder-budget block was rendered for families whose budget is not read. Each ca
 ``layout`` as a user types it (text), then ``--json`` and ``--format markdown`` (answered
 from the results cache), on the default CUTLASS source's version (nvidia-cutlass 4.2.0.0).
 
-The default config's numbers are handed.md's (nvcc); the cases named after a config of
+The default config's numbers are tests/handed.md's (nvcc); the cases named after a config of
 tests/test_nvcc.py, test_sm100.py or test_sm120_families.py are compiled by nvcc there; the
 two commands that crashed are compiled with nvcc right here (``--verify nvcc``, exit 4 on
 any disagreement).
@@ -24,10 +24,10 @@ from cutlass_layout.core.progress import is_progress_line
 pytestmark = pytest.mark.network
 
 #: (flags, exit code, kernel bytes or None, stages or None, the error's words for exit 3).
-#: Kernel bytes and stages where handed.md has them (section A: the default config, 84992 B,
+#: Kernel bytes and stages where tests/handed.md has them (section A: the default config, 84992 B,
 #: 4 stages, nvcc 13.0 on this CUTLASS); the configs named are those the nvcc tests compile.
 CASES = [
-    # SM120 block-scaled NVFP4: grouped (the default) and dense; handed.md A
+    # SM120 block-scaled NVFP4: grouped (the default) and dense; tests/handed.md A
     ([], 0, 84992, 4, None),
     (["--kernel", "dense"], 0, None, None, None),
     # sparse: its default tile is 128x128x256 (example 80b's); K 128 the collective's

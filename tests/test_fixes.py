@@ -125,7 +125,7 @@ def test_least_carveout_by_hand():
     assert STAGE_BYTES == 27776 and least_carveout(2) == 17617
     assert (REDUCED - 17617) // STAGE_BYTES == 2 and (REDUCED - 17616) // STAGE_BYTES == 3
     # the launcher's own carve-out, sizeof(CollectiveEpilogue::SharedStorage) = 17408 B (FINALIZE,
-    # handed.md section E), gives 3 stages: budgeted 17408 + 3 x 27776 = 100736 B
+    # tests/handed.md section E), gives 3 stages: budgeted 17408 + 3 x 27776 = 100736 B
     assert (REDUCED - 17408) // STAGE_BYTES == 3
 
 

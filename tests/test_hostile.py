@@ -1,7 +1,7 @@
 """Hostile and broken input, every command: each case with its exit code and its message.
 
 The rule (README "Exit codes", issue 13): every input gives exit 0 with a right answer, or exit 2
-with one ``error:`` line that names the path and what to do; none exits 4 (an internal error),
+with one ``error:`` line that names the path and what to do; none exits 5 (an internal error),
 hangs, or prints a number from a corrupt cache entry. Cases that already passed before issue 13
 (a wheel's ``..`` and symlink members, Ctrl-C) are kept here too.
 

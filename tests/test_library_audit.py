@@ -300,7 +300,9 @@ def test_shuffled_mixed_input_sm90_kernels_compile_with_the_utilities_and_equal_
 
 @pytest.mark.network
 @pytest.mark.nvcc
-def test_the_sample_against_nvcc(library, sample_audit, nvcc, tmp_path):
+def test_the_sample_against_nvcc(nvcc, library, sample_audit, tmp_path):
+    # every kernel of the sample laid out (an empty audit would compare nothing)
+    assert len(SAMPLE) == 8 and sorted(t.id for t in sample_audit.tactics) == sorted(SAMPLE)
     got = _nvcc_sizes(library, "sm120", SAMPLE, tmp_path)
     for t in sample_audit.tactics:
         kernel, mainloop, epilogue, stages = got[t.id]

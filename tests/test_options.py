@@ -92,3 +92,24 @@ def test_bad_values_one_line(argv, words, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and len(err.splitlines()) == 1
     assert words in err, err
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 2.0, True, "2"])
+def test_one_check_of_a_job_count(jobs, capsys):
+    """``jobs`` is checked in one place (core.pool.check_jobs): sweep's, audit's and diff's
+    ``--jobs``, and their Python calls; the same line either way, naming the flag or the
+    argument."""
+    from cutlass_layout import api
+    from cutlass_layout.core.pool import check_jobs
+
+    assert [check_jobs(None), check_jobs(1), check_jobs(8)] == [None, 1, 8]
+    with pytest.raises(BadInput, match=rf"^jobs {jobs!r}: give a positive number$"):
+        check_jobs(jobs)
+    with pytest.raises(BadInput, match=rf"^jobs {jobs!r}: give a positive number$"):
+        api.diff("/no/such/old", "/no/such/new", jobs=jobs)
+    with pytest.raises(BadInput, match=rf"^jobs {jobs!r}: give a positive number$"):
+        api.sweep(tile="128x128x128", jobs=jobs, source="/nonexistent")
+    if isinstance(jobs, int) and not isinstance(jobs, bool):  # what --jobs (an int) can give
+        for argv in (["sweep", "--tile", "128x128x128"], ["audit", "/nonexistent"]):
+            assert main([*argv, "--jobs", str(jobs)]) == 2
+            assert capsys.readouterr().err.strip() == f"error: --jobs {jobs}: give a positive number"

@@ -1,7 +1,7 @@
 """Plots: the drawn elements (member boxes and labels, padding, the zoomed panel, the capacity
 line and the headroom, bars by verdict, the y band), read back from the matplotlib Figure,
 the SVG text and the PNG's header. The structs here are written by hand (offsets and sizes in
-bytes), or handed.md's for the real layout."""
+bytes), or tests/handed.md's for the real layout."""
 
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ def test_sweep_result_title_and_one_config_is_a_memory_map(tmp_path):
 
 @pytest.mark.network
 def test_plot_real_layout(fi072, tmp_path):
-    """handed.md A, TRT-LLM MoE 128x128x128: tensors.mainloop 73728 @0, tensors.epilogue
+    """tests/handed.md A, TRT-LLM MoE 128x128x128: tensors.mainloop 73728 @0, tensors.epilogue
     12800 @73728, pipelines 256 @87040, scheduler_response 128 @87296, tensormaps 896 @87424."""
     from cutlass_layout import layout
 

@@ -8,7 +8,7 @@
   session's cache (the sources it names are the session fixtures' wheels, fetched once). An
   expression followed by a comment that is a Python literal (``# (3, 98304, 101376, True,
   3072)``, inline or on the next line, up to a ``:``) must give that value: those values are
-  nvcc's (shared/cases/handed.md section E, tests/test_audit_nvcc.py).
+  nvcc's (tests/handed.md section E, tests/test_audit_nvcc.py).
 """
 
 from __future__ import annotations
@@ -170,8 +170,8 @@ def run_snippet(code: str) -> int:
 @pytest.mark.network
 def test_every_python_snippet_runs():
     """The README's Python, as written (the first block's numbers: the trtllm-moe preset's
-    128x256x128 NVFP4 kernel on flashinfer 0.7.2.post1 is 98304 B with 3 stages, handed.md E's
-    NONE row; the audit's first tactic, a FINALIZE one, 102400 B, 1024 over: handed.md E)."""
+    128x256x128 NVFP4 kernel on flashinfer 0.7.2.post1 is 98304 B with 3 stages, tests/handed.md E's
+    NONE row; the audit's first tactic, a FINALIZE one, 102400 B, 1024 over: tests/handed.md E)."""
     blocks = [code for lang, code in code_blocks(README.read_text()) if lang == "python"]
     checked = sum(run_snippet(code) for code in blocks)
     assert checked >= 2

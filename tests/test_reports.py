@@ -131,7 +131,7 @@ def test_sweep_markdown_and_tiles_in_bytes():
 def test_sweep_says_what_the_install_builds_once_per_config():
     """A sweep over stage counts of one preset config: the install's tactics of that config
     (the same for every stage count) are said once, the label once. The tactic is the seed
-    case (handed.md section E: FINALIZE 128x256x128, 3 stages, 102400 B, over by 1024)."""
+    case (tests/handed.md section E: FINALIZE 128x256x128, 3 stages, 102400 B, over by 1024)."""
     from cutlass_layout.model import Approximation
     from cutlass_layout.reports.sweep import approximation_notes
 

@@ -43,16 +43,18 @@ def test_map_gives_every_result(parallel):
 
 class _Executor:
     """A ``concurrent.futures``-style executor (threads) that says how many cores it has and
-    which paths its tasks were said to read."""
+    which paths its tasks were said to read, and keeps the futures it gave out."""
 
     def __init__(self, cores):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.cores, self.read = cores, []
+        self.cores, self.read, self.futures = cores, [], []
         self._threads = ThreadPoolExecutor(cores)
 
     def submit(self, fn, *args):
-        return self._threads.submit(fn, *args)
+        future = self._threads.submit(fn, *args)
+        self.futures.append(future)
+        return future
 
     def require_paths(self, paths):
         self.read += list(paths)
@@ -102,7 +104,8 @@ def test_a_pool_on_another_executor():
         gate.clear()
         for _ in range(3):
             pool.submit(gate.wait)
-        waiting = list(pool._futures)
+        waiting = list(one.futures)  # what the pool submitted, as the executor saw it
+    assert len(waiting) == 3
     gate.set()
     assert pool.busy == 0 and sum(f.cancelled() for f in waiting) == 2
     assert one.submit(_square, 4).result() == 16
@@ -112,15 +115,18 @@ def test_a_pool_on_another_executor():
 def test_an_error_stops_the_workers_at_once():
     """The workers are terminated (SIGTERM), not left to finish their tasks: a pool that
     waited for them would see each worker exit normally (exit code 0) after 600 s."""
+    import multiprocessing as mp
+
+    before = set(mp.active_children())
     with pytest.raises(KeyboardInterrupt):
         with Pool(2) as pool:
             assert pool.parallel
-            workers = list(pool._pool._processes.values())
+            workers = [w for w in mp.active_children() if w not in before]  # the pool's forks
             assert len(workers) == 2 and all(w.is_alive() for w in workers)
             pool.submit(_long_task, 600)
             pool.submit(_long_task, 600)
             raise KeyboardInterrupt
-    assert pool._pool is None and pool.busy == 0
+    assert not pool.parallel and pool.busy == 0
     for w in workers:
         w.join(timeout=60)  # bounded: returns at once, close() has joined them
         assert not w.is_alive() and w.exitcode == -signal.SIGTERM, w.exitcode

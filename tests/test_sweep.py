@@ -1,4 +1,4 @@
-"""Sweeps: every number checked against shared/cases/handed.md (computed by nvcc 13.0) or
+"""Sweeps: every number checked against tests/handed.md (computed by nvcc 13.0) or
 against nvcc runs named in the comments; plus the stage-count search, the result cache,
 the command's flags and outputs.
 """
@@ -29,7 +29,7 @@ from cutlass_layout.errors import BadInput
 from cutlass_layout.model import CompileError, Constant, LayoutReport, Provenance, StructLayout
 from cutlass_layout.reports.sweep import summary, to_csv
 
-CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (handed.md)
+CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (tests/handed.md)
 
 GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"],
           "preset": ["flashinfer", "trtllm-moe"]}
@@ -120,7 +120,7 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
     assert auto.config.stages is None and two.config.stages == 2  # "auto" and 2
     assert auto.verdict == "does_not_compile"
     assert "Stages set to value 2 or more" in auto.error.message
-    # handed.md B: StageCount<2> -> mainloop 102400, epilogue 9216, kernel 111616 > 101376
+    # tests/handed.md B: StageCount<2> -> mainloop 102400, epilogue 9216, kernel 111616 > 101376
     assert (two.stages, two.mainloop_bytes, two.epilogue_bytes, two.kernel_bytes) == \
         (2, 102400, 9216, 111616)
     assert two.verdict == "over_capacity" and two.headroom_bytes == 101376 - 111616
@@ -134,7 +134,7 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
 def test_section_c_overshoot_max_that_fits(fi068):
     res = sweep([Config(tile=(128, 32, 256))], fi068, use_cache=False)
     (r,) = res.records
-    # handed.md C (flashinfer 0.6.8): 4 stages, kernel 102400, over 101376
+    # tests/handed.md C (flashinfer 0.6.8): 4 stages, kernel 102400, over 101376
     assert (r.stages, r.kernel_bytes, r.verdict, r.headroom_bytes) == (4, 102400, "over_capacity", -1024)
     # StageCount<3> on the same tree: kernel 79872 B, mainloop 69632 B -- from nvcc 13.0
     # (probe.render([Config(tile=(128, 32, 256), stages=3)], with_main=True), compiled with
@@ -156,7 +156,7 @@ def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
     d = json.loads(out.stdout)
     assert d["schema"] == "cutlass-layout/sweep/1" and len(d["results"]) == 8
     by = {(tuple(r["config"]["tile"]), r["config"]["preset"]): r for r in d["results"]}
-    assert by[((128, 256, 128), "trtllm-moe")]["kernel_bytes"] == 98304  # handed.md A
+    assert by[((128, 256, 128), "trtllm-moe")]["kernel_bytes"] == 98304  # tests/handed.md A
 
     out = runner.invoke(command, args + ["--csv"], catch_exceptions=False)
     assert out.exit_code == 0
@@ -189,7 +189,7 @@ def test_grid_file(fi072, tmp_path, swept_a):
                                        "--json"], catch_exceptions=False)
     assert out.exit_code == 0
     kernels = [r["kernel_bytes"] for r in json.loads(out.stdout)["results"]]
-    assert kernels == [89088, 98304]  # handed.md A, TRT-LLM MoE flavour
+    assert kernels == [89088, 98304]  # tests/handed.md A, TRT-LLM MoE flavour
 
 
 # ---------------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def test_search_guesses_need_one_round(swept_a):
     the pair that does not) are guessed right, so a cold sweep lays out 8 + 8 configs in
     one round."""
     assert [_first_candidate(Config(tile=(128, 128, 128), preset=p)).stages
-            for p in ("flashinfer", "trtllm-moe")] == [5, 5]  # handed.md: auto 4 stages
+            for p in ("flashinfer", "trtllm-moe")] == [5, 5]  # tests/handed.md: auto 4 stages
     assert _first_candidate(Config(tile=(128, 256, 256))).stages == 2
     assert swept_a.stats["laid_out"] == 16
 
@@ -414,7 +414,7 @@ def test_sweep_bad_input():
 
 @pytest.mark.network
 def test_section_d_sm90(nc420):
-    """handed.md D (nvidia-cutlass 4.2.0.0): SM90 dense bf16 128x128x64, cooperative, TMA
+    """tests/handed.md D (nvidia-cutlass 4.2.0.0): SM90 dense bf16 128x128x64, cooperative, TMA
     epilogue, C = D = bf16: 6 stages, mainloop 196736, epilogue 33792, kernel 230400 of
     232448."""
     grid = {"arch": "sm90", "kernel": "dense", "a": "bf16", "tile": "128x128x64",

@@ -18,9 +18,10 @@ from pathlib import Path
 import click
 
 from . import api
-from .errors import BadInput, CutlassLayoutError
+from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
 from .options import (
     CONFIG_FLAGS,
+    check_jobs_flag,
     config_options,
     cuda_path_option,
     executor_option,
@@ -40,7 +41,11 @@ from .reports.common import json_text
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cutlass-layout")
 def cli():
-    """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers."""
+    """Exact shared-memory layouts of CUTLASS GEMM kernels, read from real CUTLASS headers.
+
+    Exit codes: 0 done, 1 a check failed, 2 bad input, 3 does not compile, 4 nvcc or the
+    GPU disagrees (--verify), 5 internal error (a bug), 130 interrupted.
+    """
 
 
 def _check_plot(plot_file) -> None:
@@ -326,8 +331,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         user = [user_type_from_flags(header, type_name, includes, defines,
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
+    check_jobs_flag(jobs)
     _check_plot(plot_file)
     if user is not None:
         configs = user
@@ -680,8 +684,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
             raise BadInput(f"--{exc}") from None
     if src is not None and cutlass_src is not None:
         raise BadInput("give the flashinfer install as SRC or as --cutlass SRC, not both")
-    if jobs is not None and jobs < 1:
-        raise BadInput(f"--jobs {jobs}: give a positive number")
+    check_jobs_flag(jobs)
     archs = list(dict.fromkeys(_arch_values(flags.pop("arch"))))
     several = len(archs) > 1 or "all" in archs
     arch = archs if several else archs[0] if archs else "sm120"
@@ -941,9 +944,10 @@ def main(argv=None) -> int:
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
             raise
-        click.echo(f"internal error: {type(exc).__name__}: {exc} "
+        text = " ".join(str(exc).split())  # one line, whatever the message holds
+        click.echo(f"error: internal error: {type(exc).__name__}: {text} "
                    "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
-        code = 4
+        code = INTERNAL_ERROR_EXIT
     finally:
         api.LIMITS.__dict__.update(limits.__dict__)
         api.show_progress(shown)

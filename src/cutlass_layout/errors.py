@@ -10,7 +10,9 @@ Exit codes (the README keeps the same table; :func:`cutlass_layout.cli.main` set
 2    bad input (:class:`BadInput`): a missing path, a tree without CUTLASS, a bad value
 3    the config does not compile (:class:`DoesNotCompile`; no numbers are given)
 4    ``--verify nvcc``: nvcc disagrees; ``--verify gpu``: the launch does not bear the
-     verdict out; or an internal error (a bug)
+     verdict out
+5    an internal error (a bug: an unexpected exception): one ``error: internal error: ...``
+     line (``CUTLASS_LAYOUT_DEBUG=1`` lets the traceback out instead)
 130  interrupted (Ctrl-C)
 ==== =====================================================================
 
@@ -19,6 +21,10 @@ command-line flags.
 """
 
 from __future__ import annotations
+
+
+#: The CLI's exit code for an unexpected exception (a bug), apart from every verdict's.
+INTERNAL_ERROR_EXIT = 5
 
 
 class CutlassLayoutError(Exception):

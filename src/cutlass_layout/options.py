@@ -198,6 +198,18 @@ def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = Fal
     return asked[0] if asked else "text"
 
 
+def check_jobs_flag(jobs):
+    """``--jobs N`` checked before any work, by the one check of a job count
+    (:func:`cutlass_layout.core.pool.check_jobs`): N, or None when not given.
+
+    Raises:
+        BadInput: N below 1 (``--jobs 0: give a positive number``).
+    """
+    from .core.pool import check_jobs
+
+    return check_jobs(jobs, "--jobs")
+
+
 def _lift_limits(ctx, param, value):
     if value:
         from .core.files import lift_limits

@@ -32,8 +32,6 @@ of another audited runner); the SM80-path runners are not laid out, and a note s
 from __future__ import annotations
 
 import ast
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -259,30 +257,26 @@ def _version() -> str:
 
 def write_blocklist(blocklist: Blocklist, path) -> Path:
     """Write ``blocklist`` to ``path`` as JSON (indent 2, as ``TacticsBlocklist.save`` does),
-    through a temporary file in the same folder replaced into place; returns the path.
+    through a temporary file in the same folder replaced into place
+    (:func:`~cutlass_layout.core.cache.write_atomic`: the mode a plain ``open`` gives, 0o666
+    less the umask); returns the path.
 
     Raises:
         BadInput: the folder does not exist or cannot be written.
     """
     import json
 
+    from ..core.cache import write_atomic
+
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise BadInput(f"cannot write the blocklist {path}: no folder {folder}")
-    tmp = None
+    text = json.dumps(blocklist.to_json(), indent=2) + "\n"
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".blocklist_", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(blocklist.to_json(), f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-        tmp = None
+        write_atomic(path, text.encode())
     except OSError as exc:
         raise BadInput(f"cannot write the blocklist {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

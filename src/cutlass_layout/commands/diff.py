@@ -110,7 +110,7 @@ from ..model import (
     TacticChange,
 )
 from ..core.cache import KINDS
-from ..core.pool import Pool, default_jobs
+from ..core.pool import Pool, check_jobs, default_jobs
 from ..core.progress import step
 from ..subjects.config import Config
 
@@ -918,8 +918,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             return _audit_only(old, new, audit_arch, family, selection, cuda_path, use_cache, jobs, t0)
     if grid is not None and grid_values:
         raise BadInput("give either a grid or grid values, not both")
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise BadInput(f"jobs {jobs!r}: give a positive number")
+    check_jobs(jobs)
     archs = None
     if arch is not None:
         from ..subjects.config import ARCHS

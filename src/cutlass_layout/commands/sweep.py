@@ -38,7 +38,7 @@ import time
 
 from ..errors import BadInput
 from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from ..core.pool import Pool, default_jobs
+from ..core.pool import Pool, check_jobs, default_jobs
 from ..core.progress import Progress, progress_shown, step
 from ..subjects.config import Config
 from ..subjects.probe import UserType
@@ -545,8 +545,7 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
     if not grid:
         raise BadInput("the grid is empty")
     check_size(len(grid))
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise BadInput(f"jobs {jobs!r}: give a positive number")
+    check_jobs(jobs)
     tgt = target(cutlass, cuda_path)
     unique = list(dict.fromkeys(grid))
     searches: dict[Config, _Search] = {}

@@ -27,9 +27,11 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -157,19 +159,42 @@ def lock(name: str, timeout: float = 900):
             pass
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed into place (readers see
-    the old file or the whole new one). Raises ``OSError``."""
+def write_atomic(path: Path, data: bytes | Callable[[str], object]) -> None:
+    """Write ``data`` to ``path`` through a temporary file beside it renamed into place (readers
+    see the old file or the whole new one): the one atomic writer (cache entries, precompiled
+    headers, ``audit --blocklist``'s file). ``data`` is the bytes, or a function that writes
+    the file named by the path it is given (libclang's ``TranslationUnit.save``).
+
+    The file gets the mode a plain ``open(path, "w")`` gives a new file (0o666 less the umask,
+    so others sharing the cache or reading the user's file can read it), not ``mkstemp``'s
+    0o600. Raises ``OSError`` (and whatever ``data`` raises); no temporary file is left."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if not callable(data):
+                fh.write(data)
+        if callable(data):
+            data(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _create_beside(path: Path) -> tuple[int, str]:
+    """A new, empty, hidden file in ``path``'s folder, made as ``mkstemp`` makes one
+    (``O_EXCL``, a random name) but with mode 0o666 for the umask to narrow: its descriptor
+    (open for writing) and its path. Raises ``OSError``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp"))
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 def _sum_path(path: Path) -> Path:

@@ -31,6 +31,21 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from contextlib import contextmanager
 from functools import lru_cache
 
+from ..errors import BadInput
+
+
+def check_jobs(jobs, name: str = "jobs"):
+    """``jobs`` as given, checked: ``None`` (the default) or a positive ``int`` (not a
+    ``bool``). The one check of a job count (``sweep``, ``audit``, ``diff`` and their
+    ``--jobs``); ``name`` is what the message calls it (``"--jobs"`` on the command line).
+
+    Raises:
+        BadInput: anything else (``0``, ``-1``, ``2.0``, ``True``).
+    """
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise BadInput(f"{name} {jobs!r}: give a positive number")
+    return jobs
+
 
 def default_jobs(jobs: int | None = None, executor=None) -> int:
     """``jobs`` if given (at least 1), else the ``executor``'s ``cores`` (the worker threads

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as md
-import os
 import re
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -181,7 +179,7 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: s
     """Build ``path`` from ``preamble`` and seal it for ``key``: ``True`` when built, ``False``
     when the preamble has errors, ``None`` when libclang could not parse or save at all, or
     the cache cannot be written (try again later)."""
-    from ..core.cache import discard, seal
+    from ..core.cache import discard, seal, write_atomic
 
     index = ci.Index.create()
     try:
@@ -192,19 +190,12 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: s
         return None
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
         return False
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".pch.tmp")
-        os.close(fd)
-        tu.save(tmp)
-        os.replace(tmp, path)
+        write_atomic(path, tu.save)
         seal(path, key)
     except (ci.TranslationUnitSaveError, OSError):
         discard(path)
         return None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
     return True
 
 

@@ -433,7 +433,7 @@ def preamble() -> str:
 #: GemmUniversal's parts) are shared with one of these.
 WARM_UP = {
     "sm120": (dict(), dict(kernel="dense"), dict(a="mxfp8"), dict(kernel="dense", a="mxfp8")),
-    # the grouped default (auto epilogue) does not compile on SM90: handed.md D
+    # the grouped default (auto epilogue) does not compile on SM90: tests/handed.md D
     "sm90": (dict(kernel="dense"), dict(kernel="grouped", epilogue_schedule="tma")),
     "sm100": (dict(kernel="dense"), dict(kernel="grouped", a="nvfp4")),
 }
