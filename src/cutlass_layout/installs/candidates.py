@@ -172,13 +172,15 @@ class Candidates:
         fusion, other launchers (fpA_intB's dense GEMM) and types this reader does not place."""
         import re
 
+        from ..cpp.text import template_args
+
         if tactic.fusion == "activation":
             return None
         launcher = tactic.launcher or ""
         if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
             m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
                              tactic.name)
-            types = [_CUDA_TLLM.get(x) for x in _first_args(launcher, 2)]
+            types = [_CUDA_TLLM.get(x) for x in template_args(launcher, 2)]
             if m is None or None in types or len(types) != 2:
                 return None
             tile, cluster, schedule, scale = m.groups()
@@ -327,29 +329,6 @@ SM90_MIXED_MOE = ("sm90_generic_mixed_moe_gemm_kernelLauncher", "sm90_generic_mi
 #: a launcher's template argument as written -> TensorRT-LLM's type (:data:`SM90_RUNNERS`' names)
 _CUDA_TLLM = {"__nv_fp8_e4m3": "fp8", "SafeFP8": "fp8", "cutlass::uint4b_t": "uint4", "SafeFP4": "fp4",
               "__nv_fp4_e2m1": "fp4", "__nv_bfloat16": "bf16", "SafeBF16": "bf16", "half": "f16", "float": "f32"}
-
-
-def _first_args(spelled: str, n: int) -> list[str]:
-    """The first ``n`` template arguments of ``name<a, b, ...>`` as written (fewer where it
-    has fewer)."""
-    out, depth, cur = [], 0, ""
-    for ch in spelled.partition("<")[2]:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            if depth == 0:
-                break
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-            if len(out) == n:
-                return out
-            continue
-        cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out[:n]
 
 
 #: (activation, weight) kinds of the SM100 MoE runners flashinfer builds

@@ -37,8 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..cpp.preprocessor import active_text, command_line_defines, evaluate
-from ..cpp.text import matching, blank_comments
-from .kernels import template_args
+from ..cpp.text import blank_comments, matching, template_args
 
 if TYPE_CHECKING:
     from pathlib import Path

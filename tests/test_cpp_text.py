@@ -1,0 +1,76 @@
+"""cpp/text.py's primitives: argument lists, matching brackets and statement ends, on snippets in
+the shape of CUTLASS and TensorRT-LLM code (written for the test); every expected value is
+derived by hand in a comment beside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from cutlass_layout.cpp.text import arguments, call_args, template_args, trimmed
+
+BUILDER = ("cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
+           "cutlass::half_t, cutlass::layout::RowMajor, 8, cutlass::half_t, cutlass::layout::ColumnMajor, 8, "
+           "float, cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_2, cute::_1>, "
+           "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>, "
+           "cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp")
+
+
+def test_template_args_of_a_builder():
+    args = template_args(BUILDER)
+    # ArchTag .. KernelSchedule: 13 arguments; the shapes' and the carveout's commas are nested
+    assert len(args) == 13
+    assert args[9] == "cute::Shape<cute::_128, cute::_128, cute::_64>"
+    assert args[11] == "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>"
+    assert template_args(BUILDER, 2) == ["cutlass::arch::Sm90", "cutlass::arch::OpClassTensorOp"]
+
+
+@pytest.mark.parametrize("spelled, args", [
+    # parentheses protect a '>': candidates._first_args gave ['(x'] (it ignored parentheses)
+    ("A<(x>y), b>", ["(x>y)", "b"]),
+    ("A<(x < y), b>", ["(x < y)", "b"]),
+    # brackets and braces nest too
+    ("f<a[1, 2], {3, 4}>", ["a[1, 2]", "{3, 4}"]),
+    ("A<B<C<D>>, E>", ["B<C<D>>", "E"]),
+    # empty arguments left out; an unclosed list runs to the end
+    ("A<, x, , y, z", ["x", "y", "z"]),
+    ("A", []),
+    # only the first list
+    ("A<x>::B<y, z>", ["x"]),
+])
+def test_template_args(spelled, args):
+    assert template_args(spelled) == args
+
+
+def test_the_mixed_launcher_types():
+    """candidates reads a mixed-input MoE launcher's T and WeightType with template_args (it had
+    its own splitter, _first_args, which ignored parentheses)."""
+    launcher = "sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_fp8_e4m3, cutlass::uint4b_t, (1 > 0), half>"
+    assert template_args(launcher, 2) == ["__nv_fp8_e4m3", "cutlass::uint4b_t"]
+    assert template_args("A<(x>y), b>", 2) == ["(x>y)", "b"]
+
+
+def test_arguments_spans():
+    text = "Gemm<A<1, 2>, (x > y), z>;"
+    # from after the '<' at 4: commas at 12 and 21, the closing '>' at 24
+    got = list(arguments(text, 5))
+    assert [(text[s:e], stop) for s, e, stop in got] == [("A<1, 2>", 12), (" (x > y)", 21), (" z", 24)]
+    assert [text[slice(*trimmed(text, s, e))] for s, e, _ in got] == ["A<1, 2>", "(x > y)", "z"]
+
+
+def test_arguments_to_a_known_end():
+    # the list's end given: a '>' or '->' it did not open is an operator, not its end
+    text = "a > b, p->q, c"
+    assert [text[s:e] for s, e, _ in arguments(text, 0, len(text))] == ["a > b", " p->q", " c"]
+    # not given: the first '>' closes the list
+    assert [(text[s:e], stop) for s, e, stop in arguments(text, 0)] == [("a ", 2)]
+
+
+def test_macro_arguments():
+    """A macro call splits at commas outside parentheses only, as the preprocessor does:
+    TensorRT-LLM's INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM-style calls pass types with commas."""
+    text = "LAUNCH(cute::Shape<_128, _64>, (a, b), {1, 2});"
+    args, close = call_args(text, 6)
+    assert args == ["cute::Shape<_128", " _64>", " (a, b)", " {1", " 2}"]
+    assert close == len(text) - 2
+    assert call_args("LAUNCH(a, (b", 6) is None  # not closed
+    assert call_args("LAUNCH()", 6) == ([""], 7)
