@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from cutlass_layout.cpp.text import arguments, call_args, template_args, trimmed
+from cutlass_layout.cpp.text import (
+    arguments,
+    brace_pairs,
+    call_args,
+    matching,
+    statement_end,
+    template_args,
+    trimmed,
+)
 
 BUILDER = ("cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
            "cutlass::half_t, cutlass::layout::RowMajor, 8, cutlass::half_t, cutlass::layout::ColumnMajor, 8, "
@@ -74,3 +82,47 @@ def test_macro_arguments():
     assert close == len(text) - 2
     assert call_args("LAUNCH(a, (b", 6) is None  # not closed
     assert call_args("LAUNCH()", 6) == ([""], 7)
+
+
+LAUNCHER = """\
+using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+    ArchTag, OperatorClass, ElementA, LayoutA, 16, ElementB, LayoutB, 16, float,
+    TileShape, ClusterShape, StageCount<(sizeof(X) > 8 ? 3 : 4)>, KernelSchedule>::CollectiveOp;
+auto args = Arguments{{M, N, K}, {ptr_a, stride_a}};
+if (args.mode) { run(args); }
+"""
+
+
+def test_matching():
+    lt = LAUNCHER.index("<")
+    gt = matching(LAUNCHER, lt, "<", ">")
+    # the builder's closing '>' is the one before '::CollectiveOp': the '>' of 'sizeof(X) > 8' is in
+    # parentheses, StageCount's own '<...>' nests
+    assert LAUNCHER[gt + 1:].startswith("::CollectiveOp;")
+    brace = LAUNCHER.index("{")
+    close = matching(LAUNCHER, brace, "{", "}")
+    assert LAUNCHER[brace:close + 1] == "{{M, N, K}, {ptr_a, stride_a}}"
+    assert matching("f(a, (b)", 1, "(", ")") is None  # never closed
+
+
+def test_statement_end():
+    # the first statement ends at its own ';' (the '>' and parentheses inside do not count)
+    end = statement_end(LAUNCHER, 0)
+    assert LAUNCHER[:end].endswith("::CollectiveOp;")
+    # the next one: its braces are brackets of the statement, the ';' after them ends it
+    start = LAUNCHER.index("auto")
+    assert LAUNCHER[start:statement_end(LAUNCHER, start)] == "auto args = Arguments{{M, N, K}, {ptr_a, stride_a}};"
+    # from 'if': its only ';' is inside the block's braces, and the text ends before another
+    assert statement_end(LAUNCHER, LAUNCHER.index("if")) is None
+    # from inside the block, its '}' closes a bracket not opened: None
+    inner = LAUNCHER.index("; }") + 1
+    assert statement_end(LAUNCHER, inner) is None
+
+
+def test_brace_pairs():
+    text = "namespace a { struct S { int x; }; void f() { if (x) { } } }"
+    pairs = brace_pairs(text)
+    # four '{' (the namespace's at 12), each paired with its own '}'
+    assert {text[o:c + 1] for o, c in pairs.items()} == {
+        text[12:], "{ int x; }", "{ if (x) { } }", "{ }"}
+    assert brace_pairs("{ }}") is None and brace_pairs("{ { }") is None

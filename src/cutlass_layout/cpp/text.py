@@ -406,6 +406,20 @@ def matching(text: str, start: int, open_: str, close: str) -> int | None:
     return None
 
 
+def brace_pairs(clean: str) -> dict[int, int] | None:
+    """Each ``{``'s offset in ``clean`` (comments blanked) -> its ``}``'s, or None where they do
+    not balance (a ``}`` with no ``{`` open, or a ``{`` never closed)."""
+    stack, pairs = [], {}
+    for m in re.finditer(r"[{}]", clean):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif not stack:
+            return None
+        else:
+            pairs[stack.pop()] = m.start()
+    return None if stack else pairs
+
+
 #: The characters :func:`matching` reads, by the bracket it matches.
 _BRACKETS = {"<": re.compile(r"[()<>]"), "(": re.compile(r"[()]"), "{": re.compile(r"[(){}]"),
              "[": re.compile(r"[()\[\]]")}

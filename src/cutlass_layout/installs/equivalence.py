@@ -40,7 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..cpp.preprocessor import directives
-from ..cpp.text import NOT_NEWLINE, blank_comments
+from ..cpp.text import NOT_NEWLINE, blank_comments, brace_pairs
 
 _INCLUDE = re.compile(r"""^[ \t]*#[ \t]*(include|include_next|import)[ \t]*([<"])([^>"\n]*)[>"]""", re.M)
 _COMPUTED_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)[ \t]+([A-Za-z_][^\n]*)$", re.M)
@@ -299,19 +299,6 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
     return set()  # still expanding (a macro that names itself): not known
 
 
-def _braces(code: str) -> dict[int, int] | None:
-    """Each ``{``'s offset -> its ``}``'s, or None where they do not balance."""
-    stack, pairs = [], {}
-    for m in re.finditer(r"[{}]", code):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif not stack:
-            return None
-        else:
-            pairs[stack.pop()] = m.start()
-    return None if stack else pairs
-
-
 def _is_function_header(header: str) -> bool:
     """Whether the text before a ``{`` ends as a function's declarator does: a parameter
     list, then qualifiers and a trailing return type if any."""
@@ -409,7 +396,7 @@ class _Structure:
             elif stack:
                 stack[-1].other_directives = True
         self.code = "".join(code)
-        self.pairs = _braces(self.code)
+        self.pairs = brace_pairs(self.code)
 
 
 def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str | None:
