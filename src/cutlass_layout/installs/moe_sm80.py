@@ -148,8 +148,8 @@ _NS = "tensorrt_llm::kernels::cutlass_kernels_oss"
 # ---------------------------------------------------------------------------------------
 # conditions (the preprocessor's: :func:`cutlass_layout.cpp.preprocessor.active_text`)
 def holds(condition: str, names: dict[str, str]) -> bool | None:
-    """Whether a C++ condition made of ``is_same`` tests, ``!``, ``&&``, ``||`` and
-    parentheses holds for the template parameters ``names`` (``{"T": "half", "WeightType":
+    """Whether a C++ condition made of ``is_same`` tests, ``true``/``false``, ``!``, ``&&``,
+    ``||`` and parentheses holds for the template parameters ``names`` (``{"T": "half", "WeightType":
     "half"}``): each ``std::is_same<A, B>::value`` / ``std::is_same_v<A, B>`` (also
     ``cutlass::platform::``) compares the spellings with the parameters replaced. ``True`` for
     an empty condition; ``None`` where anything else is left (it cannot be told here)."""
@@ -295,7 +295,7 @@ def arch_on_sm120(dispatch_text: str, is_fp8: bool) -> str | None:
 # ---------------------------------------------------------------------------------------
 # the runtime's candidates (cutlass_heuristic.cpp)
 def _cond_true(cond: str, sm: int, flags: set[str]) -> bool | None:
-    """A heuristic's ``if`` condition over ``sm`` comparisons and ``config_type_param &
+    """A heuristic's ``if`` condition over ``sm`` and ``config_type_param &
     CutlassGemmConfig::FLAG`` tests, evaluated; None where anything else is left."""
     literal = re.sub(r"config_type_param\s*&\s*CutlassGemmConfig::(\w+)",
                      lambda m: f" {_truth(m.group(1) in flags)} ", cond)
