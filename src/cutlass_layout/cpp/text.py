@@ -27,6 +27,7 @@ source as written, or reports the error).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 #: A type alias naming a GemmUniversal, possibly wrapped (``Sm12xOnly<GemmUniversal<...>>``).
@@ -301,6 +302,88 @@ def deferred_selections(body: str) -> str:
     return body
 
 
+# ---------------------------------------------------------------------------------------
+# argument lists
+
+#: the characters :func:`arguments` reads: of a template's (or a call's) argument list, of a
+#: macro call's
+_ARGUMENT_PUNCT = re.compile(r"[()\[\]{}<>,]")
+_MACRO_PUNCT = re.compile(r"[(),]")
+
+
+def arguments(text: str, start: int = 0, end: int | None = None, *,
+              macro: bool = False) -> Iterator[tuple[int, int, int | None]]:
+    """The top-level arguments of the list that starts at ``start`` of ``text`` (just after its
+    ``<`` or ``(``), one at a time, as ``(start, end, stop)``: the argument is ``text[start:end]``
+    as written (spaces kept), ``stop`` the index of the ``,`` or closing bracket after it (None
+    for the last argument of a list that is not closed).
+
+    An argument runs to a ``,`` outside brackets: ``()``, ``[]`` and ``{}`` nest, and so does
+    ``<>`` outside parentheses (there ``<`` and ``>`` are operators: ``A<(x > y), b>`` has two
+    arguments); with ``macro``, parentheses alone nest, as the preprocessor splits a macro
+    call's arguments (``M(A<x, y>)`` has two). Where ``end`` is given the list runs to it, a
+    closing bracket it did not open read as an operator (``a > b``, ``p->q``); otherwise it ends
+    at the first such bracket (a ``>``, or a ``)``, ``]``, ``}``). Read lazily: a caller that wants
+    the first few arguments of a long spelling stops there."""
+    limit = len(text) if end is None else end
+    paren = angle = 0
+    begin = start
+    for m in (_MACRO_PUNCT if macro else _ARGUMENT_PUNCT).finditer(text, start, limit):
+        ch, i = m.group(), m.start()
+        if ch in "([{":
+            paren += 1
+        elif ch in ")]}":
+            if paren == 0:
+                if end is None:
+                    yield begin, i, i
+                    return
+                continue
+            paren -= 1
+        elif ch == "<":
+            if paren == 0:
+                angle += 1
+        elif ch == ">":
+            if paren == 0:
+                if angle == 0:
+                    if end is None:
+                        yield begin, i, i
+                        return
+                    continue
+                angle -= 1
+        elif paren == 0 and angle == 0:  # a comma
+            yield begin, i, i
+            begin = i + 1
+    yield begin, limit, end
+
+
+def trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` moved in past the whitespace at both ends of ``text[start:end]``."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def template_args(spelling: str, limit: int | None = None) -> list[str]:
+    """The top-level template arguments of ``A<x, B<y, z>>`` -> ``["x", "B<y, z>"]``
+    (of the first ``<...>``, :func:`arguments`; ``<`` and ``>`` inside parentheses are
+    operators), empty ones left out. ``limit``: the first ``limit`` of them
+    (``template_args(s)[:limit]``), read without scanning the rest (a kernel's ``TiledMma`` and
+    smem layouts are most of its spelling)."""
+    start = spelling.find("<")
+    if start < 0 or (limit is not None and limit < 1):
+        return []
+    out = []
+    for s, e, _ in arguments(spelling, start + 1):
+        arg = spelling[s:e].strip()
+        if arg:
+            out.append(arg)
+            if len(out) == limit:
+                break
+    return out
+
+
 def matching(text: str, start: int, open_: str, close: str) -> int | None:
     """Index of the bracket closing the one at ``start`` (angle brackets inside parentheses
     are not counted)."""
@@ -321,6 +404,20 @@ def matching(text: str, start: int, open_: str, close: str) -> int | None:
             if depth == 0:
                 return m.start()
     return None
+
+
+def brace_pairs(clean: str) -> dict[int, int] | None:
+    """Each ``{``'s offset in ``clean`` (comments blanked) -> its ``}``'s, or None where they do
+    not balance (a ``}`` with no ``{`` open, or a ``{`` never closed)."""
+    stack, pairs = [], {}
+    for m in re.finditer(r"[{}]", clean):
+        if m.group() == "{":
+            stack.append(m.start())
+        elif not stack:
+            return None
+        else:
+            pairs[stack.pop()] = m.start()
+    return None if stack else pairs
 
 
 #: The characters :func:`matching` reads, by the bracket it matches.
@@ -568,30 +665,8 @@ STAGE_ARGUMENT = 11
 
 def _arg_spans(clean: str, lt: int, gt: int) -> list[tuple[int, int]]:
     """``(start, end)`` of each top-level template argument between ``lt`` (its ``<``) and
-    ``gt`` (its ``>``) of ``clean``, whitespace trimmed."""
-    spans, depth, paren, begin = [], 0, 0, lt + 1
-    for i in range(lt + 1, gt):
-        ch = clean[i]
-        if ch in "([{":
-            paren += 1
-        elif ch in ")]}":
-            paren -= 1
-        elif paren == 0 and ch == "<":
-            depth += 1
-        elif paren == 0 and ch == ">":
-            depth -= 1
-        elif ch == "," and depth == 0 and paren == 0:
-            spans.append((begin, i))
-            begin = i + 1
-    spans.append((begin, gt))
-    out = []
-    for s, e in spans:
-        while s < e and clean[s].isspace():
-            s += 1
-        while e > s and clean[e - 1].isspace():
-            e -= 1
-        out.append((s, e))
-    return out
+    ``gt`` (its ``>``) of ``clean``, whitespace trimmed (:func:`arguments`)."""
+    return [trimmed(clean, s, e) for s, e, _ in arguments(clean, lt + 1, gt)]
 
 
 def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
@@ -824,21 +899,13 @@ def kernel_aliases(text: str) -> list[tuple[str, int]]:
 def call_args(clean: str, paren: int) -> tuple[list[str], int] | None:
     """``([argument, ...], index of the closing paren)`` of the macro call whose ``(`` is at
     ``paren``: split at commas outside parentheses, as the preprocessor splits them (braces and
-    angle brackets do not protect a comma)."""
-    depth, start, args = 0, paren + 1, []
-    for i in range(paren, len(clean)):
-        ch = clean[i]
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                args.append(clean[start:i])
-                return args, i
-        elif ch == "," and depth == 1:
-            args.append(clean[start:i])
-            start = i + 1
-    return None
+    angle brackets do not protect a comma; :func:`arguments`), each as written; None where the
+    call is not closed."""
+    args = list(arguments(clean, paren + 1, macro=True))
+    close = args[-1][2]
+    if close is None or clean[close] != ")":
+        return None
+    return [clean[s:e] for s, e, _ in args], close
 
 
 def substituted(params: str, body: str, args: list[str]) -> str | None:

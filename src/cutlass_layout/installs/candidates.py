@@ -172,13 +172,15 @@ class Candidates:
         fusion, other launchers (fpA_intB's dense GEMM) and types this reader does not place."""
         import re
 
+        from ..cpp.text import template_args
+
         if tactic.fusion == "activation":
             return None
         launcher = tactic.launcher or ""
         if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
             m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
                              tactic.name)
-            types = [_CUDA_TLLM.get(x) for x in _first_args(launcher, 2)]
+            types = [_CUDA_TLLM.get(x) for x in template_args(launcher, 2)]
             if m is None or None in types or len(types) != 2:
                 return None
             tile, cluster, schedule, scale = m.groups()
@@ -327,29 +329,6 @@ SM90_MIXED_MOE = ("sm90_generic_mixed_moe_gemm_kernelLauncher", "sm90_generic_mi
 #: a launcher's template argument as written -> TensorRT-LLM's type (:data:`SM90_RUNNERS`' names)
 _CUDA_TLLM = {"__nv_fp8_e4m3": "fp8", "SafeFP8": "fp8", "cutlass::uint4b_t": "uint4", "SafeFP4": "fp4",
               "__nv_fp4_e2m1": "fp4", "__nv_bfloat16": "bf16", "SafeBF16": "bf16", "half": "f16", "float": "f32"}
-
-
-def _first_args(spelled: str, n: int) -> list[str]:
-    """The first ``n`` template arguments of ``name<a, b, ...>`` as written (fewer where it
-    has fewer)."""
-    out, depth, cur = [], 0, ""
-    for ch in spelled.partition("<")[2]:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            if depth == 0:
-                break
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-            if len(out) == n:
-                return out
-            continue
-        cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out[:n]
 
 
 #: (activation, weight) kinds of the SM100 MoE runners flashinfer builds
@@ -503,36 +482,40 @@ def hopper_valid_rule(inc: Path, defined: set[str]):
     ``CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED``), one of the bodies of
     :data:`_HOPPER_VALID`; None for another body. Read from the text (the audit's parses take
     that header from a precompiled header built without function bodies)."""
+    body = traits_function("isValidHopperMOESpecialisation", inc, defined)
+    return None if body is None else _HOPPER_VALID.get("".join(body.split()))
+
+
+def traits_function(name: str, inc: Path, defined) -> str | None:
+    """The body of ``constexpr bool name()`` in ``moe_gemm/moe_tma_warp_specialized_traits.h``
+    (:data:`TRAITS` below ``inc``), comments blanked, with the preprocessor's branches taken for
+    the macros ``defined`` (:func:`cutlass_layout.cpp.preprocessor.active_text`; the lines of
+    branches not taken and of the conditional directives emptied); None where the header or the
+    function is not there, its conditionals do not balance or other directives are left in it."""
     import re
 
+    from ..cpp.preprocessor import active_text, directives
     from ..cpp.text import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))
     except OSError:
         return None
-    m = re.search(r"constexpr\s+bool\s+isValidHopperMOESpecialisation\s*\(\s*\)\s*\{(.*?)\n\}", text, re.S)
+    m = re.search(rf"constexpr\s+bool\s+{name}\s*\(\s*\)\s*\{{(.*?)\n\}}", text, re.S)
     if m is None:
         return None
-    kept, stack = [], []
-    for line in m.group(1).split("\n"):
-        d = re.match(r"\s*#\s*(ifdef|if\s+defined|else|endif)\b\s*\(?\s*(\w*)", line)
-        if d is None:
-            if all(stack):
-                kept.append(line)
-        elif d.group(1) == "else":
-            if not stack:
-                return None
-            stack[-1] = not stack[-1]
-        elif d.group(1) == "endif":
-            if not stack:
-                return None
-            stack.pop()
-        else:
-            stack.append(d.group(2) in defined)
-    if stack or any(re.match(r"\s*#", ln) for ln in kept):
-        return None
-    return _HOPPER_VALID.get("".join("".join(kept).split()))
+    body = m.group(1)
+    depth = 0
+    for d in directives(body):
+        if d.kind in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif d.kind == "endif":
+            depth -= 1
+        elif d.kind not in ("elif", "else"):
+            return None  # a #define, #include...: not followed here
+        if depth < 0 or (d.kind in ("elif", "else") and depth == 0):
+            return None
+    return active_text(body, defined) if depth == 0 else None
 
 
 #: The runner variables :func:`sm103_rules` knows (``MoeGemmRunner``'s, ``include/moe_gemm_kernels.h``)
@@ -802,26 +785,18 @@ def _qualifier_sm(ref) -> str | None:
 
 def fallback_excludes_fp4(inc: Path, flags: list[str]) -> bool:
     """Whether ``isValidAmpereMOESpecialisation`` (``moe_gemm/moe_tma_warp_specialized_traits.h``
-    below ``inc``), in the branch of its ``#ifdef ENABLE_FP4`` that ``flags`` (``-DENABLE_FP4``)
-    keep, is exactly ``return !std::is_same_v<T, Fp4Type> && !std::is_same_v<WeightType,
+    below ``inc``), in the branches of its ``#ifdef ENABLE_FP4`` that ``flags`` (``-DENABLE_FP4``)
+    keep (:func:`traits_function`), is exactly ``return !std::is_same_v<T, Fp4Type> && !std::is_same_v<WeightType,
     Fp4Type>;``. Read from the text: the audit's parses take that header from a precompiled
     header built without function bodies."""
-    import re
+    from ..cpp.preprocessor import command_line_defines
 
-    from ..cpp.text import blank_comments
+    body = traits_function("isValidAmpereMOESpecialisation", inc, command_line_defines(flags))
+    return body is not None and "".join(body.split()) == _AMPERE_EXCLUDES_FP4
 
-    try:
-        text = blank_comments((inc / TRAITS).read_text(errors="replace"))
-    except OSError:
-        return False
-    m = re.search(r"constexpr\s+bool\s+isValidAmpereMOESpecialisation\s*\(\s*\)\s*\{(.*?)\n\}", text, re.S)
-    if m is None:
-        return False
-    body = m.group(1)
-    b = re.fullmatch(r"\s*#\s*ifdef\s+ENABLE_FP4\b(.*?)#\s*else\b(.*?)#\s*endif\s*", body, re.S)
-    if b is not None:
-        body = b.group(1) if "-DENABLE_FP4" in flags else b.group(2)
-    return "".join(body.split()) == "return!std::is_same_v<T,Fp4Type>&&!std::is_same_v<WeightType,Fp4Type>;"
+
+#: ``isValidAmpereMOESpecialisation``'s body that :func:`fallback_excludes_fp4` looks for, spaces removed
+_AMPERE_EXCLUDES_FP4 = "return!std::is_same_v<T,Fp4Type>&&!std::is_same_v<WeightType,Fp4Type>;"
 
 
 def _read_pruning(lam, enum: str) -> dict[str, str] | None:
@@ -948,7 +923,7 @@ def candidates_key(install, arch: str, flags: list[str]) -> str:
     from ..cpp.clang import libclang_version
 
     return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
-                     code=("installs/candidates.py", "cpp/text.py"))
+                     code=("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py"))
 
 
 def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:

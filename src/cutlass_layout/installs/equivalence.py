@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..cpp.text import NOT_NEWLINE, blank_comments
+from ..cpp.preprocessor import directives
+from ..cpp.text import NOT_NEWLINE, blank_comments, brace_pairs
 
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w+)(.*)$")
 _INCLUDE = re.compile(r"""^[ \t]*#[ \t]*(include|include_next|import)[ \t]*([<"])([^>"\n]*)[>"]""", re.M)
 _COMPUTED_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)[ \t]+([A-Za-z_][^\n]*)$", re.M)
 _HAS_INCLUDE = re.compile(r"""__has_include(?:_next)?\s*\(\s*([<"])([^>"\n]*)[>"]""")
@@ -243,7 +243,8 @@ def _definitions(text: str, clean: str) -> list[tuple[str, tuple[list[str] | Non
     """``(name, (parameters or None, replacement))`` of each ``#define`` of a file (``clean``:
     its text with comments blanked)."""
     out = []
-    for _, _, kind, rest in _directives(text, clean):
+    for d in directives(text, clean):
+        kind, rest = d.kind, d.rest
         if kind != "define":
             continue
         m = re.match(r"[ \t]*(\w+)(\(([^)]*)\))?(.*)$", rest, re.S)
@@ -296,41 +297,6 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
         if not forms:
             return names
     return set()  # still expanding (a macro that names itself): not known
-
-
-def _directives(text: str, clean: str) -> list[tuple[int, int, str, str]]:
-    """``(start, end, kind, rest)`` of each preprocessor directive of ``text`` (``clean``: the
-    same with comments blanked, same length): a directive's lines are spliced as written (a
-    backslash ends a line of a comment too), its kind and the rest read from ``clean``."""
-    out, pos = [], 0
-    raw, lines = text.split("\n"), clean.split("\n")
-    i = 0
-    while i < len(raw):
-        start = pos
-        j = i
-        while raw[j].rstrip(" \t\r").endswith("\\") and j + 1 < len(raw):
-            j += 1
-        end = start + sum(len(x) + 1 for x in raw[i:j + 1]) - 1
-        m = _DIRECTIVE.match(lines[i])
-        if m:
-            rest = " ".join(x.rstrip(" \t\r").rstrip("\\") for x in [m.group(2)] + lines[i + 1:j + 1])
-            out.append((start, end, m.group(1), rest))
-        pos = end + 1
-        i = j + 1
-    return out
-
-
-def _braces(code: str) -> dict[int, int] | None:
-    """Each ``{``'s offset -> its ``}``'s, or None where they do not balance."""
-    stack, pairs = [], {}
-    for m in re.finditer(r"[{}]", code):
-        if m.group() == "{":
-            stack.append(m.start())
-        elif not stack:
-            return None
-        else:
-            pairs[stack.pop()] = m.start()
-    return None if stack else pairs
 
 
 def _is_function_header(header: str) -> bool:
@@ -406,11 +372,12 @@ class _Structure:
 
     def __init__(self, text: str):
         self.clean = clean = blank_comments(text)
-        self.directives = _directives(text, clean)
+        self.directives = directives(text, clean)
         code = list(clean)
         stack: list[_Group] = []
         self.groups: list[_Group] = []
-        for s, e, kind, _ in self.directives:
+        for d in self.directives:
+            s, e, kind = d.start, d.end, d.kind
             code[s:e] = " " * (e - s)
             if kind in ("if", "ifdef", "ifndef"):
                 stack.append(_Group(start=s, spans=[(s, e)]))
@@ -429,7 +396,7 @@ class _Structure:
             elif stack:
                 stack[-1].other_directives = True
         self.code = "".join(code)
-        self.pairs = _braces(self.code)
+        self.pairs = brace_pairs(self.code)
 
 
 def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str | None:
@@ -450,7 +417,7 @@ def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str 
         for spot in spots:
             line = st.clean.count("\n", 0, spot) + 1
             group = next((g for g in st.groups if any(s <= spot < e for s, e in g.spans)), None)
-            kind = next((k for s, e, k, _ in st.directives if s <= spot < e), None)
+            kind = next((d.kind for d in st.directives if d.start <= spot < d.end), None)
             if group is None or kind not in _CONDITIONS:
                 return f"{path}:{line}: outside the condition of an #if"
             if group.other_directives:

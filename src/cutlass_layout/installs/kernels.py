@@ -43,6 +43,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cpp.text import arguments, matching, template_args
 from ..model import CompileError, LayoutReport, Provenance
 from ..subjects import probe
 from ..subjects.archs import ARCHS
@@ -153,45 +154,6 @@ class SourceLayout:
 
 # ---------------------------------------------------------------------------------------
 # C++ names
-def template_args(spelling: str, limit: int | None = None) -> list[str]:
-    """The top-level template arguments of ``A<x, B<y, z>>`` -> ``["x", "B<y, z>"]``
-    (of the first ``<...>``; ``<`` and ``>`` inside parentheses are operators). ``limit``:
-    the first ``limit`` of them (``template_args(s)[:limit]``), read without scanning the
-    rest (a kernel's ``TiledMma`` and smem layouts are most of its spelling)."""
-    start = spelling.find("<")
-    if start < 0:
-        return []
-    if limit is not None and limit < 1:
-        return []
-    out, angle, paren, begin = [], 0, 0, start + 1
-    end = len(spelling)
-    for m in _PUNCT.finditer(spelling, start + 1):  # only the characters that matter
-        ch = m.group()
-        if ch in "([{":
-            paren += 1
-        elif ch in ")]}":
-            paren -= 1
-        elif ch == "<" and paren == 0:
-            angle += 1
-        elif ch == ">" and paren == 0:
-            if angle == 0:
-                end = m.start()
-                break
-            angle -= 1
-        elif ch == "," and angle == 0 and paren == 0:
-            arg = spelling[begin:m.start()].strip()
-            if arg:
-                out.append(arg)
-                if len(out) == limit:
-                    return out
-            begin = m.end()
-    out.append(spelling[begin:end].strip())
-    return [a for a in out if a][:limit]
-
-
-_PUNCT = re.compile(r"[()\[\]{}<>,]")
-
-
 #: Kernel classes of ``cutlass::gemm::kernel`` other than ``GemmUniversal`` that take its
 #: first three arguments (problem shape, mainloop collective, epilogue collective) and hold a
 #: ``SharedStorage``: TensorRT-LLM's ``cutlass_extensions`` (flashinfer's
@@ -278,34 +240,9 @@ def _macro_call(text: str, line: int | None) -> tuple[str, list[str]] | None:
     m = re.match(r"\s*([A-Za-z_]\w*)\s*\(", rest)
     if not m or not m.group(1).isupper():
         return None
-    depth, end = 0, m.end()
-    for i, ch in enumerate(rest[m.end():], m.end()):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            if depth == 0:
-                end = i
-                break
-            depth -= 1
-    raw = rest[m.end():end]
-    args = [a.strip() for a in _split_top(raw)]
-    return m.group(1), args
-
-
-def _split_top(raw: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in raw:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return [" ".join(a.split()) for a in out]
+    close = matching(rest, m.end() - 1, "(", ")")
+    end = m.end() if close is None else close  # not closed: no arguments
+    return m.group(1), [" ".join(rest[s:e].split()) for s, e, _ in arguments(rest, m.end(), end)]
 
 
 _PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+(?:p\d+)?)_(\w+)$")

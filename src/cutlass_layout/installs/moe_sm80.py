@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..cpp.text import matching, blank_comments
-from .kernels import template_args
+from ..cpp.preprocessor import active_text, command_line_defines, evaluate
+from ..cpp.text import blank_comments, matching, template_args
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,9 +56,6 @@ RUNNER_SOURCES = "moe_gemm/moe_gemm_kernels_*.cu"
 LAUNCHER = "genericMoeGemmKernelLauncher"
 
 _RUNNER_RE = re.compile(r"template\s+class\s+MoeGemmRunner\s*<(?P<args>[^;]*)>\s*;")
-_IF_RE = re.compile(r"^\s*#\s*(?:(?P<kw>ifdef|ifndef)\s+(?P<name>\w+)|if\s+(?P<expr>.*)|"
-                    r"(?P<else>else)|(?P<endif>endif)|elif\b.*)", re.M)
-_DEFINED_RE = re.compile(r"!?\s*defined\s*\(\s*(\w+)\s*\)")
 _SAME_RE = re.compile(r"(?:std::|cutlass::platform::)is_same(?:_v\s*<([^<>]*)>|\s*<([^<>]*)>\s*::\s*value)")
 _CASE_RE = re.compile(r"case\s+(?:[\w:]*::)?CutlassTileConfig::(\w+)\s*:")
 _SHAPE_RE = re.compile(r"cutlass::gemm::GemmShape\s*<\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*>")
@@ -149,55 +146,33 @@ _NS = "tensorrt_llm::kernels::cutlass_kernels_oss"
 
 
 # ---------------------------------------------------------------------------------------
-# preprocessor and conditions
-def active_text(text: str, defined: set[str]) -> str:
-    """``text`` with the lines of inactive ``#ifdef``/``#ifndef``/``#if defined(...)``
-    branches blanked (line numbers kept): a branch is active where its macros are in
-    ``defined`` (an ``#if`` of anything else counts as active)."""
-    lines = text.split("\n")
-    stack: list[bool] = []  # each level: whether it is active
-    for i, ln in enumerate(lines):
-        m = _IF_RE.match(ln)
-        if m is None:
-            if stack and not all(stack):
-                lines[i] = ""
-            continue
-        if m.group("kw"):
-            on = m.group("name") in defined
-            stack.append(on if m.group("kw") == "ifdef" else not on)
-        elif m.group("expr") is not None:
-            stack.append(_pp_true(m.group("expr"), defined))
-        elif m.group("else") and stack:
-            stack[-1] = not stack[-1]
-        elif m.group("endif") and stack:
-            stack.pop()
-        lines[i] = ""
-    return "\n".join(lines)
-
-
-def _pp_true(expr: str, defined: set[str]) -> bool:
-    atoms = _DEFINED_RE.sub(lambda m: str((m.group(1) in defined) != m.group().startswith("!")), expr)
-    py = atoms.replace("&&", " and ").replace("||", " or ")
-    return bool(eval(py, {"__builtins__": {}})) if re.fullmatch(r"[\s()TrueFalsandor]*", py) else True
-
-
+# conditions (the preprocessor's: :func:`cutlass_layout.cpp.preprocessor.active_text`)
 def holds(condition: str, names: dict[str, str]) -> bool | None:
-    """Whether a C++ condition made of ``is_same`` tests, ``!``, ``&&``, ``||`` and
-    parentheses holds for the template parameters ``names`` (``{"T": "half", "WeightType":
+    """Whether a C++ condition made of ``is_same`` tests, ``true``/``false``, ``!``, ``&&``,
+    ``||`` and parentheses holds for the template parameters ``names`` (``{"T": "half", "WeightType":
     "half"}``): each ``std::is_same<A, B>::value`` / ``std::is_same_v<A, B>`` (also
     ``cutlass::platform::``) compares the spellings with the parameters replaced. ``True`` for
     an empty condition; ``None`` where anything else is left (it cannot be told here)."""
     def same(m: re.Match) -> str:
         a, b = [names.get(x.strip(), x.strip()) for x in (m.group(1) or m.group(2)).split(",", 1)]
-        return f" {a == b} "
+        return f" {_truth(a == b)} "
 
-    py = _SAME_RE.sub(same, condition)
-    py = py.replace("&&", " and ").replace("||", " or ").replace("!", " not ")
-    if not py.strip():
+    literal = _SAME_RE.sub(same, condition)
+    if not literal.strip():
         return True
-    if not re.fullmatch(r"(?:\s|\(|\)|True|False|and|or|not)*", py):
-        return None
-    return bool(eval(f"({' '.join(py.split())})", {"__builtins__": {}}))
+    return _truth_of(literal)
+
+
+def _truth(v: bool) -> str:
+    """``true``/``false``: a fact put into C++ text for :func:`_truth_of`."""
+    return "true" if v else "false"
+
+
+def _truth_of(condition: str, sm: int | None = None) -> bool | None:
+    """A C++ condition reduced to literals (and ``sm``, where given), evaluated
+    (:func:`cutlass_layout.cpp.preprocessor.evaluate`, strict); None where a name is left."""
+    v = evaluate(condition, {} if sm is None else {"sm": sm}, strict=True)
+    return None if v is None else bool(v)
 
 
 # ---------------------------------------------------------------------------------------
@@ -255,7 +230,9 @@ def body_constants(body: str, names: dict[str, str]) -> dict[str, int]:
     for m in _CONSTEXPR_RE.finditer(body):
         expr = _SIZEOF_BITS_RE.sub(lambda b: str(BITS.get(names.get(b.group(1), b.group(1)), "x")), m.group(2))
         if re.fullmatch(r"[\d\s*/+()-]+", expr):
-            out[m.group(1)] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}))
+            v = evaluate(expr, strict=True)
+            if v is not None:
+                out[m.group(1)] = int(v)
     return out
 
 
@@ -318,16 +295,11 @@ def arch_on_sm120(dispatch_text: str, is_fp8: bool) -> str | None:
 # ---------------------------------------------------------------------------------------
 # the runtime's candidates (cutlass_heuristic.cpp)
 def _cond_true(cond: str, sm: int, flags: set[str]) -> bool | None:
-    """A heuristic's ``if`` condition over ``sm`` comparisons and ``config_type_param &
+    """A heuristic's ``if`` condition over ``sm`` and ``config_type_param &
     CutlassGemmConfig::FLAG`` tests, evaluated; None where anything else is left."""
-    py = re.sub(r"config_type_param\s*&\s*CutlassGemmConfig::(\w+)",
-                lambda m: f" {m.group(1) in flags} ", cond)
-    py = re.sub(r"\bsm\s*(==|>=|<=|<|>|!=)\s*(\d+)",
-                lambda m: f" {eval(f'{sm} {m.group(1)} {m.group(2)}', {'__builtins__': {}})} ", py)
-    py = py.replace("&&", " and ").replace("||", " or ").replace("!", " not ")
-    if not re.fullmatch(r"(?:\s|\(|\)|True|False|and|or|not)*", py) or not py.strip():
-        return None
-    return bool(eval(f"({' '.join(py.split())})", {"__builtins__": {}}))
+    literal = re.sub(r"config_type_param\s*&\s*CutlassGemmConfig::(\w+)",
+                     lambda m: f" {_truth(m.group(1) in flags)} ", cond)
+    return _truth_of(literal, sm)
 
 
 def _branch(seg: str, sm: int, flags: set[str]) -> list[str] | None:
@@ -408,7 +380,7 @@ def candidate_stages(heuristic_text: str, sm: int, flags: set[str]) -> range | N
         m = re.search(rf"int\s+const\s+{name}\s*=\s*([^;]*);", clean)
         if m is None:
             return None
-        v = _ternary(m.group(1).replace("int8_configs_only", str(int8)), sm)
+        v = _ternary(re.sub(r"\bint8_configs_only\b", _truth(int8), m.group(1)), sm)
         if v is None:
             return None
         vals.append(v)
@@ -416,47 +388,11 @@ def candidate_stages(heuristic_text: str, sm: int, flags: set[str]) -> range | N
 
 
 def _ternary(expr: str, sm: int) -> int | None:
-    """``(sm == 89) ? 3 : int8 ? 3 : 2`` evaluated: comparisons of ``sm``, ``True``/``False``,
-    integer literals, ``?:`` and parentheses only; None for anything else."""
-    py = re.sub(r"\bsm\s*(==|>=|<=|<|>|!=)\s*(\d+)",
-                lambda m: str(eval(f"{sm} {m.group(1)} {m.group(2)}", {"__builtins__": {}})), expr)
-    tokens = re.findall(r"True|False|\d+|[?:()]|\S", py)
-    pos = 0
-
-    def primary():
-        nonlocal pos
-        tok = tokens[pos] if pos < len(tokens) else None
-        pos += 1
-        if tok == "(":
-            v = ternary()
-            if pos >= len(tokens) or tokens[pos] != ")":
-                raise ValueError(expr)
-            pos += 1
-            return v
-        if tok in ("True", "False"):
-            return tok == "True"
-        if tok is not None and tok.isdigit():
-            return int(tok)
-        raise ValueError(expr)
-
-    def ternary():
-        nonlocal pos
-        cond = primary()
-        if pos < len(tokens) and tokens[pos] == "?":
-            pos += 1
-            yes = ternary()
-            if pos >= len(tokens) or tokens[pos] != ":":
-                raise ValueError(expr)
-            pos += 1
-            no = ternary()
-            return yes if cond else no
-        return cond
-
-    try:
-        v = ternary()
-    except (ValueError, IndexError):
-        return None
-    return int(v) if pos == len(tokens) and not isinstance(v, bool) else None
+    """``(sm == 89) ? 3 : int8 ? 3 : 2`` evaluated for ``sm`` (a C expression of ``sm``,
+    ``true``/``false`` and integer literals): a number, None where it gives a truth value or
+    names anything else."""
+    v = evaluate(expr, {"sm": sm}, strict=True)
+    return int(v) if v is not None and not isinstance(v, bool) else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -510,8 +446,9 @@ def ampere_configs_empty(dispatch_text: str, flags: dict[str, bool], valid: bool
     if c is None:
         return False
     cond = body[c.end():_close(body, c.end() - 1, "(", ")")]
-    cond = re.sub(r"[\w:]*isValidAmpereMOESpecialisation\s*<[^>]*>\s*\(\s*\)", f" {valid} ", cond)
-    cond = re.sub(r"\buse_\w+\b", lambda u: f" {flags[u.group()]} " if u.group() in flags else u.group(), cond)
+    cond = re.sub(r"[\w:]*isValidAmpereMOESpecialisation\s*<[^>]*>\s*\(\s*\)", f" {_truth(valid)} ", cond)
+    cond = re.sub(r"\buse_\w+\b", lambda u: f" {_truth(flags[u.group()])} " if u.group() in flags else u.group(),
+                  cond)
     return _cond_true(cond, sm, set())
 
 
@@ -655,8 +592,8 @@ STRUCT = "cl_sm80_moe_kernel"
 KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
          "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
 #: The code a cached result depends on.
-_CODE = ("installs/moe_sm80.py", "cpp/text.py", "subjects/probe.py", "engine/loop.py",
-         "cpp/clang.py")
+_CODE = ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
+         "engine/loop.py", "cpp/clang.py")
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -677,15 +614,8 @@ class Sm80Audit:
     guard: str | None = None
 
 
-def defines(flags) -> set[str]:
-    """The macro names a clang/nvcc command line defines (``-DNAME``, ``-DNAME=V``, ``-D NAME``)."""
-    out, flags = set(), list(flags)
-    for i, f in enumerate(flags):
-        if f == "-D" and i + 1 < len(flags):
-            out.add(flags[i + 1].split("=", 1)[0])
-        elif f.startswith("-D") and len(f) > 2:
-            out.add(f[2:].split("=", 1)[0])
-    return out
+#: The macro names a clang/nvcc command line defines (:func:`cutlass_layout.cpp.preprocessor.command_line_defines`).
+defines = command_line_defines
 
 
 def folder(install) -> "Path":
