@@ -71,6 +71,7 @@ def test_names_of_a_declaration(tmp_path):
     assert cc.enclosing_namespaces(_named(unit, "twice")) == ["a", "b"]
     assert cc.enclosing_namespaces(_named(unit, "Inner")) == []  # its parent is a struct
     assert cc.aliased_type(_named(unit, "Top")) == "a::b::S"
+    assert cc.written_type(_named(unit, "Top")) == "a::b::X"
     assert cc.aliased_declaration(_named(unit, "Top")) == ["S", "b", "a"]
     assert cc.aliased_declaration(_named(unit, "Local")) == [""]  # a builtin: no declaration
 

@@ -83,6 +83,12 @@ def aliased_type(c) -> str:
     return c.underlying_typedef_type.get_canonical().spelling
 
 
+def written_type(c) -> str:
+    """The type a type alias ``c`` names as written (``typename B<int>::Op`` of ``using X =
+    typename B<int>::Op;``), no alias resolved."""
+    return c.underlying_typedef_type.spelling
+
+
 def aliased_declaration(c) -> list[str]:
     """The name of the declaration of the type a type alias ``c`` names (canonical: through
     every alias), then the names of its semantic parents, innermost first, up to the
@@ -428,10 +434,12 @@ def switch_returns(cursor, enum: str) -> list[tuple[list[str], list[str]]] | Non
     return out
 
 
-__all__ = ["ALIASES", "NAMESPACE_SCOPES", "SCOPE_OWNERS", "aliased_declaration", "aliased_type", "body_declarations", "body_statements",
-           "case_constants", "condition_names", "declared_enums", "definition_kind", "enclosing_namespaces",
-           "enum_constant", "enum_references", "enumerators_referenced", "file_aliases", "function_definitions",
+__all__ = ["ALIASES", "NAMESPACE_SCOPES", "SCOPE_OWNERS", "aliased_declaration", "aliased_type",
+           "body_declarations", "body_statements", "case_constants", "condition_names",
+           "declared_enums", "definition_kind", "enclosing_namespaces", "enum_constant",
+           "enum_references", "enumerators_referenced", "file_aliases", "function_definitions",
            "function_templates", "is_alias", "is_function_template", "is_if", "is_namespace",
-           "is_namespace_scope", "is_scope_owner", "is_variable", "namespace_functions", "namespace_scope",
-           "qualified_name", "scope_declarations", "statement_declarations", "switch_returns", "switches",
-           "tokens", "type_qualifiers", "variable_tokens"]
+           "is_namespace_scope", "is_scope_owner", "is_variable", "namespace_functions",
+           "namespace_scope", "qualified_name", "scope_declarations", "statement_declarations",
+           "switch_returns", "switches", "tokens", "type_qualifiers", "variable_tokens",
+           "written_type"]

@@ -892,14 +892,14 @@ def builder_candidates(unit: ProbeUnit, header: Path) -> list[tuple[tuple[str, .
     ``(namespaces, builder)``: an alias of a builder specialization (by its qualified name),
     or an alias written ``typename ...gemm::collective::CollectiveBuilder<...>::CollectiveOp``
     (the builder as written, valid in the alias's namespaces)."""
-    from ..cpp.cursors import aliased_declaration, file_aliases
+    from ..cpp.cursors import aliased_declaration, file_aliases, written_type
 
     out: list[tuple[tuple[str, ...], str]] = []
     for ns, c in file_aliases(unit.tu.cursor, header):
         if aliased_declaration(c)[:3] == ["CollectiveBuilder", "collective", "gemm"]:
             out.append((ns, "::" + "::".join(ns + (c.spelling,))))
             continue
-        m = _BUILDER_OP_RE.match(c.underlying_typedef_type.spelling)
+        m = _BUILDER_OP_RE.match(written_type(c))
         if m and "epilogue" not in m.group(1):
             out.append((ns, m.group(1)))
     return out
