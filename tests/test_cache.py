@@ -181,7 +181,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
         changed = keys()
         path.write_bytes(original)
         watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "cpp/text.py",
-                                                                     "subjects/probe.py")]
+                                                                     "cpp/cursors.py", "subjects/probe.py")]
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel
     cache.code_fingerprint.cache_clear()

@@ -1,4 +1,6 @@
 """The one reader of C++: libclang (:mod:`.clang`: flags, precompiled headers, a parsed probe
-unit), tree-sitter (:mod:`.treesitter`: the scan's extractor and constant evaluator) and every
-text-level reading of C++ (:mod:`.text`: comments, brackets, statements, template and call
-arguments, macros, launcher rewriting). Nothing above this folder imports ``clang.cindex``."""
+unit; :mod:`.cursors`: walks over its cursors; :mod:`.interpret`: a small interpreter running
+a parsed function), tree-sitter (:mod:`.treesitter`: the scan's extractor and constant
+evaluator) and every text-level reading of C++ (:mod:`.text`: comments, brackets, statements,
+template and call arguments, macros, launcher rewriting). Nothing above this folder imports
+``clang.cindex``."""

@@ -93,6 +93,13 @@ def libclang_version() -> str:
     return text
 
 
+def resource_include() -> Path:
+    """libclang's own headers, the folder clang searches after the command line's (the
+    libclang-ng wheel's ``clang/native/resource/include``: its builtin headers and CUDA
+    wrappers)."""
+    return Path(ci.__file__).parent / "native" / "resource" / "include"
+
+
 def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str,
                 cuda_version: tuple[int, int] = (13, 0)) -> list[str]:
     """The command line for a CUDA host-only parse of a probe against one CUTLASS tree.
@@ -521,7 +528,7 @@ class ProbeUnit:
         return None
 
 
-__all__ = ["ProbeUnit", "clang_flags", "libclang_version", "short_name"]
+__all__ = ["ProbeUnit", "clang_flags", "libclang_version", "resource_include", "short_name"]
 
 
 def spelling_location(cursor) -> tuple[str | None, int | None]:

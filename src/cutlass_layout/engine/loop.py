@@ -422,7 +422,7 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
 #: The code whose every change invalidates the cached reports.
 ENGINE_SOURCES = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
                   "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
-                  "subjects/mainloop2x.py")
+                  "subjects/mainloop2x.py", "cpp/cursors.py")
 #: Bumped when what a cached report holds changes in a way the code fingerprint misses.
 REPORT_FORMAT = 1
 _REPORTS = ResultCache("layouts")
@@ -893,33 +893,16 @@ def builder_candidates(unit: ProbeUnit, header: Path) -> list[tuple[tuple[str, .
     ``(namespaces, builder)``: an alias of a builder specialization (by its qualified name),
     or an alias written ``typename ...gemm::collective::CollectiveBuilder<...>::CollectiveOp``
     (the builder as written, valid in the alias's namespaces)."""
-    import clang.cindex as ci
+    from ..cpp.cursors import aliased_declaration, file_aliases, written_type
 
-    header = str(Path(header).resolve())
     out: list[tuple[tuple[str, ...], str]] = []
-
-    def in_header(c) -> bool:
-        f = c.location.file
-        return f is not None and str(Path(f.name).resolve()) == header
-
-    def visit(cursor, ns: tuple[str, ...]):
-        for c in cursor.get_children():
-            if c.kind == ci.CursorKind.NAMESPACE and in_header(c):
-                visit(c, ns + (c.spelling,))
-            elif c.kind in (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL) and in_header(c):
-                t = c.underlying_typedef_type
-                decl = t.get_canonical().get_declaration()
-                parent = decl.semantic_parent
-                if (decl.spelling == "CollectiveBuilder" and parent is not None
-                        and parent.spelling == "collective" and parent.semantic_parent is not None
-                        and parent.semantic_parent.spelling == "gemm"):
-                    out.append((ns, "::" + "::".join(ns + (c.spelling,))))
-                    continue
-                m = _BUILDER_OP_RE.match(t.spelling)
-                if m and "epilogue" not in m.group(1):
-                    out.append((ns, m.group(1)))
-
-    visit(unit.tu.cursor, ())
+    for ns, c in file_aliases(unit.tu.cursor, header):
+        if aliased_declaration(c)[:3] == ["CollectiveBuilder", "collective", "gemm"]:
+            out.append((ns, "::" + "::".join(ns + (c.spelling,))))
+            continue
+        m = _BUILDER_OP_RE.match(written_type(c))
+        if m and "epilogue" not in m.group(1):
+            out.append((ns, m.group(1)))
     return out
 
 

@@ -19,7 +19,7 @@ another shape than this, the answer is None ("cannot be read"), never a guess.
 SM100's list has another shape (``get_candidate_configs_sm100`` loops over the epilogue
 schedules and dynamic cluster shapes and calls ``get_candidate_configs_sm100_dynamic_cluster_shape``,
 which pushes configs under conditions on the runner's flags): it is run over its own code
-(:class:`_Eval`, :func:`sm100_lists`) for the flags of each runner (:func:`runner_flags`), and a
+(:class:`~cutlass_layout.cpp.interpret.Eval`, :func:`sm100_lists`) for the flags of each runner (:func:`runner_flags`), and a
 tactic is tried where a config has its tile, 1SM/2SM cluster, static or dynamic cluster and
 epilogue schedule (:meth:`Candidates.get`).
 
@@ -42,7 +42,7 @@ configs with the clusters ``sm90_supports_mcast_along_m/n`` allow, and for weigh
 (COOPERATIVE where ``sm90_supports_coop``, else PINGPONG). ``getTmaWarpSpecializedConfigs`` returns
 nothing where ``isValidHopperMOESpecialisation`` refuses the types (:func:`hopper_valid_rule`, read
 from its text) and, last, appends the Humming pre-MMA block's swap_ab configs (its statement run
-by :class:`_Eval` with the runner's mode). A tactic is tried where a config has its tile, cluster
+by :class:`~cutlass_layout.cpp.interpret.Eval` with the runner's mode). A tactic is tried where a config has its tile, cluster
 and (where not AUTO) mainloop schedule, with the FINALIZE and swap_ab duplications, and where the
 dispatch maps its tile and cluster: the TMA warp-specialized switches for the macro launchers'
 kernels, the mixed-input ones (``sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass``,
@@ -340,7 +340,7 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
     """``{flags: [[tile enum, cluster_shape, dynamic, epilogue schedule], ...]}``: what the
     install's ``get_candidate_configs(sm, 1, flags)`` (``cutlass_heuristic.cpp``, which calls
     ``get_candidate_configs_sm100`` and its ``..._dynamic_cluster_shape``) returns for the
-    flags of each of :data:`SM100_RUNNERS`, run over its code by :class:`_Eval`
+    flags of each of :data:`SM100_RUNNERS`, run over its code by :class:`~cutlass_layout.cpp.interpret.Eval`
     (``dynamic``: a ``dynamic_cluster_shape`` other than ``Undefined``); or the line saying
     why it cannot be read.
 
@@ -350,12 +350,10 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
     true, SM100's list after it; each row gets a fifth entry, the arch tag of the kernel the
     config runs: 103 for a config of ``sm_version`` 103 of a runner whose activation and
     weight are FP4 (the dispatch's SM103 switch), else 100."""
-    import clang.cindex as ci
+    from ..cpp.interpret import Eval, Unreadable
 
     rules = rules or {}
-    fn = next((c for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve())))
-               if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
-               and c.spelling == "get_candidate_configs"), None)
+    fn = _candidate_function(unit, sources)
     if fn is None:
         return f"runtime candidates: get_candidate_configs not found in {HEURISTIC}"
     out: dict[str, list] = {}
@@ -374,7 +372,7 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
         try:
             rows = []
             for arg in calls:
-                for c in _Eval().call(fn, [arg, 1, flags]) or []:
+                for c in Eval().call(fn, [arg, 1, flags]) or []:
                     row = [c["tile_config_sm100"].name, c["cluster_shape"].name,
                            c["dynamic_cluster_shape"].name != "Undefined", c["epilogue_schedule"].name]
                     if sm == 103:
@@ -394,39 +392,28 @@ def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list
     ``isValidHopperMOESpecialisation`` (``hopper_valid``: :func:`hopper_valid_rule`) refuses
     the types; else the rows of ``get_candidate_configs(90, 1, flags)``
     (``cutlass_heuristic.cpp``: ``get_candidate_configs_sm90`` over
-    ``get_candidate_tiles_sm90``, run by :class:`_Eval` for :func:`runner_flags_sm90`),
+    ``get_candidate_tiles_sm90``, run by :class:`~cutlass_layout.cpp.interpret.Eval` for :func:`runner_flags_sm90`),
     then the rows of the statement of ``getTmaWarpSpecializedConfigs`` that names
     ``Sm90Wfp4Afp8Mode`` (the Humming pre-MMA block after the FINALIZE and swap_ab
-    duplications, which pushes configs with ``swap_ab`` set), run by :class:`_Eval` with the
+    duplications, which pushes configs with ``swap_ab`` set), run by :class:`~cutlass_layout.cpp.interpret.Eval` with the
     runner's ``use_wfp4afp8``, mode and ``sm`` 90. Or the line saying why it cannot be read:
     the function has another shape (no such statement, or another statement after it than
     ``return tma_ws_configs;``)."""
-    import clang.cindex as ci
+    from ..cpp.cursors import body_statements, enumerators_referenced, is_if, tokens
+    from ..cpp.interpret import EnumValue, Eval, Unreadable
 
-    roots = (str(sources), str(sources.resolve()))
-    fn = next((c for c in _declarations(unit.tu.cursor, roots)
-               if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
-               and c.spelling == "get_candidate_configs"), None)
+    fn = _candidate_function(unit, sources)
     if fn is None or tma_configs is None:
         return f"runtime candidates: get_candidate_configs or getTmaWarpSpecializedConfigs not found in {HEURISTIC} / {DISPATCH}"
-    body = next((c for c in tma_configs.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
-    stmts = list(body.get_children()) if body is not None else []
-    at = [i for i, st in enumerate(stmts) if st.kind == ci.CursorKind.IF_STMT
-          and "Sm90Wfp4Afp8Mode" in [t.spelling for t in st.get_tokens()]]
-    rest = [[t.spelling for t in st.get_tokens()] for st in stmts[at[0] + 1:]] if len(at) == 1 else None
+    stmts = body_statements(tma_configs)
+    at = [i for i, st in enumerate(stmts) if is_if(st) and "Sm90Wfp4Afp8Mode" in tokens(st)]
+    rest = [tokens(st) for st in stmts[at[0] + 1:]] if len(at) == 1 else None
     if [[t for t in r if t != ";"] for r in rest or []] != [["return", "tma_ws_configs"]]:
         return ("runtime candidates: getTmaWarpSpecializedConfigs has no single last statement naming "
                 f"Sm90Wfp4Afp8Mode before its return ({DISPATCH})")
     block = stmts[at[0]]
-    modes = {}
-    for c in block.walk_preorder():
-        ref = c.referenced if c.kind == ci.CursorKind.DECL_REF_EXPR else None
-        if ref is not None and ref.kind == ci.CursorKind.ENUM_CONSTANT_DECL \
-                and ref.semantic_parent.spelling == "Sm90Wfp4Afp8ScaleMode":
-            modes = {e.spelling: EnumValue(e.enum_value, e.spelling, "Sm90Wfp4Afp8ScaleMode")
-                     for e in ref.semantic_parent.get_children()
-                     if e.kind == ci.CursorKind.ENUM_CONSTANT_DECL}
-            break
+    modes = {name: EnumValue(value, name, "Sm90Wfp4Afp8ScaleMode")
+             for name, value in enumerators_referenced(block, "Sm90Wfp4Afp8ScaleMode").items()}
     out: dict[str, list] = {}
     for t, w, mode in SM90_RUNNERS:
         key = f"{t}x{w}" + ("" if mode is None else "/humming" if mode == "kHummingPreMmaE8M0" else "/post")
@@ -436,12 +423,12 @@ def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list
         rows: list = []
         if hopper_valid(t, w):
             try:
-                for c in _Eval().call(fn, [90, 1, flags]) or []:
+                for c in Eval().call(fn, [90, 1, flags]) or []:
                     rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
                                  c["mainloop_schedule"].name, False])
                 env = ChainMap({"use_wfp4afp8": t == "fp8" and w == "fp4", "sm": 90, "tma_ws_configs": [],
                                 "Sm90Wfp4Afp8Mode": modes.get(mode or "kDisabled", EnumValue(0, "kDisabled", ""))})
-                _Eval().run(block, env)
+                Eval().run(block, env)
                 for c in env["tma_ws_configs"]:
                     if c.get("swap_ab") is not True:
                         raise Unreadable("a config of the Sm90Wfp4Afp8Mode block without swap_ab")
@@ -546,32 +533,23 @@ SM103_CONDITION = ("gemm_config . sm_version == 103 && std :: is_same_v < T , Fp
                    "std :: is_same_v < WeightType , Fp4Type >")
 
 
-def _enum_constant(cursor, enum: str) -> str | None:
-    import clang.cindex as ci
-
-    ref = cursor.referenced
-    if ref is None or ref.kind != ci.CursorKind.ENUM_CONSTANT_DECL:
-        return None
-    parent = ref.semantic_parent
-    return ref.spelling if parent is not None and parent.spelling == enum else None
+#: Enum constants of the tile and cluster enums that name no config
+_NO_CONFIG = ("Undefined", "ChooseWithHeuristic")
 
 
-def _declarations(cursor, roots: tuple[str, ...]):
-    """Declarations at namespace and class scope in files below ``roots`` (the install's own
-    sources), without entering function bodies or other files' namespaces (walking a whole
-    translation unit with its CUTLASS headers costs tens of seconds in Python)."""
-    import clang.cindex as ci
+def _definitions(unit, sources: Path):
+    """``(kind, cursor)`` of the function definitions at namespace and class scope of the
+    install's own sources (files below ``sources``; see
+    :func:`~cutlass_layout.cpp.cursors.function_definitions`)."""
+    from ..cpp.cursors import function_definitions
 
-    scopes = (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.CLASS_DECL,
-              ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_TEMPLATE,
-              ci.CursorKind.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
-    for c in cursor.get_children():
-        f = c.location.file
-        if f is None or not f.name.startswith(roots):
-            continue
-        yield c
-        if c.kind in scopes:
-            yield from _declarations(c, roots)
+    return function_definitions(unit.tu.cursor, (str(sources), str(sources.resolve())))
+
+
+def _candidate_function(unit, sources: Path):
+    """The definition of ``get_candidate_configs`` (``cutlass_heuristic.cpp``), or None."""
+    return next((c for kind, c in _definitions(unit, sources)
+                 if kind == "function" and c.spelling == "get_candidate_configs"), None)
 
 
 #: Which of the macros :func:`hopper_valid_rule` takes branches on the parse defines: an enum
@@ -582,56 +560,49 @@ PROBE_MACROS = "".join(f"#if defined({m})\nenum cutlass_layout_defined_{m} {{}};
 
 def _defined(unit) -> set[str]:
     """The macros of :data:`PROBE_MACROS` that are defined in ``unit``."""
-    import clang.cindex as ci
+    from ..cpp.cursors import declared_enums
 
-    return {c.spelling.removeprefix("cutlass_layout_defined_") for c in unit.tu.cursor.get_children()
-            if c.kind == ci.CursorKind.ENUM_DECL and c.spelling.startswith("cutlass_layout_defined_")}
+    return {name.removeprefix("cutlass_layout_defined_")
+            for name in declared_enums(unit.tu.cursor, "cutlass_layout_defined_")}
 
 
 def _cases(fn, member: str, enum: str) -> list[str]:
     """The enum constants of ``enum`` that the case labels of the switches below ``fn`` whose
-    condition names ``member`` name, in order."""
-    import clang.cindex as ci
+    condition names ``member`` name, in order (:data:`_NO_CONFIG` left out)."""
+    from ..cpp.cursors import case_constants, condition_names, switches
 
     out: list[str] = []
-    for sw, _ in _switches(fn):
-        cond = next(sw.get_children(), None)
-        if cond is None or not any(t.spelling == member for t in cond.get_tokens()):
+    for sw, _ in switches(fn, _GUARD):
+        if not condition_names(sw, member):
             continue
-        for case in (c for c in sw.walk_preorder() if c.kind == ci.CursorKind.CASE_STMT):
-            label = next(case.get_children(), None)
-            for r in ([label] + list(label.walk_preorder())) if label is not None else []:
-                name = _enum_constant(r, enum) if r.kind == ci.CursorKind.DECL_REF_EXPR else None
-                if name:
-                    if name not in out and name not in ("Undefined", "ChooseWithHeuristic"):
-                        out.append(name)
-                    break
+        for name, _ref in case_constants(sw, enum):
+            if name not in out and name not in _NO_CONFIG:
+                out.append(name)
     return out
 
 
 def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     """Read :class:`Candidates` from a parsed unit that includes the heuristic and both
     dispatch sources (bodies parsed), which lie below ``sources``."""
-    import clang.cindex as ci
+    from ..cpp.cursors import case_constants, condition_names, enum_references, switches, tokens
 
     fn_name, enum, member = ARCH[arch]
     out = Candidates()
     fn = disp = dup = None
     sm90_fns: dict = {}
-    for c in _declarations(unit.tu.cursor, (str(sources), str(sources.resolve()))):
-        if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition():
+    for kind, c in _definitions(unit, sources):
+        if kind == "function":
             if c.spelling == fn_name and fn is None:
                 fn = c
-        elif c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.is_definition():
+        elif kind == "function template":
             if c.spelling == "dispatchMoeGemmSelectTileShapeTmaWarpSpecialized":
                 disp = c
             elif c.spelling in _SM90_DISPATCH:
                 sm90_fns.setdefault(c.spelling, c)
-        elif c.kind == ci.CursorKind.CXX_METHOD and c.spelling == "getTmaWarpSpecializedConfigs" \
-                and c.is_definition():
+        elif kind == "method" and c.spelling == "getTmaWarpSpecializedConfigs":
             dup = c
-        elif c.kind == ci.CursorKind.CXX_METHOD and c.spelling == "getConfigs" and c.is_definition():
-            words = [t.spelling for t in c.get_tokens()]
+        elif kind == "method" and c.spelling == "getConfigs":
+            words = tokens(c)
             if "getTmaWarpSpecializedConfigs" in words and "getAmpereConfigs" in words:
                 out.tma_first = words.index("getTmaWarpSpecializedConfigs") < words.index("getAmpereConfigs")
 
@@ -640,19 +611,10 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
                     f"{HEURISTIC} / {DISPATCH_TMA_WS}")
         return out
     # the candidate list: enum constants named outside lambdas
-    lambdas = []
-
-    def walk(c, in_lambda):
-        for ch in c.get_children():
-            if ch.kind == ci.CursorKind.LAMBDA_EXPR:
-                lambdas.append(ch)
-                continue
-            if ch.kind == ci.CursorKind.DECL_REF_EXPR:
-                name = _enum_constant(ch, enum)
-                if name and name not in out.tiles and name not in ("Undefined", "ChooseWithHeuristic"):
-                    out.tiles.append(name)
-            walk(ch, in_lambda)
-    walk(fn, False)
+    names, lambdas = enum_references(fn, enum)
+    for name in names:
+        if name not in out.tiles and name not in _NO_CONFIG:
+            out.tiles.append(name)
     for lam in lambdas:
         pruned = _read_pruning(lam, enum)
         if pruned is None:
@@ -662,17 +624,11 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     # the dispatch: cases of every switch on `<config>.tile_config_sm120`, with the condition
     # of the innermost `if` around it that names `sm_version` (SM10x: which configs reach it)
     sm103_conditions = []
-    for sw, guard in _switches(disp):
-        cond = next(sw.get_children(), None)
-        if cond is None or not any(t.spelling == member for t in cond.get_tokens()):
+    for sw, guard in switches(disp, _GUARD):
+        if not condition_names(sw, member):
             continue
-        for case in (c for c in sw.walk_preorder() if c.kind == ci.CursorKind.CASE_STMT):
-            label = next(case.get_children(), None)
-            ref = next((r for r in ([label] + list(label.walk_preorder()))
-                        if r.kind == ci.CursorKind.DECL_REF_EXPR and _enum_constant(r, enum)), None) \
-                if label else None
-            name = _enum_constant(ref, enum) if ref is not None else None
-            if not name or name in ("Undefined", "ChooseWithHeuristic"):
+        for name, ref in case_constants(sw, enum):
+            if name in _NO_CONFIG:
                 continue
             if name not in out.dispatched:
                 out.dispatched.append(name)
@@ -690,16 +646,16 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
                     f"this reader does not follow ({DISPATCH_TMA_WS})")
         return out
     if dup is not None:
-        words = [t.spelling for t in dup.get_tokens()]
+        words = tokens(dup)
         out.duplicated = "FINALIZE" in words and "swap_ab" in words
         if out.duplicated and "get_candidate_configs" in words:
             first = {w: words.index(w) for w in ("get_candidate_configs", "FINALIZE", "swap_ab")}
             if first["get_candidate_configs"] < min(first["FINALIZE"], first["swap_ab"]):
                 out.duplication = sorted(("finalize", "swap_ab"),
                                          key=lambda w: first["FINALIZE" if w == "finalize" else w])
-    out.no_smem = "NO_SMEM" in [t.spelling for t in fn.get_tokens()]
+    out.no_smem = "NO_SMEM" in tokens(fn)
     if arch in SM10X:
-        words = [t.spelling for t in dup.get_tokens()] if dup is not None else []
+        words = tokens(dup) if dup is not None else []
         rules = sm103_rules(words) if arch == "sm103" else None
         if isinstance(rules, str):
             out.note = rules
@@ -741,30 +697,8 @@ _SM90_DISPATCH = ("dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized",
                   "sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass", "sm90_dispatch_moe_mixed_dtype_gemm_config")
 
 
-def _switches(cursor, guard: str | None = None):
-    """``(switch statement, guard)`` of every ``switch`` below ``cursor``, with the tokens of
-    the condition of the innermost ``if`` it is in whose condition names ``sm_version``
-    (spaces between; None where none is)."""
-    for c in cursor.get_children():
-        yield from _switches_at(c, guard)
-
-
-def _switches_at(c, guard: str | None):
-    """:func:`_switches` of ``c`` itself and what is below it."""
-    import clang.cindex as ci
-
-    if c.kind == ci.CursorKind.SWITCH_STMT:
-        yield c, guard
-    if c.kind == ci.CursorKind.IF_STMT:
-        kids = list(c.get_children())
-        words = [t.spelling for t in kids[0].get_tokens()] if kids else []
-        if "sm_version" in words and len(kids) >= 2:
-            yield from _switches_at(kids[0], guard)
-            yield from _switches_at(kids[1], " ".join(words))
-            for k in kids[2:]:  # the else branch (an `else if` is an if of its own)
-                yield from _switches_at(k, guard)
-            return
-    yield from _switches(c, guard)
+#: The word whose ``if`` around a switch the dispatch's reader takes as the switch's guard
+_GUARD = "sm_version"
 
 
 def _qualifier_sm(ref) -> str | None:
@@ -772,14 +706,12 @@ def _qualifier_sm(ref) -> str | None:
     (``CutlassTileConfigSM103::CtaShape128x128x128B`` -> ``"103"``), None where it names none."""
     import re
 
-    import clang.cindex as ci
+    from ..cpp.cursors import type_qualifiers
 
-    for c in ref.get_children():
-        if c.kind == ci.CursorKind.TYPE_REF:
-            target = c.referenced
-            m = re.fullmatch(r"CutlassTileConfigSM(\d+)", target.spelling if target is not None else "")
-            if m:
-                return m.group(1)
+    for spelling in type_qualifiers(ref):
+        m = re.fullmatch(r"CutlassTileConfigSM(\d+)", spelling)
+        if m:
+            return m.group(1)
     return None
 
 
@@ -802,54 +734,18 @@ _AMPERE_EXCLUDES_FP4 = "return!std::is_same_v<T,Fp4Type>&&!std::is_same_v<Weight
 def _read_pruning(lam, enum: str) -> dict[str, str] | None:
     """``{enum name: "always"|"fp8"}`` from a lambda ``switch (c.tile) { case X: ... return
     true|false|<var set from FP8FP4_MIXED>; default: return false; }``; None for another shape."""
-    import clang.cindex as ci
+    from ..cpp.cursors import switch_returns
 
-    switch = next((c for c in lam.walk_preorder() if c.kind == ci.CursorKind.SWITCH_STMT), None)
-    if switch is None:
+    arms = switch_returns(lam, enum)
+    if arms is None:
         return None
     out: dict[str, str] = {}
-    body = list(switch.get_children())[-1]
-    labels: list[str] = []
-
-    def verdict(ret) -> str | None:
-        toks = [t.spelling for t in ret.get_tokens()]
-        if toks[:1] == ["return"]:
-            toks = toks[1:]
-        toks = [t for t in toks if t != ";"]
-        if toks == ["true"]:
-            return "always"
-        if toks == ["false"]:
-            return "never"
-        if len(toks) == 1 and toks[0].isidentifier():
-            return "var:" + toks[0]
-        return None
-
-    def case_chain(stmt):
-        while stmt is not None and stmt.kind == ci.CursorKind.CASE_STMT:
-            kids = list(stmt.get_children())
-            label = next((_enum_constant(r, enum) for r in kids[0].walk_preorder()
-                          if r.kind == ci.CursorKind.DECL_REF_EXPR), None)
-            if label is None:
-                return None
-            labels.append(label)
-            stmt = kids[-1]
-        return stmt
-
-    for stmt in body.get_children():
-        if stmt.kind == ci.CursorKind.DEFAULT_STMT:
-            continue
-        if stmt.kind != ci.CursorKind.CASE_STMT:
-            return None
-        labels.clear()
-        ret = case_chain(stmt)
-        if ret is None or ret.kind != ci.CursorKind.RETURN_STMT:
-            return None
-        v = verdict(ret)
+    for labels, words in arms:
+        v = _verdict(words)
         if v is None:
             return None
         if v.startswith("var:"):
-            var = v[4:]
-            if not _set_from_mixed(lam, var):
+            if not _set_from_mixed(lam, v[4:]):
                 return None
             v = "fp8"
         for label in labels:
@@ -858,18 +754,25 @@ def _read_pruning(lam, enum: str) -> dict[str, str] | None:
     return out
 
 
+def _verdict(words: list[str]) -> str | None:
+    """What a pruning lambda's ``return`` statement (its tokens) says: ``"always"`` (``true``),
+    ``"never"`` (``false``), ``"var:NAME"`` (a variable), None for anything else."""
+    toks = words[1:] if words[:1] == ["return"] else words
+    toks = [t for t in toks if t != ";"]
+    if toks == ["true"]:
+        return "always"
+    if toks == ["false"]:
+        return "never"
+    if len(toks) == 1 and toks[0].isidentifier():
+        return "var:" + toks[0]
+    return None
+
+
 def _set_from_mixed(lam, var: str) -> bool:
     """Whether the lambda's capture ``var`` is a variable initialized from ``FP8FP4_MIXED``."""
-    fn = lam.semantic_parent
-    while fn is not None and fn.kind.name not in ("FUNCTION_DECL", "CXX_METHOD"):
-        fn = fn.semantic_parent
-    scope = fn if fn is not None else lam
-    import clang.cindex as ci
+    from ..cpp.cursors import variable_tokens
 
-    for c in scope.walk_preorder():
-        if c.kind == ci.CursorKind.VAR_DECL and c.spelling == var:
-            return "FP8FP4_MIXED" in [t.spelling for t in c.get_tokens()]
-    return False
+    return "FP8FP4_MIXED" in (variable_tokens(lam, var) or [])
 
 
 def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_preamble: str | None = None,
@@ -923,7 +826,8 @@ def candidates_key(install, arch: str, flags: list[str]) -> str:
     from ..cpp.clang import libclang_version
 
     return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
-                     code=("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py"))
+                     code=("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
+                           "cpp/interpret.py"))
 
 
 def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:
@@ -972,329 +876,3 @@ def moe_configs(cand: Candidates, activation: str, weight: str,
     if supports_finalize_fusion:
         configs += [(t, "finalize", False) for t in base]
     return configs + [(t, fusion, True) for t, fusion, _ in configs]
-
-
-# ---------------------------------------------------------------------------------------
-# SM100: the candidate function run over its own code
-class Unreadable(Exception):
-    """The code has a construct :class:`_Eval` does not follow (the answer is then None)."""
-
-
-class EnumValue(int):
-    """An enum constant as the code names it: compares as its integer value, keeps its name."""
-
-    def __new__(cls, value: int, name: str, enum: str):
-        out = super().__new__(cls, value)
-        out.name, out.enum = name, enum
-        return out
-
-
-#: Binary operators :class:`_Eval` follows (``||`` and ``&&`` short-circuit)
-_BINARY = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-           "&": lambda a, b: int(a) & int(b), "|": lambda a, b: int(a) | int(b),
-           "%": lambda a, b: int(a) % int(b), "/": lambda a, b: int(a) // int(b),
-           "*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b}
-
-
-#: What ``assert`` calls when it fails (glibc, BSD/macOS, MSVC)
-_ASSERT_FAIL = ("__assert_fail", "__assert_rtn", "_wassert", "__assert")
-
-#: Expression kinds a statement made only of has no effect (``((void)0)``)
-_NO_EFFECT = ("PAREN_EXPR", "CXX_STATIC_CAST_EXPR", "CSTYLE_CAST_EXPR", "UNEXPOSED_EXPR", "INTEGER_LITERAL")
-
-
-class _Eval:
-    """Runs a C++ function of the install (a libclang definition, bodies parsed) on given
-    argument values, for the few constructs TensorRT-LLM's SM100 and SM90 candidate functions
-    are written in: local variables (also a structured binding, and declared with a
-    constructor's arguments), ``if``, ``?:``, range ``for`` (also over a braced list and with a
-    structured binding), ``return``, integer, bool and enum values, ``std::vector``
-    ``push_back`` / ``insert(end, v.begin(), v.end())`` / ``size()``, ``std::set`` of enum
-    values (``insert``, iterated in ascending order), braced lists and pairs, ``std::get<N>``,
-    ``std::make_tuple``, calls of other functions with a body, the constructor of
-    ``CutlassGemmConfig`` (a dict keyed by its parameter names), assignment to a variable
-    (``config = CutlassGemmConfig(...)``) or to a member of a config (``config.swap_ab =
-    true``). ``assert`` statements and ``using`` aliases are skipped. Anything else raises :class:`Unreadable`: the answer is never
-    guessed. At most :data:`STEPS` steps."""
-
-    STEPS = 200000
-
-    def __init__(self):
-        self.steps = 0
-
-    def call(self, fn, args: list):
-        import clang.cindex as ci
-
-        body = fn.get_definition() if not fn.is_definition() else fn
-        if body is None:
-            raise Unreadable(f"{fn.spelling} has no body here")
-        params = [c for c in body.get_children() if c.kind == ci.CursorKind.PARM_DECL]
-        if len(params) != len(args):
-            raise Unreadable(f"{fn.spelling}: {len(args)} arguments for {len(params)} parameters")
-        env = ChainMap({p.spelling: a for p, a in zip(params, args)})
-        stmt = next((c for c in body.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
-        if stmt is None:
-            raise Unreadable(f"{fn.spelling} has no body here")
-        done = self.run(stmt, env)
-        return None if done is None else done[1]
-
-    def run(self, c, env):
-        """Run a statement; ``("return", value)`` when it returns."""
-        import clang.cindex as ci
-
-        self.steps += 1
-        if self.steps > self.STEPS:
-            raise Unreadable("too many steps")
-        k = c.kind
-        if k == ci.CursorKind.COMPOUND_STMT:
-            env = env.new_child()
-            for s in c.get_children():
-                done = self.run(s, env)
-                if done is not None:
-                    return done
-            return None
-        if k == ci.CursorKind.DECL_STMT:
-            for d in c.get_children():
-                if d.kind == ci.CursorKind.VAR_DECL:
-                    env[d.spelling] = self.init_of(d, env)
-                elif d.kind == ci.CursorKind.UNEXPOSED_DECL:  # auto [a, b, c] = ...;
-                    self.bind(d, env)
-                elif d.kind not in (ci.CursorKind.STATIC_ASSERT, ci.CursorKind.TYPE_ALIAS_DECL,
-                                    ci.CursorKind.TYPEDEF_DECL):
-                    raise Unreadable(f"declaration {d.kind.name}")
-            return None
-        if k == ci.CursorKind.IF_STMT:
-            kids = list(c.get_children())
-            if len(kids) not in (2, 3):
-                raise Unreadable("an if with an initializer")
-            if self.value(kids[0], env):
-                return self.run(kids[1], env)
-            return self.run(kids[2], env) if len(kids) == 3 else None
-        if k == ci.CursorKind.RETURN_STMT:
-            kids = list(c.get_children())
-            return ("return", self.value(kids[0], env) if kids else None)
-        if k == ci.CursorKind.CXX_FOR_RANGE_STMT:
-            kids = list(c.get_children())
-            decl, items, body = kids[0], self.value(kids[-2], env), kids[-1]
-            names = ([d.spelling for d in decl.get_children() if d.kind == ci.CursorKind.UNEXPOSED_DECL]
-                     if decl.kind == ci.CursorKind.UNEXPOSED_DECL else [decl.spelling])
-            for item in list(items):
-                inner = env.new_child()
-                if len(names) == 1:
-                    inner[names[0]] = item
-                else:
-                    if len(item) != len(names):
-                        raise Unreadable("a structured binding of another size")
-                    inner.update(zip(names, item))
-                done = self.run(body, inner)
-                if done is not None:
-                    return done
-            return None
-        if k == ci.CursorKind.NULL_STMT:
-            return None
-        if any(x.kind == ci.CursorKind.CALL_EXPR and x.spelling in _ASSERT_FAIL for x in c.walk_preorder()):
-            return None  # assert(...) as the C library expands it
-        if all(x.kind.name in _NO_EFFECT for x in c.walk_preorder()):
-            return None  # ((void)0): assert(...) under NDEBUG
-        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.CALL_EXPR, ci.CursorKind.BINARY_OPERATOR):
-            self.value(c, env, statement=True)
-            return None
-        raise Unreadable(f"statement {k.name}: {_text(c)}")
-
-    def bind(self, d, env):
-        """A structured binding declaration (``auto const [a, b, c] = init;``)."""
-        import clang.cindex as ci
-
-        kids = list(d.get_children())
-        names = [ch.spelling for ch in kids if ch.kind == ci.CursorKind.UNEXPOSED_DECL]
-        inits = [ch for ch in kids if ch.kind != ci.CursorKind.UNEXPOSED_DECL]
-        if not names or len(inits) != 1:
-            raise Unreadable(f"a structured binding: {_text(d)}")
-        value = self.value(inits[0], env)
-        if not isinstance(value, (tuple, list)) or len(value) != len(names):
-            raise Unreadable(f"a structured binding of another size: {_text(d)}")
-        env.update(zip(names, value))
-
-    def assign(self, target, value, env):
-        """``target = value`` for a variable of an enclosing scope, or ``var.member = value``
-        for a config (a dict) variable."""
-        import clang.cindex as ci
-
-        if isinstance(value, dict):
-            value = dict(value)  # a copy, as C++ assigns
-        if target.kind == ci.CursorKind.DECL_REF_EXPR:
-            scope = next((m for m in env.maps if target.spelling in m), None)
-            if scope is None:
-                raise Unreadable(f"{target.spelling} is not known here")
-            scope[target.spelling] = value
-            return
-        if target.kind == ci.CursorKind.MEMBER_REF_EXPR:
-            obj = next(target.get_children(), None)
-            name = obj.spelling if obj is not None and obj.kind == ci.CursorKind.DECL_REF_EXPR else None
-            if name in env and isinstance(env[name], dict):
-                env[name][target.spelling] = value
-                return
-        raise Unreadable(f"an assignment to {_text(target)}")
-
-    def init_of(self, d, env):
-        import clang.cindex as ci
-
-        refs = (ci.CursorKind.TYPE_REF, ci.CursorKind.NAMESPACE_REF, ci.CursorKind.TEMPLATE_REF)
-        kids = [ch for ch in d.get_children() if ch.kind not in refs]
-        if not kids:
-            raise Unreadable(f"{d.spelling} has no initializer")
-        return self.value(kids[-1], env)
-
-    def value(self, c, env, statement: bool = False):
-        import clang.cindex as ci
-
-        self.steps += 1
-        if self.steps > self.STEPS:
-            raise Unreadable("too many steps")
-        k = c.kind
-        kids = list(c.get_children())
-        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.PAREN_EXPR, ci.CursorKind.CXX_STATIC_CAST_EXPR,
-                 ci.CursorKind.CSTYLE_CAST_EXPR):
-            kids = [ch for ch in kids if ch.kind != ci.CursorKind.TYPE_REF]
-            if len(kids) != 1:
-                raise Unreadable(f"an expression of {len(kids)} parts: {_text(c)}")
-            return self.value(kids[0], env, statement)
-        if k == ci.CursorKind.INTEGER_LITERAL:
-            return int(next(c.get_tokens()).spelling.rstrip("uUlL"), 0)
-        if k == ci.CursorKind.FLOATING_LITERAL:
-            return float(next(c.get_tokens()).spelling.rstrip("fFlL"))
-        if k == ci.CursorKind.CXX_BOOL_LITERAL_EXPR:
-            return next(c.get_tokens()).spelling == "true"
-        if k == ci.CursorKind.DECL_REF_EXPR:
-            ref = c.referenced
-            if ref is not None and ref.kind == ci.CursorKind.ENUM_CONSTANT_DECL:
-                return EnumValue(ref.enum_value, ref.spelling, ref.semantic_parent.spelling)
-            if c.spelling in env:
-                return env[c.spelling]
-            raise Unreadable(f"{c.spelling} is not known here")
-        if k == ci.CursorKind.BINARY_OPERATOR and c.spelling == "=" and statement:
-            self.assign(kids[0], self.value(kids[1], env), env)
-            return None
-        if k == ci.CursorKind.BINARY_OPERATOR:
-            op = c.spelling
-            a = self.value(kids[0], env)
-            if op == "||":
-                return bool(a) or bool(self.value(kids[1], env))
-            if op == "&&":
-                return bool(a) and bool(self.value(kids[1], env))
-            if op not in _BINARY:
-                raise Unreadable(f"operator {op}")
-            return _BINARY[op](a, self.value(kids[1], env))
-        if k == ci.CursorKind.UNARY_OPERATOR:
-            op = next(c.get_tokens()).spelling
-            if op == "!":
-                return not self.value(kids[0], env)
-            if op == "-":
-                return -self.value(kids[0], env)
-            raise Unreadable(f"operator {op}")
-        if k == ci.CursorKind.CONDITIONAL_OPERATOR:
-            return self.value(kids[1] if self.value(kids[0], env) else kids[2], env)
-        if k == ci.CursorKind.INIT_LIST_EXPR:
-            return [self.value(ch, env) for ch in kids]
-        if k == ci.CursorKind.CALL_EXPR:
-            return self.call_expr(c, kids, env, statement)
-        raise Unreadable(f"expression {k.name}: {_text(c)}")
-
-    def call_expr(self, c, kids, env, statement):
-        import clang.cindex as ci
-
-        ref = c.referenced
-        name = c.spelling
-        args = list(c.get_arguments())
-        if ref is not None and ref.kind == ci.CursorKind.CONSTRUCTOR:
-            if name == "vector":  # default arguments (the allocator) are not spelled
-                args = [a for a in args if next(a.get_tokens(), None) is not None]
-            if name == "vector":  # std::vector<...> v; v{...}; return {}
-                if not args:
-                    lists = [ch for ch in kids if ch.kind != ci.CursorKind.TYPE_REF]
-                    return list(self.value(lists[0], env)) if lists else []
-                if len(args) == 1:
-                    return list(self.value(args[0], env))
-                raise Unreadable(f"a vector built from {len(args)} arguments")
-            if name == "set" and not args:  # std::set<...> s;
-                return _Set()
-            if name == "pair" and len(args) == 2:
-                return tuple(self.value(a, env) for a in args)
-            params = [p.spelling for p in ref.get_arguments()]
-            if name == "CutlassGemmConfig" and len(params) == len(args):
-                return {p: self.value(a, env) for p, a in zip(params, args)}
-            raise Unreadable(f"constructor {name}")
-        if name == "operator=" and statement and len(kids) == 3:  # config = CutlassGemmConfig(...);
-            self.assign(_bare(kids[0]), self.value(kids[2], env), env)
-            return None
-        head = kids[0] if kids else None
-        if head is not None and head.kind == ci.CursorKind.MEMBER_REF_EXPR:
-            obj = next(head.get_children(), None)
-            obj = _bare(obj) if obj is not None else None
-            target = obj.spelling if obj is not None and obj.kind == ci.CursorKind.DECL_REF_EXPR else None
-            if target in env and isinstance(env[target], _Set):
-                if name == "insert" and len(args) == 1 and statement:
-                    env[target].insert(self.value(args[0], env))
-                    return None
-                raise Unreadable(f"{name} of {target}")
-            if target not in env or not isinstance(env[target], list):
-                raise Unreadable(f"{name} of {_text(head)}")
-            if name == "size" and not args:
-                return len(env[target])
-            if name == "push_back" and len(args) == 1:
-                item = self.value(args[0], env)
-                env[target].append(tuple(item) if isinstance(item, list)
-                                   else dict(item) if isinstance(item, dict) else item)
-                return None
-            if name == "insert" and len(args) == 3:
-                src = [[t.spelling for t in a.get_tokens()] for a in args[1:]]
-                if len(src[0]) == 5 and src[0][1:] == [".", "begin", "(", ")"] and \
-                        src[1] == [src[0][0], ".", "end", "(", ")"] and src[0][0] in env:
-                    env[target].extend(env[src[0][0]])
-                    return None
-            raise Unreadable(f"{name} of {target}")
-        if name == "get" and len(args) == 1:
-            n = [int(t.spelling) for t in head.get_tokens() if t.spelling.isdigit()] if head is not None else []
-            if len(n) != 1:
-                raise Unreadable(_text(c))
-            return self.value(args[0], env)[n[0]]
-        if name == "make_tuple":
-            return tuple(self.value(a, env) for a in args)
-        if ref is not None and ref.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
-            return self.call(ref, [self.value(a, env) for a in args])
-        raise Unreadable(f"call {name}: {_text(c)}")
-
-
-class _Set:
-    """A ``std::set`` of integer values (enum constants): iterated in ascending order, as
-    ``std::less`` orders it."""
-
-    def __init__(self):
-        self.items: list = []
-
-    def insert(self, value) -> None:
-        if not isinstance(value, int):
-            raise Unreadable(f"a set of {type(value).__name__}")
-        if value not in self.items:
-            self.items.append(value)
-            self.items.sort(key=int)
-
-    def __iter__(self):
-        return iter(list(self.items))
-
-
-def _bare(c):
-    """``c`` without the implicit casts libclang shows as unexposed expressions."""
-    import clang.cindex as ci
-
-    while c.kind == ci.CursorKind.UNEXPOSED_EXPR:
-        kids = list(c.get_children())
-        if len(kids) != 1:
-            break
-        c = kids[0]
-    return c
-
-
-def _text(c) -> str:
-    return " ".join(t.spelling for t in c.get_tokens())[:120]

@@ -87,19 +87,14 @@ def _is_cuda(flags: list[str]) -> bool:
     return any(a == "-x" and b == "cuda" for a, b in zip(flags, flags[1:]))
 
 
-def _resource_include() -> Path:
-    """libclang's own headers (the libclang-ng wheel's ``clang/native/resource/include``)."""
-    import clang
-
-    return Path(clang.__file__).parent / "native" / "resource" / "include"
-
-
 @lru_cache(maxsize=2)
 def _system_dirs(cuda: bool) -> tuple[Path, ...]:
     """The folders clang searches after the command line's on this machine (its own headers,
     with CUDA's wrappers first for a CUDA parse; libstdc++; /usr/include), as far as they
     exist: their files are read too, so that a define they test is seen."""
-    resource = _resource_include()
+    from ..cpp.clang import resource_include
+
+    resource = resource_include()
     cxx = sorted(Path("/usr/include/c++").glob("*"), reverse=True)[:1]
     dirs = ([resource / "cuda_wrappers"] if cuda else []) + cxx + \
         [Path("/usr/include/x86_64-linux-gnu/c++") / d.name for d in cxx] + [d / "backward" for d in cxx] + \
@@ -112,7 +107,9 @@ def implicit_includes(flags: list[str]) -> list[Path]:
     (``-include __clang_cuda_runtime_wrapper.h``)."""
     if not _is_cuda(flags):
         return []
-    wrapper = _resource_include() / "__clang_cuda_runtime_wrapper.h"
+    from ..cpp.clang import resource_include
+
+    wrapper = resource_include() / "__clang_cuda_runtime_wrapper.h"
     return [wrapper] if wrapper.is_file() else []
 
 

@@ -479,34 +479,15 @@ class _Subject:
 def _probe_names(unit, namespace: str) -> dict:
     """The in-place probe's declarations (``cl_k<i>_<name>`` -> ``name``) in the function
     bodies of the namespaces named ``namespace`` of the unit's main file (at any depth)."""
-    import clang.cindex as ci
+    from ..cpp.cursors import namespace_functions, statement_declarations
 
-    main = unit.filename
     out: dict = {}
     pattern = re.compile(r"^cl_k\d+_(\w+)$")
-
-    def bodies(cursor):
-        stack = list(cursor.get_children())
-        while stack:
-            c = stack.pop()
-            if c.kind in (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL, ci.CursorKind.VAR_DECL):
-                m = pattern.match(c.spelling)
-                if m:
-                    out[m.group(1)] = c
-                continue
-            if c.kind.is_statement() or c.kind == ci.CursorKind.DECL_STMT:
-                stack.extend(c.get_children())
-
-    def visit(cursor, inside: bool):
-        for c in cursor.get_children():
-            if c.location.file is None or c.location.file.name != main:
-                continue
-            if c.kind == ci.CursorKind.NAMESPACE:
-                visit(c, inside or c.spelling == namespace)
-            elif inside and c.kind == ci.CursorKind.FUNCTION_DECL:
-                bodies(c)
-
-    visit(unit.tu.cursor, False)
+    for fn in namespace_functions(unit.tu.cursor, unit.filename, namespace):
+        for c in statement_declarations(fn):
+            m = pattern.match(c.spelling)
+            if m:
+                out[m.group(1)] = c
     return out
 
 

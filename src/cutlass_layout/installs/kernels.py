@@ -39,7 +39,6 @@ import re
 import time
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -248,21 +247,6 @@ def _macro_call(text: str, line: int | None) -> tuple[str, list[str]] | None:
 _PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+(?:p\d+)?)_(\w+)$")
 
 
-def _qualified(cursor) -> str | None:
-    """``::a::B::name`` of a declaration reachable from namespace scope, else None."""
-    import clang.cindex as ci
-
-    parts = [cursor.spelling]
-    p = cursor.semantic_parent
-    while p is not None and p.kind != ci.CursorKind.TRANSLATION_UNIT:
-        if p.kind not in (ci.CursorKind.NAMESPACE, ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL) \
-                or not p.spelling:
-            return None
-        parts.insert(0, p.spelling)
-        p = p.semantic_parent
-    return "::" + "::".join(parts)
-
-
 def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict | None = None,
                  segments: list[int] | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
     """Pass 1 on a parsed source (a :class:`~cutlass_layout.cpp.clang.ProbeUnit` with
@@ -274,61 +258,42 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
     after re-hosted kernel aliases under the owner :data:`REHOSTED`. ``segments``: the first
     line of each source in a unit of several (:func:`lay_out_sources`): the same kernel in
     the same owner is one kernel per source."""
-    import clang.cindex as ci
-
     from ..cpp.clang import spelling_location
+    from ..cpp.cursors import (
+        aliased_type,
+        body_declarations,
+        is_alias,
+        is_function_template,
+        is_scope_owner,
+        is_variable,
+        namespace_scope,
+        qualified_name,
+    )
 
     main = unit.filename
     extra = str(prelude.path) if prelude is not None and prelude.path else None
-    kinds = (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL)
-    owners_kinds = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.CXX_METHOD,
-                    ci.CursorKind.STRUCT_DECL, ci.CursorKind.CLASS_DECL,
-                    ci.CursorKind.FUNCTION_TEMPLATE)
     found: list[FoundKernel] = []
     owners: list[tuple[str, int, int]] = []  # (name, first line, last line)
 
     rehosted: dict[str, dict] = {}
 
-    def visit(cursor, owner: str):
-        for c in cursor.get_children():
-            loc = c.location
-            if loc.file is None or loc.file.name not in (main, extra):
-                continue
-            m = _PROBE_RE.match(c.spelling) if probes is not None and loc.file.name == extra else None
-            if m and int(m.group(1).split("p")[0]) >= REHOST_PROBE and c.kind in kinds + (ci.CursorKind.VAR_DECL,):
-                rehosted.setdefault(m.group(1), {})[m.group(2)] = c
-                continue
-            if c.kind in owners_kinds:
-                name = c.displayname or c.spelling
-                owners.append((name, c.extent.start.line, c.extent.end.line))
-                if c.kind == ci.CursorKind.FUNCTION_TEMPLATE:
-                    continue  # dependent: its instantiations are not visible here
-                visit_body(c, name)
-                continue
-            if c.kind in kinds:
-                add(c, owner)
-            elif c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
-                visit(c, owner)
-
     def visit_body(cursor, owner: str):
         mine: dict[str, dict] = {}
-        for d in _body_declarations(cursor):
+        for d in body_declarations(cursor):
             if d.location.file is None or d.location.file.name != main:
                 continue
             m = _PROBE_RE.match(d.spelling) if probes is not None else None
-            if m and d.kind in kinds + (ci.CursorKind.VAR_DECL,):
+            if m and (is_alias(d) or is_variable(d)):
                 mine.setdefault(m.group(1), {})[m.group(2)] = d
-            elif d.kind in kinds:
+            elif is_alias(d):
                 add(d, owner)
         for names in mine.values():
             subject = names.get("Subject")
             if subject is not None:
-                spelling = subject.underlying_typedef_type.get_canonical().spelling
-                probes.setdefault((owner, spelling), names)
+                probes.setdefault((owner, aliased_type(subject)), names)
 
     def add(c, owner: str):
-        t = c.underlying_typedef_type.get_canonical()
-        spelling = t.spelling
+        spelling = aliased_type(c)
         if kernel_core(spelling) is None or "type-parameter" in spelling:
             return
         seg = _segment(segments, c.location.line)
@@ -337,18 +302,28 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
             return  # another alias of the same kernel in the same owner
         file, line = spelling_location(c)
         k = FoundKernel(spelling=spelling, alias=c.spelling, owner=owner, line=c.location.line,
-                        qualified=_qualified(c),
+                        qualified=qualified_name(c),
                         decl_file=unit.rel(file) if file else None, decl_line=line,
                         macro=_macro_call(text, c.location.line) if c.location.file.name == main else None)
         if prelude is not None:
             prelude.restore(k, file)
         found.append(k)
 
-    visit(unit.tu.cursor, "")
+    for _, c in namespace_scope(unit.tu.cursor, (main, extra)):
+        m = _PROBE_RE.match(c.spelling) if probes is not None and c.location.file.name == extra else None
+        if m and int(m.group(1).split("p")[0]) >= REHOST_PROBE and (is_alias(c) or is_variable(c)):
+            rehosted.setdefault(m.group(1), {})[m.group(2)] = c
+            continue
+        if is_scope_owner(c):
+            name = c.displayname or c.spelling
+            owners.append((name, c.extent.start.line, c.extent.end.line))
+            if not is_function_template(c):  # a template's body is dependent: not walked
+                visit_body(c, name)
+        elif is_alias(c):
+            add(c, "")
     for names in rehosted.values():
         if "Subject" in names:
-            spelling = names["Subject"].underlying_typedef_type.get_canonical().spelling
-            probes.setdefault((REHOSTED, spelling), names)
+            probes.setdefault((REHOSTED, aliased_type(names["Subject"])), names)
     loose: list[CompileError] = []
     owner_error: dict[str, CompileError] = {}
     for err, line in unit.errors_with_probe_lines():
@@ -361,36 +336,6 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
     for k in found:
         k.error = owner_error.get(k.owner) or (loose[0] if loose else None)
     return found, loose
-
-
-def _body_declarations(cursor):
-    """The declarations in a function body (and in the lambdas and nested scopes in it), in
-    order, without walking into what a declaration names: a kernel's type chain is
-    thousands of type and template references per alias, which cost seconds in Python."""
-    import clang.cindex as ci
-
-    leaves = (ci.CursorKind.TYPE_ALIAS_DECL, ci.CursorKind.TYPEDEF_DECL)
-    stack = list(reversed(list(cursor.get_children())))
-    while stack:
-        c = stack.pop()
-        k = c.kind
-        if k.is_declaration():
-            yield c
-            if k in leaves:
-                continue
-        elif k.is_reference() or k in _leaf_exprs():
-            continue
-        stack.extend(reversed(list(c.get_children())))
-
-
-@lru_cache(maxsize=1)
-def _leaf_exprs() -> frozenset:
-    """Expression kinds without declarations below them."""
-    import clang.cindex as ci
-
-    return frozenset({ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.INTEGER_LITERAL,
-                      ci.CursorKind.STRING_LITERAL, ci.CursorKind.CXX_BOOL_LITERAL_EXPR,
-                      ci.CursorKind.FLOATING_LITERAL, ci.CursorKind.CHARACTER_LITERAL})
 
 
 def _segment(segments: list[int] | None, line: int | None) -> int:
@@ -507,9 +452,8 @@ def prelude(unit, text: str, capacity: str | None = None,
     ``instantiations``: ``(function, template arguments, line, macro or None)`` of the explicit
     instantiations to re-host (:func:`source_instantiations`, with the macro a call expands
     from); default: those written in ``text``. The macros go into :attr:`Prelude.expanded`."""
-    import clang.cindex as ci
-
     from ..cpp.clang import spelling_location
+    from ..cpp.cursors import enclosing_namespaces, function_templates, is_namespace, is_namespace_scope, namespace_scope
     from ..cpp.text import (
         ADAPTER_KERNEL,
         KERNEL_ALIAS_RE,
@@ -531,44 +475,38 @@ def prelude(unit, text: str, capacity: str | None = None,
     seen: set[str] = set()
     namespaces: set[tuple] = {()}
 
-    def visit(cursor, path: tuple):
-        for c in cursor.get_children():
-            if c.location.file is None or c.location.file.name != main:
-                continue
-            if c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC):
-                inner = path + ((c.spelling,) if c.kind == ci.CursorKind.NAMESPACE else ())
-                namespaces.add(inner)
-                visit(c, inner)
-                continue
-            call = _macro_call(text, c.location.line)
-            if call is None or call[0] in seen:
-                continue
-            file, line = spelling_location(c)
-            if not file or file == main:
-                continue
-            seen.add(call[0])
-            found = macro_definition(_read_text(file, memo), call[0], near_line=line)
-            if found is None:
-                continue
-            params, body, start = found
-            trimmed = trimmed_macro(call[0], params, body,
-                                    probe=in_place_probe(capacity) if capacity else None)
-            if trimmed is None:
-                continue
-            out.macros += trimmed
-            # the line of the last kernel alias, in the file as written
-            lines = []
-            for ln in _read_text(file, memo).split("\n")[start - 1:]:
-                cont = ln.rstrip().endswith("\\")
-                lines.append(ln.rstrip()[:-1] if cont else ln)
-                if not cont:
-                    break
-            joined = blank_comments("\n".join(lines))
-            hits = list(KERNEL_ALIAS_RE.finditer(joined))
-            alias_line = start + joined.count("\n", 0, hits[-1].start()) if hits else None
-            out.origins[call[0]] = (unit.rel(file), alias_line)
+    for path, c in namespace_scope(unit.tu.cursor, (main,)):
+        if is_namespace_scope(c):
+            namespaces.add(path + ((c.spelling,) if is_namespace(c) else ()))
+            continue
+        call = _macro_call(text, c.location.line)
+        if call is None or call[0] in seen:
+            continue
+        file, line = spelling_location(c)
+        if not file or file == main:
+            continue
+        seen.add(call[0])
+        found = macro_definition(_read_text(file, memo), call[0], near_line=line)
+        if found is None:
+            continue
+        params, body, start = found
+        trimmed = trimmed_macro(call[0], params, body,
+                                probe=in_place_probe(capacity) if capacity else None)
+        if trimmed is None:
+            continue
+        out.macros += trimmed
+        # the line of the last kernel alias, in the file as written
+        lines = []
+        for ln in _read_text(file, memo).split("\n")[start - 1:]:
+            cont = ln.rstrip().endswith("\\")
+            lines.append(ln.rstrip()[:-1] if cont else ln)
+            if not cont:
+                break
+        joined = blank_comments("\n".join(lines))
+        hits = list(KERNEL_ALIAS_RE.finditer(joined))
+        alias_line = start + joined.count("\n", 0, hits[-1].start()) if hits else None
+        out.origins[call[0]] = (unit.rel(file), alias_line)
 
-    visit(unit.tu.cursor, ())
     # explicit instantiations of function templates (their bodies are not visible)
     templates: dict[str, list] = {}
     if instantiations is None:
@@ -576,14 +514,14 @@ def prelude(unit, text: str, capacity: str | None = None,
     out.expanded = sorted({x[3] for x in instantiations if x[3]})
     for n, (name, args, line, _macro) in enumerate(instantiations):
         if name not in templates:
-            templates[name] = _find_templates(unit, name, namespaces)
+            templates[name] = function_templates(unit.tu.cursor, name, namespaces, unit.filename)
         found = _template_definition(templates[name], memo)
         if found is None:
             continue
         template, definition, declared = found
         file = template.extent.start.file.name
         src = _read_text(file, memo)
-        ns = _namespaces_of(template)
+        ns = enclosing_namespaces(template)
         hosted = rehost_template(definition, n, declared=declared)
         alias_at = (file, src, template.extent.start.offset, definition)
         paths = rehost_paths(definition, n, src, declared=declared, none_type="cl_detail::cl_none") \
@@ -617,7 +555,8 @@ def prelude(unit, text: str, capacity: str | None = None,
             callee, callee_args, asserts = fwd
             callee_name = callee.split("::")[-1]
             if callee_name not in templates:
-                templates[callee_name] = _find_templates(unit, callee_name, {tuple(ns)} | namespaces)
+                templates[callee_name] = function_templates(unit.tu.cursor, callee_name, {tuple(ns)} | namespaces,
+                                                             unit.filename)
             inner = _template_definition(templates[callee_name], memo)
             if inner is None:
                 continue
@@ -654,21 +593,10 @@ def prelude(unit, text: str, capacity: str | None = None,
     return out
 
 
-def _namespaces_of(cursor) -> list[str]:
-    """The named namespaces around ``cursor``, outermost first."""
-    import clang.cindex as ci
-
-    ns = []
-    p = cursor.semantic_parent
-    while p is not None and p.kind == ci.CursorKind.NAMESPACE:
-        ns.insert(0, p.spelling)
-        p = p.semantic_parent
-    return ns
-
-
 def _template_definition(cursors: list, memo: dict) -> tuple | None:
     """``(cursor, definition text, parameter list of another declaration or None)`` of the
-    function template among ``cursors`` (its declarations, :func:`_find_templates`) that has a
+    function template among ``cursors`` (its declarations,
+    :func:`~cutlass_layout.cpp.cursors.function_templates`) that has a
     body; None when none has. A skipped body is not in the cursor's extent: it is the braces
     right after the signature. The other declaration (a header's, which may give the default
     arguments the definition leaves out) is the first that is not the definition."""
@@ -693,30 +621,6 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
         return None
     declared = next((p[0] for p in map(template_parameters, others) if p is not None), None)
     return found[0], found[1], declared
-
-
-def _find_templates(unit, name: str, paths: set[tuple]) -> list:
-    """The declarations of function template ``name`` (in headers) in one of the namespaces
-    ``paths`` the source opens (``("flashinfer", "gemm")``): those of the longest path that
-    has any, in the order of the unit (a header's declaration, then the definition)."""
-    import clang.cindex as ci
-
-    def walk(cursors, rest, out):
-        for ns in cursors:
-            kids = list(ns.get_children())
-            if not rest:
-                out += [c for c in kids if c.kind == ci.CursorKind.FUNCTION_TEMPLATE and c.spelling == name
-                        and c.location.file is not None and c.location.file.name != unit.filename]
-                continue
-            walk([k for k in kids if k.kind == ci.CursorKind.NAMESPACE and k.spelling == rest[0]],
-                 rest[1:], out)
-        return out
-
-    for path in sorted(paths, key=len, reverse=True):
-        hits = walk([unit.tu.cursor], path, [])
-        if hits:
-            return hits
-    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -832,7 +736,7 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     if not calls:
         return None
     return key("prelude", subject=[list(source.flags), calls, capacity], target=[pch.name],
-               code=("installs/kernels.py", "cpp/text.py", "subjects/probe.py"))
+               code=("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py"))
 
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
