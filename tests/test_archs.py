@@ -36,6 +36,31 @@ def test_every_arch_has_a_capacity_source():
         arch("sm99")
 
 
+def test_arch_family_and_capacity_of_are_the_tables():
+    """One definition: a kernel's arch family (``MainloopSm<cc>``) and a build's capacity
+    constant are the arch table's for every arch in it; ``arch_family(110)`` is ``sm100``
+    (it was None, a hand-written copy of the table); the installs' names are the table's."""
+    from cutlass_layout.installs import kernel_library, kernels
+    from cutlass_layout.subjects.archs import arch_family, capacity_of
+
+    assert kernels.arch_family is arch_family and kernels.capacity_of is capacity_of
+    assert kernel_library.capacity_of is capacity_of
+    for a in ARCHS.values():
+        assert arch_family(a.cc) == a.family, a.name
+        assert capacity_of(a.name) == (ARCHS[a.family].capacity if a.family else None), a.name
+    assert arch_family(110) == ARCHS["sm110"].family == "sm100"
+    # unchanged for the archs a flashinfer build has (the MainloopSm<N> of its headers: 70, 80,
+    # 90, 100, 103, 120) and the audit's archs
+    assert [arch_family(cc) for cc in (70, 80, 90, 100, 103, 120, 121)] == \
+        [None, None, "sm90", "sm100", "sm100", "sm120", "sm120"]
+    assert {n: capacity_of(n) for n in ("sm90", "sm100", "sm103", "sm120", "sm121")} == {
+        "sm90": "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
+        "sm100": "cutlass::arch::sm100_smem_capacity_bytes", "sm103": "cutlass::arch::sm100_smem_capacity_bytes",
+        "sm120": "cutlass::arch::sm120_smem_capacity_bytes", "sm121": "cutlass::arch::sm120_smem_capacity_bytes"}
+    assert capacity_of("sm110") == "cutlass::arch::sm100_smem_capacity_bytes"
+    assert capacity_of("sm80") is None and capacity_of("all") is None and arch_family(99) is None
+
+
 def test_defined_capacities_read_the_tree(tmp_path):
     (tmp_path / "cutlass/arch").mkdir(parents=True)
     (tmp_path / "cutlass/arch/arch.h").write_text("constexpr int sm100_smem_capacity_bytes = 1;\n")

@@ -19,6 +19,10 @@ import pytest
 from cutlass_layout import BadInput
 from cutlass_layout.cli import main
 from cutlass_layout.commands import audit as audit_mod
+from cutlass_layout.commands.audit import command as audit_command
+from cutlass_layout.commands.audit import plan as audit_plan
+from cutlass_layout.commands.audit import run as audit_run
+from cutlass_layout.commands.audit import tactics as audit_tactics
 from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
 from cutlass_layout.installs.kernels import Source, kernel_core, template_args
 from cutlass_layout.core.progress import is_progress_line
@@ -727,8 +731,8 @@ def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monk
 
     def never(*a, **k):
         raise AssertionError("a warm audit scanned or named again")
-    monkeypatch.setattr(audit_mod, "_scan", never)
-    monkeypatch.setattr(audit_mod, "tactic_of", never)
+    monkeypatch.setattr(audit_plan, "_scan", never)
+    monkeypatch.setattr(audit_tactics, "tactic_of", never)
     assert json.dumps(audit(str(mini), jobs=1).to_dict(), sort_keys=True) == cold
     # without the cache, it reads and names everything again
     with pytest.raises(AssertionError, match="scanned or named again"):
@@ -746,11 +750,11 @@ def test_batches_by_weight_one_unit_a_worker_at_least():
                                                  "fused_moe_103", "fp4_gemm_cutlass_sm103", "gemm_sm100",
                                                  "fused_moe_1000")] == [1, 1, 3, 3, 12, 6, 6]
     est = {Path(f"/g/s{i}.cu"): 8 * 6 for i in range(12)}  # 8 kernels of weight 6 a source
-    assert [len(b) for b in audit_mod._batches(items(12), 2, est)] == [6, 6]
-    assert [len(b) for b in audit_mod._batches(items(12), 4, est)] == [3, 3, 3, 3]
-    assert [len(b) for b in audit_mod._batches(items(1), 2, {Path("/g/s0.cu"): 80 * 6})] == [1]
+    assert [len(b) for b in audit_run._batches(items(12), 2, est)] == [6, 6]
+    assert [len(b) for b in audit_run._batches(items(12), 4, est)] == [3, 3, 3, 3]
+    assert [len(b) for b in audit_run._batches(items(1), 2, {Path("/g/s0.cu"): 80 * 6})] == [1]
     sm90 = {Path(f"/g/s{i}.cu"): 8 for i in range(80)}  # SM90 MoE: 36 sources of 8 kernels a unit
-    assert [len(b) for b in audit_mod._batches(items(80), 2, sm90)] == [36, 36, 8]
+    assert [len(b) for b in audit_run._batches(items(80), 2, sm90)] == [36, 36, 8]
 
 
 def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
@@ -770,14 +774,14 @@ def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
 def test_remembered_names_are_read_back_only_for_the_same_kernels():
     """audit-names: a remembered kernel is used only where the source still has a kernel at its
     index, found at the same line (else the entry is a miss, and the kernels are named again)."""
-    fields = dict.fromkeys(audit_mod._NAMED)
+    fields = dict.fromkeys(audit_tactics._NAMED)
     one = [[[0, {**fields, "line": 10}], [2, {**fields, "line": 30}]]]
-    assert audit_mod._load_names([[10, 20, 30]])(one) == one
+    assert audit_tactics._load_names([[10, 20, 30]])(one) == one
     for lines in ([[10, 20]], [[10, 20, 31]], [[10, 20, 30], []]):
         with pytest.raises(ValueError):
-            audit_mod._load_names(lines)(one)
+            audit_tactics._load_names(lines)(one)
     with pytest.raises(ValueError):  # a field missing
-        audit_mod._load_names([[10]])([[[0, {"line": 10}]]])
+        audit_tactics._load_names([[10]])([[[0, {"line": 10}]]])
 
 
 def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, capsys, monkeypatch):
@@ -786,13 +790,13 @@ def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, cap
     streamed row is that object's row less what only the end knows. A warm audit streams the
     same rows. Numbers by hand: the FINALIZE 256x128 tactic is 129024 B (mini_sizes)."""
     seen_at_fixes, printed = [], []
-    real = audit_mod.search_fixes
+    real = audit_command.search_fixes
 
     def fixes(tactics, *a, **k):
         printed.append(capsys.readouterr().out)
         seen_at_fixes.append(len(printed[-1].splitlines()))
         return real(tactics, *a, **k)
-    monkeypatch.setattr(audit_mod, "search_fixes", fixes)
+    monkeypatch.setattr(audit_command, "search_fixes", fixes)
 
     def run():
         assert main(["audit", str(mini), "--family", "moe", "--format", "jsonl"]) == 0

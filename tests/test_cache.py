@@ -156,7 +156,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     from cutlass_layout.core import cache
     from cutlass_layout.engine import loop as engine
 
-    audit = importlib.import_module("cutlass_layout.commands.audit")
+    audit = importlib.import_module("cutlass_layout.commands.audit.plan")
 
     copy = tmp_path / "pkg"
     shutil.copytree(cache.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))

@@ -22,7 +22,7 @@ from conftest import MINI
 
 from cutlass_layout import BadInput, api
 from cutlass_layout.cli import main
-from cutlass_layout.commands import audit as audit_module
+from cutlass_layout.commands.audit import run as audit_module  # where the units are submitted
 
 
 @pytest.fixture(scope="module")

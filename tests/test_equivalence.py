@@ -251,7 +251,7 @@ def test_sm103_reads_the_sm100_builds_layouts_of_their_common_sources(tmp_path, 
 
 
 def test_only_an_answer_without_errors_is_shared_and_its_paths_are_placed(tmp_path):
-    from cutlass_layout.commands.audit import _clean, _placed
+    from cutlass_layout.commands.audit.run import _clean, _placed
 
     (a, fa, ga), (b, fb, gb) = _builds(tmp_path)
     ok = {"error": None, "kernels": [{"found": {"decl_file": str(a)}, "report": {"error": None}}]}

@@ -560,7 +560,7 @@ def _numbers(doc: dict) -> dict:
                                            (lambda p: [1, 2], True), (None, None)],
                          ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
 def test_altered_results_are_misses(wheel, audited, change, resign):
-    from cutlass_layout.commands.audit import _load_source
+    from cutlass_layout.commands.audit.run import _load_source
     from cutlass_layout.core.cache import ResultCache
 
     cache, first = audited  # each case leaves the cache as it found it (the rerun stores again)

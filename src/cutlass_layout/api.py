@@ -39,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .commands import audit as _audit
+from .commands.audit.presets import approximations as _approximations
 from .commands import diff as _diff
 from .commands import scan as _scan
 from .commands import shard as _shard
@@ -177,7 +178,7 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
     tgt = engine.target(source, cuda_path)
     rep = engine.layout(subject, tgt, raise_on_error=raise_on_error,
                         check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache)
-    rep.approximation = _audit.approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0]
+    rep.approximation = _approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0]
     return rep
 
 
@@ -204,7 +205,7 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
     subjects = [engine.subject(c) for c in configs]
     tgt = engine.target(source, cuda_path)
     reps = engine.layouts(subjects, tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)
-    for rep, appr in zip(reps, _audit.approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path)):
+    for rep, appr in zip(reps, _approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path)):
         rep.approximation = appr
     return reps
 

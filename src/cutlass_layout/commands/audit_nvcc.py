@@ -35,7 +35,8 @@ from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..model import AuditResult, AuditVerification, Tactic
 from ..core.pool import Pool, default_jobs
 from ..core.progress import step
-from .audit import AUDIT_ARCHS, MOE
+from ..installs.naming import MOE
+from ..subjects.archs import AUDIT_ARCHS
 
 #: Tactics that fit, spread over their sizes, that the default sample adds per family to
 #: every tactic over capacity and every exact fit

@@ -663,7 +663,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
     capacity first, :data:`~cutlass_layout.commands.audit.VERDICT_ORDER`); within a kind the
     old side's order, then the new side's."""
     from ..model import Rename
-    from .audit import VERDICT_ORDER
+    from .audit.finish import VERDICT_ORDER
 
     arch = new_audit.arch
     library = is_library_audit(old_audit) and is_library_audit(new_audit)
@@ -986,7 +986,8 @@ def _one_arch(arch) -> str:
 
 def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> AuditDiff:
     from ..sources.trees import is_kernel_library
-    from .audit import audit, unknown_family
+    from .audit.command import audit
+    from .audit.filters import unknown_family
 
     libraries = [is_kernel_library(s) for s in (old, new)]
     if any(libraries):

@@ -34,17 +34,10 @@ from ..installs.kernel_library import (
     store_report,
 )
 from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
-from .audit import (
-    ALL,
-    arch_list,
-    asked_of,
-    element_kind,
-    filter_tests,
-    shard_part,
-    sort_tactics,
-    tactic_filter,
-    unmatched_filters,
-)
+from ..installs.naming import element_kind
+from ..subjects.archs import ALL, arch_list
+from .audit.filters import asked_of, filter_tests, tactic_filter, unmatched_filters
+from .audit.finish import shard_part, sort_tactics
 from .shard import check_shard, ranked_tactics, shard_of
 
 

@@ -579,7 +579,7 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
                       executor=executor)
     reps = runner.run(unique + guesses, follow_up)
     found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
-    from .audit import approximations
+    from .audit.presets import approximations
 
     for c, appr in zip(unique, approximations(unique, tgt.tree, cuda_path=tgt.cuda.path)):
         found[c].approximation = appr

@@ -33,7 +33,8 @@ from ..core.cache import ResultCache
 from ..core.cache import key as cache_key
 from ..sources.trees import KernelLibrary
 from ..subjects import probe
-from .kernels import CAPACITY, arch_family, template_args
+from ..subjects.archs import capacity_of  # the C++ name of an arch's capacity constant
+from .kernels import template_args
 
 HARNESS = Path(__file__).resolve().parent.parent / "sources" / "_cutlass_library_harness.py"
 #: The family of the library's tactics in an audit.
@@ -273,11 +274,6 @@ def util_flags(kernels: list[LibraryKernel], util_include: Path | None) -> list[
     ``kernels`` need it (:func:`needs_util`), as CUTLASS's CMake gives the library
     (``cutlass_tools_util_includes``); else none."""
     return [f"-I{util_include}"] if util_include is not None and needs_util(kernels) else []
-
-
-def capacity_of(arch: str) -> str:
-    """The C++ name of ``arch``'s capacity constant (``cutlass::arch::sm120_smem_capacity_bytes``)."""
-    return CAPACITY[arch_family(int(arch[2:]))]
 
 
 def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None = None) -> str:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from ..cpp.text import arguments, matching, template_args
 from ..model import CompileError, LayoutReport, Provenance
 from ..subjects import probe
-from ..subjects.archs import ARCHS
+from ..subjects.archs import ARCHS, arch_family, capacity_of  # the arch table's (one definition)
 
 if TYPE_CHECKING:
     from ..cpp.clang import ProbeUnit
@@ -63,24 +63,6 @@ REHOSTED = "<re-hosted>"
 #: Capacity constants per arch family (read from the headers being parsed): those of
 #: :data:`cutlass_layout.subjects.archs.ARCHS`.
 CAPACITY = {f: ARCHS[f].capacity for f in ("sm120", "sm100", "sm90")}
-
-
-def arch_family(sm: int) -> str | None:
-    """``sm120`` for SM120/SM121, ``sm100`` for SM100-SM103, ``sm90`` for SM90, else None."""
-    if sm in (120, 121):
-        return "sm120"
-    if 100 <= sm <= 103:
-        return "sm100"
-    if sm == 90:
-        return "sm90"
-    return None
-
-
-def capacity_of(arch: str) -> str | None:
-    """The capacity constant a build for ``arch`` (``sm103``) is judged against: its arch
-    family's (:data:`CAPACITY`; an SM103 build's is SM100's), None for an arch outside them."""
-    fam = arch_family(int(arch[2:])) if arch[2:].isdigit() else None
-    return CAPACITY.get(fam) if fam else None
 
 
 @dataclass(frozen=True)

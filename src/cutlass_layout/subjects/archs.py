@@ -132,4 +132,71 @@ def defined_capacities(include_root) -> tuple[str, ...]:
     return tuple(out)
 
 
-__all__ = ["ARCHS", "Arch", "BY_CC", "arch", "defined_capacities", "from_cc"]
+def arch_family(cc: int) -> str | None:
+    """The family (:attr:`Arch.family`) of the arch of compute capability ``cc`` (times ten:
+    ``103`` -> ``sm100``, ``110`` -> ``sm100``, ``121`` -> ``sm120``), as a kernel's mainloop
+    dispatch policy names it (``MainloopSm103...``); None for an arch outside :data:`ARCHS` or
+    without a family (the CUTLASS 2.x era)."""
+    a = from_cc(cc)
+    return a.family if a is not None else None
+
+
+def capacity_of(name: str) -> str | None:
+    """The capacity constant a build for the arch ``name`` (``sm103``) is judged against: its
+    family's (:attr:`Arch.capacity`; an SM103 or SM110 build's is SM100's), None for a name
+    outside :data:`ARCHS` or an arch without a family."""
+    a = ARCHS.get(name) if isinstance(name, str) else None
+    return ARCHS[a.family].capacity if a is not None and a.family else None
+
+
+# ---------------------------------------------------------------------------------------
+# the archs an audit of a flashinfer install takes
+
+#: The archs an audit takes, each with the arch whose builds (and flags) it reads: SM121 parts
+#: run SM120's builds.
+AUDIT_ARCHS = {"sm120": "sm120", "sm121": "sm120", "sm100": "sm100", "sm103": "sm103", "sm90": "sm90"}
+
+#: The arch value that asks for every arch an install builds
+#: (:func:`cutlass_layout.commands.audit.audit_archs`).
+ALL = "all"
+
+
+def audit_arch(arch) -> str:
+    """``arch`` as :data:`AUDIT_ARCHS` names it (lower case, stripped).
+
+    Raises:
+        BadInput: an arch an audit does not take (the message lists those it takes).
+    """
+    arch = str(arch).strip().lower()
+    if arch not in AUDIT_ARCHS:
+        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103, sm90, "
+                       "or all (every arch the install builds)")
+    return arch
+
+
+def arch_list(archs) -> list[str]:
+    """The arches of a several-arch audit, as asked: a str is one (``"all"`` included), a
+    sequence several; lower case, each once, in the order given.
+
+    Raises:
+        BadInput: no arch at all.
+    """
+    items = [archs] if isinstance(archs, str) else list(archs)
+    out = list(dict.fromkeys(str(a).strip().lower() for a in items))
+    if not out:
+        raise BadInput("no arch to audit: give one or more (or all)")
+    return out
+
+
+def every_arch() -> list[str]:
+    """The arches ``all`` tries, ascending: one per build of :data:`AUDIT_ARCHS` (sm121 runs
+    sm120's builds, so ``all`` gives sm120 only): sm90, sm100, sm103, sm120."""
+    return sorted(dict.fromkeys(AUDIT_ARCHS.values()), key=lambda a: int(a[2:]))
+
+
+#: The archs whose audit holds the MoE runner's SM80-path kernels (moe_sm80.py).
+SM80_PATH_ARCHS = ("sm120", "sm121")
+
+
+__all__ = ["ALL", "ARCHS", "AUDIT_ARCHS", "Arch", "BY_CC", "SM80_PATH_ARCHS", "arch", "arch_family",
+           "arch_list", "audit_arch", "capacity_of", "defined_capacities", "every_arch", "from_cc"]

@@ -1,0 +1,131 @@
+"""The fix search of an audit: what fits instead, for each tactic over capacity or an exact
+fit (:func:`search_fixes`), read from the results cache or searched in worker processes
+(:mod:`cutlass_layout.installs.fixes`), one folder, flags and includes a unit, the largest
+dealt in two (:func:`fix_parts`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ...errors import BadInput
+from ...core.cache import ResultCache
+from ...model import Fix, Provenance, Tactic
+from .run import reads
+
+#: How a fix's error starts where it says nothing lasting of the launcher (not cached).
+_PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cannot write")
+#: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.installs.fixes`).
+FIX_VERDICTS = ("over_capacity", "exact_fit")
+
+
+def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
+                 pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
+                 cached_only: bool = False, executor=None) -> dict:
+    """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
+    capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
+    ``fixes``, :func:`cutlass_layout.installs.fixes.fix_key`), else searched
+    (:func:`cutlass_layout.installs.fixes.search_fixes`), the tactics of one folder, flags and includes
+    together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
+    stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``;
+    ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
+
+    Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
+    from ...cpp.clang import libclang_version
+    from ...installs.fixes import FORMULAS, MIN_STAGES, Want, fix_key
+    from ...installs.kernels import CAPACITY
+    from ...core.pool import Pool, default_jobs
+
+    stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
+    if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
+        for t in tactics:
+            if t.verdict in FIX_VERDICTS and t.fix is None:
+                t.fix = Fix(error=f"not searched: the fix search reads the stage formulas of "
+                                  f"{' and '.join(sorted(FORMULAS))}'s builders, not {arch}'s")
+        return stats
+    cache = ResultCache("fixes")
+    target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
+    groups: dict[tuple, list] = {}
+    for t in tactics:
+        if t.verdict not in FIX_VERDICTS:
+            continue
+        if id(t) not in origins:
+            if t.fix is None:
+                t.fix = Fix(error="not searched: its kernel is not declared in a launcher of the "
+                                  "install's generated or JIT sources")
+            continue
+        source, pre, k = origins[id(t)]
+        if t.report.stages is not None and t.report.stages <= MIN_STAGES:
+            t.fix = Fix(fewest_stages=MIN_STAGES)  # the collective takes no fewer: nothing to search
+            continue
+        if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
+            t.fix = Fix(error="its kernel is not declared in a launcher macro: not searched")
+            continue
+        want = Want(key=t.id, source=source, line=k.line, macro=(k.macro[0], list(k.macro[1])),
+                    launcher_file=k.decl_file, launcher_line=k.decl_line, report=t.report)
+        want.cache_key = fix_key(want, target)
+        hit = cache.get(want.cache_key, Fix.from_dict) if use_cache else None
+        if hit is not None:
+            t.fix = hit
+            stats["fixes_cached"] += 1
+        elif not cached_only:
+            groups.setdefault((source.path.parent, source.flags, pre), []).append((t, want))
+    if not groups:
+        return stats
+    parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
+    with Pool(min(default_jobs(jobs, executor), len(parts)), executor=executor,
+              reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
+        tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
+                 for (_, flags, pre), items in parts)
+        for items, (payload, cpu) in pool.run(tasks):
+            stats["fix_cpu_seconds"] += cpu
+            for (t, want), d in zip(items, payload):
+                t.fix = Fix.from_dict(d)
+                stats["fixes"] += 1
+                if not (t.fix.error or "").startswith(_PASSING):
+                    cache.put(want.cache_key, d)  # an answer of the launcher's own
+    stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
+    return stats
+
+
+#: The fewest tactics a part of one group's fix search holds (:func:`fix_parts`): a unit
+#: pays some 3 s before its first kernel, so smaller parts would cost more than they save.
+FIX_PART_MIN = 4
+
+
+def fix_parts(groups: list[tuple], jobs: int) -> list[tuple]:
+    """``groups`` (``(key, items)``, each one translation unit of the fix search) cut so that
+    every worker has one where there are enough tactics: the largest dealt in two until there are
+    ``jobs`` parts or none holds 2 x :data:`FIX_PART_MIN` (flashinfer 0.7.4's 60 SM90 tactics
+    over capacity or exact fits are one folder's, one group: one worker searched them all
+    while the other waited; dealt in two, 54 s -> 30 s wall)."""
+    parts = list(groups)
+    while len(parts) < jobs:
+        i = max(range(len(parts)), key=lambda j: len(parts[j][1]))
+        key, items = parts[i]
+        if len(items) < 2 * FIX_PART_MIN:
+            break
+        parts[i:i + 1] = [(key, items[0::2]), (key, items[1::2])]  # alike tactics lie together: dealt
+    return parts
+
+
+def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
+    """:func:`cutlass_layout.installs.fixes.search_fixes` in a worker: ``([fix as a dict], CPU seconds)``,
+    with the precompiled header of the sources' includes (built when it is not there)."""
+    from ...cpp.clang import ensure_pch
+    from ...installs.fixes import search_fixes as search
+
+    def pch():
+        path = ensure_pch(preamble, flags, pch_key) if preamble else None
+        return str(path) if path else None
+
+    t0 = time.process_time()
+    try:
+        fixes = search(wants, Provenance(**provenance), pch, arch, capacity)
+    except (BadInput, OSError) as exc:  # a header missing, a cache that cannot be written: not cached
+        what = str(exc) if isinstance(exc, BadInput) else (exc.strerror or str(exc))
+        fixes = [Fix(error=f"cannot search: {what}") for _ in wants]
+    return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
+
+
+__all__ = ["FIX_PART_MIN", "FIX_VERDICTS", "fix_parts", "search_fixes"]
