@@ -674,13 +674,13 @@ def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
 def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkeypatch, capsys):
     from cutlass_layout.core.progress import Progress
 
-    sweep_module = importlib.import_module("cutlass_layout.commands.sweep")
+    schedule_module = importlib.import_module("cutlass_layout.engine.schedule")  # the sweep's progress
 
     class Often(Progress):
         def __init__(self, what, total=0, **kw):
             super().__init__(what, total, **{**kw, "every": 0.0})
 
-    monkeypatch.setattr(sweep_module, "Progress", Often)
+    monkeypatch.setattr(schedule_module, "Progress", Often)
     code, _, err = cli(capsys, "sweep", "--cutlass", nc420.tree.include_root, "--no-cache",
                        "--tile", "128x{64,128}x128", "--kernel", "dense", "--kernel", "grouped", "--jobs", "1")
     assert code == 0

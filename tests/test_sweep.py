@@ -105,7 +105,7 @@ def test_warm_cache_parses_nothing_and_is_identical(swept_a, fi072, monkeypatch)
         raise AssertionError("the warm path started worker processes")
 
     monkeypatch.setattr(ci.Index, "create", no_index)
-    monkeypatch.setattr(importlib.import_module("cutlass_layout.commands.sweep"), "Pool", no_pool)
+    monkeypatch.setattr(importlib.import_module("cutlass_layout.engine.schedule"), "Pool", no_pool)  # the one scheduler
     warm = sweep(GRID_A, fi072)
     assert warm.stats["cached"] == 8 and warm.stats["laid_out"] == 0
     assert warm.to_dict() == swept_a.to_dict()

@@ -33,7 +33,8 @@ from ..checks.nvcc_probe import (
 from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
 from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ..model import AuditResult, AuditVerification, Tactic
-from ..core.pool import Pool, default_jobs
+from ..core.pool import default_jobs
+from ..engine.schedule import Schedule
 from ..core.progress import step
 from ..installs.naming import MOE
 from ..subjects.archs import AUDIT_ARCHS
@@ -178,8 +179,8 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
     t0 = time.perf_counter()
     with step(f"nvcc: {len(tactics)} tactic(s) from {out.sources} source(s) in {len(units)} unit(s), "
               f"{at_once} at a time (nvcc's front end only: nothing built or run)"):
-        with Pool(at_once, threads=True) as pool:  # each waits on its nvcc child
-            done = dict(pool.run((i, _run_unit, (u, nvcc)) for i, u in enumerate(units)))
+        with Schedule(at_once, threads=True) as s:  # each waits on its nvcc child
+            done = dict(s.run((i, _run_unit, (u, nvcc)) for i, u in enumerate(units)))
         answers = [done[i] for i in range(len(units))]
         for i, (_, messages) in enumerate(answers):
             if killed(messages) and at_once > 1:  # killed beside others (memory): again alone

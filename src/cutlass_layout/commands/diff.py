@@ -110,8 +110,8 @@ from ..model import (
     TacticChange,
 )
 from ..core.cache import KINDS
-from ..core.pool import Pool, check_jobs, default_jobs
-from ..core.progress import step
+from ..core.pool import check_jobs, default_jobs
+from ..engine.schedule import Schedule
 from ..subjects.config import Config
 
 
@@ -731,11 +731,11 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
     if work:
         n = min(len(work), default_jobs(jobs))
         configs_left = sum(len(t) for _, t, _ in work)
-        with Pool(n, parallel=n > 1) as pool, step(  # the spinner's thread after the fork
-                f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang"):
-            done = {id(job): recs for job, recs in pool.map(_compute_records, [j for _, _, j in work])}
-        for side, todo, job in work:
-            for i, rec in zip(todo, done[id(job)]):
+        with Schedule(n, parallel=n > 1,
+                      spinner=f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang") as s:
+            done = {i: recs for i, recs in s.run((i, _compute_records, (job,)) for i, (_, _, job) in enumerate(work))}
+        for j, (side, todo, _) in enumerate(work):
+            for i, rec in zip(todo, done[j]):
                 out[side][i] = rec
     return out
 

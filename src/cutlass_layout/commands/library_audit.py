@@ -121,8 +121,8 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
             kernel (the message says why, unless ``strict`` is False); a bad filter value.
     """
     from ..engine import loop as engine
-    from ..core.pool import Pool, default_jobs
-    from ..core.progress import Progress, progress_shown
+    from ..core.pool import default_jobs
+    from ..engine.schedule import Schedule
     from ..sources.trees import KernelLibrary, resolve_kernel_library
 
     t0 = time.perf_counter()
@@ -174,28 +174,23 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
              "enumerate_seconds": round(t_enum - t0, 2)}
     prov = tgt.provenance(clang_arch)
     if todo:
-        bar = None
-        try:
-            with Pool(min(default_jobs(jobs, executor), len(todo)), executor=executor,
-                      reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])]) as workers:
-                bar = Progress(f"audit {arch}: laying out CUTLASS library kernels", len(todo),
-                               enabled=progress or progress_shown())
-                tasks = ((group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch,
-                                                 lib.util_include))
-                         for group in batches(todo, workers.jobs))
-                for group, (dicts, cpu) in workers.run(tasks):
-                    stats["batches"] += 1
-                    stats["parse_cpu_seconds"] += cpu
-                    for i, d in zip(group, dicts):
-                        rep = LayoutReport.from_dict(d)
-                        rep.provenance = prov
-                        reps[i] = rep
-                        store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
-                        stats["parsed"] += 1
-                    bar.advance(len(group))
-        finally:
-            if bar is not None:
-                bar.stop()
+        with Schedule(min(default_jobs(jobs, executor), len(todo)), executor=executor,
+                      reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])],
+                      label=f"audit {arch}: laying out CUTLASS library kernels", total=len(todo),
+                      progress=progress) as workers:
+            tasks = ((group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch,
+                                             lib.util_include))
+                     for group in batches(todo, workers.jobs))
+            for group, (dicts, cpu) in workers.run(tasks):
+                stats["batches"] += 1
+                stats["parse_cpu_seconds"] += cpu
+                for i, d in zip(group, dicts):
+                    rep = LayoutReport.from_dict(d)
+                    rep.provenance = prov
+                    reps[i] = rep
+                    store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
+                    stats["parsed"] += 1
+                workers.advance(len(group))
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     ranked = []
     for rank, (_, t), rep in zip(ranks, chosen, reps):

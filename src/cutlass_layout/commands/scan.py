@@ -39,7 +39,8 @@ from pathlib import Path
 from ..errors import BadInput
 from ..model import SCAN_SCHEMA as SCHEMA  # noqa: F401 (re-exported)
 from ..model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  # noqa: F401 (re-exported)
-from ..core.pool import Pool, default_jobs
+from ..core.pool import default_jobs
+from ..engine.schedule import Schedule
 from ..core.files import file_kind, read_file
 from ..sources.trees import HEADER_SUFFIXES, header_files
 
@@ -282,8 +283,8 @@ def scan_files(root, rels: list[str]) -> ScanResult:
         nbatch = jobs * 8
         batches = [(str(root), order[i::nbatch]) for i in range(nbatch)]
         outs = []
-        with Pool(jobs) as pool:
-            for _, part in pool.map(_scan_batch, batches):
+        with Schedule(jobs) as s:
+            for _, part in s.run((i, _scan_batch, (b,)) for i, b in enumerate(batches)):
                 outs.extend(part)
     for _rel, (structs, consts, diags, parsed) in outs:
         result.structs += structs

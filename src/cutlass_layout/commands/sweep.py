@@ -38,8 +38,9 @@ import time
 
 from ..errors import BadInput
 from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
-from ..core.pool import Pool, check_jobs, default_jobs
-from ..core.progress import Progress, progress_shown, step
+from ..core.pool import check_jobs, default_jobs
+from ..core.progress import step
+from ..engine.schedule import Schedule
 from ..subjects.config import Config
 from ..subjects.probe import UserType
 
@@ -201,7 +202,7 @@ class _Layouts:
         seen = set(configs)
         fresh = list(configs)  # not looked up in the cache yet
         todo: list[Config] = []  # to lay out
-        bar = None
+        sched: list[Schedule] = []  # the schedule, once there is one
 
         def more(reps: dict) -> None:
             out.update(reps)
@@ -218,8 +219,8 @@ class _Layouts:
                 self.hits.update(hits)
                 misses = [c for c in batch if c not in hits]
                 todo.extend(misses)
-                if bar is not None and misses:
-                    bar.add(len(misses))
+                if sched and misses:
+                    sched[0].add(len(misses))
                 if hits:
                     more(hits)
 
@@ -234,49 +235,42 @@ class _Layouts:
                 ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash, building=step)
         first = _chunks(todo, self.jobs)
         remote = self.executor if len(first) > 1 else None
-        pool = Pool(self.jobs, parallel=len(first) > 1, executor=remote,
-                    reads=[self.tgt.tree.include_root, self.tgt.cuda.path])
-        parallel = pool.parallel
-        stop = True  # unless the loop ends: Ctrl-C or an error ends the workers at once
         try:
-            if self.progress or progress_shown():
-                bar = Progress("laying out", len(todo))
-            if parallel:
-                todo.clear()
-                for ch in first:
-                    self._submit(pool, ch)
-            while todo or pool.busy:
-                self._feed(pool, todo)
-                for _, (ch, (reps, peak, cpu)) in pool.next_done():
-                    self.peak_mb = max(self.peak_mb, peak)
-                    self.cpu += cpu
-                    self.laid_out += len(ch)
-                    if bar is not None:
-                        bar.advance(len(ch))
-                    if remote is not None:  # stored there, in the worker's own cache: here too
-                        for c, rep in zip(ch, reps):
-                            engine.store_report(self.tgt, c, rep)
-                    more(dict(zip(ch, reps)))
-                look_up()
-            stop = False
+            with Schedule(self.jobs, parallel=len(first) > 1, executor=remote,
+                          reads=[self.tgt.tree.include_root, self.tgt.cuda.path],
+                          label="laying out", total=len(todo), progress=self.progress) as s:
+                sched.append(s)
+                parallel = s.parallel
+                if parallel:
+                    todo.clear()
+                    for ch in first:
+                        self._submit(s, ch)
+                while todo or s.busy:
+                    self._feed(s, todo)
+                    for ch, (reps, peak, cpu) in s.finished():
+                        self.peak_mb = max(self.peak_mb, peak)
+                        self.cpu += cpu
+                        self.laid_out += len(ch)
+                        s.advance(len(ch))
+                        if remote is not None:  # stored there, in the worker's own cache: here too
+                            for c, rep in zip(ch, reps):
+                                engine.store_report(self.tgt, c, rep)
+                        more(dict(zip(ch, reps)))
+                    look_up()
         except KeyboardInterrupt:
             if self.progress and self.laid_out:
                 print(f"sweep interrupted: the {self.laid_out} layouts it finished are kept in the "
                       "results cache; the same sweep again starts from them", file=sys.stderr)
             raise
-        finally:
-            pool.close(stop=stop)
-            if bar is not None:
-                bar.stop()
         if not parallel:  # the parses ran here
             self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return out
 
-    def _submit(self, pool, ch: list[Config]) -> None:
+    def _submit(self, s: Schedule, ch: list[Config]) -> None:
         self.chunks += 1
-        pool.submit(_tagged, ch, self.tgt)
+        s.submit(ch, _chunk_worker, self.tgt, ch)
 
-    def _feed(self, pool, todo: list[Config]) -> None:
+    def _feed(self, pool: Schedule, todo: list[Config]) -> None:
         """Free workers take what is left now; busy ones only full chunks (in this process:
         one chunk at a time)."""
         while todo:
@@ -288,11 +282,6 @@ class _Layouts:
             taken = set(ch)
             todo[:] = [c for c in todo if c not in taken]
             self._submit(pool, ch)
-
-
-def _tagged(ch: list[Config], tgt):
-    """:func:`_chunk_worker`, returning its chunk too."""
-    return ch, _chunk_worker(tgt, ch)
 
 
 # --------------------------------------------------------------------------------------
