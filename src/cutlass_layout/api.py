@@ -150,7 +150,8 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
             ``error`` set.
         check_kernel_body: also instantiate the kernel's device entry point, so asserts in
-            its ``operator()`` fire (about 20 s); the report says ``checked == "kernel"``.
+            its ``operator()`` fire (a slow parse with function bodies: docs/performance.md); the
+            report says ``checked == "kernel"``.
         budget: also read the mainloop builder's stage budget (``builder_budget``: the
             stages ``StageCountAutoCarveout`` would pick and the bytes per stage it counts)
             of an auto-stage config, from the same parse.

@@ -898,7 +898,8 @@ def _message(exc: Exception) -> str:
 
 
 #: What a command made that is only freed when the process ends (a whole install's audit is
-#: about a million objects: 0.2 s to free, after its output is written). The console entry
+#: about a million objects, whose freeing would only delay the exit after its output is written;
+#: measured: docs/performance.md). The console entry
 #: point ends the process without freeing them (:func:`_exit`); a call from Python frees them.
 _kept: list = []
 

@@ -461,7 +461,7 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
             ``(verdict, bytes, stages)``.
         include_root: the CUTLASS include root the engine read (nvcc reads the same).
         arch: the configs' arch (``sm90``); the local GPU must be of it.
-        jobs: programs built at once (default: the CPUs; each nvcc takes 1-3 GB).
+        jobs: programs built at once (default: the CPUs; each nvcc holds gigabytes: docs/performance.md).
         device: the result of :func:`preflight`, when already called.
 
     Returns:

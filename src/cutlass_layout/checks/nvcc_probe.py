@@ -145,8 +145,8 @@ def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> list[str]:
     return steps
 
 
-#: The line :func:`_run` adds where a step was killed (``cicc`` of a large unit can take 12 GB
-#: and be killed for memory): a kill is no answer about the kernels, so the numbers it
+#: The line :func:`_run` adds where a step was killed (``cicc`` of a large unit can run out of
+#: memory and be killed: docs/performance.md): a kill is no answer about the kernels, so the numbers it
 #: did not show are not compared (:func:`killed`).
 KILLED = "nvcc-step-killed"
 

@@ -43,7 +43,7 @@ from ..subjects.archs import AUDIT_ARCHS
 #: every tactic over capacity and every exact fit
 SPREAD = 4
 #: Sampled tactics one nvcc unit holds before a module's sources are split over several
-#: units (each unit parses the headers again: about 15 s)
+#: units (each unit parses the headers again, a fixed cost per unit: docs/performance.md)
 UNIT_TACTICS = 8
 _VERDICTS = ("over_capacity", "exact_fit", "fits")
 

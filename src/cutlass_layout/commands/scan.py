@@ -62,7 +62,7 @@ def _wanted(data: bytes) -> bool:
 
 
 _POOL_MIN_FILES = 24  # fewer files than this are scanned in-process
-_WORKERS = 2  # at most (the tree-sitter work of a whole tree is about 1 s)
+_WORKERS = 2  # at most (the tree-sitter work of a whole tree is small: docs/performance.md)
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,8 +46,8 @@ from ..subjects.probe import UserType
 
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32
-#: Most configs in one translation unit (memory grows with it: peak 0.35 GB per worker
-#: at 27 configs, 0.85 GB at 48).
+#: Most configs in one translation unit (memory grows with it: measured peaks per worker in
+#: docs/performance.md).
 MAX_CHUNK = 48
 #: Fewest configs worth a worker process of its own.
 MIN_CHUNK = 4

@@ -304,8 +304,9 @@ def key(kind: str, *, subject, target, code: tuple[str, ...]) -> str:
 
 
 def _loads(body: bytes):
-    """``json.loads`` of a stored payload, by orjson (flashinfer 0.7.4's whole cached audit is
-    140 MB of JSON: 0.7 s with the standard library's decoder, a quarter of it with orjson's);
+    """``json.loads`` of a stored payload, by orjson (a whole install's cached audit is a large
+    JSON document, which orjson reads several times faster than the standard library's decoder:
+    docs/performance.md);
     what orjson refuses and the standard library reads (``NaN``) is read by the latter."""
     try:
         return orjson.loads(body)

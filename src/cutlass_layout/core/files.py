@@ -31,9 +31,10 @@ class Limits:
             under 50 MB: flashinfer 0.7.2.post1's CUTLASS tree 47 MB, its JIT parts 48 MB).
         file_bytes: bytes one header (or other file of a tree or wheel) may weigh to be
             unpacked or scanned (the largest real header, a generated flashinfer source, is
-            4.2 MB; tree-sitter takes about 140 times a file's size in memory).
-        grid_configs: configs one sweep or diff grid may hold (a cold sweep lays out about 5
-            configs a second on 2 cores, so 1024 take several minutes).
+            4.2 MB; tree-sitter takes a large multiple of a file's size in memory:
+            docs/performance.md).
+        grid_configs: configs one sweep or diff grid may hold (a cold sweep parses every
+            config, so 1024 are already a long run: docs/performance.md).
     """
 
     archive_bytes: int | None = 512 * MiB

@@ -1,6 +1,7 @@
 """The one process pool: worker processes for parse work.
 
-A libclang parse holds the GIL and 0.3-1 GB of memory, so parallel work means processes.
+A libclang parse holds the GIL and hundreds of MB of memory (docs/performance.md), so parallel
+work means processes.
 :class:`Pool` forks its workers at once, before any progress thread runs, so they inherit
 what the parent prepared (precompiled headers in the cache, resolved trees) and re-import
 nothing; with one job, or where ``fork`` is not available, the same calls run in this
@@ -13,9 +14,9 @@ A :class:`Pool` may run on another ``concurrent.futures``-style executor instead
 nothing the workers would have inherited from a fork.
 
 :func:`gc_paused` pauses Python's cyclic garbage collector while a caller builds many objects
-at once (a warm audit of flashinfer 0.7.4's whole install loads about a million objects, 5,775
-reports and their members: the collector's passes over them were half of its time, 9.0 s
-against 4.0 s). A worker process frees what each task left (:func:`release_memory`: the
+at once (a warm audit of a whole install loads about a million objects, its reports and their
+members: the collector's passes over them are most of the time such a load takes; measured:
+docs/performance.md). A worker process frees what each task left (:func:`release_memory`: the
 translation units a task's reference cycles kept, and the C heap's free pages), so a task's
 peak is its own, not the sum of what the tasks before it left.
 """
@@ -127,10 +128,9 @@ def release_memory() -> None:
     reference cycle lives, with its hundreds of MB, until a full collection) and give the C
     heap's free memory back to the system (glibc's ``malloc_trim(0)``; nothing elsewhere).
 
-    A :class:`Pool`'s workers call it after every task. Measured on the SM120 audit of
-    flashinfer 0.7.4 (20 tasks on 2 workers): a task used to start with 500-870 MB left by
-    the tasks before it, and the workers peaked at 941 MB; released after each task, every
-    task starts at 65-200 MB and the peak is 497 MB, for the same CPU time."""
+    A :class:`Pool`'s workers call it after every task, so a task starts without what the
+    tasks before it left and a worker's peak is the largest task's, not their sum, for the
+    same CPU time (measured: docs/performance.md)."""
     gc.collect()  # a translation unit in a reference cycle is disposed here, not at the next pass
     trim = _malloc_trim()
     if trim is not None:

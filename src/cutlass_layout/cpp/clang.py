@@ -206,7 +206,8 @@ def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: s
     return True
 
 
-#: Precompiled headers kept in the cache (50-60 MB each); the least recently built go.
+#: Precompiled headers kept in the cache (tens of MB each: docs/performance.md); the least
+#: recently built go.
 PCH_KEEP = 16
 
 

@@ -2,8 +2,8 @@
 
 A launcher declares its kernel's type chain (collective builders, then ``using GemmKernel =
 GemmUniversal<...>``) and then builds and runs it: arguments, ``GemmUniversalAdapter``,
-``initialize``, ``run``. Parsing that second part costs most of a parse (12 s of a 16 s
-parse for 8 TensorRT-LLM MoE launchers) and cannot change the kernel's type: a declaration
+``initialize``, ``run``. Parsing that second part costs most of a parse (measured on
+TensorRT-LLM MoE launchers: docs/performance.md) and cannot change the kernel's type: a declaration
 after the alias can neither change what the alias names nor the layout of the class it
 names. So a launcher macro is redefined with its body cut right after its last kernel alias
 (:func:`trimmed_macro`), with the braces it leaves open closed again.

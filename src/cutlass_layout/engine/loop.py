@@ -394,7 +394,8 @@ def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
     shape, TMA alignment) fire. Returns the first error that is not clang-only (see
     :func:`check_kernel_diagnostics`), or ``None`` when it compiles.
 
-    Costs a full parse without the precompiled header (about 20 s on 2 cores).
+    Costs a full parse, function bodies and all, without the precompiled header (timings:
+    docs/performance.md).
     """
     return check_kernel_diagnostics(tgt, subject, arch)[0]
 

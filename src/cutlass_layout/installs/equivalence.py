@@ -4,9 +4,10 @@ flashinfer 0.7.4's SM103 MoE module (``gen_cutlass_fused_moe_sm103_module``) com
 sources the SM100 module generates again, byte for byte, with three differences on the command
 line: one more define (``-DCOMPILE_BLACKWELL_SM103_TMA_GROUPED_GEMMS``), its own folder of
 generated sources on the include path, and ``--cuda-gpu-arch=sm_103a``. Laying them out again
-cost some 590 s of CPU of a whole-install audit. :func:`canonical_flags` gives a source's flags
-with each difference taken out where it provably cannot change what clang reads into a type, so
-both builds key the source alike and the second reads the first's answer:
+was a large share of a whole-install audit's CPU (measured: docs/performance.md).
+:func:`canonical_flags` gives a source's flags with each difference taken out where it provably
+cannot change what clang reads into a type, so both builds key the source alike and the second
+reads the first's answer:
 
 * ``--cuda-gpu-arch``: a host-only parse (``--cuda-host-only``) runs no device compile, and
   clang defines ``__CUDA_ARCH__`` and the ``__CUDA_ARCH_FEAT_SM*`` macros only for one
@@ -158,7 +159,7 @@ class _File:
 
 
 #: What was read of each file in this process, with the (mtime, size) it was read at: an
-#: audit's SM100 and SM103 builds, and their modules, read the same 1,500 headers (5 s)
+#: audit's SM100 and SM103 builds, and their modules, read the same 1,500 headers, each once here
 _READ: dict[Path, tuple[tuple[int, int], "_File"]] = {}
 _READ_MAX = 20000
 

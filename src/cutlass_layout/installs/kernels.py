@@ -870,8 +870,9 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     """:func:`lay_out_source` of each of ``sources`` (the same flags, folder and leading
     includes, so the same ``pch``), from as few parses as their errors allow: their texts
     follow each other in one translation unit, whose kernels share what they instantiate
-    alike (a mainloop for two output types, cute's layouts for every tile: 11 dense FP4
-    sources of 4 kernels cost 5.5 s of CPU together and 22.5 s apart). Each source's kernels
+    alike (a mainloop for two output types, cute's layouts for every tile), so sources laid out
+    together cost a fraction of the CPU they cost apart (measured: docs/performance.md). Each
+    source's kernels
     are named by its own lines and file. Where that unit has any error (or a kernel it
     cannot tie to one source), each source is laid out alone, so an error is always the
     source's own.

@@ -235,7 +235,7 @@ class Tactic:
 
     def _row_numbers(self) -> dict:
         """:data:`TACTIC_NUMBERS` as the attributes of those names give them, from one
-        :meth:`numbers` (a row of 5,775 read it 8 times each)."""
+        :meth:`numbers` (not one per attribute: a row reads every one of them)."""
         n = self.numbers()
         return {"stages": n.stages, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,

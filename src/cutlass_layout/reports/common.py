@@ -31,7 +31,7 @@ def _has_such_number(out: bytes) -> bool:
     an indented line's spaces. Text inside a string that only looks like one counts too
     (the caller then writes the document the slow way, which is the same text)."""
     for pattern in _SPELLED_OTHERWISE:
-        for m in pattern.finditer(out):  # a literal first: a fast scan (10 MB in 10 ms)
+        for m in pattern.finditer(out):  # a literal first: a fast scan
             start = m.start()
             while start and out[start - 1] in _NUMBER_BYTES:
                 start -= 1
@@ -43,8 +43,8 @@ def _has_such_number(out: bytes) -> bool:
 
 def json_text(doc) -> str:
     """``json.dumps(doc, indent=2)``, byte for byte, without the standard library's pure-Python
-    encoder (it is the one ``indent`` picks): a whole install's audit JSON (5,775 tactics) took
-    1.5 s of a profile that way.
+    encoder (it is the one ``indent`` picks), which was a visible share of writing a whole
+    install's audit JSON (measured: docs/performance.md).
 
     orjson (``OPT_INDENT_2``) writes the same text wherever the document is ASCII and has no
     number under 1e-4 or with an exponent; anything else (non-ASCII text, which ``json.dumps``

@@ -66,13 +66,13 @@ def build_arch(arch: str) -> str:
     return next((a for a, e in ARCH_BUILDERS.items() if e == entry), arch) if entry else arch
 
 
-#: Seconds the install's builders may take (the MoE generator takes well under one).
+#: Seconds the install's builders may take (the MoE generator takes a small fraction of it:
+#: docs/performance.md).
 HARNESS_TIMEOUT = 300
-#: Default bounds of the builders' child process (see :func:`generator_limits`). Measured:
-#: the real harness runs of flashinfer-python 0.7.2.post1 and 0.7.4 (every builder for
-#: sm120, sm100 and sm90: 5, 10 and 3 builders; 6, 9 and 3) take 0.14-0.25 s of CPU each and
-#: peak at 28-29 MB of address space (VmPeak; 24-25 MB resident), so these leave a real
-#: generator some 500 times the CPU and 70 times the memory.
+#: Default bounds of the builders' child process (see :func:`generator_limits`): orders of
+#: magnitude above what the real harness runs of flashinfer-python 0.7.2.post1 and 0.7.4 take
+#: (every builder for sm120, sm100 and sm90; measured: docs/performance.md), so they leave a
+#: real generator a wide margin of CPU and memory.
 GENERATOR_CPU_S = 120
 GENERATOR_MEMORY_MB = 2048
 #: The environment variables that override them (whole seconds, whole MiB)

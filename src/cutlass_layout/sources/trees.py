@@ -391,8 +391,8 @@ def _damaged(path: Path, why) -> BadInput:
 
 
 def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
-    """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (reading a
-    big wheel's directory takes about 0.1 s)."""
+    """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (so a big
+    wheel's directory is not read on every run: docs/performance.md)."""
     def load(d):
         if not (isinstance(d, list) and all(isinstance(r, str) for r in d)):
             raise TypeError(d)
@@ -945,7 +945,7 @@ def _install(root: Path, origin: str, fingerprint: str | None = None,
 def _wheel_install_facts(path: Path, digest: str) -> dict:
     """What :func:`_install_from_wheel` reads of the wheel's directory, remembered per wheel
     digest and the code of this module, which says what is wanted (a flashinfer wheel's
-    directory of some 15,000 members takes 0.25 s to read):
+    directory of some 15,000 members is not read again on every run: docs/performance.md):
     ``jit`` (it holds ``flashinfer/jit/``), ``requirement`` (its METADATA's TVM FFI
     requirement) and ``wanted`` (a digest of the members an audit unpacks)."""
     def load(d):

@@ -442,8 +442,8 @@ WARM_UP = {
 def pch_preambles(arch: str) -> list[str]:
     """What a precompiled header for ``arch`` may hold, best first: the includes and the
     detection helpers, plus the layouts of the family's :data:`WARM_UP` configs (``namespace
-    cl_warm_<i>``), so that every later parse starts with their instantiations done (about
-    0.7 s of every parse, and 0.1-0.2 s of every config). A tree where not all of them
+    cl_warm_<i>``), so that every later parse starts with their instantiations done (time
+    saved on every parse and every config: docs/performance.md). A tree where not all of them
     compile gets the first alone, or none; an arch without a preset family (the 2.x era),
     the includes only.
     """

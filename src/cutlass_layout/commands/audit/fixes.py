@@ -89,7 +89,8 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
 
 
 #: The fewest tactics a part of one group's fix search holds (:func:`fix_parts`): a unit
-#: pays some 3 s before its first kernel, so smaller parts would cost more than they save.
+#: pays a fixed cost before its first kernel (docs/performance.md), so smaller parts would
+#: cost more than they save.
 FIX_PART_MIN = 4
 
 
@@ -97,8 +98,8 @@ def fix_parts(groups: list[tuple], jobs: int) -> list[tuple]:
     """``groups`` (``(key, items)``, each one translation unit of the fix search) cut so that
     every worker has one where there are enough tactics: the largest dealt in two until there are
     ``jobs`` parts or none holds 2 x :data:`FIX_PART_MIN` (flashinfer 0.7.4's 60 SM90 tactics
-    over capacity or exact fits are one folder's, one group: one worker searched them all
-    while the other waited; dealt in two, 54 s -> 30 s wall)."""
+    over capacity or exact fits are one folder's, one group: undealt, one worker searched them
+    all while the other waited; measured: docs/performance.md)."""
     parts = list(groups)
     while len(parts) < jobs:
         i = max(range(len(parts)), key=lambda j: len(parts[j][1]))

@@ -36,15 +36,9 @@ STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parents[2] / 
 
 #: Weight (see :data:`KERNEL_WEIGHTS`) laid out in one translation unit at most. A unit's kernels
 #: share what they instantiate alike (builders, cute's layouts of one tile), so a larger unit
-#: costs less per kernel, and more memory. Measured on flashinfer 0.7.4's MoE sources, each
-#: unit alone (CPU; peak resident memory of the process):
-#:
-#: * SM90: 8 units of 48 kernels 50-66 s, one of 360-380 kernels 21.6-30.1 s; the peak 624-768 MB
-#:   at 48, 1043-1147 MB at 192, 1138-1461 MB at 360-380;
-#: * SM100: 2 units of 48 kernels 31.8 s, one of 96 25.1 s (peak 1449 MB); 4 of 48 63.8 s, one of
-#:   192 37.8 s, but its peak was 1926 MB;
-#: * the SM103 dense FP4 GEMMs' units of 4 sources of 9 kernels peaked at 2087-2225 MB in an
-#:   audit's worker (which holds what its earlier units left, 300-400 MB).
+#: costs less per kernel, and more memory. The value is chosen from measurements of flashinfer
+#: 0.7.4's MoE sources, each unit alone (CPU and peak resident memory by unit size:
+#: docs/performance.md, "Batching by weight").
 BATCH_WEIGHT = 288
 #: What one kernel weighs, by module name (the first pattern that matches): SM90 and SM120 MoE
 #: kernels 1 (288 a unit), SM100 and SM103 MoE kernels 3 (96), the SM103 dense FP4 GEMMs' 12
@@ -137,8 +131,8 @@ def _scan(arch: str, path: Path, text: str) -> dict:
 
 def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
     """:func:`_scan` of each source of ``read`` (``(path, entry, index, text, digest)``),
-    remembered for the texts of all of them (a whole install's 968 sources took 0.4 s of a
-    profile of its warm audit)."""
+    remembered for the texts of all of them (scanning a whole install's sources again was a
+    visible share of its warm audit: docs/performance.md)."""
     key = cache_key("audit-scans/1", subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]],
                     target=[], code=_SCAN_CODE)
 

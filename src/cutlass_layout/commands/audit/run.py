@@ -218,7 +218,7 @@ class _Units:
             else:
                 self.waiting[(pre, source.flags)].append((source, key))
         if plan.cand_args and (self.cand_pk is None or self.cand_pk not in pch_of):
-            self.submit_candidates()  # the runtime's candidate list, beside the sources (13 s)
+            self.submit_candidates()  # the runtime's candidate list, beside the sources (docs/performance.md)
 
     def submit_sources(self, items, pch) -> None:
         by_folder: dict = {}

@@ -115,7 +115,8 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
     on the arch family (rank: its source's position and its kernel's index), each with its
     runtime candidate (``cand``, where read), and ``id(tactic) -> (Source, preamble, found
     kernel)`` (what a fix search reads). Names are remembered for these sources' results
-    (naming 5,775 kernels was 1.9 s of a profile of a warm audit of a whole install)."""
+    (naming a whole install's kernels again was a visible share of its warm audit:
+    docs/performance.md)."""
     work, arch_fam = plan.work, plan.arch_fam
     ranked: list[tuple[list[int], Tactic]] = []  # (rank in the whole audit, tactic), before the filters
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
