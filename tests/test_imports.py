@@ -215,3 +215,20 @@ def test_no_private_name_crosses_modules():
                 bad += [f"{m} (line {node.lineno}): {a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, "private names imported from another module: " + ", ".join(bad)
+
+
+def test_the_pool_is_made_by_the_one_scheduler():
+    """Work is scheduled in one place: ``Pool(...)`` (the one process pool) is constructed only
+    by :mod:`cutlass_layout.engine.schedule`; commands submit tasks to a ``Schedule``."""
+    modules = _modules()
+    bad = []
+    for m, p in modules.items():
+        if m == f"{NAME}.engine.schedule":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                if name == "Pool":
+                    bad.append(f"{m} (line {node.lineno})")
+    assert not bad, "constructs a Pool outside engine.schedule: " + ", ".join(bad)

@@ -34,7 +34,8 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     from ...cpp.clang import libclang_version
     from ...installs.fixes import FORMULAS, MIN_STAGES, Want, fix_key
     from ...installs.kernels import CAPACITY
-    from ...core.pool import Pool, default_jobs
+    from ...core.pool import default_jobs
+    from ...engine.schedule import Schedule
 
     stats = {"fixes": 0, "fixes_cached": 0, "fix_cpu_seconds": 0.0}
     if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
@@ -73,8 +74,8 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     if not groups:
         return stats
     parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
-    with Pool(min(default_jobs(jobs, executor), len(parts)), executor=executor,
-              reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
+    with Schedule(min(default_jobs(jobs, executor), len(parts)), executor=executor,
+                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
         tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
                  for (_, flags, pre), items in parts)
         for items, (payload, cpu) in pool.run(tasks):

@@ -170,40 +170,31 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
 
 
 def _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress):
-    """:func:`lay_out` of sources to parse: a pool of workers runs every unit (:class:`_Units`)."""
-    from ...core.pool import Pool, default_jobs
-    from ...core.progress import Progress, progress_shown
+    """:func:`lay_out` of sources to parse: the one scheduler runs every unit (:class:`_Units`)."""
+    from ...core.pool import default_jobs
+    from ...engine.schedule import Schedule
 
     stats["pch_seconds"] = 0.0
-    bar = None
-    try:
-        with Pool(default_jobs(jobs, executor), executor=executor,
-                  reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm)) as pool:
-            # the bar's thread starts once the workers are forked (runner's rule)
-            bar = Progress(f"audit {plan.arch}: laying out sources", len(todo),
-                           enabled=progress or progress_shown())
-            units = _Units(plan, pool, executor, todo, results, stats, stream, bar)
-            while pool.busy:
-                for ticket, payload in pool.next_done():
-                    units.done(ticket, payload)
-    finally:
-        if bar is not None:
-            bar.stop()
+    with Schedule(default_jobs(jobs, executor), executor=executor,
+                  reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
+                  label=f"audit {plan.arch}: laying out sources", total=len(todo), progress=progress) as s:
+        units = _Units(plan, s, executor, todo, results, stats, stream)
+        for (what, key), payload in s.results():
+            units.done(what, key, payload)
     stats["pch_seconds"] = round(stats["pch_seconds"], 2)
     return units.cand
 
 
 class _Units:
-    """The units of an audit's parses in a pool: precompiled headers are built in the pool too
+    """The units of an audit's parses on the scheduler: precompiled headers are built there too
     (one per module's includes), each source submitted once its header is there; the
     candidate list waits for the MoE one. Submits all on creation; :meth:`done` takes each
     result as it comes back (and submits what waited for it)."""
 
-    def __init__(self, plan, pool, executor, todo, results, stats, stream, bar):
-        self.plan, self.pool, self.executor = plan, pool, executor
-        self.results, self.stats, self.stream, self.bar = results, stats, stream, bar
+    def __init__(self, plan, schedule, executor, todo, results, stats, stream):
+        self.plan, self.schedule, self.executor = plan, schedule, executor
+        self.results, self.stats, self.stream = results, stats, stream
         self.cand = None
-        self.tickets: dict[int, tuple] = {}
         self.entry_of = {key: entry for _, _, key, _, entry in todo}
         self.mod_of = {key: (mod, source) for mod, source, key, _, _ in todo}
         pch_of = {(pre, source.flags) for _, source, _, pre, _ in todo if pre is not None}
@@ -211,7 +202,7 @@ class _Units:
         moe = plan.moe
         self.cand_pk = (moe[1], moe[0].flags) if moe and moe[1] is not None else None
         for pk in sorted(pch_of, key=lambda x: (x[0], x[1])):
-            self.tickets[pool.submit(_pch, pk[0], list(pk[1]), plan.pch_key)] = ("pch", pk)
+            schedule.submit(("pch", pk), _pch, pk[0], list(pk[1]), plan.pch_key)
         for _, source, key, pre, _ in todo:
             if pre is None:
                 self.submit_sources([(source, key)], None)
@@ -224,15 +215,16 @@ class _Units:
         by_folder: dict = {}
         for item in items:  # one unit holds sources of one folder (quoted includes)
             by_folder.setdefault(item[0].path.parent, []).append(item)
-        for batch in (b for group in by_folder.values() for b in _batches(group, self.pool.jobs, self.plan.estimates)):
-            self.tickets[self.pool.submit(_lay_out, [s for s, _ in batch], self.plan.prov, pch)] = \
-                ("sources", [k for _, k in batch])
+        for batch in (b for group in by_folder.values()
+                      for b in _batches(group, self.schedule.jobs, self.plan.estimates)):
+            self.schedule.submit(("sources", [k for _, k in batch]), _lay_out, [s for s, _ in batch],
+                                 self.plan.prov, pch)
 
     def submit_candidates(self) -> None:
-        self.tickets[self.pool.submit(_candidates, *self.plan.cand_args)] = ("candidates", None)
+        self.schedule.submit(("candidates", None), _candidates, *self.plan.cand_args)
 
-    def done(self, ticket, payload) -> None:
-        what, key = self.tickets.pop(ticket)
+    def done(self, what: str, key, payload) -> None:
+        """The result of one task: a source unit's, a precompiled header's or the candidate list's."""
         plan = self.plan
         if what == "candidates":
             self.cand = payload
@@ -248,7 +240,7 @@ class _Units:
             self.stats["batches"] = self.stats.get("batches", 0) + 1
             for skey, one in zip(key, payload):
                 self.source_done(skey, one)
-            self.bar.advance(len(key))
+            self.schedule.advance(len(key))
 
     def source_done(self, skey: str, one: dict) -> None:
         """A source's payload: counted, cached (a twin's placed for both builds), its kernels
@@ -264,7 +256,7 @@ class _Units:
             # a source's own compile error is an answer too (a twin's: not shared)
             _RESULTS.put(places[skey][1] if skey in places else skey, one)
         for line in over_so_far(self.plan.arch, self.entry_of[skey]["file"], one, self.plan.arch_fam):
-            self.bar.note(line)  # what a long audit found, as it finds it
+            self.schedule.note(line)  # what a long audit found, as it finds it
         mod, source = self.mod_of[skey]
         self.stream.source(mod, source, skey, one)
 
