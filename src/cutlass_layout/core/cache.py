@@ -297,7 +297,7 @@ def key(kind: str, *, subject, target, code: tuple[str, ...]) -> str:
 
     The keys of results that code computes are made here (layouts, audits, diffs' structural
     views, candidate lists, the JIT's builders, preludes); the wheel caches
-    (``wheel-digests``, ``wheel-roots-2``) are keyed by the wheel's path, size and mtime or
+    (``wheel-digests``, ``wheel-roots``) are keyed by the wheel's path, size and mtime or
     its digest instead. A module named in ``code`` that does not exist raises ``ValueError``.
     """
     return result_key(kind, subject, target, code_fingerprint(*code))
