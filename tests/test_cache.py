@@ -167,13 +167,13 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     def keys():
         cache.code_fingerprint.cache_clear()
         return (engine.report_key(tgt, cfg),
-                cache.key("audit", subject=[], target=[], code=audit._CODE + audit.STANDINS),
+                audit.AUDIT.key(subject=[], target=[], code=audit.STANDINS),
                 kernels._prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
 
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
     assert keys() == before  # the same bytes, the same keys
-    modules = set(engine.ENGINE_SOURCES) | set(audit._CODE) | {"cpp/text.py"}
+    modules = set(engine.ENGINE_SOURCES) | set(audit.AUDIT.code) | {"cpp/text.py"}
     for rel in sorted(modules):
         path = copy / rel
         original = path.read_bytes()
@@ -250,6 +250,39 @@ def test_memo_is_get_else_compute_then_put():
     assert kind.memo(k, compute, load=refuse, lock_name="test-memo") == {"n": 3}  # a refused hit: a miss
     assert kind.memo(k, lambda: (7, 8), dump=list, use_cache=False) == (7, 8)
     assert kind.get(k) == [7, 8]
+    assert kind.memo(k, lambda: 9, dump=lambda v: None, use_cache=False) == 9  # dump None: not kept
+    assert kind.get(k) == [7, 8]
+
+
+def test_every_cache_entry_goes_through_the_kinds_table():
+    """``ResultCache`` is made only in ``core/cache.py`` (every other module reads and writes
+    through a row of ``KINDS``), no module outside it calls ``key`` or ``code_fingerprint`` by
+    hand but for the precompiled header's key, and every kind has a folder of its own."""
+    import ast
+
+    from cutlass_layout.core import cache
+    from cutlass_layout.core.cache import KINDS, Kind
+
+    made, keyed = [], []
+    for path in sorted(cache.PACKAGE.rglob("*.py")):
+        rel = path.relative_to(cache.PACKAGE).as_posix()
+        if rel == "core/cache.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name == "ResultCache":
+                    made.append(f"{rel}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("core.cache"):
+                keyed += [f"{rel}:{node.lineno} {a.name}" for a in node.names
+                          if a.name in ("key", "ResultCache", "code_fingerprint")]
+    assert made == []
+    assert [k.split()[1] for k in keyed] == ["code_fingerprint"] and keyed[0].startswith("commands/audit/plan.py")
+    assert all(name == kind.name for name, kind in KINDS.items())
+    names = [kind.name for kind in KINDS.values()]
+    assert len(set(names)) == len(names) and {"layouts", "audit", "fixes", "preludes", "candidates"} <= set(names)
+    with pytest.raises(ValueError, match="share a folder"):
+        cache._kinds(Kind("a", 1, None), Kind("a", 2, None))
 
 
 def test_write_atomic_gives_the_mode_open_gives(tmp_path):

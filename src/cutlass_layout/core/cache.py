@@ -297,7 +297,7 @@ def key(kind: str, *, subject, target, code: tuple[str, ...]) -> str:
 
     The keys of results that code computes are made here (layouts, audits, diffs' structural
     views, candidate lists, the JIT's builders, preludes); the wheel caches
-    (``wheel-digests``, ``wheel-roots-2``) are keyed by the wheel's path, size and mtime or
+    (``wheel-digests``, ``wheel-roots``) are keyed by the wheel's path, size and mtime or
     its digest instead. A module named in ``code`` that does not exist raises ``ValueError``.
     """
     return result_key(kind, subject, target, code_fingerprint(*code))
@@ -420,7 +420,7 @@ class Kind:
              cached_only: bool = False, lock_name: str | None = None):
         """The value stored under ``k`` (``load(payload)``; a payload ``load`` refuses is a
         miss), else ``None`` with ``cached_only``, else ``compute()``, stored as ``dump(value)``
-        (the value itself without ``dump``) and returned. ``use_cache=False`` computes and
+        (the value itself without ``dump``; nothing where that is ``None``) and returned. ``use_cache=False`` computes and
         stores again. ``lock_name``: compute under that cache :func:`lock`, looking again once
         it is held (another process may have stored the value meanwhile)."""
         hit = self.get(k, load) if use_cache else None
@@ -432,12 +432,24 @@ class Kind:
                 if hit is not None:
                     return hit
             value = compute()
-            self.put(k, value if dump is None else dump(value))
+            payload = value if dump is None else dump(value)
+            if payload is not None:  # None: a value not to keep (a stored null reads as a miss)
+                self.put(k, payload)
         return value
 
 
 def _kinds(*rows: Kind) -> dict[str, Kind]:
-    return {k.name: k for k in rows}
+    out = {k.name: k for k in rows}
+    if len(out) != len(rows):
+        raise ValueError("two cache kinds share a folder name")
+    return out
+
+
+#: The code whose every change invalidates the cached layouts (the engine's,
+#: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
+_ENGINE = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
+           "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
+           "subjects/mainloop2x.py", "cpp/cursors.py")
 
 
 #: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
@@ -448,6 +460,23 @@ KINDS = _kinds(
     Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py",
                            "model/diff.py", "sources/trees.py", "cpp/treesitter.py")),
     Kind("wheel-installs", 1, ("sources/trees.py",)),
+    Kind("layouts", 1, _ENGINE),
+    Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
+    Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
+    Kind("candidates", 3, ("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
+                           "cpp/interpret.py")),
+    Kind("moe_sm80", 1, ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
+                         "engine/loop.py", "cpp/clang.py")),
+    # pass 0's cut-down launcher macros, shared by sources calling the same ones
+    Kind("preludes", 1, ("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py")),
+    # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
+    Kind("audit", 2, ("installs/kernels.py", "cpp/text.py", *_ENGINE)),
+    Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", "cpp/text.py")),
+    Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", "cpp/text.py",
+                            "installs/kernels.py")),
+    Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py",
+                            "model/audit.py")),
+    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", "cpp/text.py", "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

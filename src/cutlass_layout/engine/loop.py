@@ -11,10 +11,10 @@ config that does not compile does not take the others' numbers with it. That loo
 loop (:mod:`cutlass_layout.installs.kernels`), with the source's text before their blocks.
 
 Every report of a :class:`~cutlass_layout.subjects.config.Config` is cached (a
-:class:`~cutlass_layout.core.cache.ResultCache` of kind ``layouts``) under :func:`report_key`:
+cache kind ``layouts``, :data:`~cutlass_layout.core.cache.KINDS`) under :func:`report_key`:
 the tree's content hash, the config's probe block as parsed, the clang flags (the include
 root left out: the tree hash stands for it), the libclang version and a fingerprint of the
-engine's own code (:func:`cutlass_layout.core.cache.key`). An auto-stage config's block reads its
+engine's own code (:meth:`cutlass_layout.core.cache.Kind.key`). An auto-stage config's block reads its
 mainloop builder's stage budget in the same parse (:func:`cutlass_layout.subjects.probe.budgeted`),
 so there is one key per config, whichever command laid it out; a layout that also checked
 the kernel body has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write
@@ -39,7 +39,7 @@ from ..sources.trees import CutlassTree, resolve_cutlass
 from ..subjects import archs, probe, shapes
 from ..subjects.config import ARCHS, Config, config_from
 from ..subjects.probe import UserType
-from ..core.cache import ResultCache, discard, key
+from ..core.cache import KINDS, discard
 from ..core.progress import step
 
 
@@ -420,20 +420,18 @@ def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None =
     return (real[0] if real else None), [e for e in errors if clang_only(e) is not None]
 
 
-#: The code whose every change invalidates the cached reports.
-ENGINE_SOURCES = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
-                  "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
-                  "subjects/mainloop2x.py", "cpp/cursors.py")
-#: Bumped when what a cached report holds changes in a way the code fingerprint misses.
-REPORT_FORMAT = 1
-_REPORTS = ResultCache("layouts")
+#: The cache kind of the reports (its version is bumped when what a cached report holds
+#: changes in a way the code fingerprint misses).
+LAYOUTS = KINDS["layouts"]
+#: The code whose every change invalidates the cached reports (the ``layouts`` row's).
+ENGINE_SOURCES = LAYOUTS.code
 
 
 def report_key(tgt: Target, cfg, *, checked: str = "types") -> str | None:
     """The results-cache key of ``cfg``'s report on ``tgt`` (``None`` for a user type): the
     config's probe block as the engine parses it (with its builder budget, where it has one),
     the clang flags (the include root left out: the tree hash stands for it), the tree hash,
-    the libclang version and :data:`ENGINE_SOURCES` (:func:`cutlass_layout.core.cache.key`).
+    the libclang version and :data:`ENGINE_SOURCES` (:data:`LAYOUTS`' key).
 
     ``checked`` is ``types`` or ``kernel`` (:func:`check_kernel` ran too).
     """
@@ -444,8 +442,7 @@ def report_key(tgt: Target, cfg, *, checked: str = "types") -> str | None:
         text += probe.kernel_instantiation(0)
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(cfg.arch)]
-    return key(f"layouts/{REPORT_FORMAT}", subject=[checked, text, flags],
-               target=[tgt.tree.tree_hash, libclang_version()], code=ENGINE_SOURCES)
+    return LAYOUTS.key(subject=[checked, text, flags], target=[tgt.tree.tree_hash, libclang_version()])
 
 
 def _count(value, what: str) -> int:
@@ -542,7 +539,7 @@ def cached(configs: list, cutlass=None, *, checked: str = "types") -> list[Layou
     prov: dict[str, Provenance] = {}
     for cfg in configs:
         k = report_key(tgt, cfg, checked=checked)
-        rep = _REPORTS.get(k, load_report) if k else None  # an entry not whole is a miss
+        rep = LAYOUTS.get(k, load_report) if k else None  # an entry not whole is a miss
         if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
             if cfg.arch not in prov:
                 prov[cfg.arch] = tgt.provenance(cfg.arch)
@@ -556,7 +553,7 @@ def store_report(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types")
     worker, whose own cache this process does not read), under :func:`report_key`."""
     k = report_key(tgt, cfg, checked=checked)
     if k is not None:
-        _REPORTS.put(k, rep.to_dict())
+        LAYOUTS.put(k, rep.to_dict())
 
 
 def subject(value=None, **flags):

@@ -57,8 +57,10 @@ from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.cache import ResultCache
-from ..core.cache import key as cache_key
+from ..core.cache import KINDS
+
+#: The cache kind of :func:`runtime_candidates`' answers.
+CANDIDATES = KINDS["candidates"]
 
 KERNELS = "tensorrt_llm/kernels/cutlass_kernels"
 HEURISTIC = f"{KERNELS}/cutlass_heuristic.cpp"
@@ -796,28 +798,29 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
 
     from ..cpp.clang import ProbeUnit, ensure_pch
 
-    k = candidates_key(install, arch, flags)
-    cache = ResultCache("candidates")
-    hit = cache.get(k, lambda d: Candidates(**d)) if use_cache else None
-    if hit is not None or cached_only:
-        return hit
-    # the dispatch header includes the TMA WS dispatch (which has no include guard)
-    text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC)) + PROBE_MACROS
-    pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None
-    try:
-        unit = ProbeUnit(text, list(flags) + (["-include-pch", str(pch)] if pch else []),
-                         install.tree.include_root, filename="cutlass_layout_candidates.cu",
-                         skip_bodies=False)
-    except Exception as exc:  # libclang could not parse at all
-        return Candidates(note=f"runtime candidates: cannot parse {HEURISTIC}: {exc}")
-    errors = unit.errors()
-    if errors:
-        out = Candidates(note=f"runtime candidates: {HEURISTIC} does not parse here ({errors[0].one_line()})")
-    else:
+    unparsed: list[Candidates] = []  # an answer of a parse that failed: not cached
+
+    def compute() -> Candidates:
+        # the dispatch header includes the TMA WS dispatch (which has no include guard)
+        text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC)) + PROBE_MACROS
+        pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None
+        try:
+            unit = ProbeUnit(text, list(flags) + (["-include-pch", str(pch)] if pch else []),
+                             install.tree.include_root, filename="cutlass_layout_candidates.cu",
+                             skip_bodies=False)
+        except Exception as exc:  # libclang could not parse at all
+            unparsed.append(Candidates(note=f"runtime candidates: cannot parse {HEURISTIC}: {exc}"))
+            return unparsed[-1]
+        errors = unit.errors()
+        if errors:
+            return Candidates(note=f"runtime candidates: {HEURISTIC} does not parse here ({errors[0].one_line()})")
         out = read_candidates(unit, arch, inc)
         out.fallback_excludes_fp4 = fallback_excludes_fp4(inc, list(flags))
-    cache.put(k, asdict(out))
-    return out
+        return out
+
+    return CANDIDATES.memo(candidates_key(install, arch, flags), compute, load=lambda d: Candidates(**d),
+                           dump=lambda c: None if unparsed else asdict(c), use_cache=use_cache,
+                           cached_only=cached_only)
 
 
 def candidates_key(install, arch: str, flags: list[str]) -> str:
@@ -825,9 +828,7 @@ def candidates_key(install, arch: str, flags: list[str]) -> str:
     and the MoE module's clang ``flags``."""
     from ..cpp.clang import libclang_version
 
-    return cache_key("candidates/3", subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()],
-                     code=("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
-                           "cpp/interpret.py"))
+    return CANDIDATES.key(subject=[arch, list(flags)], target=[install.fingerprint, libclang_version()])
 
 
 def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> None:
@@ -835,7 +836,7 @@ def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> 
     whose own cache this process does not read), under :func:`candidates_key`."""
     from dataclasses import asdict
 
-    ResultCache("candidates").put(candidates_key(install, arch, flags), asdict(cand))
+    CANDIDATES.put(candidates_key(install, arch, flags), asdict(cand))
 
 
 #: FP4 element kinds (TensorRT-LLM's ``Fp4Type`` operands).

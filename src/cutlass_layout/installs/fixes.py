@@ -51,10 +51,6 @@ from pathlib import Path
 
 from ..model import BuilderBudget, Constant, Fix, LayoutReport, Provenance
 
-#: Version of a cached fix.
-_FORMAT = 1
-#: The code a cached fix depends on (besides the engine's: see :func:`fix_key`).
-FIX_CODE = ("installs/fixes.py", "installs/kernels.py", "cpp/text.py", "model/audit.py")
 #: The smallest stage count searched (``sm120_blockscaled_mma_array_tma.hpp`` and the SM90
 #: collectives static_assert 2 or more stages).
 MIN_STAGES = 2
@@ -209,19 +205,18 @@ class Want:
 def fix_key(want: Want, target: list) -> str:
     """The results-cache key of ``want``'s fix: the source's text, its flags, the invocation,
     the launcher file's text, the tactic's stage count, ``target`` (install, tree, libclang,
-    CUDA) and this code with the engine's (:data:`FIX_CODE`, ``ENGINE_SOURCES``)."""
-    from ..core.cache import key
-    from ..engine.loop import ENGINE_SOURCES
+    CUDA) and this code with the engine's (the cache kind ``fixes``' row)."""
+    from ..core.cache import KINDS
 
     def digest(path) -> str:
         try:
             return hashlib.sha256(Path(path).read_bytes()).hexdigest()
         except OSError:
             return ""
-    return key(f"fix/{_FORMAT}", subject=[digest(want.source.path), list(want.source.flags), want.line,
-                                          [want.macro[0], list(want.macro[1])], digest(want.launcher_file),
-                                          want.report.stages],
-               target=list(target), code=FIX_CODE + ENGINE_SOURCES)
+    return KINDS["fixes"].key(subject=[digest(want.source.path), list(want.source.flags), want.line,
+                                       [want.macro[0], list(want.macro[1])], digest(want.launcher_file),
+                                       want.report.stages],
+                              target=list(target))
 
 
 def is_fix(rep: LayoutReport) -> bool:

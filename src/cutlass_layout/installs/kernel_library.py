@@ -29,8 +29,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..model import LayoutReport
-from ..core.cache import ResultCache
-from ..core.cache import key as cache_key
+from ..core.cache import KINDS
 from ..sources.trees import KernelLibrary
 from ..subjects import probe
 from ..subjects.archs import capacity_of  # the C++ name of an arch's capacity constant
@@ -63,10 +62,9 @@ BATCH_KERNELS = 24
 UTIL_HEADER = "cutlass/util/mixed_dtype_utils.hpp"
 #: What in an emitted instance needs :data:`UTIL_HEADER`
 _UTIL_USE = "compute_memory_reordering_atom"
-_LAYOUTS = ResultCache("library-layouts")
-_ENUMERATED = ResultCache("library-kernels")
-#: The code a cached layout depends on, besides the engine's
-_CODE = ("installs/kernel_library.py",)
+#: The cache kinds of a kernel's layout and of the generator's kernels for an arch.
+_LAYOUTS = KINDS["library-layouts"]
+_ENUMERATED = KINDS["library-kernels"]
 
 
 @dataclass(frozen=True)
@@ -189,25 +187,21 @@ def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Sele
     archs, generators, _ = LIBRARY_ARCHS[arch]
     request = {"root": str(lib.root), "architectures": archs, "generators": list(generators),
                "cuda_version": _cuda_version(cuda_version), **selection.request()}
-    k = cache_key("library-kernels/1", subject=[{x: v for x, v in request.items() if x != "root"}],
-                  target=[lib.fingerprint],
-                  code=("sources/_cutlass_library_harness.py", "installs/kernel_library.py"))
+    k = _ENUMERATED.key(subject=[{x: v for x, v in request.items() if x != "root"}], target=[lib.fingerprint])
 
     def load(d):
         return [_kernel(x) for x in d["kernels"]], dict(d["filters"])
 
-    hit = _ENUMERATED.get(k, load) if use_cache else None
-    if hit is not None:
-        return hit
-    who = f"CUTLASS's kernel generator ({lib.root}/cutlass_library, {', '.join(generators)})"
-    with step(f"running CUTLASS {lib.version}'s kernel generator for {arch} ({', '.join(generators)})"):
-        answer = run_sandboxed(HARNESS, request, who)
-    try:
-        out = load(answer)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise BadInput(f"{who} gave an answer this reader cannot use: {exc!r}") from None
-    _ENUMERATED.put(k, answer)
-    return out
+    def compute():  # (what it reads, the generator's answer: what is stored)
+        who = f"CUTLASS's kernel generator ({lib.root}/cutlass_library, {', '.join(generators)})"
+        with step(f"running CUTLASS {lib.version}'s kernel generator for {arch} ({', '.join(generators)})"):
+            answer = run_sandboxed(HARNESS, request, who)
+        try:
+            return load(answer), answer
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{who} gave an answer this reader cannot use: {exc!r}") from None
+
+    return _ENUMERATED.memo(k, compute, load=lambda d: (load(d), d), dump=lambda r: r[1], use_cache=use_cache)[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -281,14 +275,11 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
     flags (include root left out; the utilities' include folder where the kernel needs it),
     the tree hash, libclang and the engine's code."""
     from ..cpp.clang import libclang_version
-    from ..engine.loop import ENGINE_SOURCES
-
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
     flags += ["-I<cutlass-util>" for _ in util_flags([kernel], util_include)]
-    return cache_key("library-layouts/1",
-                     subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
-                     target=[tgt.tree.tree_hash, libclang_version()], code=ENGINE_SOURCES + _CODE)
+    return _LAYOUTS.key(subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
+                        target=[tgt.tree.tree_hash, libclang_version()])
 
 
 def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,

@@ -709,7 +709,7 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros gets the cut-down definitions of those macros, which depend on nothing but the
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
-    from ..core.cache import key
+    from ..core.cache import KINDS
     from ..cpp.text import blank_comments
 
     if pch is None or source_instantiations(source, original):
@@ -717,29 +717,24 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     calls = sorted(set(_UPPER_CALL.findall(blank_comments(original))))
     if not calls:
         return None
-    return key("prelude", subject=[list(source.flags), calls, capacity], target=[pch.name],
-               code=("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py"))
+    return KINDS["preludes"].key(subject=[list(source.flags), calls, capacity], target=[pch.name])
 
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
     """The prelude stored under ``key`` (:func:`_prelude_key`) by an earlier source, if any."""
-    from ..core.cache import ResultCache
+    from ..core.cache import KINDS
 
-    hit = ResultCache("preludes").get(key) if key else None
-    if not isinstance(hit, dict):
-        return None
-    try:
-        return Prelude(macros=hit["macros"], rehosts="",
-                       origins={k: tuple(v) for k, v in hit["origins"].items()})
-    except (KeyError, TypeError, AttributeError):
-        return None
+    def load(hit) -> Prelude:  # raises (a miss) for a payload that is not one
+        return Prelude(macros=hit["macros"], rehosts="", origins={k: tuple(v) for k, v in hit["origins"].items()})
+
+    return KINDS["preludes"].get(key, load) if key else None
 
 
 def _share_prelude(key: str | None, pre: "Prelude") -> None:
-    from ..core.cache import ResultCache
+    from ..core.cache import KINDS
 
     if key and not pre.rehosts and not pre.hosted:
-        ResultCache("preludes").put(key, {"macros": pre.macros, "origins": pre.origins})
+        KINDS["preludes"].put(key, {"macros": pre.macros, "origins": pre.origins})
 
 
 def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None = None,

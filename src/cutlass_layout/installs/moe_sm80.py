@@ -591,9 +591,6 @@ STRUCT = "cl_sm80_moe_kernel"
 #: The flag names of the runner's element types (``layout``'s ``--a``/``--b`` names).
 KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
          "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
-#: The code a cached result depends on.
-_CODE = ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
-         "engine/loop.py", "cpp/clang.py")
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -691,8 +688,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     from ..cpp.clang import libclang_version
     from ..model import LayoutReport, Tactic
     from ..engine import loop as engine
-    from ..core.cache import ResultCache, cache_dir, write_atomic
-    from ..core.cache import key as cache_key
+    from ..core.cache import KINDS, cache_dir, write_atomic
     from ..subjects import probe
 
     read = _read(install, defined)
@@ -721,24 +717,25 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     nv = base.parent.parent.parent  # csrc/nv_internal
     includes = (str(nv), str(nv / "tensorrt_llm" / "cutlass_extensions" / "include"), str(nv / "include"))
     types = [k.type_name(STRUCT) for k in reading.kernels]
-    rkey = cache_key("moe_sm80/1", subject=[header_text, types, sorted(defined)],
-                     target=[install.fingerprint, install.tree.tree_hash, libclang_version(),
-                             str(tgt.cuda.path)], code=_CODE)
-    cache = ResultCache("moe_sm80")
-    hit = cache.get(rkey) if use_cache else None
-    if hit is not None:
-        reps = [LayoutReport.from_dict(d) for d in hit]
-    elif cached_only:
-        return None
-    else:
+    kind = KINDS["moe_sm80"]
+    rkey = kind.key(subject=[header_text, types, sorted(defined)],
+                    target=[install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)])
+
+    def compute():
         header = Path(cache_dir("moe_sm80")) / f"{rkey[:16]}.h"
         if not header.is_file():
             write_atomic(header, header_text.encode())
         users = [probe.UserType(header=header, type=t, arch="sm120", includes=includes,
                                 defines=tuple(sorted(defined))) for t in types]
-        reps = engine.layouts(users, tgt)
-        if all(r.error is None or r.error.file for r in reps):
-            cache.put(rkey, [r.to_dict() for r in reps])
+        return engine.layouts(users, tgt)
+
+    def dump(reps):  # kept where every error is the headers' (one without a file may pass)
+        return [r.to_dict() for r in reps] if all(r.error is None or r.error.file for r in reps) else None
+
+    reps = kind.memo(rkey, compute, load=lambda hit: [LayoutReport.from_dict(d) for d in hit], dump=dump,
+                     use_cache=use_cache, cached_only=cached_only)
+    if reps is None:
+        return None
     disp_rel = f"csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"
     for k, rep in zip(reading.kernels, reps):
         t = Tactic(family=FAMILY, name=tactic_name(k), a=KINDS.get(k.t, k.t), b=KINDS.get(k.weight, k.weight),

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ...errors import BadInput
-from ...core.cache import ResultCache
+from ...core.cache import KINDS
 from ...model import Fix, Provenance, Tactic
 from .run import reads
 
@@ -44,7 +44,7 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
                 t.fix = Fix(error=f"not searched: the fix search reads the stage formulas of "
                                   f"{' and '.join(sorted(FORMULAS))}'s builders, not {arch}'s")
         return stats
-    cache = ResultCache("fixes")
+    cache = KINDS["fixes"]  # searched in a pool, stored as they come back: get and put
     target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
     groups: dict[tuple, list] = {}
     for t in tactics:

@@ -11,10 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ...errors import BadInput, NothingForArch
-from ...core.cache import ResultCache, code_fingerprint
-from ...core.cache import key as cache_key
+from ...core.cache import KINDS, code_fingerprint, result_key
 from ...cpp.text import blank_comments
-from ...engine.loop import ENGINE_SOURCES
 from ...installs.equivalence import canonical_flags, place_names
 from ...installs.kernels import Source, estimate_kernels, pch_preamble, split_preamble
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
@@ -25,11 +23,10 @@ from ...subjects.archs import AUDIT_ARCHS, SM80_PATH_ARCHS, arch_family, capacit
 from ..shard import shard_of
 from .judge import source_facts
 
-#: Version of the cached per-source payload (2: ``launcher_macros``).
-_FORMAT = 2
-#: The code a cached per-source result depends on (naming tactics happens after reading it;
-#: which sources and flags are read is in the key itself), and STANDINS below.
-_CODE = ("installs/kernels.py", "cpp/text.py", *ENGINE_SOURCES)
+#: The cache kind of a per-source result: its row's code is what it depends on (naming tactics
+#: happens after reading it; which sources and flags are read is in the key itself), its keys
+#: add STANDINS below.
+AUDIT = KINDS["audit"]
 #: The stand-in headers (package ``stubs/``) a build may include.
 STANDINS = tuple(f"stubs/{p.name}" for p in sorted((Path(__file__).parents[2] / "stubs").glob("*.h")))
 
@@ -55,9 +52,8 @@ def kernel_weight(module: str) -> int:
     return next((w for pattern, w in KERNEL_WEIGHTS if pattern.search(module)), DEFAULT_WEIGHT)
 
 
-#: What keys a source as its twin's (:func:`_canonicals`) reads besides :data:`_CODE`.
-_TWIN_CODE = ("installs/equivalence.py", "cpp/preprocessor.py", "cpp/text.py")
-_CANONICALS = ResultCache("audit-canonicals")
+#: What keys a source as its twin's (:func:`_canonicals`): its row's code is read besides the audit's.
+_CANONICALS = KINDS["audit-canonicals"]
 
 
 def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache: bool = True,
@@ -91,31 +87,28 @@ def _canonicals(mod, flags: tuple, read: list[tuple], gen_root: Path | None, arc
     follow is left out: keyed by its own flags), remembered per module."""
     if not read:
         return {}
-    key = cache_key("audit-canonicals/1", subject=[mod.name, list(flags), arch_fam, str(gen_root),
-                                                   [[str(p), d] for p, _, _, _, d in read]],
-                    target=list(target), code=_TWIN_CODE)
+    key = _CANONICALS.key(subject=[mod.name, list(flags), arch_fam, str(gen_root), [[str(p), d] for p, _, _, _, d in read]],
+                          target=list(target))
 
     def load(payload):
         if not isinstance(payload, dict) or not all(isinstance(v, list) for v in payload.values()):
             raise ValueError("not canonical flags")
         return payload
 
-    hit = _CANONICALS.get(key, load) if use_cache else None
-    if hit is not None:
-        return hit
-    memo: dict = {}
-    out = {}
-    for path, *_ in read:
-        canon = canonical_flags(path, list(flags), gen_root, arch_fam, memo)
-        if canon is not None:
-            out[str(path)] = canon
-    _CANONICALS.put(key, out)
-    return out
+    def compute() -> dict[str, list[str]]:
+        memo: dict = {}
+        out = {}
+        for path, *_ in read:
+            canon = canonical_flags(path, list(flags), gen_root, arch_fam, memo)
+            if canon is not None:
+                out[str(path)] = canon
+        return out
+
+    return _CANONICALS.memo(key, compute, load=load, use_cache=use_cache)
 
 
-_SCANS = ResultCache("audit-scans")
-#: What reading a source's text without a parse (:func:`_scan`) runs.
-_SCAN_CODE = ("commands/audit/plan.py", "commands/audit/judge.py", "cpp/text.py", "installs/kernels.py")
+#: What reading a source's text without a parse (:func:`_scan`) remembers (its row: the code it runs).
+_SCANS = KINDS["audit-scans"]
 
 
 def _scan(arch: str, path: Path, text: str) -> dict:
@@ -133,8 +126,7 @@ def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
     """:func:`_scan` of each source of ``read`` (``(path, entry, index, text, digest)``),
     remembered for the texts of all of them (scanning a whole install's sources again was a
     visible share of its warm audit: docs/performance.md)."""
-    key = cache_key("audit-scans/1", subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]],
-                    target=[], code=_SCAN_CODE)
+    key = _SCANS.key(subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]], target=[])
 
     def load(payload):
         if not (isinstance(payload, list) and len(payload) == len(read)
@@ -142,12 +134,8 @@ def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
             raise ValueError("scans of other sources")
         return payload
 
-    hit = _SCANS.get(key, load) if use_cache else None
-    if hit is not None:
-        return hit
-    out = [_scan(arch, path, text) for path, _, _, text, _ in read]
-    _SCANS.put(key, out)
-    return out
+    return _SCANS.memo(key, lambda: [_scan(arch, path, text) for path, _, _, text, _ in read], load=load,
+                       use_cache=use_cache)
 
 
 _SCAN_KEYS = {"facts", "arch_word", "estimate", "includes"}
@@ -277,7 +265,8 @@ def plan_sources(build: Build, arch: str, family: str | None, shard: tuple[int, 
         _plan_module(plan, mod, flags, _read_module(plan, mod), twins, target, use_cache)
     _cut_shard(plan, shard)
     # the stand-in headers are part of what a precompiled header was built from
-    plan.pch_key = install.fingerprint + install.tree.tree_hash + tvm.fingerprint + code_fingerprint(*STANDINS)
+    plan.pch_key = result_key("pch", install.fingerprint, install.tree.tree_hash, tvm.fingerprint,
+                              code_fingerprint(*STANDINS))
     # sm121 runs sm120's builds: the same candidate list (and its cache entry)
     moe = plan.moe
     plan.cand_args = (install, clang_arch, list(moe[0].flags), moe[1], plan.pch_key, use_cache) \
@@ -327,10 +316,10 @@ def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[st
         plan.estimates[path] = scan["estimate"] * kernel_weight(mod.name)
         canon = read_flags.get(str(path))
         # a source another build of the arch family compiles alike is keyed as both build it
-        key = cache_key(f"audit/{_FORMAT}", subject=[digest, list(flags)], target=target, code=_CODE + STANDINS)
+        key = AUDIT.key(subject=[digest, list(flags)], target=target, code=STANDINS)
         if canon is not None:
-            plain, key = key, cache_key(f"audit/{_FORMAT}", subject=["twin", digest, canon, capacity_of(arch)],
-                                        target=target, code=_CODE + STANDINS + _TWIN_CODE)
+            plain, key = key, AUDIT.key(subject=["twin", digest, canon, capacity_of(arch)], target=target,
+                                        code=STANDINS + _CANONICALS.code)
             mod_places = mod_places or place_names(list(flags), gen_root)  # one module: one set of flags
             plan.places[key] = (mod_places, plain)
         plan.work.append((mod, Source(path, flags, install.tree.include_root, plan.clang_arch), key,

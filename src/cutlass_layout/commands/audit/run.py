@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ...core.cache import ResultCache
+from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
 from ...installs.candidates import store_candidates
 from ...installs.equivalence import named, unnamed
@@ -22,8 +22,9 @@ from ...model import Provenance
 from .plan import BATCH_WEIGHT
 from .tactics import found_from, over_so_far
 
-#: The per-source results (kind ``audit``; keys: :mod:`~cutlass_layout.commands.audit.plan`).
-_RESULTS = ResultCache("audit")
+#: The per-source results (kind ``audit``; keys: :mod:`~cutlass_layout.commands.audit.plan`), laid out
+#: in a pool and stored as they come back: got and put, not memoized.
+_RESULTS = KINDS["audit"]
 
 
 # ---------------------------------------------------------------------------------------

@@ -9,20 +9,18 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ...core.cache import ResultCache
-from ...core.cache import key as cache_key
+from ...core.cache import KINDS
 from ...core.pool import gc_paused
 from ...installs.kernels import FoundKernel, kernel_arch
 from ...installs.naming import tactic_of
 from ...model import LayoutReport, Provenance, Tactic
 from .filters import kept_by
 
-#: Version of the remembered names of a run's kernels (:func:`_load_names`).
-_NAMES_FORMAT = 2
-#: What naming a kernel (:func:`~cutlass_layout.installs.naming.tactic_of`) reads: this module, the naming rules, the kernel's spelling as
-#: :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
-_NAMING_CODE = ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py", "model/audit.py")
-_NAMES = ResultCache("audit-names")
+#: The remembered names of a run's kernels (:func:`_load_names`); its row's code is what naming a kernel
+#: (:func:`~cutlass_layout.installs.naming.tactic_of`) reads: this module, the naming rules, the kernel's
+#: spelling as :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
+#: Names are made whether or not they are cached (the tactics with them): got and put, not memoized.
+_NAMES = KINDS["audit-names"]
 #: The :class:`~cutlass_layout.model.Tactic` fields :func:`~cutlass_layout.installs.naming.tactic_of` gives (all but the
 #: report and what the audit adds: the runtime candidate, the fix, the runtime guard).
 _NAMED = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
@@ -120,8 +118,8 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
     work, arch_fam = plan.work, plan.arch_fam
     ranked: list[tuple[list[int], Tactic]] = []  # (rank in the whole audit, tactic), before the filters
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
-    names_key = cache_key(f"audit-names/{_NAMES_FORMAT}", subject=[[w[2] for w in work], [w[0].name for w in work]],
-                          target=[str(plan.gen_root), str(plan.install.root), arch_fam], code=_NAMING_CODE)
+    names_key = _NAMES.key(subject=[[w[2] for w in work], [w[0].name for w in work]],
+                           target=[str(plan.gen_root), str(plan.install.root), arch_fam])
     lines = [[item["found"]["line"] for item in results[w[2]]["kernels"]] for w in work]
     named = _NAMES.get(names_key, _load_names(lines)) if use_cache else None
     made: list[list] = []
