@@ -232,3 +232,25 @@ def test_the_pool_is_made_by_the_one_scheduler():
                 if name == "Pool":
                     bad.append(f"{m} (line {node.lineno})")
     assert not bad, "constructs a Pool outside engine.schedule: " + ", ".join(bad)
+
+
+def test_no_function_import_shadows_a_module_name():
+    """A name imported inside a function is not also one of its module's own top-level names
+    (``from ..core.cache import KINDS`` inside ``moe_sm80`` once hid its element-kind table of
+    the same name, and every SM80-path tactic was named by its C++ type)."""
+    bad = []
+    for m, p in _modules().items():
+        tree = ast.parse(p.read_text(), str(p))
+        own = set()
+        for n in tree.body:
+            if isinstance(n, ast.Assign):
+                own |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+                own.add(n.target.id)
+            elif isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                own.add(n.name)
+        for f in ast.walk(tree):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                bad += [f"{m}.{f.name} (line {n.lineno}): {a.asname or a.name}" for n in ast.walk(f)
+                        if isinstance(n, ast.ImportFrom) for a in n.names if (a.asname or a.name) in own]
+    assert not bad, "a function's import hides a module-level name: " + ", ".join(bad)

@@ -360,9 +360,9 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
     OutputType, Arch, QuantOp, EpilogueTag, ThreadblockShape, WarpShape, Stages>``,
     ``moe_gemm_template_dispatch.h``; the tactic's config: ``arch_tag``, ``quant``, ``warp``),
     and ``{line: tactic}`` of each explicit instantiation."""
-    from ..installs.moe_sm80 import DISPATCH, KINDS, LAUNCHER
+    from ..installs.moe_sm80 import DISPATCH, ELEMENT_KINDS, LAUNCHER
 
-    cpp = {v: k for k, v in KINDS.items()}
+    cpp = {v: k for k, v in ELEMENT_KINDS.items()}
     lines = [f'#include "tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"',
              "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"]
     at = {}

@@ -589,8 +589,8 @@ FAMILY = "moe_sm80"
 #: The re-hosted launcher's class template (:func:`kernel_header`).
 STRUCT = "cl_sm80_moe_kernel"
 #: The flag names of the runner's element types (``layout``'s ``--a``/``--b`` names).
-KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
-         "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
+ELEMENT_KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
+                 "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -738,8 +738,8 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
         return None
     disp_rel = f"csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"
     for k, rep in zip(reading.kernels, reps):
-        t = Tactic(family=FAMILY, name=tactic_name(k), a=KINDS.get(k.t, k.t), b=KINDS.get(k.weight, k.weight),
-                   out=KINDS.get(k.out, k.out), fusion=None, swap_ab=None, tile=list(k.case.threadblock),
+        t = Tactic(family=FAMILY, name=tactic_name(k), a=ELEMENT_KINDS.get(k.t, k.t), b=ELEMENT_KINDS.get(k.weight, k.weight),
+                   out=ELEMENT_KINDS.get(k.out, k.out), fusion=None, swap_ab=None, tile=list(k.case.threadblock),
                    cluster=None, kernel="grouped", schedule=None, file=disp_rel, line=k.case.line,
                    launcher=LAUNCHER, launcher_file=disp_rel, runtime_candidate=k.tried, report=rep)
         rep.config = {"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch, "quant": k.quant,
@@ -748,7 +748,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     return out
 
 
-__all__ = ["DISPATCH", "FAMILY", "HEURISTIC", "KINDS", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path", "kernel_count",
+__all__ = ["DISPATCH", "ELEMENT_KINDS", "FAMILY", "HEURISTIC", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path", "kernel_count",
            "defines", "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
            "body_constants", "empty_launchers", "quant_ops", "runner_flags", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
            "Sm80Kernel", "TileCase", "active_text", "ampere_flags", "arch_on_sm120",
