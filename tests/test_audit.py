@@ -24,7 +24,8 @@ from cutlass_layout.commands.audit import plan as audit_plan
 from cutlass_layout.commands.audit import run as audit_run
 from cutlass_layout.commands.audit import tactics as audit_tactics
 from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
-from cutlass_layout.installs.kernels import Source, kernel_core, template_args
+from cutlass_layout.cpp.text import template_args
+from cutlass_layout.installs.kernels import Source, kernel_core
 from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.cpp.text import (
     blank_comments,

@@ -341,7 +341,9 @@ def test_kernel_header_rehosts_the_type_chain():
 
 
 def test_defines_of_a_command_line():
-    assert m.defines(["-DENABLE_BF16", "-D", "ENABLE_FP8", "-DX=1", "-I/x"]) == {"ENABLE_BF16", "ENABLE_FP8", "X"}
+    from cutlass_layout.cpp.preprocessor import command_line_defines
+
+    assert command_line_defines(["-DENABLE_BF16", "-D", "ENABLE_FP8", "-DX=1", "-I/x"]) == {"ENABLE_BF16", "ENABLE_FP8", "X"}
 
 
 # ---------------------------------------------------------------------------------------

@@ -270,18 +270,18 @@ class _Layouts:
         self.chunks += 1
         s.submit(ch, _chunk_worker, self.tgt, ch)
 
-    def _feed(self, pool: Schedule, todo: list[Config]) -> None:
+    def _feed(self, s: Schedule, todo: list[Config]) -> None:
         """Free workers take what is left now; busy ones only full chunks (in this process:
         one chunk at a time)."""
         while todo:
-            idle = pool.idle
-            if idle <= 0 and (not pool.parallel or len(todo) < MAX_CHUNK):
+            idle = s.idle
+            if idle <= 0 and (not s.parallel or len(todo) < MAX_CHUNK):
                 return
             n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(todo) / idle))
             ch = _chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
             taken = set(ch)
             todo[:] = [c for c in todo if c not in taken]
-            self._submit(pool, ch)
+            self._submit(s, ch)
 
 
 # --------------------------------------------------------------------------------------

@@ -420,8 +420,8 @@ class Kind:
              cached_only: bool = False, lock_name: str | None = None):
         """The value stored under ``k`` (``load(payload)``; a payload ``load`` refuses is a
         miss), else ``None`` with ``cached_only``, else ``compute()``, stored as ``dump(value)``
-        (the value itself without ``dump``; nothing where that is ``None``) and returned. ``use_cache=False`` computes and
-        stores again. ``lock_name``: compute under that cache :func:`lock`, looking again once
+        (the value itself without ``dump``; nothing where that is ``None``) and returned.
+        ``use_cache=False`` computes and stores again. ``lock_name``: compute under that cache :func:`lock`, looking again once
         it is held (another process may have stored the value meanwhile)."""
         hit = self.get(k, load) if use_cache else None
         if hit is not None or cached_only:

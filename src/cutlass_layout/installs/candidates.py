@@ -308,8 +308,6 @@ SM90_RUNNERS = (("fp8", "fp8", None), ("bf16", "bf16", None), ("f16", "f16", Non
                 ("fp8", "uint4", None), ("bf16", "uint4", None), ("f16", "uint4", None),
                 ("bf16", "fp4", None), ("f16", "fp4", None), ("fp8", "fp4", "kHummingPreMmaE8M0"),
                 ("fp8", "fp4", "kPostMmaFp8Act"), ("fp8", "fp4", "kPostMmaMxfp8Act"))
-#: a mixed-input kernel's scale mode (its name's last part) -> the runner modes that build it
-_SCALE_MODES = {"PreMmaE8M0": ("kHummingPreMmaE8M0",), "PostMma": ("kPostMmaFp8Act", "kPostMmaMxfp8Act")}
 
 
 def sm90_runner(t: str | None, w: str | None, scale: str | None) -> str | None:

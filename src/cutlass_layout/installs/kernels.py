@@ -42,7 +42,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cpp.text import arguments, matching, template_args
+from ..core.cache import KINDS, cache_dir, write_atomic
+from ..core.files import read_text
+from ..cpp.text import (
+    ADAPTER_KERNEL,
+    KERNEL_ALIAS_RE,
+    adapter_alias,
+    arguments,
+    blank_comments,
+    call_args,
+    explicit_instantiations,
+    forwarded_call,
+    macro_definition,
+    matching,
+    rehost_paths,
+    rehost_template,
+    substituted,
+    template_args,
+    template_parameters,
+    trimmed_macro,
+    with_defaults,
+)
+from ..errors import BadInput
 from ..model import CompileError, LayoutReport, Provenance
 from ..subjects import probe
 from ..subjects.archs import ARCHS, arch_family, capacity_of  # the arch table's (one definition)
@@ -370,8 +391,6 @@ class Prelude:
         cache cannot be written."""
         import hashlib
 
-        from ..errors import BadInput
-        from ..core.cache import cache_dir, write_atomic
 
         text = self.text(trimmed, probes)
         if not text:
@@ -435,20 +454,12 @@ def prelude(unit, text: str, capacity: str | None = None,
     instantiations to re-host (:func:`source_instantiations`, with the macro a call expands
     from); default: those written in ``text``. The macros go into :attr:`Prelude.expanded`."""
     from ..cpp.clang import spelling_location
-    from ..cpp.cursors import enclosing_namespaces, function_templates, is_namespace, is_namespace_scope, namespace_scope
-    from ..cpp.text import (
-        ADAPTER_KERNEL,
-        KERNEL_ALIAS_RE,
-        adapter_alias,
-        blank_comments,
-        explicit_instantiations,
-        forwarded_call,
-        macro_definition,
-        rehost_paths,
-        rehost_template,
-        template_parameters,
-        trimmed_macro,
-        with_defaults,
+    from ..cpp.cursors import (
+        enclosing_namespaces,
+        function_templates,
+        is_namespace,
+        is_namespace_scope,
+        namespace_scope,
     )
 
     main = unit.filename
@@ -582,7 +593,6 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
     body; None when none has. A skipped body is not in the cursor's extent: it is the braces
     right after the signature. The other declaration (a header's, which may give the default
     arguments the definition leaves out) is the first that is not the definition."""
-    from ..cpp.text import matching, blank_comments, template_parameters
 
     found = None
     others = []
@@ -652,7 +662,6 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
     ``template size_t genericFp8GemmKernelLauncherSm100<...>(...);``
     (``flashinfer/gemm/fp8_gemm_template_sm100.h``). ``line``: the call's. A macro whose body
     uses ``#`` or ``##``, or a call whose arguments do not fit, gives nothing."""
-    from ..cpp.text import call_args, blank_comments, explicit_instantiations, macro_definition, substituted
 
     clean = blank_comments(text)
     calls = {m.group(1) for m in _UPPER_CALL.finditer(clean)}
@@ -687,7 +696,6 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
 
 def instantiations_of(source: Source, text: str) -> list[tuple[str, str, int, str | None]]:
     """:func:`source_instantiations` with the macro each comes from (None: written in ``text``)."""
-    from ..cpp.text import explicit_instantiations
 
     both = [(*x, None) for x in explicit_instantiations(text)] + macro_instantiations(source, text)
     return sorted(both, key=lambda x: x[2])
@@ -709,8 +717,6 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
     macros gets the cut-down definitions of those macros, which depend on nothing but the
     macros' names and the headers and flags they are read with (the precompiled header's
     name is a digest of both, and of the tree)."""
-    from ..core.cache import KINDS
-    from ..cpp.text import blank_comments
 
     if pch is None or source_instantiations(source, original):
         return None
@@ -722,7 +728,6 @@ def _prelude_key(source: Source, original: str, pch: Path | None, capacity) -> s
 
 def _shared_prelude(key: str | None) -> "Prelude | None":
     """The prelude stored under ``key`` (:func:`_prelude_key`) by an earlier source, if any."""
-    from ..core.cache import KINDS
 
     def load(hit) -> Prelude:  # raises (a miss) for a payload that is not one
         return Prelude(macros=hit["macros"], rehosts="", origins={k: tuple(v) for k, v in hit["origins"].items()})
@@ -731,7 +736,6 @@ def _shared_prelude(key: str | None) -> "Prelude | None":
 
 
 def _share_prelude(key: str | None, pre: "Prelude") -> None:
-    from ..core.cache import KINDS
 
     if key and not pre.rehosts and not pre.hosted:
         KINDS["preludes"].put(key, {"macros": pre.macros, "origins": pre.origins})
@@ -755,8 +759,6 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
         compile (its kernels carry the error); a source that cannot be read or parsed at all
         gives ``SourceLayout(error=...)``.
     """
-    from ..errors import BadInput
-    from ..core.files import read_text
 
     try:
         original = read_text(source.path, what="source", limit=False)
@@ -773,8 +775,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     """:func:`lay_out_source` of a source's text (``original`` as written, ``text`` as parsed:
     its leading includes blanked where ``pch`` holds them); ``segments``: see
     :func:`find_kernels`."""
-    from ..errors import BadInput
-    from ..engine.loop import Batch, read_report, lay_out
+    from ..engine.loop import Batch, lay_out, read_report
 
     t0 = time.perf_counter()
     capacity = capacity_of(source.arch)  # an SM103 build's kernels too are laid out in place
@@ -875,8 +876,6 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     Returns:
         One :class:`SourceLayout` per source, in order, as :func:`lay_out_source` gives it.
     """
-    from ..errors import BadInput
-    from ..core.files import read_text
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
     originals, includes, texts = [], None, []

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..cpp.preprocessor import active_text, command_line_defines, evaluate
+from ..cpp.preprocessor import active_text, evaluate
 from ..cpp.text import blank_comments, matching, template_args
 
 if TYPE_CHECKING:
@@ -611,9 +611,6 @@ class Sm80Audit:
     guard: str | None = None
 
 
-#: The macro names a clang/nvcc command line defines (:func:`cutlass_layout.cpp.preprocessor.command_line_defines`).
-defines = command_line_defines
-
 
 def folder(install) -> "Path":
     """TensorRT-LLM's ``cutlass_kernels`` folder in a flashinfer install (``root`` the
@@ -749,7 +746,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
 
 
 __all__ = ["DISPATCH", "ELEMENT_KINDS", "FAMILY", "HEURISTIC", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path", "kernel_count",
-           "defines", "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
+           "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
            "body_constants", "empty_launchers", "quant_ops", "runner_flags", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
            "Sm80Kernel", "TileCase", "active_text", "ampere_flags", "arch_on_sm120",
            "candidate_stages", "candidate_tiles", "holds", "kernel_header", "overloads", "pick",

@@ -75,10 +75,10 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
         return stats
     parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
     with Schedule(min(default_jobs(jobs, executor), len(parts)), executor=executor,
-                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as pool:
+                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as s:
         tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
                  for (_, flags, pre), items in parts)
-        for items, (payload, cpu) in pool.run(tasks):
+        for items, (payload, cpu) in s.run(tasks):
             stats["fix_cpu_seconds"] += cpu
             for (t, want), d in zip(items, payload):
                 t.fix = Fix.from_dict(d)

@@ -17,7 +17,7 @@ from ...installs.equivalence import canonical_flags, place_names
 from ...installs.kernels import Source, estimate_kernels, pch_preamble, split_preamble
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.moe_sm80 import has_sm80_path, kernel_count
-from ...installs.moe_sm80 import defines as sm80_defines
+from ...cpp.preprocessor import command_line_defines
 from ...installs.naming import MOE, family_of
 from ...subjects.archs import AUDIT_ARCHS, SM80_PATH_ARCHS, arch_family, capacity_of
 from ..shard import shard_of
@@ -340,7 +340,7 @@ def _cut_shard(plan: Plan, shard: tuple[int, int] | None) -> None:
     if shard is not None:
         weight = {id(e): max(1, plan.estimates.get(source.path, 1)) for _, source, _, _, e in plan.work}
         plan.own = shard_of([weight.get(id(e), 0) for e in plan.sources] +
-                            ([kernel_count(plan.install, sm80_defines(plan.mflags))] if plan.with_sm80 else []),
+                            ([kernel_count(plan.install, command_line_defines(plan.mflags))] if plan.with_sm80 else []),
                             shard)
         plan.work = [w for w in plan.work if plan.position[id(w[4])] in plan.own]
     plan.with_sm80 = plan.with_sm80 and len(plan.sources) in plan.own

@@ -17,7 +17,7 @@ from ...installs.equivalence import named, unnamed
 from ...installs.kernels import Source, lay_out_sources
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.moe_sm80 import audit_sm80_path
-from ...installs.moe_sm80 import defines as sm80_defines
+from ...cpp.preprocessor import command_line_defines
 from ...model import Provenance
 from .plan import BATCH_WEIGHT
 from .tactics import found_from, over_so_far
@@ -267,7 +267,7 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     its runtime guard), where it is laid out here; its notes (None where it is not)."""
     if not plan.with_sm80:
         return None
-    sm80 = audit_sm80_path(plan.install, plan.tgt, sm80_defines(plan.mflags), use_cache=use_cache,
+    sm80 = audit_sm80_path(plan.install, plan.tgt, command_line_defines(plan.mflags), use_cache=use_cache,
                            cached_only=cached_only)
     if sm80 is None:  # cached_only, not cached: the rest of the audit stands
         return [f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)"]
