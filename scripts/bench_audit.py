@@ -87,7 +87,7 @@ def main() -> int:
     args = ap.parse_args()
     args.arch = args.arch or ["sm120"]
 
-    from cutlass_layout.sources.trees import fetch_wheel
+    from cutlass_layout.sources.wheels import fetch_wheel
 
     wheel = fetch_wheel(args.spec)  # cached in the user cache: the cold run copies it
     if args.keep and Path(args.keep).exists() and any(Path(args.keep).iterdir()):
@@ -133,7 +133,7 @@ def nvcc_bench(spec: str, cache: str, full: bool) -> None:
 
     from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer(spec)
     tgt = engine.target(install.tree)

@@ -3,7 +3,7 @@
 Tests never write outside a temporary cache: unless whoever runs them has set
 ``CUTLASS_LAYOUT_CACHE`` (then that folder is the cache they chose, and it is kept), the
 session points it at a new temporary folder and removes it at the end. Wheels are fetched
-with ``pip download`` (:func:`cutlass_layout.sources.trees.fetch_wheel`); those already in the
+with ``pip download`` (:func:`cutlass_layout.sources.wheels.fetch_wheel`); those already in the
 user cache (``~/.cache/cutlass-layout/wheels``) are linked into the temporary one, read and
 never written, so a session does not download them again.
 

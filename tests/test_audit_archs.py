@@ -174,7 +174,7 @@ def test_all_of_a_real_install_is_its_four_builds(spec):
     among them, as flashinfer/jit/fused_moe.py defines them."""
     from cutlass_layout.commands.audit import every_arch
     from cutlass_layout.sources.flashinfer_jit import arch_builders
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer(spec)
     found = {a: [f for _, f in arch_builders(install, a)] for a in every_arch()}

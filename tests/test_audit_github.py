@@ -22,7 +22,7 @@ from test_readme import parse
 from cutlass_layout.cli import main
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.reports.audit import github_command, github_data, github_property
-from cutlass_layout.sources.trees import checkout_path, resolve_flashinfer
+from cutlass_layout.sources.flashinfer import checkout_path, resolve_flashinfer
 
 HOOKS = Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml"
 INL = "csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/launchers/moe_gemm_tma_ws_launcher.inl"

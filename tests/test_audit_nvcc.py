@@ -20,7 +20,7 @@ from cutlass_layout.checks.nvcc_probe import nvcc_flags, unit_sizes
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.engine import loop as engine
 from cutlass_layout.sources.flashinfer_jit import jit_modules
-from cutlass_layout.sources.trees import resolve_flashinfer
+from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 
 def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dict[int, tuple[int, ...]]:

@@ -21,7 +21,7 @@ from cutlass_layout.checks.nvcc_probe import SHOWN, host_pass, nvcc_flags
 from cutlass_layout.commands.audit import audit
 from cutlass_layout.engine import loop as engine
 from cutlass_layout.sources.flashinfer_jit import jit_modules
-from cutlass_layout.sources.trees import resolve_flashinfer
+from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 SPEC = "flashinfer-python==0.7.2.post1"
 CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h), sm100 and sm103

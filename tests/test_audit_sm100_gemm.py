@@ -140,7 +140,7 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     from cutlass_layout.checks.nvcc_probe import SIZES_SHOW, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.engine import loop as engine
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     some = only_sources(lambda name: name == SAMPLE[family])
     res = audit(SPEC, "sm100", family=family)

@@ -147,7 +147,7 @@ def test_sm100_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
 
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.engine import loop as engine
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm100", family="moe")

@@ -184,7 +184,7 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
     from cutlass_layout.checks.nvcc_probe import SIZES_SHOW, nvcc_flags, unit_sizes
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.engine import loop as engine
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     some = only_sources(lambda name: name in SAMPLE)
     res = audit(SPEC, "sm90", family="gemm_sm90")

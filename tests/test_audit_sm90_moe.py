@@ -73,7 +73,7 @@ def test_the_360_sm90_moe_launchers_have_360_ids(tmp_path):
     no cluster part)."""
     from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources import flashinfer_jit
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     builds = flashinfer_jit.jit_modules(install, "sm90", cuda_version=engine.target(install.tree).cuda.version)

@@ -43,7 +43,7 @@ from cutlass_layout.engine import loop as engine
 from cutlass_layout.errors import BadInput
 from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources.flashinfer_jit import jit_modules
-from cutlass_layout.sources.trees import resolve_flashinfer
+from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 FI_074 = "flashinfer-python==0.7.4"

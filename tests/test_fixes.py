@@ -203,7 +203,7 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
     from cutlass_layout.checks.nvcc_probe import nvcc_flags
     from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)

@@ -180,7 +180,7 @@ def writable_by(path: Path, user) -> None:
 
 @pytest.mark.network
 def test_three_processes_lay_out_from_the_same_new_wheel(tmp_path, nc420):
-    from cutlass_layout.sources.trees import fetch_wheel
+    from cutlass_layout.sources.wheels import fetch_wheel
 
     whl = tmp_path / "nvidia_cutlass-4.2.0.0-py3-none-any.whl"
     shutil.copy(fetch_wheel("nvidia-cutlass==4.2.0.0"), whl)
@@ -621,15 +621,15 @@ def test_sealed_files(cache, tmp_path):
 
 
 def test_wheel_digest_memo_that_is_damaged_is_computed_again(cache, wheel):
-    from cutlass_layout.sources import trees as sources
+    from cutlass_layout.sources import wheels
 
     true = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    assert sources._sha256_file(wheel) == true
+    assert wheels.sha256_file(wheel) == true
     (memo,) = _entries(cache, "wheel-digests")
     memo.write_bytes(memo.read_bytes().replace(true[:8].encode(), b"00000000"))
-    assert sources._sha256_file(wheel) == true
+    assert wheels.sha256_file(wheel) == true
     memo.write_bytes(b"garbage")
-    assert sources._sha256_file(wheel) == true
+    assert wheels.sha256_file(wheel) == true
 
 
 def test_unpacked_tree_that_lost_a_file_is_unpacked_again(cache, wheel):
@@ -657,7 +657,7 @@ def test_prelude_that_is_damaged_is_written_again(cache):
 
 def test_generated_source_that_changed_runs_the_builders_again(cache, wheel):
     from cutlass_layout.sources.flashinfer_jit import jit_modules
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer(str(wheel))
     gen = jit_modules(install).modules[0].generated[0]

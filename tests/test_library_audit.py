@@ -23,7 +23,7 @@ from cutlass_layout import BadInput, api
 from cutlass_layout.cli import main
 from cutlass_layout.installs.kernel_library import LibraryKernel, Selection, builder_args, enumerate_kernels, stage_spec
 from cutlass_layout.core.progress import is_progress_line
-from cutlass_layout.sources.trees import is_kernel_library, resolve_kernel_library
+from cutlass_layout.sources.library import is_kernel_library, resolve_kernel_library
 
 SPEC = "nvidia-cutlass==4.2.0.0"
 #: 8 kernels of nvidia-cutlass 4.2.0.0's SM120 list, one of each kind: MXFP4 (F8F6F4 and MXF4
@@ -211,7 +211,7 @@ def _library_module(library):
 
 @pytest.mark.network
 def test_the_default_filter_keeps_386_sm120_kernels_and_all_572(library):
-    from cutlass_layout.sources.trees import fetch_wheel
+    from cutlass_layout.sources.wheels import fetch_wheel
 
     whl = resolve_kernel_library(fetch_wheel(SPEC))  # the same library, named by its wheel's path
     assert (whl.root, whl.fingerprint, whl.tree.tree_hash) == (library.root, library.fingerprint,

@@ -241,7 +241,7 @@ def test_the_verdict_change_against_nvcc(sm90_diff, nvcc, tmp_path):
     capacity, an exact fit) on 4.2.0: nvcc's host pass of each library's own emitted source."""
     from test_library_audit import _nvcc_sizes
 
-    from cutlass_layout.sources.trees import resolve_kernel_library
+    from cutlass_layout.sources.library import resolve_kernel_library
 
     row = sm90_diff.audit.rows[0]
     for side, spec, name in (("old", OLD, GROUPED_COOP_TMA.format("s64x128x16")), ("new", NEW, GROUPED_COOP_TMA.format(""))):

@@ -412,7 +412,7 @@ def test_sample_against_nvcc(audited, nvcc, tmp_path):
     from cutlass_layout.commands.audit_nvcc import sm80_instantiations
     from cutlass_layout.engine import loop as engine
     from cutlass_layout.sources.flashinfer_jit import jit_modules
-    from cutlass_layout.sources.trees import resolve_flashinfer
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)

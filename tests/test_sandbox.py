@@ -23,7 +23,7 @@ from cutlass_layout.cli import main
 from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.sources import flashinfer_jit
 from cutlass_layout.sources.flashinfer_jit import jit_modules
-from cutlass_layout.sources.trees import resolve_flashinfer
+from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 #: What the child's environment may hold: what flashinfer_jit.child_env passes, the harness's
 #: own FLASHINFER_DISABLE_JIT, and LC_CTYPE, which Python sets itself under a C locale (PEP 538)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import BadInput, resolve_cutlass
-from cutlass_layout.sources.trees import find_trees, read_version, tree_hash
+from cutlass_layout.sources.trees import find_trees, read_version
+from cutlass_layout.sources.digests import tree_hash
 
 VERSION_H = """#pragma once
 #define CUTLASS_MAJOR {0}
@@ -147,8 +148,8 @@ def test_tree_hash_follows_content_not_version(tmp_path):
     b = make_tree(tmp_path / "b" / "include")
     assert tree_hash(a) == tree_hash(b)
     (b / "cutlass" / "cutlass.h").write_text("#pragma once\n// changed\n")
-    from cutlass_layout.sources import trees as sources
-    sources._TREE_HASHES.clear()
+    from cutlass_layout.sources import digests
+    digests.TREE_HASHES.clear()
     assert tree_hash(a) != tree_hash(b)
 
 
@@ -192,7 +193,7 @@ def test_source_only_version_is_a_clear_error():
 def test_short_pip_error_keeps_the_oldest_and_newest_versions():
     """pip's "Could not find a version" line (its own wording), a version list of 9 cut to the
     oldest and the 5 newest; a short list, or a line without one, as pip wrote it."""
-    from cutlass_layout.sources.trees import short_pip_error
+    from cutlass_layout.sources.wheels import short_pip_error
     versions = ", ".join(["0.1.0", "0.1.1", "0.2.0", "0.2.5", "0.3.0", "0.6.8", "0.7.2.post1", "0.7.3", "0.7.4"])
     line = ("Could not find a version that satisfies the requirement flashinfer-python==9.9.9 "
             f"(from versions: {versions})")

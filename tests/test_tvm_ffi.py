@@ -1,6 +1,6 @@
 """The TVM FFI headers flashinfer's bindings include (``tvm/ffi/...``, ``dlpack/``): found
 beside an install, or fetched as the ``apache-tvm-ffi`` release its metadata admits
-(:func:`cutlass_layout.sources.trees.tvm_ffi_headers`), and put on every module's ``-isystem``
+(:func:`cutlass_layout.sources.tvm_ffi.tvm_ffi_headers`), and put on every module's ``-isystem``
 path by ``audit`` as flashinfer's build does (``get_system_includes`` in
 ``flashinfer/jit/cpp_ext.py``)."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import audit
-from cutlass_layout.sources.trees import _requirement_of, resolve_flashinfer, tvm_ffi_headers
+from cutlass_layout.sources.tvm_ffi import _requirement_of, tvm_ffi_headers
+from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 TEMPLATE = "flashinfer/data/csrc/mini_groupwise_kernel_inst.jinja"

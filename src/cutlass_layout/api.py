@@ -62,7 +62,7 @@ from .core import dask as executors, progress as runner
 from .engine.loop import Target
 from .core.files import LIMITS, OverLimit
 from .sources.trees import CutlassTree
-from .sources.trees import is_kernel_library as _is_kernel_library
+from .sources.library import is_kernel_library as _is_kernel_library
 from .sources.trees import resolve_cutlass as _resolve_cutlass
 from .subjects import probe
 from .subjects.config import Config, parse_stages, parse_tile
@@ -360,7 +360,7 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
 
     Or, where ``source`` is CUTLASS's own kernel library (``"nvidia-cutlass==4.2.0.0"``, its
     wheel, a folder with ``cutlass_library``, a CUTLASS checkout:
-    :func:`cutlass_layout.sources.trees.is_kernel_library`), every kernel the library's generator
+    :func:`cutlass_layout.sources.library.is_kernel_library`), every kernel the library's generator
     keeps for ``arch`` (what ``cutlass_profiler`` builds: its ``Manifest`` and
     ``GenerateSM120``-style functions, run in a child process), each laid out from the C++
     the library's own emitter writes (``<name>_base``, a ``GemmUniversal``), with the
@@ -521,7 +521,7 @@ def blocklist_format(source=None) -> BlocklistFormat:
             another shape.
     """
     from .commands.blocklist import blocklist_format as _format
-    from .sources.trees import FlashinferInstall, resolve_flashinfer
+    from .sources.flashinfer import FlashinferInstall, resolve_flashinfer
 
     install = source if isinstance(source, FlashinferInstall) else resolve_flashinfer(source)
     return _format(install.root, install.version)

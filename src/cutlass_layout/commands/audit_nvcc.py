@@ -218,7 +218,7 @@ def _install_context(result: AuditResult, source, cuda_path) -> tuple:
     headers the audit used)."""
     from ..engine import loop as engine
     from ..sources.flashinfer_jit import jit_modules
-    from ..sources.trees import resolve_flashinfer
+    from ..sources.flashinfer import resolve_flashinfer
     from ..subjects.config import ARCHS
 
     install = resolve_flashinfer(source)
@@ -386,7 +386,7 @@ def _library_units(tactics: list[Tactic], result: AuditResult, source, cuda_path
         return []
     from ..installs.kernel_library import Selection, enumerate_kernels
     from ..engine import loop as engine
-    from ..sources.trees import resolve_kernel_library
+    from ..sources.library import resolve_kernel_library
 
     lib = resolve_kernel_library(source)
     tgt = engine.target(lib.tree, cuda_path)

@@ -158,7 +158,7 @@ def _describe(src) -> str:
 
 def _header_digests(root) -> dict[str, bytes]:
     """Relative path -> SHA-256 of the bytes, for every header of the tree at ``root``."""
-    from ..sources.trees import file_digests, is_header
+    from ..sources.digests import file_digests, is_header
 
     return {rel: h for rel, h in file_digests(root).items() if is_header(rel)}
 
@@ -985,7 +985,7 @@ def _one_arch(arch) -> str:
 
 
 def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> AuditDiff:
-    from ..sources.trees import is_kernel_library
+    from ..sources.library import is_kernel_library
     from .audit.command import audit
     from .audit.filters import unknown_family
 

@@ -88,8 +88,8 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
 
     Args:
         src: ``nvidia-cutlass==VERSION``, its ``.whl``, a folder with ``cutlass_library``,
-            or a CUTLASS checkout (:func:`cutlass_layout.sources.trees.resolve_kernel_library`), or
-            a resolved :class:`~cutlass_layout.sources.trees.KernelLibrary`.
+            or a CUTLASS checkout (:func:`cutlass_layout.sources.library.resolve_kernel_library`), or
+            a resolved :class:`~cutlass_layout.sources.library.KernelLibrary`.
         arch: ``sm120`` (``--architectures 120a``, ``GenerateSM120``), ``sm121``, ``sm100``,
             ``sm103`` (``GenerateSM100``) or ``sm90`` (``GenerateSM90``).
         selection: the library's own name filters (:class:`~cutlass_layout.installs.kernel_library.Selection`).
@@ -123,7 +123,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     from ..engine import loop as engine
     from ..core.pool import default_jobs
     from ..engine.schedule import Schedule
-    from ..sources.trees import KernelLibrary, resolve_kernel_library
+    from ..sources.library import KernelLibrary, resolve_kernel_library
 
     t0 = time.perf_counter()
     arch = library_arch(arch)
@@ -286,7 +286,7 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
         BadInput: no arch, ``all``, an arch the library is not audited for (each before the
             library is read); whatever :func:`audit_library` raises for an arch.
     """
-    from ..sources.trees import KernelLibrary, resolve_kernel_library
+    from ..sources.library import KernelLibrary, resolve_kernel_library
 
     asked = [library_arch(a) for a in arch_list(archs)]
     if kwargs.get("shard") is not None:

@@ -42,7 +42,7 @@ from ..model import Diagnostic, Field, ScanConstant, ScanResult, Scope, Struct  
 from ..core.pool import default_jobs
 from ..engine.schedule import Schedule
 from ..core.files import file_kind, read_file
-from ..sources.trees import HEADER_SUFFIXES, header_files
+from ..sources.digests import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).

@@ -452,14 +452,20 @@ _ENGINE = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subject
            "subjects/mainloop2x.py", "cpp/cursors.py")
 
 
+#: The code that finds, unpacks and identifies CUTLASS trees, flashinfer installs (with their
+#: TVM FFI requirement) and CUTLASS's kernel library.
+_TREES = ("sources/trees.py", "sources/digests.py", "sources/wheels.py", "sources/flashinfer.py",
+          "sources/tvm_ffi.py", "sources/library.py")
+
+
 #: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
 #: and downloads are files, not results: :func:`seal` checks them.
 KINDS = _kinds(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
     Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py",
-                           "model/diff.py", "sources/trees.py", "cpp/treesitter.py")),
-    Kind("wheel-installs", 1, ("sources/trees.py",)),
+                           "model/diff.py", *_TREES, "cpp/treesitter.py")),
+    Kind("wheel-installs", 1, _TREES),
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),

@@ -30,7 +30,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..model import LayoutReport
 from ..core.cache import KINDS
-from ..sources.trees import KernelLibrary
+from ..sources.library import KernelLibrary
 from ..subjects import probe
 from ..subjects.archs import capacity_of  # the C++ name of an arch's capacity constant
 from ..cpp.text import template_args
@@ -307,7 +307,7 @@ def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
                     util_include: Path | None = None) -> list[LayoutReport]:
     """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
     ``util_include``: the library's ``tools/util/include``
-    (:attr:`~cutlass_layout.sources.trees.KernelLibrary.util_include`), for kernels whose instance
+    (:attr:`~cutlass_layout.sources.library.KernelLibrary.util_include`), for kernels whose instance
     uses :data:`UTIL_HEADER`; without it those kernels do not compile.
 
     Raises:

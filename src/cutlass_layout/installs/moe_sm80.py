@@ -671,7 +671,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     against SM120's capacity as the tree gives it (``sm120_smem_capacity_bytes``, bytes).
 
     Args:
-        install: a :class:`~cutlass_layout.sources.trees.FlashinferInstall`; tgt: its
+        install: a :class:`~cutlass_layout.sources.flashinfer.FlashinferInstall`; tgt: its
             :class:`~cutlass_layout.engine.loop.Target`.
         defined: the macros the SM120 MoE module defines (``ENABLE_BF16``, ``ENABLE_FP8``, ...).
         use_cache: read the results cache (kind ``moe_sm80``); cached_only: parse nothing

@@ -8,7 +8,7 @@ from collections import Counter
 from rich.console import Console
 from rich.markup import escape
 
-from ..sources.trees import checkout_path
+from ..sources.flashinfer import checkout_path
 from ..subjects.config import tile_text
 from .common import VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
 from .layout import default_console
@@ -374,7 +374,7 @@ def _where(t) -> tuple[str | None, int | None]:
     """The file and line an annotation of tactic ``t`` points at: where its launcher writes the
     kernel type (``launcher_file``, relative to the flashinfer package), as the path in a
     flashinfer git checkout (``data/csrc/...`` -> ``csrc/...``,
-    :func:`cutlass_layout.sources.trees.checkout_path`). (None, None) when the launcher is outside
+    :func:`cutlass_layout.sources.flashinfer.checkout_path`). (None, None) when the launcher is outside
     the package; the generated source is named in the message instead (it lives in the cache)."""
     f = t.launcher_file
     if not f or f.startswith("/"):

@@ -44,7 +44,7 @@ from ..core.cache import KINDS, cache_dir, cache_root, file_sha256, result_key
 from ..core.progress import step
 from ._flashinfer_harness import EXIT_MEMORY
 from ..core.files import read_text
-from .trees import FlashinferInstall
+from .flashinfer import FlashinferInstall
 
 HARNESS = Path(__file__).with_name("_flashinfer_harness.py")
 #: arch -> (regular expression a builder's name matches, the arch code the builds target)

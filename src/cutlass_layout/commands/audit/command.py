@@ -30,8 +30,8 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     Args:
         src: a flashinfer install: site-packages or package dir, ``.whl``,
             ``flashinfer-python==VERSION``, or None for the one installed here
-            (:func:`cutlass_layout.sources.trees.resolve_flashinfer`), or a resolved
-            :class:`~cutlass_layout.sources.trees.FlashinferInstall`.
+            (:func:`cutlass_layout.sources.flashinfer.resolve_flashinfer`), or a resolved
+            :class:`~cutlass_layout.sources.flashinfer.FlashinferInstall`.
         arch: ``sm120`` (default), ``sm121`` (SM120's builds: it shares their cached
             results), ``sm100``, ``sm103`` (each its own builders: flashinfer names them
             ``..._sm100_...`` and ``..._sm103_...``) or ``sm90``.
@@ -81,7 +81,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
     the build's own).
 
     Every source is parsed with its module's flags, and the TVM FFI headers the bindings
-    include (:func:`cutlass_layout.sources.trees.tvm_ffi_headers`; fetched unless ``cached_only``)
+    include (:func:`cutlass_layout.sources.tvm_ffi.tvm_ffi_headers`; fetched unless ``cached_only``)
     on the ``-isystem`` path, as flashinfer's ``get_system_includes`` puts them.
 
     Returns:
@@ -178,7 +178,7 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
             that the install has no builder for any).
     """
     from ...sources.flashinfer_jit import arch_builders
-    from ...sources.trees import FlashinferInstall, resolve_flashinfer
+    from ...sources.flashinfer import FlashinferInstall, resolve_flashinfer
 
     asked = arch_list(archs)
     named = [audit_arch(a) for a in asked if a != ALL]

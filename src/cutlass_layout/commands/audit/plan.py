@@ -177,7 +177,7 @@ def read_builds(src, arch: str, cuda_path, *, use_cache: bool, cached_only: bool
     and its builders' answer is not cached."""
     from ...engine import loop as engine
     from ...sources.flashinfer_jit import jit_modules
-    from ...sources.trees import FlashinferInstall, resolve_flashinfer
+    from ...sources.flashinfer import FlashinferInstall, resolve_flashinfer
 
     install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
@@ -245,7 +245,7 @@ def plan_sources(build: Build, arch: str, family: str | None, shard: tuple[int, 
     """The :class:`Plan` of an audit of ``build`` for ``arch``: every generated source of the
     modules of ``family`` (all without one) read, scanned and keyed, then cut to ``shard``."""
     from ...cpp.clang import libclang_version
-    from ...sources.trees import tvm_ffi_headers
+    from ...sources.tvm_ffi import tvm_ffi_headers
 
     install, tgt = build.install, build.tgt
     clang_arch = AUDIT_ARCHS[arch]

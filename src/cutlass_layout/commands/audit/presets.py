@@ -42,7 +42,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     """The :class:`~cutlass_layout.model.Approximation` of each config of ``configs`` read
     from the CUTLASS tree ``tree`` (None for what is not a preset config: a user type).
 
-    Where ``tree`` is a flashinfer install's (:func:`cutlass_layout.sources.trees.flashinfer_of`:
+    Where ``tree`` is a flashinfer install's (:func:`cutlass_layout.sources.flashinfer.flashinfer_of`:
     nothing is fetched or unpacked) and :func:`audit` takes the config's arch, the install's
     audit of the preset's family is read from the results cache (``cached_only``: nothing is
     run or parsed; once per arch and family for all configs), and its tactics with the
@@ -52,7 +52,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     that cannot be read (the approximation says nothing was audited).
     """
     from ...model import Approximation
-    from ...sources.trees import flashinfer_of
+    from ...sources.flashinfer import flashinfer_of
     from ...subjects.config import Config
 
     out = []
