@@ -24,20 +24,14 @@ from cutlass_layout.commands.audit import plan as audit_plan
 from cutlass_layout.commands.audit import run as audit_run
 from cutlass_layout.commands.audit import tactics as audit_tactics
 from cutlass_layout.commands.audit import audit, element_kind, find_tactic, kernel_parts, source_facts
-from cutlass_layout.cpp.text import template_args
+from cutlass_layout.cpp.arguments import template_args
 from cutlass_layout.installs.kernels import Source, kernel_core
 from cutlass_layout.core.progress import is_progress_line
-from cutlass_layout.cpp.text import (
-    blank_comments,
-    closers,
-    declared_functions,
-    explicit_instantiations,
-    kernel_aliases,
-    macro_calls,
-    macro_definition,
-    rehost_template,
-    trimmed_macro,
-)
+from cutlass_layout.cpp.brackets import blank_comments, closers
+from cutlass_layout.cpp.declarations import declared_functions, explicit_instantiations, kernel_aliases
+from cutlass_layout.cpp.macros import macro_calls, macro_definition
+from cutlass_layout.cpp.rehost import rehost_template
+from cutlass_layout.cpp.text import trimmed_macro
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 CAPACITY = 101376

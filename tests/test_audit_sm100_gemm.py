@@ -229,7 +229,7 @@ def test_a_launcher_that_swaps_its_arguments_before_its_kernel_is_rehosted():
     leaves them out and names the kernel (sizeof by hand: 64 * 32 * 2 = 4096 B for short)."""
     import clang.cindex as ci
 
-    from cutlass_layout.cpp.text import rehost_template
+    from cutlass_layout.cpp.rehost import rehost_template
 
     definition = LOW_LATENCY[LOW_LATENCY.index("template <int TileM"):]
     usings, struct, alias = rehost_template(definition, 0)
@@ -267,7 +267,8 @@ def test_a_launcher_that_reads_its_kernel_through_a_device_adapter_is_rehosted()
     alias's ``GemmKernel`` has no kernel."""
     import clang.cindex as ci
 
-    from cutlass_layout.cpp.text import adapter_alias, rehost_template
+    from cutlass_layout.cpp.text import adapter_alias
+    from cutlass_layout.cpp.rehost import rehost_template
 
     definition = SVDQUANT[SVDQUANT.index("template <class Config>"):SVDQUANT.index("template void")]
     usings, struct, alias = rehost_template(definition, 0)

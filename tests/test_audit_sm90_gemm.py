@@ -12,7 +12,7 @@ else { using WEIGHT_LAYOUT = RowMajor; ... }``; inside, ``if constexpr (RowMajor
 instantiation builds two kernels (B column- and row-major) and each FP8 one builds one (the
 row-major FP8 branch raises instead): 2 x 2 + 4 x 1 = 8 kernels.
 
-The offline tests run the text transforms (:func:`cutlass_layout.cpp.text.rehost_paths`) on a
+The offline tests run the text transforms (:func:`cutlass_layout.cpp.rehost.rehost_paths`) on a
 short template written here in that shape and compile what they give (libclang, C++ only); the
 nvcc test compares the real kernels of two generated sources with nvcc's device front end.
 """
@@ -24,13 +24,10 @@ import shutil
 
 import pytest
 
-from cutlass_layout.cpp.text import (
-    blank_comments,
-    expand_macro_calls,
-    kernel_paths,
-    parameter_names,
-    rehost_paths,
-)
+from cutlass_layout.cpp.brackets import blank_comments
+from cutlass_layout.cpp.macros import expand_macro_calls
+from cutlass_layout.cpp.rehost import kernel_paths, rehost_paths
+from cutlass_layout.cpp.arguments import parameter_names
 
 #: the shape of CutlassSegmentGEMMSM90Run, cut short (types stand in for CUTLASS's)
 HEADER = r"""

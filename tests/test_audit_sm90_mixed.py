@@ -34,14 +34,8 @@ import pytest
 
 from cutlass_layout.commands.audit import element_kind, kernel_parts, mixed_identity
 from cutlass_layout.installs.kernels import kernel_core
-from cutlass_layout.cpp.text import (
-    HOISTED_IF,
-    declarations_only,
-    forwarded_call,
-    rehost_template,
-    template_parameters,
-    with_defaults,
-)
+from cutlass_layout.cpp.rehost import HOISTED_IF, declarations_only, forwarded_call, rehost_template
+from cutlass_layout.cpp.arguments import template_parameters, with_defaults
 
 #: the shapes of the launchers above, cut short (types stand in for CUTLASS's)
 LAUNCHERS = r"""

@@ -1,20 +1,13 @@
-"""cpp/text.py's primitives: argument lists, matching brackets and statement ends, on snippets in
-the shape of CUTLASS and TensorRT-LLM code (written for the test); every expected value is
-derived by hand in a comment beside it."""
+"""The text primitives of cpp/ (arguments.py, brackets.py): argument lists, matching brackets and
+statement ends, on snippets in the shape of CUTLASS and TensorRT-LLM code (written for the test);
+every expected value is derived by hand in a comment beside it."""
 
 from __future__ import annotations
 
 import pytest
 
-from cutlass_layout.cpp.text import (
-    arguments,
-    brace_pairs,
-    call_args,
-    matching,
-    statement_end,
-    template_args,
-    trimmed,
-)
+from cutlass_layout.cpp.arguments import arguments, call_args, template_args, trimmed
+from cutlass_layout.cpp.brackets import brace_pairs, matching, statement_end
 
 BUILDER = ("cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
            "cutlass::half_t, cutlass::layout::RowMajor, 8, cutlass::half_t, cutlass::layout::ColumnMajor, 8, "

@@ -280,7 +280,7 @@ def test_a_computed_include_it_cannot_spell_is_not_known():
 
 
 def test_blanking_a_literal_continued_by_a_backslash_keeps_its_newline():
-    from cutlass_layout.cpp.text import blank_comments
+    from cutlass_layout.cpp.brackets import blank_comments
 
     text = 'const char* s = "a\\\nb";\n#ifdef M\n#endif\n'
     clean = blank_comments(text)

@@ -17,14 +17,9 @@ import re
 import pytest
 
 from cutlass_layout.commands.audit import audit
-from cutlass_layout.cpp.text import (
-    blank_calls,
-    enclosing_namespaces,
-    macro_definition,
-    mainloop_builder,
-    stage_count_macro,
-    with_stage_count,
-)
+from cutlass_layout.cpp.macros import blank_calls, macro_definition
+from cutlass_layout.cpp.declarations import enclosing_namespaces
+from cutlass_layout.cpp.text import mainloop_builder, stage_count_macro, with_stage_count
 
 LAUNCHER = r"""
 #define LAUNCH(T, M)                                                                   \

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import BadInput
-from ..cpp.text import blank_comments
+from ..cpp.brackets import blank_comments
 
 #: TensorRT-LLM's check macros a launcher of a macro (host pass) calls after ``GemmKernel``
 HOST_MACROS = ("TLLM_CHECK", "TLLM_CHECK_WITH_INFO", "TLLM_THROW")

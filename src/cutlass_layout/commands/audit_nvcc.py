@@ -298,7 +298,8 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
     read per instantiation line and alias line: one macro call can declare two kernels);
     nvcc's device front end instantiates what the sources instantiate explicitly or expand
     (tests/test_audit_sm100_gemm.py does this by hand)."""
-    from ..cpp.text import ADAPTER_KERNEL, ANY_ALIAS_RE, statement_end, blank_comments
+    from ..cpp.text import ADAPTER_KERNEL, ANY_ALIAS_RE
+    from ..cpp.brackets import statement_end, blank_comments
 
     install, _, gen_root, of_path, module_flags = _install_context(result, source, cuda_path)
     include = scratch / f"include-{tactics[0].family}"

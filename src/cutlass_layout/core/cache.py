@@ -458,6 +458,11 @@ _TREES = ("sources/trees.py", "sources/digests.py", "sources/wheels.py", "source
           "sources/tvm_ffi.py", "sources/library.py")
 
 
+#: The text-level readers of C++ (launchers cut down, and the readers beneath them).
+_TEXT = ("cpp/text.py", "cpp/brackets.py", "cpp/arguments.py", "cpp/macros.py", "cpp/declarations.py",
+         "cpp/rehost.py")
+
+
 #: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
 #: and downloads are files, not results: :func:`seal` checks them.
 KINDS = _kinds(
@@ -469,20 +474,20 @@ KINDS = _kinds(
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
-    Kind("candidates", 3, ("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
+    Kind("candidates", 3, ("installs/candidates.py", *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py",
                            "cpp/interpret.py")),
-    Kind("moe_sm80", 1, ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
+    Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", "subjects/probe.py",
                          "engine/loop.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
-    Kind("preludes", 1, ("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py")),
+    Kind("preludes", 1, ("installs/kernels.py", *_TEXT, "cpp/cursors.py", "subjects/probe.py")),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
-    Kind("audit", 2, ("installs/kernels.py", "cpp/text.py", *_ENGINE)),
-    Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", "cpp/text.py")),
-    Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", "cpp/text.py",
+    Kind("audit", 2, ("installs/kernels.py", *_TEXT, *_ENGINE)),
+    Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", *_TEXT)),
+    Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT,
                             "installs/kernels.py")),
     Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py",
                             "model/audit.py")),
-    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", "cpp/text.py", "model/audit.py", *_ENGINE)),
+    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", *_TEXT, "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

@@ -53,7 +53,7 @@ class Directive:
 
 def directives(text: str, clean: str | None = None) -> list[Directive]:
     """Each preprocessor directive of ``text``, in order. ``clean`` is the same text with
-    comments blanked (same length, :func:`cutlass_layout.cpp.text.blank_comments`), where given:
+    comments blanked (same length, :func:`cutlass_layout.cpp.brackets.blank_comments`), where given:
     the lines are spliced as ``text`` writes them (a backslash at the end of a line inside a
     comment splices it too, as the preprocessor's phase 2 comes before comments are removed),
     and the kind and the rest are read from ``clean``."""

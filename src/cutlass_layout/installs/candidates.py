@@ -174,7 +174,7 @@ class Candidates:
         fusion, other launchers (fpA_intB's dense GEMM) and types this reader does not place."""
         import re
 
-        from ..cpp.text import template_args
+        from ..cpp.arguments import template_args
 
         if tactic.fusion == "activation":
             return None
@@ -482,7 +482,7 @@ def traits_function(name: str, inc: Path, defined) -> str | None:
     import re
 
     from ..cpp.preprocessor import active_text, directives
-    from ..cpp.text import blank_comments
+    from ..cpp.brackets import blank_comments
 
     try:
         text = blank_comments((inc / TRAITS).read_text(errors="replace"))

@@ -41,7 +41,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..cpp.preprocessor import directives
-from ..cpp.text import NOT_NEWLINE, blank_comments, brace_pairs
+from ..cpp.brackets import NOT_NEWLINE, blank_comments, brace_pairs
 
 _INCLUDE = re.compile(r"""^[ \t]*#[ \t]*(include|include_next|import)[ \t]*([<"])([^>"\n]*)[>"]""", re.M)
 _COMPUTED_INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)[ \t]+([A-Za-z_][^\n]*)$", re.M)

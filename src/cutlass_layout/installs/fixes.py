@@ -148,7 +148,8 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     (:func:`fix_header`) as aliases ``cl_k<i>_Fix*`` (``char[2 + value]``): ``FixReduced``,
     ``FixStageBytes1000``, ``FixCarveout`` (for ``CL_STAGES``) and ``FixGiven`` (the carve-out
     the launcher gives); None when the body has no mainloop builder."""
-    from ..cpp.text import KERNEL_ALIAS_RE, blank_comments, mainloop_builder, trimmed_macro, with_stage_count
+    from ..cpp.text import KERNEL_ALIAS_RE, mainloop_builder, trimmed_macro, with_stage_count
+    from ..cpp.brackets import blank_comments
     from .kernels import in_place_probe
 
     found = mainloop_builder(body)
@@ -279,7 +280,8 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
     from ..core.cache import cache_dir, write_atomic
     from ..engine.loop import Batch, lay_out
     from ..core.files import read_text
-    from ..cpp.text import blank_calls, enclosing_namespaces, macro_definition
+    from ..cpp.macros import blank_calls, macro_definition
+    from ..cpp.declarations import enclosing_namespaces
     from .kernels import split_preamble
 
     fixes: list[Fix | None] = [None] * len(wants)

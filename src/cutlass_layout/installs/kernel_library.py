@@ -33,7 +33,7 @@ from ..core.cache import KINDS
 from ..sources.library import KernelLibrary
 from ..subjects import probe
 from ..subjects.archs import capacity_of  # the C++ name of an arch's capacity constant
-from ..cpp.text import template_args
+from ..cpp.arguments import template_args
 
 HARNESS = Path(__file__).resolve().parent.parent / "sources" / "_cutlass_library_harness.py"
 #: The family of the library's tactics in an audit.

@@ -44,25 +44,12 @@ from typing import TYPE_CHECKING
 
 from ..core.cache import KINDS, cache_dir, write_atomic
 from ..core.files import read_text
-from ..cpp.text import (
-    ADAPTER_KERNEL,
-    KERNEL_ALIAS_RE,
-    adapter_alias,
-    arguments,
-    blank_comments,
-    call_args,
-    explicit_instantiations,
-    forwarded_call,
-    macro_definition,
-    matching,
-    rehost_paths,
-    rehost_template,
-    substituted,
-    template_args,
-    template_parameters,
-    trimmed_macro,
-    with_defaults,
-)
+from ..cpp.text import ADAPTER_KERNEL, KERNEL_ALIAS_RE, adapter_alias, trimmed_macro
+from ..cpp.arguments import arguments, call_args, template_args, template_parameters, with_defaults
+from ..cpp.brackets import blank_comments, matching
+from ..cpp.declarations import explicit_instantiations
+from ..cpp.rehost import forwarded_call, rehost_paths, rehost_template
+from ..cpp.macros import macro_definition, substituted
 from ..errors import BadInput
 from ..model import CompileError, LayoutReport, Provenance
 from ..subjects import probe
@@ -447,7 +434,7 @@ def prelude(unit, text: str, capacity: str | None = None,
     declarations are spelled in) has a kernel alias, cut down; and every function template the
     source explicitly instantiates whose body has one, re-hosted (its definition found among
     its declarations, another declaration giving default arguments); one whose body only
-    calls another template (:func:`~cutlass_layout.cpp.text.forwarded_call`) re-hosts that
+    calls another template (:func:`~cutlass_layout.cpp.rehost.forwarded_call`) re-hosts that
     one, and names its kernel through a class of its own parameters.
 
     ``instantiations``: ``(function, template arguments, line, macro or None)`` of the explicit

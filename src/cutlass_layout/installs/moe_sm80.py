@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..cpp.preprocessor import active_text, evaluate
-from ..cpp.text import blank_comments, matching, template_args
+from ..cpp.brackets import blank_comments, matching
+from ..cpp.arguments import template_args
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -192,7 +193,7 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
 
 
 def _close(text: str, start: int, open_: str, close: str) -> int:
-    """The bracket closing the one at ``start`` (:func:`cutlass_layout.cpp.text.matching`),
+    """The bracket closing the one at ``start`` (:func:`cutlass_layout.cpp.brackets.matching`),
     or the end of ``text`` where it is not closed."""
     end = matching(text, start, open_, close)
     return len(text) if end is None else end

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..model import Tactic
-from ..cpp.text import template_args
+from ..cpp.arguments import template_args
 from .kernels import FoundKernel, kernel_core
 
 #: The family of TensorRT-LLM's MoE grouped GEMM (built by flashinfer's ``fused_moe_*`` modules).

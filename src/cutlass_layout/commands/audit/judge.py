@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
-from ...cpp.text import blank_comments, declared_functions, explicit_instantiations, kernel_aliases, macro_calls
+from ...cpp.brackets import blank_comments
+from ...cpp.declarations import declared_functions, explicit_instantiations, kernel_aliases
+from ...cpp.macros import macro_calls
 
 
 def source_facts(text: str) -> dict:

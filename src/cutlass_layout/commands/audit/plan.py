@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...errors import BadInput, NothingForArch
 from ...core.cache import KINDS, code_fingerprint, result_key
-from ...cpp.text import blank_comments
+from ...cpp.brackets import blank_comments
 from ...installs.equivalence import canonical_flags, place_names
 from ...installs.kernels import Source, estimate_kernels, pch_preamble, split_preamble
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
