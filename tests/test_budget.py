@@ -97,17 +97,17 @@ def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
     budget, and a config beside it keeps its budget."""
     from cutlass_layout import layouts
     from cutlass_layout.engine import loop as engine
-    from cutlass_layout.subjects import probe
+    from cutlass_layout.subjects import aliases, budgets
 
-    real = probe.budget_block
+    real = budgets.budget_block
 
     def broken(cfg, index):
         text = real(cfg, index)
         if cfg.tile == (128, 128, 128):
-            text += f"namespace {probe.NAMESPACE}{index} {{ using Broken = typename MainloopBuilder::NoSuchMember; }}\n"
+            text += f"namespace {aliases.NAMESPACE}{index} {{ using Broken = typename MainloopBuilder::NoSuchMember; }}\n"
         return text
 
-    monkeypatch.setattr(probe, "budget_block", broken)
+    monkeypatch.setattr(budgets, "budget_block", broken)
     parses = []
     real_parse = engine._parse
     monkeypatch.setattr(engine, "_parse", lambda *a: parses.append(a) or real_parse(*a))

@@ -17,7 +17,7 @@ from test_nvcc import check_against_nvcc  # every number against nvcc's, one tra
 
 from cutlass_layout import BadInput, Config, UserType, layouts
 from cutlass_layout.cli import main
-from cutlass_layout.subjects.probe import config_block, epilogue_schedule, kernel_schedule
+from cutlass_layout.subjects.builders import config_block, epilogue_schedule, kernel_schedule
 
 HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm100_grouped.hpp"
 

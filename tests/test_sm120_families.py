@@ -16,7 +16,7 @@ import pytest
 from cutlass_layout import BadInput, Config, layouts
 from cutlass_layout.checks.verify import verify_with_nvcc
 from cutlass_layout.reports.sweep import summary
-from cutlass_layout.subjects.probe import config_block, kernel_schedule
+from cutlass_layout.subjects.builders import config_block, kernel_schedule
 
 SM120 = [
     Config(kernel="dense", a="e4m3", scales=(1, 128, 128)),

@@ -67,7 +67,7 @@ from .sources.trees import resolve_cutlass as _resolve_cutlass
 from .subjects import probe
 from .subjects.config import Config, parse_stages, parse_tile
 from .subjects.grid import expand_braces
-from .subjects.probe import UserType
+from .subjects.user_type import UserType
 
 
 def _renamed(**old_names: str):

@@ -2,7 +2,7 @@
 
 Every number the engine prints is clang's record layout, cross-checked with nvcc; what a user
 asks is whether the kernel launches. :func:`verify_on_gpu` builds the very types the engine
-laid out (:func:`cutlass_layout.subjects.probe.config_block`) into a small program per config, compiled
+laid out (:func:`cutlass_layout.subjects.builders.config_block`) into a small program per config, compiled
 with nvcc for the local GPU's arch (``-arch=sm_90a``), which
 
 * reads the device and its opt-in shared memory per block
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..model import plain
-from ..subjects import probe
+from ..subjects import aliases, probe
 from ..subjects.config import ARCHS, Config
 
 #: compute capability -> the arch names that run there
@@ -187,7 +187,7 @@ def gpu_program(cfg: Config) -> str:
     m, n, k = cfg.tile
     body = probe.render([cfg])
     grouped = "true" if cfg.kernel == "grouped" else "false"
-    return (body + _MAIN + f"  cl_run<{probe.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"
+    return (body + _MAIN + f"  cl_run<{aliases.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"
             "  return 0;\n}\n")
 
 

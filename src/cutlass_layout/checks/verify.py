@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..model import LayoutReport, StructLayout
 from ..core.progress import step
-from ..subjects import probe
+from ..subjects import probe, user_type
 from ..subjects.config import ARCHS
 
 _ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"),
@@ -99,7 +99,7 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     ``fields[(i, "Launch", "expr")] = (N, 0)``, the probe's launch size (with ``run``, also
     ``(i, "Launch", "params")``: what the kernel's own ``Params`` computes;
     :func:`cutlass_layout.subjects.probe.checks`). Bytes. User types
-    (:class:`~cutlass_layout.subjects.probe.UserType`) bring their ``-I``/``-D`` flags; put types whose
+    (:class:`~cutlass_layout.subjects.user_type.UserType`) bring their ``-I``/``-D`` flags; put types whose
     ``STAGES`` differ in separate calls (a header is read once per translation unit).
 
     Raises:
@@ -110,7 +110,7 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     if not nvcc:
         raise BadInput("verifying with nvcc needs nvcc, and it is not on PATH")
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
-    extra = list(dict.fromkeys(f for s in subjects if isinstance(s, probe.UserType)
+    extra = list(dict.fromkeys(f for s in subjects if isinstance(s, user_type.UserType)
                                for f in s.extra_flags()))
     cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}"]
     how = ("built (host and device pass) and run" if run else
@@ -185,7 +185,7 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
     by_arch: dict[tuple, list[int]] = {}
     for i, (s, r) in enumerate(zip(subjects, reports)):
         if r.error is None:  # a user type's arch may come from its tag: the report has it
-            unit = s.unit_key() if isinstance(s, probe.UserType) else None
+            unit = s.unit_key() if isinstance(s, user_type.UserType) else None
             by_arch.setdefault((r.config.get("arch") or s.arch, unit), []).append(i)
     for (arch, _), idxs in by_arch.items():
         paths, want = [], {}

@@ -16,7 +16,7 @@ choice. Every number it reports comes from a layout of the engine:
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
   layout counts as the layout of ``StageCount<S>``.
 
-A grid may also be user types (``sweep --header``, :class:`~cutlass_layout.subjects.probe.UserType`):
+A grid may also be user types (``sweep --header``, :class:`~cutlass_layout.subjects.user_type.UserType`):
 each is laid out as the header defines it, and where the header takes its stage count from
 the ``STAGES`` macro, the same search runs over ``STAGES=N`` (N from 2: every pipelined
 mainloop needs two stages); a type that does not take it gets no search.
@@ -42,7 +42,7 @@ from ..core.pool import check_jobs, default_jobs
 from ..core.progress import step
 from ..engine.schedule import Schedule
 from ..subjects.config import Config
-from ..subjects.probe import UserType
+from ..subjects.user_type import UserType
 
 #: Upper bound of the stage-count search.
 MAX_STAGES = 32

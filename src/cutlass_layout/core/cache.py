@@ -445,9 +445,14 @@ def _kinds(*rows: Kind) -> dict[str, Kind]:
     return out
 
 
+#: The code that writes the probe: the whole unit, and its parts.
+_PROBE = ("subjects/probe.py", "subjects/aliases.py", "subjects/user_type.py", "subjects/builders.py",
+          "subjects/budgets.py")
+
+
 #: The code whose every change invalidates the cached layouts (the engine's,
 #: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
-_ENGINE = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
+_ENGINE = ("engine/loop.py", *_PROBE, "subjects/config.py", "subjects/archs.py",
            "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
            "subjects/mainloop2x.py", "cpp/cursors.py")
 
@@ -477,10 +482,10 @@ KINDS = _kinds(
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
     Kind("candidates", 3, ("installs/candidates.py", *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py",
                            "cpp/interpret.py")),
-    Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", "subjects/probe.py",
+    Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", *_PROBE,
                          "engine/loop.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
-    Kind("preludes", 1, ("installs/kernels.py", *_TEXT, "cpp/cursors.py", "subjects/probe.py")),
+    Kind("preludes", 1, ("installs/kernels.py", *_TEXT, "cpp/cursors.py", *_PROBE)),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
     Kind("audit", 2, ("installs/kernels.py", *_TEXT, *_ENGINE)),
     Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", *_TEXT)),

@@ -15,11 +15,11 @@ cache kind ``layouts``, :data:`~cutlass_layout.core.cache.KINDS`) under :func:`r
 the tree's content hash, the config's probe block as parsed, the clang flags (the include
 root left out: the tree hash stands for it), the libclang version and a fingerprint of the
 engine's own code (:meth:`cutlass_layout.core.cache.Kind.key`). An auto-stage config's block reads its
-mainloop builder's stage budget in the same parse (:func:`cutlass_layout.subjects.probe.budgeted`),
+mainloop builder's stage budget in the same parse (:func:`cutlass_layout.subjects.budgets.budgeted`),
 so there is one key per config, whichever command laid it out; a layout that also checked
 the kernel body has a key of its own. ``layout``, ``sweep`` and ``diff`` all read and write
 it, so a config laid out once is not parsed again. A
-:class:`~cutlass_layout.subjects.probe.UserType` is not cached: its header's own includes cannot be
+:class:`~cutlass_layout.subjects.user_type.UserType` is not cached: its header's own includes cannot be
 tracked.
 """
 
@@ -36,9 +36,9 @@ from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure
 from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
 from ..sources.cuda import CudaHeaders, find_cuda
 from ..sources.trees import CutlassTree, resolve_cutlass
-from ..subjects import archs, probe, shapes
+from ..subjects import aliases, archs, budgets, probe, shapes, user_type
 from ..subjects.config import ARCHS, Config, config_from
-from ..subjects.probe import UserType
+from ..subjects.user_type import UserType
 from ..core.cache import KINDS, discard
 from ..core.progress import step
 
@@ -88,8 +88,8 @@ def target(cutlass=None, cuda_path=None) -> Target:
 
 def read_report(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
     """The report of probe block ``index`` of ``unit``, with the builder's budget where the
-    block has one (:func:`cutlass_layout.subjects.probe.budget_block`)."""
-    names = unit.aliases(f"{probe.NAMESPACE}{index}")
+    block has one (:func:`cutlass_layout.subjects.budgets.budget_block`)."""
+    names = unit.aliases(f"{aliases.NAMESPACE}{index}")
     rep = read_subject(unit, names, cfg, prov)
     if rep.error is None and "BudgetStages" in names and isinstance(cfg, Config):
         rep.builder_budget = _read_budget(names, unit, cfg, rep)
@@ -103,7 +103,7 @@ def _optional_int(names: dict, alias: str) -> int | None:
 
 
 def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
-    """The :class:`LayoutReport` of one :func:`cutlass_layout.subjects.probe.subject_block`, its
+    """The :class:`LayoutReport` of one :func:`cutlass_layout.subjects.aliases.subject_block`, its
     declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
 
     A 2.x mainloop's class and the element types it stages and loads are read too
@@ -136,7 +136,7 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
         cc = _optional_int(names, "ArchCC")
         kind = _optional_int(names, "Kind")
         capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
-        tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in probe.TMA_MEMBERS}
+        tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in aliases.TMA_MEMBERS}
         elements = [ProbeUnit.type_name(names[a]) if a in names else None
                     for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")]
     except (KeyError, ValueError) as exc:  # never a number from a broken type
@@ -147,7 +147,7 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
     if stages_b is not None and stages_b > 1:  # a sparse mainloop: StagesA, StagesB, StagesE
         rep.stage_counts = {"A": rep.stages, "B": stages_b - 2,
                             "E": stages_e - 2 if stages_e and stages_e > 1 else None}
-    rep.subject_kind = probe.KINDS.get(kind - 2) if kind is not None else None
+    rep.subject_kind = aliases.KINDS.get(kind - 2) if kind is not None else None
     if rep.storage is not None:
         rep.subject_kind = shapes.storage_kind(rep.storage)
     if rep.subject_kind == "direct_conv":
@@ -168,7 +168,7 @@ def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutR
         rep.config["arch_from"] = "tag"
     consts = {
         alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
-        for alias, member in probe.TMA_MEMBERS.items()
+        for alias, member in aliases.TMA_MEMBERS.items()
     }
     rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
     return rep
@@ -235,7 +235,7 @@ def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
                        f"{', '.join(archs.ARCHS)}: give the arch (arch=)")
     if a.capacity is None:
         return documented_capacity(a)
-    alias = probe.capacity_alias(a.capacity)
+    alias = aliases.capacity_alias(a.capacity)
     if alias not in names:
         raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
                        f"{a.capacity}: give the arch (arch=)")
@@ -378,7 +378,7 @@ def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, rep: LayoutReport) -
         return None
     reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
     if reduced > 0:
-        capacity = unit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[cfg.family], reduced)
+        capacity = unit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[cfg.family], reduced)
     else:
         capacity = rep.capacity
     return BuilderBudget(
@@ -557,7 +557,7 @@ def store_report(tgt: Target, cfg, rep: LayoutReport, *, checked: str = "types")
 
 
 def subject(value=None, **flags):
-    """What to lay out: a :class:`~cutlass_layout.subjects.probe.UserType` as is, else
+    """What to lay out: a :class:`~cutlass_layout.subjects.user_type.UserType` as is, else
     :func:`cutlass_layout.subjects.config.config_from` (a ``Config``, a tile string such as
     ``"128x256x128"``, a dict of config values, or nothing, plus keyword config values as the
     command line takes them). Raises :class:`BadInput`."""
@@ -574,7 +574,7 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
 
     Args:
         configs: :class:`~cutlass_layout.subjects.config.Config` or
-            :class:`~cutlass_layout.subjects.probe.UserType` items, tile strings (``"128x256x128"``)
+            :class:`~cutlass_layout.subjects.user_type.UserType` items, tile strings (``"128x256x128"``)
             or dicts of config values (see :func:`subject`); any mix of archs (one
             translation unit per arch).
         cutlass: anything :func:`cutlass_layout.sources.trees.resolve_cutlass` accepts, or a
@@ -625,10 +625,10 @@ def _check_stages(subject, rep: LayoutReport) -> None:
     """
     if (isinstance(subject, UserType) and subject.stages is not None and rep.error is None
             and rep.stages is not None and rep.stages != subject.stages):
-        raise BadInput(f"{probe.STAGES_MACRO}={subject.stages} gave {subject.type} "
+        raise BadInput(f"{user_type.STAGES_MACRO}={subject.stages} gave {subject.type} "
                        f"{rep.stages} stages: {subject.header.name} does not take its stage count "
-                       f"from {probe.STAGES_MACRO} (write #ifndef {probe.STAGES_MACRO} / #define "
-                       f"{probe.STAGES_MACRO} {rep.stages} / #endif and pass {probe.STAGES_MACRO} on)")
+                       f"from {user_type.STAGES_MACRO} (write #ifndef {user_type.STAGES_MACRO} / #define "
+                       f"{user_type.STAGES_MACRO} {rep.stages} / #endif and pass {user_type.STAGES_MACRO} on)")
 
 
 def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
@@ -759,7 +759,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
 
     def block(subject, index: int, budget: bool) -> tuple[str, str]:
         body = probe.block(subject, index, capacities, budget=False)
-        return body, (probe.budget_block(subject, index) if budget and probe.budgeted(subject) else "")
+        return body, (budgets.budget_block(subject, index) if budget and budgets.budgeted(subject) else "")
 
     def read(unit: ProbeUnit, subject, index: int) -> LayoutReport:
         rep = read_report(unit, subject, index, prov)
@@ -778,7 +778,7 @@ def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, h
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s
     includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
-    ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.subjects.probe.subject_block`;
+    ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.subjects.aliases.subject_block`;
     parsed with the tree's precompiled header for ``arch`` (``extra``: more ``-I`` flags, the
     header built with them too); a subject's report config is its ``to_dict()``."""
     prov = tgt.provenance(arch)
@@ -836,7 +836,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
 
     Args:
         config: a :class:`~cutlass_layout.subjects.config.Config`, a
-            :class:`~cutlass_layout.subjects.probe.UserType`, or a tile as the command line takes it
+            :class:`~cutlass_layout.subjects.user_type.UserType`, or a tile as the command line takes it
             (``"128x256x128"``, ``"128x128x64B"``); default: SM120 grouped NVFP4
             128x128x128, flashinfer flavour, stages auto.
         cutlass: the CUTLASS source (see :func:`cutlass_layout.sources.trees.resolve_cutlass`);
@@ -913,21 +913,21 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
     :func:`builder_candidates` by ``std::is_same`` of its ``CollectiveOp`` with the mainloop.
     ``None`` where the header names no such builder, the builder chose no stage count of its
     own (``StageCount<N>``), or the family's stage function is not read
-    (:func:`cutlass_layout.subjects.probe.budget_family`: SM90 and SM120 block-scaled builders)."""
+    (:func:`cutlass_layout.subjects.budgets.budget_family`: SM90 and SM120 block-scaled builders)."""
     arch = rep.config.get("arch") or user.arch
     family = archs.ARCHS[arch].family if arch in archs.ARCHS else None
-    if family not in probe.BUDGET_REDUCED or rep.mainloop is None:
+    if family not in budgets.BUDGET_REDUCED or rep.mainloop is None:
         return None
     cands = builder_candidates(unit, user.header)
     if not cands:
         return None
     text = (probe.render([user], capacities=_capacities(tgt, [user]))
-            + probe.user_budget_block(family, cands))
+            + budgets.user_budget_block(family, cands))
     bunit = _parse_text(tgt, text, user.parse_arch, _extra_flags([user]), warm=False)
     if bunit.errors():
         return None
     for j in range(len(cands)):
-        names = bunit.aliases(f"{probe.BUDGET_NAMESPACE}{j}")
+        names = bunit.aliases(f"{budgets.BUDGET_NAMESPACE}{j}")
         if ProbeUnit.int_alias(names["BudgetMatch"]) != 2:
             continue
         stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
@@ -935,7 +935,7 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
         if stages <= 0 or carveout < 0:  # forwards to another builder, or StageCount<N>
             return None
         reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
-        capacity = (bunit.static_member(names["MainloopBuilder"], probe.BUDGET_REDUCED[family], reduced)
+        capacity = (bunit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[family], reduced)
                     if reduced > 0 else rep.capacity)
         return BuilderBudget(capacity=capacity, carveout_bytes=carveout,
                              stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,

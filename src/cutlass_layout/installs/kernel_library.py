@@ -31,7 +31,7 @@ from ..errors import BadInput
 from ..model import LayoutReport
 from ..core.cache import KINDS
 from ..sources.library import KernelLibrary
-from ..subjects import probe
+from ..subjects import aliases
 from ..subjects.archs import capacity_of  # the C++ name of an arch's capacity constant
 from ..cpp.arguments import template_args
 
@@ -243,10 +243,10 @@ def stage_spec(kernel: LibraryKernel, spelled: str | None) -> str | None:
 
 def block_text(kernel: LibraryKernel, index: int, capacity: str | None) -> str:
     """Kernel ``index``'s block: its emitted instance and a probe block of ``<name>_base``, in
-    ``namespace cl_probe_<index>`` (:func:`cutlass_layout.subjects.probe.subject_block`)."""
-    ns = f"{probe.NAMESPACE}{index}"
+    ``namespace cl_probe_<index>`` (:func:`cutlass_layout.subjects.aliases.subject_block`)."""
+    ns = f"{aliases.NAMESPACE}{index}"
     return (f"\nnamespace {ns} {{\n{kernel.instance}\n"
-            f"{probe.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
+            f"{aliases.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
 
 
 def needs_util(kernels: list[LibraryKernel]) -> bool:

@@ -11,7 +11,7 @@ body instantiation):
 0. **prelude**: the source parsed without bodies: the launcher macros it expands and the
    function templates it instantiates explicitly; :mod:`cutlass_layout.cpp.text` cuts each
    macro down after its last kernel alias, with a probe block after each alias
-   (:func:`cutlass_layout.subjects.probe.subject_block`), and re-hosts each function template as a
+   (:func:`cutlass_layout.subjects.aliases.subject_block`), and re-hosts each function template as a
    class template (one that only forwards to another through the one it calls). The result
    is an ``-include`` file of the next parses.
 1. **find** (and lay out): the source parsed *with* bodies: every type alias in it (function
@@ -52,7 +52,7 @@ from ..cpp.rehost import forwarded_call, rehost_paths, rehost_template
 from ..cpp.macros import macro_definition, substituted
 from ..errors import BadInput
 from ..model import CompileError, LayoutReport, Provenance
-from ..subjects import probe
+from ..subjects import aliases
 from ..subjects.archs import ARCHS, arch_family, capacity_of  # the arch table's (one definition)
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def split_preamble(text: str) -> tuple[list[str], str]:
 def pch_preamble(include_lines: list[str]) -> str:
     """What the precompiled header of a source holds: its leading includes and the probe's
     detection helpers."""
-    return "\n".join(include_lines) + "\n#include <type_traits>\n" + probe._DETECT
+    return "\n".join(include_lines) + "\n#include <type_traits>\n" + aliases.DETECT
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,10 +420,10 @@ def _read_text(path: str, memo: dict) -> str:
 
 def in_place_probe(capacity: str):
     """The ``probe`` argument of :func:`~cutlass_layout.cpp.text.trimmed_macro`: a probe block
-    (:func:`cutlass_layout.subjects.probe.subject_block`) after the ``i``-th kernel alias, its names
+    (:func:`cutlass_layout.subjects.aliases.subject_block`) after the ``i``-th kernel alias, its names
     prefixed ``cl_k<i>_``."""
     def block(i: int, alias: str, in_class: bool) -> str:
-        return probe.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
+        return aliases.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
     return block
 
 
@@ -521,7 +521,7 @@ def prelude(unit, text: str, capacity: str | None = None,
                 shown = f"{alias} [{label}]" if label else (f"{alias} [path {j}]" if len(paths) > 1 else alias)
                 out.hosted[name_alias] = (f"{name}<{args}>", line, unit.rel(file), alias_line, shown)
                 if capacity:
-                    block = probe.subject_block(name_alias, capacity,
+                    block = aliases.subject_block(name_alias, capacity,
                                                 prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}p{j}_")
                     out.rehost_probes += f"{opening}\n{block}{closing}\n"
             continue
@@ -568,7 +568,7 @@ def prelude(unit, text: str, capacity: str | None = None,
                         f"{closing}\n")
         out.hosted[name_alias] = (f"{name}<{args}>", line, unit.rel(file), alias_line, alias)
         if capacity:
-            block = probe.subject_block(name_alias, capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}_")
+            block = aliases.subject_block(name_alias, capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}_")
             out.rehost_probes += f"{opening}\n{block}{closing}\n"
     return out
 
@@ -822,9 +822,9 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
 
     def block(spelling: str, index: int, _budget: bool) -> tuple[str, str]:
         cap = CAPACITY.get(kernel_arch(spelling)) or capacity_of(source.arch)
-        return (f"\nnamespace {probe.NAMESPACE}{index} {{\n"
-                f"{probe.subject_block(names.get(spelling) or spelling, cap)}}}"
-                f"  // namespace {probe.NAMESPACE}{index}\n"), ""
+        return (f"\nnamespace {aliases.NAMESPACE}{index} {{\n"
+                f"{aliases.subject_block(names.get(spelling) or spelling, cap)}}}"
+                f"  // namespace {aliases.NAMESPACE}{index}\n"), ""
 
     def parse(body: str, _members) -> "ProbeUnit":
         out.seconds["parses"] += 1

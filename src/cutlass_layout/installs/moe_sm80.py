@@ -687,7 +687,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     from ..model import LayoutReport, Tactic
     from ..engine import loop as engine
     from ..core.cache import KINDS, cache_dir, write_atomic
-    from ..subjects import probe
+    from ..subjects import user_type
 
     read = _read(install, defined)
     if read is None:
@@ -723,7 +723,7 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
         header = Path(cache_dir("moe_sm80")) / f"{rkey[:16]}.h"
         if not header.is_file():
             write_atomic(header, header_text.encode())
-        users = [probe.UserType(header=header, type=t, arch="sm120", includes=includes,
+        users = [user_type.UserType(header=header, type=t, arch="sm120", includes=includes,
                                 defines=tuple(sorted(defined))) for t in types]
         return engine.layouts(users, tgt)
 

@@ -1,4 +1,6 @@
 """What is laid out, as text and values: a config (:mod:`.config`, its arch :mod:`.archs`, grids
-of them :mod:`.grid`), its probe block or a user type (:mod:`.probe`), launchers cut down to
-their kernel type (:mod:`.launchers`), and what a storage of no GEMM shape or a 2.x mainloop
-holds (:mod:`.shapes`, :mod:`.mainloop2x`). Nothing here parses or caches."""
+of them :mod:`.grid`), a user's own type (:mod:`.user_type`), the probe that lays them out
+(:mod:`.probe`; a subject's detection helpers and aliases :mod:`.aliases`, a config's type chain
+:mod:`.builders`, the builder's stage budget :mod:`.budgets`), and what a storage of no GEMM
+shape or a 2.x mainloop holds (:mod:`.shapes`, :mod:`.mainloop2x`). Nothing here parses or
+caches."""

@@ -16,7 +16,7 @@ The preset families (each built with CUTLASS's two ``CollectiveBuilder``s and
 The block-scale-factor epilogue (D in NVFP4/MXFP4/MXFP8 with its scale factors SFD,
 ``LinCombBlockScaleFactor``) is ``--d nvfp4|mxfp4|mxfp8`` on the SM120 and SM100 families.
 The CUTLASS 2.x-era archs (SM70 to SM89) have no preset family: lay out such kernels with
-``--header/--type`` (:class:`cutlass_layout.subjects.probe.UserType`). Capacities: :mod:`cutlass_layout.subjects.archs`.
+``--header/--type`` (:class:`cutlass_layout.subjects.user_type.UserType`). Capacities: :mod:`cutlass_layout.subjects.archs`.
 """
 
 from __future__ import annotations

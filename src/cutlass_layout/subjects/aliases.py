@@ -1,0 +1,254 @@
+"""The probe's part for one subject: the C++ detection helpers (``namespace cl_detail``,
+:data:`DETECT`: what a subject is, its parts, its optional members) and the aliases that
+expose its storage to the frontend (:func:`subject_block`; the table of aliases is in
+:mod:`.probe`'s docstring). The helpers mirror what tells CUTLASS's types apart: a 3.x
+``GemmUniversal`` (``gemm/kernel/gemm_universal.hpp``), a 2.x kernel (``kernel::Gemm``), a
+collective (``TiledMma``, ``DispatchPolicy``), a 2.x threadblock mainloop (``MmaBase``) or
+epilogue, a direct convolution's launch size (``conv/kernel/direct_convolution.h``).
+"""
+
+from __future__ import annotations
+
+
+NAMESPACE = "cl_probe_"
+
+#: Aliases whose canonical type must be a complete record.
+RECORD_ALIASES = ("KernelStorage", "MainloopStorage", "EpilogueStorage", "Storage")
+#: ``char[N]`` aliases read as integers.
+INT_ALIASES = ("Stages", "Capacity", "StagesB", "StagesE", "ArchCC", "Kind", "LaunchBytes",
+               "LaunchActivation", "LaunchFilter")
+#: ``Kind`` - 2 -> :attr:`cutlass_layout.model.LayoutReport.subject_kind` (4: ``storage``, which
+#: the engine may name more closely from the storage's members: ``fmha``)
+KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
+#: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
+TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
+               "TmaTotal": "TmaTransactionBytes"}
+
+DETECT = """
+// Detection of what a subject type is and of optional members (cutlass-layout).
+#ifndef CL_DETAIL_DEFINED  // also in the precompiled header
+#define CL_DETAIL_DEFINED
+namespace cl_detail {
+struct cl_none {};  // stands for "the subject has no such part"
+#define CL_DETECT(NAME)                                                                  \\
+  template <class T, class = void> struct has_##NAME { static constexpr long long value = 1; }; \\
+  template <class T> struct has_##NAME<T, std::void_t<decltype(T::NAME)>> {              \\
+    static constexpr long long value = 1 + static_cast<long long>(T::NAME); };
+CL_DETECT(TmaTransactionBytesMK)
+CL_DETECT(TmaTransactionBytesNK)
+CL_DETECT(TmaTransactionBytes)
+CL_DETECT(ReducedSmemCapacityBytes)
+CL_DETECT(Sm90ReducedSmemCapacityBytes)
+#undef CL_DETECT
+// Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
+template <class F, long long Lo, long long Hi>
+constexpr long long min_capacity() {
+  if constexpr (Lo >= Hi) { return Lo; }
+  else {
+    constexpr long long Mid = (Lo + Hi) / 2;
+    if constexpr (F::template stages<static_cast<int>(Mid)>() >= 1000) { return min_capacity<F, Lo, Mid>(); }
+    else { return min_capacity<F, Mid + 1, Hi>(); }
+  }
+}
+template <class T, class = void> struct is_kernel : std::false_type {};
+template <class T> struct is_kernel<T, std::void_t<typename T::CollectiveMainloop,
+    typename T::CollectiveEpilogue, typename T::SharedStorage>> : std::true_type {};
+// a CUTLASS 2.x kernel (kernel::Gemm, kernel::GemmGrouped, kernel::GemmUniversal)
+template <class T, class = void> struct is_kernel2x : std::false_type {};
+template <class T> struct is_kernel2x<T, std::void_t<typename T::Mma, typename T::Epilogue,
+    typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct is_mainloop : std::false_type {};
+template <class T> struct is_mainloop<T, std::void_t<typename T::TiledMma,
+    typename T::DispatchPolicy, typename T::SharedStorage>> : std::true_type {};
+// a CUTLASS 2.x threadblock mainloop (MmaMultistage, MmaPipelined)
+template <class T, class = void> struct is_mainloop2x : std::false_type {};
+template <class T> struct is_mainloop2x<T, std::void_t<typename T::IteratorA,
+    decltype(T::kStages), typename T::SharedStorage>> : std::true_type {};
+// a CUTLASS 3.x epilogue collective (StrideD) or a 2.x threadblock epilogue
+template <class T, class = void> struct is_epilogue : std::false_type {};
+template <class T> struct is_epilogue<T, std::void_t<typename T::StrideD,
+    typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct is_epilogue2x : std::false_type {};
+template <class T> struct is_epilogue2x<T, std::void_t<typename T::AccumulatorFragmentIterator,
+    typename T::SharedStorage>> : std::true_type {};
+template <class T, class = void> struct has_storage : std::false_type {};
+template <class T> struct has_storage<T, std::void_t<typename T::SharedStorage>> : std::true_type {};
+// a kernel whose Params computes the launch size (conv/kernel/direct_convolution.h); asked of
+// 2.x kernels only (std::conjunction): it completes T::Params, and a 3.x kernel's Params can
+// fail (a TMA static_assert) where its SharedStorage does not
+template <class T, class = void> struct has_params_smem : std::false_type {};
+template <class T> struct has_params_smem<T, std::void_t<
+    decltype(std::declval<typename T::Params&>().get_smem_size())>> : std::true_type {};
+// a 2.x mainloop's element types: those it stages in shared memory (its warp-level operator's
+// ElementA/B, what MmaBase's SharedStorage buffers hold) and those its global-memory
+// iterators load (IteratorA/B::Element); cl_none where it has none (a 3.x collective)
+template <class T, class = void> struct smem_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct smem_elements<T, std::void_t<typename T::IteratorA,
+    typename T::Operator::ElementA, typename T::Operator::ElementB>> {
+  using a = typename T::Operator::ElementA; using b = typename T::Operator::ElementB; };
+template <class T, class = void> struct global_elements { using a = cl_none; using b = cl_none; };
+template <class T> struct global_elements<T, std::void_t<typename T::IteratorA::Element,
+    typename T::IteratorB::Element>> {
+  using a = typename T::IteratorA::Element; using b = typename T::IteratorB::Element; };
+// what a subject stands for: a type with a GemmKernel member (an adapter, a 2.x device-level
+// Gemm, a Default* kernel builder), else with an UnderlyingKernel one (a 2.x conv device
+// wrapper), else, having no SharedStorage, with a Kernel one (an FMHA device wrapper), is its
+// kernel
+template <class T, class = void> struct wrapped_of { using type = void; };
+template <class T> struct wrapped_of<T, std::void_t<typename T::Kernel>> {
+  using type = std::conditional_t<has_storage<T>::value, void, typename T::Kernel>; };
+template <class T, class = void> struct underlying_of : wrapped_of<T> {};
+template <class T> struct underlying_of<T, std::void_t<typename T::UnderlyingKernel>> {
+  using type = typename T::UnderlyingKernel; };
+template <class T, class = void> struct inner_kernel_of : underlying_of<T> {};
+template <class T> struct inner_kernel_of<T, std::void_t<typename T::GemmKernel>> {
+  using type = typename T::GemmKernel; };
+template <class T, bool = (is_kernel<T>::value || is_kernel2x<T>::value),
+          class K = typename inner_kernel_of<T>::type>
+struct unwrap { using type = T; };
+template <class T, class K> struct unwrap<T, false, K> { using type = typename unwrap<K>::type; };
+template <class T> struct unwrap<T, false, void> { using type = T; };
+// 5: a 2.x direct convolution, 3: a 3.x kernel, 2: a 2.x kernel, 1: a mainloop, 0: an
+// epilogue, 4: another type with a SharedStorage, -1: none of these
+template <class T> struct kind_of { static constexpr int value =
+    std::conjunction<is_kernel2x<T>, has_params_smem<T>>::value ? 5
+    : is_kernel<T>::value ? 3 : is_kernel2x<T>::value ? 2
+    : (is_mainloop<T>::value || is_mainloop2x<T>::value) ? 1
+    : (is_epilogue<T>::value || is_epilogue2x<T>::value) ? 0 : has_storage<T>::value ? 4 : -1; };
+template <class T, int K = kind_of<T>::value> struct mainloop_of { using type = cl_none; };
+template <class T> struct mainloop_of<T, 3> { using type = typename T::CollectiveMainloop; };
+template <class T> struct mainloop_of<T, 2> { using type = typename T::Mma; };
+template <class T> struct mainloop_of<T, 5> { using type = typename T::Mma; };
+template <class T> struct mainloop_of<T, 1> { using type = T; };
+template <class T, int K = kind_of<T>::value> struct epilogue_of { using type = cl_none; };
+template <class T> struct epilogue_of<T, 3> { using type = typename T::CollectiveEpilogue; };
+template <class T> struct epilogue_of<T, 2> { using type = typename T::Epilogue; };
+template <class T> struct epilogue_of<T, 5> { using type = typename T::Epilogue; };
+template <class T> struct epilogue_of<T, 0> { using type = T; };
+template <class T, class = void> struct storage_of { using type = cl_none; };
+template <class T> struct storage_of<T, std::void_t<typename T::SharedStorage>> {
+  using type = typename T::SharedStorage; };
+template <class T> using kernel_storage_t = typename storage_of<std::conditional_t<
+    (kind_of<T>::value == 2 || kind_of<T>::value == 3 || kind_of<T>::value == 5), T, cl_none>>::type;
+template <class T> using other_storage_t =
+    typename storage_of<std::conditional_t<(kind_of<T>::value == 4), T, cl_none>>::type;
+// a direct convolution's launch size, as its Params computes it (conv/kernel/
+// direct_convolution.h, DirectConvolutionParams): max(iterator_A.activation_size,
+// sizeof(Epilogue::SharedStorage)) * kStages + iterator_B.filter_size. The iterators' getParams
+// pass kActivationSize (the fixed stride and dilation iterator) and kFilterSize; an iterator
+// without such a constant computes its size from the problem at run time (-1 here)
+template <class T, int K = kind_of<T>::value> struct params_of { using type = cl_none; };
+template <class T> struct params_of<T, 5> { using type = typename T::Params; };
+template <class T, int K = kind_of<T>::value> struct iterator_a_of { using type = cl_none; };
+template <class T> struct iterator_a_of<T, 5> { using type = typename T::Mma::IteratorA; };
+template <class T, int K = kind_of<T>::value> struct iterator_b_of { using type = cl_none; };
+template <class T> struct iterator_b_of<T, 5> { using type = typename T::Mma::IteratorB; };
+template <class T, class = void> struct activation_bytes { static constexpr long long value = -1; };
+template <class T> struct activation_bytes<T, std::void_t<decltype(T::kActivationSize)>> {
+  static constexpr long long value = T::kActivationSize; };
+template <class T, class = void> struct filter_bytes { static constexpr long long value = -1; };
+template <class T> struct filter_bytes<T, std::void_t<decltype(T::kFilterSize)>> {
+  static constexpr long long value = T::kFilterSize; };
+template <class T, bool = (kind_of<T>::value == 5)> struct launch_bytes {
+  static constexpr long long value = -1; };
+template <class T> struct launch_bytes<T, true> {
+  static constexpr long long a = activation_bytes<typename T::Mma::IteratorA>::value;
+  static constexpr long long f = filter_bytes<typename T::Mma::IteratorB>::value;
+  static constexpr long long e = static_cast<long long>(sizeof(typename T::Epilogue::SharedStorage));
+  static constexpr long long value = (a < 0 || f < 0) ? -1 : (a > e ? a : e) * T::Mma::kStages + f; };
+// stage counts: 1 + N (char[1] for none)
+template <class T, class = void> struct stages_2x { static constexpr int value = 1; };
+template <class T> struct stages_2x<T, std::void_t<decltype(T::kStages)>> {
+  static constexpr int value = 1 + T::kStages; };
+template <class T, class = void> struct stages_a { static constexpr int value = stages_2x<T>::value; };
+template <class T> struct stages_a<T, std::void_t<decltype(T::DispatchPolicy::StagesA)>> {
+  static constexpr int value = 1 + T::DispatchPolicy::StagesA; };
+template <class T, class = void> struct stages_of { static constexpr int value = stages_a<T>::value; };
+template <class T> struct stages_of<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {
+  static constexpr int value = 1 + T::DispatchPolicy::Stages; };
+// the sparse collectives' StagesB and StagesE: 2 + N (1 for none; StagesE may be 0)
+template <class T, class = void> struct stages_b { static constexpr int value = 1; };
+template <class T> struct stages_b<T, std::void_t<decltype(T::DispatchPolicy::StagesB)>> {
+  static constexpr int value = 2 + T::DispatchPolicy::StagesB; };
+template <class T, class = void> struct stages_e { static constexpr int value = 1; };
+template <class T> struct stages_e<T, std::void_t<decltype(T::DispatchPolicy::StagesE)>> {
+  static constexpr int value = 2 + T::DispatchPolicy::StagesE; };
+// the arch tag's compute capability: the named type's own ArchTag (a 2.x device-level Gemm's:
+// the arch it was built for), else the subject's, else its mainloop's (a 2.x mainloop's is its
+// warp MMA's, which can be older: DefaultMma's float 2-stage pick uses SM75's f16 MMA), else
+// the mainloop policy's (0: none)
+template <class T, class = void> struct tag_cc { static constexpr int value = 0; };
+template <class T> struct tag_cc<T, std::void_t<decltype(T::ArchTag::kMinComputeCapability)>> {
+  static constexpr int value = T::ArchTag::kMinComputeCapability; };
+template <class T, class = void> struct policy_cc { static constexpr int value = 0; };
+template <class T> struct policy_cc<T, std::void_t<decltype(T::DispatchPolicy::ArchTag::kMinComputeCapability)>> {
+  static constexpr int value = T::DispatchPolicy::ArchTag::kMinComputeCapability; };
+template <class N, class S, class M> struct arch_cc { static constexpr int value =
+    tag_cc<N>::value ? tag_cc<N>::value : tag_cc<S>::value ? tag_cc<S>::value
+    : tag_cc<M>::value ? tag_cc<M>::value : policy_cc<M>::value; };
+}  // namespace cl_detail
+#endif  // CL_DETAIL_DEFINED
+"""
+
+
+def capacity_alias(name: str) -> str:
+    """The ``char[N]`` alias of the capacity constant ``name`` in an arch-from-tag block."""
+    return "Capacity_" + name.rsplit("::", 1)[-1]
+
+
+def subject_block(subject: str, capacity: str | None, *, prefix: str = "", member: bool = False,
+                  capacities: tuple[str, ...] = ()) -> str:
+    """Aliases that expose ``subject``'s storage to the frontend (inside a probe namespace).
+
+    ``subject`` may be a kernel (CUTLASS 3.x ``GemmUniversal`` or a 2.x kernel), a type
+    standing for one (a ``GemmKernel`` member), a mainloop collective or an epilogue
+    collective; parts it does not have become ``cl_detail::cl_none``. ``capacity`` is the C++
+    name of the capacity constant, or a number (a 2.x-era arch's documented limit: no
+    ``capacity_ref`` then), or ``None`` with ``capacities``: an alias per constant the tree
+    defines (:func:`capacity_alias`), the arch's chosen after the parse from ``ArchCC``.
+    ``prefix`` goes before every name (for several blocks in one scope, e.g. inside a
+    launcher's body); ``member`` makes the capacity references static members (for a block
+    inside a class).
+    """
+    p = prefix
+    static = "static " if member else ""
+    tma = "".join(
+        f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
+        for alias, member_ in TMA_MEMBERS.items()
+    )
+    if capacity is None:
+        cap = "".join(f"using {p}{capacity_alias(c)} = char[{c}];\n"
+                      f"{static}constexpr auto const& {p}capacity_ref_{capacity_alias(c)[9:]} = {c};\n"
+                      for c in capacities)
+    elif capacity.isdigit():
+        cap = f"using {p}Capacity = char[{capacity}];\n"
+    else:
+        cap = (f"using {p}Capacity = char[{capacity}];\n"
+               f"{static}constexpr auto const& {p}capacity_ref = {capacity};\n")
+    return f"""using {p}Subject = typename cl_detail::unwrap<{subject}>::type;
+using {p}Mainloop = typename cl_detail::mainloop_of<{p}Subject>::type;
+using {p}Epilogue = typename cl_detail::epilogue_of<{p}Subject>::type;
+using {p}KernelStorage = cl_detail::kernel_storage_t<{p}Subject>;
+using {p}MainloopStorage = typename cl_detail::storage_of<{p}Mainloop>::type;
+using {p}EpilogueStorage = typename cl_detail::storage_of<{p}Epilogue>::type;
+using {p}Storage = cl_detail::other_storage_t<{p}Subject>;
+using {p}KernelStorageBytes = char[sizeof({p}KernelStorage)];
+using {p}StorageBytes = char[sizeof({p}Storage)];
+using {p}MainloopStorageBytes = char[sizeof({p}MainloopStorage)];
+using {p}EpilogueStorageBytes = char[sizeof({p}EpilogueStorage)];
+using {p}Stages = char[cl_detail::stages_of<{p}Mainloop>::value];
+using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
+using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
+using {p}ArchCC = char[1 + cl_detail::arch_cc<{subject}, {p}Subject, {p}Mainloop>::value];
+using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
+using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
+using {p}LaunchIteratorA = typename cl_detail::iterator_a_of<{p}Subject>::type;
+using {p}LaunchIteratorB = typename cl_detail::iterator_b_of<{p}Subject>::type;
+using {p}LaunchBytes = char[2 + cl_detail::launch_bytes<{p}Subject>::value];
+using {p}LaunchActivation = char[2 + cl_detail::activation_bytes<{p}LaunchIteratorA>::value];
+using {p}LaunchFilter = char[2 + cl_detail::filter_bytes<{p}LaunchIteratorB>::value];
+using {p}SmemElementA = typename cl_detail::smem_elements<{p}Mainloop>::a;
+using {p}SmemElementB = typename cl_detail::smem_elements<{p}Mainloop>::b;
+using {p}GlobalElementA = typename cl_detail::global_elements<{p}Mainloop>::a;
+using {p}GlobalElementB = typename cl_detail::global_elements<{p}Mainloop>::b;
+{tma}{cap}"""
