@@ -300,16 +300,40 @@ def _shape3(what: str, value) -> None:
 
 
 def validate(cfg: Config) -> None:
-    """Check a config's values; raise :class:`BadInput` with one line naming the bad one."""
+    """Check a config's values; raise :class:`BadInput` with one line naming the bad one (the
+    first of the checks below, in this order, that fails)."""
+    fam = _family(cfg)
+    _check_kernel(cfg)
+    _check_elements(cfg, fam)
+    _check_preset(cfg)
+    _check_shapes(cfg, fam)
+    _check_schedules(cfg, fam)
+    _check_stages(cfg)
+    _check_sparse(cfg, fam)
+    _check_scales(cfg, fam)
+    _check_scaled_d(cfg, fam)
+
+
+def _family(cfg: Config) -> str:
+    """The preset family of the config's arch; an unknown arch, or a 2.x-era one (no preset
+    family), is refused."""
     a = archs.arch(cfg.arch)  # unknown: BadInput naming every arch
     if a.family is None:
         raise BadInput(
             f"{cfg.arch} is a CUTLASS 2.x-era arch: no preset family builds its kernels; lay out "
             "your own kernel type from its header instead (a user type; its capacity: "
             f"{a.optin_bytes} B per block)")
-    fam = a.family
+    return a.family
+
+
+def _check_kernel(cfg: Config) -> None:
     if cfg.kernel not in KERNELS:
         raise BadInput(f"unknown kernel {cfg.kernel!r}: choose {', '.join(KERNELS)}")
+
+
+def _check_elements(cfg: Config, fam: str) -> None:
+    """A and B: known kinds, a pair the family supports; C and D: known output kinds, D not
+    void, C not block-scaled."""
     for op in ("a", "b"):
         if getattr(cfg, op) not in ELEMENTS:
             raise BadInput(
@@ -332,8 +356,15 @@ def validate(cfg: Config) -> None:
     if cfg.c in SCALED_OUTPUTS:
         raise BadInput(f"C {cfg.c!r}: block-scaled kinds are for D (with its scale factors); "
                        "C takes void, bf16, f16 or f32")
+
+
+def _check_preset(cfg: Config) -> None:
     if cfg.preset not in PRESETS:
         raise BadInput(f"unknown preset {cfg.preset!r}: choose {', '.join(PRESETS)}")
+
+
+def _check_shapes(cfg: Config, fam: str) -> None:
+    """The tile (positive ``int`` extents) and the cluster (none on SM120; K 1, M*N at most 16)."""
     _shape3("tile", cfg.tile)
     if any(x > INT_MAX for x in cfg.tile):
         raise BadInput(f"tile {'x'.join(map(str, cfg.tile))}: M, N and K must be at most {INT_MAX} "
@@ -346,6 +377,11 @@ def validate(cfg: Config) -> None:
         )
     if cfg.cluster[2] != 1 or cfg.cluster[0] * cfg.cluster[1] > 16:
         raise BadInput(f"cluster {c}: K must be 1 and M*N at most 16")
+
+
+def _check_schedules(cfg: Config, fam: str) -> None:
+    """Known mainloop and epilogue schedules, the mainloop's one the family takes (a 2SM kernel:
+    an even cluster M)."""
     if cfg.schedule not in SCHEDULES:
         raise BadInput(f"unknown schedule {cfg.schedule!r}: choose {', '.join(SCHEDULES)}")
     if cfg.epilogue_schedule not in EPILOGUE_SCHEDULES:
@@ -359,18 +395,31 @@ def validate(cfg: Config) -> None:
         if cfg.schedule in ("cooperative", "pingpong"):
             raise BadInput(f"schedule {cfg.schedule!r} is SM90's; SM100 takes auto, 1sm or 2sm")
         if cfg.two_sm and cfg.cluster[0] % 2:
+            c = "x".join(map(str, cfg.cluster))
             raise BadInput(f"cluster {c}: a 2SM kernel needs an even cluster M")
+
+
+def _check_stages(cfg: Config) -> None:
     if cfg.stages is not None and (isinstance(cfg.stages, bool) or not isinstance(cfg.stages, int)
                                    or cfg.stages < 1):
         raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
     if cfg.stages is not None and cfg.stages > INT_MAX:
         raise BadInput(f"stages {cfg.stages}: at most {INT_MAX} (StageCount<N> takes an int)")
+
+
+def _check_sparse(cfg: Config, fam: str) -> None:
+    """The sparse kernel: SM120's block-scaled one, with A = B."""
     if cfg.kernel == "sparse":
         if fam != "sm120" or not cfg.block_scaled:
             raise BadInput("kernel sparse: the sparse preset is SM120's block-scaled one "
                            "(A nvfp4, mxfp4 or mxfp8)")
         if cfg.a != cfg.b:
             raise BadInput(f"kernel sparse takes A = B (got {cfg.a} x {cfg.b})")
+
+
+def _check_scales(cfg: Config, fam: str) -> None:
+    """Scale granularities: only for SM120's blockwise FP8 GEMM (dense or grouped, not
+    trtllm-moe), one it takes, and required there (and by the vllm preset)."""
     if cfg.scales is not None:
         _shape3("scales", cfg.scales)
         if fam != "sm120" or cfg.a not in ("e4m3",):
@@ -389,6 +438,9 @@ def validate(cfg: Config) -> None:
     if cfg.preset == "vllm" and cfg.scales is None:
         raise BadInput("preset vllm is SM120's blockwise FP8 GEMM: give A e4m3 and its scale granularity "
                        "(--a e4m3 --scales 1x128x128, or 128x128x128)")
+
+
+def _check_scaled_d(cfg: Config, fam: str) -> None:
     if cfg.element_d in SCALED_OUTPUTS and fam == "sm90":
         raise BadInput(f"D {cfg.element_d}: the block-scale-factor epilogue is SM100's and SM120's")
 
