@@ -1,4 +1,4 @@
-"""Tests of ``cutlass-layout scan`` (cutlass_layout.commands.scan, frontends/treesitter).
+"""Tests of ``cutlass-layout scan`` (cutlass_layout.commands.scan, cpp/treesitter).
 
 Expected values were read by hand from the headers (sed -n on the unpacked wheels), not
 copied from the tool's output. Tests marked ``network`` fetch flashinfer-python 0.7.2.post1

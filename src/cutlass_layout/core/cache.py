@@ -492,7 +492,7 @@ KINDS = _kinds(
     Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT,
                             "installs/kernels.py")),
     Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py",
-                            "model/audit.py")),
+                            "model/audit.py", "cpp/arguments.py")),
     Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", *_TEXT, "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too

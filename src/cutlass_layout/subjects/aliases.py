@@ -12,11 +12,6 @@ from __future__ import annotations
 
 NAMESPACE = "cl_probe_"
 
-#: Aliases whose canonical type must be a complete record.
-RECORD_ALIASES = ("KernelStorage", "MainloopStorage", "EpilogueStorage", "Storage")
-#: ``char[N]`` aliases read as integers.
-INT_ALIASES = ("Stages", "Capacity", "StagesB", "StagesE", "ArchCC", "Kind", "LaunchBytes",
-               "LaunchActivation", "LaunchFilter")
 #: ``Kind`` - 2 -> :attr:`cutlass_layout.model.LayoutReport.subject_kind` (4: ``storage``, which
 #: the engine may name more closely from the storage's members: ``fmha``)
 KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
