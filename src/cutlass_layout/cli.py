@@ -45,6 +45,8 @@ def cli():
 
     Exit codes: 0 done, 1 a check failed, 2 bad input, 3 does not compile, 4 nvcc or the
     GPU disagrees (--verify), 5 internal error (a bug), 130 interrupted.
+
+    Each command's full reference: docs/commands/COMMAND.md.
     """
 
 
@@ -65,32 +67,43 @@ def _check_plot(plot_file) -> None:
 @source_options
 @header_options
 @click.option("--tactic", default=None, metavar="ID",
-              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part), "
-                   "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
-                   "and --emit-probe are refused with it.")
+              help="Lay out one tactic `audit` listed (its id, or a unique part) as the install builds it.")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when the kernel's SharedStorage is over capacity (saying by how much on stderr).")
+              help="Exit 1 when the kernel's SharedStorage is over capacity.")
 @click.option("--check-kernel", is_flag=True,
-              help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
+              help="Also instantiate the kernel body, so its asserts fire (slow: ~20 s).")
 @click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
-              help="nvcc: compile the same probe with nvcc and compare every size and offset. "
-                   "gpu: also build the kernel for the local GPU, launch it and check the verdict holds.")
+              help="Cross-check with nvcc (every size and offset), or launch on the local GPU.")
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
-              help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
+              help="Write the probe's translation unit (for nvcc) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
               help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
-              help="Leave the builder's stage budget out of the report (it is read in the layout's own parse).")
-@click.option("--no-cache", is_flag=True, help="Lay out again instead of reading the results cache (the result is still stored).")
+              help="Leave the builder's stage budget out of the report.")
+@click.option("--no-cache", is_flag=True, help="Lay out again (the result is still stored).")
 @click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
               help="Member levels shown in the table (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
-              help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
+              help="Structs shown: kernel, mainloop, epilogue or all (comma-separated).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tactic, fmt, as_json,
                check, check_kernel, verify, emit_probe, plot_file, no_budget, no_cache, depth, show,
                **flags):
-    """Lay out one kernel config's SharedStorage and compare it with the capacity."""
+    """Lay out one kernel config's SharedStorage and compare it with the capacity.
+
+    A preset (the config flags, each once), your own type (--header FILE --type NAME), or a
+    tactic an audit listed (--tactic ID). For example, the MoE kernel flashinfer builds
+    (K in bytes, as TensorRT-LLM names its tiles):
+
+    \b
+        cutlass-layout layout --cutlass flashinfer-python==0.7.2.post1 \\
+            --preset trtllm-moe --tile 128x256x64B
+
+    Exit 1 with --check when over capacity, 3 when it does not compile, 4 when --verify
+    disagrees.
+
+    Full reference: docs/commands/layout.md
+    """
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
     structs = _structs(show)
     if tactic is not None:
@@ -294,22 +307,26 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
 @source_options
 @format_options("text", "markdown", "json", "csv")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
-                   "(a memory map when the sweep is one config).")
+              help="Draw kernel bytes per config against the capacity (.svg or .png).")
 @click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs; on a Dask cluster its worker threads).")
+              help="Worker processes [default: the CPUs].")
 @executor_option
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
-              help="gpu: build every config that compiles for the local GPU, launch it, and check "
-                   "each verdict holds (exit 4 when one does not).")
+              help="Launch every config on the local GPU: does each verdict hold?")
 def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
               as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
-    count that fits for each. Exit 0 whatever the verdicts.
+    count that fits for each. Exit 0 whatever the verdicts (4 when --verify gpu disagrees).
 
-    With --header/--type, your own kernel type (for each --arch given, else its arch tag's;
-    for each --stages N, its STAGES macro): the most stages that fit is searched over STAGES.
+    The grid is the product of the config flags, each repeatable, braces expanding (quote
+    them), or a grid file (--grid); --header/--type sweeps your own type. For example:
+
+    \b
+        cutlass-layout sweep --tile '128x{32,64,128,256}x{128,256}' \\
+            --preset flashinfer --preset trtllm-moe --plot sweep.svg
+
+    Full reference: docs/commands/sweep.md
     """
     from .reports.sweep import render, to_csv, to_markdown
 
@@ -385,48 +402,33 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @click.argument("old")
 @click.argument("new")
 @format_options("text", "markdown", "json")
-@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
-@click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
+@click.option("--structural-only", is_flag=True, help="Only the diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
 @click.option("--audit", "with_audit", is_flag=True,
-              help="Compare the kernels two flashinfer installs (or two CUTLASS kernel libraries) build, "
-                   "their audits, instead.")
+              help="Compare the kernels two installs (or kernel libraries) build instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
-@library_options("With --audit of two CUTLASS kernel libraries, the same on both")
+@library_options("--audit of kernel libraries")
 @cuda_path_option
 def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
              with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
              cuda_path, **flags):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
-    OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
-    distribution, NAME==VERSION such as flashinfer-python==0.6.8). Shows storage structs and
-    constants that changed in the headers (structural), and, for a grid of configs, stages,
-    SharedStorage sizes, TMA bytes, member offsets and the capacity verdict on both
-    (numeric). The config flags are those of layout and sweep (repeatable, braces expand).
-    Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
-    {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto. --arch also keeps
-    the structural view to the headers and structs of that arch family (the others are
-    counted in one line).
+    OLD and NEW are anything --cutlass accepts. Structural: the storage structs and
+    constants that changed in the headers; numeric: the exact layouts of a grid of configs
+    on both (the config flags repeat, braces expand; default: SM120 NVFP4 grouped and
+    dense). With --audit, the kernels two flashinfer installs (or two CUTLASS kernel
+    libraries) build. For example:
 
-    With --audit, OLD and NEW are flashinfer installs (as `audit` takes them): the kernels
-    each builds for --arch are laid out (or read from the cache) and paired by configuration
-    (family, A/B/out types, tile, cluster, schedule, fusion, swap_ab, kernel kind), not by
-    name; verdict changes first, then byte or stage changes with the members that moved, then
-    tactics the install renamed, then tactics only on one side.
+    \b
+        cutlass-layout diff flashinfer-python==0.6.8 flashinfer-python==0.7.2.post1
 
-    Or, with --audit, OLD and NEW are CUTLASS kernel libraries (nvidia-cutlass==VERSION, its
-    .whl, a folder with cutlass_library, a CUTLASS checkout, as audit takes them): the kernels
-    each library's generator keeps for --arch (default sm120; --kernels, --ignore-kernels,
-    --exclude-kernels and --instantiation-level as audit takes them, the same on both sides),
-    paired by procedural name (what cutlass_profiler --kernels takes; a name an older library
-    spelled with the MMA instruction shape, s64x128x16gemm, is paired with the one CUTLASS
-    4.x gives it, gemm, and shown as renamed): old and new bytes, the change, verdict and
-    stages; verdict changes lead (now over capacity first), then kernels only on one side.
+    Exit 0 (1 with --exit-code when there are differences), 2 bad input.
 
-    Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
+    Full reference: docs/commands/diff.md
     """
     from .reports.diff import render_text, to_markdown
 
@@ -535,14 +537,17 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 @click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
 @click.option("--file-only", is_flag=True, help="Print only the files that match.")
 @click.option("--line-offset", default=None, metavar="N|FILE:START",
-              help="The text is an excerpt: report lines as in the real file (N lines before it, "
-                   "or the real FILE and the excerpt's START line). One header or stdin only.")
+              help="The text is an excerpt: N lines of the real file (or FILE:START) come before it.")
 def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
 
     PATH is a header, a directory, any source --cutlass accepts, or - for one header's text
-    on stdin. Tolerant of cut-off and damaged headers (tree-sitter): what was recovered is
-    reported with diagnostics.
+    on stdin; cut-off and damaged headers are read as far as they go. For example:
+
+    \b
+        cutlass-layout scan --cutlass flashinfer-python==0.7.2.post1 --grep TensorStorage
+
+    Full reference: docs/commands/scan.md
     """
     if path is not None and cutlass_src is not None:
         raise BadInput("give PATH or --cutlass SRC, not both")
@@ -557,39 +562,29 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @limits_option
 @click.argument("src", nargs=-1, metavar="[SRC | --merge FILE...]")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
+              help="The flashinfer install (instead of the SRC argument).")
 @config_options(filters=True)
 @click.option("--family", default=None, metavar="NAME",
-              help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name "
-                   "(one the install does not build is refused, listing those it does).")
+              help="Keep one family: moe (TensorRT-LLM's MoE GEMM) or a JIT module name.")
 @click.option("--grep", default=None, metavar="TEXT",
-              help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
+              help="Keep tactics whose id, name, launcher or file contains TEXT.")
 @library_options("CUTLASS's kernel library")
 @format_options("text", "markdown", "json", "github", "jsonl")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
-                   "matched nothing; each is named on stderr.")
+              help="Exit 1 when a tactic the runtime would try is over capacity (or a filter matched nothing).")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
-              help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
-                   "of the tactics the runtime would try that are over capacity.")
+              help="Also write flashinfer's tactics blocklist of those over capacity to FILE.")
 @click.option("--verify", type=click.Choice(["nvcc"]), default=None,
-              help="Compile a sample of the tactics with nvcc's front end (from the install's own generated "
-                   "sources, with its JIT's flags; nothing built or run; nvcc from --cuda-path's bin, else PATH) "
-                   "and compare every size and stage count; exit 4 on any disagreement.")
+              help="Cross-check a sample of the tactics with nvcc's front end (exit 4 on a disagreement).")
 @click.option("--sample", type=int, default=None, metavar="K",
-              help="With --verify nvcc: K tactics per family (over capacity first, then exact fits, then a "
-                   "spread of the rest); default: every over-capacity and exact-fit tactic and 4 of the rest.")
+              help="With --verify nvcc: K tactics per family [default: over or exact fits, and 4 more].")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads); with "
-                   "--verify nvcc also the nvcc runs at once.")
+              help="Worker processes (and nvcc runs) [default: the CPUs].")
 @executor_option
 @click.option("--shard", "shard_text", default=None, metavar="I/N",
-              help="Lay out shard I of N alone (N machines or CI jobs cover the audit together; the same "
-                   "split everywhere for the same install, arch and filters); join their --json with --merge.")
+              help="Lay out shard I of N alone; join the shards' --json with --merge.")
 @click.option("--merge", is_flag=True,
-              help="Join the --json files of every shard (given instead of SRC) into the whole audit, printed "
-                   "as the audit without --shard prints it; nothing is laid out. Takes only --format/--json "
-                   "and --check.")
+              help="Join every shard's --json FILE (instead of SRC) into the whole audit.")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
@@ -597,70 +592,17 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
               merge, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
-    SRC (optional): a flashinfer install (site-packages or package dir, .whl,
-    flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
-    one installed here). What it builds is read
-    from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
-    That runs the install's own generator code (as importing it would) in a sandboxed child
-    process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
-    tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
-    and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
-    (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
+    SRC: a flashinfer install (default: the one installed here; its generator code runs in
+    a sandboxed child process) or CUTLASS's own kernel library (nvidia-cutlass==VERSION).
+    The config flags filter the tactics (each repeatable: a tactic is kept when it matches
+    one value of every flag given). For example, a CI gate:
 
-    Or CUTLASS's own kernel library (what cutlass_profiler builds): nvidia-cutlass==VERSION,
-    its .whl, a folder with cutlass_library, or a CUTLASS checkout. Its generator
-    (generator.py's Manifest and GenerateSM120-style functions, in the same sandbox) picks the
-    kernels, with its own --kernels, --ignore-kernels, --exclude-kernels and
-    --instantiation-level; each is laid out from the C++ the library's emitter writes, beside
-    the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
+    \b
+        cutlass-layout audit flashinfer-python==0.7.4 --family moe --check --format github
 
-    The config flags of layout, sweep and diff filter what was found: --arch picks the arch
-    (default sm120; see below); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
-    activation, as TensorRT-LLM names its tiles), --cluster, --stages, --d and --schedule
-    keep the tactics that match one of their values. --c, --preset, --epilogue-schedule and
-    --scales are not recorded per tactic and are refused. A value no tactic could match is
-    an error; a filter that kept nothing says so on stderr, with the nearest values there are.
+    Exit 0 whatever the verdicts; 1 with --check; 2 bad input; 4 when nvcc disagrees.
 
-    Several arches (--arch sm90 --arch sm120, or --arch 'sm{90,120}'), or --arch all: every
-    arch the install has JIT module builders for (sm90, sm100, sm103, sm120; sm121 runs
-    sm120's builds, so only when named; the arches left out are named in a note), one audit
-    each against its own capacity: one block per arch, in the order asked (github: the
-    annotations of all); --json gives {"audits": [each arch's object]}; --check fails if any
-    arch fails, its lines naming the arch. --blocklist takes one arch. CUTLASS's library takes
-    named arches, not all.
-
-    --format jsonl streams JSON Lines: {"event": "tactic", "arch": ..., ROW} for each tactic
-    as soon as its source is laid out (or read from the cache), in the order sources come in;
-    ROW is the --json tactic row without runtime_candidate, fix and runtime_guard, known only
-    at the end. Then one {"event": "audit", ...} line per arch: the --json object of that arch,
-    everything in it. A flashinfer install's audit (CUTLASS's library: --json).
-
-    --format github writes GitHub Actions annotations (::error per tactic --check fails on,
-    at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
-
-    --blocklist FILE writes flashinfer's own offline tactics blocklist (the install's format,
-    read from its tactics_blocklist.py, autotuner and fused_moe/core.py): the tactics shown
-    that the runtime would try and that are over capacity, as the CUTLASS MoE runner's tactic
-    ids, with the install's flashinfer_version and "*" for every metadata field not knowable
-    without the GPU. An install without that loader (0.6.8) is refused. What the file
-    cannot say is a note on stderr.
-
-    --verify nvcc compiles a sample of the tactics (--sample K per family; default every
-    tactic over capacity and every exact fit, and 4 of the rest per family) from the
-    install's own generated sources with nvcc's front end, one unit per module, --jobs at
-    once, and says "nvcc agrees on N of N tactics (F families, S sources)", one line per
-    disagreement and "not verified: FAMILY (why)" for a family it cannot compile yet.
-
-    --shard I/N lays out one part: a flashinfer install's sources (and its moe_sm80 family) cut
-    into N runs of about equal estimated kernels, CUTLASS's library's kernels by procedural name;
-    its --json has a "shard" object. audit --merge FILE... (one file per shard, no SRC) joins
-    them into what the audit without --shard gives, byte for byte in --json; a file that is not
-    a shard's audit JSON, shards of other installs, arches or filters, a shard given twice or
-    missing are refused (exit 2).
-
-    Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
-    try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input
-    (nvcc missing or unusable with --verify nvcc); 4 when nvcc disagrees.
+    Full reference: docs/commands/audit.md
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)
     if merge:
@@ -848,7 +790,15 @@ def _audit_check_fails(res, name_arch: bool = False) -> bool:
 @limits_option
 @source_options
 def source_cmd(cutlass_src, cuda_path):
-    """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
+    """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to.
+
+    For example:
+
+    \b
+        cutlass-layout source --cutlass flashinfer-python==0.7.2.post1
+
+    Full reference: docs/commands/source.md
+    """
     tgt = api.target(cutlass_src, cuda_path)
     t = tgt.tree
     click.echo(f"include root: {t.include_root}")

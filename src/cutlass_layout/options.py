@@ -15,82 +15,72 @@ import click
 
 from .errors import BadInput
 
-SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
-               "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
-               "append #SUBPATH to choose among several trees. Default: the installed one, "
-               "else nvidia-cutlass 4.2.0.0 fetched into the cache.")
+SOURCE_HELP = ("CUTLASS source: a folder, .whl, installed distribution or NAME==VERSION "
+               "[default: the installed one].")
 CUDA_PATH_HELP = "CUDA root, or 'pip' for the CUDA header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
 CONFIG_FLAGS = (
-    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110 (presets); "
-                                "sm70, sm72, sm75, sm80, sm86, sm87, sm89 too with --header "
-                                "(default there: the type's arch tag)."),
+    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110; sm70 to sm89 "
+                                "with --header."),
     ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse (SM120 block-scaled)."),
-    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100; default nvfp4 on SM120), "
-                       "e4m3 with --scales (SM120 blockwise); bf16, f16, e4m3, e5m2 (SM90, SM100; "
-                       "default bf16)."),
+    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100); bf16, f16, e4m3, e5m2 "
+                       "(SM90, SM100)."),
     ("--b", "b", None, "B element (default: same as A)."),
-    ("--tile", "tile", None,
-     "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element) "
-     "[default: 128x128x128; 128x128x256 for --kernel sparse]."),
+    ("--tile", "tile", None, "TileShape MxNxK, or MxNxKB with K in bytes of A "
+                             "[default: 128x128x128; sparse: 128x128x256]."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
     ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
-    ("--d", "d", None, "D element: bf16, f16, f32 (default bf16); nvfp4, mxfp4, mxfp8 = D with "
-                       "block scale factors (SFD, SM120 and SM100)."),
+    ("--d", "d", None, "D element: bf16 (default), f16, f32; nvfp4, mxfp4, mxfp8 with scale "
+                       "factors (SFD)."),
     ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer, trtllm-moe, or vllm "
                                          "(SM120 blockwise FP8)."),
     ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
-    ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem "
-                                                       "[default: auto; tma for SM90 grouped]."),
-    ("--scales", "scales", None, "Blockwise scale granularity MxNxK of the SM120 FP8 GEMM "
-                                 "(1x128x128 or 128x128x128; with --a e4m3)."),
+    ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem."),
+    ("--scales", "scales", None, "SM120 FP8 blockwise scales MxNxK: 1x128x128 or 128x128x128 "
+                                 "(with --a e4m3)."),
 )
 
-_GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
-_FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
 #: The element kinds an audit's tactics are named with (``commands.audit.ELEMENT_BITS``;
 #: tests/test_cli.py checks that the two agree).
 _AUDIT_ELEMENTS = ("nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mxfp8-e5m2, e4m3, e5m2, "
                    "s8, bf16, f16, f32, tf32")
 #: What the config flags say as ``audit``'s filters: what each keeps, and exactly the values
-#: it accepts (layout's defaults do not apply); the flags that do not filter are refused.
-_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (sm120's builds), "
-                        "sm100, sm103 or sm90. Repeatable (braces expand, quoted: 'sm{90,120}'): one "
-                        "audit per arch; all: every arch the install has builders for (not sm121 "
-                        "unless named; CUTLASS's library: name the arches).",
+#: it accepts (layout's defaults do not apply; ``--b`` and ``--d`` take ``--a``'s kinds); the
+#: flags that do not filter (:data:`NOT_FILTERS`) are refused, and left out of ``--help``.
+_FILTER_HELP = {"arch": "The arch audited: sm120 (default), sm121, sm100, sm103 or sm90; "
+                        "repeatable, or all.",
                 "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
                 "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
-                "b": f"Keep the tactics whose B element is this: {_AUDIT_ELEMENTS}.",
-                "tile": "Keep the tactics of this tile: MxNxK (K in elements) or MxNxKB (capital B: "
-                        "K in bytes of the activation, as TensorRT-LLM's CtaShape names count it); "
-                        "the CTA tile the tile enum names, or the kernel's MMA tile where it is "
-                        "another (SM100 2SM: 2M, 256x64x128B finds CtaShape128x64x128B's 2SM "
-                        "kernels; SM103: 3K).",
+                "b": "Keep the tactics whose B element is this (a kind --a takes).",
+                "tile": "Keep the tactics of this tile: MxNxK, or MxNxKB with K in bytes of the "
+                        "activation.",
                 "cluster": "Keep the tactics of this ClusterShape MxNxK.",
                 "stages": "Keep the tactics of N stages (auto keeps all).",
-                "d": f"Keep the tactics whose output is this: {_AUDIT_ELEMENTS}, void.",
-                "schedule": "Keep the tactics whose kernel schedule is cooperative or pingpong (auto keeps all).",
-                "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
+                "d": "Keep the tactics whose output is this (a kind --a takes, or void).",
+                "schedule": "Keep the tactics of schedule cooperative or pingpong (auto keeps all).",
+                "c": "Not recorded per tactic: refused here.",
                 "preset": "Not recorded per tactic: refused here (see --family moe).",
-                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout).",
-                "scales": "Not recorded per tactic: refused here (the flag is shared with layout)."}
-#: The audit filters that keep tactics (the others are refused).
-_REFUSED = ("arch", "c", "preset", "epilogue_schedule", "scales")
+                "epilogue_schedule": "Not recorded per tactic: refused here.",
+                "scales": "Not recorded per tactic: refused here."}
+#: The config flags ``audit`` refuses (not recorded per tactic): hidden from its ``--help``
+#: (docs/commands/audit.md names them).
+NOT_FILTERS = ("c", "preset", "epilogue_schedule", "scales")
 
 
 def config_options(*, repeatable: bool = False, filters: bool = False):
     """Decorator adding every :data:`CONFIG_FLAGS` option: once each with its default, or
     (``repeatable``) any number of times each, braces expanding (a grid), or (``filters``,
-    for ``audit``) any number of times each, as filters of what was found."""
+    for ``audit``) any number of times each, as filters of what was found. That they repeat
+    is said once, in the command's help (docs/commands/ has the whole of each)."""
     def decorate(f):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
             if filters:
-                f = click.option(flag, name, multiple=True,
-                                 help=_FILTER_HELP[name] + ("" if name in _REFUSED else _FILTER_MORE))(f)
+                f = click.option(flag, name, multiple=True, help=_FILTER_HELP[name],
+                                 hidden=name in NOT_FILTERS)(f)
             elif repeatable:
-                f = click.option(flag, name, multiple=True, help=help_ + _GRID_MORE)(f)
+                f = click.option(flag, name, multiple=True, help=help_)(f)
             else:
                 f = click.option(flag, name, default=default, show_default=default is not None,
                                  help=help_)(f)
@@ -107,11 +97,9 @@ def header_options(f):
     f = click.option("-I", "--include", "includes", multiple=True, metavar="DIR",
                      help="With --header: an include directory the header needs (repeatable).")(f)
     f = click.option("--type", "type_name", default=None, metavar="NAME",
-                     help="Qualified name of the kernel (3.x GemmKernel, 2.x kernel or device "
-                          "Gemm), CollectiveMainloop or CollectiveEpilogue to lay out.")(f)
+                     help="Qualified name of the kernel or collective type to lay out.")(f)
     return click.option("--header", type=str, default=None, metavar="FILE",
-                        help="A header declaring your own kernel or collective type (with "
-                             "--type); --stages N defines its STAGES macro.")(f)
+                        help="A header declaring your own kernel or collective type (with --type).")(f)
 
 
 def cuda_path_option(f):
@@ -122,9 +110,8 @@ def cuda_path_option(f):
 def executor_option(f):
     """Decorator adding ``--executor local|dask://HOST:PORT`` (parameter ``executor``)."""
     return click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
-                        help="Where the parses run: this machine (local), or a Dask scheduler's "
-                             "cluster (the dask extra); default: DASK_SCHEDULER_ADDRESS where set, "
-                             "else local.")(f)
+                        help="Where the parses run: local, or a Dask cluster "
+                             "[default: DASK_SCHEDULER_ADDRESS, else local].")(f)
 
 
 def source_options(f):
@@ -140,15 +127,14 @@ def library_options(where: str):
     each help text (what they apply to). :func:`library_filters` gathers them."""
     def decorate(f):
         f = click.option("--instantiation-level", default=None, metavar="LEVEL",
-                         help=f"{where}: its generator's --instantiation-level (SM90/SM100; max, or 1111).")(f)
+                         help=f"{where}: its generator's --instantiation-level (max, or 1111).")(f)
         f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
                          help=f"{where}: its generator's --exclude-kernels.")(f)
         f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: its generator's --ignore-kernels (only with --kernels).")(f)
+                         help=f"{where}: its generator's --ignore-kernels (with --kernels).")(f)
         return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-                            help=f"{where}: its generator's own --kernels (comma-separated name filters, * "
-                                 "between parts that must appear in order; all: every kernel; default: its "
-                                 "default set).")(f)
+                            help=f"{where}: its generator's --kernels (comma-separated; all: every "
+                                 "kernel).")(f)
     return decorate
 
 
@@ -169,9 +155,9 @@ def format_options(*formats: str):
             f = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(f)
         f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
         return click.option("--format", "fmt", default=None, metavar="|".join(formats),
-                            help="Output: text (tables), markdown (for GitHub issues and PRs), "
+                            help="Output: text (the default), markdown, "
                                  + ", ".join(x for x in formats if x not in ("text", "markdown"))
-                                 + ". Default text.")(f)
+                                 + ".")(f)
     return decorate
 
 
@@ -222,8 +208,8 @@ def _limits_help() -> str:
     from .core.files import Limits, size_text
 
     d = Limits()
-    return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "
-            f"{size_text(d.file_bytes)} per header or file, {d.grid_configs} configs per grid.")
+    return (f"Lift the input limits ({size_text(d.archive_bytes)} per wheel, {size_text(d.file_bytes)} "
+            f"per file, {d.grid_configs} configs per grid).")
 
 
 def limits_option(f):
