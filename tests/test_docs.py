@@ -6,7 +6,8 @@ holds what the help leaves out (every flag, the examples, the notes), and the he
   text (a list of the values it accepts aside);
 * there is a page for every command and a command for every page, and each page names every
   flag of its command;
-* every ``cutlass-layout ...`` line in the pages' code blocks parses, as the README's do.
+* every ``cutlass-layout ...`` line in the pages' code blocks parses, as the README's do;
+* docs/python-api.md has a section for every function of :mod:`cutlass_layout.api`.
 """
 
 from __future__ import annotations
@@ -72,3 +73,20 @@ def test_every_command_line_of_the_pages_parses(args):
 def test_the_pages_have_examples():
     for name in COMMANDS:
         assert any(c[0] == name for c in command_lines((PAGES / f"{name}.md").read_text())), name
+
+
+def test_every_api_function_has_its_section_in_python_api_md():
+    """docs/python-api.md holds each public function's full reference (its docstring keeps the
+    guarantees and points there)."""
+    import inspect
+    import re
+
+    from cutlass_layout import api
+
+    page = (PAGES.parent / "python-api.md").read_text()
+    sections = set(re.findall(r"^## (\w+)$", page, re.M))
+    functions = {n for n in api.__all__ if inspect.isfunction(getattr(api, n))
+                 and getattr(api, n).__module__ == api.__name__}
+    assert functions <= sections, sorted(functions - sections)
+    for anchor in re.findall(r"docs/python-api\.md#(\w+)", inspect.getsource(api)):
+        assert anchor in sections, anchor
