@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -22,6 +21,14 @@ from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
 from .options import (
     CONFIG_FLAGS,
     check_jobs_flag,
+    check_plot_flag,
+    in_flag_words,
+    merge_takes_no_more,
+    show_structs,
+    tactic_takes_no_more,
+    typed_in_bytes,
+    usage_hint,
+    was_given,
     config_options,
     cuda_path_option,
     executor_option,
@@ -31,6 +38,7 @@ from .options import (
     library_options,
     limits_option,
     output_format,
+    plot_written,
     source_options,
 )
 from .reports import audit as audit_report
@@ -48,13 +56,6 @@ def cli():
 
     Each command's full reference: docs/commands/COMMAND.md.
     """
-
-
-def _check_plot(plot_file) -> None:
-    if plot_file:
-        from .reports.plot import check_plot_path
-
-        check_plot_path(plot_file)  # a bad name or no matplotlib: one line, before any parse
 
 
 # ------------------------------------------------------------------------------------------
@@ -105,9 +106,9 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     Full reference: docs/commands/layout.md
     """
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
-    structs = _structs(show)
+    structs = show_structs(show)
     if tactic is not None:
-        _tactic_takes_no_more()
+        tactic_takes_no_more()
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
                               check, depth, structs, plot_file, no_cache)
     if header is not None or type_name is not None or includes or defines:
@@ -115,7 +116,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     else:
         subject = api.config(**flags)
     device = _verify_preflight(verify, subject)
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     tgt = api.target(cutlass_src, cuda_path)
     if emit_probe:
         try:
@@ -138,15 +139,15 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                                     "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json_text(doc))
     else:
-        _show_layout(rep, fmt, depth, structs, tile_bytes=_typed_in_bytes([flags["tile"]]))
+        _show_layout(rep, fmt, depth, structs, tile_bytes=typed_in_bytes([flags["tile"]]))
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 
-        plot_layout(rep, plot_file, tile_bytes=_typed_in_bytes([flags["tile"]]))
-        _plot_written(plot_file)
+        plot_layout(rep, plot_file, tile_bytes=typed_in_bytes([flags["tile"]]))
+        plot_written(plot_file)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
@@ -160,11 +161,6 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         _check_failed(rep)
 
 
-def _plot_written(path) -> None:
-    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
-    click.echo(f"plot written to {Path(path).resolve()}", err=True)
-
-
 def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
     if rep.launch is not None:
@@ -172,25 +168,6 @@ def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     click.echo(f"check failed: {what} is {rep.smem_bytes} B, over the {rep.capacity_bytes} B "
                f"capacity by {-rep.headroom_bytes} B", err=True)
     sys.exit(1)
-
-
-#: What ``--show`` tabulates.
-STRUCTS = ("kernel", "mainloop", "epilogue")
-
-
-def _structs(show: str) -> tuple[str, ...]:
-    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
-    runs.
-
-    Raises:
-        BadInput: a value that names none of them.
-    """
-    parts = [s.strip() for s in show.split(",")]
-    for s in parts:
-        if s not in (*STRUCTS, "all"):
-            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
-                           "(or several, comma-separated)")
-    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
 
 
 def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...], tile_bytes: bool = False) -> None:
@@ -218,12 +195,6 @@ def _verify(verify, device, subject, rep, tgt):
     return api.verify_nvcc([subject], [rep], tgt)
 
 
-def _given(name: str) -> bool:
-    """Whether the command line (not the default) gave the parameter ``name``."""
-    src = click.get_current_context().get_parameter_source(name)
-    return src is not None and src.name == "COMMANDLINE"
-
-
 def user_type_from_flags(header, type_name, includes, defines, flags, stages=None):
     """``--header/--type`` (with ``-I``/``-D``): the :class:`~cutlass_layout.api.UserType`;
     ``--arch`` when given (else the type's arch tag decides), ``--stages N`` defines its
@@ -231,50 +202,20 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
     if header is None or type_name is None:
         raise BadInput("--header and --type go together (and -I/-D go with them)")
     extra = [flag for flag, name, _, _ in CONFIG_FLAGS
-             if name not in ("arch", "stages") and _given(name)]
+             if name not in ("arch", "stages") and was_given(name)]
     if extra:
         raise BadInput(f"{extra[0]} describes a preset; with --header the type in the header is "
                        "what is laid out (only --arch and --stages go with it)")
-    arch = flags["arch"] if _given("arch") else None
+    arch = flags["arch"] if was_given("arch") else None
     if stages is None and isinstance(flags["stages"], str):
         stages = flags["stages"]
     return api.user_type(header, type_name, arch=arch, stages=stages, includes=includes,
                          defines=defines)
 
 
-#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
-#: built for, the cache, and how the report is shown. Every other parameter is refused.
-TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
-                "check", "depth", "show", "plot_file"}
-
-
-def _given_beyond(takes: set[str]) -> str | None:
-    """The first flag the command line gave whose parameter is not one of ``takes`` (its
-    longest name), or None."""
-    for param in click.get_current_context().command.params:
-        if param.name not in takes and param.expose_value and _given(param.name):
-            return max(param.opts, key=len)
-    return None
-
-
-def _tactic_takes_no_more() -> None:
-    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
-    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
-    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
-
-    Raises:
-        BadInput: the first such flag given.
-    """
-    flag = _given_beyond(TACTIC_TAKES)
-    if flag is not None:
-        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
-                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
-                       "--show, --depth, --format/--json and --plot)")
-
-
 def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plot_file, no_cache):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
     if fmt == "json":
@@ -287,7 +228,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
-        _plot_written(plot_file)
+        plot_written(plot_file)
     if rep.error is not None:
         sys.exit(3)
     if check and not rep.fits:
@@ -334,7 +275,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     if grid_file and given:
         raise BadInput("give either --grid FILE or config flags, not both")
     fmt = output_format(fmt, ("text", "markdown", "json", "csv"), as_json, as_csv)
-    tile_bytes = _typed_in_bytes(given.get("tile"))
+    tile_bytes = typed_in_bytes(given.get("tile"))
     user = None
     if header is not None or type_name is not None or includes or defines:
         if grid_file:
@@ -349,7 +290,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
     check_jobs_flag(jobs)
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     if user is not None:
         configs = user
     else:
@@ -385,7 +326,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         from .reports.plot import plot_sweep_result
 
         plot_sweep_result(result, plot_file, tile_bytes=tile_bytes)
-        _plot_written(plot_file)
+        plot_written(plot_file)
     if checks is not None:
         if fmt != "json":
             click.echo(checks.summary(), err=fmt == "csv")
@@ -461,7 +402,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         res = api.diff(old, new, configs, structural=not numeric_only, numeric=not structural_only,
                        arch=archs, cuda_path=cuda_path, grid_source=source, **grid_values)
     res.old.source, res.new.source = old, new
-    tile_bytes = _typed_in_bytes(values.get("tile"))
+    tile_bytes = typed_in_bytes(values.get("tile"))
     if fmt == "json":
         click.echo(json_text(res.to_dict()))
     elif fmt == "markdown":
@@ -475,13 +416,6 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
 def _arch_values(raw) -> list[str]:
     """Repeated ``--arch`` values, braces expanded (``sm{90,120}``), lower case."""
     return [a.lower() for r in (raw or ()) for a in api.expand_braces(str(r))]
-
-
-def _typed_in_bytes(tiles) -> bool:
-    """Whether the user typed every tile with K in bytes (``128x256x64B``): reports then
-    show tiles in that unit."""
-    tiles = [t for t in (tiles or []) if isinstance(t, str)]
-    return bool(tiles) and all(t.strip().endswith("B") for t in tiles)
 
 
 # ------------------------------------------------------------------------------------------
@@ -513,7 +447,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
                                "for a file give --line-offset N")
             result = api.scan(path, grep=grep, line_offset=offset)
     except BadInput as exc:
-        print(f"error: {_message(exc)}", file=sys.stderr)
+        print(f"error: {in_flag_words(exc)}", file=sys.stderr)
         return exc.exit_code
     except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -606,14 +540,14 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)
     if merge:
-        _merge_takes_no_more()
+        merge_takes_no_more()
         res = api.merge_audits(src)
         several = isinstance(res, api.AuditSet)
         asked = (res.results[0] if several else res).asked  # the shards' filters: tiles shown as typed
         for one in (res.results if several else [res]) if fmt == "jsonl" else ():
             for t in one.tactics:  # as a streamed audit prints them: every tactic, then the closing lines
                 _stream_tactics(one.arch, t)
-        _print_audits(res, several, fmt, _typed_in_bytes(asked.get("filters", {}).get("tile")), check)
+        _print_audits(res, several, fmt, typed_in_bytes(asked.get("filters", {}).get("tile")), check)
         return
     if len(src) > 1:  # as click says it for an argument of one value
         raise click.UsageError(f"Got unexpected extra argument{'s' if len(src) > 2 else ''} ({' '.join(src[1:])})")
@@ -661,25 +595,8 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     results = res.results if several else [res]
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
-    _print_audits(res, several, fmt, _typed_in_bytes(filters.get("tile")), check, checked,
+    _print_audits(res, several, fmt, typed_in_bytes(filters.get("tile")), check, checked,
                   (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else None)
-
-
-#: What ``audit --merge`` honours besides the files: how the result is shown and checked.
-MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
-
-
-def _merge_takes_no_more() -> None:
-    """``audit --merge`` joins what the shards laid out: a flag that would lay out, filter or
-    verify anything is refused, naming it.
-
-    Raises:
-        BadInput: the first such flag given.
-    """
-    flag = _given_beyond(MERGE_TAKES)
-    if flag is not None:
-        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
-                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
 
 
 def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
@@ -811,42 +728,6 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
 
 
-_SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
-
-
-def _usage_hint(exc: click.ClickException) -> str:
-    """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
-    shell expanded into extra arguments."""
-    msg = exc.format_message()
-    if "unexpected extra argument" not in msg:
-        return ""
-    extra = re.findall(r"\(([^)]*)\)", msg)
-    words = extra[-1].split() if extra else []
-    if any(_SHAPE_WORD.match(w) for w in words):
-        return (" (the shell expanded unquoted braces in a tile into several words: quote "
-                "them, --tile '128x{128,256}x64B', or repeat --tile)")
-    return ""
-
-
-#: The library's words for what the command names by a flag (library messages name none).
-_FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
-               ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
-               ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
-               ("give the arch of the local GPU", "give --arch of the local GPU"),
-               ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
-               ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
-               ("give the arch (arch=)", "give --arch"))
-
-
-def _message(exc: Exception) -> str:
-    """An error's line in the command's words (:data:`_FLAG_WORDS`), with how to lift a limit
-    it went over."""
-    msg = str(exc)
-    for lib, flag in _FLAG_WORDS:
-        msg = msg.replace(lib, flag)
-    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else msg
-
-
 #: What a command made that is only freed when the process ends (a whole install's audit is
 #: about a million objects, whose freeing would only delay the exit after its output is written;
 #: measured: docs/performance.md). The console entry
@@ -887,10 +768,10 @@ def main(argv=None) -> int:
         click.echo("error: aborted", err=True)
         code = 130
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}{_usage_hint(exc)}", err=True)
+        click.echo(f"error: {exc.format_message()}{usage_hint(exc)}", err=True)
         code = 2
     except CutlassLayoutError as exc:
-        click.echo(f"error: {_message(exc)}", err=True)
+        click.echo(f"error: {in_flag_words(exc)}", err=True)
         code = exc.exit_code
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):

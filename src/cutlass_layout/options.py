@@ -7,12 +7,21 @@ grid is the product, braces expand); ``audit`` each repeatedly, as filters (a ta
 when it matches one value of every flag given). The flag strings become a :class:`Config`
 in :func:`cutlass_layout.subjects.config.config_from_flags`, or a filter in
 :func:`cutlass_layout.commands.audit.tactic_filter`.
+
+Besides the flags, what the commands ask of the command line itself: which flags it gave
+(:func:`was_given`; :func:`tactic_takes_no_more` and :func:`merge_takes_no_more` refuse those
+that do not go together), values as typed (``--show``, tiles with K in bytes), the hint for
+a usage error, and the library's messages in the flags' words (:func:`in_flag_words`).
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 
+from .core.files import OverLimit
 from .errors import BadInput
 
 SOURCE_HELP = ("CUTLASS source: a folder, .whl, installed distribution or NAME==VERSION "
@@ -196,6 +205,24 @@ def check_jobs_flag(jobs):
     return check_jobs(jobs, "--jobs")
 
 
+def check_plot_flag(plot_file) -> None:
+    """``--plot FILE`` checked before any parse (:func:`cutlass_layout.reports.plot.check_plot_path`);
+    nothing when not given.
+
+    Raises:
+        BadInput: a name that is not .svg or .png, a folder that does not exist, no matplotlib.
+    """
+    if plot_file:
+        from .reports.plot import check_plot_path
+
+        check_plot_path(plot_file)
+
+
+def plot_written(path) -> None:
+    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
+    click.echo(f"plot written to {Path(path).resolve()}", err=True)
+
+
 def _lift_limits(ctx, param, value):
     if value:
         from .core.files import lift_limits
@@ -217,3 +244,122 @@ def limits_option(f):
     see it): what a wheel may unpack, a header weigh and a grid hold."""
     return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
                         callback=_lift_limits, help=_limits_help())(f)
+
+
+# ------------------------------------------------------------------------------------------
+# what the command line gave: flags that go together, values as typed, messages in flag words
+
+
+def was_given(name: str) -> bool:
+    """Whether the command line (not the default) gave the parameter ``name``."""
+    src = click.get_current_context().get_parameter_source(name)
+    return src is not None and src.name == "COMMANDLINE"
+
+
+def given_beyond(takes: set[str]) -> str | None:
+    """The first flag the command line gave whose parameter is not one of ``takes`` (its
+    longest name), or None."""
+    for param in click.get_current_context().command.params:
+        if param.name not in takes and param.expose_value and was_given(param.name):
+            return max(param.opts, key=len)
+    return None
+
+
+#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
+#: built for, the cache, and how the report is shown. Every other parameter is refused.
+TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
+                "check", "depth", "show", "plot_file"}
+
+
+def tactic_takes_no_more() -> None:
+    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
+    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
+    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    flag = given_beyond(TACTIC_TAKES)
+    if flag is not None:
+        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
+                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
+                       "--show, --depth, --format/--json and --plot)")
+
+
+#: What ``audit --merge`` honours besides the files: how the result is shown and checked.
+MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
+
+
+def merge_takes_no_more() -> None:
+    """``audit --merge`` joins what the shards laid out: a flag that would lay out, filter or
+    verify anything is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    flag = given_beyond(MERGE_TAKES)
+    if flag is not None:
+        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
+                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
+
+
+#: What ``--show`` tabulates.
+STRUCTS = ("kernel", "mainloop", "epilogue")
+
+
+def show_structs(show: str) -> tuple[str, ...]:
+    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
+    runs.
+
+    Raises:
+        BadInput: a value that names none of them.
+    """
+    parts = [s.strip() for s in show.split(",")]
+    for s in parts:
+        if s not in (*STRUCTS, "all"):
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
+                           "(or several, comma-separated)")
+    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
+
+
+def typed_in_bytes(tiles) -> bool:
+    """Whether the user typed every tile with K in bytes (``128x256x64B``): reports then
+    show tiles in that unit."""
+    tiles = [t for t in (tiles or []) if isinstance(t, str)]
+    return bool(tiles) and all(t.strip().endswith("B") for t in tiles)
+
+
+_SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
+
+
+def usage_hint(exc: click.ClickException) -> str:
+    """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
+    shell expanded into extra arguments."""
+    msg = exc.format_message()
+    if "unexpected extra argument" not in msg:
+        return ""
+    extra = re.findall(r"\(([^)]*)\)", msg)
+    words = extra[-1].split() if extra else []
+    if any(_SHAPE_WORD.match(w) for w in words):
+        return (" (the shell expanded unquoted braces in a tile into several words: quote "
+                "them, --tile '128x{128,256}x64B', or repeat --tile)")
+    return ""
+
+
+#: The library's words for what the command names by a flag (library messages name none).
+FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
+              ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
+              ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
+              ("give the arch of the local GPU", "give --arch of the local GPU"),
+              ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
+              ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
+              ("give the arch (arch=)", "give --arch"))
+
+
+def in_flag_words(exc: Exception) -> str:
+    """An error's line in the command's words (:data:`FLAG_WORDS`), with how to lift a limit
+    it went over."""
+    msg = str(exc)
+    for lib, flag in FLAG_WORDS:
+        msg = msg.replace(lib, flag)
+    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else msg
