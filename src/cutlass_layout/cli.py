@@ -68,25 +68,25 @@ def cli():
 @source_options
 @header_options
 @click.option("--tactic", default=None, metavar="ID",
-              help="Lay out one tactic `audit` listed (its id, or a unique part) as the install builds it.")
+              help="A tactic an audit listed (id or unique part).")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when the kernel's SharedStorage is over capacity.")
+              help="Exit 1 when over capacity.")
 @click.option("--check-kernel", is_flag=True,
-              help="Also instantiate the kernel body, so its asserts fire (slow: ~20 s).")
+              help="Also instantiate the kernel body (~20 s).")
 @click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
-              help="Cross-check with nvcc (every size and offset), or launch on the local GPU.")
+              help="Cross-check with nvcc, or on the local GPU.")
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
-              help="Write the probe's translation unit (for nvcc) to FILE.")
+              help="Write the probe's C++ (for nvcc) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
+              help="Draw a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
-              help="Leave the builder's stage budget out of the report.")
+              help="Leave out the builder's stage budget.")
 @click.option("--no-cache", is_flag=True, help="Lay out again (the result is still stored).")
 @click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
-              help="Member levels shown in the table (0 = all).")
+              help="Member levels shown (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
-              help="Structs shown: kernel, mainloop, epilogue or all (comma-separated).")
+              help="kernel, mainloop, epilogue or all (a,b,...).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tactic, fmt, as_json,
                check, check_kernel, verify, emit_probe, plot_file, no_budget, no_cache, depth, show,
                **flags):
@@ -243,18 +243,18 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
 @limits_option
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
-              help="TOML or JSON grid file (instead of config flags).")
+              help="A TOML or JSON grid (not with config flags).")
 @header_options
 @source_options
 @format_options("text", "markdown", "json", "csv")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw kernel bytes per config against the capacity (.svg or .png).")
-@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
+              help="Draw bytes per config (.svg or .png).")
+@click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
               help="Worker processes [default: the CPUs].")
 @executor_option
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
-              help="Launch every config on the local GPU: does each verdict hold?")
+              help="Check the verdicts on the local GPU.")
 def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
               as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
@@ -345,13 +345,13 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @format_options("text", "markdown", "json")
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
 @config_options(repeatable=True)
-@click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
+@click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid file.")
 @click.option("--structural-only", is_flag=True, help="Only the diff of storage structs and constants.")
-@click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
+@click.option("--numeric-only", is_flag=True, help="Only the layouts of the config grid.")
 @click.option("--audit", "with_audit", is_flag=True,
-              help="Compare the kernels two installs (or kernel libraries) build instead.")
+              help="Compare what two installs build instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
-@library_options("--audit of kernel libraries")
+@library_options("With --audit")
 @cuda_path_option
 def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
              with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
@@ -466,12 +466,12 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 @limits_option
 @click.argument("path", required=False)
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="A CUTLASS source, as for the other commands (instead of PATH).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
-@click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
+              help="A CUTLASS source (instead of PATH).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (cutlass-layout/scan/1).")
+@click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name has NAME.")
 @click.option("--file-only", is_flag=True, help="Print only the files that match.")
 @click.option("--line-offset", default=None, metavar="N|FILE:START",
-              help="The text is an excerpt: N lines of the real file (or FILE:START) come before it.")
+              help="An excerpt: N lines (or FILE:START) precede it.")
 def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
 
@@ -496,29 +496,29 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @limits_option
 @click.argument("src", nargs=-1, metavar="[SRC | --merge FILE...]")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="The flashinfer install (instead of the SRC argument).")
+              help="The flashinfer install (instead of SRC).")
 @config_options(filters=True)
 @click.option("--family", default=None, metavar="NAME",
-              help="Keep one family: moe (TensorRT-LLM's MoE GEMM) or a JIT module name.")
+              help="Keep one family: moe or a JIT module.")
 @click.option("--grep", default=None, metavar="TEXT",
-              help="Keep tactics whose id, name, launcher or file contains TEXT.")
-@library_options("CUTLASS's kernel library")
+              help="Keep tactics whose id, name, launcher or file has TEXT.")
+@library_options("Kernel library")
 @format_options("text", "markdown", "json", "github", "jsonl")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when a tactic the runtime would try is over capacity (or a filter matched nothing).")
+              help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
-              help="Also write flashinfer's tactics blocklist of those over capacity to FILE.")
+              help="Also write flashinfer's tactics blocklist.")
 @click.option("--verify", type=click.Choice(["nvcc"]), default=None,
-              help="Cross-check a sample of the tactics with nvcc's front end (exit 4 on a disagreement).")
+              help="Cross-check a sample with nvcc's front end.")
 @click.option("--sample", type=int, default=None, metavar="K",
-              help="With --verify nvcc: K tactics per family [default: over or exact fits, and 4 more].")
+              help="With --verify: K tactics per family.")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (and nvcc runs) [default: the CPUs].")
+              help="Worker processes [default: the CPUs].")
 @executor_option
 @click.option("--shard", "shard_text", default=None, metavar="I/N",
-              help="Lay out shard I of N alone; join the shards' --json with --merge.")
+              help="Lay out shard I of N alone (see --merge).")
 @click.option("--merge", is_flag=True,
-              help="Join every shard's --json FILE (instead of SRC) into the whole audit.")
+              help="Join the shards' --json FILEs (not SRC).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,

@@ -24,15 +24,14 @@ import click
 from .core.files import OverLimit
 from .errors import BadInput
 
-SOURCE_HELP = ("CUTLASS source: a folder, .whl, installed distribution or NAME==VERSION "
-               "[default: the installed one].")
-CUDA_PATH_HELP = "CUDA root, or 'pip' for the CUDA header wheels."
+SOURCE_HELP = "CUTLASS source: folder, .whl, distribution or NAME==VERSION."
+CUDA_PATH_HELP = "CUDA root, or 'pip' for the header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
 CONFIG_FLAGS = (
     ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110; sm70 to sm89 "
                                 "with --header."),
-    ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse (SM120 block-scaled)."),
+    ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse."),
     ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100); bf16, f16, e4m3, e5m2 "
                        "(SM90, SM100)."),
     ("--b", "b", None, "B element (default: same as A)."),
@@ -40,11 +39,10 @@ CONFIG_FLAGS = (
                              "[default: 128x128x128; sparse: 128x128x256]."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
-    ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
+    ("--c", "c", None, "C element: void, bf16, f16, f32."),
     ("--d", "d", None, "D element: bf16 (default), f16, f32; nvfp4, mxfp4, mxfp8 with scale "
                        "factors (SFD)."),
-    ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer, trtllm-moe, or vllm "
-                                         "(SM120 blockwise FP8)."),
+    ("--preset", "preset", "flashinfer", "Epilogue: flashinfer, trtllm-moe or vllm."),
     ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
     ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem."),
     ("--scales", "scales", None, "SM120 FP8 blockwise scales MxNxK: 1x128x128 or 128x128x128 "
@@ -62,13 +60,12 @@ _FILTER_HELP = {"arch": "The arch audited: sm120 (default), sm121, sm100, sm103 
                         "repeatable, or all.",
                 "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
                 "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
-                "b": "Keep the tactics whose B element is this (a kind --a takes).",
-                "tile": "Keep the tactics of this tile: MxNxK, or MxNxKB with K in bytes of the "
-                        "activation.",
-                "cluster": "Keep the tactics of this ClusterShape MxNxK.",
-                "stages": "Keep the tactics of N stages (auto keeps all).",
-                "d": "Keep the tactics whose output is this (a kind --a takes, or void).",
-                "schedule": "Keep the tactics of schedule cooperative or pingpong (auto keeps all).",
+                "b": "Keep tactics of this B element (a kind --a takes).",
+                "tile": "Keep tactics of this tile (MxNxK, or MxNxKB).",
+                "cluster": "Keep tactics of this ClusterShape MxNxK.",
+                "stages": "Keep tactics of N stages (auto keeps all).",
+                "d": "Keep tactics of this D (a kind --a takes, or void).",
+                "schedule": "Keep tactics of schedule cooperative or pingpong.",
                 "c": "Not recorded per tactic: refused here.",
                 "preset": "Not recorded per tactic: refused here (see --family moe).",
                 "epilogue_schedule": "Not recorded per tactic: refused here.",
@@ -102,13 +99,13 @@ def header_options(f):
     ``includes``) and ``-D NAME[=VALUE]`` (parameter ``defines``), both repeatable: a user's
     own kernel type instead of a preset."""
     f = click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
-                     help="With --header: define a macro for the header (repeatable).")(f)
+                     help="A macro for --header (repeatable).")(f)
     f = click.option("-I", "--include", "includes", multiple=True, metavar="DIR",
-                     help="With --header: an include directory the header needs (repeatable).")(f)
+                     help="An include folder for --header (repeatable).")(f)
     f = click.option("--type", "type_name", default=None, metavar="NAME",
-                     help="Qualified name of the kernel or collective type to lay out.")(f)
+                     help="The type to lay out (with --header).")(f)
     return click.option("--header", type=str, default=None, metavar="FILE",
-                        help="A header declaring your own kernel or collective type (with --type).")(f)
+                        help="A header declaring your own kernel type.")(f)
 
 
 def cuda_path_option(f):
@@ -136,14 +133,13 @@ def library_options(where: str):
     each help text (what they apply to). :func:`library_filters` gathers them."""
     def decorate(f):
         f = click.option("--instantiation-level", default=None, metavar="LEVEL",
-                         help=f"{where}: its generator's --instantiation-level (max, or 1111).")(f)
+                         help=f"{where}: the generator's --instantiation-level.")(f)
         f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: its generator's --exclude-kernels.")(f)
+                         help=f"{where}: the generator's --exclude-kernels.")(f)
         f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: its generator's --ignore-kernels (with --kernels).")(f)
+                         help=f"{where}: the generator's --ignore-kernels.")(f)
         return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-                            help=f"{where}: its generator's --kernels (comma-separated; all: every "
-                                 "kernel).")(f)
+                            help=f"{where}: the generator's --kernels.")(f)
     return decorate
 
 
@@ -235,8 +231,8 @@ def _limits_help() -> str:
     from .core.files import Limits, size_text
 
     d = Limits()
-    return (f"Lift the input limits ({size_text(d.archive_bytes)} per wheel, {size_text(d.file_bytes)} "
-            f"per file, {d.grid_configs} configs per grid).")
+    return (f"Lift the limits ({size_text(d.archive_bytes)} a wheel, {size_text(d.file_bytes)} a file, "
+            f"{d.grid_configs} configs).")
 
 
 def limits_option(f):
