@@ -351,7 +351,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @click.option("--audit", "with_audit", is_flag=True,
               help="Compare what two installs build instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
-@library_options("With --audit")
+@library_options("--audit: the libraries'")
 @cuda_path_option
 def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
              with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
@@ -502,7 +502,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
               help="Keep one family: moe or a JIT module.")
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file has TEXT.")
-@library_options("Kernel library")
+@library_options("The kernel library's")
 @format_options("text", "markdown", "json", "github", "jsonl")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")

@@ -130,16 +130,16 @@ def library_options(where: str):
     """Decorator adding CUTLASS's kernel library's own filters, as its generator takes them:
     ``--kernels`` (parameter ``library_kernels``), ``--ignore-kernels``, ``--exclude-kernels``
     and ``--instantiation-level`` (``generator.py``'s flags of those names); ``where`` begins
-    each help text (what they apply to). :func:`library_filters` gathers them."""
+    each help text (whose flag it is: ``"The kernel library's"``). :func:`library_filters` gathers them."""
     def decorate(f):
         f = click.option("--instantiation-level", default=None, metavar="LEVEL",
-                         help=f"{where}: the generator's --instantiation-level.")(f)
+                         help=f"{where} --instantiation-level.")(f)
         f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: the generator's --exclude-kernels.")(f)
+                         help=f"{where} --exclude-kernels.")(f)
         f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: the generator's --ignore-kernels.")(f)
+                         help=f"{where} --ignore-kernels.")(f)
         return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-                            help=f"{where}: the generator's --kernels.")(f)
+                            help=f"{where} --kernels.")(f)
     return decorate
 
 
