@@ -278,7 +278,8 @@ def _option_help(text: str, flag: str) -> str:
 
 def test_audit_help_lists_exactly_what_is_accepted():
     """SRC is optional (--merge takes the shards' files instead); the filters list the values a
-    filter takes (never layout's defaults), and the arch the archs an audit takes."""
+    filter takes (never layout's defaults: --b and --d take --a's kinds, --d void too), the arch
+    the archs an audit takes, and the flags that filter nothing (refused) are not listed."""
     import re
 
     from cutlass_layout.commands.audit import AUDIT_ARCHS, ELEMENT_BITS, OUTPUTS
@@ -292,10 +293,13 @@ def test_audit_help_lists_exactly_what_is_accepted():
     def listed(flag):  # the values after "...: " up to the sentence's end, asides dropped
         part = re.search(r"(?:is this|kernel): ([^.]*)\.", _option_help(text, flag)).group(1)
         return re.split(r",\s*|\s+or\s+", re.sub(r"\s*\([^)]*\)", "", part))
-    assert listed("--a") == listed("--b") == list(ELEMENT_BITS)
-    assert listed("--d") == list(OUTPUTS)
+    assert listed("--a") == list(ELEMENT_BITS)
+    assert "(a kind --a takes)" in _option_help(text, "--b")
+    assert "(a kind --a takes, or void)" in _option_help(text, "--d") and list(OUTPUTS) == [*ELEMENT_BITS, "void"]
     assert listed("--kernel") == list(KERNELS)
     assert re.findall(r"sm\d+", re.sub(r"\([^)]*\)", "", _option_help(text, "--arch"))) == list(AUDIT_ARCHS)
+    for flag in ("--c", "--preset", "--epilogue-schedule", "--scales"):
+        assert not any(ln.strip().startswith(flag + " ") for ln in text.splitlines()), flag
 
 
 def test_audit_arch_error_offers_only_what_it_takes(capsys):

@@ -30,7 +30,7 @@ command does. A bad value raises :class:`BadInput` with one line; a layout repor
 
 These names come from :mod:`cutlass_layout.api` (which also has the steps a command runs
 around them: :func:`~cutlass_layout.api.grid`, :func:`~cutlass_layout.api.verify_nvcc`,
-...). No name here is also a module's: the commands' modules are
+...); docs/python-api.md is each function's full reference. No name here is also a module's: the commands' modules are
 :mod:`cutlass_layout.commands.sweep`, ``.diff``, ``.scan`` and ``.audit``
 (``from cutlass_layout.commands.sweep import MAX_STAGES``).
 

@@ -1,33 +1,18 @@
 """The library's front door: one function per question, each a thin call into the module that
 answers it. ``import cutlass_layout as cl`` gives these names (see the package docstring);
-the command line calls these and nothing else of the library.
+the command line calls these and nothing else of the library. docs/python-api.md is each
+function's full reference.
 
-Every function that reads CUTLASS takes it as ``source``: anything
-:func:`resolve_cutlass` accepts (an include dir, a checkout, a site-packages dir, a
-``.whl``, an installed distribution such as ``"flashinfer"``, ``"NAME==VERSION"`` such as
-``"flashinfer-python==0.7.2.post1"``, with ``#SUBPATH`` to choose among several trees), a
-resolved :class:`CutlassTree`, or a :class:`Target` from :func:`target` to reuse; ``None``
-is the one installed here, else nvidia-cutlass 4.2.0.0 fetched into the cache. :func:`diff`
-takes two, ``old`` and ``new``. (``cutlass=`` for :func:`target`, :func:`layout`,
-:func:`layouts` and :func:`sweep`, ``src=`` for :func:`audit` and ``path=`` for :func:`scan`
-are taken too, with a :class:`DeprecationWarning`.)
+Every function that reads CUTLASS takes it as ``source``: anything :func:`resolve_cutlass`
+accepts (an include dir, a checkout, a ``.whl``, an installed distribution,
+``"NAME==VERSION"``, with ``#SUBPATH``), a resolved :class:`CutlassTree`, or a
+:class:`Target` from :func:`target` to reuse; ``None`` is the one installed here, else
+nvidia-cutlass 4.2.0.0 fetched into the cache. (``cutlass=``, ``src=`` and ``path=``, the
+former names, are taken too, with a :class:`DeprecationWarning`.)
 
 Sizes, offsets and capacities are bytes throughout; tiles are ``(M, N, K)`` in elements of
-A (a tile written ``"128x128x64B"`` has K in bytes of A's element, as TensorRT-LLM names
-its tiles). A bad value raises :class:`BadInput` with one line naming the value, never a
-command-line flag.
-
-Two groups:
-
-* the questions: :func:`layout`, :func:`layouts`, :func:`sweep`, :func:`diff`,
-  :func:`scan`, :func:`audit` and :func:`tactic`, with :func:`target` and
-  :func:`resolve_cutlass` to resolve a source once;
-* the steps a command runs around them, for the command line and for scripts that do the
-  same: values as typed (:func:`config`, :func:`user_type`, :func:`grid`,
-  :func:`grid_file`, :func:`expand_braces`, :func:`parse_stages`,
-  :func:`parse_line_offset`), a header's text (:func:`scan_text`), the probe's translation
-  unit (:func:`probe_text`) and the cross-checks (:func:`verify_nvcc`, :func:`gpu_device`,
-  :func:`verify_gpu`).
+A (``"128x128x64B"``: K in bytes of A's element). A bad value raises :class:`BadInput` with
+one line naming the value, never a command-line flag.
 """
 
 from __future__ import annotations
@@ -131,49 +116,36 @@ def target(source=None, cuda_path=None) -> Target:
 def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = False,
            check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
            **config_values) -> LayoutReport:
-    """The exact SharedStorage layout of one kernel config (``cutlass-layout layout``).
-
-    What ``sizeof(GemmKernel::SharedStorage)`` gives for a
-    ``cutlass::gemm::kernel::GemmUniversal`` built from CUTLASS's collective builders
-    (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl``,
-    ``sm90_gmma_builder.inl``; ``cutlass/epilogue/collective/builders/sm120_builder.inl``,
-    ``sm90_builder.inl``), with the epilogue flavour flashinfer or TensorRT-LLM's MoE
-    passes, compared with the arch's capacity (``cutlass::arch::sm120_smem_capacity_bytes``
-    = 101376 B on SM120).
+    """The exact SharedStorage layout of one kernel config (``cutlass-layout layout``),
+    compared with the arch's capacity (docs/python-api.md#layout: which CUTLASS types).
 
     Args:
-        config: a :class:`Config`, a :class:`UserType`, a tile as typed
-            (``"128x256x128"``, ``"128x128x64B"``) or a dict of config values; default
-            SM120 grouped NVFP4 128x128x128, flashinfer flavour, stages auto.
+        config: a :class:`Config`, a :class:`UserType`, a tile as typed (``"128x256x128"``,
+            ``"128x128x64B"``) or a dict of config values; default SM120 grouped NVFP4
+            128x128x128, flashinfer flavour, stages auto.
         source: the CUTLASS source (module docstring).
         cuda_path: see :func:`target`.
         raise_on_error: raise :class:`DoesNotCompile` instead of returning a report with
             ``error`` set.
         check_kernel_body: also instantiate the kernel's device entry point, so asserts in
-            its ``operator()`` fire (a slow parse with function bodies: docs/performance.md); the
-            report says ``checked == "kernel"``.
-        budget: also read the mainloop builder's stage budget (``builder_budget``: the
-            stages ``StageCountAutoCarveout`` would pick and the bytes per stage it counts)
-            of an auto-stage config, from the same parse.
-        use_cache: read a report cached earlier (the results cache, keyed by the tree's
-            content, the config, libclang and this code); a fresh one is stored either way.
-        config_values: the ``layout`` command's config values as typed: ``arch``,
-            ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages`` (``"auto"``, ``3``),
-            ``c``, ``d``, ``preset``, ``schedule``, ``epilogue_schedule``, ``scales``.
+            its ``operator()`` fire (slow); the report's ``checked`` is then ``"kernel"``.
+        budget: also read the builder's stage budget of an auto-stage config
+            (``builder_budget``), from the same parse.
+        use_cache: read a report cached earlier; a fresh one is stored either way.
+        config_values: the ``layout`` command's config values as typed (``arch``, ``tile``,
+            ``stages="auto"``, ``preset``, ...).
 
     Returns:
-        A :class:`LayoutReport`: ``stages``, the ``kernel``/``mainloop``/``epilogue``
-        structs (members with offsets and sizes, bytes), ``tma_transaction_bytes``,
-        ``capacity_bytes``, ``fits``, ``headroom_bytes``; a config that does not compile
-        has ``error`` set and no numbers. A preset config's ``approximation`` says which
-        kernel the preset approximates and, where ``source`` is a flashinfer install whose
-        audit is cached, the tactics it builds for the same config with their bytes
-        (nothing is audited here: ``approximation.audited`` is False when the audit has not
-        run; :func:`audit` lays them out).
+        A :class:`LayoutReport` (bytes): ``stages``, the ``kernel``/``mainloop``/``epilogue``
+        structs, ``capacity_bytes``, ``fits``, ``headroom_bytes``, a preset's
+        ``approximation``; a config that does not compile has ``error`` set and no numbers.
 
     Raises:
         BadInput: an unusable source, CUDA path or config value.
         DoesNotCompile: only with ``raise_on_error``.
+
+    Example: ``layout("128x256x128", "flashinfer-python==0.7.2.post1", preset="trtllm-moe")``
+    has ``stages == 3`` and ``kernel.size == 98304``.
     """
     subject = engine.subject(config, **config_values)
     tgt = engine.target(source, cuda_path)
@@ -216,11 +188,7 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
           use_cache: bool = True, progress: bool = False, executor: str | None = None,
           **grid_values) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest ``StageCount<N>`` whose
-    kernel SharedStorage fits the capacity (``cutlass-layout sweep``).
-
-    Every number is a layout of the engine (a ``StageCountAuto...`` config that chose S
-    stages counts as the layout of ``StageCount<S>``, the type the builder instantiates); N
-    is at least 2 for SM120's collectives (their ``static_assert``).
+    kernel SharedStorage fits the capacity (``cutlass-layout sweep``; docs/python-api.md#sweep).
 
     Args:
         grid: a list of configs (what :func:`layout` takes), or a dict of grid values (a
@@ -231,11 +199,9 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         use_cache: read layouts cached earlier (by any command); fresh ones are stored
             either way, as soon as each parse gives them.
         progress: a progress bar (or a line every few seconds) on stderr.
-        executor: where the parses run, as for :func:`audit` (a Dask cluster's results are
-            stored in this machine's cache).
+        executor: where the parses run, as for :func:`audit`.
         grid_values: grid values as the ``sweep`` command's repeatable flags take them,
-            instead of (or added to a dict) ``grid``: ``tile="128x{32,64}x{128,256}"``,
-            ``preset=["flashinfer", "trtllm-moe"]``, ``stages=["auto", 3]``.
+            instead of (or added to a dict) ``grid``: ``tile="128x{32,64}x{128,256}"``.
 
     Returns:
         A :class:`SweepResult`: one :class:`SweepRecord` per config (``kernel_bytes``,
@@ -246,6 +212,8 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
         BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``;
             a bad or unusable ``executor`` (as for :func:`audit`).
         OverLimit: a grid over :data:`LIMITS` (1024 configs unless lifted).
+
+    Example: ``sweep(tile="128x{32,64}x256", source="flashinfer-python==0.7.2.post1").records``
     """
     with runner.showing(progress), executors.session(executor) as ex:
         return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
@@ -257,38 +225,24 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
          kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
          instantiation_level: str | None = None, cuda_path=None, use_cache: bool = True,
          jobs: int | None = None, grid_source: str | None = None, **grid_values) -> DiffResult:
-    """Diff the shared-memory layouts of two CUTLASS sources, OLD -> NEW (``cutlass-layout diff``).
-
-    Two views, keyed by the trees' content (never by ``cutlass/version.h``):
-
-    * structural (tree-sitter, no compiler): the ``*Storage`` structs and the TMA-bytes,
-      stage and capacity constants of every header whose bytes differ;
-    * numeric (the libclang engine, as :func:`layout`): per config, stages, the kernel,
-      mainloop and epilogue SharedStorage bytes, TMA transaction bytes, every kernel
-      member's offset and size, and the capacity verdict on both sides.
+    """Diff the shared-memory layouts of two CUTLASS sources, OLD -> NEW (``cutlass-layout diff``):
+    the structural view (tree-sitter: changed ``*Storage`` structs and TMA-bytes, stage and
+    capacity constants) and the numeric one (the engine: each config's layout on both sides).
+    docs/python-api.md#diff has the rules (the default grid, ``audit``'s pairing).
 
     Args:
-        old, new: the two sources (each what ``source`` is elsewhere, but a
-            :class:`Target`: a source or a :class:`CutlassTree`).
+        old, new: the two sources (each a source or a :class:`CutlassTree`, not a
+            :class:`Target`).
         grid: the numeric side's configs (a list, or a dict of grid values); default: SM120
-            NVFP4 grouped and dense, tiles ``{128,256}x{32,64,128,256}x{128,256}``, the
-            families both trees have.
+            NVFP4 grouped and dense (those both trees have), tiles
+            ``{128,256}x{32,64,128,256}x{128,256}``.
         structural, numeric: which views (default both; neither with ``audit``).
-        audit: compare the kernels two flashinfer installs build instead (:func:`audit` of
-            each, tactics paired by configuration, renamed ones shown as renamed:
-            :func:`cutlass_layout.commands.diff.audit_diff`); ``arch`` (one, default sm120)
-            and ``family`` as there. Or of two CUTLASS kernel libraries (``source`` as
-            :func:`audit` takes one: ``"nvidia-cutlass==4.2.0.0"``, a wheel, a
-            ``cutlass_library`` folder, a CUTLASS checkout): each library's kernels for
-            ``arch``, paired by procedural name (a name an older library spelled with its MMA
-            instruction shape paired with the name 4.x gives it, shown as renamed:
-            :func:`cutlass_layout.commands.diff.pair_library_kernels`).
+        audit: compare the kernels two flashinfer installs (or two CUTLASS kernel libraries)
+            build instead; ``arch`` (one, default sm120) and ``family`` as for :func:`audit`.
         kernels, ignore_kernels, exclude_kernels, instantiation_level: with ``audit`` of two
-            kernel libraries, the library's own filters, as :func:`audit` takes them, the
-            same on both sides.
-        arch: one arch or several: the structural view keeps their headers and structs
-            (the others are counted in ``structural_others``), and the default grid is of
-            them.
+            kernel libraries, the library's own filters, the same on both sides.
+        arch: one arch or several: the structural view keeps their headers and structs, and
+            the default grid is of them.
         cuda_path, use_cache, jobs: as for :func:`sweep` (jobs: one worker per tree).
         grid_source: how the grid was given, for the report (default ``python``).
         grid_values: grid values instead of ``grid`` (``tile="128x{32,64}x256"``, ...).
@@ -302,6 +256,8 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
             nothing to diff, unusable CUDA headers; with ``audit``, a kernel library on one
             side and a flashinfer install on the other, the library's filters for flashinfer
             installs or without ``audit``, a selection neither library keeps a kernel of.
+
+    Example: ``diff("flashinfer-python==0.6.8", "flashinfer-python==0.7.2.post1").numeric``
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}
@@ -321,11 +277,9 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
 @_renamed(path="source")
 def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult:
-    """Every ``*Storage`` struct and TMA-bytes / stages / capacity constant
-    (``TmaTransactionBytes``, ``Stages``, ``sm120_smem_capacity_bytes``) a header, a folder
-    or a CUTLASS source declares, read with tree-sitter, without compiling
-    (``cutlass-layout scan``). Declarations as written (``alignas``, extents, expressions),
-    not sizes: those need template arguments (:func:`layout`).
+    """Every ``*Storage`` struct and TMA-bytes / stages / capacity constant a header, a folder
+    or a CUTLASS source declares, read with tree-sitter, without compiling (``cutlass-layout
+    scan``): declarations as written, not sizes (docs/python-api.md#scan).
 
     Args:
         source: a header (scanned alone, whatever its suffix), a folder (its ``.h .hpp
@@ -341,6 +295,8 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0) -> ScanResult
     Raises:
         BadInput: a missing path, an empty or binary header, a folder without headers, a
             source :func:`resolve_cutlass` rejects, a line offset for more than one file.
+
+    Example: ``scan("flashinfer-python==0.7.2.post1", grep="TensorStorage").structs``
     """
     return _scan.scan(source, grep, line_offset=line_offset)
 
@@ -353,90 +309,53 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
           executor: str | None = None, shard: tuple[int, int] | None = None,
           on_tactic=None, **config_values) -> AuditResult | AuditSet:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
-    (``cutlass-layout audit``), read from its own code: its JIT module builders
-    (``flashinfer/jit/fused_moe.py``, ``jit/gemm/core.py``, run in a child process) and
-    TensorRT-LLM's MoE kernel generator (``generate_kernels.py``); each kernel is laid out
-    in its generated source with the flags its JIT compiles it with.
-
-    Or, where ``source`` is CUTLASS's own kernel library (``"nvidia-cutlass==4.2.0.0"``, its
-    wheel, a folder with ``cutlass_library``, a CUTLASS checkout:
-    :func:`cutlass_layout.sources.library.is_kernel_library`), every kernel the library's generator
-    keeps for ``arch`` (what ``cutlass_profiler`` builds: its ``Manifest`` and
-    ``GenerateSM120``-style functions, run in a child process), each laid out from the C++
-    the library's own emitter writes (``<name>_base``, a ``GemmUniversal``), with the
-    generator's own estimate beside it
-    (:func:`cutlass_layout.commands.library_audit.audit_library`; tactics are
-    :class:`~cutlass_layout.model.LibraryTactic`, named by procedural name). ``kernels``,
-    ``ignore_kernels``, ``exclude_kernels`` and ``instantiation_level`` are the library's own
-    filters, as its generator takes ``--kernels`` and the like (comma-separated, ``*``
-    between parts that must appear in order); ``family`` is then ``cutlass_library``.
+    (``cutlass-layout audit``), read from its own code (its JIT module builders and
+    TensorRT-LLM's MoE kernel generator, run in a child process); or, where ``source`` is
+    CUTLASS's own kernel library (:func:`~cutlass_layout.sources.library.is_kernel_library`), every kernel its generator keeps
+    for ``arch``. docs/python-api.md#audit says how each is read and laid out.
 
     Args:
         source: a flashinfer install (site-packages or package dir, ``.whl``,
-            ``"flashinfer-python==VERSION"``), or CUTLASS's kernel library (above); ``None``:
-            the flashinfer installed here.
-        arch: ``sm120`` (the default), ``sm121`` (SM120's builds, and their cached
-            results), ``sm100``, ``sm103`` or ``sm90``: one audit. Several arches, a list
-            (``["sm90", "sm120"]``), or ``"all"`` (alone or in the list): every arch the
-            install has JIT module builders for, ascending (sm90, sm100, sm103, sm120; sm121,
-            SM120's builds, only where named), each arch audited as one is, the install
-            resolved once (:func:`cutlass_layout.commands.audit.audit_archs`; an arch ``all``
-            finds no builder for, or whose builders give nothing of what was asked, is left
-            out and named in the set's ``notes``). CUTLASS's library takes a list of named
-            arches, not ``"all"``.
-        family: keep one family: ``moe`` (TensorRT-LLM's MoE grouped GEMM) or a JIT module
-            name; only its sources are parsed. One the install does not build is refused,
-            listing those it does.
+            ``"flashinfer-python==VERSION"``), or CUTLASS's kernel library; ``None``: the
+            flashinfer installed here.
+        arch: ``sm120`` (the default), ``sm121``, ``sm100``, ``sm103`` or ``sm90``: one audit;
+            a list of them, or ``"all"`` (every arch the install has builders for; not for
+            CUTLASS's library): one audit each.
+        family: keep one family: ``moe`` or a JIT module name; only its sources are parsed.
         grep: keep the tactics whose id, name, launcher or file contains this
             (case-insensitive).
-        cuda_path, jobs, use_cache, progress: as for :func:`sweep` (``jobs`` on a cluster:
-            its worker threads unless given).
-        executor: where the parses run: ``None`` (a Dask scheduler named by
-            ``DASK_SCHEDULER_ADDRESS``, else this machine's processes), ``"local"``, or
-            ``"dask://HOST:PORT"``: a Dask cluster (the ``dask`` extra), connected only when
-            something is not cached; its workers need the install, the cache and the CUDA
-            headers at the paths this machine names. Results come back and are cached here.
-        config_values: filters, as :func:`layout` takes the values (``tile="128x256x64B"``,
-            ``a="nvfp4"``, lists allowed): ``kernel``, ``a``, ``b``, ``tile``, ``cluster``,
-            ``stages``, ``d``, ``schedule``.
-        shard: ``(i, n)``: lay out shard ``i`` of ``n`` alone (1 <= i <= n), so that n
-            machines (CI jobs) cover an audit together: a flashinfer install's sources (and its
-            ``moe_sm80`` family) cut into n runs of about equal estimated kernels, CUTLASS's
-            library's kernels by procedural name; each arch of several cut alike. Each result
-            has its ``shard`` (the JSON's ``"shard"`` object, with what :func:`merge_audits`
-            needs); see :func:`cutlass_layout.commands.audit.audit`.
-        on_tactic: a flashinfer install's tactics as they come in, each source's as it is
-            laid out: called ``on_tactic(arch, tactic)`` for each tactic the filters keep,
-            before the result is returned (its runtime candidate, fix and guard still unknown;
-            ``cutlass_layout.commands.audit.stream_row`` is its ``--format jsonl`` line).
+        cuda_path, jobs, use_cache, progress: as for :func:`sweep`.
+        kernels, ignore_kernels, exclude_kernels, instantiation_level: CUTLASS's kernel
+            library's own filters, as its generator takes ``--kernels`` and the like.
+        executor: where the parses run: ``None`` (``DASK_SCHEDULER_ADDRESS``, else this
+            machine), ``"local"``, or ``"dask://HOST:PORT"`` (the ``dask`` extra).
+        shard: ``(i, n)``: lay out shard ``i`` of ``n`` alone (1 <= i <= n); join the
+            shards with :func:`merge_audits`.
+        on_tactic: a flashinfer install's tactics as they come in: ``on_tactic(arch,
+            tactic)`` for each tactic the filters keep, before the result is returned.
+        config_values: filters, as :func:`layout` takes the values (lists allowed):
+            ``kernel``, ``a``, ``b``, ``tile``, ``cluster``, ``stages``, ``d``, ``schedule``.
 
     Returns:
-        For one arch (a str), an :class:`AuditResult`: ``sources`` (what each instantiates, the kernels found,
-        why one gives none; counts per family in ``source_summary()``), ``tactics``
-        (:class:`Tactic`, named as the install names
-        them: ``moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize``), each with its
-        :class:`LayoutReport`, the JSON row's numbers as attributes (``kernel_bytes``,
-        ``headroom_bytes``, ``stages``, ``verdict``, ...), and whether the MoE runtime's
-        candidate list would try it; a filter that matched no tactic is a note (and in
-        ``unmatched``) naming it and the nearest values the tactics have. For several
-        (a list, or ``"all"``), an :class:`AuditSet`: ``results``, one :class:`AuditResult`
-        per arch in the order asked, each against its own arch's capacity; ``to_dict()``
-        is ``{"audits": [...]}`` (``audit --json``), ``check_failures()`` the ``(arch,
+        For one arch (a str), an :class:`AuditResult`: ``sources``, ``tactics``
+        (:class:`Tactic`, each with its :class:`LayoutReport`, bytes, and whether the runtime
+        would try it), ``notes`` and ``unmatched`` (filters that kept nothing). For several,
+        an :class:`AuditSet`: ``results``, one :class:`AuditResult` per arch in the order
+        asked; ``to_dict()`` is ``{"audits": [...]}``, ``check_failures()`` the ``(arch,
         tactic)`` pairs ``audit --check`` fails on.
 
     Raises:
-        BadInput: a bad ``shard``; no flashinfer at ``source`` (or one too old for the arch), an arch other
-            than sm120, sm121, sm100, sm103 or sm90 (or ``all``; for CUTLASS's library
-            ``all`` is refused: name the arches), a family the install does not build, a
-            filter value no tactic could match, unusable CUDA headers; without ``family``,
-            an install whose builders give no kernel for the arch (the message says why); a
-            bad ``executor``, one without ``distributed`` installed, a scheduler that does not
-            answer (or has no worker) in time, workers that cannot see the install's paths
-            (:mod:`cutlass_layout.core.dask`). For
-            CUTLASS's library: no library or headers at ``source``, its generator failed or
-            ran past its limits, a selection of its own that keeps no kernel; the library's
-            filters (``kernels``, ...) for a flashinfer install. ``on_tactic`` for CUTLASS's library (its
-            tactics come at the end).
+        BadInput: a bad ``shard``; no flashinfer at ``source`` (or one too old for the arch),
+            an arch other than sm120, sm121, sm100, sm103 or sm90 (or ``all``), a family the
+            install does not build, a filter value no tactic could match, unusable CUDA
+            headers; without ``family``, an install whose builders give no kernel for the
+            arch; a bad ``executor``, one without ``distributed`` installed, a scheduler that
+            does not answer (or has no worker) in time, workers that cannot see the install's
+            paths. For CUTLASS's library: no library or headers at ``source``, its generator
+            failed or ran past its limits, a selection of its own that keeps no kernel,
+            ``"all"``, ``on_tactic``; the library's filters for a flashinfer install.
+
+    Example: ``audit("flashinfer-python==0.7.2.post1", family="moe").tactics``
     """
     chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
               "instantiation_level": instantiation_level}
@@ -480,11 +399,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
     """The audit of the whole from the ``--json`` files every shard of it wrote
-    (``audit(..., shard=(i, n))`` or ``audit --shard I/N --json``; ``cutlass-layout audit
-    --merge FILE...``): no install is read and nothing is laid out. Each arch's shards are
-    joined and finished as the audit without shards finishes (the sources judged with every
-    shard's parses, the filters applied to all tactics, notes, capacity, order), so its
-    ``to_dict()`` is the unsharded audit's ``--json`` (:mod:`cutlass_layout.commands.shard`).
+    (``audit(..., shard=(i, n))`` or ``audit --shard I/N --json``; ``audit --merge FILE...``):
+    nothing is laid out, and its ``to_dict()`` is the unsharded audit's ``--json``
+    (docs/python-api.md#merge_audits).
 
     Args:
         paths: the files, one per shard, in any order.
@@ -498,7 +415,7 @@ def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
         BadInput: a file that cannot be read or is not a shard's audit JSON (or not as this
             version writes it); shards of other installs (fingerprint), arches, filters or
             counts; a shard given twice or missing (named); the install gives no kernel for
-            the arch (as the audit says, ``NothingForArch``).
+            the arch (``NothingForArch``).
     """
     from .commands import library_audit as _library_audit
 
@@ -507,18 +424,15 @@ def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
 
 
 def blocklist_format(source=None) -> BlocklistFormat:
-    """The offline tactics blocklist format of a flashinfer install (0.7.2.post1 and 0.7.4 have one):
-    what its ``TacticsBlocklist.load`` reads, its metadata fields and the CUTLASS MoE
-    runner's keys, read from its own code
-    (:func:`cutlass_layout.commands.blocklist.blocklist_format`).
+    """The offline tactics blocklist format of a flashinfer install, read from its own code
+    (what its ``TacticsBlocklist.load`` reads; docs/python-api.md#blocklist_format).
 
     Args:
         source: a flashinfer install, as :func:`audit` takes it.
 
     Raises:
-        BadInput: no flashinfer at ``source``, or one without a blocklist loader
-            (``flashinfer/tactics_blocklist.py``; 0.6.8 has none), or a loader of
-            another shape.
+        BadInput: no flashinfer at ``source``, or one without a blocklist loader (0.6.8 has
+            none), or a loader of another shape.
     """
     from .commands.blocklist import blocklist_format as _format
     from .sources.flashinfer import FlashinferInstall, resolve_flashinfer
@@ -529,11 +443,8 @@ def blocklist_format(source=None) -> BlocklistFormat:
 
 def tactics_blocklist(result: AuditResult, path=None, *, fmt: BlocklistFormat | None = None) -> Blocklist:
     """flashinfer's tactics blocklist of an :func:`audit` (``audit --blocklist FILE``): the
-    tactics the runtime would try that are over the arch's capacity, as their ids in the
-    CUTLASS MoE runner's GEMM1 and GEMM2 tactic lists, under the install's
-    ``"<custom op>::<runner class>"`` keys, with a ``_metadata`` block naming the install's
-    ``flashinfer_version`` and ``"*"`` for every field not knowable without its GPU
-    (:mod:`cutlass_layout.commands.blocklist`). A process loads it with
+    tactics the runtime would try that are over the arch's capacity, as the CUTLASS MoE
+    runner's tactic ids (docs/python-api.md#tactics_blocklist). A process loads it with
     ``FLASHINFER_TACTICS_BLOCKLIST=FILE``.
 
     Args:
@@ -568,15 +479,9 @@ _MOE_TILE = re.compile(r"ctashape|^\d+x\d+x\d+b(/|$)", re.I)
 def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cache: bool = True,
            progress: bool = False) -> Tactic:
     """One kernel a flashinfer install builds, by its :func:`audit` id or a unique part of it
-    (``cutlass-layout layout --tactic ID``); from the results cache when the audit has run.
-    For CUTLASS's kernel library (``source`` as :func:`audit` takes it), ``id`` is a
-    procedural name (or a ``--kernels`` filter of the library's that keeps one kernel).
-
-    An id names its family first (``moe/CtaShape...``), and a TensorRT-LLM tile name
-    (``CtaShape128x256x64B``, ``128x256x64B``) is the moe family's (one naming a warp shape,
-    ``CtaShape128x128x64_WarpShape64x32x64``, the ``moe_sm80`` family's): only that family's
-    sources are read (else all of them). Of a tactic and its ``/swap_ab`` twin, the part
-    that ends one picks it.
+    (``cutlass-layout layout --tactic ID``); from the results cache when the audit has run. For
+    CUTLASS's kernel library, ``id`` is a procedural name (or a ``--kernels`` filter that keeps
+    one kernel). docs/python-api.md#tactic says which sources an id makes it read.
 
     Args:
         id: the tactic's id or a part of it (case-insensitive).
@@ -587,6 +492,9 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
 
     Raises:
         BadInput: as :func:`audit`; no tactic matches, or several do (up to eight listed).
+
+    Example: ``tactic("CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize",
+    "flashinfer-python==0.7.2.post1").report``
     """
     if is_kernel_library(source):  # a procedural name is a filter of the library's own
         from .commands.library_audit import audit_library
@@ -626,11 +534,9 @@ def stream_row(arch: str, tactic: Tactic) -> dict:
 
 def show_progress(enabled: bool = True) -> bool:
     """Show progress on stderr in this process from now on (or stop): each slow step as it
-    starts (a download, unpacking a wheel, an install's generator, building a precompiled
-    header, a libclang parse, nvcc) and counts of long runs (a spinner and bars on a
-    terminal, plain lines otherwise; :mod:`cutlass_layout.core.pool`). The command line turns it
-    on; the library is quiet unless a call's ``progress=True`` asks for its own duration.
-    Returns whether it was shown before (to put back)."""
+    starts and counts of long runs (docs/python-api.md#show_progress). The command line turns
+    it on; the library is quiet unless a call's ``progress=True`` asks. Returns whether it was
+    shown before (to put back)."""
     return runner.show_progress(enabled)
 
 
@@ -716,11 +622,8 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
 
 def probe_text(config=None, **config_values) -> str:
     """The translation unit the engine parses for one config (or :class:`UserType`), with a
-    ``main()`` that prints numbers the engine reads when nvcc builds it (``layout
-    --emit-probe``): ``size 0 KERNEL MAINLOOP EPILOGUE STAGES`` (``sizeof`` of the three
-    SharedStorage types, 1 for a missing one, and the stage count) and, where they apply, a
-    sparse mainloop's ``StagesB``/``StagesE``, a storage of no GEMM shape's ``sizeof`` and a
-    direct convolution's launch size (:func:`cutlass_layout.subjects.probe.checks`).
+    ``main()`` that prints the numbers the engine reads when nvcc builds it (``layout
+    --emit-probe``; docs/python-api.md#probe_text has the lines it prints).
 
     Raises:
         BadInput: as :func:`config`.
@@ -768,11 +671,10 @@ def find_nvcc(cuda_path=None) -> str:
 
 def verify_audit(result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None,
                  cuda_path=None):
-    """Compile a sample of an audit's tactics with nvcc (``audit --verify nvcc``) and compare
-    every size: the kernel's, mainloop's and epilogue's ``sizeof(SharedStorage)`` (bytes) and
-    the stage count, as nvcc's own front end computes them from the install's generated
-    source each tactic came from, with its JIT module's flags (nothing built or run;
-    TensorRT-LLM's MoE launchers: ``tests/test_audit_nvcc.py`` did this first).
+    """Compile a sample of an audit's tactics with nvcc's front end (``audit --verify nvcc``)
+    and compare every size: the kernel's, mainloop's and epilogue's ``sizeof(SharedStorage)``
+    (bytes) and the stage count, from the install's generated sources with its JIT's flags
+    (nothing built or run; docs/python-api.md#verify_audit).
 
     Args:
         result: what :func:`audit` returned for ``source`` (the same install).

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -22,6 +21,14 @@ from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
 from .options import (
     CONFIG_FLAGS,
     check_jobs_flag,
+    check_plot_flag,
+    in_flag_words,
+    merge_takes_no_more,
+    show_structs,
+    tactic_takes_no_more,
+    typed_in_bytes,
+    usage_hint,
+    was_given,
     config_options,
     cuda_path_option,
     executor_option,
@@ -31,6 +38,7 @@ from .options import (
     library_options,
     limits_option,
     output_format,
+    plot_written,
     source_options,
 )
 from .reports import audit as audit_report
@@ -45,14 +53,9 @@ def cli():
 
     Exit codes: 0 done, 1 a check failed, 2 bad input, 3 does not compile, 4 nvcc or the
     GPU disagrees (--verify), 5 internal error (a bug), 130 interrupted.
+
+    Each command's full reference: docs/commands/COMMAND.md.
     """
-
-
-def _check_plot(plot_file) -> None:
-    if plot_file:
-        from .reports.plot import check_plot_path
-
-        check_plot_path(plot_file)  # a bad name or no matplotlib: one line, before any parse
 
 
 # ------------------------------------------------------------------------------------------
@@ -65,36 +68,47 @@ def _check_plot(plot_file) -> None:
 @source_options
 @header_options
 @click.option("--tactic", default=None, metavar="ID",
-              help="One tactic of the flashinfer named by --cutlass, as `audit` lists it (its id, or a unique part), "
-                   "laid out as the install builds it: config flags, --header, --check-kernel, --verify "
-                   "and --emit-probe are refused with it.")
+              help="A tactic an audit listed (id or unique part).")
 @format_options("text", "markdown", "json")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when the kernel's SharedStorage is over capacity (saying by how much on stderr).")
+              help="Exit 1 when over capacity.")
 @click.option("--check-kernel", is_flag=True,
-              help="Also instantiate the kernel's device entry point, so asserts in operator() fire (slow: ~20 s).")
+              help="Also instantiate the kernel body (~20 s).")
 @click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
-              help="nvcc: compile the same probe with nvcc and compare every size and offset. "
-                   "gpu: also build the kernel for the local GPU, launch it and check the verdict holds.")
+              help="Cross-check with nvcc, or on the local GPU.")
 @click.option("--emit-probe", type=str, default=None, metavar="FILE",
-              help="Write the generated translation unit (with a main() printing the numbers) to FILE.")
+              help="Write the probe's C++ (for nvcc) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw the kernel SharedStorage as a memory map (.svg or .png).")
+              help="Draw a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True,
-              help="Leave the builder's stage budget out of the report (it is read in the layout's own parse).")
-@click.option("--no-cache", is_flag=True, help="Lay out again instead of reading the results cache (the result is still stored).")
+              help="Leave out the builder's stage budget.")
+@click.option("--no-cache", is_flag=True, help="Lay out again (the result is still stored).")
 @click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
-              help="Member levels shown in the table (0 = all).")
+              help="Member levels shown (0 = all).")
 @click.option("--show", default="kernel", show_default=True,
-              help="Structs to tabulate: kernel, mainloop, epilogue or all (comma-separated).")
+              help="kernel, mainloop, epilogue or all (a,b,...).")
 def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tactic, fmt, as_json,
                check, check_kernel, verify, emit_probe, plot_file, no_budget, no_cache, depth, show,
                **flags):
-    """Lay out one kernel config's SharedStorage and compare it with the capacity."""
+    """Lay out one kernel config's SharedStorage and compare it with the capacity.
+
+    A preset (the config flags, each once), your own type (--header FILE --type NAME), or a
+    tactic an audit listed (--tactic ID). For example, the MoE kernel flashinfer builds
+    (K in bytes, as TensorRT-LLM names its tiles):
+
+    \b
+        cutlass-layout layout --cutlass flashinfer-python==0.7.2.post1 \\
+            --preset trtllm-moe --tile 128x256x64B
+
+    Exit 1 with --check when over capacity, 3 when it does not compile, 4 when --verify
+    disagrees.
+
+    Full reference: docs/commands/layout.md
+    """
     fmt = output_format(fmt, ("text", "markdown", "json"), as_json)
-    structs = _structs(show)
+    structs = show_structs(show)
     if tactic is not None:
-        _tactic_takes_no_more()
+        tactic_takes_no_more()
         return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
                               check, depth, structs, plot_file, no_cache)
     if header is not None or type_name is not None or includes or defines:
@@ -102,7 +116,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     else:
         subject = api.config(**flags)
     device = _verify_preflight(verify, subject)
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     tgt = api.target(cutlass_src, cuda_path)
     if emit_probe:
         try:
@@ -125,15 +139,15 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
                                     "fields": v.fields, "mismatches": v.mismatches})
         click.echo(json_text(doc))
     else:
-        _show_layout(rep, fmt, depth, structs, tile_bytes=_typed_in_bytes([flags["tile"]]))
+        _show_layout(rep, fmt, depth, structs, tile_bytes=typed_in_bytes([flags["tile"]]))
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
             click.echo(v.summary())
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 
-        plot_layout(rep, plot_file, tile_bytes=_typed_in_bytes([flags["tile"]]))
-        _plot_written(plot_file)
+        plot_layout(rep, plot_file, tile_bytes=typed_in_bytes([flags["tile"]]))
+        plot_written(plot_file)
     if emit_probe:
         click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
                    f"-I{tgt.tree.include_root} {emit_probe})", err=True)
@@ -147,11 +161,6 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         _check_failed(rep)
 
 
-def _plot_written(path) -> None:
-    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
-    click.echo(f"plot written to {Path(path).resolve()}", err=True)
-
-
 def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
     if rep.launch is not None:
@@ -159,25 +168,6 @@ def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     click.echo(f"check failed: {what} is {rep.smem_bytes} B, over the {rep.capacity_bytes} B "
                f"capacity by {-rep.headroom_bytes} B", err=True)
     sys.exit(1)
-
-
-#: What ``--show`` tabulates.
-STRUCTS = ("kernel", "mainloop", "epilogue")
-
-
-def _structs(show: str) -> tuple[str, ...]:
-    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
-    runs.
-
-    Raises:
-        BadInput: a value that names none of them.
-    """
-    parts = [s.strip() for s in show.split(",")]
-    for s in parts:
-        if s not in (*STRUCTS, "all"):
-            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
-                           "(or several, comma-separated)")
-    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
 
 
 def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...], tile_bytes: bool = False) -> None:
@@ -205,12 +195,6 @@ def _verify(verify, device, subject, rep, tgt):
     return api.verify_nvcc([subject], [rep], tgt)
 
 
-def _given(name: str) -> bool:
-    """Whether the command line (not the default) gave the parameter ``name``."""
-    src = click.get_current_context().get_parameter_source(name)
-    return src is not None and src.name == "COMMANDLINE"
-
-
 def user_type_from_flags(header, type_name, includes, defines, flags, stages=None):
     """``--header/--type`` (with ``-I``/``-D``): the :class:`~cutlass_layout.api.UserType`;
     ``--arch`` when given (else the type's arch tag decides), ``--stages N`` defines its
@@ -218,50 +202,20 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
     if header is None or type_name is None:
         raise BadInput("--header and --type go together (and -I/-D go with them)")
     extra = [flag for flag, name, _, _ in CONFIG_FLAGS
-             if name not in ("arch", "stages") and _given(name)]
+             if name not in ("arch", "stages") and was_given(name)]
     if extra:
         raise BadInput(f"{extra[0]} describes a preset; with --header the type in the header is "
                        "what is laid out (only --arch and --stages go with it)")
-    arch = flags["arch"] if _given("arch") else None
+    arch = flags["arch"] if was_given("arch") else None
     if stages is None and isinstance(flags["stages"], str):
         stages = flags["stages"]
     return api.user_type(header, type_name, arch=arch, stages=stages, includes=includes,
                          defines=defines)
 
 
-#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
-#: built for, the cache, and how the report is shown. Every other parameter is refused.
-TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
-                "check", "depth", "show", "plot_file"}
-
-
-def _given_beyond(takes: set[str]) -> str | None:
-    """The first flag the command line gave whose parameter is not one of ``takes`` (its
-    longest name), or None."""
-    for param in click.get_current_context().command.params:
-        if param.name not in takes and param.expose_value and _given(param.name):
-            return max(param.opts, key=len)
-    return None
-
-
-def _tactic_takes_no_more() -> None:
-    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
-    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
-    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
-
-    Raises:
-        BadInput: the first such flag given.
-    """
-    flag = _given_beyond(TACTIC_TAKES)
-    if flag is not None:
-        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
-                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
-                       "--show, --depth, --format/--json and --plot)")
-
-
 def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plot_file, no_cache):
     """``layout --tactic``: one tactic of an audit (from the results cache when it has run)."""
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
     if fmt == "json":
@@ -274,7 +228,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         from .reports.plot import plot_layout
 
         plot_layout(rep, plot_file)
-        _plot_written(plot_file)
+        plot_written(plot_file)
     if rep.error is not None:
         sys.exit(3)
     if check and not rep.fits:
@@ -289,27 +243,31 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
 @limits_option
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE",
-              help="TOML or JSON grid file (instead of config flags).")
+              help="A TOML or JSON grid (not with config flags).")
 @header_options
 @source_options
 @format_options("text", "markdown", "json", "csv")
 @click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw an SVG or PNG: kernel bytes per config against the capacity "
-                   "(a memory map when the sweep is one config).")
-@click.option("--no-cache", is_flag=True, help="Recompute every config (results are still stored).")
+              help="Draw bytes per config (.svg or .png).")
+@click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the number of CPUs; on a Dask cluster its worker threads).")
+              help="Worker processes [default: the CPUs].")
 @executor_option
 @click.option("--verify", type=click.Choice(["gpu"]), default=None,
-              help="gpu: build every config that compiles for the local GPU, launch it, and check "
-                   "each verdict holds (exit 4 when one does not).")
+              help="Check the verdicts on the local GPU.")
 def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
               as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
-    count that fits for each. Exit 0 whatever the verdicts.
+    count that fits for each. Exit 0 whatever the verdicts (4 when --verify gpu disagrees).
 
-    With --header/--type, your own kernel type (for each --arch given, else its arch tag's;
-    for each --stages N, its STAGES macro): the most stages that fit is searched over STAGES.
+    The grid is the product of the config flags, each repeatable, braces expanding (quote
+    them), or a grid file (--grid); --header/--type sweeps your own type. For example:
+
+    \b
+        cutlass-layout sweep --tile '128x{32,64,128,256}x{128,256}' \\
+            --preset flashinfer --preset trtllm-moe --plot sweep.svg
+
+    Full reference: docs/commands/sweep.md
     """
     from .reports.sweep import render, to_csv, to_markdown
 
@@ -317,7 +275,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     if grid_file and given:
         raise BadInput("give either --grid FILE or config flags, not both")
     fmt = output_format(fmt, ("text", "markdown", "json", "csv"), as_json, as_csv)
-    tile_bytes = _typed_in_bytes(given.get("tile"))
+    tile_bytes = typed_in_bytes(given.get("tile"))
     user = None
     if header is not None or type_name is not None or includes or defines:
         if grid_file:
@@ -332,7 +290,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
     check_jobs_flag(jobs)
-    _check_plot(plot_file)
+    check_plot_flag(plot_file)
     if user is not None:
         configs = user
     else:
@@ -368,7 +326,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         from .reports.plot import plot_sweep_result
 
         plot_sweep_result(result, plot_file, tile_bytes=tile_bytes)
-        _plot_written(plot_file)
+        plot_written(plot_file)
     if checks is not None:
         if fmt != "json":
             click.echo(checks.summary(), err=fmt == "csv")
@@ -385,48 +343,33 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @click.argument("old")
 @click.argument("new")
 @format_options("text", "markdown", "json")
-@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
 @config_options(repeatable=True)
-@click.option("--grid", "grid_file", default=None, metavar="FILE", help="TOML/JSON grid file (as for sweeps).")
-@click.option("--structural-only", is_flag=True, help="Only the tree-sitter diff of storage structs and constants.")
-@click.option("--numeric-only", is_flag=True, help="Only the exact layouts of the config grid.")
+@click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid file.")
+@click.option("--structural-only", is_flag=True, help="Only the diff of storage structs and constants.")
+@click.option("--numeric-only", is_flag=True, help="Only the layouts of the config grid.")
 @click.option("--audit", "with_audit", is_flag=True,
-              help="Compare the kernels two flashinfer installs (or two CUTLASS kernel libraries) build, "
-                   "their audits, instead.")
+              help="Compare what two installs build instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
-@library_options("With --audit of two CUTLASS kernel libraries, the same on both")
+@library_options("--audit: the libraries'")
 @cuda_path_option
 def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
              with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
              cuda_path, **flags):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
-    OLD and NEW are anything --cutlass accepts (include dir, checkout, wheel, installed
-    distribution, NAME==VERSION such as flashinfer-python==0.6.8). Shows storage structs and
-    constants that changed in the headers (structural), and, for a grid of configs, stages,
-    SharedStorage sizes, TMA bytes, member offsets and the capacity verdict on both
-    (numeric). The config flags are those of layout and sweep (repeatable, braces expand).
-    Default grid: SM120 NVFP4 grouped and dense (those both trees have), tiles
-    {128,256}x{32,64,128,256}x{128,256}, flashinfer flavour, stages auto. --arch also keeps
-    the structural view to the headers and structs of that arch family (the others are
-    counted in one line).
+    OLD and NEW are anything --cutlass accepts. Structural: the storage structs and
+    constants that changed in the headers; numeric: the exact layouts of a grid of configs
+    on both (the config flags repeat, braces expand; default: SM120 NVFP4 grouped and
+    dense). With --audit, the kernels two flashinfer installs (or two CUTLASS kernel
+    libraries) build. For example:
 
-    With --audit, OLD and NEW are flashinfer installs (as `audit` takes them): the kernels
-    each builds for --arch are laid out (or read from the cache) and paired by configuration
-    (family, A/B/out types, tile, cluster, schedule, fusion, swap_ab, kernel kind), not by
-    name; verdict changes first, then byte or stage changes with the members that moved, then
-    tactics the install renamed, then tactics only on one side.
+    \b
+        cutlass-layout diff flashinfer-python==0.6.8 flashinfer-python==0.7.2.post1
 
-    Or, with --audit, OLD and NEW are CUTLASS kernel libraries (nvidia-cutlass==VERSION, its
-    .whl, a folder with cutlass_library, a CUTLASS checkout, as audit takes them): the kernels
-    each library's generator keeps for --arch (default sm120; --kernels, --ignore-kernels,
-    --exclude-kernels and --instantiation-level as audit takes them, the same on both sides),
-    paired by procedural name (what cutlass_profiler --kernels takes; a name an older library
-    spelled with the MMA instruction shape, s64x128x16gemm, is paired with the one CUTLASS
-    4.x gives it, gemm, and shown as renamed): old and new bytes, the change, verdict and
-    stages; verdict changes lead (now over capacity first), then kernels only on one side.
+    Exit 0 (1 with --exit-code when there are differences), 2 bad input.
 
-    Exit 0 (with or without differences; 1 with --exit-code when there are any), 2 bad input.
+    Full reference: docs/commands/diff.md
     """
     from .reports.diff import render_text, to_markdown
 
@@ -459,7 +402,7 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         res = api.diff(old, new, configs, structural=not numeric_only, numeric=not structural_only,
                        arch=archs, cuda_path=cuda_path, grid_source=source, **grid_values)
     res.old.source, res.new.source = old, new
-    tile_bytes = _typed_in_bytes(values.get("tile"))
+    tile_bytes = typed_in_bytes(values.get("tile"))
     if fmt == "json":
         click.echo(json_text(res.to_dict()))
     elif fmt == "markdown":
@@ -473,13 +416,6 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
 def _arch_values(raw) -> list[str]:
     """Repeated ``--arch`` values, braces expanded (``sm{90,120}``), lower case."""
     return [a.lower() for r in (raw or ()) for a in api.expand_braces(str(r))]
-
-
-def _typed_in_bytes(tiles) -> bool:
-    """Whether the user typed every tile with K in bytes (``128x256x64B``): reports then
-    show tiles in that unit."""
-    tiles = [t for t in (tiles or []) if isinstance(t, str)]
-    return bool(tiles) and all(t.strip().endswith("B") for t in tiles)
 
 
 # ------------------------------------------------------------------------------------------
@@ -511,7 +447,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
                                "for a file give --line-offset N")
             result = api.scan(path, grep=grep, line_offset=offset)
     except BadInput as exc:
-        print(f"error: {_message(exc)}", file=sys.stderr)
+        print(f"error: {in_flag_words(exc)}", file=sys.stderr)
         return exc.exit_code
     except (OSError, RecursionError) as exc:  # e.g. permission denied deep in a tree
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -530,19 +466,22 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
 @limits_option
 @click.argument("path", required=False)
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="A CUTLASS source, as for the other commands (instead of PATH).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema cutlass-layout/scan/1).")
-@click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name contains NAME.")
+              help="A CUTLASS source (instead of PATH).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (cutlass-layout/scan/1).")
+@click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name has NAME.")
 @click.option("--file-only", is_flag=True, help="Print only the files that match.")
 @click.option("--line-offset", default=None, metavar="N|FILE:START",
-              help="The text is an excerpt: report lines as in the real file (N lines before it, "
-                   "or the real FILE and the excerpt's START line). One header or stdin only.")
+              help="An excerpt: N lines (or FILE:START) precede it.")
 def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
 
     PATH is a header, a directory, any source --cutlass accepts, or - for one header's text
-    on stdin. Tolerant of cut-off and damaged headers (tree-sitter): what was recovered is
-    reported with diagnostics.
+    on stdin; cut-off and damaged headers are read as far as they go. For example:
+
+    \b
+        cutlass-layout scan --cutlass flashinfer-python==0.7.2.post1 --grep TensorStorage
+
+    Full reference: docs/commands/scan.md
     """
     if path is not None and cutlass_src is not None:
         raise BadInput("give PATH or --cutlass SRC, not both")
@@ -557,39 +496,29 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @limits_option
 @click.argument("src", nargs=-1, metavar="[SRC | --merge FILE...]")
 @click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="The flashinfer install (instead of the SRC argument), as layout --tactic takes it.")
+              help="The flashinfer install (instead of SRC).")
 @config_options(filters=True)
 @click.option("--family", default=None, metavar="NAME",
-              help="Keep one family: moe (TensorRT-LLM's MoE grouped GEMM) or a JIT module name "
-                   "(one the install does not build is refused, listing those it does).")
+              help="Keep one family: moe or a JIT module.")
 @click.option("--grep", default=None, metavar="TEXT",
-              help="Keep tactics whose id, name, launcher or file contains TEXT (case-insensitive).")
-@library_options("CUTLASS's kernel library")
+              help="Keep tactics whose id, name, launcher or file has TEXT.")
+@library_options("The kernel library's")
 @format_options("text", "markdown", "json", "github", "jsonl")
 @click.option("--check", is_flag=True,
-              help="Exit 1 when a tactic the runtime would (or may) try is over capacity, or a filter "
-                   "matched nothing; each is named on stderr.")
+              help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
-              help="Also write FILE: flashinfer's tactics blocklist (FLASHINFER_TACTICS_BLOCKLIST=FILE) "
-                   "of the tactics the runtime would try that are over capacity.")
+              help="Also write flashinfer's tactics blocklist.")
 @click.option("--verify", type=click.Choice(["nvcc"]), default=None,
-              help="Compile a sample of the tactics with nvcc's front end (from the install's own generated "
-                   "sources, with its JIT's flags; nothing built or run; nvcc from --cuda-path's bin, else PATH) "
-                   "and compare every size and stage count; exit 4 on any disagreement.")
+              help="Cross-check a sample with nvcc's front end.")
 @click.option("--sample", type=int, default=None, metavar="K",
-              help="With --verify nvcc: K tactics per family (over capacity first, then exact fits, then a "
-                   "spread of the rest); default: every over-capacity and exact-fit tactic and 4 of the rest.")
+              help="With --verify: K tactics per family.")
 @click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes (default: the CPUs; on a Dask cluster its worker threads); with "
-                   "--verify nvcc also the nvcc runs at once.")
+              help="Worker processes [default: the CPUs].")
 @executor_option
 @click.option("--shard", "shard_text", default=None, metavar="I/N",
-              help="Lay out shard I of N alone (N machines or CI jobs cover the audit together; the same "
-                   "split everywhere for the same install, arch and filters); join their --json with --merge.")
+              help="Lay out shard I of N alone (see --merge).")
 @click.option("--merge", is_flag=True,
-              help="Join the --json files of every shard (given instead of SRC) into the whole audit, printed "
-                   "as the audit without --shard prints it; nothing is laid out. Takes only --format/--json "
-                   "and --check.")
+              help="Join the shards' --json FILEs (not SRC).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
@@ -597,81 +526,28 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
               merge, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
-    SRC (optional): a flashinfer install (site-packages or package dir, .whl,
-    flashinfer-python==VERSION, a flashinfer git checkout with its submodules; default: the
-    one installed here). What it builds is read
-    from its own code: its JIT module builders and TensorRT-LLM's MoE kernel generator.
-    That runs the install's own generator code (as importing it would) in a sandboxed child
-    process: of the environment only PATH, HOME, LANG, LC_ALL and the cache folder (no
-    tokens or credentials), stdin closed, a scratch folder of the cache as its working folder
-    and TMPDIR, at most 120 s of CPU and 2048 MB of address space by default
-    (CUTLASS_LAYOUT_GENERATOR_CPU_S, CUTLASS_LAYOUT_GENERATOR_MEMORY_MB), and a 300 s timeout.
+    SRC: a flashinfer install (default: the one installed here; its generator code runs in
+    a sandboxed child process) or CUTLASS's own kernel library (nvidia-cutlass==VERSION).
+    The config flags filter the tactics (each repeatable: a tactic is kept when it matches
+    one value of every flag given). For example, a CI gate:
 
-    Or CUTLASS's own kernel library (what cutlass_profiler builds): nvidia-cutlass==VERSION,
-    its .whl, a folder with cutlass_library, or a CUTLASS checkout. Its generator
-    (generator.py's Manifest and GenerateSM120-style functions, in the same sandbox) picks the
-    kernels, with its own --kernels, --ignore-kernels, --exclude-kernels and
-    --instantiation-level; each is laid out from the C++ the library's emitter writes, beside
-    the generator's own estimate (CalculateSmemUsage, KiB); those that do not fit lead.
+    \b
+        cutlass-layout audit flashinfer-python==0.7.4 --family moe --check --format github
 
-    The config flags of layout, sweep and diff filter what was found: --arch picks the arch
-    (default sm120; see below); --kernel, --a, --b, --tile (MxNxK, or MxNxKB with K in bytes of the
-    activation, as TensorRT-LLM names its tiles), --cluster, --stages, --d and --schedule
-    keep the tactics that match one of their values. --c, --preset, --epilogue-schedule and
-    --scales are not recorded per tactic and are refused. A value no tactic could match is
-    an error; a filter that kept nothing says so on stderr, with the nearest values there are.
+    Exit 0 whatever the verdicts; 1 with --check; 2 bad input; 4 when nvcc disagrees.
 
-    Several arches (--arch sm90 --arch sm120, or --arch 'sm{90,120}'), or --arch all: every
-    arch the install has JIT module builders for (sm90, sm100, sm103, sm120; sm121 runs
-    sm120's builds, so only when named; the arches left out are named in a note), one audit
-    each against its own capacity: one block per arch, in the order asked (github: the
-    annotations of all); --json gives {"audits": [each arch's object]}; --check fails if any
-    arch fails, its lines naming the arch. --blocklist takes one arch. CUTLASS's library takes
-    named arches, not all.
-
-    --format jsonl streams JSON Lines: {"event": "tactic", "arch": ..., ROW} for each tactic
-    as soon as its source is laid out (or read from the cache), in the order sources come in;
-    ROW is the --json tactic row without runtime_candidate, fix and runtime_guard, known only
-    at the end. Then one {"event": "audit", ...} line per arch: the --json object of that arch,
-    everything in it. A flashinfer install's audit (CUTLASS's library: --json).
-
-    --format github writes GitHub Actions annotations (::error per tactic --check fails on,
-    at the launcher's line in the flashinfer repo's layout, csrc/...) and a summary line.
-
-    --blocklist FILE writes flashinfer's own offline tactics blocklist (the install's format,
-    read from its tactics_blocklist.py, autotuner and fused_moe/core.py): the tactics shown
-    that the runtime would try and that are over capacity, as the CUTLASS MoE runner's tactic
-    ids, with the install's flashinfer_version and "*" for every metadata field not knowable
-    without the GPU. An install without that loader (0.6.8) is refused. What the file
-    cannot say is a note on stderr.
-
-    --verify nvcc compiles a sample of the tactics (--sample K per family; default every
-    tactic over capacity and every exact fit, and 4 of the rest per family) from the
-    install's own generated sources with nvcc's front end, one unit per module, --jobs at
-    once, and says "nvcc agrees on N of N tactics (F families, S sources)", one line per
-    disagreement and "not verified: FAMILY (why)" for a family it cannot compile yet.
-
-    --shard I/N lays out one part: a flashinfer install's sources (and its moe_sm80 family) cut
-    into N runs of about equal estimated kernels, CUTLASS's library's kernels by procedural name;
-    its --json has a "shard" object. audit --merge FILE... (one file per shard, no SRC) joins
-    them into what the audit without --shard gives, byte for byte in --json; a file that is not
-    a shard's audit JSON, shards of other installs, arches or filters, a shard given twice or
-    missing are refused (exit 2).
-
-    Exit 0 whatever the verdicts; 1 with --check when a tactic the runtime would (or may)
-    try is over capacity, or a filter matched nothing (each is named on stderr); 2 bad input
-    (nvcc missing or unusable with --verify nvcc); 4 when nvcc disagrees.
+    Full reference: docs/commands/audit.md
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)
     if merge:
-        _merge_takes_no_more()
+        merge_takes_no_more()
         res = api.merge_audits(src)
         several = isinstance(res, api.AuditSet)
         asked = (res.results[0] if several else res).asked  # the shards' filters: tiles shown as typed
         for one in (res.results if several else [res]) if fmt == "jsonl" else ():
             for t in one.tactics:  # as a streamed audit prints them: every tactic, then the closing lines
                 _stream_tactics(one.arch, t)
-        _print_audits(res, several, fmt, _typed_in_bytes(asked.get("filters", {}).get("tile")), check)
+        _print_audits(res, several, fmt, typed_in_bytes(asked.get("filters", {}).get("tile")), check)
         return
     if len(src) > 1:  # as click says it for an argument of one value
         raise click.UsageError(f"Got unexpected extra argument{'s' if len(src) > 2 else ''} ({' '.join(src[1:])})")
@@ -719,25 +595,8 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     results = res.results if several else [res]
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
-    _print_audits(res, several, fmt, _typed_in_bytes(filters.get("tile")), check, checked,
+    _print_audits(res, several, fmt, typed_in_bytes(filters.get("tile")), check, checked,
                   (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else None)
-
-
-#: What ``audit --merge`` honours besides the files: how the result is shown and checked.
-MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
-
-
-def _merge_takes_no_more() -> None:
-    """``audit --merge`` joins what the shards laid out: a flag that would lay out, filter or
-    verify anything is refused, naming it.
-
-    Raises:
-        BadInput: the first such flag given.
-    """
-    flag = _given_beyond(MERGE_TAKES)
-    if flag is not None:
-        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
-                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
 
 
 def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
@@ -848,7 +707,15 @@ def _audit_check_fails(res, name_arch: bool = False) -> bool:
 @limits_option
 @source_options
 def source_cmd(cutlass_src, cuda_path):
-    """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to."""
+    """Show which CUTLASS tree and CUDA headers a --cutlass/--cuda-path resolves to.
+
+    For example:
+
+    \b
+        cutlass-layout source --cutlass flashinfer-python==0.7.2.post1
+
+    Full reference: docs/commands/source.md
+    """
     tgt = api.target(cutlass_src, cuda_path)
     t = tgt.tree
     click.echo(f"include root: {t.include_root}")
@@ -859,42 +726,6 @@ def source_cmd(cutlass_src, cuda_path):
     click.echo(f"tree hash:    {t.tree_hash}")
     click.echo(f"origin:       {t.origin}")
     click.echo(f"CUDA headers: {tgt.cuda.path} ({tgt.cuda.source})")
-
-
-_SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
-
-
-def _usage_hint(exc: click.ClickException) -> str:
-    """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
-    shell expanded into extra arguments."""
-    msg = exc.format_message()
-    if "unexpected extra argument" not in msg:
-        return ""
-    extra = re.findall(r"\(([^)]*)\)", msg)
-    words = extra[-1].split() if extra else []
-    if any(_SHAPE_WORD.match(w) for w in words):
-        return (" (the shell expanded unquoted braces in a tile into several words: quote "
-                "them, --tile '128x{128,256}x64B', or repeat --tile)")
-    return ""
-
-
-#: The library's words for what the command names by a flag (library messages name none).
-_FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
-               ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
-               ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
-               ("give the arch of the local GPU", "give --arch of the local GPU"),
-               ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
-               ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
-               ("give the arch (arch=)", "give --arch"))
-
-
-def _message(exc: Exception) -> str:
-    """An error's line in the command's words (:data:`_FLAG_WORDS`), with how to lift a limit
-    it went over."""
-    msg = str(exc)
-    for lib, flag in _FLAG_WORDS:
-        msg = msg.replace(lib, flag)
-    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, api.OverLimit) else msg
 
 
 #: What a command made that is only freed when the process ends (a whole install's audit is
@@ -937,10 +768,10 @@ def main(argv=None) -> int:
         click.echo("error: aborted", err=True)
         code = 130
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}{_usage_hint(exc)}", err=True)
+        click.echo(f"error: {exc.format_message()}{usage_hint(exc)}", err=True)
         code = 2
     except CutlassLayoutError as exc:
-        click.echo(f"error: {_message(exc)}", err=True)
+        click.echo(f"error: {in_flag_words(exc)}", err=True)
         code = exc.exit_code
     except Exception as exc:  # a bug: one line, unless asked for the traceback
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):

@@ -7,90 +7,86 @@ grid is the product, braces expand); ``audit`` each repeatedly, as filters (a ta
 when it matches one value of every flag given). The flag strings become a :class:`Config`
 in :func:`cutlass_layout.subjects.config.config_from_flags`, or a filter in
 :func:`cutlass_layout.commands.audit.tactic_filter`.
+
+Besides the flags, what the commands ask of the command line itself: which flags it gave
+(:func:`was_given`; :func:`tactic_takes_no_more` and :func:`merge_takes_no_more` refuse those
+that do not go together), values as typed (``--show``, tiles with K in bytes), the hint for
+a usage error, and the library's messages in the flags' words (:func:`in_flag_words`).
 """
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 
+from .core.files import OverLimit
 from .errors import BadInput
 
-SOURCE_HELP = ("CUTLASS source: include dir, checkout, site-packages dir, .whl file, installed "
-               "distribution (flashinfer, nvidia-cutlass, sgl_kernel, vllm) or NAME==VERSION; "
-               "append #SUBPATH to choose among several trees. Default: the installed one, "
-               "else nvidia-cutlass 4.2.0.0 fetched into the cache.")
-CUDA_PATH_HELP = "CUDA root, or 'pip' for the CUDA header wheels."
+SOURCE_HELP = "CUTLASS source: folder, .whl, distribution or NAME==VERSION."
+CUDA_PATH_HELP = "CUDA root, or 'pip' for the header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
 CONFIG_FLAGS = (
-    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110 (presets); "
-                                "sm70, sm72, sm75, sm80, sm86, sm87, sm89 too with --header "
-                                "(default there: the type's arch tag)."),
-    ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse (SM120 block-scaled)."),
-    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100; default nvfp4 on SM120), "
-                       "e4m3 with --scales (SM120 blockwise); bf16, f16, e4m3, e5m2 (SM90, SM100; "
-                       "default bf16)."),
+    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110; sm70 to sm89 "
+                                "with --header."),
+    ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse."),
+    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100); bf16, f16, e4m3, e5m2 "
+                       "(SM90, SM100)."),
     ("--b", "b", None, "B element (default: same as A)."),
-    ("--tile", "tile", None,
-     "TileShape MxNxK (K in elements) or MxNxKB (capital B: K in bytes of A's element) "
-     "[default: 128x128x128; 128x128x256 for --kernel sparse]."),
+    ("--tile", "tile", None, "TileShape MxNxK, or MxNxKB with K in bytes of A "
+                             "[default: 128x128x128; sparse: 128x128x256]."),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
-    ("--c", "c", None, "C element: void, bf16, f16, f32 (default from --preset)."),
-    ("--d", "d", None, "D element: bf16, f16, f32 (default bf16); nvfp4, mxfp4, mxfp8 = D with "
-                       "block scale factors (SFD, SM120 and SM100)."),
-    ("--preset", "preset", "flashinfer", "Epilogue flavour: flashinfer, trtllm-moe, or vllm "
-                                         "(SM120 blockwise FP8)."),
+    ("--c", "c", None, "C element: void, bf16, f16, f32."),
+    ("--d", "d", None, "D element: bf16 (default), f16, f32; nvfp4, mxfp4, mxfp8 with scale "
+                       "factors (SFD)."),
+    ("--preset", "preset", "flashinfer", "Epilogue: flashinfer, trtllm-moe or vllm."),
     ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
-    ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem "
-                                                       "[default: auto; tma for SM90 grouped]."),
-    ("--scales", "scales", None, "Blockwise scale granularity MxNxK of the SM120 FP8 GEMM "
-                                 "(1x128x128 or 128x128x128; with --a e4m3)."),
+    ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem."),
+    ("--scales", "scales", None, "SM120 FP8 blockwise scales MxNxK: 1x128x128 or 128x128x128 "
+                                 "(with --a e4m3)."),
 )
 
-_GRID_MORE = " Repeatable; braces expand (quote them): '128x{64,128}x128'."
-_FILTER_MORE = " Repeatable: keeps the tactics that match one of the values."
 #: The element kinds an audit's tactics are named with (``commands.audit.ELEMENT_BITS``;
 #: tests/test_cli.py checks that the two agree).
 _AUDIT_ELEMENTS = ("nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mxfp8-e5m2, e4m3, e5m2, "
                    "s8, bf16, f16, f32, tf32")
 #: What the config flags say as ``audit``'s filters: what each keeps, and exactly the values
-#: it accepts (layout's defaults do not apply); the flags that do not filter are refused.
-_FILTER_HELP = {"arch": "The arch whose builds are audited: sm120 (default), sm121 (sm120's builds), "
-                        "sm100, sm103 or sm90. Repeatable (braces expand, quoted: 'sm{90,120}'): one "
-                        "audit per arch; all: every arch the install has builders for (not sm121 "
-                        "unless named; CUTLASS's library: name the arches).",
+#: it accepts (layout's defaults do not apply; ``--b`` and ``--d`` take ``--a``'s kinds); the
+#: flags that do not filter (:data:`NOT_FILTERS`) are refused, and left out of ``--help``.
+_FILTER_HELP = {"arch": "The arch audited: sm120 (default), sm121, sm100, sm103 or sm90; "
+                        "repeatable, or all.",
                 "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
                 "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
-                "b": f"Keep the tactics whose B element is this: {_AUDIT_ELEMENTS}.",
-                "tile": "Keep the tactics of this tile: MxNxK (K in elements) or MxNxKB (capital B: "
-                        "K in bytes of the activation, as TensorRT-LLM's CtaShape names count it); "
-                        "the CTA tile the tile enum names, or the kernel's MMA tile where it is "
-                        "another (SM100 2SM: 2M, 256x64x128B finds CtaShape128x64x128B's 2SM "
-                        "kernels; SM103: 3K).",
-                "cluster": "Keep the tactics of this ClusterShape MxNxK.",
-                "stages": "Keep the tactics of N stages (auto keeps all).",
-                "d": f"Keep the tactics whose output is this: {_AUDIT_ELEMENTS}, void.",
-                "schedule": "Keep the tactics whose kernel schedule is cooperative or pingpong (auto keeps all).",
-                "c": "Not recorded per tactic: refused here (the flag is shared with layout).",
+                "b": "Keep tactics of this B element (a kind --a takes).",
+                "tile": "Keep tactics of this tile (MxNxK, or MxNxKB).",
+                "cluster": "Keep tactics of this ClusterShape MxNxK.",
+                "stages": "Keep tactics of N stages (auto keeps all).",
+                "d": "Keep tactics of this D (a kind --a takes, or void).",
+                "schedule": "Keep tactics of schedule cooperative or pingpong.",
+                "c": "Not recorded per tactic: refused here.",
                 "preset": "Not recorded per tactic: refused here (see --family moe).",
-                "epilogue_schedule": "Not recorded per tactic: refused here (the flag is shared with layout).",
-                "scales": "Not recorded per tactic: refused here (the flag is shared with layout)."}
-#: The audit filters that keep tactics (the others are refused).
-_REFUSED = ("arch", "c", "preset", "epilogue_schedule", "scales")
+                "epilogue_schedule": "Not recorded per tactic: refused here.",
+                "scales": "Not recorded per tactic: refused here."}
+#: The config flags ``audit`` refuses (not recorded per tactic): hidden from its ``--help``
+#: (docs/commands/audit.md names them).
+NOT_FILTERS = ("c", "preset", "epilogue_schedule", "scales")
 
 
 def config_options(*, repeatable: bool = False, filters: bool = False):
     """Decorator adding every :data:`CONFIG_FLAGS` option: once each with its default, or
     (``repeatable``) any number of times each, braces expanding (a grid), or (``filters``,
-    for ``audit``) any number of times each, as filters of what was found."""
+    for ``audit``) any number of times each, as filters of what was found. That they repeat
+    is said once, in the command's help (docs/commands/ has the whole of each)."""
     def decorate(f):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
             if filters:
-                f = click.option(flag, name, multiple=True,
-                                 help=_FILTER_HELP[name] + ("" if name in _REFUSED else _FILTER_MORE))(f)
+                f = click.option(flag, name, multiple=True, help=_FILTER_HELP[name],
+                                 hidden=name in NOT_FILTERS)(f)
             elif repeatable:
-                f = click.option(flag, name, multiple=True, help=help_ + _GRID_MORE)(f)
+                f = click.option(flag, name, multiple=True, help=help_)(f)
             else:
                 f = click.option(flag, name, default=default, show_default=default is not None,
                                  help=help_)(f)
@@ -103,15 +99,13 @@ def header_options(f):
     ``includes``) and ``-D NAME[=VALUE]`` (parameter ``defines``), both repeatable: a user's
     own kernel type instead of a preset."""
     f = click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
-                     help="With --header: define a macro for the header (repeatable).")(f)
+                     help="A macro for --header (repeatable).")(f)
     f = click.option("-I", "--include", "includes", multiple=True, metavar="DIR",
-                     help="With --header: an include directory the header needs (repeatable).")(f)
+                     help="An include folder for --header (repeatable).")(f)
     f = click.option("--type", "type_name", default=None, metavar="NAME",
-                     help="Qualified name of the kernel (3.x GemmKernel, 2.x kernel or device "
-                          "Gemm), CollectiveMainloop or CollectiveEpilogue to lay out.")(f)
+                     help="The type to lay out (with --header).")(f)
     return click.option("--header", type=str, default=None, metavar="FILE",
-                        help="A header declaring your own kernel or collective type (with "
-                             "--type); --stages N defines its STAGES macro.")(f)
+                        help="A header declaring your own kernel type.")(f)
 
 
 def cuda_path_option(f):
@@ -122,9 +116,8 @@ def cuda_path_option(f):
 def executor_option(f):
     """Decorator adding ``--executor local|dask://HOST:PORT`` (parameter ``executor``)."""
     return click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
-                        help="Where the parses run: this machine (local), or a Dask scheduler's "
-                             "cluster (the dask extra); default: DASK_SCHEDULER_ADDRESS where set, "
-                             "else local.")(f)
+                        help="Where the parses run: local, or a Dask cluster "
+                             "[default: DASK_SCHEDULER_ADDRESS, else local].")(f)
 
 
 def source_options(f):
@@ -137,18 +130,16 @@ def library_options(where: str):
     """Decorator adding CUTLASS's kernel library's own filters, as its generator takes them:
     ``--kernels`` (parameter ``library_kernels``), ``--ignore-kernels``, ``--exclude-kernels``
     and ``--instantiation-level`` (``generator.py``'s flags of those names); ``where`` begins
-    each help text (what they apply to). :func:`library_filters` gathers them."""
+    each help text (whose flag it is: ``"The kernel library's"``). :func:`library_filters` gathers them."""
     def decorate(f):
         f = click.option("--instantiation-level", default=None, metavar="LEVEL",
-                         help=f"{where}: its generator's --instantiation-level (SM90/SM100; max, or 1111).")(f)
+                         help=f"{where} --instantiation-level.")(f)
         f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: its generator's --exclude-kernels.")(f)
+                         help=f"{where} --exclude-kernels.")(f)
         f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
-                         help=f"{where}: its generator's --ignore-kernels (only with --kernels).")(f)
+                         help=f"{where} --ignore-kernels.")(f)
         return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-                            help=f"{where}: its generator's own --kernels (comma-separated name filters, * "
-                                 "between parts that must appear in order; all: every kernel; default: its "
-                                 "default set).")(f)
+                            help=f"{where} --kernels.")(f)
     return decorate
 
 
@@ -169,9 +160,9 @@ def format_options(*formats: str):
             f = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(f)
         f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
         return click.option("--format", "fmt", default=None, metavar="|".join(formats),
-                            help="Output: text (tables), markdown (for GitHub issues and PRs), "
+                            help="Output: text (the default), markdown, "
                                  + ", ".join(x for x in formats if x not in ("text", "markdown"))
-                                 + ". Default text.")(f)
+                                 + ".")(f)
     return decorate
 
 
@@ -210,6 +201,24 @@ def check_jobs_flag(jobs):
     return check_jobs(jobs, "--jobs")
 
 
+def check_plot_flag(plot_file) -> None:
+    """``--plot FILE`` checked before any parse (:func:`cutlass_layout.reports.plot.check_plot_path`);
+    nothing when not given.
+
+    Raises:
+        BadInput: a name that is not .svg or .png, a folder that does not exist, no matplotlib.
+    """
+    if plot_file:
+        from .reports.plot import check_plot_path
+
+        check_plot_path(plot_file)
+
+
+def plot_written(path) -> None:
+    """Say where ``--plot`` wrote its file (stderr: stdout may be JSON)."""
+    click.echo(f"plot written to {Path(path).resolve()}", err=True)
+
+
 def _lift_limits(ctx, param, value):
     if value:
         from .core.files import lift_limits
@@ -222,8 +231,8 @@ def _limits_help() -> str:
     from .core.files import Limits, size_text
 
     d = Limits()
-    return (f"Lift the limits on input: {size_text(d.archive_bytes)} unpacked from one wheel, "
-            f"{size_text(d.file_bytes)} per header or file, {d.grid_configs} configs per grid.")
+    return (f"Lift the limits ({size_text(d.archive_bytes)} a wheel, {size_text(d.file_bytes)} a file, "
+            f"{d.grid_configs} configs).")
 
 
 def limits_option(f):
@@ -231,3 +240,122 @@ def limits_option(f):
     see it): what a wheel may unpack, a header weigh and a grid hold."""
     return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
                         callback=_lift_limits, help=_limits_help())(f)
+
+
+# ------------------------------------------------------------------------------------------
+# what the command line gave: flags that go together, values as typed, messages in flag words
+
+
+def was_given(name: str) -> bool:
+    """Whether the command line (not the default) gave the parameter ``name``."""
+    src = click.get_current_context().get_parameter_source(name)
+    return src is not None and src.name == "COMMANDLINE"
+
+
+def given_beyond(takes: set[str]) -> str | None:
+    """The first flag the command line gave whose parameter is not one of ``takes`` (its
+    longest name), or None."""
+    for param in click.get_current_context().command.params:
+        if param.name not in takes and param.expose_value and was_given(param.name):
+            return max(param.opts, key=len)
+    return None
+
+
+#: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
+#: built for, the cache, and how the report is shown. Every other parameter is refused.
+TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
+                "check", "depth", "show", "plot_file"}
+
+
+def tactic_takes_no_more() -> None:
+    """``layout --tactic`` lays out a kernel as the install builds it: a flag that would
+    change or check that kernel (a config value, ``--header``, ``--check-kernel``,
+    ``--verify``, ``--emit-probe``) cannot be honoured and is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    flag = given_beyond(TACTIC_TAKES)
+    if flag is not None:
+        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
+                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
+                       "--show, --depth, --format/--json and --plot)")
+
+
+#: What ``audit --merge`` honours besides the files: how the result is shown and checked.
+MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
+
+
+def merge_takes_no_more() -> None:
+    """``audit --merge`` joins what the shards laid out: a flag that would lay out, filter or
+    verify anything is refused, naming it.
+
+    Raises:
+        BadInput: the first such flag given.
+    """
+    flag = given_beyond(MERGE_TAKES)
+    if flag is not None:
+        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
+                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
+
+
+#: What ``--show`` tabulates.
+STRUCTS = ("kernel", "mainloop", "epilogue")
+
+
+def show_structs(show: str) -> tuple[str, ...]:
+    """``--show``'s structs (comma-separated; ``all`` is the three), checked before anything
+    runs.
+
+    Raises:
+        BadInput: a value that names none of them.
+    """
+    parts = [s.strip() for s in show.split(",")]
+    for s in parts:
+        if s not in (*STRUCTS, "all"):
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
+                           "(or several, comma-separated)")
+    return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
+
+
+def typed_in_bytes(tiles) -> bool:
+    """Whether the user typed every tile with K in bytes (``128x256x64B``): reports then
+    show tiles in that unit."""
+    tiles = [t for t in (tiles or []) if isinstance(t, str)]
+    return bool(tiles) and all(t.strip().endswith("B") for t in tiles)
+
+
+_SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
+
+
+def usage_hint(exc: click.ClickException) -> str:
+    """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
+    shell expanded into extra arguments."""
+    msg = exc.format_message()
+    if "unexpected extra argument" not in msg:
+        return ""
+    extra = re.findall(r"\(([^)]*)\)", msg)
+    words = extra[-1].split() if extra else []
+    if any(_SHAPE_WORD.match(w) for w in words):
+        return (" (the shell expanded unquoted braces in a tile into several words: quote "
+                "them, --tile '128x{128,256}x64B', or repeat --tile)")
+    return ""
+
+
+#: The library's words for what the command names by a flag (library messages name none).
+FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
+              ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
+              ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
+              ("give the arch of the local GPU", "give --arch of the local GPU"),
+              ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
+              ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
+              ("give the arch (arch=)", "give --arch"))
+
+
+def in_flag_words(exc: Exception) -> str:
+    """An error's line in the command's words (:data:`FLAG_WORDS`), with how to lift a limit
+    it went over."""
+    msg = str(exc)
+    for lib, flag in FLAG_WORDS:
+        msg = msg.replace(lib, flag)
+    return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else msg
