@@ -180,7 +180,7 @@ def test_folders_are_layers():
     flat = sorted(m for m, p in modules.items() if p.parent == PKG and p.name != "__init__.py")
     assert flat == [f"{NAME}.{m}" for m in ("api", "cli", "errors", "options")], flat
     missing = sorted({_folder(m) for m in modules} - set(rank))
-    assert not missing, f"folders {missing}: add them to FOLDERS here and to the module map of the README's "How it works""
+    assert not missing, f"folders {missing}: add them to FOLDERS here and to the module map of the README's How it works"
     bad = [f"{m} (line {line}) imports {t}" for m, imps in graph.items() for t, line, _ in imps
            if rank[_folder(t)] > rank[_folder(m)]]
     assert not bad, bad
