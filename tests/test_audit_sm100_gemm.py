@@ -23,7 +23,8 @@ import shutil
 
 import pytest
 
-from cutlass_layout.installs.kernels import Source, macro_instantiations, source_instantiations
+from cutlass_layout.installs.kernels import Source
+from cutlass_layout.installs.preludes import macro_instantiations, source_instantiations
 from cutlass_layout.cpp.text import deferred_selections
 
 HEADER = r"""#pragma once

@@ -313,8 +313,8 @@ def test_an_sm103_build_is_judged_and_probed_with_sm100s_capacity():
     (``cutlass::arch::sm100_smem_capacity_bytes``: cutlass/arch/arch.h; the SM100 builders and
     kernels use it for SM103); SM121's builds are SM120's; an arch outside the three families
     has none."""
-    from cutlass_layout.installs.kernels import CAPACITY, capacity_of
-    from cutlass_layout.subjects.archs import ARCHS
+    from cutlass_layout.installs.kernels import CAPACITY
+    from cutlass_layout.subjects.archs import ARCHS, capacity_of
 
     assert capacity_of("sm103") == capacity_of("sm100") == ARCHS["sm103"].capacity \
         == "cutlass::arch::sm100_smem_capacity_bytes"

@@ -151,7 +151,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     import importlib
     import shutil
 
-    from cutlass_layout.installs import kernels
+    from cutlass_layout.installs import preludes
     from cutlass_layout.installs.kernels import Source
     from cutlass_layout.core import cache
     from cutlass_layout.engine import loop as engine
@@ -168,7 +168,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
         cache.code_fingerprint.cache_clear()
         return (engine.report_key(tgt, cfg),
                 audit.AUDIT.key(subject=[], target=[], code=audit.STANDINS),
-                kernels._prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
+                preludes.prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
 
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
@@ -180,7 +180,8 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
         path.write_bytes(original + b"#")
         changed = keys()
         path.write_bytes(original)
-        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "cpp/text.py",
+        watched = [rel in engine.ENGINE_SOURCES, True, rel in ("installs/kernels.py", "installs/preludes.py",
+                                                                     "installs/source_layout.py", "cpp/text.py",
                                                                      "cpp/cursors.py", "subjects/probe.py")]
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel

@@ -468,15 +468,18 @@ KINDS = _kinds(
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
                          "engine/loop.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
-    Kind("preludes", 1, ("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py")),
+    Kind("preludes", 1, ("installs/kernels.py", "installs/preludes.py", "installs/source_layout.py", "cpp/text.py",
+                         "cpp/cursors.py", "subjects/probe.py")),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
-    Kind("audit", 2, ("installs/kernels.py", "cpp/text.py", *_ENGINE)),
+    Kind("audit", 2, ("installs/kernels.py", "installs/preludes.py", "installs/source_layout.py", "cpp/text.py",
+                      *_ENGINE)),
     Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", "cpp/text.py")),
     Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", "cpp/text.py",
-                            "installs/kernels.py")),
+                            "installs/kernels.py", "installs/preludes.py", "installs/source_layout.py")),
     Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py",
-                            "model/audit.py")),
-    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", "cpp/text.py", "model/audit.py", *_ENGINE)),
+                            "installs/preludes.py", "installs/source_layout.py", "model/audit.py")),
+    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", "installs/preludes.py", "installs/source_layout.py",
+                      "cpp/text.py", "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

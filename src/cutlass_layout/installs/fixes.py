@@ -10,7 +10,7 @@ How (:func:`search_fixes`):
 
 * the launcher macro is redefined as ``CL_FIX_<digest>(CL_STAGES, <its parameters>)``, cut
   after its kernel alias with the engine's in-place probe after it
-  (:func:`cutlass_layout.cpp.text.trimmed_macro`, :func:`cutlass_layout.installs.kernels.in_place_probe`)
+  (:func:`cutlass_layout.cpp.text.trimmed_macro`, :func:`cutlass_layout.installs.preludes.in_place_probe`)
   and, beside the probe, the builder's own stage formula evaluated by the compiler
   (:data:`FORMULAS`: the builder's reduced capacity, its bytes per stage, the carve-out it was
   given, and the smallest carve-out for which it chooses N), in an ``-include`` header;
@@ -149,7 +149,7 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     ``FixStageBytes1000``, ``FixCarveout`` (for ``CL_STAGES``) and ``FixGiven`` (the carve-out
     the launcher gives); None when the body has no mainloop builder."""
     from ..cpp.text import KERNEL_ALIAS_RE, blank_comments, mainloop_builder, trimmed_macro, with_stage_count
-    from .kernels import in_place_probe
+    from .preludes import in_place_probe
 
     found = mainloop_builder(body)
     fixed = with_stage_count(body, "CL_STAGES")
