@@ -27,7 +27,9 @@ import pytest
 from test_audit_sm100_moe import _tactic
 
 from cutlass_layout.commands.audit import filter_tests, tactic_filter, unmatched_filters
-from cutlass_layout.installs.candidates import SM103_CONDITION, Candidates, runner_flags, sm103_rules
+from cutlass_layout.installs.candidate_lists import sm103_rules
+from cutlass_layout.installs.candidates import SM103_CONDITION, Candidates
+from cutlass_layout.installs.moe_runners import runner_flags
 
 #: (launcher arguments copied from the generated sources, expected identity)
 LINES = [

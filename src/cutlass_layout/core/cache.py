@@ -463,8 +463,8 @@ KINDS = _kinds(
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
-    Kind("candidates", 3, ("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
-                           "cpp/interpret.py")),
+    Kind("candidates", 3, ("installs/candidates.py", "installs/candidate_lists.py", "installs/moe_runners.py",
+                           "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py", "cpp/interpret.py")),
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
                          "engine/loop.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
