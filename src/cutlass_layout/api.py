@@ -276,13 +276,13 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         structural, numeric: which views (default both; neither with ``audit``).
         audit: compare the kernels two flashinfer installs build instead (:func:`audit` of
             each, tactics paired by configuration, renamed ones shown as renamed:
-            :func:`cutlass_layout.commands.diff.audit_diff`); ``arch`` (one, default sm120)
+            :func:`cutlass_layout.commands.diff_audit.audit_diff`); ``arch`` (one, default sm120)
             and ``family`` as there. Or of two CUTLASS kernel libraries (``source`` as
             :func:`audit` takes one: ``"nvidia-cutlass==4.2.0.0"``, a wheel, a
             ``cutlass_library`` folder, a CUTLASS checkout): each library's kernels for
             ``arch``, paired by procedural name (a name an older library spelled with its MMA
             instruction shape paired with the name 4.x gives it, shown as renamed:
-            :func:`cutlass_layout.commands.diff.pair_library_kernels`).
+            :func:`cutlass_layout.commands.diff_audit.pair_library_kernels`).
         kernels, ignore_kernels, exclude_kernels, instantiation_level: with ``audit`` of two
             kernel libraries, the library's own filters, as :func:`audit` takes them, the
             same on both sides.

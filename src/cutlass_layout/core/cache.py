@@ -457,8 +457,8 @@ _ENGINE = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subject
 KINDS = _kinds(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
-    Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py",
-                           "model/diff.py", "sources/trees.py", "cpp/treesitter.py")),
+    Kind("structural", 3, ("commands/diff.py", "commands/diff_structural.py", "commands/scan.py", "model/serde.py",
+                           "model/scan.py", "model/diff.py", "sources/trees.py", "cpp/treesitter.py")),
     Kind("wheel-installs", 1, ("sources/trees.py",)),
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
