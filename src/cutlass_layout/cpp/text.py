@@ -20,7 +20,7 @@ template (:func:`forwarded_call`) and take a default argument only their header 
 (:func:`with_defaults`).
 
 Both are text transforms of the install's own code; whatever they produce is compiled, and a
-transform that does not compile is not used (:mod:`cutlass_layout.installs.kernels` falls back to the
+transform that does not compile is not used (:mod:`cutlass_layout.installs.source_layout` falls back to the
 source as written, or reports the error).
 """
 
