@@ -40,10 +40,10 @@ def test_arch_family_and_capacity_of_are_the_tables():
     """One definition: a kernel's arch family (``MainloopSm<cc>``) and a build's capacity
     constant are the arch table's for every arch in it; ``arch_family(110)`` is ``sm100``
     (it was None, a hand-written copy of the table); the installs' names are the table's."""
-    from cutlass_layout.installs import kernel_library, kernels
+    from cutlass_layout.installs import kernel_library, kernels, source_layout
     from cutlass_layout.subjects.archs import arch_family, capacity_of
 
-    assert kernels.arch_family is arch_family and kernels.capacity_of is capacity_of
+    assert kernels.arch_family is arch_family and source_layout.capacity_of is capacity_of
     assert kernel_library.capacity_of is capacity_of
     for a in ARCHS.values():
         assert arch_family(a.cc) == a.family, a.name

@@ -21,7 +21,7 @@ from test_audit import CAPACITY, MINI, mini_sizes
 
 from cutlass_layout import diff
 from cutlass_layout.cli import main
-from cutlass_layout.commands.diff import pair_tactics, renamed_part, tactic_configuration
+from cutlass_layout.commands.diff_audit import pair_tactics, renamed_part, tactic_configuration
 from cutlass_layout.model import Tactic
 
 HEADER = "flashinfer/data/include/mini/dense_template_sm120.h"

@@ -8,7 +8,7 @@ explicit instantiation, ``template size_t genericFp8GemmKernelLauncherSm100<half
 cutlass::arch::Sm100, 128, 128, 128, cute::Shape<...>, _1SM>(...);``, of a function template
 that declares ``GemmKernel`` in its body. No ``template`` is written in the source itself: the
 instantiations are found by expanding the calls
-(:func:`cutlass_layout.installs.kernels.macro_instantiations`).
+(:func:`cutlass_layout.installs.preludes.macro_instantiations`).
 
 The offline tests run that expansion on a header written here in that shape, and the text
 transform that makes a launcher's selection among builders after the selection
@@ -23,7 +23,8 @@ import shutil
 
 import pytest
 
-from cutlass_layout.installs.kernels import Source, macro_instantiations, source_instantiations
+from cutlass_layout.installs.kernels import Source
+from cutlass_layout.installs.preludes import macro_instantiations, source_instantiations
 from cutlass_layout.cpp.text import deferred_selections
 
 HEADER = r"""#pragma once

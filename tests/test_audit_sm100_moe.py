@@ -169,7 +169,8 @@ def test_sm100_runtime_candidates_match_config_fields(tmp_path):
     ``cluster_shape``, static or dynamic cluster and epilogue schedule; FINALIZE copies of
     NO_SMEM configs are erased (``getTmaWarpSpecializedConfigs``). The list here is written by
     hand in the shape ``get_candidate_configs_sm100`` gives (one row per config)."""
-    from cutlass_layout.installs.candidates import CONFIG_BITS, Candidates, runner_flags
+    from cutlass_layout.installs.candidates import Candidates
+    from cutlass_layout.installs.moe_runners import CONFIG_BITS, runner_flags
 
     b = CONFIG_BITS
     assert runner_flags("nvfp4", "nvfp4") == b["GROUPED_GEMM"] | b["BLACKWELL"] | b["FP4_ONLY"]

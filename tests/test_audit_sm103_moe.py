@@ -27,7 +27,9 @@ import pytest
 from test_audit_sm100_moe import _tactic
 
 from cutlass_layout.commands.audit import filter_tests, tactic_filter, unmatched_filters
-from cutlass_layout.installs.candidates import SM103_CONDITION, Candidates, runner_flags, sm103_rules
+from cutlass_layout.installs.candidate_lists import sm103_rules
+from cutlass_layout.installs.candidates import SM103_CONDITION, Candidates
+from cutlass_layout.installs.moe_runners import runner_flags
 
 #: (launcher arguments copied from the generated sources, expected identity)
 LINES = [
@@ -313,8 +315,8 @@ def test_an_sm103_build_is_judged_and_probed_with_sm100s_capacity():
     (``cutlass::arch::sm100_smem_capacity_bytes``: cutlass/arch/arch.h; the SM100 builders and
     kernels use it for SM103); SM121's builds are SM120's; an arch outside the three families
     has none."""
-    from cutlass_layout.installs.kernels import CAPACITY, capacity_of
-    from cutlass_layout.subjects.archs import ARCHS
+    from cutlass_layout.installs.kernels import CAPACITY
+    from cutlass_layout.subjects.archs import ARCHS, capacity_of
 
     assert capacity_of("sm103") == capacity_of("sm100") == ARCHS["sm103"].capacity \
         == "cutlass::arch::sm100_smem_capacity_bytes"

@@ -151,7 +151,7 @@ def test_forwarded_call():
 
 
 def test_rehosted_launchers_compile_to_the_kernels_they_build():
-    """What kernels.prelude puts before a source, for three explicit instantiations (the
+    """What preludes.prelude puts before a source, for three explicit instantiations (the
     wrapper with the header's default scale mode, the small-K launcher, the dense launcher
     with its kernel under ``#ifdef`` and ``if constexpr``), compiles, and each alias names the
     type the launcher's own ``GemmKernel`` would be, worked out from the text above:
@@ -184,7 +184,7 @@ def test_rehosted_launchers_compile_to_the_kernels_they_build():
 
 # ---------------------------------------------------------------------------------------
 # names
-#: (owner as kernels.prelude names a re-hosted kernel: the launcher and its template arguments
+#: (owner as preludes.prelude names a re-hosted kernel: the launcher and its template arguments
 #: as the generator writes them; expected identity, by hand)
 OWNERS = [
     # W4A8 MoE, int4 weights, post-MMA scales (ScaleMode left to the default)

@@ -151,7 +151,7 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
     import importlib
     import shutil
 
-    from cutlass_layout.installs import kernels
+    from cutlass_layout.installs import preludes
     from cutlass_layout.installs.kernels import Source
     from cutlass_layout.core import cache
     from cutlass_layout.engine import loop as engine
@@ -168,20 +168,20 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
         cache.code_fingerprint.cache_clear()
         return (engine.report_key(tgt, cfg),
                 audit.AUDIT.key(subject=[], target=[], code=audit.STANDINS),
-                kernels._prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
+                preludes.prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
 
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
     assert keys() == before  # the same bytes, the same keys
-    preludes = cache.KINDS["preludes"].code
-    modules = set(engine.ENGINE_SOURCES) | set(audit.AUDIT.code) | set(preludes)
+    prelude_code = cache.KINDS["preludes"].code
+    modules = set(engine.ENGINE_SOURCES) | set(audit.AUDIT.code) | set(prelude_code)
     for rel in sorted(modules):
         path = copy / rel
         original = path.read_bytes()
         path.write_bytes(original + b"#")
         changed = keys()
         path.write_bytes(original)
-        watched = [rel in engine.ENGINE_SOURCES, True, rel in preludes]
+        watched = [rel in engine.ENGINE_SOURCES, True, rel in prelude_code]
         for was, now, watches in zip(before, changed, watched):
             assert (was != now) == watches, rel
     cache.code_fingerprint.cache_clear()

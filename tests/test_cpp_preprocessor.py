@@ -191,26 +191,26 @@ constexpr bool isValidAmpereMOESpecialisation() {
 
 
 def test_the_traits_header_reader(tmp_path):
-    """candidates.fallback_excludes_fp4 reads the branch of ``#ifdef ENABLE_FP4`` the flags keep
-    (one reader with hopper_valid_rule: candidates.traits_function)."""
-    from cutlass_layout.installs import candidates
+    """candidate_lists.fallback_excludes_fp4 reads the branch of ``#ifdef ENABLE_FP4`` the flags keep
+    (one reader with hopper_valid_rule: candidate_lists.traits_function)."""
+    from cutlass_layout.installs import candidate_lists, moe_runners
 
-    header = tmp_path / candidates.TRAITS
+    header = tmp_path / moe_runners.TRAITS
     header.parent.mkdir(parents=True)
     header.write_text(AMPERE_TRAITS)
     # -DENABLE_FP4: the #ifdef branch, exactly the FP4-excluding return
-    assert candidates.fallback_excludes_fp4(tmp_path, ["-DENABLE_FP4"]) is True
-    assert candidates.fallback_excludes_fp4(tmp_path, ["-D", "ENABLE_FP4"]) is True
+    assert candidate_lists.fallback_excludes_fp4(tmp_path, ["-DENABLE_FP4"]) is True
+    assert candidate_lists.fallback_excludes_fp4(tmp_path, ["-D", "ENABLE_FP4"]) is True
     # not defined: "return true;"
-    assert candidates.fallback_excludes_fp4(tmp_path, ["-DENABLE_BF16"]) is False
-    body = candidates.traits_function("isValidAmpereMOESpecialisation", tmp_path, set())
+    assert candidate_lists.fallback_excludes_fp4(tmp_path, ["-DENABLE_BF16"]) is False
+    body = candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, set())
     assert "".join(body.split()) == "returntrue;"
     # an #elif the old inline reader did not follow, and a #define it does not
     header.write_text(AMPERE_TRAITS.replace("#else", "#elif defined(X)\n  return false;\n#else"))
-    assert "".join(candidates.traits_function("isValidAmpereMOESpecialisation", tmp_path, {"X"}).split()) == \
+    assert "".join(candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, {"X"}).split()) == \
         "returnfalse;"
     header.write_text(AMPERE_TRAITS.replace("#else", "#else\n#define Y 1"))
-    assert candidates.traits_function("isValidAmpereMOESpecialisation", tmp_path, set()) is None
+    assert candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, set()) is None
     header.write_text(AMPERE_TRAITS.replace("#endif\n}", "}"))  # unbalanced
-    assert candidates.traits_function("isValidAmpereMOESpecialisation", tmp_path, set()) is None
-    assert candidates.traits_function("isValidAmpereMOESpecialisation", tmp_path / "none", set()) is None
+    assert candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, set()) is None
+    assert candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path / "none", set()) is None

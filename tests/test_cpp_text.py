@@ -122,12 +122,12 @@ def test_brace_pairs():
 
 
 def test_a_macro_calls_arguments():
-    """kernels._macro_call splits a launcher macro call's arguments with :func:`arguments` (its own
+    """kernels.macro_call splits a launcher macro call's arguments with :func:`arguments` (its own
     splitter counted every '>' as a closing bracket: after a '->' it split no more)."""
     from cutlass_layout.installs import kernels
 
     text = "x;\nINSTANTIATE_GEMM(half, cute::Shape<_128, _64>,\n    p->q, (a > b), 3);\n"
     # line 2: the call; the shape's comma nested, '->' and the parenthesized '>' operators
-    assert kernels._macro_call(text, 2) == ("INSTANTIATE_GEMM", ["half", "cute::Shape<_128, _64>", "p->q",
+    assert kernels.macro_call(text, 2) == ("INSTANTIATE_GEMM", ["half", "cute::Shape<_128, _64>", "p->q",
                                                                  "(a > b)", "3"])
-    assert kernels._macro_call(text, 1) is None  # no call on line 1
+    assert kernels.macro_call(text, 1) is None  # no call on line 1

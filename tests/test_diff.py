@@ -20,7 +20,9 @@ from click.testing import CliRunner
 from cutlass_layout import BadInput, Config, resolve_cutlass
 from cutlass_layout import cli as cli_mod
 from cutlass_layout.cli import diff_cmd as command
-from cutlass_layout.commands.diff import SCHEMA, compare, default_grid, diff, structural_diff
+from cutlass_layout.commands.diff import SCHEMA, diff
+from cutlass_layout.commands.diff_numeric import compare, default_grid
+from cutlass_layout.commands.diff_structural import structural_diff
 from cutlass_layout.model import MemberChange, MemberSpan, NumericRecord, TmaValues
 from cutlass_layout.core.progress import is_progress_line
 from cutlass_layout.reports.diff import render_text
@@ -44,6 +46,8 @@ def _nothing_computed(monkeypatch, *, scans: bool = False) -> None:
     import clang.cindex as ci
 
     diff_module = importlib.import_module("cutlass_layout.commands.diff")  # the module, not the facade's function
+    numeric = importlib.import_module("cutlass_layout.commands.diff_numeric")
+    structural = importlib.import_module("cutlass_layout.commands.diff_structural")
 
     def fail(what):
         def f(*a, **k):
@@ -51,10 +55,10 @@ def _nothing_computed(monkeypatch, *, scans: bool = False) -> None:
         return f
 
     monkeypatch.setattr(ci.Index, "create", fail("a libclang parse (Index.create)"))
-    monkeypatch.setattr(diff_module, "_compute_records", fail("a layout (diff._compute_records)"))
+    monkeypatch.setattr(numeric, "_compute_records", fail("a layout (diff_numeric._compute_records)"))
     if scans:
-        monkeypatch.setattr(diff_module, "_structural", fail("the structural comparison"))
-        monkeypatch.setattr(diff_module, "_scan_files", fail("a header scan"))
+        monkeypatch.setattr(structural, "_structural", fail("the structural comparison"))
+        monkeypatch.setattr(structural, "_scan_files", fail("a header scan"))
         monkeypatch.setattr(diff_module, "numeric_records", fail("the numeric side"))
 
 
@@ -503,7 +507,7 @@ def _ch(file, struct="X::SharedStorage", spec=None):
 
 
 def test_keep_arch_offline():
-    from cutlass_layout.commands.diff import change_family, keep_arch
+    from cutlass_layout.commands.diff_structural import change_family, keep_arch
 
     changes = [
         _ch("cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.hpp"),

@@ -646,7 +646,7 @@ def test_unpacked_tree_that_lost_a_file_is_unpacked_again(cache, wheel):
 
 
 def test_prelude_that_is_damaged_is_written_again(cache):
-    from cutlass_layout.installs.kernels import Prelude
+    from cutlass_layout.installs.preludes import Prelude
 
     pre = Prelude(macros="#define CL_TEST 1\n")
     path = pre.write()

@@ -24,7 +24,7 @@ from test_library_audit import _error_line
 
 from cutlass_layout import api
 from cutlass_layout.cli import main
-from cutlass_layout.commands.diff import library_name, pair_library_kernels
+from cutlass_layout.commands.diff_audit import library_name, pair_library_kernels
 
 OLD, NEW = "nvidia-cutlass==3.8.0.0", "nvidia-cutlass==4.2.0.0"
 #: 3.8.0's and 4.2.0's names of one SM90 kernel (their manifests' procedural names)

@@ -134,38 +134,9 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
     tgt = engine.target(lib.tree, cuda_path)
     notes = []
-    missing = missing_generators(lib, generators)
-    if missing:  # an older library than the arch: its generator would fail on the arch's name
-        why = (f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
-               f"emits no {arch} kernel")
-        if strict:
-            raise BadInput(why)
-        kernels, filters = [], {}
-        notes.append(why)
-    else:
-        kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
-                                             use_cache=use_cache)
-        if not kernels:
-            if strict:
-                raise BadInput(nothing_kept(lib.version, arch, selection, generators))
-            notes.append(nothing_kept(lib.version, arch, selection, generators))
+    kernels, filters = _generated_kernels(lib, arch, selection, generators, tgt, use_cache, strict, notes)
     t_enum = time.perf_counter()
-    layable = [k for k in kernels if k.layable]
-    others = [k for k in kernels if not k.layable]
-    if others:
-        kinds = sorted({f"{k.operation_kind}/{k.gemm_kind} ({k.emitter})" for k in others})
-        notes.append(f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
-                     f"GEMMs and were not laid out: {'; '.join(kinds)}")
-    pool = [tactic_of(k, generators) for k in layable]
-    unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
-    chosen = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
-              if early(t) and (not grep or grep.lower() in t.id.lower())]
-    if shard is not None:  # by procedural name
-        names = sorted(range(len(chosen)), key=lambda j: chosen[j][2].id)
-        mine = {names[p] for p in shard_of([1] * len(names), shard)}
-        chosen = [c for j, c in enumerate(chosen) if j in mine]
-    ranks = [[i] for i, _, _ in chosen]  # the kernel's place in the generator's list
-    chosen = [(k, t) for _, k, t in chosen]
+    chosen, ranks, unmatched = _chosen_kernels(kernels, generators, grep, tests, early, shard, notes)
     reps = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include) if use_cache
             else [None] * len(chosen))
     todo = [i for i, r in enumerate(reps) if r is None]
@@ -210,6 +181,56 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     if shard is not None:
         result.shard = shard_part(shard, asked, ranked, result, parts)
     return result
+
+
+
+def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, use_cache: bool, strict: bool,
+                       notes: list[str]) -> tuple[list, dict]:
+    """``(kernels, manifest filters)``: what the library's generator keeps for ``arch``
+    (:func:`~cutlass_layout.installs.kernel_library.enumerate_kernels`); none, with the reason
+    in ``notes`` (or raised as :class:`BadInput` where ``strict``), for a library without the
+    arch's generator or a selection that keeps nothing."""
+    missing = missing_generators(lib, generators)
+    if missing:  # an older library than the arch: its generator would fail on the arch's name
+        why = (f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
+               f"emits no {arch} kernel")
+        if strict:
+            raise BadInput(why)
+        kernels, filters = [], {}
+        notes.append(why)
+    else:
+        kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
+                                             use_cache=use_cache)
+        if not kernels:
+            if strict:
+                raise BadInput(nothing_kept(lib.version, arch, selection, generators))
+            notes.append(nothing_kept(lib.version, arch, selection, generators))
+    return kernels, filters
+
+
+def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, early, shard,
+                    notes: list[str]) -> tuple[list, list, list]:
+    """``(chosen, ranks, unmatched)``: the CUTLASS 3.x GEMMs of ``kernels`` (the others
+    counted in ``notes``) that the filters (``early``), ``grep`` and the ``shard`` keep, as
+    ``(kernel, tactic)``; each one's place in the generator's list (``[i]``); and the filters
+    that matched none of them."""
+    layable = [k for k in kernels if k.layable]
+    others = [k for k in kernels if not k.layable]
+    if others:
+        kinds = sorted({f"{k.operation_kind}/{k.gemm_kind} ({k.emitter})" for k in others})
+        notes.append(f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
+                     f"GEMMs and were not laid out: {'; '.join(kinds)}")
+    pool = [tactic_of(k, generators) for k in layable]
+    unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
+    chosen = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
+              if early(t) and (not grep or grep.lower() in t.id.lower())]
+    if shard is not None:  # by procedural name
+        names = sorted(range(len(chosen)), key=lambda j: chosen[j][2].id)
+        mine = {names[p] for p in shard_of([1] * len(names), shard)}
+        chosen = [c for j, c in enumerate(chosen) if j in mine]
+    ranks = [[i] for i, _, _ in chosen]  # the kernel's place in the generator's list
+    chosen = [(k, t) for _, k, t in chosen]
+    return chosen, ranks, unmatched
 
 
 def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, LibraryTactic]], asked: dict,

@@ -468,32 +468,35 @@ _TEXT = ("cpp/text.py", "cpp/brackets.py", "cpp/arguments.py", "cpp/macros.py", 
          "cpp/rehost.py")
 
 
+#: A real source's kernels found (installs/kernels.py) and laid out (its passes 0 and 2).
+_KERNELS = ("installs/kernels.py", "installs/preludes.py", "installs/source_layout.py")
+
+
 #: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
 #: and downloads are files, not results: :func:`seal` checks them.
 KINDS = _kinds(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
-    Kind("structural", 3, ("commands/diff.py", "commands/scan.py", "model/serde.py", "model/scan.py",
-                           "model/diff.py", *_TREES, "cpp/treesitter.py",
+    Kind("structural", 3, ("commands/diff.py", "commands/diff_structural.py", "commands/scan.py", "model/serde.py",
+                           "model/scan.py", "model/diff.py", *_TREES, "cpp/treesitter.py",
                            "cpp/treesitter_parse.py", "cpp/int_constants.py")),
     Kind("wheel-installs", 1, _TREES),
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
-    Kind("candidates", 3, ("installs/candidates.py", *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py",
-                           "cpp/interpret.py")),
+    Kind("candidates", 3, ("installs/candidates.py", "installs/candidate_lists.py", "installs/moe_runners.py",
+                           *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py", "cpp/interpret.py")),
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", *_PROBE,
                          "engine/loop.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
-    Kind("preludes", 1, ("installs/kernels.py", *_TEXT, "cpp/cursors.py", *_PROBE)),
+    Kind("preludes", 1, (*_KERNELS, *_TEXT, "cpp/cursors.py", *_PROBE)),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
-    Kind("audit", 2, ("installs/kernels.py", *_TEXT, *_ENGINE)),
+    Kind("audit", 2, (*_KERNELS, *_TEXT, *_ENGINE)),
     Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", *_TEXT)),
-    Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT,
-                            "installs/kernels.py")),
-    Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", "installs/kernels.py",
+    Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT, *_KERNELS)),
+    Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", *_KERNELS,
                             "model/audit.py", "cpp/arguments.py")),
-    Kind("fixes", 1, ("installs/fixes.py", "installs/kernels.py", *_TEXT, "model/audit.py", *_ENGINE)),
+    Kind("fixes", 1, ("installs/fixes.py", *_KERNELS, *_TEXT, "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

@@ -19,7 +19,7 @@ argument lists (:mod:`.arguments`), macros (:mod:`.macros`), what a source decla
 (:mod:`.declarations`).
 
 These are text transforms of the install's own code; whatever they produce is compiled, and a
-transform that does not compile is not used (:mod:`cutlass_layout.installs.kernels` falls back to the
+transform that does not compile is not used (:mod:`cutlass_layout.installs.source_layout` falls back to the
 source as written, or reports the error).
 """
 

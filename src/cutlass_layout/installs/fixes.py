@@ -10,7 +10,7 @@ How (:func:`search_fixes`):
 
 * the launcher macro is redefined as ``CL_FIX_<digest>(CL_STAGES, <its parameters>)``, cut
   after its kernel alias with the engine's in-place probe after it
-  (:func:`cutlass_layout.cpp.text.trimmed_macro`, :func:`cutlass_layout.installs.kernels.in_place_probe`)
+  (:func:`cutlass_layout.cpp.text.trimmed_macro`, :func:`cutlass_layout.installs.preludes.in_place_probe`)
   and, beside the probe, the builder's own stage formula evaluated by the compiler
   (:data:`FORMULAS`: the builder's reduced capacity, its bytes per stage, the carve-out it was
   given, and the smallest carve-out for which it chooses N), in an ``-include`` header;
@@ -150,7 +150,7 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     the launcher gives); None when the body has no mainloop builder."""
     from ..cpp.text import KERNEL_ALIAS_RE, mainloop_builder, trimmed_macro, with_stage_count
     from ..cpp.brackets import blank_comments
-    from .kernels import in_place_probe
+    from .preludes import in_place_probe
 
     found = mainloop_builder(body)
     fixed = with_stage_count(body, "CL_STAGES")
@@ -275,40 +275,44 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
     function returning one, called only when there is something to parse); ``family``: the
     :data:`FORMULAS` entry of the arch; ``capacity``: its capacity constant's C++ name.
 
-    Never raises for a launcher that cannot be searched: its fix says why (``error``)."""
-    from ..errors import BadInput
-    from ..core.cache import cache_dir, write_atomic
-    from ..engine.loop import Batch, lay_out
-    from ..core.files import read_text
-    from ..cpp.macros import blank_calls, macro_definition
-    from ..cpp.declarations import enclosing_namespaces
-    from .kernels import split_preamble
+    Never raises for a launcher that cannot be searched: its fix says why (``error``).
+    Its steps, in order: :func:`_plans`, :func:`_write_fix_header`, :func:`_fix_batch`,
+    :func:`_search`, :func:`_fill_fixes`."""
+    fixes, plans, texts = _plans(wants, family, capacity)
+    if not plans:
+        return fixes
+    if callable(pch):
+        pch = pch()
+    hpath = _write_fix_header(family, plans)
+    batch, extras = _fix_batch(wants, plans, texts, provenance, pch, hpath)
+    best = _search(batch, wants, fixes, plans)
+    if best is not None:  # None: the engine failed, and every fix searched says why
+        _fill_fixes(fixes, wants, best, extras, family)
+    return fixes
 
-    fixes: list[Fix | None] = [None] * len(wants)
-    macros: dict[tuple, tuple | None] = {}
+
+def _plans(wants: list[Want], family: str, capacity: str) -> tuple[list[Fix], list[tuple], dict[str, str]]:
+    """``(fixes, plans, texts)``: a :class:`~cutlass_layout.model.Fix` per want (with its
+    ``error``, or ``fewest_stages`` where nothing below its stage count compiles, for a want
+    not searched), ``(want index, (fixed macro name, its definition), namespaces)`` of each
+    want to search, and the sources' texts read (by path)."""
+    from ..core.files import read_text
+    from ..cpp.declarations import enclosing_namespaces
+    from ..errors import BadInput
+
+    fixes: list[Fix] = []
+    macros: dict[tuple, tuple] = {}
     texts: dict[str, str] = {}
-    plans = []  # (want index, fixed macro name, namespaces)
+    plans = []  # (want index, fixed macro, namespaces)
     for i, w in enumerate(wants):
-        fixes[i] = Fix(formula=FORMULAS[family]["words"])
+        fixes.append(Fix(formula=FORMULAS[family]["words"]))
         if w.report.stages is None:
             fixes[i].error = "the tactic's stage count is not known: nothing to search below it"
             continue
         if w.report.stages <= MIN_STAGES:  # nothing below it compiles: none fits
             fixes[i].fewest_stages = MIN_STAGES
             continue
-        mkey = (w.launcher_file, w.macro[0], w.launcher_line)
-        if mkey not in macros:
-            try:
-                text = Path(w.launcher_file).read_text(errors="replace")
-            except OSError as exc:
-                text = None
-                macros[mkey] = ("error", f"cannot read {w.launcher_file}: {exc.strerror or exc}")
-            if text is not None:
-                found = macro_definition(text, w.macro[0], near_line=w.launcher_line)
-                made = fix_macro(w.macro[0], found[0], found[1], capacity, family) if found else None
-                macros[mkey] = made or ("error", f"{w.macro[0]} names no mainloop CollectiveBuilder "
-                                                 "whose stage count could be replaced")
-        made = macros[mkey]
+        made = _fixed_macro(w, macros, capacity, family)
         if made[0] == "error":
             fixes[i].error = made[1]
             continue
@@ -325,10 +329,34 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
             fixes[i].error = "the launcher is invoked inside a class or function: not searched"
             continue
         plans.append((i, made, ns))
-    if not plans:
-        return fixes  # type: ignore[return-value]
-    if callable(pch):
-        pch = pch()
+    return fixes, plans, texts
+
+
+def _fixed_macro(w: Want, macros: dict[tuple, tuple], capacity: str, family: str) -> tuple[str, str]:
+    """:func:`fix_macro` of ``w``'s launcher macro (read once per file, macro and line, in
+    ``macros``), or ``("error", why)``."""
+    from ..cpp.macros import macro_definition
+
+    mkey = (w.launcher_file, w.macro[0], w.launcher_line)
+    if mkey not in macros:
+        try:
+            text = Path(w.launcher_file).read_text(errors="replace")
+        except OSError as exc:
+            text = None
+            macros[mkey] = ("error", f"cannot read {w.launcher_file}: {exc.strerror or exc}")
+        if text is not None:
+            found = macro_definition(text, w.macro[0], near_line=w.launcher_line)
+            made = fix_macro(w.macro[0], found[0], found[1], capacity, family) if found else None
+            macros[mkey] = made or ("error", f"{w.macro[0]} names no mainloop CollectiveBuilder "
+                                             "whose stage count could be replaced")
+    return macros[mkey]
+
+
+def _write_fix_header(family: str, plans: list[tuple]) -> Path:
+    """The ``-include`` file of the search's parses in the cache (``preludes/fix-<hash>.h``):
+    :func:`fix_header` and the fixed macros, each once; written where its bytes differ."""
+    from ..core.cache import cache_dir, write_atomic
+
     header = fix_header(family) + "".join(dict.fromkeys(m[1] for _, m, _ in plans))
     hpath = cache_dir("preludes") / ("fix-" + hashlib.sha256(header.encode()).hexdigest()[:24] + ".h")
     data = header.encode()
@@ -338,10 +366,23 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
         same = False
     if not same:
         write_atomic(hpath, data)
+    return hpath
+
+
+def _fix_batch(wants: list[Want], plans: list[tuple], texts: dict[str, str], prov: Provenance, pch,
+               hpath: Path) -> tuple:
+    """``(batch, extras)``: the engine's :class:`~cutlass_layout.engine.loop.Batch` of the
+    search (the first planned source's text, its launcher calls blanked, with one
+    ``namespace cl_probe_<i>`` block per candidate calling the fixed macro with its stage
+    count), and the dict its reader fills with each candidate's ``Fix*`` constants (by the
+    candidate's ``id``)."""
+    from ..cpp.macros import blank_calls
+    from ..engine.loop import Batch
+    from .kernels import split_preamble
+
     first = wants[plans[0][0]].source
     _, head = split_preamble(texts[str(first.path)])
     head = blank_calls(head, sorted({wants[i].macro[0] for i, _, _ in plans}))
-    prov = provenance
     extras: dict[int, dict] = {}
 
     def parse(text: str, _members):
@@ -375,44 +416,23 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
 
     batch = Batch(head=head, parse=parse, block=block, read=read, failed=failed,
                   where=f"source {first.path}")
+    return batch, extras
+
+
+def _search(batch, wants: list[Want], fixes: list[Fix], plans: list[tuple]) -> dict | None:
+    """The rounds of the search (:func:`_one_less`, :func:`_predicted`, :func:`_rest`), each
+    one :func:`~cutlass_layout.engine.loop.lay_out` of the candidates of the tactics not yet
+    :func:`_settled`; each layout recorded in its fix's ``searched`` (N -> bytes, None: does
+    not compile). ``{want index: (candidate, report)}`` of the largest N that fits, or None
+    where the engine failed (each fix searched then says why)."""
+    from ..engine.loop import lay_out
+    from ..errors import BadInput
+
     todo = {i: (made, ns) for i, made, ns in plans}
     best: dict[int, tuple[_Candidate, LayoutReport]] = {}
-    # what each tactic's search laid out so far: its fix's ``searched`` (N -> bytes, None: does not compile)
-
-    def settled(i: int) -> bool:
-        # its largest N that fits, and the first N above it that compiles is S or does not fit
-        if i not in best:
-            return False
-        for m in range(best[i][0].stages + 1, wants[i].report.stages):
-            if m not in fixes[i].searched:
-                return False
-            if fixes[i].searched[m] is not None:
-                return True  # compiles, and does not fit (else it would be the best)
-        return True
-
-    def one_less(i: int) -> list[int]:
-        return [wants[i].report.stages - 1]
-
-    def predicted(i: int) -> list[int]:
-        # two layouts give the bytes a stage takes: N and N + 1 around the capacity; else
-        # (S - 1 does not compile: some collectives take even stage counts only) the two below
-        rep, searched = wants[i].report, fixes[i].searched
-        s = rep.stages
-        n = predicted_stages(rep.smem_bytes, searched.get(s - 1), s, rep.capacity_bytes)
-        if n is not None:
-            picks = (n, n + 1)
-        elif s - 1 in searched and searched[s - 1] is None:
-            picks = (s - 3, s - 2)
-        else:
-            picks = ()
-        return [m for m in picks if MIN_STAGES <= m <= s - 2]
-
-    def rest(i: int) -> list[int]:
-        return [n for n in range(MIN_STAGES, wants[i].report.stages - 1) if n not in fixes[i].searched]
-
-    for pick in (one_less, predicted, rest):
+    for pick in (_one_less, _predicted, _rest):
         cands = [_Candidate(i, n, made[0], list(wants[i].macro[1]), ns)
-                 for i, (made, ns) in todo.items() for n in pick(i)]
+                 for i, (made, ns) in todo.items() for n in pick(wants[i], fixes[i])]
         if not cands:
             continue
         try:
@@ -420,7 +440,7 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
         except BadInput as exc:
             for i in todo:
                 fixes[i].error = str(exc)
-            return fixes  # type: ignore[return-value]
+            return None
         for c, rep in zip(cands, reps):
             fix = fixes[c.want]
             fix.searched[c.stages] = None if rep.error is not None else rep.smem_bytes
@@ -429,7 +449,54 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                     best[c.want] = (c, rep)
             elif rep.error is not None and fix.error is None:
                 fix.error = f"StageCount<{c.stages}>: {rep.error.one_line()}"
-        todo = {i: v for i, v in todo.items() if not settled(i)}
+        todo = {i: v for i, v in todo.items() if not _settled(wants[i], fixes[i], best.get(i))}
+    return best
+
+
+def _settled(w: Want, fix: Fix, best: tuple | None) -> bool:
+    """Whether a tactic's search is done: its largest N that fits (``best``) is known, and the
+    first N above it that compiles is S or does not fit."""
+    if best is None:
+        return False
+    for m in range(best[0].stages + 1, w.report.stages):
+        if m not in fix.searched:
+            return False
+        if fix.searched[m] is not None:
+            return True  # compiles, and does not fit (else it would be the best)
+    return True
+
+
+def _one_less(w: Want, fix: Fix) -> list[int]:
+    """The first round: S - 1."""
+    return [w.report.stages - 1]
+
+
+def _predicted(w: Want, fix: Fix) -> list[int]:
+    """The second round: two layouts give the bytes a stage takes: N and N + 1 around the
+    capacity (:func:`predicted_stages`); else (S - 1 does not compile: some collectives take
+    even stage counts only) the two below."""
+    rep, searched = w.report, fix.searched
+    s = rep.stages
+    n = predicted_stages(rep.smem_bytes, searched.get(s - 1), s, rep.capacity_bytes)
+    if n is not None:
+        picks = (n, n + 1)
+    elif s - 1 in searched and searched[s - 1] is None:
+        picks = (s - 3, s - 2)
+    else:
+        picks = ()
+    return [m for m in picks if MIN_STAGES <= m <= s - 2]
+
+
+def _rest(w: Want, fix: Fix) -> list[int]:
+    """The last round: every N from :data:`MIN_STAGES` below S - 1 not laid out yet."""
+    return [n for n in range(MIN_STAGES, w.report.stages - 1) if n not in fix.searched]
+
+
+def _fill_fixes(fixes: list[Fix], wants: list[Want], best: dict, extras: dict[int, dict],
+                family: str) -> None:
+    """Each tactic's fix from its best layout: its stage count and bytes, and, where the fixed
+    macro's ``Fix*`` constants were read, the builder's budget and what it does not count
+    (:func:`uncounted`)."""
     for i, (c, rep) in best.items():
         fix, w = fixes[i], wants[i]
         fix.error = None
@@ -444,7 +511,6 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
                                         carveout_bytes=given, stage_bytes=per1000 // 1000,
                                         stages=w.report.stages)
             fix.uncounted_bytes, fix.uncounted = uncounted(w.report, fix.builder)
-    return fixes  # type: ignore[return-value]
 
 
 def predicted_stages(kernel_bytes: int | None, below_bytes: int | None, stages: int,

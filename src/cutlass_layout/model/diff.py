@@ -183,9 +183,9 @@ class Rename:
 @dataclass
 class TacticChange:
     """One tactic of two installs' audits (``diff --audit``), paired by its configuration
-    (:func:`cutlass_layout.commands.diff.tactic_configuration`), not by its id; or one kernel
+    (:func:`cutlass_layout.commands.diff_audit.tactic_configuration`), not by its id; or one kernel
     of two CUTLASS kernel libraries', paired by its procedural name
-    (:func:`cutlass_layout.commands.diff.pair_library_kernels`).
+    (:func:`cutlass_layout.commands.diff_audit.pair_library_kernels`).
 
     Attributes:
         id: the tactic's id (:attr:`Tactic.id`): the new side's where it exists, else the old
@@ -206,9 +206,9 @@ class TacticChange:
         paired_by: how the two were paired: ``id`` (same id), ``configuration`` (the only
             tactic of its configuration on each side), ``name`` (several tactics of one side
             share the configuration: the most alike ids were paired, see
-            :func:`cutlass_layout.commands.diff.pair_tactics`), ``core_name`` (two kernel
+            :func:`cutlass_layout.commands.diff_audit.pair_tactics`), ``core_name`` (two kernel
             libraries' kernels whose names are equal as CUTLASS 4.x spells them:
-            :func:`cutlass_layout.commands.diff.library_name`); None for added/removed.
+            :func:`cutlass_layout.commands.diff_audit.library_name`); None for added/removed.
         config: the configuration the tactic was paired by (family, arch, a, b, out, tile,
             cluster, schedule, fusion, swap_ab, kernel; a library kernel's, which it was not
             paired by).

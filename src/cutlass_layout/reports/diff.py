@@ -4,7 +4,7 @@ that differ flagged."""
 
 from __future__ import annotations
 
-from ..commands.diff import common_affixes
+from ..commands.diff_audit import common_affixes
 from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side
 from ..subjects.config import tile_text
 from .common import Column, markdown_table, md_cell

@@ -403,26 +403,46 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
         start at 0 the axis says so. A bar more than 35% over the capacity is cut at the top
         of the axis and its bytes are written on it (``cut:<i>``).
     """
-    from matplotlib.transforms import blended_transform_factory
-
-    from .sweep import config_label, varying_keys
+    from matplotlib.transforms import blended_transform_factory  # first, as it always was
 
     Figure, Patch = _matplotlib()
     records = list(records)
     n = len(records)
-    cfgs = [r.config.to_dict() for r in records]
-    var = varying_keys(cfgs)
-    labels = [config_label(c, var, tile_bytes) for c in cfgs]
-    if len({str(c.get("stages")) for c in cfgs}) > 1:  # the stage counts asked for vary too
-        labels = [f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
-                  for t, c in zip(labels, cfgs)]
+    labels = _sweep_labels(records, tile_bytes)
     longest = max((len(t) for t in labels), default=0)
     fig = Figure(figsize=(max(7.0, 0.42 * n + 3.2), 4.4 + 0.06 * longest), layout="constrained")
     ax = fig.add_subplot()
     caps = [r.capacity_bytes for r in records if r.capacity_bytes]
     # one capacity, or (a sweep over arches) the largest sets the band, each bar gets its own
     cap = max(caps) if caps else None
-    per_bar = len(set(caps)) > 1
+    ymin, ymax = _y_band(records, cap)
+    verdicts = _draw_bars(ax, records, ymin, ymax)
+    _draw_capacity(ax, records, caps, cap, blended_transform_factory)
+    _style_axes(ax, labels, n, ymin, ymax)
+    _legend(ax, records, verdicts, Patch)
+    if title:
+        fig.suptitle(title, fontsize=_FONT + 1, x=0.01, ha="left")
+    return fig
+
+
+def _sweep_labels(records: list, tile_bytes: bool) -> list[str]:
+    """Each bar's x label: its tile and the keys that vary, with its stage count asked for
+    where those vary too."""
+    from .sweep import config_label, varying_keys
+
+    cfgs = [r.config.to_dict() for r in records]
+    var = varying_keys(cfgs)
+    labels = [config_label(c, var, tile_bytes) for c in cfgs]
+    if len({str(c.get("stages")) for c in cfgs}) > 1:  # the stage counts asked for vary too
+        labels = [f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
+                  for t, c in zip(labels, cfgs)]
+    return labels
+
+
+def _y_band(records: list, cap: int | None) -> tuple[int, float]:
+    """``(ymin, ymax)``: from a round number a little below the smallest kernel (or 75% of the
+    capacity ``cap``) to above the largest, outliers more than 35% over the capacity left
+    out (their bars are cut)."""
     sizes = [r.kernel_bytes for r in records if r.kernel_bytes] + \
         [r.max_stages_kernel_bytes for r in records if r.max_stages_kernel_bytes]
     top = max(sizes + [cap or 0, 1])
@@ -432,6 +452,12 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
     if cap is not None and top > cap * 1.35:  # outliers: the band stays readable, they are cut
         top = max([x for x in sizes if x <= cap * 1.35] + [cap])
     ymax = top + (top - ymin) * 0.12
+    return ymin, ymax
+
+
+def _draw_bars(ax, records: list, ymin: int, ymax: float) -> list[str]:
+    """One bar per record (see :func:`sweep_chart`), its stage count over it and the dot of
+    the largest stage count that fits; returns each bar's verdict (``exact_fit`` its own)."""
     verdicts = []
     for i, r in enumerate(records):
         v = "exact_fit" if r.exact_fit else r.verdict
@@ -459,7 +485,14 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
             ax.text(i + 0.22, y, str(r.max_stages_that_fit) if y == r.max_stages_kernel_bytes else
                     f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes} B)",
                     ha="left", va="center", fontsize=_FONT - 2)
-    if per_bar:
+    return verdicts
+
+
+def _draw_capacity(ax, records: list, caps: list[int], cap: int | None, blended_transform_factory) -> None:
+    """The capacity line labelled to the right of the bars: one across the chart, or (records
+    of several capacities) one per bar, each capacity labelled with its arches
+    (``blended_transform_factory``: matplotlib's, x in axes and y in data coordinates)."""
+    if len(set(caps)) > 1:
         tr = blended_transform_factory(ax.transAxes, ax.transData)
         for i, r in enumerate(records):
             if r.capacity_bytes:
@@ -478,12 +511,17 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
         tr = blended_transform_factory(ax.transAxes, ax.transData)
         ax.text(1.01, cap, f"capacity {cap} B", transform=tr, color=_CAP_COLOR, ha="left",
                 va="center", fontsize=_FONT, gid="capacity-label", clip_on=False)
+
+
+def _style_axes(ax, labels: list[str], n: int, ymin: int, ymax: float) -> None:
+    """The x labels, the limits, the y axis in whole bytes, its label (and a break mark at its
+    foot where it does not start at 0), no top or right spine."""
+    from matplotlib.ticker import StrMethodFormatter
+
     ax.set_xticks(range(n), labels, rotation=45, ha="right", rotation_mode="anchor",
                   fontsize=_FONT)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(ymin, ymax)
-    from matplotlib.ticker import StrMethodFormatter
-
     ax.yaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
     ax.tick_params(axis="y", labelsize=_FONT)
     ylabel = "kernel SharedStorage, bytes"
@@ -496,6 +534,11 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
     ax.set_ylabel(ylabel, fontsize=_FONT)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
+
+
+def _legend(ax, records: list, verdicts: list[str], Patch) -> None:
+    """The legend above the axes: the verdicts drawn, and the dot of the largest stage count
+    that fits where one is drawn."""
     handles = [Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.6,
                      hatch={"exact_fit": "//", "does_not_compile": "xx"}.get(v),
                      label=VERDICT_LABELS[v])
@@ -509,9 +552,6 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
     ax.legend(handles=handles, fontsize=_FONT - 1, loc="lower left", bbox_to_anchor=(0, 1.0),
               ncols=min(len(handles), 3), frameon=False, title="number over a bar: its stages",
               title_fontsize=_FONT - 1, alignment="left")
-    if title:
-        fig.suptitle(title, fontsize=_FONT + 1, x=0.01, ha="left")
-    return fig
 
 
 def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):

@@ -3,7 +3,7 @@
 ``audit(src)`` reads what the install builds from its own code (:mod:`cutlass_layout.sources.flashinfer_jit`:
 its JIT module builders, the TensorRT-LLM MoE generator, its templates), lays out the kernel
 of every launcher in every generated source with the flags its JIT compiles them with
-(:mod:`cutlass_layout.installs.kernels`), and names each as the install does:
+(:mod:`cutlass_layout.installs.source_layout`), and names each as the install does:
 
 * ``moe`` (TensorRT-LLM's MoE grouped GEMM, ``moe_gemm_tma_ws_launcher.inl``): the tile
   enum of its dispatch (``CtaShape128x256x64B``: K in bytes of the activation, as

@@ -14,7 +14,8 @@ from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
 from ...installs.candidates import store_candidates
 from ...installs.equivalence import named, unnamed
-from ...installs.kernels import Source, lay_out_sources
+from ...installs.kernels import Source
+from ...installs.source_layout import lay_out_sources
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.moe_sm80 import audit_sm80_path
 from ...cpp.preprocessor import command_line_defines
@@ -31,7 +32,7 @@ _RESULTS = KINDS["audit"]
 # the work of one source (also run in worker processes)
 def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list[dict]:
     """The per-source payloads of ``sources`` (one folder, flags and includes), laid out
-    together (:func:`cutlass_layout.installs.kernels.lay_out_sources`); the CPU time is shared out
+    together (:func:`cutlass_layout.installs.source_layout.lay_out_sources`); the CPU time is shared out
     by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
     includes (:func:`_pch`; this machine's cache has it unless the task runs on another
     machine, which builds its own), or None."""
