@@ -447,7 +447,7 @@ def _kinds(*rows: Kind) -> dict[str, Kind]:
 
 #: The code whose every change invalidates the cached layouts (the engine's,
 #: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
-_ENGINE = ("engine/loop.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
+_ENGINE = ("engine/loop.py", "engine/numbers.py", "subjects/probe.py", "subjects/config.py", "subjects/archs.py",
            "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
            "subjects/mainloop2x.py", "cpp/cursors.py")
 
@@ -466,7 +466,7 @@ KINDS = _kinds(
     Kind("candidates", 3, ("installs/candidates.py", "cpp/text.py", "cpp/preprocessor.py", "cpp/cursors.py",
                            "cpp/interpret.py")),
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", "cpp/text.py", "cpp/preprocessor.py", "subjects/probe.py",
-                         "engine/loop.py", "cpp/clang.py")),
+                         "engine/loop.py", "engine/numbers.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
     Kind("preludes", 1, ("installs/kernels.py", "cpp/text.py", "cpp/cursors.py", "subjects/probe.py")),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)

@@ -775,7 +775,8 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     """:func:`lay_out_source` of a source's text (``original`` as written, ``text`` as parsed:
     its leading includes blanked where ``pch`` holds them); ``segments``: see
     :func:`find_kernels`."""
-    from ..engine.loop import Batch, lay_out, read_report
+    from ..engine.loop import Batch, lay_out
+    from ..engine.numbers import read_report
 
     t0 = time.perf_counter()
     capacity = capacity_of(source.arch)  # an SM103 build's kernels too are laid out in place
@@ -816,7 +817,7 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
                        launcher_macros=launchers)
     reports: dict[str, LayoutReport] = {}
     if probes and not unit.errors():  # the kernels laid out in place: no second parse
-        from ..engine.loop import read_subject
+        from ..engine.numbers import read_subject
 
         for k in found:
             names = probes.get((k.owner, k.spelling)) or probes.get((REHOSTED, k.spelling))
@@ -924,7 +925,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.engine.loop.read_report` needs of a subject: its config dict."""
+    """What :func:`cutlass_layout.engine.numbers.read_report` needs of a subject: its config dict."""
 
     def __init__(self, spelling: str):
         self.spelling = spelling
