@@ -370,7 +370,7 @@ def cached(configs: list, cutlass=None, *, checked: str = "types") -> list[Layou
         if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
             if cfg.arch not in prov:
                 prov[cfg.arch] = tgt.provenance(cfg.arch)
-            rep.config, rep.provenance = cfg.to_dict(), prov[cfg.arch]
+            rep = replace(rep, config=cfg.to_dict(), provenance=prov[cfg.arch])
         out.append(rep)
     return out
 
@@ -459,19 +459,19 @@ def _check_stages(subject, rep: LayoutReport) -> None:
 
 
 def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
-    """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`."""
-    rep.checked = "kernel"
+    """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`: a new report that
+    says ``checked == "kernel"``, with the pass's clang-only diagnostics; where the body does
+    not compile, its error and no kernel, mainloop, epilogue, stages, capacity or TMA bytes."""
     if rep.error is not None:
-        return rep
+        return replace(rep, checked="kernel")
     if rep.kernel is None:
         raise BadInput("checking the kernel body needs a kernel type (GemmUniversal), not a collective")
     arch = rep.config.get("arch") or parse_arch(cfg)  # a user type's, found from its tag
-    err, rep.clang_only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
-    if err is not None:
-        rep.kernel = rep.mainloop = rep.epilogue = None
-        rep.stages = rep.capacity = rep.tma_transaction_bytes = None
-        rep.error = err
-    return rep
+    err, only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
+    if err is None:
+        return replace(rep, checked="kernel", clang_only=only)
+    return replace(rep, checked="kernel", clang_only=only, kernel=None, mainloop=None, epilogue=None,
+                   stages=None, capacity=None, tma_transaction_bytes=None, error=err)
 
 
 @dataclass
@@ -709,7 +709,7 @@ def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
     rep = read_report(unit, user, 0, tgt.provenance(user.parse_arch))
     _check_stages(user, rep)
     if rep.error is None:
-        rep.builder_budget = user_budget(tgt, user, rep, unit)
+        rep = replace(rep, builder_budget=user_budget(tgt, user, rep, unit))
     return rep
 
 
