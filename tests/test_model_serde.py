@@ -5,6 +5,7 @@ that a change of the model's modules that changes a key, its order or a value fa
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -126,6 +127,8 @@ def test_a_layout_report_round_trips(lazy):
     _same_json(rep.to_dict(), want)
     back = LayoutReport.from_dict(copy.deepcopy(want), lazy=lazy)
     assert back == rep
+    # built without the constructor: every attribute set, approximation (never stored) None
+    assert set(vars(back)) == {f.name for f in dataclasses.fields(LayoutReport)} and back.approximation is None
     _same_json(back.to_dict(), want)
     assert back.kernel.find("tensors.smem_B").offset == 65536
 
@@ -138,6 +141,23 @@ def test_a_report_that_does_not_compile_round_trips():
         "does_not_compile", None, None, None, None, None)
     assert d["error"] == {"kind": "static_assert", "message": "too many stages", "file": "b.hpp", "line": 12}
     assert LayoutReport.from_dict(d) == rep and LayoutReport.from_dict(d).to_dict() == d
+
+
+@pytest.mark.parametrize("lazy", [None, False, True])
+def test_a_layout_report_is_frozen(lazy):
+    """No attribute of a report is assigned after it is made (made by hand, or read back with
+    or without its members made): a pass that changes one makes a new report with
+    dataclasses.replace, the old one stays as it was."""
+    rep = _report() if lazy is None else LayoutReport.from_dict(_report_dict(), lazy=lazy)
+    for name, value in (("capacity", None), ("config", {}), ("checked", "types"), ("approximation", None)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(rep, name, value)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del rep.kernel
+    new = dataclasses.replace(rep, checked="types", capacity=None)
+    assert (new.checked, new.capacity, new.headroom_bytes) == ("types", None, None)
+    assert (rep.checked, rep.capacity, rep.headroom_bytes) == ("kernel", CAP, 101376 - 82048)
+    _same_json(rep.to_dict(), _report_dict())
 
 
 def test_members_are_checked_when_read_back():

@@ -5,6 +5,8 @@ bytes), or tests/handed.md's for the real layout."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -111,12 +113,10 @@ def test_memory_map_depth_1_has_no_children():
 
 
 def _report():
-    rep = LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(), provenance=_prov(), stages=4)
     from cutlass_layout.model import Constant
 
-    rep.capacity = Constant("sm120_smem_capacity_bytes", CAP)
-    rep.kernel = _struct()
-    return rep
+    return LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(), provenance=_prov(), stages=4,
+                        capacity=Constant("sm120_smem_capacity_bytes", CAP), kernel=_struct())
 
 
 def test_svg_text_png_dpi_and_title(tmp_path):
@@ -141,12 +141,11 @@ def test_svg_text_png_dpi_and_title(tmp_path):
 
 
 def test_plot_layout_refuses_error_and_bad_names(tmp_path):
-    rep = LayoutReport(config=Config().to_dict(), provenance=_prov())
-    rep.error = CompileError("static_assert", "Specialization requires Stages set to value 2 or more.")
+    rep = LayoutReport(config=Config().to_dict(), provenance=_prov(),
+                       error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."))
     with pytest.raises(DoesNotCompile):
         plot_layout(rep, tmp_path / "x.svg")
-    rep.error = None
-    rep.kernel = _struct()
+    rep = replace(rep, error=None, kernel=_struct())
     with pytest.raises(BadInput, match=r"\.svg or \.png"):
         plot_layout(rep, tmp_path / "x.pdf")
     with pytest.raises(BadInput, match="does not exist"):

@@ -4,6 +4,7 @@ named as the user gave it. Structs and records are written by hand here (bytes).
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -50,13 +51,13 @@ def test_table_keeps_numbers_at_every_width(width):
 
 
 def _report():
-    rep = LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(),
-                       provenance=Provenance("/r/include", "4.5.0", "08074d1c7f6605c9",
-                                             "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)",
-                                             "22.1", "/cuda", "pip", []), stages=4)
-    rep.capacity = Constant("sm120_smem_capacity_bytes", 101376, file="cutlass/arch/arch.h", line=45)
-    rep.kernel = rep.epilogue = _struct()
-    return rep
+    s = _struct()
+    return LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(),
+                        provenance=Provenance("/r/include", "4.5.0", "08074d1c7f6605c9",
+                                              "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)",
+                                              "22.1", "/cuda", "pip", []), stages=4,
+                        capacity=Constant("sm120_smem_capacity_bytes", 101376, file="cutlass/arch/arch.h", line=45),
+                        kernel=s, epilogue=s)
 
 
 def test_layout_markdown():
@@ -240,8 +241,7 @@ def test_a_tactic_row_holds_each_number_its_attribute_gives():
     from cutlass_layout.model import TACTIC_NUMBERS, Tactic
 
     for extra in (0, 101376 - 9216, 101376):  # 9216 B by hand (_struct); then exactly 101376; then over
-        rep = _report()
-        rep.kernel = StructLayout("SharedStorage", 9216 + extra, 512, 128, [])
+        rep = replace(_report(), kernel=StructLayout("SharedStorage", 9216 + extra, 512, 128, []))
         t = Tactic(family="moe", name="n", a=None, b=None, out=None, fusion=None, swap_ab=None, tile=None,
                    cluster=None, kernel=None, schedule=None, file="f.cu", line=1, launcher="L", report=rep)
         row = t.to_dict()

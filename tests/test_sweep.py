@@ -199,18 +199,16 @@ _PROV = Provenance("root", "4.5.0", "hash", "test", "clang", "cuda", "test", [])
 
 
 def _rep(stages, kernel, mainloop=None, cap=CAP):
-    rep = LayoutReport(config={}, provenance=_PROV, stages=stages,
-                       capacity=Constant("sm120_smem_capacity_bytes", cap))
-    rep.kernel = StructLayout("K", kernel, 1024, 0)
-    rep.mainloop = StructLayout("M", mainloop or kernel - 10000, 1024, 0)
-    rep.epilogue = StructLayout("E", 9216, 128, 0)
-    return rep
+    return LayoutReport(config={}, provenance=_PROV, stages=stages,
+                        capacity=Constant("sm120_smem_capacity_bytes", cap),
+                        kernel=StructLayout("K", kernel, 1024, 0),
+                        mainloop=StructLayout("M", mainloop or kernel - 10000, 1024, 0),
+                        epilogue=StructLayout("E", 9216, 128, 0))
 
 
 def _bad():
-    rep = LayoutReport(config={}, provenance=_PROV)
-    rep.error = CompileError("static_assert", "Specialization requires Stages set to value 2 or more.")
-    return rep
+    return LayoutReport(config={}, provenance=_PROV,
+                        error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."))
 
 
 def _run_search(kernel_of, start, *, search=None):

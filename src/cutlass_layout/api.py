@@ -21,6 +21,7 @@ import functools
 import re
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from .commands import audit as _audit
@@ -151,8 +152,7 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
     tgt = engine.target(source, cuda_path)
     rep = engine.layout(subject, tgt, raise_on_error=raise_on_error,
                         check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache)
-    rep.approximation = _approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0]
-    return rep
+    return replace(rep, approximation=_approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0])
 
 
 @_renamed(cutlass="source")
@@ -178,9 +178,8 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
     subjects = [engine.subject(c) for c in configs]
     tgt = engine.target(source, cuda_path)
     reps = engine.layouts(subjects, tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)
-    for rep, appr in zip(reps, _approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path)):
-        rep.approximation = appr
-    return reps
+    return [replace(rep, approximation=appr)
+            for rep, appr in zip(reps, _approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path))]
 
 
 @_renamed(cutlass="source")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..errors import BadInput
 from ..installs.kernel_library import (
@@ -156,8 +156,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                 stats["batches"] += 1
                 stats["parse_cpu_seconds"] += cpu
                 for i, d in zip(group, dicts):
-                    rep = LayoutReport.from_dict(d)
-                    rep.provenance = prov
+                    rep = replace(LayoutReport.from_dict(d), provenance=prov)
                     reps[i] = rep
                     store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
                     stats["parsed"] += 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..errors import BadInput
 from ..model import AUDIT_SCHEMA, AuditResult, AuditSet, Tactic
@@ -183,7 +184,7 @@ def ranked_tactics(shards: list[AuditResult]) -> list[tuple[list, Tactic]]:
         mine = list(zip(sh.ranks, res.tactics)) + list(sh.dropped)
         for rank, t in mine:
             if sh.capacity_rank is not None and rank == sh.capacity_rank and t.report is not None:
-                t.report.capacity = res.capacity
+                t.report = replace(t.report, capacity=res.capacity)
         out += mine
     return sorted(out, key=lambda x: x[0])
 

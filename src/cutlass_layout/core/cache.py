@@ -452,7 +452,7 @@ _PROBE = ("subjects/probe.py", "subjects/aliases.py", "subjects/user_type.py", "
 
 #: The code whose every change invalidates the cached layouts (the engine's,
 #: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
-_ENGINE = ("engine/loop.py", *_PROBE, "subjects/config.py", "subjects/archs.py",
+_ENGINE = ("engine/loop.py", "engine/numbers.py", *_PROBE, "subjects/config.py", "subjects/archs.py",
            "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
            "subjects/mainloop2x.py", "cpp/cursors.py")
 
@@ -487,7 +487,7 @@ KINDS = _kinds(
     Kind("candidates", 3, ("installs/candidates.py", "installs/candidate_lists.py", "installs/moe_runners.py",
                            *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py", "cpp/interpret.py")),
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", *_PROBE,
-                         "engine/loop.py", "cpp/clang.py")),
+                         "engine/loop.py", "engine/numbers.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
     Kind("preludes", 1, (*_KERNELS, *_TEXT, "cpp/cursors.py", *_PROBE)),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)

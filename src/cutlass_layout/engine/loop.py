@@ -2,7 +2,8 @@
 
 ``layouts(configs, cutlass=...)`` writes one probe translation unit for the configs of each
 arch (and user header: :mod:`cutlass_layout.subjects.probe`), parses it with libclang and reads every
-config's ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity. A translation
+config's ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity
+(:mod:`cutlass_layout.engine.numbers`). A translation
 unit with any error gives no numbers: each error is tied to the config whose block asked
 for the failing type, those configs get their error, and the others are parsed again
 without them (split in halves only where an error cannot be tied to a config). So one
@@ -33,14 +34,15 @@ from pathlib import Path
 
 from ..errors import BadInput, DoesNotCompile
 from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
-from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
+from ..model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout
 from ..sources.cuda import CudaHeaders, find_cuda
 from ..sources.trees import CutlassTree, resolve_cutlass
-from ..subjects import aliases, archs, budgets, probe, shapes, user_type
+from ..subjects import archs, budgets, probe, user_type
 from ..subjects.config import ARCHS, Config, config_from
 from ..subjects.user_type import UserType
 from ..core.cache import KINDS, discard
 from ..core.progress import step
+from .numbers import read_report
 
 
 @dataclass
@@ -84,163 +86,6 @@ def target(cutlass=None, cuda_path=None) -> Target:
     if isinstance(cutlass, Target):
         return cutlass
     return Target(tree=resolve_cutlass(cutlass), cuda=find_cuda(cuda_path))
-
-
-def read_report(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
-    """The report of probe block ``index`` of ``unit``, with the builder's budget where the
-    block has one (:func:`cutlass_layout.subjects.budgets.budget_block`)."""
-    names = unit.aliases(f"{aliases.NAMESPACE}{index}")
-    rep = read_subject(unit, names, cfg, prov)
-    if rep.error is None and "BudgetStages" in names and isinstance(cfg, Config):
-        rep.builder_budget = _read_budget(names, unit, cfg, rep)
-    return rep
-
-
-def _optional_int(names: dict, alias: str) -> int | None:
-    """The N of a ``char[N]`` alias, or ``None`` where the probe has no such alias (one
-    written by an older probe block, such as a launcher's in-place one)."""
-    return ProbeUnit.int_alias(names[alias]) if alias in names else None
-
-
-def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
-    """The :class:`LayoutReport` of one :func:`cutlass_layout.subjects.aliases.subject_block`, its
-    declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
-
-    A 2.x mainloop's class and the element types it stages and loads are read too
-    (:func:`cutlass_layout.subjects.mainloop2x.mainloop_choice`). The capacity is the block's
-    ``Capacity``; for a user type whose arch comes from its tag
-    (``ArchCC``), the constant of that arch (``Capacity_<name>``), or the documented limit of a
-    2.x-era arch (:mod:`cutlass_layout.subjects.archs`); the report's ``config["arch"]`` then names
-    the arch found and ``config["arch_from"]`` says ``tag``.
-
-    A type of no GEMM shape gets its ``SharedStorage`` as ``storage``, named ``fmha`` or
-    ``storage`` (:mod:`cutlass_layout.subjects.shapes`); a direct convolution gets ``launch``
-    (:func:`_launch`).
-
-    Raises:
-        BadInput: the arch is to come from the tag and the type has none (or one of no arch
-            known here); a direct convolution whose launch size is computed at run time.
-    """
-    rep = LayoutReport(config=cfg.to_dict(), provenance=prov)
-    try:
-        rep.kernel = unit.record(names["KernelStorage"], optional=True)
-        rep.mainloop = unit.record(names["MainloopStorage"], optional=True)
-        rep.epilogue = unit.record(names["EpilogueStorage"], optional=True)
-        if "Storage" in names:  # absent from an older probe block (a launcher's in-place one)
-            rep.storage = unit.record(names["Storage"], optional=True)
-        if rep.subject is None:
-            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} has no SharedStorage "
-                             "(nor a GemmKernel or UnderlyingKernel member that has one)")
-        stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
-        stages_b, stages_e = _optional_int(names, "StagesB"), _optional_int(names, "StagesE")
-        cc = _optional_int(names, "ArchCC")
-        kind = _optional_int(names, "Kind")
-        capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
-        tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in aliases.TMA_MEMBERS}
-        elements = [ProbeUnit.type_name(names[a]) if a in names else None
-                    for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")]
-    except (KeyError, ValueError) as exc:  # never a number from a broken type
-        rep.kernel = rep.mainloop = rep.epilogue = None
-        rep.error = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
-        return rep
-    rep.stages = stages if stages > 0 else None
-    if stages_b is not None and stages_b > 1:  # a sparse mainloop: StagesA, StagesB, StagesE
-        rep.stage_counts = {"A": rep.stages, "B": stages_b - 2,
-                            "E": stages_e - 2 if stages_e and stages_e > 1 else None}
-    rep.subject_kind = aliases.KINDS.get(kind - 2) if kind is not None else None
-    if rep.storage is not None:
-        rep.subject_kind = shapes.storage_kind(rep.storage)
-    if rep.subject_kind == "direct_conv":
-        rep.launch = _launch(unit, names, cfg, rep)
-    if None not in elements:  # a 2.x mainloop: the class DefaultMma picked, what it stages
-        from ..subjects.mainloop2x import mainloop_choice
-
-        rep.mainloop_class = mainloop_choice(ProbeUnit.type_name(names["Mainloop"]),
-                                             (elements[0], elements[1]), (elements[2], elements[3]),
-                                             rep.stages, unit.include_root)
-    if capacity is not None:
-        rep.capacity = unit.constant("Capacity", capacity, names.get("capacity_ref"))
-        if capacity_is_documented(cfg):
-            rep.capacity = documented_capacity(archs.arch(cfg.arch))
-    else:
-        rep.capacity = _capacity_from_tag(unit, names, cfg, (cc or 1) - 1)
-        rep.config["arch"] = archs.from_cc((cc or 1) - 1).name
-        rep.config["arch_from"] = "tag"
-    consts = {
-        alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
-        for alias, member in aliases.TMA_MEMBERS.items()
-    }
-    rep.tma_transaction_bytes = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
-    return rep
-
-
-#: How a direct convolution's ``Params`` computes its launch size, as
-#: ``conv/kernel/direct_convolution.h`` writes it (``DirectConvolutionParams``' constructor).
-DIRECT_CONV_LAUNCH = ("max(iterator_A.activation_size, sizeof(Epilogue::SharedStorage)) * kStages "
-                      "+ iterator_B.filter_size")
-_SMEM_SIZE_RE = re.compile(r"\bsmem_size_\s*=(?!=)")
-
-
-def _launch(unit: ProbeUnit, names: dict, cfg, rep: LayoutReport) -> Constant:
-    """A direct convolution's launch size: what ``conv::device::DirectConvolution::run()``
-    passes to the launch, ``Params::get_smem_size()``, which the ``Params`` constructor
-    computes as :data:`DIRECT_CONV_LAUNCH` (``conv/kernel/direct_convolution.h``): the
-    iterators' ``getParams`` pass their ``kActivationSize`` (the fixed stride and dilation
-    activation iterator) and ``kFilterSize``, so the probe's ``LaunchBytes`` evaluates the same
-    expression at compile time. The constant's expression shows each term; its file and line
-    are the assignment's in the ``Params`` class.
-
-    Raises:
-        BadInput: the activation (or filter) iterator has no such constant: its size comes
-            from the problem's stride, dilation and filter size at run time.
-    """
-    total = _optional_int(names, "LaunchBytes")
-    act, flt = _optional_int(names, "LaunchActivation"), _optional_int(names, "LaunchFilter")
-    file, line = unit.template_site(names.get("LaunchParams"), _SMEM_SIZE_RE)
-    where = f" ({file}:{line})" if file else ""
-    if total is None or total < 2 or act is None or act < 2 or flt is None or flt < 2:
-        what = cfg.to_dict().get("type", "the type")
-        raise BadInput(
-            f"{what}: a direct convolution launches with Params::get_smem_size() = "
-            f"{DIRECT_CONV_LAUNCH}{where}, not sizeof(SharedStorage), and its "
-            f"{'activation' if act is None or act < 2 else 'filter'} iterator computes its "
-            "size from the problem at run time (only the fixed stride and dilation iterator's is "
-            "a compile-time size); not supported")
-    a, f, e = act - 2, flt - 2, rep.epilogue.size if rep.epilogue is not None else 0
-    expr = (f"max(IteratorA::kActivationSize {a}, sizeof(Epilogue::SharedStorage) {e}) * "
-            f"kStages {rep.stages} + IteratorB::kFilterSize {f}")
-    return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr,
-                    file=file, line=line)
-
-
-def capacity_is_documented(cfg) -> bool:
-    """Whether ``cfg`` (a user type with an arch given) is compared with a 2.x-era arch's
-    documented limit rather than a constant of the headers."""
-    return isinstance(cfg, UserType) and cfg.arch is not None and archs.arch(cfg.arch).capacity is None
-
-
-def documented_capacity(a: "archs.Arch") -> Constant:
-    """The capacity of a 2.x-era arch, with where its value comes from (``source``)."""
-    return Constant(name=f"{a.name} per-block opt-in shared memory", value=a.optin_bytes,
-                    expression=f"{a.optin_bytes // 1024} KB", source=a.optin_source)
-
-
-def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
-    a = archs.from_cc(cc)
-    what = cfg.to_dict().get("type", "the type")
-    if a is None:
-        raise BadInput(f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the "
-                       "capacity from: give the arch (arch=)" if cc <= 0 else
-                       f"{what}: arch tag of compute capability {cc} is none of "
-                       f"{', '.join(archs.ARCHS)}: give the arch (arch=)")
-    if a.capacity is None:
-        return documented_capacity(a)
-    alias = aliases.capacity_alias(a.capacity)
-    if alias not in names:
-        raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
-                       f"{a.capacity}: give the arch (arch=)")
-    value = ProbeUnit.int_alias(names[alias])
-    return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_"):]))
 
 
 def parse_arch(subject) -> str:
@@ -368,24 +213,6 @@ def _kin(cfg) -> tuple | None:
     if not isinstance(cfg, Config):
         return None
     return (cfg.arch, cfg.kernel, cfg.a, cfg.b, cfg.tile[2])
-
-
-def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, rep: LayoutReport) -> BuilderBudget | None:
-    """The :class:`BuilderBudget` of a config's block (its aliases ``names``), or ``None`` where
-    the builder forwards to another one (SM90 ``KernelScheduleAuto``)."""
-    stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
-    if stages <= 0 or rep.epilogue is None:
-        return None
-    reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
-    if reduced > 0:
-        capacity = unit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[cfg.family], reduced)
-    else:
-        capacity = rep.capacity
-    return BuilderBudget(
-        capacity=capacity, carveout_bytes=rep.epilogue.size,
-        stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
-        stages=stages,
-    )
 
 
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
@@ -543,7 +370,7 @@ def cached(configs: list, cutlass=None, *, checked: str = "types") -> list[Layou
         if rep is not None:  # the tree may sit elsewhere, or be named otherwise, now
             if cfg.arch not in prov:
                 prov[cfg.arch] = tgt.provenance(cfg.arch)
-            rep.config, rep.provenance = cfg.to_dict(), prov[cfg.arch]
+            rep = replace(rep, config=cfg.to_dict(), provenance=prov[cfg.arch])
         out.append(rep)
     return out
 
@@ -632,19 +459,19 @@ def _check_stages(subject, rep: LayoutReport) -> None:
 
 
 def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
-    """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`."""
-    rep.checked = "kernel"
+    """``rep`` (a types-only report of ``cfg``) after :func:`check_kernel`: a new report that
+    says ``checked == "kernel"``, with the pass's clang-only diagnostics; where the body does
+    not compile, its error and no kernel, mainloop, epilogue, stages, capacity or TMA bytes."""
     if rep.error is not None:
-        return rep
+        return replace(rep, checked="kernel")
     if rep.kernel is None:
         raise BadInput("checking the kernel body needs a kernel type (GemmUniversal), not a collective")
     arch = rep.config.get("arch") or parse_arch(cfg)  # a user type's, found from its tag
-    err, rep.clang_only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
-    if err is not None:
-        rep.kernel = rep.mainloop = rep.epilogue = None
-        rep.stages = rep.capacity = rep.tma_transaction_bytes = None
-        rep.error = err
-    return rep
+    err, only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
+    if err is None:
+        return replace(rep, checked="kernel", clang_only=only)
+    return replace(rep, checked="kernel", clang_only=only, kernel=None, mainloop=None, epilogue=None,
+                   stages=None, capacity=None, tma_transaction_bytes=None, error=err)
 
 
 @dataclass
@@ -832,7 +659,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
     (``cutlass/gemm/collective/builders/sm120_blockscaled_mma_builder.inl`` and
     ``sm90_gmma_builder.inl``; ``cutlass/epilogue/collective/builders/sm120_builder.inl`` and
     ``sm90_builder.inl``), or for the user type given (for a direct convolution also the
-    size it launches with, ``launch``: :func:`_launch`).
+    size it launches with, ``launch``: :func:`cutlass_layout.engine.numbers._launch`).
 
     Args:
         config: a :class:`~cutlass_layout.subjects.config.Config`, a
@@ -857,7 +684,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
 
     Raises:
         BadInput: unusable source, CUDA headers or config; a user type whose launch size is
-            computed at run time (:func:`_launch`).
+            computed at run time (:func:`cutlass_layout.engine.numbers._launch`).
         DoesNotCompile: only with ``raise_on_error``.
     """
     config = subject(config, **flags)
@@ -882,7 +709,7 @@ def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
     rep = read_report(unit, user, 0, tgt.provenance(user.parse_arch))
     _check_stages(user, rep)
     if rep.error is None:
-        rep.builder_budget = user_budget(tgt, user, rep, unit)
+        rep = replace(rep, builder_budget=user_budget(tgt, user, rep, unit))
     return rep
 
 

@@ -400,7 +400,7 @@ def _fix_batch(wants: list[Want], plans: list[tuple], texts: dict[str, str], pro
 
     def read(unit, c: _Candidate, index: int) -> LayoutReport:
         from ..cpp.clang import ProbeUnit
-        from ..engine.loop import read_subject
+        from ..engine.numbers import read_subject
 
         names = _probe_names(unit, f"cl_probe_{index}")
         rep = read_subject(unit, {k: v for k, v in names.items() if not k.startswith("Fix")},
@@ -530,7 +530,7 @@ def predicted_stages(kernel_bytes: int | None, below_bytes: int | None, stages: 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.engine.loop.read_subject` needs of a candidate: its config dict."""
+    """What :func:`cutlass_layout.engine.numbers.read_subject` needs of a candidate: its config dict."""
 
     def __init__(self, c: _Candidate):
         self.c = c

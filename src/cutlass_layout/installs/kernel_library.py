@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput
@@ -292,7 +292,7 @@ def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
     for k in kernels:
         rep = _LAYOUTS.get(report_key(tgt, k, arch, util_include), load_report)
         if rep is not None:
-            rep.config, rep.provenance = k.to_dict(), prov
+            rep = replace(rep, config=k.to_dict(), provenance=prov)
         out.append(rep)
     return out
 

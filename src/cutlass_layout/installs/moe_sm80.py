@@ -33,7 +33,7 @@ Everything here is read from the install's own text, never from a table:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..cpp.preprocessor import active_text, evaluate
@@ -740,8 +740,8 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
                    out=ELEMENT_KINDS.get(k.out, k.out), fusion=None, swap_ab=None, tile=list(k.case.threadblock),
                    cluster=None, kernel="grouped", schedule=None, file=disp_rel, line=k.case.line,
                    launcher=LAUNCHER, launcher_file=disp_rel, runtime_candidate=k.tried, report=rep)
-        rep.config = {"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch, "quant": k.quant,
-                      "runners": list(k.runners)}
+        t.report = replace(rep, config={"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch,
+                                        "quant": k.quant, "runners": list(k.runners)})
         out.tactics.append(t)
     return out
 

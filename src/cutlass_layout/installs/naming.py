@@ -11,6 +11,7 @@ These are the install's naming rules, read by :mod:`cutlass_layout.commands.audi
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -302,9 +303,9 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     macro's arguments (:func:`_moe_identity`), a mixed-input launcher's template arguments
     (:func:`mixed_identity`), else its launcher and kernel alias.
 
-    Mutates ``report``: its ``config`` is set to ``{"tactic": id, **identity}`` of the tactic
-    (the report is the tactic's own, and the audit's JSON carries it; a later step freezes
-    :class:`~cutlass_layout.model.LayoutReport` and gives the tactic a copy instead)."""
+    The tactic's :attr:`~cutlass_layout.model.Tactic.report` is a copy of ``report`` whose
+    ``config`` is ``{"tactic": id, **identity}`` of the tactic (the audit's JSON carries it);
+    ``report`` itself is left as it is (a :class:`~cutlass_layout.model.LayoutReport` is frozen)."""
     parts = kernel_parts(kernel_core(k.spelling) or k.spelling)
     decl = Path(k.decl_file) if k.decl_file else None
     if decl is not None and not decl.is_absolute():
@@ -347,8 +348,7 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
         dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"),
         mma_tile=None if mma_tile is None or list(mma_tile) == list(tile or []) else list(mma_tile),
         sm_version=ident.get("sm_version"))
-    # mutates the caller's report (see the docstring)
-    report.config = {"tactic": t.id, **t.identity()}
+    t.report = replace(report, config={"tactic": t.id, **t.identity()})
     return t
 
 

@@ -209,7 +209,7 @@ def _read_in_place(unit, found: list[FoundKernel], probes: dict | None,
                    provenance: Provenance) -> dict[str, LayoutReport]:
     """The reports of the kernels laid out in place (their probe blocks, in a unit without
     errors): no second parse. By spelling."""
-    from ..engine.loop import read_subject
+    from ..engine.numbers import read_subject
 
     reports: dict[str, LayoutReport] = {}
     if probes and not unit.errors():
@@ -225,7 +225,8 @@ def _lay_out_rest(source: Source, text: str, pch: Path | None, pre: Prelude, fou
     """Pass 2: the kernels without an error and not in ``reports`` laid out through the
     engine's loop (the source without bodies, one probe block per kernel), into ``reports``;
     each parse counted in ``seconds["parses"]``. Raises :class:`BadInput` as the loop does."""
-    from ..engine.loop import Batch, lay_out, read_report
+    from ..engine.loop import Batch, lay_out
+    from ..engine.numbers import read_report
 
     spellings = list(dict.fromkeys(k.spelling for k in found
                                    if k.error is None and k.spelling not in reports))
@@ -319,7 +320,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
 
 
 class _Subject:
-    """What :func:`cutlass_layout.engine.loop.read_report` needs of a subject: its config dict."""
+    """What :func:`cutlass_layout.engine.numbers.read_report` needs of a subject: its config dict."""
 
     def __init__(self, spelling: str):
         self.spelling = spelling

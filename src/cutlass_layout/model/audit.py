@@ -300,9 +300,9 @@ class Tactic:
                            capacity=None if cap is None else Constant(name="capacity", value=int(cap)),
                            kernel=struct(kb), mainloop=struct(d["mainloop_bytes"]),
                            epilogue=struct(d["epilogue_bytes"]),
+                           storage=struct(cap - head) if kb is None and cap is not None and head is not None
+                           else None,
                            error=None if d["error"] is None else CompileError(**d["error"]))
-        if kb is None and cap is not None and head is not None:
-            rep.storage = struct(cap - head)
         return {**{k: d[k] for k in TACTIC_IDENTITY}, "runtime_candidate": d["runtime_candidate"],
                 "report": rep, "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
                 "runtime_guard": d["runtime_guard"]}

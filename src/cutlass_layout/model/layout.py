@@ -357,9 +357,13 @@ class KernelNumbers:
     error: CompileError | None = None
 
 
-@dataclass(repr=False)
+@dataclass(frozen=True, repr=False)
 class LayoutReport:
     """The answer for one config: layouts, stages, TMA bytes and the capacity verdict.
+
+    Frozen: no attribute is assigned after the report is made (``dataclasses.FrozenInstanceError``);
+    a pass that changes one (the ``--check-kernel`` pass, a cached report's provenance, a
+    preset's approximation) makes a new report with :func:`dataclasses.replace`.
 
     ``error`` is set (and every number is ``None``) when the config does not compile: no
     number ever comes from a translation unit with errors. ``checked`` says what was
@@ -532,7 +536,10 @@ class LayoutReport:
     def from_dict(cls, d: dict, *, lazy: bool = False) -> LayoutReport:
         """The report from its :meth:`to_dict` object (values computed from others, such as
         ``verdict`` and ``headroom_bytes``, are computed again, not read); ``lazy``: each
-        struct's members are made when first read (:meth:`StructLayout.from_dict`)."""
+        struct's members are made when first read (:meth:`StructLayout.from_dict`). Every
+        attribute is given (``approximation`` None: never stored with a report), so the report
+        is built without the constructor (a cached audit reads some 6,000 back, and a frozen
+        dataclass's constructor sets each attribute through ``object.__setattr__``)."""
         def struct(s):
             return None if s is None else StructLayout.from_dict(s, lazy=lazy)
 
@@ -541,7 +548,8 @@ class LayoutReport:
 
         tma = d.get("tma_transaction_bytes")
         budget = d.get("builder_budget")
-        return cls(
+        obj = object.__new__(cls)
+        obj.__dict__.update(
             config=d["config"], provenance=Provenance(**d["provenance"]),
             checked=d.get("checked", "types"), stages=d.get("stages"),
             stage_counts=d.get("stage_counts"), subject_kind=d.get("subject_kind"),
@@ -557,4 +565,6 @@ class LayoutReport:
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
+            approximation=None,
         )
+        return obj

@@ -7,6 +7,7 @@ shows as it finds it (:func:`over_so_far`)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Callable
 
 from ...core.cache import KINDS
@@ -96,8 +97,8 @@ class Streamer:
         self.streamed.add(key)
         for j, _ in _kept(payload.get("kernels") or [], plan.arch_fam):
             item = payload["kernels"][j]
-            rep = item.get("loaded") or LayoutReport.from_dict(item["report"])
-            rep.provenance = Provenance(**plan.prov)
+            rep = replace(item.get("loaded") or LayoutReport.from_dict(item["report"]),
+                          provenance=Provenance(**plan.prov))
             t = tactic_of(mod.name, source.path, plan.gen_root, found_from(item["found"]), rep, plan.install.root)
             if self.keeps(t):
                 self.on_tactic(plan.arch, t)
@@ -131,13 +132,14 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
                 item = kernels[j]
                 k = found_from(item["found"])
                 rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
-                rep.provenance = Provenance(**plan.prov)
+                prov = Provenance(**plan.prov)
                 if fields is None:
-                    t = tactic_of(mod.name, source.path, plan.gen_root, k, rep, plan.install.root)
+                    t = tactic_of(mod.name, source.path, plan.gen_root, k, replace(rep, provenance=prov),
+                                  plan.install.root)
                     made[-1].append([j, {f: getattr(t, f) for f in _NAMED}])
-                else:
+                else:  # the report made once more, not twice: its provenance and config at once
                     t = Tactic(**fields, report=rep)
-                    rep.config = {"tactic": t.id, **t.identity()}
+                    t.report = replace(rep, provenance=prov, config={"tactic": t.id, **t.identity()})
                 t.runtime_candidate = cand.get(t) if cand is not None else None
                 ranked.append(([plan.position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)

@@ -1,0 +1,206 @@
+"""A report's numbers read from a parsed probe: :func:`read_report` and :func:`read_subject`
+make one :class:`~cutlass_layout.model.LayoutReport` from a translation unit without errors,
+a probe block's aliases (:func:`cutlass_layout.subjects.aliases.subject_block`) giving the
+SharedStorage layouts, the stage count, the subject's kind, the capacity (a constant of the
+headers, a user type's arch tag, or a 2.x-era arch's documented limit), a direct
+convolution's launch size, a 2.x mainloop's choice, the TMA transaction bytes and an
+auto-stage config's builder budget. Bytes throughout. Each report is made once, whole (a
+report is frozen).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import BadInput
+from ..cpp.clang import ProbeUnit
+from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
+from ..subjects import aliases, archs, budgets, shapes
+from ..subjects.config import Config
+from ..subjects.user_type import UserType
+
+
+def read_report(unit: ProbeUnit, cfg, index: int, prov: Provenance) -> LayoutReport:
+    """The report of probe block ``index`` of ``unit``, with the builder's budget where the
+    block has one (:func:`cutlass_layout.subjects.budgets.budget_block`)."""
+    names = unit.aliases(f"{aliases.NAMESPACE}{index}")
+    values = _subject_values(unit, names, cfg)
+    if values.get("error") is None and "BudgetStages" in names and isinstance(cfg, Config):
+        values["builder_budget"] = _read_budget(names, unit, cfg, values["epilogue"], values["capacity"])
+    return LayoutReport(provenance=prov, **values)
+
+
+def _optional_int(names: dict, alias: str) -> int | None:
+    """The N of a ``char[N]`` alias, or ``None`` where the probe has no such alias (one
+    written by an older probe block, such as a launcher's in-place one)."""
+    return ProbeUnit.int_alias(names[alias]) if alias in names else None
+
+
+def read_subject(unit: ProbeUnit, names: dict, cfg, prov: Provenance) -> LayoutReport:
+    """The :class:`LayoutReport` of one :func:`cutlass_layout.subjects.aliases.subject_block`, its
+    declarations by (unprefixed) name; ``cfg`` gives the report's config (``to_dict()``).
+
+    A 2.x mainloop's class and the element types it stages and loads are read too
+    (:func:`cutlass_layout.subjects.mainloop2x.mainloop_choice`). The capacity is the block's
+    ``Capacity``; for a user type whose arch comes from its tag
+    (``ArchCC``), the constant of that arch (``Capacity_<name>``), or the documented limit of a
+    2.x-era arch (:mod:`cutlass_layout.subjects.archs`); the report's ``config["arch"]`` then names
+    the arch found and ``config["arch_from"]`` says ``tag``.
+
+    A type of no GEMM shape gets its ``SharedStorage`` as ``storage``, named ``fmha`` or
+    ``storage`` (:mod:`cutlass_layout.subjects.shapes`); a direct convolution gets ``launch``
+    (:func:`_launch`).
+
+    Raises:
+        BadInput: the arch is to come from the tag and the type has none (or one of no arch
+            known here); a direct convolution whose launch size is computed at run time.
+    """
+    return LayoutReport(provenance=prov, **_subject_values(unit, names, cfg))
+
+
+def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
+    """:func:`read_subject`'s report as the keyword arguments of :class:`LayoutReport` (all but
+    ``provenance``), read in this order: the structs, the aliases, the stage counts, the
+    subject's kind, the launch size, the 2.x mainloop, the capacity, the TMA bytes. A type
+    that is not usable gets ``error`` and no kernel, mainloop or epilogue."""
+    v: dict = {"config": cfg.to_dict()}
+    try:
+        v["kernel"] = unit.record(names["KernelStorage"], optional=True)
+        v["mainloop"] = unit.record(names["MainloopStorage"], optional=True)
+        v["epilogue"] = unit.record(names["EpilogueStorage"], optional=True)
+        if "Storage" in names:  # absent from an older probe block (a launcher's in-place one)
+            v["storage"] = unit.record(names["Storage"], optional=True)
+        if (v["kernel"] or v["mainloop"] or v["epilogue"] or v.get("storage")) is None:
+            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} has no SharedStorage "
+                             "(nor a GemmKernel or UnderlyingKernel member that has one)")
+        stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
+        stages_b, stages_e = _optional_int(names, "StagesB"), _optional_int(names, "StagesE")
+        cc = _optional_int(names, "ArchCC")
+        kind = _optional_int(names, "Kind")
+        capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
+        tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in aliases.TMA_MEMBERS}
+        elements = [ProbeUnit.type_name(names[a]) if a in names else None
+                    for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")]
+    except (KeyError, ValueError) as exc:  # never a number from a broken type
+        v["kernel"] = v["mainloop"] = v["epilogue"] = None
+        v["error"] = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
+        return v
+    v["stages"] = stages if stages > 0 else None
+    if stages_b is not None and stages_b > 1:  # a sparse mainloop: StagesA, StagesB, StagesE
+        v["stage_counts"] = {"A": v["stages"], "B": stages_b - 2,
+                             "E": stages_e - 2 if stages_e and stages_e > 1 else None}
+    v["subject_kind"] = aliases.KINDS.get(kind - 2) if kind is not None else None
+    if v.get("storage") is not None:
+        v["subject_kind"] = shapes.storage_kind(v["storage"])
+    if v["subject_kind"] == "direct_conv":
+        v["launch"] = _launch(unit, names, cfg, v["epilogue"], v["stages"])
+    if None not in elements:  # a 2.x mainloop: the class DefaultMma picked, what it stages
+        from ..subjects.mainloop2x import mainloop_choice
+
+        v["mainloop_class"] = mainloop_choice(ProbeUnit.type_name(names["Mainloop"]),
+                                              (elements[0], elements[1]), (elements[2], elements[3]),
+                                              v["stages"], unit.include_root)
+    if capacity is not None:
+        v["capacity"] = unit.constant("Capacity", capacity, names.get("capacity_ref"))
+        if capacity_is_documented(cfg):
+            v["capacity"] = documented_capacity(archs.arch(cfg.arch))
+    else:
+        v["capacity"] = _capacity_from_tag(unit, names, cfg, (cc or 1) - 1)
+        v["config"]["arch"] = archs.from_cc((cc or 1) - 1).name
+        v["config"]["arch_from"] = "tag"
+    consts = {
+        alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
+        for alias, member in aliases.TMA_MEMBERS.items()
+    }
+    v["tma_transaction_bytes"] = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    return v
+
+
+#: How a direct convolution's ``Params`` computes its launch size, as
+#: ``conv/kernel/direct_convolution.h`` writes it (``DirectConvolutionParams``' constructor).
+DIRECT_CONV_LAUNCH = ("max(iterator_A.activation_size, sizeof(Epilogue::SharedStorage)) * kStages "
+                      "+ iterator_B.filter_size")
+_SMEM_SIZE_RE = re.compile(r"\bsmem_size_\s*=(?!=)")
+
+
+def _launch(unit: ProbeUnit, names: dict, cfg, epilogue: StructLayout | None, stages: int | None) -> Constant:
+    """A direct convolution's launch size: what ``conv::device::DirectConvolution::run()``
+    passes to the launch, ``Params::get_smem_size()``, which the ``Params`` constructor
+    computes as :data:`DIRECT_CONV_LAUNCH` (``conv/kernel/direct_convolution.h``): the
+    iterators' ``getParams`` pass their ``kActivationSize`` (the fixed stride and dilation
+    activation iterator) and ``kFilterSize``, so the probe's ``LaunchBytes`` evaluates the same
+    expression at compile time. The constant's expression shows each term (``epilogue``,
+    ``stages``: the report's); its file and line are the assignment's in the ``Params`` class.
+
+    Raises:
+        BadInput: the activation (or filter) iterator has no such constant: its size comes
+            from the problem's stride, dilation and filter size at run time.
+    """
+    total = _optional_int(names, "LaunchBytes")
+    act, flt = _optional_int(names, "LaunchActivation"), _optional_int(names, "LaunchFilter")
+    file, line = unit.template_site(names.get("LaunchParams"), _SMEM_SIZE_RE)
+    where = f" ({file}:{line})" if file else ""
+    if total is None or total < 2 or act is None or act < 2 or flt is None or flt < 2:
+        what = cfg.to_dict().get("type", "the type")
+        raise BadInput(
+            f"{what}: a direct convolution launches with Params::get_smem_size() = "
+            f"{DIRECT_CONV_LAUNCH}{where}, not sizeof(SharedStorage), and its "
+            f"{'activation' if act is None or act < 2 else 'filter'} iterator computes its "
+            "size from the problem at run time (only the fixed stride and dilation iterator's is "
+            "a compile-time size); not supported")
+    a, f, e = act - 2, flt - 2, epilogue.size if epilogue is not None else 0
+    expr = (f"max(IteratorA::kActivationSize {a}, sizeof(Epilogue::SharedStorage) {e}) * "
+            f"kStages {stages} + IteratorB::kFilterSize {f}")
+    return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr,
+                    file=file, line=line)
+
+
+def capacity_is_documented(cfg) -> bool:
+    """Whether ``cfg`` (a user type with an arch given) is compared with a 2.x-era arch's
+    documented limit rather than a constant of the headers."""
+    return isinstance(cfg, UserType) and cfg.arch is not None and archs.arch(cfg.arch).capacity is None
+
+
+def documented_capacity(a: "archs.Arch") -> Constant:
+    """The capacity of a 2.x-era arch, with where its value comes from (``source``)."""
+    return Constant(name=f"{a.name} per-block opt-in shared memory", value=a.optin_bytes,
+                    expression=f"{a.optin_bytes // 1024} KB", source=a.optin_source)
+
+
+def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
+    a = archs.from_cc(cc)
+    what = cfg.to_dict().get("type", "the type")
+    if a is None:
+        raise BadInput(f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the "
+                       "capacity from: give the arch (arch=)" if cc <= 0 else
+                       f"{what}: arch tag of compute capability {cc} is none of "
+                       f"{', '.join(archs.ARCHS)}: give the arch (arch=)")
+    if a.capacity is None:
+        return documented_capacity(a)
+    alias = aliases.capacity_alias(a.capacity)
+    if alias not in names:
+        raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
+                       f"{a.capacity}: give the arch (arch=)")
+    value = ProbeUnit.int_alias(names[alias])
+    return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_"):]))
+
+
+def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, epilogue: StructLayout | None,
+                 capacity: Constant | None) -> BuilderBudget | None:
+    """The :class:`BuilderBudget` of a config's block (its aliases ``names``; ``epilogue`` and
+    ``capacity``: the report's), or ``None`` where the builder forwards to another one (SM90
+    ``KernelScheduleAuto``)."""
+    stages = ProbeUnit.int_alias(names["BudgetStages"]) - 1
+    if stages <= 0 or epilogue is None:
+        return None
+    reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
+    if reduced > 0:
+        capacity = unit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[cfg.family], reduced)
+    return BuilderBudget(
+        capacity=capacity, carveout_bytes=epilogue.size,
+        stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
+        stages=stages,
+    )
+
+
+__all__ = ["DIRECT_CONV_LAUNCH", "capacity_is_documented", "documented_capacity", "read_report", "read_subject"]
