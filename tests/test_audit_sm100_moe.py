@@ -16,12 +16,11 @@ and the names they must get, worked out by hand from those rules.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from cutlass_layout.commands.audit import kernel_parts, tactic_of
 from cutlass_layout.installs.kernels import FoundKernel
+from cutlass_layout.model import LayoutReport
 
 MACRO = "INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM"
 #: the macro's parameters as moe_gemm_tma_ws_launcher.inl (0.7.2.post1, lines 215-217) declares them
@@ -78,7 +77,7 @@ def _tactic(tmp_path, args: str, spelling: str = "X"):
     k = FoundKernel(spelling=spelling, alias="GemmKernel", owner="launcher(int)", line=11,
                     decl_file=str(inl), decl_line=3, macro=(MACRO, [a.strip() for a in args.split(",")]))
     src = tmp_path / "gen" / "x.generated.cu"
-    return tactic_of("fused_moe_100", src, tmp_path / "gen", k, SimpleNamespace(config=None), tmp_path)
+    return tactic_of("fused_moe_100", src, tmp_path / "gen", k, LayoutReport(config={}, provenance=None), tmp_path)
 
 
 @pytest.mark.parametrize("args, want", LINES, ids=[w["id"] for _, w in LINES])

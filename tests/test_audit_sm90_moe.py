@@ -192,14 +192,13 @@ def test_sm90_code_of_another_shape_is_a_note(tmp_path, old, new):
 
 def _mixed(tmp_path, owner: str):
     """The tactic of a kernel re-hosted from the mixed-input launcher instantiation ``owner``."""
-    from types import SimpleNamespace
-
     from cutlass_layout.commands.audit import tactic_of
     from cutlass_layout.installs.kernels import FoundKernel
+    from cutlass_layout.model import LayoutReport
 
     k = FoundKernel(spelling="X", alias="GemmKernel", owner=owner, line=3, decl_file=None, decl_line=None)
     src = tmp_path / "gen" / "x.generated.cu"
-    return tactic_of("fused_moe_90", src, tmp_path / "gen", k, SimpleNamespace(config=None), tmp_path)
+    return tactic_of("fused_moe_90", src, tmp_path / "gen", k, LayoutReport(config={}, provenance=None), tmp_path)
 
 
 def _owner(launcher, act, weight, m, n, k, cluster, schedule, extra=""):

@@ -108,6 +108,7 @@ from ..model import (
     Side,
     StructuralChange,
     TacticChange,
+    Verdict,
 )
 from ..core.cache import KINDS
 from ..core.pool import check_jobs, default_jobs
@@ -472,7 +473,7 @@ def changes(old: NumericRecord | None, new: NumericRecord | None) -> tuple[list[
     Where a side does not compile, the verdict and the error say it all (no members)."""
     changed = [k for k in NUMERIC_KEYS if _get(old, k) != _get(new, k)]
     members: list[MemberChange] = []
-    if _get(old, "verdict") == "does_not_compile" or _get(new, "verdict") == "does_not_compile":
+    if Verdict.DOES_NOT_COMPILE in (_get(old, "verdict"), _get(new, "verdict")):
         return changed, members
     om = old.members if old is not None else {}
     nm = new.members if new is not None else {}
@@ -678,6 +679,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
             rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
                                      old=o, new=n, config=cfg, **ids))
             continue
+        # the members too: both audits were laid out here (their tactics have reports, not JSON rows)
         changed, members = changes(NumericRecord.from_report(o.report), NumericRecord.from_report(n.report))
         if o.verdict != n.verdict and "verdict" not in changed:
             changed.insert(0, "verdict")  # fits <-> exact fit
