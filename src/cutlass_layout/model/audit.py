@@ -276,47 +276,40 @@ class Tactic:
         :meth:`to_dict` is that row again: its :attr:`numbers` are the row's, its
         :attr:`report` None (a row holds numbers, not member layouts). The numbers computed
         from others are computed again, as :meth:`LayoutReport.numbers` computes them, not
-        read (:func:`row_numbers`), so a row whose numbers disagree (a headroom that is not
+        read (:meth:`_numbers_of`), so a row whose numbers disagree (a headroom that is not
         the capacity minus the kernel bytes, a verdict not of its headroom) gives another row.
 
         Raises:
-            KeyError, TypeError, ValueError: not such a row (a verdict not of
-                :class:`~cutlass_layout.model.verdict.Verdict` among them).
+            KeyError, TypeError, ValueError: not such a row.
         """
         return cls(**cls._fields(d))
 
     @staticmethod
     def _fields(d: dict) -> dict:
         return {**{k: d[k] for k in TACTIC_IDENTITY}, "runtime_candidate": d["runtime_candidate"],
-                "numbers": row_numbers(d), "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
+                "numbers": Tactic._numbers_of(d), "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
                 "runtime_guard": d["runtime_guard"]}
 
+    @staticmethod
+    def _numbers_of(d: dict) -> KernelNumbers:
+        """The :class:`KernelNumbers` of an ``audit --json`` row ``d`` as
+        :meth:`LayoutReport.numbers` gives them for a report of its sizes, capacity and error:
+        with an error, no number; the headroom the capacity minus the kernel bytes (where the
+        row has no kernel bytes but a headroom, a type of no GEMM shape laid out as a
+        :attr:`LayoutReport.storage`, that headroom); the verdict that of the error and that
+        headroom (:func:`~cutlass_layout.model.verdict.verdict_of`; the row's is not read)."""
+        def size(n):
+            return None if n is None else int(n)
 
-def row_numbers(d: dict) -> KernelNumbers:
-    """The :class:`KernelNumbers` of an ``audit --json`` row ``d`` as :meth:`LayoutReport.numbers`
-    gives them for a report of its sizes, capacity and error: with an error, no number; the
-    headroom the capacity minus the kernel bytes (where the row has no kernel bytes but a
-    headroom, a type of no GEMM shape laid out as a :attr:`LayoutReport.storage`, that
-    headroom); the verdict of the error and that headroom
-    (:func:`~cutlass_layout.model.verdict.verdict_of`). The row's own verdict is checked to
-    be a :class:`~cutlass_layout.model.verdict.Verdict`, not read.
-
-    Raises:
-        KeyError, TypeError, ValueError: not such a row.
-    """
-    def size(n):
-        return None if n is None else int(n)
-
-    Verdict(d["verdict"])
-    if d["error"] is not None:
-        return KernelNumbers(Verdict.DOES_NOT_COMPILE, error=CompileError(**d["error"]))
-    cap, kb, head = size(d["capacity_bytes"]), size(d["kernel_bytes"]), size(d["headroom_bytes"])
-    if cap is None or (kb is None and head is None):
-        head = None
-    elif kb is not None:
-        head = cap - kb
-    return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
-                         size(d["epilogue_bytes"]), cap, head)
+        if d["error"] is not None:
+            return KernelNumbers(Verdict.DOES_NOT_COMPILE, error=CompileError(**d["error"]))
+        cap, kb, head = size(d["capacity_bytes"]), size(d["kernel_bytes"]), size(d["headroom_bytes"])
+        if cap is None or (kb is None and head is None):
+            head = None
+        elif kb is not None:
+            head = cap - kb
+        return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
+                             size(d["epilogue_bytes"]), cap, head)
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
