@@ -130,14 +130,10 @@ def test_a_tile_that_matches_nothing_names_both_tiles(tmp_path):
 # -------------------------------------------------------------------------------------------
 # the report: how many are SM100-built kernels; the columns that tell twin rows apart
 def _result(tmp_path, tactics):
-    from types import SimpleNamespace
-
-    from cutlass_layout.model import AuditResult, Constant, KernelNumbers
+    from cutlass_layout.model import AuditResult, Constant, KernelNumbers, Verdict
 
     for t in tactics:  # no numbers: what is checked here is which row says what
-        t.report = SimpleNamespace(error=None, stages=None, mainloop=None, epilogue=None, kernel=None,
-                                   headroom_bytes=None, verdict="fits", exact_fit=False, config=None,
-                                   numbers=lambda: KernelNumbers("fits", exact_fit=False))
+        t.numbers = KernelNumbers(Verdict.FITS)
     prov = {"library": "flashinfer-python", "version": "0.7.2.post1", "origin": SPEC, "cutlass_version": "4.5.0",
             "cutlass_root": str(tmp_path), "tree_hash": "0"}
     return AuditResult(provenance=prov, arch="sm103", tactics=tactics, capacity=Constant(

@@ -204,10 +204,37 @@ def test_a_tactic_round_trips():
     _same_json(t.to_dict(), ROW)
     assert (t.stages, t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.capacity_bytes, t.headroom_bytes,
             t.verdict, t.error) == (4, 102400, 98304, 2048, 101376, -1024, "over_capacity", None)
-    back = tactic_from_dict(json.loads(json.dumps(ROW)), PROV)
-    assert type(back) is Tactic and back.report.provenance is PROV
+    back = tactic_from_dict(json.loads(json.dumps(ROW)))
+    assert type(back) is Tactic and back.report is None
     _same_json(back.to_dict(), ROW)
     assert back.fix == t.fix
+
+
+def test_a_tactic_holds_its_reports_numbers_or_its_rows():
+    """A tactic's ``numbers`` are its report's (made with it, and again by replace with another
+    report); one read back from a row holds that row's numbers and no report, its verdict a
+    Verdict, and gives the row again; the headroom and verdict of a row are computed again from
+    its sizes, capacity and error, as a report's are."""
+    from dataclasses import replace
+
+    from cutlass_layout.model import KernelNumbers, Verdict
+
+    t = _tactic()
+    assert t.numbers == t.report.numbers() == KernelNumbers(Verdict.OVER_CAPACITY, 4, 102400, 98304, 2048, 101376,
+                                                             -1024)
+    exact = replace(t.report, kernel=StructLayout("", 101376, 0, 0))
+    moved = replace(t, report=exact)
+    assert (moved.verdict, moved.headroom_bytes, moved.numbers.exact_fit) == ("exact_fit", 0, True)
+    back = tactic_from_dict(json.loads(json.dumps(ROW)))
+    assert back.report is None and back.numbers == t.numbers and back.verdict is Verdict.OVER_CAPACITY
+    edited = tactic_from_dict({**ROW, "headroom_bytes": 5, "verdict": "fits"})  # computed again, not read
+    assert (edited.headroom_bytes, edited.verdict) == (-1024, "over_capacity") and edited.to_dict() == ROW
+    storage = tactic_from_dict({**ROW, "kernel_bytes": None, "headroom_bytes": 0})  # no GEMM shape: a storage
+    assert (storage.headroom_bytes, storage.verdict) == (0, "exact_fit")
+    broken = tactic_from_dict({**ROW, "error": {"kind": "error", "message": "no", "file": None, "line": None}})
+    assert broken.numbers == KernelNumbers(Verdict.DOES_NOT_COMPILE, error=broken.error) and broken.stages is None
+    assert back.to_dict() == ROW
+    assert tactic_from_dict({**ROW, "verdict": "too big"}).to_dict() == ROW
 
 
 def test_a_library_tactic_round_trips():
@@ -244,7 +271,7 @@ def test_an_audit_result_round_trips():
     _same_json(res.to_dict(), want)
     back = AuditResult.from_dict(json.loads(json.dumps(want)))
     _same_json(back.to_dict(), want)
-    assert back.tactics[0].report.provenance == PROV
+    assert back.tactics[0].report is None and back.tactics[0].numbers == t.numbers
     both = AuditSet(results=[res, res])
     _same_json(both.to_dict(), {"audits": [want, want]})
     _same_json(AuditSet.from_dict(json.loads(json.dumps(both.to_dict()))).to_dict(), {"audits": [want, want]})

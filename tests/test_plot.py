@@ -174,7 +174,7 @@ def test_sweep_chart_bars_by_verdict_and_capacity():
     recs = [_rec((128, 128, 128), 84992, "fits", 4, 4, 84992),
             _rec((128, 32, 256), 102400, "over_capacity", 4, 3, 79872),
             _rec((128, 256, 256), None, "does_not_compile", None),
-            _rec((128, 64, 128), CAP, "fits", 3, 3, CAP)]
+            _rec((128, 64, 128), CAP, "exact_fit", 3, 3, CAP)]
     fig = sweep_chart(recs)
     ax = fig.axes[0]
     bars = [p for p in ax.patches if (p.get_gid() or "").startswith("bar:")]

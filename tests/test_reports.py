@@ -115,7 +115,7 @@ def test_sweep_markdown_and_tiles_in_bytes():
     from cutlass_layout.reports.sweep import render, to_markdown
 
     prov = Provenance("/r", "4.5.0", "h", "flashinfer-python==0.7.2.post1 (wheel x.whl, cached)", "c", "p", "s", [])
-    recs = [_rec((128, 128, 128), 84992, "fits", 4), _rec((128, 64, 128), 101376, "fits", 3),
+    recs = [_rec((128, 128, 128), 84992, "fits", 4), _rec((128, 64, 128), 101376, "exact_fit", 3),
             _rec((128, 256, 256), None, "does_not_compile", None)]
     res = SweepResult(prov, [r.config for r in recs], recs)
     md = to_markdown(res, tile_bytes=True)
@@ -158,8 +158,9 @@ def test_sweep_says_what_the_install_builds_once_per_config():
 def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
     """The sweep's record, the diff's numeric record and the audit's tactic row read the same
     numbers of one report (:meth:`LayoutReport.numbers`): sizes written by hand, headroom the
-    capacity minus the kernel's bytes (0: an exact fit, which the audit calls ``exact_fit``;
-    1024 over); a report that does not compile gives no number anywhere."""
+    capacity minus the kernel's bytes (0: an exact fit, the verdict ``exact_fit``, which the
+    sweep's JSON and the diff's record write ``fits``; 1024 over); a report that does not
+    compile gives no number anywhere."""
     from cutlass_layout.commands.sweep import _record, _Search
     from cutlass_layout.model import CompileError, NumericRecord, Tactic
 
@@ -179,19 +180,21 @@ def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
                            epilogue=StructLayout("E", 1024, 128, 0, []))
         want = {"stages": 3, "kernel_bytes": kernel_bytes, "mainloop_bytes": kernel_bytes - 2048,
                 "epilogue_bytes": 1024, "capacity_bytes": 101376, "headroom_bytes": 101376 - kernel_bytes,
-                "verdict": "fits" if kernel_bytes <= 101376 else "over_capacity"}
+                "verdict": {101376: "exact_fit", 102400: "over_capacity"}[kernel_bytes]}
     sweep = _record(Config(), rep, _Search(Config()))
     numeric = NumericRecord.from_report(rep)
     tactic = Tactic(family="moe", name="t", a="e4m3", b="e4m3", out="bf16", fusion="none", swap_ab=False,
                     tile=[128, 128, 128], cluster=[1, 1, 1], kernel="grouped", schedule=None, file="t.cu", line=1,
                     launcher=None, report=rep)
+    schema = "fits" if want["verdict"] == "exact_fit" else want["verdict"]  # the sweep and diff JSON's
     for row in (sweep, tactic) + ((numeric,) if kernel_bytes is not None else ()):
         got = {k: getattr(row, k) for k in want}
-        if row is tactic and kernel_bytes == 101376:
-            got["verdict"] = "fits" if got["verdict"] == "exact_fit" else "not exact_fit: " + got["verdict"]
-        assert got == want, type(row).__name__
-    assert (numeric.verdict, numeric.kernel_bytes) == (want["verdict"], want["kernel_bytes"])
+        assert got == (want if row is not numeric else {**want, "verdict": schema}), type(row).__name__
+    assert (numeric.verdict, numeric.kernel_bytes) == (schema, want["kernel_bytes"])
+    exact = {101376: True, 102400: False, None: None}[kernel_bytes]
+    assert (sweep.to_dict()["verdict"], sweep.to_dict()["exact_fit"]) == (schema, exact)
     assert tactic.to_dict()["headroom_bytes"] == want["headroom_bytes"]
+    assert tactic.to_dict()["verdict"] == want["verdict"]
 
 
 def test_a_diff_row_that_fails_on_both_sides_says_why_once():

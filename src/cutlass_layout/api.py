@@ -42,6 +42,7 @@ from .model import (
     SweepRecord,
     SweepResult,
     Tactic,
+    schema_verdict,
 )
 from .engine import loop as engine
 from .core import dask as executors, progress as runner
@@ -204,8 +205,9 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
 
     Returns:
         A :class:`SweepResult`: one :class:`SweepRecord` per config (``kernel_bytes``,
-        ``stages``, ``max_stages_that_fit``, ``verdict``: ``fits``, ``over_capacity`` or
-        ``does_not_compile``, with its error).
+        ``stages``, ``max_stages_that_fit``, ``verdict``: ``fits``, ``exact_fit``,
+        ``over_capacity`` or ``does_not_compile``, with its error; the JSON writes an exact fit
+        ``fits`` with ``exact_fit`` true).
 
     Raises:
         BadInput: an empty or bad grid, an unusable source or CUDA path, a bad ``jobs``;
@@ -407,7 +409,8 @@ def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
 
     Returns:
         An :class:`AuditResult` (an :class:`AuditSet` for shards of several arches); its
-        tactics' reports hold the JSON rows' numbers, not member layouts; ``candidates``
+        tactics hold the JSON rows' numbers (``numbers``), not member layouts (``report``
+        None); ``candidates``
         is None (``tactics_blocklist`` needs the audit itself).
 
     Raises:
@@ -718,11 +721,13 @@ def gpu_device(configs: list):
 
 
 def _expected(r) -> tuple:
-    """(verdict, kernel SharedStorage bytes, stages) of a layout report or a sweep record."""
+    """(verdict, kernel SharedStorage bytes, stages) of a layout report or a sweep record: the
+    verdict three-valued (:func:`~cutlass_layout.model.schema_verdict`), as the layout and sweep
+    JSON write it and the GPU check's files and lines have always said it."""
     if isinstance(r, SweepRecord):
-        return (r.verdict, r.kernel_bytes, r.stages)
+        return (schema_verdict(r.verdict), r.kernel_bytes, r.stages)
     if isinstance(r, LayoutReport):
-        return (r.verdict, r.kernel.size if r.kernel is not None else None, r.stages)
+        return (schema_verdict(r.verdict), r.kernel.size if r.kernel is not None else None, r.stages)
     return tuple(r)
 
 

@@ -309,7 +309,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
                        progress=True, executor=executor)
     checks = None
     if verify:
-        built = [r for r in result.records if r.verdict != "does_not_compile"]
+        built = [r for r in result.records if r.error is None]  # those that compile
         checks = api.verify_gpu([r.config for r in built], built, src, device=device)
     if fmt == "json":
         doc = result.to_dict()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput
-from ..model import plain
+from ..model import Verdict, plain
 from ..subjects import aliases, probe
 from ..subjects.config import ARCHS, Config
 
@@ -306,9 +306,9 @@ def find_gpu() -> GpuDevice:
 def _agree(run: GpuRun) -> bool:
     if run.error is not None or run.sizeof != run.tool_bytes:
         return False
-    if run.tool_verdict in ("fits", "exact_fit"):
+    if run.tool_verdict in (Verdict.FITS, Verdict.EXACT_FIT):
         return run.launched and run.correct is True
-    if run.tool_verdict == "over_capacity":
+    if run.tool_verdict == Verdict.OVER_CAPACITY:
         return run.initialize not in (None, "Success")
     return False
 

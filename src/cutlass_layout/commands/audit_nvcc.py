@@ -32,7 +32,7 @@ from ..checks.nvcc_probe import (
 )
 from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
 from ..installs.moe_sm80 import FAMILY as SM80_FAMILY
-from ..model import AuditResult, AuditVerification, Tactic
+from ..model import AuditResult, AuditVerification, Tactic, Verdict
 from ..core.pool import default_jobs
 from ..engine.schedule import Schedule
 from ..core.progress import step
@@ -45,7 +45,7 @@ SPREAD = 4
 #: Sampled tactics one nvcc unit holds before a module's sources are split over several
 #: units (each unit parses the headers again, a fixed cost per unit: docs/performance.md)
 UNIT_TACTICS = 8
-_VERDICTS = ("over_capacity", "exact_fit", "fits")
+_VERDICTS = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT, Verdict.FITS)
 
 
 def sample_tactics(tactics: list[Tactic], k: int | None = None) -> dict[str, list[Tactic]]:
@@ -53,15 +53,15 @@ def sample_tactics(tactics: list[Tactic], k: int | None = None) -> dict[str, lis
     fit, and :data:`SPREAD` of those that fit, evenly spread over the audit's order (largest
     first); with ``k``, ``k`` per family at most, in that order of preference (over capacity,
     exact fits, then the spread). Tactics that do not compile have no numbers to compare."""
-    by: dict[str, dict[str, list[Tactic]]] = {}
+    by: dict[str, dict[Verdict, list[Tactic]]] = {}
     for t in tactics:
         if t.verdict in _VERDICTS:
             by.setdefault(t.family, {v: [] for v in _VERDICTS})[t.verdict].append(t)
     out = {}
     for family, groups in by.items():
-        first = groups["over_capacity"] + groups["exact_fit"]
+        first = groups[Verdict.OVER_CAPACITY] + groups[Verdict.EXACT_FIT]
         room = SPREAD if k is None else max(0, k - len(first))
-        out[family] = (first if k is None else first[:k]) + _spread(groups["fits"], room)
+        out[family] = (first if k is None else first[:k]) + _spread(groups[Verdict.FITS], room)
     return out
 
 
@@ -368,7 +368,7 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
              "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"]
     at = {}
     for t in tactics:
-        cfg = t.report.config
+        cfg = t.report.config  # laid out here (verify_audit takes an audit of the install, not its JSON)
         tb, wp = t.tile, cfg["warp"]
         stages = re.search(r"_Stages(\d+)_", t.name).group(1)  # the dispatch's, as the id names it
         lines.append(f"template struct {LAUNCHER}<{cpp[t.a]}, {cpp[t.b]}, {cpp[t.out]}, "

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import BadInput
-from ..model import AuditResult, Blocklist, BlocklistFormat, Tactic
+from ..model import AuditResult, Blocklist, BlocklistFormat, Tactic, Verdict
 
 #: The loader and the modules its format is read from, relative to the ``flashinfer`` package.
 LOADER = "tactics_blocklist.py"
@@ -226,7 +226,7 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
         for gemm in (1, 2):
             for tid in sorted(invalid[fmt.key(gemm)]):
                 c = where.get((gemm, tid))
-                fits = [t for t in moe if c is not None and _runner_of(t) == r and t.verdict in ("fits", "exact_fit")
+                fits = [t for t in moe if c is not None and _runner_of(t) == r and t.verdict in (Verdict.FITS, Verdict.EXACT_FIT)
                         and (t.name, t.fusion or "none", bool(t.swap_ab)) == c]
                 if fits:
                     notes.append(f"id {tid} under {fmt.key(gemm)} is also {fits[0].id}, which fits: the key "

@@ -203,6 +203,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
             rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
                                      old=o, new=n, config=cfg, **ids))
             continue
+        # the members too: both audits were laid out here (their tactics have reports, not JSON rows)
         changed, members = changes(NumericRecord.from_report(o.report), NumericRecord.from_report(n.report))
         if o.verdict != n.verdict and "verdict" not in changed:
             changed.insert(0, "verdict")  # fits <-> exact fit

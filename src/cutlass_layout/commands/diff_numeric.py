@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import NUMERIC_KEYS, MemberChange, NumericRecord, NumericRow
+from ..model import NUMERIC_KEYS, MemberChange, NumericRecord, NumericRow, Verdict
 from ..core.pool import default_jobs
 from ..engine.schedule import Schedule
 from ..subjects.config import Config
@@ -45,7 +45,7 @@ def changes(old: NumericRecord | None, new: NumericRecord | None) -> tuple[list[
     Where a side does not compile, the verdict and the error say it all (no members)."""
     changed = [k for k in NUMERIC_KEYS if _get(old, k) != _get(new, k)]
     members: list[MemberChange] = []
-    if _get(old, "verdict") == "does_not_compile" or _get(new, "verdict") == "does_not_compile":
+    if Verdict.DOES_NOT_COMPILE in (_get(old, "verdict"), _get(new, "verdict")):
         return changed, members
     om = old.members if old is not None else {}
     nm = new.members if new is not None else {}

@@ -33,12 +33,12 @@ from ..installs.kernel_library import (
     stage_spec,
     store_report,
 )
-from ..model import AuditResult, AuditSet, LayoutReport, LibraryTactic
+from ..model import AuditResult, AuditSet, Constant, LayoutReport, LibraryTactic
 from ..installs.naming import element_kind
 from ..subjects.archs import ALL, arch_list
 from .audit.filters import asked_of, filter_tests, tactic_filter, unmatched_filters
 from .audit.finish import shard_part, sort_tactics
-from .shard import check_shard, ranked_tactics, shard_of
+from .shard import check_shard, first_capacity, ranked_tactics, shard_capacities, shard_of
 
 
 def tag_name(spelled: str) -> str:
@@ -162,10 +162,7 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
                     stats["parsed"] += 1
                 workers.advance(len(group))
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
-    ranked = []
-    for rank, (_, t), rep in zip(ranks, chosen, reps):
-        t.report = rep
-        ranked.append((rank, t))
+    ranked = [(rank, replace(t, report=rep)) for rank, (_, t), rep in zip(ranks, chosen, reps)]
     tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
     provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
                   "version": lib.version, "origin": lib.origin,
@@ -233,14 +230,15 @@ def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, ea
 
 
 def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, LibraryTactic]], asked: dict,
-                   parts: dict) -> AuditResult:
+                   parts: dict, capacities: dict[int, Constant] | None = None) -> AuditResult:
     """The :class:`~cutlass_layout.model.AuditResult` of the kernels of CUTLASS's library laid
     out (``ranked``: ``(rank, kernel)``, rank its place in the generator's list) for an audit,
     a shard of one or the merge of all of them: ``--stages`` applied (it needs the layouts),
     the notes (``parts["notes"]``, read before the layouts; whether the generator's own
     pruning has a capacity for the arch, the kernels with the builder's stage count, the
     filters that matched nothing: ``parts["unmatched"]`` and ``--stages``'s), the capacity (the
-    first kept kernel's, by rank) and the order. The one tail of :func:`audit_library` and of
+    first kept kernel's, by rank: its report's, or for a merge ``capacities``',
+    :func:`~cutlass_layout.commands.shard.shard_capacities`) and the order. The one tail of :func:`audit_library` and of
     its shards' merge (:func:`merge_shards`)."""
     tactics = [t for _, t in sorted(ranked, key=lambda x: x[0])]
     notes, unmatched = list(parts["notes"]), list(parts["unmatched"])
@@ -257,7 +255,7 @@ def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, Library
         notes.append(f"{auto} kernel(s) let the builder choose the stage count: the generator's estimate "
                      "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)")
     notes += [u["note"] for u in unmatched]
-    capacity = next((t.report.capacity for t in tactics if t.report and t.report.capacity is not None), None)
+    capacity = first_capacity(tactics, capacities)
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
                        sources=[], notes=notes, families=[FAMILY], unmatched=unmatched, asked=asked)
 
@@ -269,7 +267,7 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
     finishes (:func:`finish_library`)."""
     first = shards[0]
     return finish_library(first.provenance, first.arch, ranked_tactics(shards), first.shard.asked,
-                          first.shard.parts)
+                          first.shard.parts, shard_capacities(shards))
 
 
 def library_arch(arch) -> str:

@@ -20,10 +20,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
 from ..errors import BadInput
-from ..model import AUDIT_SCHEMA, AuditResult, AuditSet, Tactic
+from ..model import AUDIT_SCHEMA, AuditResult, AuditSet, Constant, Tactic
 
 #: What a shard is named by, as typed: ``I/N``.
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -175,18 +174,40 @@ def _one_audit(given: list[tuple[str, AuditResult]]) -> list[AuditResult]:
 
 def ranked_tactics(shards: list[AuditResult]) -> list[tuple[list, Tactic]]:
     """``(rank, tactic)`` of every tactic the shards laid out, kept or dropped by the filters, in
-    the order of the whole audit before sorting (:attr:`~cutlass_layout.model.AuditShard.ranks`).
-    The tactic a shard's capacity was read from gets that capacity constant (a row holds its
-    value alone), so that the first of the whole gives the whole's."""
+    the order of the whole audit before sorting (:attr:`~cutlass_layout.model.AuditShard.ranks`)."""
     out = []
     for res in shards:
-        sh = res.shard
-        mine = list(zip(sh.ranks, res.tactics)) + list(sh.dropped)
-        for rank, t in mine:
-            if sh.capacity_rank is not None and rank == sh.capacity_rank and t.report is not None:
-                t.report = replace(t.report, capacity=res.capacity)
-        out += mine
+        out += list(zip(res.shard.ranks, res.tactics)) + list(res.shard.dropped)
     return sorted(out, key=lambda x: x[0])
+
+
+def shard_capacities(shards: list[AuditResult]) -> dict[int, Constant]:
+    """``id(tactic) -> capacity constant`` of the tactic each shard's capacity was read from (its
+    :attr:`~cutlass_layout.model.AuditShard.capacity_rank`), among the tactics of
+    :func:`ranked_tactics`: a row holds the capacity's value alone, and the first tactic of the
+    whole (by rank) that has a capacity is the first of its shard, so :func:`first_capacity`
+    of the merge's tactics gives the capacity the audit of the whole gives."""
+    out = {}
+    for res in shards:
+        sh = res.shard
+        for rank, t in list(zip(sh.ranks, res.tactics)) + list(sh.dropped):
+            if sh.capacity_rank is not None and rank == sh.capacity_rank and res.capacity is not None:
+                out[id(t)] = res.capacity
+    return out
+
+
+def first_capacity(tactics, capacities: dict[int, Constant] | None = None) -> Constant | None:
+    """The capacity constant of the first of ``tactics`` that has one: with ``capacities`` (a
+    merge, :func:`shard_capacities`) the one given for it, else its report's (a tactic read
+    back from JSON has none)."""
+    for t in tactics:
+        if capacities is not None:
+            c = capacities.get(id(t))
+        else:
+            c = None if t.report is None else t.report.capacity
+        if c is not None:
+            return c
+    return None
 
 
 def merge(docs: list[tuple[str, dict]], mergers: dict) -> AuditResult | AuditSet:
@@ -235,4 +256,5 @@ def merge(docs: list[tuple[str, dict]], mergers: dict) -> AuditResult | AuditSet
     return AuditSet(results=results, notes=notes)
 
 
-__all__ = ["check_shard", "merge", "parse_shard", "ranked_tactics", "read_shards", "shard_of"]
+__all__ = ["check_shard", "first_capacity", "merge", "parse_shard", "ranked_tactics", "read_shards",
+           "shard_capacities", "shard_of"]

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ..errors import BadInput, DoesNotCompile
 from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
-from ..model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout
+from ..model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout, schema_verdict
 from ..sources.cuda import CudaHeaders, find_cuda
 from ..sources.trees import CutlassTree, resolve_cutlass
 from ..subjects import archs, budgets, probe, user_type
@@ -341,7 +341,7 @@ def load_report(payload) -> LayoutReport:
     """
     rep = LayoutReport.from_dict(payload, lazy=True)  # members made when read (most never are)
     tma = payload["tma_transaction_bytes"]
-    derived = {"verdict": rep.verdict, "fits": rep.fits, "headroom_bytes": rep.headroom_bytes,
+    derived = {"verdict": schema_verdict(rep.verdict), "fits": rep.fits, "headroom_bytes": rep.headroom_bytes,
                "exact_fit": rep.exact_fit, "capacity_bytes": rep.capacity_bytes}
     if any(payload[k] != v for k, v in derived.items()) or (tma is not None and any(
             tma[k] != (c["value"] if c else None) for k, c in tma["expressions"].items())):

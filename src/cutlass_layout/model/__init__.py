@@ -15,6 +15,8 @@ one module per result family:
 * :mod:`.audit`, audits: :class:`Tactic`, :class:`LibraryTactic`, :class:`Fix`,
   :class:`AuditResult`, :class:`AuditSet`, :class:`AuditShard` (one shard's part of an audit),
   :class:`AuditVerification`;
+* :mod:`.verdict`, the one verdict vocabulary: :class:`Verdict`, :func:`verdict_of`,
+  :func:`schema_verdict`;
 * :mod:`.blocklist`, flashinfer's tactics blocklist: :class:`BlocklistFormat`, :class:`Blocklist`;
 * :mod:`.serde`: :func:`plain` and the checked, lazy reading back of layouts.
 
@@ -97,6 +99,11 @@ from .sweep import (
     SweepRecord,
     SweepResult,
 )
+from .verdict import (
+    Verdict,
+    schema_verdict,
+    verdict_of,
+)
 
 __all__ = [
     "AUDIT_SCHEMA",
@@ -151,8 +158,11 @@ __all__ = [
     "TacticChange",
     "TmaBytes",
     "TmaValues",
+    "Verdict",
     "abbrev_args",
     "plain",
+    "schema_verdict",
     "short_name",
     "tactic_from_dict",
+    "verdict_of",
 ]

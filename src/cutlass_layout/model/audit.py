@@ -14,10 +14,9 @@ from .layout import (
     Constant,
     KernelNumbers,
     LayoutReport,
-    Provenance,
-    StructLayout,
 )
 from .serde import plain
+from .verdict import Verdict, verdict_of
 
 #: Version of the ``audit --json`` schema.
 AUDIT_SCHEMA = "cutlass-layout/audit/1"
@@ -99,8 +98,12 @@ class Fix:
 
 
 def _number(name: str, doc: str) -> property:
-    """A :class:`Tactic` attribute that is its :meth:`~Tactic.numbers`' ``name`` (read only)."""
-    return property(lambda self: getattr(self.numbers(), name), doc=doc)
+    """A :class:`Tactic` attribute that is its :attr:`~Tactic.numbers`' ``name`` (read only)."""
+    return property(lambda self: getattr(self.numbers, name), doc=doc)
+
+
+#: The numbers of a tactic that was not laid out: ``does_not_compile``, no number, no error.
+NOT_LAID_OUT = KernelNumbers(Verdict.DOES_NOT_COMPILE)
 
 
 @dataclass
@@ -144,7 +147,16 @@ class Tactic:
         file, line: the generated (or rendered) source and the line of the instantiation;
         launcher: the function or struct whose body names the kernel; launcher_file,
         launcher_line: where the kernel type alias is written (the launcher's header).
-    Numbers: ``report`` (a :class:`LayoutReport`: every member, stages, capacity, error).
+    Numbers:
+        numbers: the :class:`KernelNumbers` of its ``audit --json`` row (verdict, stages,
+            sizes, capacity, headroom, error): its report's :meth:`LayoutReport.numbers`
+            where it has a report (the constructor, and so :func:`dataclasses.replace`, makes
+            them from it; a given ``numbers`` is then not read), else as given (a row read
+            back, :meth:`from_dict`), else :data:`NOT_LAID_OUT`. The attributes ``stages``
+            ... ``headroom_bytes``, :attr:`verdict` and :attr:`error` read it.
+        report: the :class:`LayoutReport` (every member, the capacity constant, the
+            config), where the tactic was laid out here; None for one read back from an
+            ``audit --json`` row, which holds numbers alone.
         fix: what fits instead (:class:`Fix`; over-capacity and exact-fit tactics).
         runtime_candidate: whether the install's runtime candidate list for the arch would
             try this tactic (None when that list cannot be read).
@@ -172,6 +184,7 @@ class Tactic:
     launcher_line: int | None = None
     runtime_candidate: bool | None = None
     report: LayoutReport | None = None
+    numbers: KernelNumbers = NOT_LAID_OUT
     #: what fits instead (:class:`Fix`), for a tactic over capacity or an exact fit; None for
     #: one that fits, does not compile, or was not searched
     fix: Fix | None = None
@@ -223,28 +236,18 @@ class Tactic:
             return None
         return "cluster" + "x".join(map(str, self.cluster))
 
-    def numbers(self) -> KernelNumbers:
-        """The numbers of the ``audit --json`` row: the report's :meth:`LayoutReport.numbers`
-        (so no row computes a number of its own); every number None where the kernel does not
-        compile (or was not laid out). Read afresh each time (a few attribute reads): a report
-        changed after the row was made (a copy edited in a test, a fix re-laid out) is the
-        number the row shows. The attributes ``stages`` ... ``headroom_bytes`` and
-        :attr:`verdict` read it."""
-        rep = self.report
-        return KernelNumbers("does_not_compile") if rep is None else rep.numbers()
+    def __post_init__(self) -> None:
+        """:attr:`numbers` from :attr:`report`, where there is one."""
+        if self.report is not None:
+            self.numbers = self.report.numbers()
 
     def _row_numbers(self) -> dict:
-        """:data:`TACTIC_NUMBERS` as the attributes of those names give them, from one
-        :meth:`numbers` (not one per attribute: a row reads every one of them)."""
-        n = self.numbers()
+        """:data:`TACTIC_NUMBERS` as the attributes of those names give them."""
+        n = self.numbers
         return {"stages": n.stages, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
-                "headroom_bytes": n.headroom_bytes, "verdict": self._verdict(n),
+                "headroom_bytes": n.headroom_bytes, "verdict": n.verdict,
                 "runtime_candidate": self.runtime_candidate}
-
-    @staticmethod
-    def _verdict(n: KernelNumbers) -> str:
-        return "exact_fit" if n.verdict == "fits" and n.exact_fit else n.verdict
 
     stages = _number("stages", "The mainloop's pipeline stages.")
     kernel_bytes = _number("kernel_bytes", "``sizeof`` of the kernel's SharedStorage (what the launch asks for).")
@@ -252,16 +255,9 @@ class Tactic:
     epilogue_bytes = _number("epilogue_bytes", "``sizeof`` of the epilogue collective's SharedStorage.")
     capacity_bytes = _number("capacity_bytes", "The arch's per-block capacity, read from the headers.")
     headroom_bytes = _number("headroom_bytes", "Capacity minus kernel bytes; negative when over capacity.")
-
-    @property
-    def verdict(self) -> str:
-        """``fits``, ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
-        return self._verdict(self.numbers())
-
-    @property
-    def error(self) -> CompileError | None:
-        """The first compile error of a kernel that does not compile (else None)."""
-        return None if self.report is None else self.report.error
+    verdict = _number("verdict", "The :class:`~cutlass_layout.model.verdict.Verdict`: ``fits``, ``exact_fit``, "
+                                 "``over_capacity`` or ``does_not_compile``.")
+    error = _number("error", "The first compile error of a kernel that does not compile (else None).")
 
     def identity(self) -> dict:
         """The fields that name this tactic (everything but the numbers): :data:`TACTIC_IDENTITY`."""
@@ -275,37 +271,45 @@ class Tactic:
                 "runtime_guard": self.runtime_guard}
 
     @classmethod
-    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> Tactic:
+    def from_dict(cls, d: dict) -> Tactic:
         """The tactic of a :meth:`to_dict` row (an ``audit --json`` ``tactics`` entry), whose
-        :meth:`to_dict` is that row again (one whose numbers disagree, a headroom that is not
-        the capacity minus the kernel bytes, gives another row). A row holds numbers, not
-        member layouts: the :attr:`report` has the row's sizes as structs without members
-        (type ``""``), its capacity as a constant named ``capacity``, and its error; where
-        the row has no kernel bytes but a headroom (a type of no GEMM shape, laid out as a
-        :attr:`LayoutReport.storage`), a storage of the capacity minus the headroom.
-        ``provenance`` goes into that report.
+        :meth:`to_dict` is that row again: its :attr:`numbers` are the row's, its
+        :attr:`report` None (a row holds numbers, not member layouts). The numbers computed
+        from others are computed again, as :meth:`LayoutReport.numbers` computes them, not
+        read (:meth:`_numbers_of`), so a row whose numbers disagree (a headroom that is not
+        the capacity minus the kernel bytes, a verdict not of its headroom) gives another row.
 
         Raises:
             KeyError, TypeError, ValueError: not such a row.
         """
-        return cls(**cls._fields(d, provenance))
+        return cls(**cls._fields(d))
 
     @staticmethod
-    def _fields(d: dict, provenance: Provenance | None) -> dict:
-        def struct(n):
-            return None if n is None else StructLayout(type="", size=int(n), align=0, tail_padding=0)
-
-        cap, head, kb = d["capacity_bytes"], d["headroom_bytes"], d["kernel_bytes"]
-        rep = LayoutReport(config={"tactic": d["id"]}, provenance=provenance, stages=d["stages"],
-                           capacity=None if cap is None else Constant(name="capacity", value=int(cap)),
-                           kernel=struct(kb), mainloop=struct(d["mainloop_bytes"]),
-                           epilogue=struct(d["epilogue_bytes"]),
-                           storage=struct(cap - head) if kb is None and cap is not None and head is not None
-                           else None,
-                           error=None if d["error"] is None else CompileError(**d["error"]))
+    def _fields(d: dict) -> dict:
         return {**{k: d[k] for k in TACTIC_IDENTITY}, "runtime_candidate": d["runtime_candidate"],
-                "report": rep, "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
+                "numbers": Tactic._numbers_of(d), "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
                 "runtime_guard": d["runtime_guard"]}
+
+    @staticmethod
+    def _numbers_of(d: dict) -> KernelNumbers:
+        """The :class:`KernelNumbers` of an ``audit --json`` row ``d`` as
+        :meth:`LayoutReport.numbers` gives them for a report of its sizes, capacity and error:
+        with an error, no number; the headroom the capacity minus the kernel bytes (where the
+        row has no kernel bytes but a headroom, a type of no GEMM shape laid out as a
+        :attr:`LayoutReport.storage`, that headroom); the verdict that of the error and that
+        headroom (:func:`~cutlass_layout.model.verdict.verdict_of`; the row's is not read)."""
+        def size(n):
+            return None if n is None else int(n)
+
+        if d["error"] is not None:
+            return KernelNumbers(Verdict.DOES_NOT_COMPILE, error=CompileError(**d["error"]))
+        cap, kb, head = size(d["capacity_bytes"]), size(d["kernel_bytes"]), size(d["headroom_bytes"])
+        if cap is None or (kb is None and head is None):
+            head = None
+        elif kb is not None:
+            head = cap - kb
+        return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
+                             size(d["epilogue_bytes"]), cap, head)
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
@@ -360,16 +364,16 @@ class AuditShard:
                 "capacity_rank": self.capacity_rank, "parts": self.parts}
 
     @classmethod
-    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> AuditShard:
+    def from_dict(cls, d: dict) -> AuditShard:
         """The shard from its :meth:`to_dict` object (dropped tactics by
-        :func:`tactic_from_dict`, with ``provenance``).
+        :func:`tactic_from_dict`).
 
         Raises:
             KeyError, TypeError, ValueError: not such an object.
         """
         return cls(index=int(d["index"]), count=int(d["count"]), asked=dict(d["asked"]),
                    ranks=[list(r) for r in d["ranks"]],
-                   dropped=[(list(x["rank"]), tactic_from_dict(x["tactic"], provenance)) for x in d["dropped"]],
+                   dropped=[(list(x["rank"]), tactic_from_dict(x["tactic"])) for x in d["dropped"]],
                    capacity_rank=None if d["capacity_rank"] is None else list(d["capacity_rank"]),
                    parts=dict(d["parts"]))
 
@@ -435,13 +439,13 @@ class AuditResult:
 
     def over_capacity_candidates(self) -> list[Tactic]:
         """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
-        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate]
+        return [t for t in self.tactics if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate]
 
     def check_failures(self) -> list[Tactic]:
         """What ``audit --check`` fails on: tactics over capacity that the runtime would try,
         or may try (``runtime_candidate`` True or None: its list could not be read), and that
         no run-time check rejects before launch (``runtime_guard`` None)."""
-        return [t for t in self.tactics if t.verdict == "over_capacity" and t.runtime_candidate is not False
+        return [t for t in self.tactics if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False
                 and t.runtime_guard is None]
 
     def source_summary(self) -> dict[str, dict]:
@@ -482,22 +486,18 @@ class AuditResult:
     @classmethod
     def from_dict(cls, d: dict) -> AuditResult:
         """The result of an ``audit --json`` object (:meth:`to_dict`; its ``summary`` is
-        computed again, a ``verification`` left out): tactics by :func:`tactic_from_dict`, their
-        reports holding the rows' numbers and a :class:`Provenance` of the audit's. ``stats``,
+        computed again, a ``verification`` left out): tactics by :func:`tactic_from_dict`,
+        holding the rows' numbers (no report). ``stats``,
         ``families``, ``unmatched`` and ``candidates``, which the JSON does not hold, are empty.
 
         Raises:
             KeyError, TypeError, ValueError: not such an object.
         """
-        p = d["provenance"]
-        prov = Provenance(**{k: p.get(k) for k in ("cutlass_root", "cutlass_version", "tree_hash", "libclang_version",
-                                                   "cuda_path", "cuda_source", "flags")},
-                          origin=p.get("cutlass_origin", p.get("origin")))
-        return cls(provenance=dict(p), arch=d["arch"],
+        return cls(provenance=dict(d["provenance"]), arch=d["arch"],
                    capacity=None if d["capacity"] is None else Constant(**d["capacity"]),
-                   tactics=[tactic_from_dict(t, prov) for t in d["tactics"]],
+                   tactics=[tactic_from_dict(t) for t in d["tactics"]],
                    sources=[dict(s) for s in d["sources"]], notes=list(d["notes"]),
-                   shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"], prov))
+                   shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"]))
 
 
 @dataclass
@@ -653,7 +653,7 @@ class LibraryTactic(Tactic):
                              "error": self.estimate_error}}
 
     @classmethod
-    def from_dict(cls, d: dict, provenance: Provenance | None = None) -> LibraryTactic:
+    def from_dict(cls, d: dict) -> LibraryTactic:
         """The kernel of a :meth:`to_dict` row, as :meth:`Tactic.from_dict` reads one, with the
         library's own view (``estimate``'s ``kib``, ``capacity_kib`` and ``error``).
 
@@ -661,13 +661,13 @@ class LibraryTactic(Tactic):
             KeyError, TypeError, ValueError: not such a row.
         """
         est = d["estimate"]
-        return cls(**cls._fields(d, provenance), gemm_kind=d["gemm_kind"], stage_spec=d["stage_spec"],
+        return cls(**cls._fields(d), gemm_kind=d["gemm_kind"], stage_spec=d["stage_spec"],
                    library_stages=d["library_stages"], tile_scheduler=d["tile_scheduler"],
                    estimate_kib=est["kib"], estimate_error=est["error"],
                    estimate_capacity_kib=dict(est["capacity_kib"]))
 
 
-def tactic_from_dict(d: dict, provenance: Provenance | None = None) -> Tactic:
+def tactic_from_dict(d: dict) -> Tactic:
     """The tactic of an ``audit --json`` row: a :class:`LibraryTactic` for a row of CUTLASS's
     library (it has the generator's ``estimate``), else a :class:`Tactic`
     (:meth:`Tactic.from_dict`, :meth:`LibraryTactic.from_dict`).
@@ -675,4 +675,4 @@ def tactic_from_dict(d: dict, provenance: Provenance | None = None) -> Tactic:
     Raises:
         KeyError, TypeError, ValueError: not such a row.
     """
-    return (LibraryTactic if "estimate" in d else Tactic).from_dict(d, provenance)
+    return (LibraryTactic if "estimate" in d else Tactic).from_dict(d)

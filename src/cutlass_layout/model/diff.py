@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from .layout import LayoutReport, Provenance
 from .serde import plain
+from .verdict import Verdict, schema_verdict
 
 if TYPE_CHECKING:  # for annotations only: the model imports nothing else from the package
     from ..subjects.config import Config
@@ -86,7 +87,9 @@ class NumericRecord:
     not compile has only ``verdict`` and ``error`` (its one line) set.
 
     Attributes:
-        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``: the three-valued verdict
+            the diff's JSON schema writes (:func:`~cutlass_layout.model.verdict.schema_verdict`:
+            an exact fit is ``fits``, and its headroom 0).
         error: :meth:`CompileError.one_line`, or ``None``.
         stages, kernel_bytes, mainloop_bytes, epilogue_bytes, capacity_bytes,
             headroom_bytes: as in the layout report.
@@ -94,7 +97,7 @@ class NumericRecord:
         members: every kernel member by dotted name (``tensors.mainloop.smem_SFB``).
     """
 
-    verdict: str
+    verdict: Verdict
     error: str | None = None
     stages: int | None = None
     kernel_bytes: int | None = None
@@ -110,15 +113,16 @@ class NumericRecord:
         """The report's :meth:`~LayoutReport.numbers`, its TMA bytes and its kernel's members
         (only ``verdict`` and ``error`` where there is no kernel to compare)."""
         n = rep.numbers()
+        verdict = schema_verdict(n.verdict)  # the diff schema's three values, as the record holds them
         if n.error is not None or rep.kernel is None:
-            return cls(verdict=n.verdict, error=n.error.one_line() if n.error is not None else None)
+            return cls(verdict=verdict, error=n.error.one_line() if n.error is not None else None)
         tma = rep.tma_transaction_bytes
 
         def val(c):
             return None if c is None else c.value
 
         return cls(
-            verdict=n.verdict, stages=n.stages, kernel_bytes=n.kernel_bytes, mainloop_bytes=n.mainloop_bytes,
+            verdict=verdict, stages=n.stages, kernel_bytes=n.kernel_bytes, mainloop_bytes=n.mainloop_bytes,
             epilogue_bytes=n.epilogue_bytes, capacity_bytes=n.capacity_bytes, headroom_bytes=n.headroom_bytes,
             tma_bytes=TmaValues(val(tma.mk), val(tma.nk), val(tma.total)) if tma else TmaValues(),
             members={name: MemberSpan(f.offset, f.size) for name, f in rep.kernel.walk()},

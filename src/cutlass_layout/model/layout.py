@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .serde import dataclass_keys, from_plain, lazy_list, plain
+from .verdict import Verdict, schema_verdict, verdict_of
 
 #: Version of the ``layout --json`` schema (see README "JSON schema").
 LAYOUT_SCHEMA = "cutlass-layout/layout/1"
@@ -331,30 +332,36 @@ class Approximation:
 class KernelNumbers:
     """The numbers of one kernel's answer, flat: what every row shows (the sweep's
     :class:`SweepRecord`, the diff's :class:`NumericRecord`, the audit's :class:`Tactic`, and
-    the table, CSV and JSON of each). Made only by :meth:`LayoutReport.numbers`, so that no
-    row computes a number of its own. Bytes throughout; every number is ``None`` where the
-    kernel does not compile (or was not laid out).
+    the table, CSV and JSON of each). Made by :meth:`LayoutReport.numbers`, so that no row
+    computes a number of its own (or read back from a row an ``audit --json`` wrote:
+    :meth:`Tactic.from_dict`). Bytes throughout; every number is ``None`` where the kernel
+    does not compile (or was not laid out).
 
     Attributes:
-        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        verdict: the :class:`~cutlass_layout.model.verdict.Verdict` (``fits``, ``exact_fit``,
+            ``over_capacity`` or ``does_not_compile``).
         stages: the mainloop's stage count.
         kernel_bytes, mainloop_bytes, epilogue_bytes: ``sizeof`` of the kernel's, the
             mainloop's and the epilogue's SharedStorage.
         capacity_bytes: the arch's capacity, read from the headers.
         headroom_bytes: capacity minus :attr:`LayoutReport.smem_bytes` (negative: over).
-        exact_fit: headroom exactly 0 (``None`` if not computed).
         error: the first compile error, or ``None``.
     """
 
-    verdict: str
+    verdict: Verdict
     stages: int | None = None
     kernel_bytes: int | None = None
     mainloop_bytes: int | None = None
     epilogue_bytes: int | None = None
     capacity_bytes: int | None = None
     headroom_bytes: int | None = None
-    exact_fit: bool | None = None
     error: CompileError | None = None
+
+    @property
+    def exact_fit(self) -> bool | None:
+        """Whether :attr:`verdict` is ``exact_fit`` (headroom exactly 0; ``None`` where the
+        headroom is not known)."""
+        return None if self.headroom_bytes is None else self.verdict == Verdict.EXACT_FIT
 
 
 @dataclass(frozen=True, repr=False)
@@ -456,22 +463,22 @@ class LayoutReport:
         return None if h is None else h == 0
 
     @property
-    def verdict(self) -> str:
-        """``fits``, ``over_capacity`` or ``does_not_compile``."""
-        if self.error is not None:
-            return "does_not_compile"
-        return "fits" if self.fits else "over_capacity"
+    def verdict(self) -> Verdict:
+        """The :class:`~cutlass_layout.model.verdict.Verdict` of :attr:`error` and
+        :attr:`headroom_bytes` (:func:`~cutlass_layout.model.verdict.verdict_of`): ``fits``,
+        ``exact_fit``, ``over_capacity`` or ``does_not_compile``."""
+        return verdict_of(self.error, self.headroom_bytes)
 
     def numbers(self) -> KernelNumbers:
         """This report's :class:`KernelNumbers`: the one flat projection every row reads."""
         if self.error is not None:
-            return KernelNumbers("does_not_compile", error=self.error)
+            return KernelNumbers(Verdict.DOES_NOT_COMPILE, error=self.error)
 
         def size(s: StructLayout | None) -> int | None:
             return None if s is None else s.size
 
         return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
-                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes, self.exact_fit)
+                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
@@ -497,7 +504,9 @@ class LayoutReport:
             "provenance": plain(self.provenance),
             "config": self.config,
             "checked": self.checked,
-            "verdict": self.verdict,
+            # the layout schema's verdict is three-valued: an exact fit is "fits", with its own
+            # "exact_fit" flag below
+            "verdict": schema_verdict(self.verdict),
             "stages": self.stages,
             "stage_counts": self.stage_counts,
             "subject_kind": self.subject_kind,
@@ -530,7 +539,7 @@ class LayoutReport:
             return f"<LayoutReport {what}: {self.error.one_line()}>"
         n = self.smem_bytes
         return (f"<LayoutReport {what}: {self.stages} stages, {'?' if n is None else n} B of "
-                f"{self.capacity_bytes} B, {self.verdict}>")
+                f"{self.capacity_bytes} B, {schema_verdict(self.verdict)}>")
 
     @classmethod
     def from_dict(cls, d: dict, *, lazy: bool = False) -> LayoutReport:

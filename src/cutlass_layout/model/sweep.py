@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .layout import Approximation, CompileError, Provenance, StructLayout
 from .serde import plain
+from .verdict import Verdict, schema_verdict
 
 if TYPE_CHECKING:  # for annotations only: the model imports nothing else from the package
     from ..subjects.config import Config
@@ -16,8 +17,9 @@ if TYPE_CHECKING:  # for annotations only: the model imports nothing else from t
 
 #: Version of the ``sweep --json`` schema.
 SWEEP_SCHEMA = "cutlass-layout/sweep/1"
-#: The verdicts, in report order.
-VERDICTS = ("fits", "over_capacity", "does_not_compile")
+#: The sweep's verdicts, in report order: the three its JSON schema writes
+#: (:func:`~cutlass_layout.model.verdict.schema_verdict`: an exact fit counts as fits).
+VERDICTS = (Verdict.FITS, Verdict.OVER_CAPACITY, Verdict.DOES_NOT_COMPILE)
 
 
 #: How a stage-count search ended: ``found`` (``max_stages_that_fit`` is set), ``none fits``
@@ -53,7 +55,9 @@ class SweepRecord:
             structs (``None`` when the config does not compile).
         capacity_bytes: the capacity read from the headers.
         headroom_bytes: capacity minus kernel bytes (negative when over).
-        verdict: ``fits``, ``over_capacity`` or ``does_not_compile``.
+        verdict: the :class:`~cutlass_layout.model.verdict.Verdict` (``fits``, ``exact_fit``,
+            ``over_capacity`` or ``does_not_compile``; the JSON writes three values and
+            :attr:`exact_fit`).
         max_stages_that_fit: the largest N whose ``StageCount<N>`` kernel fits (layouts of
             N and N+1 both computed), or ``None`` when none was found (``stage_search``
             says whether none fits or the search could not run).
@@ -72,7 +76,7 @@ class SweepRecord:
     kernel_bytes: int | None
     capacity_bytes: int | None
     headroom_bytes: int | None
-    verdict: str
+    verdict: Verdict
     max_stages_that_fit: int | None
     max_stages_kernel_bytes: int | None
     error: CompileError | None = None
@@ -93,9 +97,9 @@ class SweepRecord:
 
     @property
     def exact_fit(self) -> bool | None:
-        """Headroom 0: fits, but TensorRT-LLM's occupancy check rejects it (``None`` if not
-        computed)."""
-        return None if self.headroom_bytes is None else self.headroom_bytes == 0
+        """Whether :attr:`verdict` is ``exact_fit`` (headroom 0: fits, but TensorRT-LLM's
+        occupancy check rejects it; ``None`` where the headroom is not known)."""
+        return None if self.headroom_bytes is None else self.verdict == Verdict.EXACT_FIT
 
     def to_dict(self) -> dict:
         """The record as one entry of the JSON ``results`` list."""
@@ -106,7 +110,9 @@ class SweepRecord:
             "config": config, "stages": self.stages,
             "mainloop_bytes": self.mainloop_bytes, "epilogue_bytes": self.epilogue_bytes,
             "kernel_bytes": self.kernel_bytes, "capacity_bytes": self.capacity_bytes,
-            "headroom_bytes": self.headroom_bytes, "verdict": self.verdict,
+            # the sweep schema's verdict is three-valued: an exact fit is "fits", with its own
+            # "exact_fit" flag below
+            "headroom_bytes": self.headroom_bytes, "verdict": schema_verdict(self.verdict),
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
             "stage_search": plain(self.search()),
@@ -149,13 +155,13 @@ class SweepResult:
         }
 
     def sorted_records(self) -> list[SweepRecord]:
-        """Records ordered by verdict (fits, over_capacity, does_not_compile), then by
-        headroom, most room first."""
+        """Records ordered by verdict (fits, exact fits among them, over_capacity,
+        does_not_compile: :data:`VERDICTS`), then by headroom, most room first."""
         def key(r: SweepRecord):
             h = r.headroom_bytes if r.headroom_bytes is not None else -float("inf")
-            return (VERDICTS.index(r.verdict), -h)
+            return (VERDICTS.index(schema_verdict(r.verdict)), -h)
         return sorted(self.records, key=key)
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{sum(r.verdict == v for r in self.records)} {v}" for v in VERDICTS)
+        counts = ", ".join(f"{sum(schema_verdict(r.verdict) == v for r in self.records)} {v}" for v in VERDICTS)
         return f"<SweepResult {len(self.records)} configs: {counts}>"

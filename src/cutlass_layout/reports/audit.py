@@ -8,13 +8,14 @@ from collections import Counter
 from rich.console import Console
 from rich.markup import escape
 
+from ..model import Verdict
 from ..sources.flashinfer import checkout_path
 from ..subjects.config import tile_text
 from .common import VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
 from .layout import default_console
 
-_VERDICT_STYLE = {"fits": "green", "exact_fit": "yellow", "over_capacity": "red",
-                  "does_not_compile": "magenta"}
+_VERDICT_STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "yellow", Verdict.OVER_CAPACITY: "red",
+                  Verdict.DOES_NOT_COMPILE: "magenta"}
 
 
 def verdict_cell(x) -> tuple[str, str]:
@@ -22,7 +23,7 @@ def verdict_cell(x) -> tuple[str, str]:
     return verdict_words(x.verdict), _VERDICT_STYLE[x.verdict]
 
 
-def verdict_counts(tactics) -> dict[str, int]:
+def verdict_counts(tactics) -> dict[Verdict, int]:
     """``{verdict: how many of tactics have it}``, every verdict, in the table's order."""
     return {v: sum(x.verdict == v for x in tactics) for v in VERDICT_TEXT}
 
@@ -84,7 +85,7 @@ def fix_lines(t) -> list[str]:
 def _columns_and_rows(tactics, tile_bytes: bool = False):
     """The columns that say something for these tactics, and their rows (bytes)."""
     def ok(x):
-        return x.report.error is None
+        return x.error is None
 
     def num(x, v):
         return "-" if v is None or not ok(x) else str(v)
@@ -112,11 +113,11 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("cluster"), cluster),
         (Column("epi"), lambda x: str(x.epilogue_schedule or "-")),
         (Column("tile"), tile),
-        (Column("stages", right=True), lambda x: num(x, x.report.stages)),
-        (Column("mainloop", right=True), lambda x: num(x, x.report.mainloop and x.report.mainloop.size)),
-        (Column("epilogue", right=True), lambda x: num(x, x.report.epilogue and x.report.epilogue.size)),
-        (Column("kernel", right=True), lambda x: num(x, x.report.kernel and x.report.kernel.size)),
-        (Column("headroom", right=True), lambda x: num(x, x.report.headroom_bytes)),
+        (Column("stages", right=True), lambda x: num(x, x.stages)),
+        (Column("mainloop", right=True), lambda x: num(x, x.mainloop_bytes)),
+        (Column("epilogue", right=True), lambda x: num(x, x.epilogue_bytes)),
+        (Column("kernel", right=True), lambda x: num(x, x.kernel_bytes)),
+        (Column("headroom", right=True), lambda x: num(x, x.headroom_bytes)),
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
         (Column("fix"), fix_cell),
     ]
@@ -261,8 +262,7 @@ def _skipped_why(result, fam: str) -> str:
 
 def _tail(result) -> tuple[list[str], list[str], str, str]:
     """(errors of tactics, sources with an error and notes, the counts, what was checked)."""
-    errors = [f"{x.id}: {x.report.error.one_line()}" for x in result.tactics
-              if x.report.error is not None]
+    errors = [f"{x.id}: {x.error.one_line()}" for x in result.tactics if x.error is not None]
     notes = [f"{fam}: {_plural(len(files), 'source')} with an error ({', '.join(files)}): {err}"
              for fam, err, files in source_groups(result)]
     notes += [f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
@@ -274,13 +274,13 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
-    over = [x for x in result.tactics if x.verdict == "over_capacity"]
+    over = [x for x in result.tactics if x.verdict == Verdict.OVER_CAPACITY]
     tried = sum(1 for x in over if x.runtime_candidate)
     unknown = sum(1 for x in over if x.runtime_candidate is None)
     how = f"{tried} of them tried by the runtime" + (f", {unknown} unknown" if unknown else "")
-    total = (f"{counts['over_capacity']} over capacity ({how}), "
-             f"{counts['exact_fit']} exact fits, {counts['does_not_compile']} do not compile, "
-             f"{counts['fits']} fit")
+    total = (f"{counts[Verdict.OVER_CAPACITY]} over capacity ({how}), "
+             f"{counts[Verdict.EXACT_FIT]} exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, "
+             f"{counts[Verdict.FITS]} fit")
     checked = ("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
                "inside kernel bodies were not instantiated)")
     return errors, notes, total, checked
@@ -418,7 +418,7 @@ def to_github(result) -> str:
     failing = {t.id for t in result.check_failures()}
     for t in result.tactics:
         file, line = _where(t)
-        if t.verdict == "over_capacity":
+        if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
             tried = t.id in failing
             why = ("tried by the runtime" if t.runtime_candidate else
@@ -430,11 +430,11 @@ def to_github(result) -> str:
                 f"{result.arch} capacity by {over} B ({why}; {t.stages} stages); {_fix_words(t)}"
                 f"{_built_by(t)}",
                 file=file, line=line, title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
-        elif t.verdict == "does_not_compile":
+        elif t.verdict == Verdict.DOES_NOT_COMPILE:
             out.append(github_command(
-                "warning", f"{t.id}: {t.report.error.one_line()}; {_built_by(t)}",
+                "warning", f"{t.id}: {t.error.one_line()}; {_built_by(t)}",
                 file=file, line=line, title=f"cutlass-layout: does not compile: {t.id}"))
-        elif t.verdict == "exact_fit":
+        elif t.verdict == Verdict.EXACT_FIT:
             exact.setdefault((file, line), []).append(t)
     for (file, line), ts in exact.items():
         out.append(github_command(

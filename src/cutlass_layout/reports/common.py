@@ -18,6 +18,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..model import Verdict
+
 #: Where a JSON number orjson may spell otherwise than ``json.dumps`` can begin or go on:
 #: one under 1e-4 (orjson writes ``0.00003`` and ``1e-7``; ``json.dumps``, ``3e-05`` and
 #: ``1e-07``) or one with an exponent (both write ``1e+16``, but the one test covers all).
@@ -82,11 +84,11 @@ class Column:
     code: bool = False
 
 
-VERDICT_TEXT = {"fits": "fits", "exact_fit": "exact fit", "over_capacity": "over capacity",
-                 "does_not_compile": "does not compile"}
+VERDICT_TEXT = {Verdict.FITS: "fits", Verdict.EXACT_FIT: "exact fit", Verdict.OVER_CAPACITY: "over capacity",
+                Verdict.DOES_NOT_COMPILE: "does not compile"}
 
 
-def verdict_words(verdict: str) -> str:
+def verdict_words(verdict: Verdict) -> str:
     """A verdict (``over_capacity``) in the tables' words (``over capacity``): every table
     (audit, library audit, sweep, diff) spells it so; JSON and CSV keep the value."""
     return VERDICT_TEXT.get(verdict, str(verdict))
@@ -236,11 +238,11 @@ def tactic_text(t: dict) -> str:
     """``ID: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)`` of a tactic
     of an approximation (its JSON row's numbers)."""
     v = t["verdict"]
-    if v == "does_not_compile":
+    if v == Verdict.DOES_NOT_COMPILE:
         return f"{t['id']}: does not compile"
-    if v == "over_capacity":
+    if v == Verdict.OVER_CAPACITY:
         how = f"over capacity by {-t['headroom_bytes']} B"
-    elif v == "exact_fit":
+    elif v == Verdict.EXACT_FIT:
         how = "exact fit (headroom 0)"
     else:
         how = f"fits, headroom {t['headroom_bytes']} B"

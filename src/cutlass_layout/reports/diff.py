@@ -5,9 +5,9 @@ that differ flagged."""
 from __future__ import annotations
 
 from ..commands.diff_audit import common_affixes
-from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side
+from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side, Verdict
 from ..subjects.config import tile_text
-from .common import Column, markdown_table, md_cell
+from .common import Column, markdown_table, md_cell, verdict_words
 
 
 def describe_grid(configs: list) -> str:
@@ -35,18 +35,13 @@ def describe_grid(configs: list) -> str:
 
 
 
-def _verdict_text(v) -> str:
-    return {"fits": "fits", "over_capacity": "over capacity",
-            "does_not_compile": "does not compile"}.get(v, str(v))
-
-
 def _get(rec: NumericRecord | None, key: str):
     return None if rec is None else rec.get(key)
 
 
 def _cell(row: NumericRow, key: str) -> str:
     a, b = _get(row.old, key), _get(row.new, key)
-    fmt = _verdict_text if key == "verdict" else (lambda x: "-" if x is None else str(x))
+    fmt = verdict_words if key == "verdict" else (lambda x: "-" if x is None else str(x))
     return fmt(a) if a == b else f"{fmt(a)} -> {fmt(b)}"
 
 
@@ -262,12 +257,13 @@ def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
 def _tactic_numbers(t) -> str:
     if t is None:
         return "-"
-    r = t.report
-    if r.error is not None:
-        return f"does not compile ({r.error.message})"
-    v = {"over_capacity": "over", "exact_fit": "exact fit"}.get(t.verdict, t.verdict)
-    stages = "" if r.stages is None else f"{r.stages} stages, "
-    return f"{r.smem_bytes} B, {stages}{v}"
+    if t.error is not None:
+        return f"does not compile ({t.error.message})"
+    v = {Verdict.OVER_CAPACITY: "over", Verdict.EXACT_FIT: "exact fit"}.get(t.verdict, t.verdict)
+    stages = "" if t.stages is None else f"{t.stages} stages, "
+    # the bytes compared with the capacity (a launch size, a storage's): from the report, which
+    # every tactic of an audit diff has (both audits are laid out, not read back from JSON)
+    return f"{t.report.smem_bytes} B, {stages}{v}"
 
 
 #: How a renamed pair was made, where the report says it (:attr:`TacticChange.paired_by
@@ -298,8 +294,6 @@ def _audit_head(a) -> str:
 
 def _audit_counts(a) -> str:
     """The audit side's counts: each kind of row, the verdict changes by verdict."""
-    from .common import verdict_words
-
     counts = a.summary()
     moves = ", ".join(f"{m['count']} {verdict_words(m['old'])} -> {verdict_words(m['new'])}"
                       for m in counts["verdict_changes"])
@@ -347,7 +341,7 @@ def _audit_lines(a, member_lines: int) -> list[str]:
         shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
         out.append(f"  ~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
                    f"({shown}; --json lists them)")
-    both = [r for r in a.rows if r.change == "same" and r.new.verdict == "over_capacity"]
+    both = [r for r in a.rows if r.change == "same" and r.new.verdict == Verdict.OVER_CAPACITY]
     for r in both:  # unchanged, but what an upgrade does not fix
         out.append(f"  = {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}")
     out += [f"  note: {n}" for n in a.notes]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from ..model import Verdict
 from ..subjects.config import tile_text
 from .audit import shard_words, verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
@@ -30,7 +31,7 @@ def columns_and_rows(tactics):
     kernel schedule, stages, the three SharedStorage sizes, headroom (bytes) and the
     generator's estimate."""
     def num(t, v):
-        return "-" if v is None or t.report is None or t.report.error is not None else str(v)
+        return "-" if v is None or t.verdict == Verdict.DOES_NOT_COMPILE else str(v)
 
     columns = [
         (Column("verdict"), verdict_cell),
@@ -67,13 +68,12 @@ def head_lines(result) -> list[str]:
 
 def tail_lines(result) -> tuple[list[str], list[str], str, str]:
     """(errors of kernels, notes, the counts, what was checked)."""
-    errors = [f"{t.id}: {t.report.error.one_line()}" for t in result.tactics
-              if t.report is not None and t.report.error is not None]
+    errors = [f"{t.id}: {t.error.one_line()}" for t in result.tactics if t.error is not None]
     told = {u["note"] for u in result.unmatched}  # the command says these on stderr
     notes = [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
-    total = (f"{counts['over_capacity']} over capacity (kept by the generator), {counts['exact_fit']} exact "
-             f"fits, {counts['does_not_compile']} do not compile, {counts['fits']} fit")
+    total = (f"{counts[Verdict.OVER_CAPACITY]} over capacity (kept by the generator), {counts[Verdict.EXACT_FIT]} "
+             f"exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, {counts[Verdict.FITS]} fit")
     checked = ("checked: types (each kernel's SharedStorage as the library's emitter writes it, "
                "<name>_base; asserts inside kernel bodies were not instantiated)")
     return errors, notes, total, checked
@@ -125,17 +125,17 @@ def to_github(result) -> str:
     out = []
     exact = []
     for t in result.tactics:
-        if t.verdict == "over_capacity":
+        if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
             out.append(github_command(
                 "error", f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
                          f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
                          f"kept by {t.file}",
                 title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
-        elif t.verdict == "does_not_compile":
-            out.append(github_command("warning", f"{t.id}: {t.report.error.one_line()}",
+        elif t.verdict == Verdict.DOES_NOT_COMPILE:
+            out.append(github_command("warning", f"{t.id}: {t.error.one_line()}",
                                       title=f"cutlass-layout: does not compile: {t.id}"))
-        elif t.verdict == "exact_fit":
+        elif t.verdict == Verdict.EXACT_FIT:
             exact.append(t)
     if exact:
         out.append(github_command(

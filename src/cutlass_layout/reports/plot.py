@@ -27,14 +27,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import BadInput, DoesNotCompile
+from ..model import Verdict
 
 FORMATS = (".svg", ".png")
 #: Resolution of PNG files.
 DPI = 150
-VERDICT_COLORS = {"fits": "#4c9a2a", "exact_fit": "#e0a100", "over_capacity": "#c0392b",
-                  "does_not_compile": "#bdbdbd"}
-VERDICT_LABELS = {"fits": "fits", "exact_fit": "exact fit (headroom 0)",
-                  "over_capacity": "over capacity", "does_not_compile": "does not compile"}
+VERDICT_COLORS = {Verdict.FITS: "#4c9a2a", Verdict.EXACT_FIT: "#e0a100", Verdict.OVER_CAPACITY: "#c0392b",
+                  Verdict.DOES_NOT_COMPILE: "#bdbdbd"}
+VERDICT_LABELS = {Verdict.FITS: "fits", Verdict.EXACT_FIT: "exact fit (headroom 0)",
+                  Verdict.OVER_CAPACITY: "over capacity", Verdict.DOES_NOT_COMPILE: "does not compile"}
 _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
             "#9c755f", "#e15759", "#bab0ac")
 _PAD_COLOR = "#e6e6e6"
@@ -197,7 +198,7 @@ def _capacity_marks(ax, struct_size: int, capacity: int | None, top: float, *, p
         return
     ax.axvline(capacity, color=_CAP_COLOR, linewidth=1.6, linestyle="--", gid=f"{prefix}capacity")
     a, b = sorted((struct_size, capacity))
-    ax.axvspan(a, b, color=_CAP_COLOR if over else VERDICT_COLORS["fits"], alpha=0.12, lw=0, zorder=0.5,
+    ax.axvspan(a, b, color=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS], alpha=0.12, lw=0, zorder=0.5,
                gid=f"{prefix}{'overshoot' if over else 'headroom'}")
     if label:
         ax.text(capacity, top, f"capacity {capacity} B", color=_CAP_COLOR, fontsize=_FONT,
@@ -310,7 +311,7 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
     handles.append(Patch(facecolor=_PAD_COLOR, hatch="////", edgecolor="#8a8a8a", label="padding"))
     if capacity is not None:
         over = struct.size > capacity
-        handles.append(Patch(facecolor=_CAP_COLOR if over else VERDICT_COLORS["fits"], alpha=0.2,
+        handles.append(Patch(facecolor=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS], alpha=0.2,
                              label=(f"over capacity by {struct.size - capacity} B" if over
                                     else f"headroom {capacity - struct.size} B")))
     (zax or ax).legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0),
@@ -460,9 +461,9 @@ def _draw_bars(ax, records: list, ymin: int, ymax: float) -> list[str]:
     the largest stage count that fits; returns each bar's verdict (``exact_fit`` its own)."""
     verdicts = []
     for i, r in enumerate(records):
-        v = "exact_fit" if r.exact_fit else r.verdict
+        v = r.verdict
         verdicts.append(v)
-        if r.verdict == "does_not_compile":
+        if v == Verdict.DOES_NOT_COMPILE:
             ax.bar(i, 0, bottom=ymin, color=VERDICT_COLORS[v], gid=f"bar:{i}")
             ax.bar(i, ymax - ymin, bottom=ymin, color=VERDICT_COLORS[v], edgecolor="#777777",
                    hatch="xx", linewidth=0.5, alpha=0.55, gid=f"ncbar:{i}")
@@ -471,7 +472,7 @@ def _draw_bars(ax, records: list, ymin: int, ymax: float) -> list[str]:
             continue
         h = r.kernel_bytes or 0
         ax.bar(i, h, color=VERDICT_COLORS[v], edgecolor="black", linewidth=0.6, gid=f"bar:{i}",
-               hatch="//" if v == "exact_fit" else None)
+               hatch="//" if v == Verdict.EXACT_FIT else None)
         if h > ymax:  # cut at the top of the axis: its bytes written on it
             ax.text(i, ymax - (ymax - ymin) * 0.02, f"{r.stages} st, {h} B \u2191", ha="center",
                     va="top", rotation=90, fontsize=_FONT - 1, color="white", gid=f"cut:{i}")
@@ -540,7 +541,7 @@ def _legend(ax, records: list, verdicts: list[str], Patch) -> None:
     """The legend above the axes: the verdicts drawn, and the dot of the largest stage count
     that fits where one is drawn."""
     handles = [Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.6,
-                     hatch={"exact_fit": "//", "does_not_compile": "xx"}.get(v),
+                     hatch={Verdict.EXACT_FIT: "//", Verdict.DOES_NOT_COMPILE: "xx"}.get(v),
                      label=VERDICT_LABELS[v])
                for v in VERDICT_COLORS if v in verdicts]
     if any(r.max_stages_kernel_bytes is not None and r.max_stages_kernel_bytes != r.kernel_bytes

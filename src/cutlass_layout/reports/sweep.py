@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from ..model import VERDICTS, CompileError, SweepRecord, SweepResult
+from ..model import VERDICTS, CompileError, SweepRecord, SweepResult, Verdict, schema_verdict
 from ..subjects.config import tile_text
 from .common import (
     Column,
@@ -50,8 +50,9 @@ def to_csv(result: SweepResult) -> str:
             "scales": "x".join(map(str, c["scales"])) if c.get("scales") else None,
             **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
                                            "kernel_bytes", "capacity_bytes", "headroom_bytes",
-                                           "verdict", "max_stages_that_fit",
-                                           "max_stages_kernel_bytes", "exact_fit")},
+                                           "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit")},
+            # the CSV's verdict is the sweep schema's three-valued one, with its own exact_fit column
+            "verdict": schema_verdict(r.verdict),
             "stage_search": r.search().status,
             "error": error_text(r.error) if r.error else None,
         }
@@ -101,7 +102,8 @@ def config_label(cfg: dict, varying: list[str], tile_bytes: bool = False) -> str
     return " ".join(parts)
 
 
-_STYLE = {"fits": "green", "over_capacity": "red", "does_not_compile": "yellow"}
+_STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "green", Verdict.OVER_CAPACITY: "red",
+          Verdict.DOES_NOT_COMPILE: "yellow"}
 _COLUMNS = [Column("verdict"), Column("config", wrap=True), Column("stages", right=True),
             Column("mainloop", right=True), Column("epilogue", right=True),
             Column("kernel", right=True), Column("headroom", right=True),
@@ -133,7 +135,7 @@ def _table(result: SweepResult, tile_bytes: bool):
         mx = ("could not search" if r.search().status == "could not run"
               else "none" if r.max_stages_that_fit is None
               else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
-        verdict = verdict_words(r.verdict) + (" (exact fit)" if r.exact_fit else "")
+        verdict = verdict_words(schema_verdict(r.verdict)) + (" (exact fit)" if r.exact_fit else "")
         rows.append([(verdict, _STYLE[r.verdict]), labels[id(r)], stages, n(r.mainloop_bytes),
                      n(r.epilogue_bytes), n(r.kernel_bytes), n(r.headroom_bytes), mx])
     return recs, head, rows, labels
@@ -148,12 +150,12 @@ def summary(record: SweepRecord) -> str:
         head = "the header's default" if st is None else f"STAGES={st}"
     else:
         head = "auto" if st is None else f"StageCount<{st}>"
-    if record.verdict == "does_not_compile":
+    if record.verdict == Verdict.DOES_NOT_COMPILE:
         err = record.error
         what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
         first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
     else:
-        if record.verdict == "fits":
+        if record.verdict in (Verdict.FITS, Verdict.EXACT_FIT):
             how = f"fits, headroom {record.headroom_bytes}"
         else:
             how = f"over by {-record.headroom_bytes}"
@@ -175,7 +177,7 @@ def _notes(recs, labels) -> list[tuple[str, str | None]]:
     stage count that fits, and where its error is."""
     out = []
     for r in recs:
-        if r.verdict != "fits" or r.max_stages_that_fit != r.stages:
+        if schema_verdict(r.verdict) != Verdict.FITS or r.max_stages_that_fit != r.stages:
             out.append((f"{labels[id(r)]}: {summary(r)}", None))
             if r.error and r.error.file:  # the summary has the message
                 out.append((f"  at {r.error.file}:{r.error.line}", r.error.file))
@@ -261,7 +263,7 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
     con.print(_CHECKED)
     for line, where in _notes(recs, labels):
         con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
-    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
+    counts = {v: sum(schema_verdict(r.verdict) == v for r in recs) for v in VERDICTS}
     con.print(", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS))
     for line in approximation_notes(result, tile_bytes):
         con.print(line, soft_wrap=True, markup=False)
@@ -284,7 +286,7 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
             out.append(f"- {md_cell(line)}")
     if notes:
         out.append("")
-    counts = {v: sum(r.verdict == v for r in recs) for v in VERDICTS}
+    counts = {v: sum(schema_verdict(r.verdict) == v for r in recs) for v in VERDICTS}
     out += [", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS) + f"; {_LEGEND}.",
             "", _CHECKED]
     notes = approximation_notes(result, tile_bytes)

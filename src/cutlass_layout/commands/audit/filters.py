@@ -123,7 +123,7 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
             elif key == "stages":
                 n = parse_stages(v)
                 one.append((v, (lambda t: True) if n is None else
-                            (lambda t, w=n: t.report is not None and t.report.stages == w)))
+                            (lambda t, w=n: t.stages == w)))
             elif key == "schedule":
                 if low not in ("auto", "cooperative", "pingpong"):
                     raise BadInput(f"unknown schedule {v!r}: choose auto, cooperative or pingpong")
@@ -216,7 +216,7 @@ def _nearest(key: str, typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     if key == "grep":
         return _grep_nearest(typed, pool)
     if key == "stages":
-        have = sorted({t.report.stages for t in pool if t.report is not None and t.report.stages})
+        have = sorted({t.stages for t in pool if t.stages})
         want = int(typed)
         return "the tactics have", [str(n) for n in sorted(have, key=lambda s: (abs(s - want), s))]
     get = {"kernel": lambda t: t.kernel, "a": lambda t: t.a, "b": lambda t: t.b,

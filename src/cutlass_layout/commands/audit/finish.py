@@ -10,20 +10,21 @@ import re
 from ...errors import BadInput, NothingForArch
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.naming import MOE
-from ...model import AuditResult, AuditShard, Tactic
-from ..shard import ranked_tactics
+from ...model import AuditResult, AuditShard, Constant, Tactic, Verdict
+from ..shard import first_capacity, ranked_tactics, shard_capacities
 from .filters import filter_tests, haystack, keep_all, unmatched_filters
 from .judge import judge_sources, nothing_found, slim
 
 #: Verdicts in the order the table lists them.
-VERDICT_ORDER = ("over_capacity", "exact_fit", "does_not_compile", "fits")
+VERDICT_ORDER = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT, Verdict.DOES_NOT_COMPILE, Verdict.FITS)
 
 #: clang's error for a TVM FFI or dlpack header that is not on the include path
 _TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
 
 
 def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[tuple[list, Tactic]],
-                 asked: dict, parts: dict, *, whole: bool = True) -> AuditResult:
+                 asked: dict, parts: dict, *, whole: bool = True,
+                 capacities: dict[int, Constant] | None = None) -> AuditResult:
     """The :class:`~cutlass_layout.model.AuditResult` of what an audit (or a shard of one, or
     the merge of all of them) laid out: the filters applied, notes, capacity, order.
 
@@ -38,6 +39,9 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
             ``moe_sm80`` family's notes, None where it was not laid out).
         whole: the whole audit: one without a tactic (besides ``moe_sm80``'s) and without a
             family asked raises; a shard (False) cannot tell.
+        capacities: for a merge, the capacity constants of the tactics read back from the
+            shards' JSON (:func:`~cutlass_layout.commands.shard.shard_capacities`); None: each
+            tactic's report's.
 
     Notes, in order: the builders that failed, the TVM FFI headers missing, the runtime's
     candidate list, ``moe_sm80``'s, the filters that matched nothing (:func:`unmatched_filters`
@@ -69,7 +73,7 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
     notes += parts.get("sm80") or []
     # the arch's capacity as its headers give it, read from every kernel laid out, before the
     # filters: a filter that keeps nothing does not make it unknown
-    capacity = next((t.report.capacity for t in tactics if t.report.capacity is not None), None)
+    capacity = first_capacity(tactics, capacities)
     if family is not None:
         tactics = [t for t in tactics if t.family == family]
     unmatched = []
@@ -138,14 +142,15 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
     whole = {**parts, "candidates": next((r.shard.parts["candidates"] for r in shards
                                           if r.shard.parts["candidates"] is not None), None),
              "sm80": next((r.shard.parts["sm80"] for r in shards if r.shard.parts["sm80"] is not None), None)}
-    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), first.shard.asked, whole)
+    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), first.shard.asked, whole,
+                        capacities=shard_capacities(shards))
 
 
 def sort_tactics(tactics: list[Tactic]) -> list[Tactic]:
     """Grouped by family (``moe`` first), then over capacity, exact fits, does not compile,
     fits; within a verdict by kernel bytes, largest first, then name."""
     def key(t: Tactic):
-        kb = t.report.kernel.size if t.report.error is None and t.report.kernel else -1
+        kb = -1 if t.kernel_bytes is None else t.kernel_bytes
         return (t.family != MOE, t.family, VERDICT_ORDER.index(t.verdict), -kb, str(t.name),
                 str(t.out), str(t.fusion), bool(t.swap_ab))
     return sorted(tactics, key=key)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from ...errors import BadInput
 from ...core.cache import KINDS
-from ...model import Fix, Provenance, Tactic
+from ...model import Fix, Provenance, Tactic, Verdict
 from .run import reads
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).
 _PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cannot write")
 #: The verdicts whose tactics get a fix searched (:mod:`cutlass_layout.installs.fixes`).
-FIX_VERDICTS = ("over_capacity", "exact_fit")
+FIX_VERDICTS = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT)
 
 
 def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
@@ -56,7 +56,7 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
                                   "install's generated or JIT sources")
             continue
         source, pre, k = origins[id(t)]
-        if t.report.stages is not None and t.report.stages <= MIN_STAGES:
+        if t.stages is not None and t.stages <= MIN_STAGES:
             t.fix = Fix(fewest_stages=MIN_STAGES)  # the collective takes no fewer: nothing to search
             continue
         if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:

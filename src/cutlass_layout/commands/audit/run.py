@@ -19,7 +19,7 @@ from ...installs.source_layout import lay_out_sources
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.moe_sm80 import audit_sm80_path
 from ...cpp.preprocessor import command_line_defines
-from ...model import Provenance
+from ...model import Provenance, Verdict
 from .plan import BATCH_WEIGHT
 from .tactics import found_from, over_so_far
 
@@ -273,7 +273,7 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     if sm80 is None:  # cached_only, not cached: the rest of the audit stands
         return [f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)"]
     for i, t in enumerate(sm80.tactics):
-        if sm80.guard and t.verdict == "over_capacity":
+        if sm80.guard and t.verdict == Verdict.OVER_CAPACITY:
             t.runtime_guard = sm80.guard
         ranked.append(([len(plan.sources), i], t))
         stream.tactic(t)

@@ -14,7 +14,7 @@ from ...core.cache import KINDS
 from ...core.pool import gc_paused
 from ...installs.kernels import FoundKernel, kernel_arch
 from ...installs.naming import tactic_of
-from ...model import LayoutReport, Provenance, Tactic
+from ...model import LayoutReport, Provenance, Tactic, Verdict
 from .filters import kept_by
 
 #: The remembered names of a run's kernels (:func:`_load_names`); its row's code is what naming a kernel
@@ -38,7 +38,8 @@ def over_so_far(arch: str, file: str, payload: dict, arch_fam: str) -> list[str]
     out = []
     for j, _ in _kept(payload["kernels"], arch_fam):
         k, rep = payload["kernels"][j]["found"], payload["kernels"][j]["report"]
-        if rep.get("verdict") == "over_capacity" and rep.get("headroom_bytes") is not None:
+        # a cached report's JSON (the layout schema's verdict)
+        if rep.get("verdict") == Verdict.OVER_CAPACITY and rep.get("headroom_bytes") is not None:
             owner = re.sub(r"<.*", "<...>", re.sub(r"\(.*", "", k.get("owner") or ""))
             name = f"{owner}::{k['alias']}" if owner else k["alias"]
             size = (rep.get("kernel") or rep.get("storage") or {}).get("size")
