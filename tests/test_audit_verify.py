@@ -44,7 +44,7 @@ def test_what_is_said_when_nothing_was_compared():
 
     assert AuditVerification().lines() == ["nvcc compared no tactic: the audit shows no tactic that compiles"]
     v = AuditVerification(not_verified=["gemm_sm120 (why)"])
-    assert v.lines() == ["nvcc compared no tactic: no family shown is one it compiles",
+    assert v.lines() == ["nvcc compared no tactic: none could be verified (below)",
                          "not verified: gemm_sm120 (why)"] and v.agree
     assert audit_nvcc._spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc._spread([1, 2], 4) == [1, 2]
 
@@ -180,6 +180,68 @@ def test_a_step_killed_by_a_signal_says_so(tmp_path):
     out = _run("bash -c 'kill -9 $$'", "/bin/true", tmp_path)
     assert killed(out) == "bash was killed by signal 9 (out of memory?)"
     assert killed(_run("echo 'x.cu(1): error: y'; exit 2", "/bin/true", tmp_path)) is None
+
+
+def test_a_step_that_cannot_be_run_says_so(tmp_path):
+    """A step bash cannot run (exit status 127: a ``cudafe++`` neither in nvcc's folder nor on
+    ``PATH``) leaves a line saying so, which :func:`unanswered` reads (as it reads a kill); the
+    folder nvcc's ``--dryrun`` names (``_HERE_``) goes first on the step's ``PATH``."""
+    from cutlass_layout.checks.nvcc_probe import _run, killed, unanswered
+
+    out = _run("no-such-cudafe --x", "/bin/true", tmp_path)
+    assert unanswered(out) == "no-such-cudafe could not be run (not found in /bin:/usr/bin)" and killed(out) is None
+    tool = tmp_path / "bin" / "cudafe-here"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho ran\n")
+    tool.chmod(0o755)
+    out = _run("cudafe-here", "/bin/true", tmp_path, here=str(tool.parent))
+    assert out == "ran\n" and unanswered(out) is None
+    assert unanswered(_run("bash -c 'kill -9 $$'", "/bin/true", tmp_path)) == "bash was killed by signal 9 (out of memory?)"
+
+
+def test_a_step_not_run_is_not_verified_not_a_disagreement(monkeypatch):
+    """Where nvcc's host pass could not run a step (a wrapper ``nvcc`` whose folder has no
+    ``cudafe++``), its tactics are "not verified", never "nvcc disagrees": exit 0, not 4."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from cutlass_layout.checks.nvcc_probe import NOT_RUN
+    from cutlass_layout.model import AuditVerification
+
+    a = Path("/g/a.cu")
+    ta = SimpleNamespace(id="moe/a", family="moe", kernel_bytes=10, mainloop_bytes=6, epilogue_bytes=3, stages=2)
+    msg = f"bash: line 1: cudafe++: command not found\n{NOT_RUN}: cudafe++ could not be run (not found in /w:/usr/bin:/bin)\n"
+    monkeypatch.setattr(audit_nvcc, "_run_unit", lambda unit, nvcc: ({}, msg))
+    out = AuditVerification()
+    audit_nvcc._run([audit_nvcc.Unit([a], [], [(a, 10, ta)])], "nvcc", 1, out)
+    assert out.disagreements == [] and out.agree and out.compared == []
+    assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cudafe++ could not be run (not found in "
+                                "/w:/usr/bin:/bin) on a unit of 1 source(s)"]
+    assert out.lines()[0] == "nvcc compared no tactic: none could be verified (below)"
+
+
+@pytest.mark.nvcc
+def test_an_nvcc_wrapper_in_another_folder_runs_nvccs_own_cudafe(tmp_path):
+    """nvcc on ``PATH`` as a wrapper script in a folder with no ``cudafe++`` beside it (as
+    ccache-style setups have it): the host pass runs the ``cudafe++`` of nvcc's own folder (its
+    ``--dryrun``'s ``_HERE_``), so the source's own error comes back, not "command not found"."""
+    import shutil
+
+    from cutlass_layout.checks.nvcc_probe import host_pass, unanswered
+
+    real = shutil.which("nvcc")
+    if real is None:
+        pytest.skip("nvcc is not on PATH")
+    wrapper = tmp_path / "wrap" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    src = tmp_path / "s.cu"
+    src.write_text('template <int N> struct S { static_assert(N == 0, "cl_marker"); };\nS<1> s;\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    out = host_pass(src, ["-std=c++17", "-arch=sm_90a"], work, str(wrapper))
+    assert "cl_marker" in out and unanswered(out) is None
 
 
 def test_a_killed_nvcc_is_run_again_alone_then_not_compared(monkeypatch):

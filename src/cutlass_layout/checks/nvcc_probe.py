@@ -135,14 +135,17 @@ def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
             *module.clang_flags(), f"-I{STUB_DIR}"]
 
 
-def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> list[str]:
-    """The commands ``nvcc --dryrun`` lists for compiling ``source`` with ``flags``."""
+def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> tuple[list[str], str | None]:
+    """The commands ``nvcc --dryrun`` lists for compiling ``source`` with ``flags``, and nvcc's
+    own folder as it names it (``_HERE_=/usr/local/cuda-13.0/bin``: where its ``cudafe++``
+    lies, also when the ``nvcc`` asked is a wrapper script in another folder), or None."""
     listed = subprocess.run([nvcc, "--dryrun", *flags, "-c", "-o", str(work / "x.o"), str(source)],
                             capture_output=True, text=True, cwd=work, stdin=subprocess.DEVNULL).stderr
     steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
     if not steps:
         raise BadInput(f"nvcc --dryrun listed no steps: {listed.strip()[-300:]}")
-    return steps
+    here = next((s.split("=", 1)[1] for s in steps if s.startswith("_HERE_=")), None)
+    return steps, here
 
 
 #: The line :func:`_run` adds where a step was killed (``cicc`` of a large unit can run out of
@@ -151,14 +154,26 @@ def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> list[str]:
 KILLED = "nvcc-step-killed"
 
 
-def _run(script: str, nvcc: str, work: Path) -> str:
+#: The line :func:`_run` adds where a step could not be run at all (bash's exit status 126 or
+#: 127: a ``cudafe++`` that is neither in nvcc's folder nor on ``PATH``): no answer either.
+NOT_RUN = "nvcc-step-not-run"
+
+
+def _run(script: str, nvcc: str, work: Path, here: str | None = None) -> str:
+    """What the step ``script`` prints, run by bash in ``work`` with nvcc's own folder
+    (``here``, as its ``--dryrun`` names it) and the ``nvcc`` asked's folder first on
+    ``PATH``; a line :data:`KILLED` or :data:`NOT_RUN` added where the step was killed or
+    could not be run."""
+    path = ":".join(dict.fromkeys([*([here] if here else []), str(Path(nvcc).parent), "/usr/bin", "/bin"]))
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=work,
-                          stdin=subprocess.DEVNULL,
-                          env={"PATH": f"{Path(nvcc).parent}:/usr/bin:/bin", "TMPDIR": str(work)})
+                          stdin=subprocess.DEVNULL, env={"PATH": path, "TMPDIR": str(work)})
     out = proc.stdout + proc.stderr
+    step = Path(script.strip().split("\n")[-1].split()[0].strip('"')).name
+    if proc.returncode in (126, 127):  # bash: the command was not found, or cannot be executed
+        out += f"\n{NOT_RUN}: {step} could not be run ({'not found in ' + path if proc.returncode == 127 else 'not executable'})\n"
+        return out
     sig = -proc.returncode if proc.returncode < 0 else proc.returncode - 128 if proc.returncode > 128 else 0
     if sig:  # bash gives 128 + N for a step killed by signal N
-        step = Path(script.strip().split("\n")[-1].split()[0].strip('"')).name
         out += f"\n{KILLED}: {step} was killed by signal {sig}{' (out of memory?)' if sig == 9 else ''}\n"
     return out
 
@@ -166,6 +181,13 @@ def _run(script: str, nvcc: str, work: Path) -> str:
 def killed(messages: str) -> str | None:
     """The line saying a step of the run that printed ``messages`` was killed, or None."""
     m = re.search(rf"^{KILLED}: (.*)$", messages, re.M)
+    return m.group(1) if m else None
+
+
+def unanswered(messages: str) -> str | None:
+    """Why the run that printed ``messages`` gave no answer about the kernels it did not
+    show (a step killed, or one that could not be run), or None where every step ran."""
+    m = re.search(rf"^(?:{KILLED}|{NOT_RUN}): (.*)$", messages, re.M)
     return m.group(1) if m else None
 
 
@@ -178,13 +200,13 @@ def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = Non
         BadInput: no usable nvcc, or its ``--dryrun`` lists no such steps.
     """
     nvcc = nvcc or find_nvcc()
-    steps = _steps(nvcc, source, flags, work)
+    steps, here = _steps(nvcc, source, flags, work)
     try:
         host = [next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
                 next(s for s in steps if s.startswith("cudafe++"))]
     except StopIteration:
         raise BadInput(f"nvcc --dryrun lists no host gcc -E and cudafe++ steps ({nvcc})") from None
-    return "".join(_run(step, nvcc, work) for step in host)
+    return "".join(_run(step, nvcc, work, here) for step in host)
 
 
 def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | None = None) -> str:
@@ -199,7 +221,7 @@ def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | Non
         BadInput: no usable nvcc, or its ``--dryrun`` lists no such steps.
     """
     nvcc = nvcc or find_nvcc()
-    steps = _steps(nvcc, source, flags, work)
+    steps, here = _steps(nvcc, source, flags, work)
     try:
         device = [i for i, s in enumerate(steps) if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" in s]
         # nvcc 13 compiles -arch=sm_100a as compute_100 too (its PTX): the arch-specific pass
@@ -214,7 +236,7 @@ def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | Non
     module_id = re.search(r'--module_id_file_name "([^"]+)"', cicc)
     if module_id:
         Path(module_id.group(1)).write_text("cl_probe")
-    return _run(steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"'), nvcc, work)
+    return _run(steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"'), nvcc, work, here)
 
 
 def blank_statements(text: str, lines: Iterable[int]) -> str:

@@ -28,6 +28,7 @@ from ..checks.nvcc_probe import (
     killed,
     nvcc_flags,
     show_header,
+    unanswered,
     unit_sizes,
 )
 from ..installs.kernel_library import FAMILY as LIBRARY_FAMILY
@@ -188,12 +189,12 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
                     answers[i] = _run_unit(units[i], nvcc)
     out.seconds = round(time.perf_counter() - t0, 1)
     for unit, (got, messages) in zip(units, answers):
-        why = killed(messages)  # a killed run is no answer about the kernels it did not show
-        unanswered = set()
+        why = unanswered(messages)  # a killed (or unrunnable) step is no answer about the kernels it did not show
+        skipped = set()
         for path, line, t in unit.want:
             theirs = got.get(path, {}).get(line)
             if theirs is None and why is not None:
-                unanswered.add(t.id)
+                skipped.add(t.id)
                 continue
             mine = (t.kernel_bytes, t.mainloop_bytes, t.epilogue_bytes, t.stages)
             if theirs is not None and t.family == LIBRARY_FAMILY and theirs[3] == -1:
@@ -204,9 +205,9 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
             elif tuple(theirs) != mine:
                 out.disagreements.append(f"{t.id}: audit (kernel, mainloop, epilogue, stages) = {mine}, "
                                          f"nvcc {tuple(theirs)}")
-        if unanswered:
-            out.compared = [i for i in out.compared if i not in unanswered]
-            out.not_verified.append(f"{len(unanswered)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
+        if skipped:
+            out.compared = [i for i in out.compared if i not in skipped]
+            out.not_verified.append(f"{len(skipped)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
                                     f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
                                     + (", run alone as well" if at_once > 1 else ""))
 

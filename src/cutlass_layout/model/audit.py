@@ -555,8 +555,9 @@ class AuditVerification:
             mainloop, epilogue, stages) = (...), nvcc (...)``.
         not_verified: one line per family of the audit this check cannot compile yet,
             ``FAMILY (why)``, and one per nvcc run that was killed (``cicc`` of a large unit
-            can be killed for memory; it is run again alone first): its tactics are not
-            compared.
+            can be killed for memory; it is run again alone first) or one of whose steps could
+            not be run (a ``cudafe++`` found neither in nvcc's folder nor on ``PATH``): its
+            tactics are not compared, which is no disagreement.
         families: the families compared; sources: the generated sources compiled; units:
             the nvcc runs (translation units) they took.
         nvcc: the nvcc asked.
@@ -585,7 +586,7 @@ class AuditVerification:
         head = (f"nvcc agrees on {n - len(self.disagreements)} of {n} tactics ({self.families} "
                 f"famil{'y' if self.families == 1 else 'ies'}, {self.sources} source{'' if self.sources == 1 else 's'})")
         if not n:
-            head = "nvcc compared no tactic: " + ("no family shown is one it compiles" if self.not_verified else
+            head = "nvcc compared no tactic: " + ("none could be verified (below)" if self.not_verified else
                                                   "the audit shows no tactic that compiles")
         return [head, *(f"nvcc disagrees: {d}" for d in self.disagreements),
                 *(f"not verified: {f}" for f in self.not_verified)]
