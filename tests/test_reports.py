@@ -272,3 +272,25 @@ def test_a_report_read_back_lazily_is_the_same_and_its_bad_members_are_a_miss():
         hostile["kernel"]["fields"][0]["fields"][0].update(bad)
         with pytest.raises((TypeError, ValueError)):
             load_report(hostile)
+
+
+def test_the_tma_line_names_every_term_of_its_sum():
+    """``TmaTransactionBytes`` of SM90's mixed-input mainloop is ``TmaTransactionBytesMK +
+    TmaTransactionBytesNK + TmaTransactionBytesExtra``
+    (``sm90_mma_array_tma_gmma_rs_warpspecialized_mixed_input.hpp``): the line shows the third
+    term too, as the total minus MK and NK. Values: a tile of MK 32768 and NK 131072 bytes with
+    2048 bytes of scales, 32768 + 131072 + 2048 = 165888; a collective whose sum is MK + NK
+    alone shows two terms."""
+    from cutlass_layout.model import Constant, LayoutReport, TmaBytes
+    from cutlass_layout.reports.layout import tma_text
+
+    def rep(mk, nk, total, expr):
+        return LayoutReport(config={}, provenance=None, tma_transaction_bytes=TmaBytes(
+            Constant("TmaTransactionBytesMK", mk), Constant("TmaTransactionBytesNK", nk),
+            Constant("TmaTransactionBytes", total, expr)))
+
+    mixed = rep(32768, 131072, 165888, "TmaTransactionBytesMK + TmaTransactionBytesNK + TmaTransactionBytesExtra")
+    assert tma_text(mixed) == "MK 32768 + NK 131072 + TmaTransactionBytesExtra 2048 = 165888"
+    plain_sum = rep(16384, 16384, 32768, "TmaTransactionBytesMK + TmaTransactionBytesNK")
+    assert tma_text(plain_sum) == "MK 16384 + NK 16384 = 32768"
+    assert tma_text(rep(16384, 16384, 33792, None)) == "MK 16384 + NK 16384 + the rest 1024 = 33792"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rich.console import Console
 from rich.markup import escape
@@ -137,7 +138,7 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(escape(storage_title(rep)), soft_wrap=True)
         print_table(con, struct_table(f"SharedStorage: {escape(rep.storage.type)}", rep.storage, max_depth))
     else:
-        con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {_tma_text(rep)}")
+        con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {tma_text(rep)}")
         parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
                  if getattr(rep, n) is not None]
         note = _sizes_note(rep)
@@ -226,7 +227,7 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
                 markdown_table(_STRUCT_COLUMNS, struct_rows(rep.storage, max_depth, dotted=True))]
     else:
         out += [f"Stages: {stages_text(rep)}; TMA transaction bytes per "
-                f"stage: {_tma_text(rep)}; SharedStorage sizes: " + ", ".join(
+                f"stage: {tma_text(rep)}; SharedStorage sizes: " + ", ".join(
                     f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
                     if getattr(rep, n) is not None), ""]
     if rep.subject_kind in ("kernel2x", "direct_conv"):
@@ -294,13 +295,23 @@ def _checked_text(rep: LayoutReport) -> str:
     return "checked: types (asserts inside kernel bodies were not instantiated; --check-kernel does)"
 
 
-def _tma_text(rep: LayoutReport) -> str:
+def tma_text(rep: LayoutReport) -> str:
+    """``MK a + NK b = total``, every term of the sum: where ``TmaTransactionBytes`` adds more
+    than its MK and NK parts (SM90 mixed input's ``+ TmaTransactionBytesExtra``, the scales and
+    zeros), the rest, named as the expression names it, is the total minus MK and NK (each
+    value the compiler's)."""
     t = rep.tma_transaction_bytes
     if t is None or t.total is None:
         return "(the mainloop defines none)"
     if t.mk is None or t.nk is None:
         return f"{t.total.value}"
-    return f"MK {t.mk.value} + NK {t.nk.value} = {t.total.value}"
+    terms = [f"MK {t.mk.value}", f"NK {t.nk.value}"]
+    rest = t.total.value - t.mk.value - t.nk.value
+    if rest:
+        others = [n for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", t.total.expression or ""))
+                  if n not in (t.mk.name, t.nk.name, "TmaTransactionBytesMK", "TmaTransactionBytesNK")]
+        terms.append(f"{' + '.join(others) if others else 'the rest'} {rest}")
+    return f"{' + '.join(terms)} = {t.total.value}"
 
 
 def _label(cfg: dict) -> str:
