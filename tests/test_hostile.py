@@ -727,5 +727,5 @@ def test_ctrl_c_during_a_sweep_is_clean(nc420):
         raise
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "error: aborted", err
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "error: interrupted", err
     assert "Traceback" not in err

@@ -382,3 +382,18 @@ def test_a_scan_result_as_json():
             "diagnostics": []}
     _same_json(res.to_dict(), want)
     _same_json(res.to_dict(file_only=True), {**{k: want[k] for k in list(want)[:5]}, "files": ["a.hpp"]})
+
+
+def test_a_reports_repr_shows_what_it_knows_not_none():
+    """A report's repr names its subject by the parts it has (a tactic by its id, a config by
+    arch, kernel, A x B, tile, stages and preset) and never prints ``None``: a report without
+    a layout says so, an unknown number is ``?``."""
+    from cutlass_layout.model import Constant, LayoutReport, StructLayout
+
+    assert repr(LayoutReport(config={"tactic": "moe/x"}, provenance=None)) == "<LayoutReport moe/x: no layout>"
+    kernel = StructLayout(type="K", size=101376, align=1024, tail_padding=0)
+    cfg = {"arch": "sm120", "kernel": "grouped", "a": "nvfp4", "b": "nvfp4", "tile": [128, 128, 128], "stages": 3}
+    rep = LayoutReport(config=cfg, provenance=None, stages=3, capacity=Constant("c", 101376), kernel=kernel)
+    assert repr(rep) == ("<LayoutReport sm120 grouped nvfp4xnvfp4 128x128x128 stages=3: 3 stages, "
+                         "101376 B of 101376 B, exact_fit>")
+    assert "None" not in repr(LayoutReport(config={"type": "ns::T"}, provenance=None, kernel=kernel))

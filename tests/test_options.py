@@ -67,6 +67,18 @@ def test_unquoted_braces_get_a_hint(argv, capsys):
     assert "unexpected extra argument" in err and "quote them" in err and "'128x{128,256}x64B'" in err
 
 
+@pytest.mark.parametrize("argv", [
+    # what the shell makes of --arch sm{90,120} (unquoted)
+    ["audit", "src", "--arch", "sm90", "sm120"],
+    ["sweep", "--arch", "sm90", "sm120"],
+], ids=["audit", "sweep"])
+def test_unquoted_braces_in_an_arch_get_a_hint(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: ")
+    assert "unexpected extra argument" in err and "--arch 'sm{90,120}'" in err
+
+
 def test_other_extra_arguments_get_no_tile_hint(capsys):
     assert main(["layout", "stray"]) == 2
     err = capsys.readouterr().err

@@ -765,7 +765,7 @@ def main(argv=None) -> int:
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0
     except click.exceptions.Abort:
-        click.echo("error: aborted", err=True)
+        click.echo("error: interrupted", err=True)
         code = 130
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}{usage_hint(exc)}", err=True)

@@ -339,7 +339,14 @@ def usage_hint(exc: click.ClickException) -> str:
     if any(_SHAPE_WORD.match(w) for w in words):
         return (" (the shell expanded unquoted braces in a tile into several words: quote "
                 "them, --tile '128x{128,256}x64B', or repeat --tile)")
+    if words and all(_ARCH_WORD.match(w) for w in words):
+        return (" (the shell expanded unquoted braces in an arch into several words: quote "
+                "them, --arch 'sm{90,120}', or repeat --arch)")
     return ""
+
+
+#: A word the shell made of ``--arch sm{90,120}``: ``sm120``.
+_ARCH_WORD = re.compile(r"^sm_?\d+[af]?$")
 
 
 #: The library's words for what the command names by a flag (library messages name none).

@@ -531,15 +531,24 @@ class LayoutReport:
         }
 
     def __repr__(self) -> str:
-        c = self.config
-        what = (c["type"] if "type" in c else
-                f"{c.get('arch')} {c.get('kernel')} {c.get('a')}x{c.get('b')} "
-                f"{'x'.join(map(str, c.get('tile') or ()))} stages={c.get('stages')} {c.get('preset')}")
+        c = self.config or {}
+        if "type" in c or "tactic" in c:
+            what = c.get("type") or c["tactic"]
+        else:  # a config: the parts it has
+            ab = f"{c['a']}x{c['b']}" if c.get("a") and c.get("b") else c.get("a")
+            parts = [c.get("arch"), c.get("kernel"), ab, "x".join(map(str, c.get("tile") or ())),
+                     f"stages={c['stages']}" if c.get("stages") is not None else None, c.get("preset")]
+            what = " ".join(str(p) for p in parts if p) or "config"
         if self.error is not None:
             return f"<LayoutReport {what}: {self.error.one_line()}>"
-        n = self.smem_bytes
-        return (f"<LayoutReport {what}: {self.stages} stages, {'?' if n is None else n} B of "
-                f"{self.capacity_bytes} B, {schema_verdict(self.verdict)}>")
+        if self.smem_bytes is None:
+            return f"<LayoutReport {what}: no layout>"
+
+        def known(v) -> str:
+            return "?" if v is None else str(v)
+
+        return (f"<LayoutReport {what}: {known(self.stages)} stages, {known(self.smem_bytes)} B of "
+                f"{known(self.capacity_bytes)} B, {self.verdict}>")
 
     @classmethod
     def from_dict(cls, d: dict, *, lazy: bool = False) -> LayoutReport:
