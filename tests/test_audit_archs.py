@@ -181,3 +181,45 @@ def test_all_of_a_real_install_is_its_four_builds(spec):
     assert list(found) == ["sm90", "sm100", "sm103", "sm120"]
     for a, functions in found.items():
         assert f"gen_cutlass_fused_moe_{a}_module" in functions, (a, functions)
+
+
+def test_ctrl_c_after_an_arch_prints_the_arches_done(mini_library, monkeypatch, capsys):
+    """Ctrl-C while the second arch of ``--arch sm90 --arch sm120`` is laid out: the first
+    arch's audit is printed (its JSON), then one ``error: interrupted`` line naming the arch
+    left, exit 130; from Python, :class:`Interrupted` holds the finished arch."""
+    from cutlass_layout.errors import Interrupted
+
+    def one(lib, arch, **kwargs):
+        if arch == "sm120":
+            raise KeyboardInterrupt
+        return AuditResult(provenance={"library": "cutlass_library"}, arch=arch, capacity=None, tactics=[])
+
+    monkeypatch.setattr(library_audit, "audit_library", one)
+    with pytest.raises(Interrupted, match="^interrupted: sm120 was interrupted$") as got:
+        api.audit(str(mini_library), ["sm90", "sm120"], kernels="*x*")
+    assert got.value.partial.archs == ["sm90"] and got.value.partial.notes == ["sm120 was interrupted (Ctrl-C)"]
+    code, out, err = _run(capsys, ["audit", str(mini_library), "--arch", "sm90", "--arch", "sm120",
+                                   "--kernels", "*x*", "--json"])
+    assert code == 130 and [a["arch"] for a in json.loads(out)["audits"]] == ["sm90"]
+    assert err.strip().splitlines()[-1] == "error: interrupted: sm120 was interrupted", err
+    with pytest.raises(KeyboardInterrupt):  # nothing done yet: Ctrl-C as it was
+        api.audit(str(mini_library), ["sm120", "sm90"], kernels="*x*")
+
+
+def test_ctrl_c_in_a_flashinfer_audit_of_three_arches(mini, monkeypatch):
+    """The same for a flashinfer install: sm121 done, sm120 interrupted, sm90 not begun."""
+    from cutlass_layout.commands.audit import command
+    from cutlass_layout.errors import Interrupted
+
+    real = command.audit
+
+    def one(install, arch, **kwargs):
+        if arch == "sm120":
+            raise KeyboardInterrupt
+        return real(install, arch, **kwargs)
+
+    monkeypatch.setattr(command, "audit", one)
+    with pytest.raises(Interrupted) as got:
+        command.audit_archs(str(mini), ["sm121", "sm120", "sm90"], jobs=1)
+    assert str(got.value) == "interrupted: sm120 was interrupted, sm90 not audited"
+    assert got.value.partial.archs == ["sm121"] and got.value.partial.results[0].tactics

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from . import api
-from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError
+from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError, Interrupted
 from .options import (
     CONFIG_FLAGS,
     check_jobs_flag,
@@ -588,9 +588,13 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         raise BadInput("--format jsonl streams a flashinfer install's tactics as they come in; CUTLASS's "
                        "kernel library gives its tactics at the end: give --json")
     streamed = _stream_tactics if fmt == "jsonl" else None
-    res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                    use_cache=not no_cache, progress=True, executor=executor, shard=shard,
-                    on_tactic=streamed, **library, **filters)
+    try:
+        res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
+                        use_cache=not no_cache, progress=True, executor=executor, shard=shard,
+                        on_tactic=streamed, **library, **filters)
+    except Interrupted as exc:  # Ctrl-C after an arch was done: what is done, then exit 130
+        _print_audits(exc.partial, True, fmt, typed_in_bytes(filters.get("tile")), False)
+        raise
     _kept.append(res)  # freed by no one when the console entry point ends the process
     results = res.results if several else [res]
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)

@@ -13,7 +13,7 @@ Exit codes (the README keeps the same table; :func:`cutlass_layout.cli.main` set
      verdict out
 5    an internal error (a bug: an unexpected exception): one ``error: internal error: ...``
      line (``CUTLASS_LAYOUT_DEBUG=1`` lets the traceback out instead)
-130  interrupted (Ctrl-C)
+130  interrupted (Ctrl-C; :class:`Interrupted` where an audit of several arches finished some)
 ==== =====================================================================
 
 In Python these are plain exceptions: ``str(err)`` is one line that names values, not
@@ -57,3 +57,18 @@ class DoesNotCompile(CutlassLayoutError):
     def __init__(self, error):
         super().__init__(error.one_line())
         self.error = error
+
+
+class Interrupted(CutlassLayoutError):
+    """Ctrl-C during an audit of several arches after at least one was finished. CLI exit code
+    130, after the finished arches are printed.
+
+    ``partial`` holds their results (a :class:`cutlass_layout.model.AuditSet`, the arch that was
+    interrupted and those after it named in its ``notes``); ``str(err)`` names what was left.
+    """
+
+    exit_code = 130
+
+    def __init__(self, message: str, partial):
+        super().__init__(message)
+        self.partial = partial

@@ -36,6 +36,7 @@ from ..installs.kernel_library import (
 from ..model import AuditResult, AuditSet, Constant, LayoutReport, LibraryTactic
 from ..installs.naming import element_kind
 from ..subjects.archs import ALL, arch_list
+from .audit.command import interruption
 from .audit.filters import asked_of, filter_tests, tactic_filter, unmatched_filters
 from .audit.finish import shard_part, sort_tactics
 from .shard import check_shard, first_capacity, ranked_tactics, shard_capacities, shard_of
@@ -310,7 +311,14 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
     if kwargs.get("shard") is not None:
         check_shard(kwargs["shard"])
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
-    results = [audit_library(lib, a, **kwargs) for a in asked]
+    results: list[AuditResult] = []
+    for i, a in enumerate(asked):
+        try:
+            results.append(audit_library(lib, a, **kwargs))
+        except KeyboardInterrupt:
+            if not results:
+                raise
+            raise interruption(results, asked[i:], []) from None
     for r in results:
         if r.shard is not None:  # what its merge needs: the arches asked
             r.shard.asked["archs"] = asked

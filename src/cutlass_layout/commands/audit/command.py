@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ...errors import NothingForArch
+from ...errors import Interrupted, NothingForArch
 from ...model import AuditResult, AuditSet, Tactic
 from ...subjects.archs import ALL, arch_list, audit_arch, every_arch
 from ..shard import check_shard
@@ -203,9 +203,14 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
                              f"that builds a CUTLASS GEMM for any of {', '.join(every_arch())}")
     results: list[AuditResult] = []
     left: list[NothingForArch] = []
-    for a in dict.fromkeys(order):
+    todo = list(dict.fromkeys(order))
+    for i, a in enumerate(todo):
         try:
             results.append(audit(install, a, use_cache=use_cache, **kwargs))
+        except KeyboardInterrupt:
+            if not results:
+                raise
+            raise interruption(results, todo[i:], notes) from None
         except NothingForArch as exc:
             if a in named:
                 raise
@@ -218,4 +223,12 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     return AuditSet(results=results, notes=notes)
 
 
-__all__ = ["audit", "audit_archs"]
+def interruption(done: list[AuditResult], left: list[str], notes: list[str]) -> Interrupted:
+    """Ctrl-C in an audit of several arches, ``done`` finished, ``left[0]`` interrupted and the
+    rest of ``left`` not begun: :class:`~cutlass_layout.errors.Interrupted` holding the finished
+    arches' :class:`~cutlass_layout.model.AuditSet` (the command prints them, then exits 130)."""
+    rest = f"{left[0]} was interrupted" + (f", {', '.join(left[1:])} not audited" if left[1:] else "")
+    return Interrupted(f"interrupted: {rest}", AuditSet(results=done, notes=[*notes, f"{rest} (Ctrl-C)"]))
+
+
+__all__ = ["audit", "audit_archs", "interruption"]
