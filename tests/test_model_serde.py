@@ -397,3 +397,13 @@ def test_a_reports_repr_shows_what_it_knows_not_none():
     assert repr(rep) == ("<LayoutReport sm120 grouped nvfp4xnvfp4 128x128x128 stages=3: 3 stages, "
                          "101376 B of 101376 B, exact_fit>")
     assert "None" not in repr(LayoutReport(config={"type": "ns::T"}, provenance=None, kernel=kernel))
+
+
+def test_an_audits_repr_is_one_line():
+    """``repr`` of an :class:`AuditResult` (what a REPL shows for ``cl.audit(...)``) is one
+    line: arch, install, tactics by verdict and capacity, not every tactic's fields."""
+    from cutlass_layout.model import AuditResult, Constant
+
+    res = AuditResult(provenance={"library": "flashinfer", "version": "0.7.2.post1"}, arch="sm120",
+                      capacity=Constant("sm120_smem_capacity_bytes", 101376), tactics=[])
+    assert repr(res) == "<AuditResult sm120 of flashinfer 0.7.2.post1: 0 tactics, capacity 101376 B>"

@@ -5,6 +5,7 @@ CUTLASS's library's :class:`LibraryTactic`), :class:`AuditShard`, :class:`AuditR
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -436,6 +437,15 @@ class AuditResult:
     @property
     def capacity_bytes(self) -> int | None:
         return None if self.capacity is None else self.capacity.value
+
+    def __repr__(self) -> str:
+        """One line (the whole audit is its tactics: :attr:`tactics`, or ``to_dict()``)."""
+        prov = self.provenance if isinstance(self.provenance, dict) else {}
+        what = " ".join(str(prov[k]) for k in ("library", "version") if prov.get(k)) or "an install"
+        counts = Counter(str(t.verdict) for t in self.tactics)
+        told = ", ".join(f"{counts[v]} {v}" for v in Verdict if counts[v])
+        return (f"<AuditResult {self.arch} of {what}: {len(self.tactics)} tactics"
+                f"{f' ({told})' if told else ''}, capacity {self.capacity_bytes} B>")
 
     def over_capacity_candidates(self) -> list[Tactic]:
         """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
