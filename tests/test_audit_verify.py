@@ -10,6 +10,7 @@ FINALIZE 128x256x64B tactics' kernel SharedStorage 102400 B, mainloop 83968 B, e
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import stat
 
@@ -140,7 +141,9 @@ def test_cli_agreement_and_a_disagreement(verified, monkeypatch, capsys):
     # the audit's number changed: nvcc's stays, so they disagree (exit 4), one line
     wrong = copy.deepcopy(res)
     t = next(t for t in wrong.tactics if t.id == OVER[1])
-    t.report.kernel.size += 1024
+    kernel = dataclasses.replace(t.report.kernel, size=t.report.kernel.size + 1024)
+    t.report = dataclasses.replace(t.report, kernel=kernel)
+    t.numbers = t.report.numbers()  # a Tactic's numbers are its report's, computed once
     _replayed(monkeypatch, wrong, answers)
     assert main(argv) == 4
     out = capsys.readouterr().out.splitlines()
