@@ -253,6 +253,15 @@ def test_binary_user_header_is_bad_input(capsys):
     assert "not a text header" in err or "binary file" in err
 
 
+def test_empty_user_header_is_bad_input(tmp_path, capsys):
+    """An empty header declares nothing: exit 2 before any CUTLASS is fetched or compiled
+    (``scan`` says "empty file" too)."""
+    empty = tmp_path / "empty.h"
+    empty.write_text("\n  \n")
+    assert main(["layout", "--header", str(empty), "--type", "X"]) == 2
+    assert capsys.readouterr().err == f"error: {empty} is an empty file: it declares no type (nothing to lay out)\n"
+
+
 def test_incomplete_tree_is_bad_input(tmp_path, capsys):
     inc = tmp_path / "include" / "cutlass"
     inc.mkdir(parents=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cutlass_layout.cli import run_scan_cli
+from cutlass_layout.cli import main, run_scan_cli
 from cutlass_layout.commands.scan import SCHEMA, Struct, scan, to_json
 from cutlass_layout.errors import BadInput
 from cutlass_layout.reports.scan import render_text
@@ -536,3 +536,26 @@ def test_sed_excerpt_of_the_real_header_through_the_command(fi_tree):
     (s,) = [x for x in doc["structs"] if x["name"] == "SharedStorage"]
     assert s["line"] == 269
     assert header.read_text().split("\n")[268].strip() == "struct SharedStorage {"
+
+
+def test_cutlass_flag_on_a_folder_scans_its_cutlass_tree(tmp_path, capsys):
+    """``scan --cutlass SITE`` reads SITE as a CUTLASS source (a site-packages: flashinfer's
+    bundled tree, FACTS.md's flashinfer/data/cutlass/include), not every header below it;
+    ``scan SITE`` (a folder) still reads them all."""
+    inc = tmp_path / "flashinfer" / "data" / "cutlass" / "include"
+    (inc / "cutlass").mkdir(parents=True)
+    (inc / "cute").mkdir()
+    (inc / "cutlass" / "version.h").write_text(
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
+    (inc / "cute" / "tensor.hpp").write_text("#pragma once\n")
+    (inc / "cutlass" / "kernel.hpp").write_text("struct SharedStorage { float smem[4]; };\n")
+    other = tmp_path / "torch" / "include"
+    other.mkdir(parents=True)
+    (other / "other.h").write_text("struct OtherStorage { int x; };\n")
+    assert main(["scan", "--cutlass", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in doc["structs"]] == ["SharedStorage"]
+    assert doc["files_scanned"] == 3 and doc["root"] == str(inc)
+    assert main(["scan", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(s["name"] for s in doc["structs"]) == ["OtherStorage", "SharedStorage"]

@@ -56,7 +56,7 @@ class UserType:
         defines: macro definitions (``-D``): ``NAME`` or ``NAME=VALUE``.
 
     Raises:
-        BadInput: the header does not exist or is not text, the name or the arch is bad, a
+        BadInput: the header does not exist, is not text or is empty, the name or the arch is bad, a
             define is malformed, or ``stages`` is given and neither the header nor the type
             name uses ``STAGES``.
     """
@@ -72,7 +72,8 @@ class UserType:
         p = Path(self.header).expanduser()
         if not p.exists():
             raise BadInput(f"header not found: {self.header}")
-        head = read_file(p, what="header")[:65536]  # a regular file, readable, within the limit
+        data = read_file(p, what="header")  # a regular file, readable, within the limit
+        head = data[:65536]
         try:
             head.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -80,6 +81,8 @@ class UserType:
                 raise BadInput(f"{self.header} is not a text header (not UTF-8)") from None
         if b"\0" in head:
             raise BadInput(f"{self.header} is a binary file, not a header")
+        if not data.strip():
+            raise BadInput(f"{self.header} is an empty file: it declares no type (nothing to lay out)")
         object.__setattr__(self, "header", p.resolve())
         if not isinstance(self.type, str) or not self.type or not all(
                 part.isidentifier() or part == "" for part in self.type.split("<")[0].split("::")):
