@@ -260,6 +260,32 @@ def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list
     return out
 
 
+def tile_spelling_notes(pool: list[Tactic], tests: dict) -> list[str]:
+    """A note for each ``tile`` value with K in bytes (``MxNxKB``) that TensorRT-LLM's tile
+    names spell for other tactics than the filter keeps: the filter's ``B`` counts bytes of
+    the activation (:func:`tactic_filter`), while a name's ``CtaShape{M}x{N}x{K}B`` does not
+    always (SM90 mixed-input MoE: ``CtaShape128x128x512B`` is a CTA tile of K 512 elements
+    of a bf16 activation, 1024 bytes). The note names how many tactics are so named and the
+    ``--tile`` (K in elements) that keeps them; the filter's meaning is unchanged."""
+    from ...subjects.config import split_tile
+
+    notes = []
+    for value, _ in tests.get("tile", []):
+        typed = split_tile(value)
+        m, n, k, in_bytes = typed
+        if not in_bytes:
+            continue
+        spelled = f"CtaShape{m}x{n}x{k}B"
+        other = [t for t in pool if str(t.name or "").split("_")[0] == spelled and not _tile_matches(t, typed)]
+        if not other:
+            continue
+        tiles = sorted({"x".join(map(str, t.tile)) for t in other if t.tile})
+        notes.append(f"tile {value}: K counts bytes of the activation; {len(other)} tactic(s) named "
+                     f"{spelled}_... have CTA tile {' or '.join(tiles) or 'unknown'} (K in elements) "
+                     f"and are not kept: for them give --tile {' --tile '.join(tiles)}")
+    return notes
+
+
 def _tile_matches(t: Tactic, typed: tuple[int, int, int, bool]) -> bool:
     """Whether ``typed`` (``split_tile``: M, N, K, K in bytes) is the tactic's CTA tile (as
     its tile enum names it) or its MMA tile (:attr:`~cutlass_layout.model.Tactic.mma_tile`:
@@ -293,4 +319,5 @@ def _similar_enough(a: str, b: str) -> bool:
 
 
 __all__ = ["ELEMENT_BITS", "FILTER_KEYS", "OUTPUTS", "STREAM_LATER", "asked_of", "filter_tests", "haystack",
-           "keep_all", "kept_by", "stream_row", "tactic_filter", "unknown_family", "unmatched_filters"]
+           "keep_all", "kept_by", "stream_row", "tactic_filter", "tile_spelling_notes", "unknown_family",
+           "unmatched_filters"]

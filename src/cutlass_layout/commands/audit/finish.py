@@ -12,7 +12,7 @@ from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.naming import MOE
 from ...model import AuditResult, AuditShard, Constant, Tactic, Verdict
 from ..shard import first_capacity, ranked_tactics, shard_capacities
-from .filters import filter_tests, haystack, keep_all, unmatched_filters
+from .filters import filter_tests, haystack, keep_all, tile_spelling_notes, unmatched_filters
 from .judge import judge_sources, nothing_found, slim
 
 #: Verdicts in the order the table lists them.
@@ -84,6 +84,7 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
         unmatched.append({"filter": "family", "value": family, "nearest": [], "detail": what,
                           "note": f"family {family!r}: {what}"})
     unmatched += unmatched_filters(tactics, grep, tests)
+    notes += tile_spelling_notes(tactics, tests)
     if grep:
         tactics = [t for t in tactics if grep.lower() in haystack(t)]
     keep = keep_all(tests)
