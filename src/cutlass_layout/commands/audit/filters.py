@@ -280,9 +280,12 @@ def tile_spelling_notes(pool: list[Tactic], tests: dict) -> list[str]:
         if not other:
             continue
         tiles = sorted({"x".join(map(str, t.tile)) for t in other if t.tile})
+        kept = [t for t in pool if str(t.name or "").split("_")[0] != spelled and _tile_matches(t, typed)]
+        names = sorted({str(t.name).split("_")[0] for t in kept if t.name})
+        also = f"; it keeps {len(kept)} named {' or '.join(names)}_..." if names else ""
         notes.append(f"tile {value}: K counts bytes of the activation; {len(other)} tactic(s) named "
                      f"{spelled}_... have CTA tile {' or '.join(tiles) or 'unknown'} (K in elements) "
-                     f"and are not kept: for them give --tile {' --tile '.join(tiles)}")
+                     f"and are not kept: for them give --tile {' --tile '.join(tiles)}{also}")
     return notes
 
 
