@@ -385,6 +385,12 @@ def test_audit_reports_the_family(audited):
     assert "note: fix ?: 10 tactics not searched: its kernel is not declared in a launcher of the install's " \
            "generated or JIT sources" in _tail(audited)[1]
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
+    # the head count: 10 over 101376 B, 6 of them in the runners' candidate lists (FP8 16x256x128
+    # at 3 and 4 stages...: README), and every one of those 6 rejected by the occupancy check
+    # first (runtime_guard), so none launches: counted apart from tactics the runtime launches
+    assert _tail(audited)[2].startswith(
+        "10 over capacity (0 of them tried by the runtime, 6 more tried but rejected by the runner's "
+        "own check before launch), ")
     by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}
     assert len(by) == len(audited.tactics)
     t = by[("bf16", "bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80")]

@@ -275,9 +275,14 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
     over = [x for x in result.tactics if x.verdict == Verdict.OVER_CAPACITY]
-    tried = sum(1 for x in over if x.runtime_candidate)
-    unknown = sum(1 for x in over if x.runtime_candidate is None)
-    how = f"{tried} of them tried by the runtime" + (f", {unknown} unknown" if unknown else "")
+    # tried and launched (nothing stops it: "Error Internal"), or stopped first by the
+    # runner's own check (runtime_guard: the SM80-path launcher's occupancy check)
+    tried = sum(1 for x in over if x.runtime_candidate and x.runtime_guard is None)
+    guarded = sum(1 for x in over if x.runtime_candidate is not False and x.runtime_guard is not None)
+    unknown = sum(1 for x in over if x.runtime_candidate is None and x.runtime_guard is None)
+    how = (f"{tried} of them tried by the runtime"
+           + (f", {guarded} more tried but rejected by the runner's own check before launch" if guarded else "")
+           + (f", {unknown} unknown" if unknown else ""))
     total = (f"{counts[Verdict.OVER_CAPACITY]} over capacity ({how}), "
              f"{counts[Verdict.EXACT_FIT]} exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, "
              f"{counts[Verdict.FITS]} fit")
