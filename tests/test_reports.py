@@ -294,3 +294,36 @@ def test_the_tma_line_names_every_term_of_its_sum():
     plain_sum = rep(16384, 16384, 32768, "TmaTransactionBytesMK + TmaTransactionBytesNK")
     assert tma_text(plain_sum) == "MK 16384 + NK 16384 = 32768"
     assert tma_text(rep(16384, 16384, 33792, None)) == "MK 16384 + NK 16384 + the rest 1024 = 33792"
+
+
+def test_an_exact_fit_is_said_the_same_way_everywhere():
+    """One statement of an exact fit (model.EXACT_FIT_MEANING): ``layout``'s verdict, the audit
+    table's note, its GitHub notice, ``audit --help`` and the README say it in the same words.
+    Its content, from the sources: CUDA accepts cudaFuncAttributeMaxDynamicSharedMemorySize up to
+    the opt-in limit inclusive (232448 B on an H200: FACTS.md); TensorRT-LLM's
+    compute_occupancy_for_kernel returns 0 for ``smem_size + attr.sharedSizeBytes >=
+    max_smem_per_block``, so it rejects a kernel of exactly the limit."""
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from cutlass_layout.cli import cli
+    from cutlass_layout.model import EXACT_FIT_MEANING, AuditResult, Tactic
+    from cutlass_layout.reports.audit import _tail, to_github
+    from cutlass_layout.reports.layout import total_text
+
+    rep = replace(_report(), kernel=StructLayout("SharedStorage", 101376, 512, 128, []))  # headroom 0
+    assert rep.exact_fit and EXACT_FIT_MEANING in total_text(rep)
+    t = Tactic(family="moe", name="n", a=None, b=None, out=None, fusion=None, swap_ab=None, tile=None,
+               cluster=None, kernel=None, schedule=None, file="f.cu", line=1, launcher="L", report=rep)
+    res = AuditResult(provenance={"library": "flashinfer-python", "version": "0.0.1", "origin": "x",
+                                  "cutlass_version": "4.2.0", "tree_hash": "0"},
+                      arch="sm120", capacity=rep.capacity, tactics=[t], sources=[], notes=[])
+    assert f"note: 1 exact fit: {EXACT_FIT_MEANING}" in _tail(res)[1]
+    assert any(EXACT_FIT_MEANING in line for line in to_github(res).splitlines() if line.startswith("::notice"))
+    flat = " ".join(CliRunner().invoke(cli, ["audit", "--help"], terminal_width=1000).output.split())
+    assert EXACT_FIT_MEANING in flat
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert EXACT_FIT_MEANING in " ".join(readme.split())
+    assert not re.search(r"occupancy check\s+rejects\)", readme)  # no other wording of it

@@ -538,6 +538,11 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
 
     Exit 0 whatever the verdicts; 1 with --check; 2 bad input; 4 when nvcc disagrees.
 
+    Verdicts: fits, exact fit, over capacity, does not compile; an exact fit (headroom 0
+    B) fits and launches (CUDA takes a request of the opt-in limit itself), but one byte
+    more puts it over, and TensorRT-LLM's occupancy check, in the launchers that run one
+    (SM80 MoE, fpA_intB), rejects it.
+
     Full reference: docs/commands/audit.md
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)

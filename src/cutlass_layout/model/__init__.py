@@ -100,6 +100,7 @@ from .sweep import (
     SweepResult,
 )
 from .verdict import (
+    EXACT_FIT_MEANING,
     Verdict,
     schema_verdict,
     verdict_of,
@@ -108,6 +109,7 @@ from .verdict import (
 __all__ = [
     "AUDIT_SCHEMA",
     "DIFF_SCHEMA",
+    "EXACT_FIT_MEANING",
     "FIELD_KEYS",
     "FIELD_REQUIRED",
     "LAYOUT_SCHEMA",

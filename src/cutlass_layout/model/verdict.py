@@ -8,6 +8,16 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+#: What an exact fit means, in one sentence: the same words in ``layout``'s verdict, the audit
+#: table's note, its GitHub notice, ``audit --help`` and the README. The occupancy check is
+#: TensorRT-LLM's ``compute_occupancy_for_kernel`` (``smem_size + attr.sharedSizeBytes >=
+#: max_smem_per_block`` -> occupancy 0), run by its SM80 MoE and fpA_intB launchers; its TMA
+#: warp-specialized launchers run none.
+EXACT_FIT_MEANING = ("an exact fit (headroom 0 B) fits and launches (CUDA takes a request of the "
+                     "opt-in limit itself), but one byte more puts it over, and TensorRT-LLM's "
+                     "occupancy check, in the launchers that run one (SM80 MoE, fpA_intB), rejects it")
+
+
 class Verdict(StrEnum):
     """A kernel's verdict. The values are the words every JSON output writes (a ``str``: a
     verdict compares equal to, formats as and serializes as its value).
@@ -45,4 +55,4 @@ def schema_verdict(verdict: Verdict) -> Verdict:
     return Verdict.FITS if verdict == Verdict.EXACT_FIT else verdict
 
 
-__all__ = ["Verdict", "schema_verdict", "verdict_of"]
+__all__ = ["EXACT_FIT_MEANING", "Verdict", "schema_verdict", "verdict_of"]

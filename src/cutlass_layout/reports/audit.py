@@ -8,7 +8,7 @@ from collections import Counter
 from rich.console import Console
 from rich.markup import escape
 
-from ..model import Verdict
+from ..model import EXACT_FIT_MEANING, Verdict
 from ..sources.flashinfer import checkout_path
 from ..subjects.config import tile_text
 from .common import VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
@@ -274,6 +274,8 @@ def _tail(result) -> tuple[list[str], list[str], str, str]:
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
+    if counts[Verdict.EXACT_FIT]:
+        notes.append(f"note: {_plural(counts[Verdict.EXACT_FIT], 'exact fit')}: {EXACT_FIT_MEANING}")
     over = [x for x in result.tactics if x.verdict == Verdict.OVER_CAPACITY]
     # tried and launched (nothing stops it: "Error Internal"), or stopped first by the
     # runner's own check (runtime_guard: the SM80-path launcher's occupancy check)
@@ -444,7 +446,7 @@ def to_github(result) -> str:
     for (file, line), ts in exact.items():
         out.append(github_command(
             "notice", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
-                      f"exactly (0 B headroom): " + ", ".join(t.id for t in ts),
+                      f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
             file=file, line=line, title=f"cutlass-layout: {len(ts)} exact fit(s)"))
     _, notes, total, _ = _tail(result)
     for n in notes:

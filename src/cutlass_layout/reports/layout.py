@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..model import FieldLayout, LayoutReport, StructLayout
+from ..model import EXACT_FIT_MEANING, FieldLayout, LayoutReport, StructLayout
 from ..subjects import shapes
 from .common import (
     Column,
@@ -191,8 +191,7 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
     if rep.fits:
         verdict = color("fits", "green")
         if rep.exact_fit:
-            verdict += " " + color("(exact fit: headroom 0; TensorRT-LLM's occupancy check rejects it)",
-                                   "yellow")
+            verdict += " " + color(f"({EXACT_FIT_MEANING})", "yellow")
         else:
             verdict += f", headroom {rep.headroom_bytes} B"
     else:
