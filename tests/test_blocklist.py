@@ -287,3 +287,69 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
     assert len(res.over_capacity_candidates()) == 4
     want = sorted(len(nv1) + i for i, c in enumerate(nv2) if c in over)
     assert want == [26, 27] and doc["invalid_tactics"] == {"trtllm::fused_moe::gemm2::MoERunner": want}
+
+
+# -------------------------------------------------------------------------------------------
+# a blocklist that leaves out a tactic --check fails on says so and exits 1
+SM90_CAPACITY = 232448  # cutlass/arch/arch.h: sm90_smem_capacity_bytes = 227 KiB
+
+
+def _sm90_tactic(name: str, *, kernel_bytes: int, family: str = "moe", tried: bool | None = True,
+                 guard: str | None = None):
+    """A synthetic SM90 mixed-input MoE row (mxfp4 weight as A, bf16 activation as B, swap_ab),
+    with the numbers given (what is checked is which rows the file holds, not the numbers)."""
+    from cutlass_layout.model import KernelNumbers, Tactic, Verdict
+
+    verdict = Verdict.OVER_CAPACITY if kernel_bytes > SM90_CAPACITY else Verdict.FITS
+    return Tactic(family=family, name=name, a="mxfp4", b="bf16", out="bf16", fusion=None, swap_ab=True,
+                  tile=None, cluster=[1, 1, 1], kernel=None, schedule=None, file="k.cu", line=1,
+                  launcher="sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4>",
+                  runtime_candidate=tried, runtime_guard=guard,
+                  numbers=KernelNumbers(verdict, 2, kernel_bytes, kernel_bytes - 1024, 1024, SM90_CAPACITY,
+                                        SM90_CAPACITY - kernel_bytes))
+
+
+def _sm90_result(tactics):
+    from cutlass_layout.model import AuditResult, Constant
+
+    prov = {"library": "flashinfer-python", "version": "0.7.4", "origin": FI_074, "cutlass_version": "4.5.0",
+            "cutlass_root": "/nowhere", "tree_hash": "0"}
+    return AuditResult(provenance=prov, arch="sm90", tactics=tactics, capacity=Constant(
+        name="sm90_smem_capacity_bytes", value=SM90_CAPACITY, file="cutlass/arch/arch.h", line=40))
+
+
+FMT_074 = dict(version="0.7.4", loader="tactics_blocklist.py", metadata_key="_metadata",
+               tactics_key="invalid_tactics", metadata_fields=["flashinfer_version", "gpu"],
+               ops={1: "trtllm::fused_moe::gemm1", 2: "trtllm::fused_moe::gemm2"}, runner_class="MoERunner")
+
+
+def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path, monkeypatch, capsys):
+    """Two over-capacity tactics the runtime tries whose ids cannot be read (no candidate list
+    here), one over but rejected by a run-time guard, one that fits: the file holds no id, the
+    two are ``left_out`` (the guarded one is not: ``--check`` does not fail on it either), a
+    line says how many and why, and ``--blocklist`` exits 1 (``--check``'s code); with only
+    the guarded and the fitting tactic the file is complete and the exit is 0."""
+    from cutlass_layout import api
+    from cutlass_layout.commands.blocklist import tactics_blocklist
+    from cutlass_layout.model import BlocklistFormat
+
+    fmt = BlocklistFormat(**FMT_074)
+    over = [_sm90_tactic(f"CtaShape128x128x128B_ClusterShape_{c}_PINGPONG", kernel_bytes=SM90_CAPACITY + 1)
+            for c in ("1x1x1", "2x1x1")]
+    guarded = _sm90_tactic("t", family="moe_sm80", kernel_bytes=SM90_CAPACITY + 1, guard="occupancy check")
+    fits = _sm90_tactic("CtaShape64x128x128B_ClusterShape_1x1x1_PINGPONG", kernel_bytes=SM90_CAPACITY)
+    bl = tactics_blocklist(_sm90_result([*over, guarded, fits]), fmt)
+    assert bl.invalid_tactics == {}
+    why = "their ids in the sm90 bf16 x mxfp4 MoE runner's list could not be read from the install's code"
+    assert bl.left_out == [{"tactic": t.id, "reason": why} for t in over]
+    line = f"2 over-capacity tactics the runtime tries are not in it: {why}"
+    assert bl.left_out_line() == line
+
+    for tactics, code in (([*over, guarded, fits], 1), ([guarded, fits], 0)):
+        monkeypatch.setattr(api, "audit", lambda *a, _t=tactics, **k: _sm90_result(_t))
+        monkeypatch.setattr(api, "blocklist_format", lambda source: fmt)
+        path = tmp_path / f"bl{code}.json"
+        assert main(["audit", FI_074, "--arch", "sm90", "--json", "--blocklist", str(path)]) == code
+        err = capsys.readouterr().err
+        assert json.loads(path.read_text())["invalid_tactics"] == {}  # the ids it has: none
+        assert (f"blocklist: {line}" in err.splitlines()) == (code == 1)

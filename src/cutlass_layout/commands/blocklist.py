@@ -182,6 +182,8 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     ``use_fused_finalize=True``), under ``"<op>::<runner class>"``. The output type does not
     change a runner's list, so the f16 and bf16 twins of a tactic share their ids.
 
+    Every tactic ``audit --check`` fails on (:meth:`~cutlass_layout.model.AuditResult.check_failures`)
+    that the file does not hold is in :attr:`~cutlass_layout.model.Blocklist.left_out`, with why.
     What the file cannot hold is a note: an over-capacity tactic of another family (no
     runtime tactic list), or one whose id cannot be derived (its runner's list not read); an
     id that names a tactic that fits in another audited runner (keys do not name the data
@@ -236,13 +238,26 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
                      "GEMM2 has no FINALIZE tactics and the same ids name other tactics); every CUTLASS MoE "
                      "runner of a process reads the same keys, including those of data types this audit "
                      "does not lay out (BF16 and FP8 activations: SM80-path tactics on SM120)")
+    held = {b["tactic"] for b in blocked if b["key"] is not None}
+    left_out = [{"tactic": t.id, "reason": _why_left_out(t, result.arch)}
+                for t in result.check_failures() if t.id not in held]
     metadata = {f: (fmt.version if f == "flashinfer_version" else WILDCARD) for f in fmt.metadata_fields}
     metadata.update(generated_at=datetime.now(timezone.utc).isoformat(),
                     generator=f"cutlass-layout {_version()} audit --blocklist (shared-memory layout, "
                               f"{result.arch}, capacity {result.capacity_bytes} B; no GPU)")
     return Blocklist(format=fmt, arch=result.arch,
                      invalid_tactics={k: sorted(v) for k, v in invalid.items() if v},
-                     blocked=blocked, notes=notes, metadata=metadata)
+                     blocked=blocked, notes=notes, metadata=metadata, left_out=left_out)
+
+
+def _why_left_out(t: Tactic, arch: str) -> str:
+    """Why an over-capacity tactic the runtime tries (or may try) has no id in the file."""
+    if t.runtime_candidate is None:
+        return "the runtime may try them: its candidate list could not be read, so their ids are not known"
+    if t.family != "moe":
+        return f"the {t.family} family has no tactic ids the autotuner knows"
+    act, weight = _runner_of(t)
+    return f"their ids in the {arch} {act} x {weight} MoE runner's list could not be read from the install's code"
 
 
 def _version() -> str:
