@@ -353,3 +353,76 @@ def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path
         err = capsys.readouterr().err
         assert json.loads(path.read_text())["invalid_tactics"] == {}  # the ids it has: none
         assert (f"blocklist: {line}" in err.splitlines()) == (code == 1)
+
+
+# SM90: the mixed-input runner's ids, worked out by hand from flashinfer 0.7.4's code.
+#
+# The 16 over-capacity SM90 MoE tactics the runtime tries are mxfp4 weights x bf16 activations
+# (``sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4, ...>``, swap_ab), run by
+# ``CutlassMoeFCRunner<__nv_bfloat16, __nv_fp4_e2m1>``: ``use_wfp4a16`` (FP4 weight, BF16 T), so
+# ``use_sm90_mixed_input_gemm`` (``include/moe_kernels.h``). Its lists:
+# * ``getTmaWarpSpecializedConfigs(90, ...)`` passes GROUPED_GEMM | HOPPER | WEIGHT_ONLY (T is not
+#   WeightType; no FP4_ONLY: ``use_fp4`` is false, ``use_wfp4afp8`` too) to ``get_candidate_configs``,
+#   which returns ``get_candidate_configs_sm90``: for a grouped weight-only config,
+#   ``get_candidate_tiles_sm90`` lists 29 tiles (SM90_WEIGHT_ONLY_TILES below, in order), and each
+#   tile gets 4 configs, clusters 1x1x1, 2x1x1, 1x2x1, 2x2x1 in that order, with the one schedule of
+#   its ``std::set``: COOPERATIVE where ``sm90_supports_coop`` (M 128 with N 16/32/64 and K
+#   128/256/512; M 128 with N 128/256, M 256 with N 128, K 128/256; 256x256x128), else PINGPONG;
+#   the CUDA-kernel config is added only for non-grouped configs. 116 configs.
+# * no FINALIZE copies (``getTactics(GEMM_2)`` passes ``mayHaveFinalizeFused(sm)``, false for a
+#   mixed-input runner), swap_ab copies of the 116, then ``if (use_sm90_mixed_input_gemm)`` erases
+#   the 116 without swap_ab; no Humming block (``use_wfp4afp8`` is false); ``getAmpereConfigs``
+#   returns ``{}`` (``use_wfp4a16``). GEMM1: tactics 0..115; GEMM2, the same list: 116..231.
+# The over-capacity tiles: 64x128x512B (tile 11, PINGPONG: M 64), 128x128x512B (23, PINGPONG:
+# K 512 with N 128), 128x256x256B (25, COOPERATIVE), 256x128x256B (27, COOPERATIVE); config index
+# 4 * tile + cluster: 44-47, 92-95, 100-103, 108-111 in GEMM1, each + 116 in GEMM2.
+SM90_WEIGHT_ONLY_TILES = [f"CtaShape{m}x{n}x{k}B" for m, n, k in (
+    (64, 16, 128), (64, 16, 256), (64, 16, 512), (64, 32, 128), (64, 32, 256), (64, 32, 512),
+    (64, 64, 128), (64, 64, 256), (64, 64, 512), (64, 128, 128), (64, 128, 256), (64, 128, 512),
+    (128, 16, 128), (128, 16, 256), (128, 16, 512), (128, 32, 128), (128, 32, 256), (128, 32, 512),
+    (128, 64, 128), (128, 64, 256), (128, 64, 512), (128, 128, 128), (128, 128, 256), (128, 128, 512),
+    (128, 256, 128), (128, 256, 256), (256, 128, 128), (256, 128, 256), (256, 256, 128))]
+SM90_CLUSTERS = ["ClusterShape_1x1x1", "ClusterShape_2x1x1", "ClusterShape_1x2x1", "ClusterShape_2x2x1"]
+
+
+def _sm90_coop(tile: str) -> bool:
+    """``sm90_supports_coop`` (cutlass_heuristic.cpp), by hand."""
+    m, n, k = map(int, tile[len("CtaShape"):-1].split("x"))
+    if m == 128 and n in (16, 32, 64):
+        return k in (128, 256, 512)
+    if (m == 128 and n in (128, 256)) or (m == 256 and n == 128):
+        return k in (128, 256)
+    return (m, n, k) == (256, 256, 128)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinfer_loader):
+    from cutlass_layout.installs.candidates import sm90_moe_configs
+
+    res = audit(FI_074, arch="sm90", family="moe")
+    want_list = [(t, c, "COOPERATIVE" if _sm90_coop(t) else "PINGPONG", True)
+                 for t in SM90_WEIGHT_ONLY_TILES for c in SM90_CLUSTERS]
+    assert len(want_list) == 116 and sm90_moe_configs(res.candidates, "bf16xfp4") == want_list
+    over = [4 * SM90_WEIGHT_ONLY_TILES.index(t) + c for t in ("CtaShape64x128x512B", "CtaShape128x128x512B",
+            "CtaShape128x256x256B", "CtaShape256x128x256B") for c in range(4)]
+    assert over == [44, 45, 46, 47, 92, 93, 94, 95, 100, 101, 102, 103, 108, 109, 110, 111]
+
+    path = tmp_path / "bl.json"
+    assert main(["audit", FI_074, "--arch", "sm90", "--family", "moe", "--blocklist", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "16 over-capacity tactic(s) the runtime would try" in err and "not in it" not in err
+    doc = json.loads(path.read_text())
+    assert doc["invalid_tactics"] == {"trtllm::fused_moe::gemm1::MoERunner": over,
+                                      "trtllm::fused_moe::gemm2::MoERunner": [116 + i for i in over]}
+
+    tb = flashinfer_loader(resolve_flashinfer(FI_074).root)
+    bl = tb.TacticsBlocklist()
+    assert bl.load(str(path)) is True
+
+    class MoERunner:  # the key is the runner's class name
+        pass
+    runner = MoERunner()
+    gemm1, gemm2 = list(range(116)), list(range(116, 232))  # get_valid_tactics' two ranges
+    assert bl.filter("trtllm::fused_moe::gemm1", runner, gemm1) == [t for t in gemm1 if t not in over]
+    assert bl.filter("trtllm::fused_moe::gemm2", runner, gemm2) == [t for t in gemm2 if t - 116 not in over]
