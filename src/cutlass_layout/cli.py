@@ -671,20 +671,16 @@ def _show_audit(res, fmt: str, tile_bytes: bool) -> None:
 
 
 def _write_blocklist(res, path: str, fmt) -> bool:
-    """``audit --blocklist FILE``: write it (the ids it has); say on stderr what it holds and
-    what it cannot; True (the command exits 1) where it leaves out a tactic ``--check`` fails
-    on, with a line saying how many and why."""
+    """``audit --blocklist FILE``: write it (the ids it has); say on stderr what it holds and what it
+    cannot; True (exit 1) where it leaves out a tactic ``--check`` fails on (a line: how many, why)."""
     bl = api.tactics_blocklist(res, path, fmt=fmt)
     held = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in bl.invalid_tactics.items()) or "no tactic"
     n = len({b["tactic"] for b in bl.blocked if b["key"] is not None})
     click.echo(f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
                f"tactic(s) the runtime would try; {held}", err=True)
-    for note in bl.notes:
-        click.echo(f"note: blocklist: {note}", err=True)
-    line = bl.left_out_line()
-    if line:
-        click.echo(f"blocklist: {line}", err=True)
-    return line is not None
+    for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(bl.left_out):
+        click.echo(line, err=True)
+    return bool(bl.left_out)
 
 
 def _audit_check_fails(res, name_arch: bool = False) -> bool:
