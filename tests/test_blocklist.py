@@ -287,3 +287,142 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
     assert len(res.over_capacity_candidates()) == 4
     want = sorted(len(nv1) + i for i, c in enumerate(nv2) if c in over)
     assert want == [26, 27] and doc["invalid_tactics"] == {"trtllm::fused_moe::gemm2::MoERunner": want}
+
+
+# -------------------------------------------------------------------------------------------
+# a blocklist that leaves out a tactic --check fails on says so and exits 1
+SM90_CAPACITY = 232448  # cutlass/arch/arch.h: sm90_smem_capacity_bytes = 227 KiB
+
+
+def _sm90_tactic(name: str, *, kernel_bytes: int, family: str = "moe", tried: bool | None = True,
+                 guard: str | None = None):
+    """A synthetic SM90 mixed-input MoE row (mxfp4 weight as A, bf16 activation as B, swap_ab),
+    with the numbers given (what is checked is which rows the file holds, not the numbers)."""
+    from cutlass_layout.model import KernelNumbers, Tactic, Verdict
+
+    verdict = Verdict.OVER_CAPACITY if kernel_bytes > SM90_CAPACITY else Verdict.FITS
+    return Tactic(family=family, name=name, a="mxfp4", b="bf16", out="bf16", fusion=None, swap_ab=True,
+                  tile=None, cluster=[1, 1, 1], kernel=None, schedule=None, file="k.cu", line=1,
+                  launcher="sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4>",
+                  runtime_candidate=tried, runtime_guard=guard,
+                  numbers=KernelNumbers(verdict, 2, kernel_bytes, kernel_bytes - 1024, 1024, SM90_CAPACITY,
+                                        SM90_CAPACITY - kernel_bytes))
+
+
+def _sm90_result(tactics):
+    from cutlass_layout.model import AuditResult, Constant
+
+    prov = {"library": "flashinfer-python", "version": "0.7.4", "origin": FI_074, "cutlass_version": "4.5.0",
+            "cutlass_root": "/nowhere", "tree_hash": "0"}
+    return AuditResult(provenance=prov, arch="sm90", tactics=tactics, capacity=Constant(
+        name="sm90_smem_capacity_bytes", value=SM90_CAPACITY, file="cutlass/arch/arch.h", line=40))
+
+
+FMT_074 = dict(version="0.7.4", loader="tactics_blocklist.py", metadata_key="_metadata",
+               tactics_key="invalid_tactics", metadata_fields=["flashinfer_version", "gpu"],
+               ops={1: "trtllm::fused_moe::gemm1", 2: "trtllm::fused_moe::gemm2"}, runner_class="MoERunner")
+
+
+def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path, monkeypatch, capsys):
+    """Two over-capacity tactics the runtime tries whose ids cannot be read (no candidate list
+    here), one over but rejected by a run-time guard, one that fits: the file holds no id, the
+    two are ``left_out`` (the guarded one is not: ``--check`` does not fail on it either), a
+    line says how many and why, and ``--blocklist`` exits 1 (``--check``'s code); with only
+    the guarded and the fitting tactic the file is complete and the exit is 0."""
+    from cutlass_layout import api
+    from cutlass_layout.commands.blocklist import tactics_blocklist
+    from cutlass_layout.model import BlocklistFormat
+
+    fmt = BlocklistFormat(**FMT_074)
+    over = [_sm90_tactic(f"CtaShape128x128x128B_ClusterShape_{c}_PINGPONG", kernel_bytes=SM90_CAPACITY + 1)
+            for c in ("1x1x1", "2x1x1")]
+    guarded = _sm90_tactic("t", family="moe_sm80", kernel_bytes=SM90_CAPACITY + 1, guard="occupancy check")
+    fits = _sm90_tactic("CtaShape64x128x128B_ClusterShape_1x1x1_PINGPONG", kernel_bytes=SM90_CAPACITY)
+    bl = tactics_blocklist(_sm90_result([*over, guarded, fits]), fmt)
+    assert bl.invalid_tactics == {}
+    why = "their ids in the sm90 bf16 x mxfp4 MoE runner's list could not be read from the install's code"
+    assert bl.left_out == [{"tactic": t.id, "reason": why} for t in over]
+    line = f"2 over-capacity tactics the runtime tries are not in it: {why}"
+    assert bl.left_out_line() == line
+
+    for tactics, code in (([*over, guarded, fits], 1), ([guarded, fits], 0)):
+        monkeypatch.setattr(api, "audit", lambda *a, _t=tactics, **k: _sm90_result(_t))
+        monkeypatch.setattr(api, "blocklist_format", lambda source: fmt)
+        path = tmp_path / f"bl{code}.json"
+        assert main(["audit", FI_074, "--arch", "sm90", "--json", "--blocklist", str(path)]) == code
+        err = capsys.readouterr().err
+        assert json.loads(path.read_text())["invalid_tactics"] == {}  # the ids it has: none
+        assert (f"blocklist: {line}" in err.splitlines()) == (code == 1)
+
+
+# SM90: the mixed-input runner's ids, worked out by hand from flashinfer 0.7.4's code.
+#
+# The 16 over-capacity SM90 MoE tactics the runtime tries are mxfp4 weights x bf16 activations
+# (``sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4, ...>``, swap_ab), run by
+# ``CutlassMoeFCRunner<__nv_bfloat16, __nv_fp4_e2m1>``: ``use_wfp4a16`` (FP4 weight, BF16 T), so
+# ``use_sm90_mixed_input_gemm`` (``include/moe_kernels.h``). Its lists:
+# * ``getTmaWarpSpecializedConfigs(90, ...)`` passes GROUPED_GEMM | HOPPER | WEIGHT_ONLY (T is not
+#   WeightType; no FP4_ONLY: ``use_fp4`` is false, ``use_wfp4afp8`` too) to ``get_candidate_configs``,
+#   which returns ``get_candidate_configs_sm90``: for a grouped weight-only config,
+#   ``get_candidate_tiles_sm90`` lists 29 tiles (SM90_WEIGHT_ONLY_TILES below, in order), and each
+#   tile gets 4 configs, clusters 1x1x1, 2x1x1, 1x2x1, 2x2x1 in that order, with the one schedule of
+#   its ``std::set``: COOPERATIVE where ``sm90_supports_coop`` (M 128 with N 16/32/64 and K
+#   128/256/512; M 128 with N 128/256, M 256 with N 128, K 128/256; 256x256x128), else PINGPONG;
+#   the CUDA-kernel config is added only for non-grouped configs. 116 configs.
+# * no FINALIZE copies (``getTactics(GEMM_2)`` passes ``mayHaveFinalizeFused(sm)``, false for a
+#   mixed-input runner), swap_ab copies of the 116, then ``if (use_sm90_mixed_input_gemm)`` erases
+#   the 116 without swap_ab; no Humming block (``use_wfp4afp8`` is false); ``getAmpereConfigs``
+#   returns ``{}`` (``use_wfp4a16``). GEMM1: tactics 0..115; GEMM2, the same list: 116..231.
+# The over-capacity tiles: 64x128x512B (tile 11, PINGPONG: M 64), 128x128x512B (23, PINGPONG:
+# K 512 with N 128), 128x256x256B (25, COOPERATIVE), 256x128x256B (27, COOPERATIVE); config index
+# 4 * tile + cluster: 44-47, 92-95, 100-103, 108-111 in GEMM1, each + 116 in GEMM2.
+SM90_WEIGHT_ONLY_TILES = [f"CtaShape{m}x{n}x{k}B" for m, n, k in (
+    (64, 16, 128), (64, 16, 256), (64, 16, 512), (64, 32, 128), (64, 32, 256), (64, 32, 512),
+    (64, 64, 128), (64, 64, 256), (64, 64, 512), (64, 128, 128), (64, 128, 256), (64, 128, 512),
+    (128, 16, 128), (128, 16, 256), (128, 16, 512), (128, 32, 128), (128, 32, 256), (128, 32, 512),
+    (128, 64, 128), (128, 64, 256), (128, 64, 512), (128, 128, 128), (128, 128, 256), (128, 128, 512),
+    (128, 256, 128), (128, 256, 256), (256, 128, 128), (256, 128, 256), (256, 256, 128))]
+SM90_CLUSTERS = ["ClusterShape_1x1x1", "ClusterShape_2x1x1", "ClusterShape_1x2x1", "ClusterShape_2x2x1"]
+
+
+def _sm90_coop(tile: str) -> bool:
+    """``sm90_supports_coop`` (cutlass_heuristic.cpp), by hand."""
+    m, n, k = map(int, tile[len("CtaShape"):-1].split("x"))
+    if m == 128 and n in (16, 32, 64):
+        return k in (128, 256, 512)
+    if (m == 128 and n in (128, 256)) or (m == 256 and n == 128):
+        return k in (128, 256)
+    return (m, n, k) == (256, 256, 128)
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinfer_loader):
+    from cutlass_layout.installs.candidates import sm90_moe_configs
+
+    res = audit(FI_074, arch="sm90", family="moe")
+    want_list = [(t, c, "COOPERATIVE" if _sm90_coop(t) else "PINGPONG", True)
+                 for t in SM90_WEIGHT_ONLY_TILES for c in SM90_CLUSTERS]
+    assert len(want_list) == 116 and sm90_moe_configs(res.candidates, "bf16xfp4") == want_list
+    over = [4 * SM90_WEIGHT_ONLY_TILES.index(t) + c for t in ("CtaShape64x128x512B", "CtaShape128x128x512B",
+            "CtaShape128x256x256B", "CtaShape256x128x256B") for c in range(4)]
+    assert over == [44, 45, 46, 47, 92, 93, 94, 95, 100, 101, 102, 103, 108, 109, 110, 111]
+
+    path = tmp_path / "bl.json"
+    assert main(["audit", FI_074, "--arch", "sm90", "--family", "moe", "--blocklist", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "16 over-capacity tactic(s) the runtime would try" in err and "not in it" not in err
+    doc = json.loads(path.read_text())
+    assert doc["invalid_tactics"] == {"trtllm::fused_moe::gemm1::MoERunner": over,
+                                      "trtllm::fused_moe::gemm2::MoERunner": [116 + i for i in over]}
+
+    tb = flashinfer_loader(resolve_flashinfer(FI_074).root)
+    bl = tb.TacticsBlocklist()
+    assert bl.load(str(path)) is True
+
+    class MoERunner:  # the key is the runner's class name
+        pass
+    runner = MoERunner()
+    gemm1, gemm2 = list(range(116)), list(range(116, 232))  # get_valid_tactics' two ranges
+    assert bl.filter("trtllm::fused_moe::gemm1", runner, gemm1) == [t for t in gemm1 if t not in over]
+    assert bl.filter("trtllm::fused_moe::gemm2", runner, gemm2) == [t for t in gemm2 if t - 116 not in over]

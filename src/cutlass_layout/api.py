@@ -458,7 +458,8 @@ def tactics_blocklist(result: AuditResult, path=None, *, fmt: BlocklistFormat | 
 
     Returns:
         A :class:`Blocklist` (``invalid_tactics``, ``blocked``: each tactic with its key
-        and id, ``notes``: what the file cannot say).
+        and id, ``notes``: what the file cannot say, ``left_out``: each tactic ``audit
+        --check`` fails on that the file does not hold, with why; empty where it is complete).
 
     Raises:
         BadInput: the install has no blocklist loader; ``path``'s folder cannot be written.

@@ -536,7 +536,8 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     \b
         cutlass-layout audit flashinfer-python==0.7.4 --family moe --check --format github
 
-    Exit 0 whatever the verdicts; 1 with --check; 2 bad input; 4 when nvcc disagrees.
+    Exit 0 whatever the verdicts; 1 with --check, or --blocklist leaving out a tactic it fails
+    on; 2 bad input; 4 when nvcc disagrees.
 
     Verdicts: fits, exact fit, over capacity, does not compile; an exact fit (headroom 0
     B) fits and launches (CUDA takes a request of the opt-in limit itself), but one byte
@@ -613,7 +614,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
 def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
     """An audit's report (each arch's), its notes on stderr, then ``after()`` (the blocklist),
     nvcc's lines (``checked``) and ``--check``'s; exits 4 when nvcc disagrees, 1 when a check
-    fails."""
+    fails or ``after()`` returns True (the blocklist leaves out a tactic ``--check`` fails on)."""
     results = res.results if several else [res]
     if fmt in ("json", "jsonl"):  # several: {"audits": [each arch's object]}
         docs = [one.to_dict() for one in results]
@@ -634,8 +635,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
             click.echo(f"note: {f'{one.arch}: ' if several else ''}{named}: {u['detail']}", err=True)
     for note in (res.notes if several else ()):  # arches `all` left out, and why
         click.echo(f"note: {note}", err=True)
-    if after is not None:
-        after()
+    incomplete = after() if after is not None else False
     if fmt not in ("json", "jsonl"):  # after the report (stderr beside annotations)
         for one, check_ in zip(results, checked):
             for line in check_.lines():
@@ -643,7 +643,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
     failed = [one.arch for one in results if _audit_check_fails(one, several)] if check else []
     if any(not c.agree for c in checked):
         sys.exit(4)
-    if failed:  # every arch's lines said, then exit 1 if any arch fails
+    if failed or incomplete:  # every arch's lines said, then exit 1 if any arch fails
         sys.exit(1)
 
 
@@ -677,15 +677,17 @@ def _show_audit(res, fmt: str, tile_bytes: bool) -> None:
         render_audit(res, tile_bytes=tile_bytes)
 
 
-def _write_blocklist(res, path: str, fmt) -> None:
-    """``audit --blocklist FILE``: write it; say on stderr what it holds and what it cannot."""
+def _write_blocklist(res, path: str, fmt) -> bool:
+    """``audit --blocklist FILE``: write it (the ids it has); say on stderr what it holds and what it
+    cannot; True (exit 1) where it leaves out a tactic ``--check`` fails on (a line: how many, why)."""
     bl = api.tactics_blocklist(res, path, fmt=fmt)
     held = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in bl.invalid_tactics.items()) or "no tactic"
     n = len({b["tactic"] for b in bl.blocked if b["key"] is not None})
     click.echo(f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
                f"tactic(s) the runtime would try; {held}", err=True)
-    for note in bl.notes:
-        click.echo(f"note: blocklist: {note}", err=True)
+    for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(bl.left_out):
+        click.echo(line, err=True)
+    return bool(bl.left_out)
 
 
 def _audit_check_fails(res, name_arch: bool = False) -> bool:

@@ -5,7 +5,8 @@ Exit codes (the README keeps the same table; :func:`cutlass_layout.cli.main` set
 ==== =====================================================================
 0    computed (or scanned, swept, diffed, audited, resolved)
 1    ``layout --check``: computed and over capacity; ``audit --check``: a tactic the runtime
-     would (or may) try is over capacity, or a filter matched nothing; ``diff --exit-code``:
+     would (or may) try is over capacity, or a filter matched nothing; ``audit --blocklist``:
+     the file leaves out such a tactic (its id could not be read); ``diff --exit-code``:
      differences
 2    bad input (:class:`BadInput`): a missing path, a tree without CUTLASS, a bad value
 3    the config does not compile (:class:`DoesNotCompile`; no numbers are given)

@@ -157,6 +157,24 @@ def _runner_of(t: Tactic) -> tuple[str, str]:
     return (t.b, t.a) if t.swap_ab else (t.a, t.b)
 
 
+def _sm90_ids(cand, t: Tactic) -> list[tuple[int, int]] | None:
+    """SM90: ``[(gemm, tactic id), ...]`` of a mixed-input MoE tactic in its runner's list
+    (:func:`cutlass_layout.installs.candidates.sm90_moe_configs`: GEMM1's and GEMM2's lists
+    are the same, GEMM2's ids follow GEMM1's); None where the list cannot be read."""
+    from ..installs.candidates import sm90_moe_configs, sm90_place
+
+    place = sm90_place(t)
+    if place is None or place[0] is None or t.fusion not in (None, "none"):
+        return None
+    runner, tile, cluster, schedule, _mixed = place
+    configs = sm90_moe_configs(cand, runner)
+    if configs is None:
+        return None
+    at = [i for i, (c_tile, c_cluster, c_schedule, swap) in enumerate(configs)
+          if (c_tile, c_cluster) == (tile, cluster) and c_schedule in ("AUTO", schedule) and swap == bool(t.swap_ab)]
+    return [(1, i) for i in at] + [(2, len(configs) + i) for i in at]
+
+
 def _tactic_ids(cand, runner: tuple[str, str]) -> dict[tuple, list[tuple[int, int]]] | None:
     """``{(tile, fusion, swap_ab): [(gemm, tactic id), ...]}`` of one runner's list, or None."""
     from ..installs.candidates import moe_configs
@@ -182,6 +200,8 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     ``use_fused_finalize=True``), under ``"<op>::<runner class>"``. The output type does not
     change a runner's list, so the f16 and bf16 twins of a tactic share their ids.
 
+    Every tactic ``audit --check`` fails on (:meth:`~cutlass_layout.model.AuditResult.check_failures`)
+    that the file does not hold is in :attr:`~cutlass_layout.model.Blocklist.left_out`, with why.
     What the file cannot hold is a note: an over-capacity tactic of another family (no
     runtime tactic list), or one whose id cannot be derived (its runner's list not read); an
     id that names a tactic that fits in another audited runner (keys do not name the data
@@ -194,6 +214,8 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     lists: dict[tuple[str, str], dict | None] = {}
 
     def ids_of(t: Tactic):
+        if cand is not None and cand.sm90:
+            return _sm90_ids(cand, t) or []
         r = _runner_of(t)
         if r not in lists:
             lists[r] = _tactic_ids(cand, r) if cand is not None else None
@@ -219,7 +241,7 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     # an id blocked for one runner that names a fitting tactic of an audited runner (its
     # other output type, or other data types): the keys do not tell them apart
     moe = [t for t in result.tactics if t.family == "moe"]
-    for r in sorted({_runner_of(t) for t in moe}, key=str):
+    for r in sorted({_runner_of(t) for t in moe} if not (cand is not None and cand.sm90) else (), key=str):
         if r not in lists:
             lists[r] = _tactic_ids(cand, r) if cand is not None else None
         where = {(g, tid): c for c, pairs in (lists[r] or {}).items() for g, tid in pairs}
@@ -231,18 +253,35 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
                 if fits:
                     notes.append(f"id {tid} under {fmt.key(gemm)} is also {fits[0].id}, which fits: the key "
                                  "does not name the runner's types, so the file removes it too")
-    if any(invalid.values()):
+    if any(invalid.values()) and cand is not None and cand.sm90:
+        notes.append("the ids are the SM90 mixed-input runners' (FP4 weights; GEMM1's and GEMM2's lists alike); "
+                     "every CUTLASS MoE runner of a process reads the same keys, so they also remove the tactics "
+                     "of those numbers in the other SM90 runners' lists (FP8, BF16, F16 weights), not numbered here")
+    elif any(invalid.values()):
         notes.append("the ids are for cutlass_fused_moe's default use_fused_finalize=True (with it False "
                      "GEMM2 has no FINALIZE tactics and the same ids name other tactics); every CUTLASS MoE "
                      "runner of a process reads the same keys, including those of data types this audit "
                      "does not lay out (BF16 and FP8 activations: SM80-path tactics on SM120)")
+    held = {b["tactic"] for b in blocked if b["key"] is not None}
+    left_out = [{"tactic": t.id, "reason": _why_left_out(t, result.arch)}
+                for t in result.check_failures() if t.id not in held]
     metadata = {f: (fmt.version if f == "flashinfer_version" else WILDCARD) for f in fmt.metadata_fields}
     metadata.update(generated_at=datetime.now(timezone.utc).isoformat(),
                     generator=f"cutlass-layout {_version()} audit --blocklist (shared-memory layout, "
                               f"{result.arch}, capacity {result.capacity_bytes} B; no GPU)")
     return Blocklist(format=fmt, arch=result.arch,
                      invalid_tactics={k: sorted(v) for k, v in invalid.items() if v},
-                     blocked=blocked, notes=notes, metadata=metadata)
+                     blocked=blocked, notes=notes, metadata=metadata, left_out=left_out)
+
+
+def _why_left_out(t: Tactic, arch: str) -> str:
+    """Why an over-capacity tactic the runtime tries (or may try) has no id in the file."""
+    if t.runtime_candidate is None:
+        return "the runtime may try them: its candidate list could not be read, so their ids are not known"
+    if t.family != "moe":
+        return f"the {t.family} family has no tactic ids the autotuner knows"
+    act, weight = _runner_of(t)
+    return f"their ids in the {arch} {act} x {weight} MoE runner's list could not be read from the install's code"
 
 
 def _version() -> str:

@@ -157,6 +157,11 @@ class Candidates:
     #: (``sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass``, ``..._gemm_config``)
     mixed_dispatched: list[str] = field(default_factory=list)
     mixed_clusters: list[str] = field(default_factory=list)
+    #: SM90: whether the install's code shows the mixed-input runners' order
+    #: (:func:`read_sm90_mixed_order`): ``getTmaWarpSpecializedConfigs`` erases the configs
+    #: without swap_ab ``if (use_sm90_mixed_input_gemm)``, and ``mayHaveFinalizeFused(int sm)``
+    #: is false for them (no FINALIZE copies in GEMM2's list)
+    sm90_mixed_order: bool = False
 
     def get(self, tactic) -> bool | None:
         """Whether the runtime would try ``tactic`` (a MoE :class:`~cutlass_layout.model.Tactic`);
@@ -193,34 +198,16 @@ class Candidates:
         and its scale mode. The tile and cluster must be ones the dispatch maps: the TMA
         warp-specialized one's switches, or the mixed-input one's. None for the ACTIVATION fusion,
         other launchers (fpA_intB's dense GEMM) and types this reader does not place."""
-        import re
-
-        from ..cpp.arguments import template_args
-
         if tactic.fusion == "activation":
             return None
-        launcher = tactic.launcher or ""
-        if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
-            m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
-                             tactic.name)
-            types = [CUDA_TLLM.get(x) for x in template_args(launcher, 2)]
-            if m is None or None in types or len(types) != 2:
-                return None
-            tile, cluster, schedule, scale = m.groups()
-            runner = sm90_runner(types[0], types[1], scale)
-            tiles, clusters = self.mixed_dispatched, self.mixed_clusters
-        elif re.fullmatch(r"CtaShape\d+x\d+x\d+B", tactic.name) and tactic.cluster and len(tactic.cluster) == 3:
-            act, weight = (tactic.b, tactic.a) if tactic.swap_ab else (tactic.a, tactic.b)
-            if act == "mxfp8" or (act == "e5m2" and weight != "e5m2"):
-                return None  # an IsMXFPX runner; FP8 x FP4 runners take e4m3
-            tile, cluster, schedule = tactic.name, "x".join(map(str, tactic.cluster)), None
-            runner = sm90_runner(TLLM_TYPE.get(str(act)), TLLM_TYPE.get(str(weight)), None)
-            tiles, clusters = self.dispatched, self.dispatched_clusters
-        else:
+        place = sm90_place(tactic)
+        if place is None:
             return None
+        runner, tile, cluster, schedule, mixed = place
+        tiles, clusters = (self.mixed_dispatched, self.mixed_clusters) if mixed else \
+            (self.dispatched, self.dispatched_clusters)
         if runner is None or runner not in self.sm90:
             return None
-        cluster = f"ClusterShape_{cluster}"
         if tile not in tiles or cluster not in clusters:
             return False
         if (tactic.fusion == "finalize" or tactic.swap_ab) and not self.duplicated:
@@ -266,6 +253,38 @@ class Candidates:
                 continue
             return True
         return False
+
+def sm90_place(tactic) -> tuple[str | None, str, str, str | None, bool] | None:
+    """SM90: ``(runner, tile enum, "ClusterShape_MxNxK", mainloop schedule, mixed)`` of a MoE
+    tactic, as :meth:`Candidates._get_sm90` matches it with a list's rows: for a kernel of the
+    mixed-input launchers (:data:`~cutlass_layout.installs.moe_runners.SM90_MIXED_MOE`, ``mixed``
+    True), the runner of the launcher's first two template arguments and the name's scale mode,
+    the tile, cluster and schedule its name
+    (``CtaShape..._ClusterShape_..._<schedule>[_<scale mode>]``) gives; for one of the macro
+    launcher, the runner of its activation and weight kinds, its tile enum name and cluster, no
+    schedule. None for other names and the IsMXFPX runners' kinds (``runner`` is None for
+    types :func:`~cutlass_layout.installs.moe_runners.sm90_runner` does not key)."""
+    import re
+
+    from ..cpp.arguments import template_args
+
+    launcher = tactic.launcher or ""
+    if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
+        m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
+                         tactic.name or "")
+        types = [CUDA_TLLM.get(x) for x in template_args(launcher, 2)]
+        if m is None or None in types or len(types) != 2:
+            return None
+        tile, cluster, schedule, scale = m.groups()
+        return sm90_runner(types[0], types[1], scale), tile, f"ClusterShape_{cluster}", schedule, True
+    if re.fullmatch(r"CtaShape\d+x\d+x\d+B", tactic.name or "") and tactic.cluster and len(tactic.cluster) == 3:
+        act, weight = (tactic.b, tactic.a) if tactic.swap_ab else (tactic.a, tactic.b)
+        if act == "mxfp8" or (act == "e5m2" and weight != "e5m2"):
+            return None  # an IsMXFPX runner; FP8 x FP4 runners take e4m3
+        runner = sm90_runner(TLLM_TYPE.get(str(act)), TLLM_TYPE.get(str(weight)), None)
+        return runner, tactic.name, "ClusterShape_" + "x".join(map(str, tactic.cluster)), None, False
+    return None
+
 
 #: The condition under which the dispatch's SM103 switch runs (its tokens, spaces between)
 SM103_CONDITION = ("gemm_config . sm_version == 103 && std :: is_same_v < T , Fp4Type > && "
@@ -440,6 +459,8 @@ def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, 
     """SM90: the cases of the cluster and mixed-input dispatch switches, and the runners' lists
     (:func:`~cutlass_layout.installs.candidate_lists.sm90_lists`, with
     ``isValidHopperMOESpecialisation``'s rule); the note where they cannot be read."""
+    from ..cpp.cursors import tokens
+
     missing = [f for f in _SM90_DISPATCH if f not in sm90_fns]
     if missing:
         return f"runtime candidates: {', '.join(missing)} not found in the MoE dispatch ({DISPATCH})"
@@ -457,7 +478,47 @@ def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, 
     if isinstance(lists, str):
         return lists
     out.sm90 = lists
+    out.sm90_mixed_order = read_sm90_mixed_order(tokens(dup) if dup is not None else [], sources)
     return None
+
+
+#: ``getTmaWarpSpecializedConfigs``' statement that keeps the SM90 mixed-input runners' swap_ab
+#: configs alone, its tokens joined by spaces
+_MIXED_SWAP_ONLY = ("if ( use_sm90_mixed_input_gemm ) { tma_ws_configs . erase ( std :: remove_if ( "
+                    "tma_ws_configs . begin ( ) , tma_ws_configs . end ( ) , [ ] ( auto & config ) { "
+                    "return ! config . swap_ab ; } ) , tma_ws_configs . end ( ) ) ; }")
+#: ``CutlassMoeFCRunner``'s (``include/moe_kernels.h``) definitions the SM90 mixed-input order
+#: rests on, spaces removed: which runners are mixed-input, and that their GEMM2 has no FINALIZE
+_MIXED_DEFINITIONS = (
+    "staticconstexprbooluse_sm90_mixed_input_gemm=use_w4afp8||use_wfp4a16||use_sm90_wfp4afp8;",
+    "staticconstexprbooluse_wfp4a16=std::is_same_v<WeightType,Fp4Type>&&(std::is_same_v<T,half>||"
+    "std::is_same_v<T,__nv_bfloat16>);",
+    "staticboolmayHaveFinalizeFused(intsm){usingRunnerType=decltype(moe_gemm_runner_);returnRunnerType::"
+    "supportsTmaWarpSpecialized(sm)&&sm>=90&&!use_sm90_mixed_input_gemm;}",
+)
+#: the runner class's header, below ``csrc/nv_internal``
+MOE_KERNELS = "tensorrt_llm/kernels/cutlass_kernels/include/moe_kernels.h"
+
+
+def read_sm90_mixed_order(words: list[str], inc: Path) -> bool:
+    """Whether the install's code gives the SM90 mixed-input runners' tactic order that
+    :func:`sm90_moe_configs` builds: ``getTmaWarpSpecializedConfigs`` (its tokens, ``words``)
+    has :data:`_MIXED_SWAP_ONLY` after its swap_ab copies and before the ``Sm90Wfp4Afp8Mode``
+    block, and ``include/moe_kernels.h`` (below ``inc``) has each of
+    :data:`_MIXED_DEFINITIONS` (BF16 or F16 activations with FP4 weights are mixed-input, and
+    ``mayHaveFinalizeFused(sm)`` is false for mixed-input runners). Read from the text."""
+    text = " ".join(w for w in words if not w.startswith(("//", "/*")))
+    at = text.find(_MIXED_SWAP_ONLY)
+    if at < 0 or text.count(_MIXED_SWAP_ONLY) != 1 or not (
+            text.rfind("swap_ab = true", 0, at) >= 0 and "Sm90Wfp4Afp8Mode" in text[at:]):
+        return False
+    from ..cpp.brackets import blank_comments
+
+    try:
+        header = "".join(blank_comments((inc / MOE_KERNELS).read_text(errors="replace")).split())
+    except OSError:
+        return False
+    return all(d in header for d in _MIXED_DEFINITIONS)
 
 
 #: The SM90 dispatch functions :func:`read_candidates` reads the cases of (the TMA
@@ -588,6 +649,36 @@ def store_candidates(install, arch: str, flags: list[str], cand: Candidates) -> 
     from dataclasses import asdict
 
     CANDIDATES.put(candidates_key(install, arch, flags), asdict(cand))
+
+
+#: The SM90 runners (:func:`~cutlass_layout.installs.moe_runners.sm90_runner` keys) whose tactic
+#: order :func:`sm90_moe_configs` gives: mixed-input runners with FP4 weights (``use_wfp4a16``,
+#: ``use_sm90_wfp4afp8``), whose ``getAmpereConfigs`` adds nothing
+SM90_FP4_MIXED = ("bf16xfp4", "f16xfp4", "fp8xfp4/humming", "fp8xfp4/post")
+
+
+def sm90_moe_configs(cand: Candidates, runner: str) -> list[tuple[str, str, str, bool]] | None:
+    """An SM90 mixed-input MoE runner's config list in the runtime's order, GEMM1's and
+    GEMM2's alike, as ``CutlassMoeFCRunner::getTactics`` (``include/moe_kernels.h``) gets it
+    from ``MoeGemmRunner::getConfigs(90, mayHaveFinalizeFused(90))``
+    (``moe_gemm/moe_gemm_template_dispatch.h``): ``getTmaWarpSpecializedConfigs`` takes the rows
+    of ``get_candidate_configs(90, 1, flags)``, adds no FINALIZE copies (``mayHaveFinalizeFused``
+    is false for a mixed-input runner), appends swap_ab copies of them, erases the configs
+    without swap_ab (``if (use_sm90_mixed_input_gemm)``), then appends the Humming pre-MMA
+    block's configs (swap_ab set); ``getAmpereConfigs`` adds none (an FP4 weight:
+    ``isValidAmpereMOESpecialisation``, and ``use_wfp4a16`` returns early). So the list is
+    the swap_ab copies of :attr:`Candidates.sm90`'s rows, in order. Each entry is ``(tile
+    enum, cluster shape, mainloop schedule, swap_ab)``; GEMM2's tactic ids follow GEMM1's
+    (:mod:`cutlass_layout.commands.blocklist`).
+
+    None where the order cannot be read from the install's code (:attr:`Candidates.sm90_mixed_order`,
+    the duplications not FINALIZE then swap_ab, the TMA configs not first, the Ampere list not
+    empty for FP4 operands) or for another runner than :data:`SM90_FP4_MIXED`'s."""
+    if cand.note is not None or not cand.sm90_mixed_order or cand.duplication != ["finalize", "swap_ab"] \
+            or not cand.fallback_excludes_fp4 or not cand.tma_first or runner not in SM90_FP4_MIXED \
+            or runner not in cand.sm90:
+        return None
+    return [(tile, cluster, schedule, True) for tile, cluster, schedule, _humming in cand.sm90[runner]]
 
 
 def moe_configs(cand: Candidates, activation: str, weight: str,

@@ -53,6 +53,10 @@ class Blocklist:
             share a key).
         metadata: the ``_metadata`` block: the install's ``flashinfer_version``, ``"*"`` for
             every other field the loader compares, and what wrote it.
+        left_out: the tactics ``audit --check`` fails on (over capacity, tried or maybe tried
+            by the runtime, no run-time guard) that the file does not hold, one
+            ``{tactic (its audit id), reason}`` each: the file is complete where this is
+            empty (``audit --blocklist`` exits 1 otherwise).
     """
 
     format: BlocklistFormat
@@ -61,6 +65,19 @@ class Blocklist:
     blocked: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metadata: dict = field(default_factory=dict)
+    left_out: list[dict] = field(default_factory=list)
+
+    def left_out_line(self) -> str | None:
+        """One line on :attr:`left_out` (how many, and why, by reason), None where nothing
+        is left out."""
+        if not self.left_out:
+            return None
+        reasons: dict[str, int] = {}
+        for x in self.left_out:
+            reasons[x["reason"]] = reasons.get(x["reason"], 0) + 1
+        why = "; ".join(f"{n} of them: {r}" if len(reasons) > 1 else r for r, n in reasons.items())
+        n = len(self.left_out)
+        return f"{n} over-capacity tactic{'s' if n != 1 else ''} the runtime tries {'are' if n != 1 else 'is'} not in it: {why}"
 
     def to_json(self) -> dict:
         """The file's JSON object: ``{metadata key: {...}, tactics key: {key: [ids]}}``, as
