@@ -277,7 +277,7 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
 
 @_renamed(path="source")
-def scan(source, grep: str | None = None, *, line_offset: int = 0, cutlass: bool = False) -> ScanResult:
+def scan(source, grep: str | None = None, *, line_offset: int = 0, as_cutlass: bool = False) -> ScanResult:
     """Every ``*Storage`` struct and TMA-bytes / stages / capacity constant a header, a folder
     or a CUTLASS source declares, read with tree-sitter, without compiling (``cutlass-layout
     scan``): declarations as written, not sizes (docs/python-api.md#scan).
@@ -288,7 +288,7 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0, cutlass: bool
         grep: keep the structs and constants whose (qualified) name contains this.
         line_offset: a single header only: it is an excerpt starting after this many lines
             of the real file (lines are reported as the real file's).
-        cutlass: ``source`` is a CUTLASS source even where it is a folder (a site-packages, a
+        as_cutlass: ``source`` is a CUTLASS source even where it is a folder (a site-packages, a
             checkout): its CUTLASS include root is scanned (``scan --cutlass SRC``).
 
     Returns:
@@ -301,7 +301,7 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0, cutlass: bool
 
     Example: ``scan("flashinfer-python==0.7.2.post1", grep="TensorStorage").structs``
     """
-    return _scan.scan(source, grep, line_offset=line_offset, cutlass=cutlass)
+    return _scan.scan(source, grep, line_offset=line_offset, as_cutlass=as_cutlass)
 
 
 @_renamed(src="source")

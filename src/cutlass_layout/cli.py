@@ -423,10 +423,10 @@ def _arch_values(raw) -> list[str]:
 
 
 def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
-                 file_only: bool = False, line_offset: str | None = None, cutlass: bool = False) -> int:
+                 file_only: bool = False, line_offset: str | None = None, as_cutlass: bool = False) -> int:
     """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only] [--line-offset N|FILE:START]``.
 
-    ``cutlass``: PATH came as ``--cutlass SRC`` (a folder is read as a CUTLASS source).
+    ``as_cutlass``: PATH came as ``--cutlass SRC`` (a folder is read as a CUTLASS source).
 
     PATH ``-`` reads one header's text from stdin. Prints the result to stdout (text, or
     JSON with ``json_out``) and returns the exit code: 0 when the scan ran (diagnostics
@@ -447,7 +447,7 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
             if name is not None:
                 raise BadInput("--line-offset FILE:START names the real file of stdin's text; "
                                "for a file give --line-offset N")
-            result = api.scan(path, grep=grep, line_offset=offset, cutlass=cutlass)
+            result = api.scan(path, grep=grep, line_offset=offset, as_cutlass=as_cutlass)
     except BadInput as exc:
         print(f"error: {in_flag_words(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -491,7 +491,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     if target is None:
         raise BadInput("give what to scan: PATH (a header, a directory, a source), - for stdin, "
                        "or --cutlass SRC")
-    sys.exit(run_scan_cli(target, as_json, grep, file_only, line_offset, cutlass=cutlass_src is not None))
+    sys.exit(run_scan_cli(target, as_json, grep, file_only, line_offset, as_cutlass=cutlass_src is not None))
 
 
 @cli.command("audit")

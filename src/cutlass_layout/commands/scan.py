@@ -193,7 +193,7 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
     return result
 
 
-def scan(path, grep: str | None = None, *, line_offset: int = 0, cutlass: bool = False) -> ScanResult:
+def scan(path, grep: str | None = None, *, line_offset: int = 0, as_cutlass: bool = False) -> ScanResult:
     """Scan a header, a directory of headers or a CUTLASS source.
 
     ``path`` is an existing file (scanned alone, whatever its suffix), an existing directory
@@ -206,7 +206,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0, cutlass: bool =
     Returns a :class:`ScanResult`; file paths in it are relative to the scanned root (the
     file's directory for a single file). ``line_offset`` (a single file only): the file is
     an excerpt that starts after that many lines of the real one (see :func:`scan_text`).
-    ``cutlass`` (``scan --cutlass SRC``): ``path`` is a CUTLASS source, a folder too (a
+    ``as_cutlass`` (``scan --cutlass SRC``): ``path`` is a CUTLASS source, a folder too (a
     site-packages, a checkout): its CUTLASS include root is scanned, not every header below it.
 
     Raises:
@@ -220,7 +220,7 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0, cutlass: bool =
     p = Path(text).expanduser()
     source = None
     if line_offset:
-        if cutlass or not p.is_file() or p.name.endswith(".whl"):
+        if as_cutlass or not p.is_file() or p.name.endswith(".whl"):
             raise BadInput(f"a line offset applies to one header (or stdin), not to {text}")
         try:
             data = p.read_bytes()
@@ -229,13 +229,13 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0, cutlass: bool =
         result = scan_text(data, p.name, line_offset=line_offset, grep=grep, root=str(p.parent))
         result.seconds = time.perf_counter() - t0
         return result
-    if p.is_file() and not p.name.endswith(".whl") and not cutlass:
+    if p.is_file() and not p.name.endswith(".whl") and not as_cutlass:
         root = p.parent
         rel = p.name
         structs, consts, diags, parsed = _scan_file(str(p), rel, strict=True)
         result = ScanResult(str(root), structs, consts, diags, 1, int(parsed))
     else:
-        if p.is_dir() and not cutlass:
+        if p.is_dir() and not as_cutlass:
             root = p
         elif p.exists() and not p.is_dir() and not p.is_file():
             raise BadInput(f"not a file or directory: {text} is {file_kind(p)}")
