@@ -206,8 +206,8 @@ def print_table(console, table) -> None:
     out.print(table)
     console.file.write(_TRAILING.sub(r"\1", out.file.getvalue()))
     if gone:
-        console.print(f"({', '.join(gone)}: left out to fit the terminal's {console.width} columns; "
-                      "--wide shows all)", highlight=False, soft_wrap=True)
+        console.print(f"(left out to fit {console.width} columns: {', '.join(gone)}; --wide shows all)",
+                      highlight=False, soft_wrap=False)
 
 
 def _text(cell) -> str:
