@@ -97,7 +97,7 @@ def test_markdown_cells():
     ("default nvidia-cutlass==4.2.0.0 (wheel nvidia_cutlass-4.2.0.0-py3-none-any.whl, cached)", "4.2.0",
      "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"),
     ("wheel /tmp/w/flashinfer_python-0.6.8-py3-none-any.whl", "4.4.2", "flashinfer-python 0.6.8 (CUTLASS 4.4.2)"),
-    ("directory /home/me/cutlass/include", "4.5.0", "/home/me/cutlass/include (CUTLASS 4.5.0)"),
+    ("directory /home/me/cutlass/include", "4.5.0", "CUTLASS 4.5.0"),
     ("installed flashinfer", "4.5.0", "flashinfer (CUTLASS 4.5.0)"),
 ])
 def test_source_name(origin, version, name):

@@ -40,6 +40,7 @@ from .options import (
     output_format,
     plot_written,
     source_options,
+    text_console,
 )
 from .reports import audit as audit_report
 from .reports import layout as layout_report
@@ -177,7 +178,7 @@ def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...], tile_bytes
         click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs,
                                              tile_bytes=tile_bytes), nl=False)
     else:
-        layout_report.render(rep, max_depth=depth or None, structs=structs, tile_bytes=tile_bytes)
+        layout_report.render(rep, text_console(), max_depth=depth or None, structs=structs, tile_bytes=tile_bytes)
 
 
 def _verify_preflight(verify, subject):
@@ -321,7 +322,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     elif fmt == "markdown":
         click.echo(to_markdown(result, tile_bytes=tile_bytes), nl=False)
     else:
-        render(result, tile_bytes=tile_bytes)
+        render(result, text_console(), tile_bytes=tile_bytes)
     if plot_file:
         from .reports.plot import plot_sweep_result
 
@@ -342,7 +343,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @limits_option
 @click.argument("old")
 @click.argument("new")
-@format_options("text", "markdown", "json")
+@format_options("text", "markdown", "json", wide=False)
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid file.")
@@ -662,7 +663,7 @@ def _show_audit(res, fmt: str, tile_bytes: bool) -> None:
         elif fmt == "github":
             click.echo(library_audit.to_github(res), nl=False)
         else:
-            library_audit.render_library_audit(res)
+            library_audit.render_library_audit(res, text_console())
     elif fmt == "markdown":
         from .reports.audit import to_markdown
 
@@ -674,7 +675,7 @@ def _show_audit(res, fmt: str, tile_bytes: bool) -> None:
     else:
         from .reports.audit import render_audit
 
-        render_audit(res, tile_bytes=tile_bytes)
+        render_audit(res, text_console(), tile_bytes=tile_bytes)
 
 
 def _write_blocklist(res, path: str, fmt) -> bool:

@@ -151,11 +151,34 @@ def library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiat
     return {k: v for k, v in given.items() if v is not None}
 
 
-def format_options(*formats: str):
+#: Where ``--wide`` leaves its value, in the click context's ``meta``.
+_WIDE = "cutlass_layout.wide"
+
+
+def _note_wide(ctx, param, value):
+    ctx.meta[_WIDE] = bool(value)
+
+
+def text_console():
+    """The console a text report prints on: the terminal's width, whose tables leave their
+    low-value columns out to fit it, or every column with ``--wide``; a pipe gets every
+    column (:func:`cutlass_layout.reports.layout.default_console`)."""
+    from .reports.layout import default_console
+
+    ctx = click.get_current_context(silent=True)
+    return default_console(wide=bool(ctx is not None and ctx.meta.get(_WIDE)))
+
+
+def format_options(*formats: str, wide: bool = True):
     """Decorator adding ``--format`` (parameter ``fmt``, one of ``formats``, default
     ``text``) and the shorthands ``--json`` (``as_json``) and, where CSV is a format,
-    ``--csv`` (``as_csv``); :func:`output_format` reconciles them."""
+    ``--csv`` (``as_csv``); :func:`output_format` reconciles them. ``wide``: also ``--wide``
+    (:func:`text_console`: the text tables keep every column on a terminal too narrow)."""
     def decorate(f):
+        if wide:
+            f = click.option("--wide", is_flag=True, expose_value=False, callback=_note_wide,
+                             help="Text tables: every column, however wide the terminal is "
+                                  "(a narrow one leaves some out, and says which).")(f)
         if "csv" in formats:
             f = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(f)
         f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)

@@ -11,7 +11,8 @@ from rich.markup import escape
 from ..model import EXACT_FIT_MEANING, Verdict
 from ..sources.flashinfer import checkout_path
 from ..subjects.config import tile_text
-from .common import VERDICT_TEXT, Column, markdown_table, md_cell, print_table, rich_table, source_name, verdict_words
+from .common import (VERDICT_TEXT, Column, markdown_table, md_cell, origin_words, print_table, rich_table, source_name,
+                     verdict_words)
 from .layout import default_console
 
 _VERDICT_STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "yellow", Verdict.OVER_CAPACITY: "red",
@@ -105,21 +106,21 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("verdict"), verdict_cell),
         (Column("tactic", wrap=True, code=True), lambda x: str(x.name or x.launcher)),
         (Column("A x B"), lambda x: f"{x.a or '?'} x {x.b or '?'}"),
-        (Column("out"), lambda x: str(x.out or "-")),
-        (Column("fusion"), lambda x: str(x.fusion or "-")),
+        (Column("out", drop=1), lambda x: str(x.out or "-")),
+        (Column("fusion", drop=1), lambda x: str(x.fusion or "-")),
         (Column("swap"), lambda x: "" if not x.swap_ab else "swap"),
-        (Column("arch tag"), lambda x: "-" if x.sm_version is None else f"Sm{x.sm_version}"),
-        (Column("MMA"), lambda x: "-" if x.mma_sms is None else f"{x.mma_sms}SM"),
-        (Column("cluster"), cluster),
-        (Column("epi"), lambda x: str(x.epilogue_schedule or "-")),
+        (Column("arch tag", drop=2), lambda x: "-" if x.sm_version is None else f"Sm{x.sm_version}"),
+        (Column("MMA", drop=2), lambda x: "-" if x.mma_sms is None else f"{x.mma_sms}SM"),
+        (Column("cluster", drop=2), cluster),
+        (Column("epi", drop=2), lambda x: str(x.epilogue_schedule or "-")),
         (Column("tile"), tile),
-        (Column("stages", right=True), lambda x: num(x, x.stages)),
-        (Column("mainloop", right=True), lambda x: num(x, x.mainloop_bytes)),
-        (Column("epilogue", right=True), lambda x: num(x, x.epilogue_bytes)),
+        (Column("stages", right=True, drop=3), lambda x: num(x, x.stages)),
+        (Column("mainloop", right=True, drop=5), lambda x: num(x, x.mainloop_bytes)),
+        (Column("epilogue", right=True, drop=5), lambda x: num(x, x.epilogue_bytes)),
         (Column("kernel", right=True), lambda x: num(x, x.kernel_bytes)),
         (Column("headroom", right=True), lambda x: num(x, x.headroom_bytes)),
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
-        (Column("fix"), fix_cell),
+        (Column("fix", drop=4), fix_cell),
     ]
     optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
                 "tried": lambda x: x.runtime_candidate is not None, "fix": lambda x: x.fix is not None}
@@ -184,13 +185,20 @@ def shard_words(result) -> str:
     return "" if sh is None else f", shard {sh.index}/{sh.count}"
 
 
+def install_name(p: dict) -> str:
+    """The install of an audit's provenance ``p`` by distribution and version and how it was
+    found, never a local path (:func:`~cutlass_layout.reports.common.origin_words`):
+    ``flashinfer-python 0.7.4 (a directory)``."""
+    return f"{p['library']} {p['version']} ({origin_words(p['origin'])})"
+
+
 def _head(result) -> list[str]:
     p = result.provenance
     cap = result.capacity
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     parsed = [s for s in result.sources if not s.get("skipped")]
     capacity = f"; capacity {cap.value} B{where}" if cap is not None else ""
-    return [f"{p['library']} {p['version']} ({p['origin']}){shard_words(result)}",
+    return [f"{install_name(p)}{shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
             f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} {_origins(result, parsed)}"
             f"{capacity}"]
@@ -331,7 +339,8 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     the counts (bytes)."""
     p = result.provenance
     first, second, third = _head(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}{shard_words(result)}", "",
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=p['library'], version=p['version'])}, "
+           f"{result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
     for fam, items in _families(result).items():
         columns, rows = _columns_and_rows(items, tile_bytes)
@@ -452,6 +461,6 @@ def to_github(result) -> str:
     for n in notes:
         if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete
             out.append(github_command("warning", n, title="cutlass-layout: sources with an error"))
-    out.append(f"cutlass-layout: {p['library']} {p['version']} ({p['origin']}), "
+    out.append(f"cutlass-layout: {install_name(p)}, "
                f"{result.arch}{shard_words(result)}: {total}")
     return "\n".join(out) + "\n"

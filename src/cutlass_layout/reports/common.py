@@ -14,6 +14,7 @@ say what a preset's numbers approximate (:func:`approximation_head`,
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -76,12 +77,15 @@ class Column:
         wrap: the column that folds onto more lines when the table is too wide (at most one
             per table; the others keep the width of their widest cell).
         code: in Markdown, the cells are code (backticks): types, file names, member names.
+        drop: how early a terminal too narrow for the table leaves the column out (0: never;
+            a higher one goes first; :func:`print_table`).
     """
 
     header: str
     right: bool = False
     wrap: bool = False
     code: bool = False
+    drop: int = 0
 
 
 VERDICT_TEXT = {Verdict.FITS: "fits", Verdict.EXACT_FIT: "exact fit", Verdict.OVER_CAPACITY: "over capacity",
@@ -94,14 +98,23 @@ def verdict_words(verdict: Verdict) -> str:
     return VERDICT_TEXT.get(verdict, str(verdict))
 
 
+#: The width a wrapping column (a tactic's name, a C++ type) keeps while columns are left
+#: out to fit a terminal: narrower than this, a column goes before the name folds further.
+WRAP_KEEP = 20
+
+
 def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | None = None,
-               styles: list[str | None] | None = None, last_bold: bool = False):
+               styles: list[str | None] | None = None, last_bold: bool = False,
+               wrap_max: int | None = None):
     """A :class:`rich.table.Table` of ``rows`` (cells are plain text, never markup, or
     ``(text, style)``).
 
     ``styles`` gives each row a style (``"red"``, ``None``); ``last_bold`` sets the last row
     in bold (a ``sizeof`` line). Every column but the ``wrap`` one is at least as wide as its
-    widest cell, so a narrow terminal folds the wrapping column instead of dropping numbers.
+    widest cell, so a narrow terminal folds the wrapping column instead of dropping numbers;
+    ``wrap_max`` caps the wrapping column's width (it folds there). The table keeps
+    ``fit_spec`` (its columns, rows and options), which :func:`print_table` remakes it from
+    with columns left out.
     """
     from rich import box
     from rich.table import Table
@@ -111,7 +124,8 @@ def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | Non
     for i, c in enumerate(columns):
         widest = max([len(c.header)] + [len(_text(r[i])) for r in rows])
         if c.wrap:
-            t.add_column(c.header, overflow="fold", ratio=1, min_width=min(widest, 10))
+            t.add_column(c.header, overflow="fold", ratio=1, min_width=min(widest, 10),
+                         max_width=None if wrap_max is None else max(wrap_max, min(widest, 10)))
         else:
             t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True,
                          min_width=widest)
@@ -121,23 +135,79 @@ def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | Non
             style = "bold"
         t.add_row(*(Text(x[0], style=x[1] or "") if isinstance(x, tuple) else Text(x)
                     for x in r), style=style)
+    t.fit_spec = (columns, rows, {"title": title, "styles": styles, "last_bold": last_bold})
     return t
 
 
+def _without(spec, gone: set[str], wrap_max: int | None):
+    """The table of ``spec`` (a table's ``fit_spec``) without the columns headed ``gone``."""
+    columns, rows, options = spec
+    keep = [i for i, c in enumerate(columns) if c.header not in gone]
+    return rich_table([columns[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                      wrap_max=wrap_max, **options)
+
+
+def _fitted(console, table, need) -> tuple[object, list[str]]:
+    """``table`` made to fit ``console.width``: columns left out by their ``drop`` (highest
+    first) while the table, its wrapping column at :data:`WRAP_KEEP`, is wider than the
+    terminal; then the wrapping column folded to what is left. Returns the table and the
+    headers left out (none where even all of them out would not make it fit)."""
+    spec = getattr(table, "fit_spec", None)
+    if spec is None:
+        return table, []
+    columns = spec[0]
+    order = sorted((c for c in columns if c.drop), key=lambda c: -c.drop)
+    gone: list[str] = []
+    wraps = any(c.wrap for c in columns)
+    cap = WRAP_KEEP if wraps else None
+    while order and need(_without(spec, set(gone), cap)) > console.width:
+        gone.append(order.pop(0).header)
+    t = _without(spec, set(gone), None)
+    if wraps:  # fold the name into what the other columns leave
+        full = need(t)
+        if full > console.width:
+            t = _without(spec, set(gone), max(1, _wrap_width(spec, gone) - (full - console.width)))
+    if need(t) > console.width:
+        return table, []
+    return t, gone
+
+
+def _wrap_width(spec, gone) -> int:
+    columns, rows, _ = spec
+    i = next(i for i, c in enumerate(columns) if c.wrap)
+    return max([len(columns[i].header)] + [len(_text(r[i])) for r in rows])
+
+
+#: An end of line's spaces, before the terminal's style codes that may close it.
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.M)
+
+
 def print_table(console, table) -> None:
-    """Print a table of :func:`rich_table` on ``console``: where the terminal is narrower
-    than its narrowest form (every number whole, the wrapping column folded), the lines are
-    printed whole (the terminal wraps them) rather than a column cut."""
+    """Print a table of :func:`rich_table` on ``console``, no line ending in a space.
+
+    On a terminal narrower than the table, columns are left out by their ``drop`` (lowest
+    value last) and the wrapping column folds, and a line under the table names the columns
+    left out and that ``--wide`` shows them all. Where nothing makes it fit (every number
+    whole, the wrapping column folded), and on a console that is no terminal (a pipe, a
+    file: whoever reads it gets every column), the lines are printed whole (a terminal wraps
+    them) rather than a column cut."""
     from rich.console import Console
     from rich.measure import Measurement
 
-    need = Measurement.get(console, console.options.update_width(100_000), table).minimum
-    if need <= console.width:
-        console.print(table)
-        return
-    wide = Console(width=need, file=console.file, color_system=console.color_system,
-                   force_terminal=console.is_terminal, highlight=False, soft_wrap=True)
-    wide.print(table)
+    def need(t) -> int:
+        return Measurement.get(console, console.options.update_width(100_000), t).minimum
+
+    gone: list[str] = []
+    if console.is_terminal and need(table) > console.width:
+        table, gone = _fitted(console, table, need)
+    width = max(need(table), console.width)
+    out = Console(width=width, color_system=console.color_system, force_terminal=console.is_terminal,
+                  highlight=False, soft_wrap=True, record=False, file=io.StringIO())
+    out.print(table)
+    console.file.write(_TRAILING.sub(r"\1", out.file.getvalue()))
+    if gone:
+        console.print(f"(left out to fit {console.width} columns: {', '.join(gone)}; --wide shows all)",
+                      highlight=False, soft_wrap=False)
 
 
 def _text(cell) -> str:
@@ -168,27 +238,49 @@ def markdown_table(columns: list[Column], rows: list[list[str]]) -> str:
 _WHEEL = re.compile(r"(?P<name>[A-Za-z0-9_.]+?)-(?P<version>\d[^-]*)-.*\.whl$")
 
 
-def source_name(origin: str | None, cutlass_version: str | None = None) -> str:
-    """The source as the user gave it, for a title: ``flashinfer-python 0.7.2.post1 (CUTLASS
-    4.5.0)`` for ``flashinfer-python==0.7.2.post1`` or its wheel, the directory for a tree,
-    the distribution for an installed one (``origin`` as
-    :func:`cutlass_layout.sources.trees.resolve_cutlass` writes it)."""
+def source_name(origin: str | None, cutlass_version: str | None = None, *, library: str | None = None,
+                version: str | None = None) -> str:
+    """The source by distribution and version, for a title; never a local path (a report is
+    pasted into a PR): ``flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)`` for
+    ``flashinfer-python==0.7.2.post1`` or its wheel; ``library version`` where the caller
+    knows them (an audit's provenance: a site-packages folder's flashinfer-python, a
+    checkout's version); the distribution for an installed one; for a directory or checkout
+    with no distribution named, ``CUTLASS <version>`` (from the tree's headers) alone.
+    ``origin`` is as :func:`cutlass_layout.sources.trees.resolve_cutlass` writes it."""
     origin = origin or ""
-    name = origin
+    name = ""
     m = re.match(r"(?:default )?([A-Za-z0-9_.-]+)==(\S+)", origin)
     if m:
         name = f"{m.group(1)} {m.group(2)}"
     elif origin.startswith("wheel "):
         w = _WHEEL.search(origin.split("/")[-1])
-        name = f"{w.group('name').replace('_', '-')} {w.group('version')}" if w else origin[6:]
-    elif origin.startswith("directory "):
-        name = origin[len("directory "):]
+        name = f"{w.group('name').replace('_', '-')} {w.group('version')}" if w else _basename(origin[6:])
+    elif library:
+        name = f"{library} {version}" if version and version != "unknown" else f"{library} (version unknown)"
     elif origin.startswith("installed "):
         name = origin[len("installed "):]
     cut = f"CUTLASS {cutlass_version}" if cutlass_version else ""
     if not name:
-        return cut
+        return cut or "CUTLASS (version unknown)"
     return f"{name} ({cut})" if cut else name
+
+
+def _basename(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def origin_words(origin: str | None) -> str:
+    """How a source was found, in words without a local path: ``a directory`` (was
+    ``directory /home/me/site-packages``), ``a git checkout``, ``wheel NAME.whl``; an origin
+    that names no path (``flashinfer-python==0.7.4 (wheel ..., cached)``, ``installed
+    flashinfer-python 0.7.4``) as it is."""
+    origin = origin or ""
+    for kind, words in (("directory ", "a directory"), ("checkout ", "a git checkout")):
+        if origin.startswith(kind):
+            return words
+    if origin.startswith("wheel "):
+        return f"wheel {_basename(origin[6:])}"
+    return origin
 
 
 # ------------------------------------------------------------------------------------------
@@ -269,4 +361,4 @@ def approximation_lines(appr, tile: str, what: str = "this config") -> list[str]
 
 
 __all__ = ["Column", "approximation_head", "approximation_lines", "audit_command", "markdown_table",
-           "md_cell", "print_table", "rich_table", "source_name", "tactic_text"]
+           "md_cell", "origin_words", "print_table", "rich_table", "source_name", "tactic_text"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..commands.diff_audit import common_affixes
 from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side, Verdict
 from ..subjects.config import tile_text
-from .common import Column, markdown_table, md_cell, verdict_words
+from .common import Column, markdown_table, md_cell, source_name, verdict_words
 
 
 def describe_grid(configs: list) -> str:
@@ -354,10 +354,10 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
     that differs (bytes), and the audit diff's lines where there is one."""
     def side(name, s):
         p = s.provenance
-        return (f"- {name}: `{md_cell(s.source)}`: CUTLASS {p.cutlass_version} (version.h), "
-                f"tree `{p.tree_hash}`")
+        return f"- {name}: {md_cell(source_name(p.origin, p.cutlass_version))}, tree `{p.tree_hash}`"
 
-    out = [f"#### Diff: {md_cell(str(res.old.source))} -> {md_cell(str(res.new.source))}", "",
+    out = [f"#### Diff: {md_cell(source_name(res.old.provenance.origin, res.old.provenance.cutlass_version))} -> "
+           f"{md_cell(source_name(res.new.provenance.origin, res.new.provenance.cutlass_version))}", "",
            side("old", res.old), side("new", res.new)]
     out += [f"- note: {md_cell(n)}" for n in res.notes]
     out.append("")

@@ -32,7 +32,7 @@ def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
 
 _STRUCT_COLUMNS = [Column("offset", right=True), Column("size", right=True),
                    Column("pad", right=True), Column("member", code=True),
-                   Column("alignas", right=True), Column("type", wrap=True, code=True)]
+                   Column("alignas", right=True, drop=2), Column("type", wrap=True, code=True)]
 
 
 def struct_rows(s: StructLayout, max_depth: int | None = None, *,
@@ -66,11 +66,14 @@ def struct_table(title: str, s: StructLayout, max_depth: int | None = None) -> T
     return rich_table(_STRUCT_COLUMNS, struct_rows(s, max_depth), title=title, last_bold=True)
 
 
-def default_console() -> Console:
-    """A console for stdout: the terminal's width, or 160 columns when piped."""
+def default_console(wide: bool = False) -> Console:
+    """A console for stdout: the terminal's width (tables too wide for it leave columns out,
+    :func:`~cutlass_layout.reports.common.print_table`), every column where ``wide`` (the
+    lines whole: the terminal wraps them), or 160 columns when piped (a table wider than that
+    is printed whole, every column)."""
     probe = Console()
     if probe.is_terminal:
-        return Console(highlight=False)
+        return Console(highlight=False, width=100_000, soft_wrap=True) if wide else Console(highlight=False)
     # piped or redirected: long lines stay whole (grep, copy and paste)
     return Console(highlight=False, width=160, soft_wrap=True)
 
@@ -215,8 +218,7 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
     approximates (:func:`approximation_text`)."""
     p = rep.provenance
     out = [f"#### {_label(rep.config)}", "",
-           f"{source_name(p.origin, p.cutlass_version)}, include root `{p.cutlass_root}`, "
-           f"tree `{p.tree_hash}`", ""]
+           f"{source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", ""]
     if rep.error is not None:
         out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
         return "\n".join(out + _approximation_md(rep, tile_bytes)) + "\n"

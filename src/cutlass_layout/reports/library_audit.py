@@ -9,8 +9,11 @@ from rich.markup import escape
 from ..model import Verdict
 from ..subjects.config import tile_text
 from .audit import shard_words, verdict_cell, verdict_counts
-from .common import Column, markdown_table, md_cell, print_table, rich_table, source_name
+from .common import Column, markdown_table, md_cell, origin_words, print_table, rich_table, source_name
 from .layout import default_console
+
+#: A directory's cutlass_library in a title (what its Markdown names instead of the path).
+_LIBRARY = "CUTLASS's kernel library"
 
 
 def estimate_cell(t) -> str:
@@ -36,18 +39,18 @@ def columns_and_rows(tactics):
     columns = [
         (Column("verdict"), verdict_cell),
         (Column("kernel (procedural name)", wrap=True, code=True), lambda t: t.id),
-        (Column("kind"), lambda t: str(t.gemm_kind or "-")),
+        (Column("kind", drop=3), lambda t: str(t.gemm_kind or "-")),
         (Column("A x B"), lambda t: f"{t.a or '?'} x {t.b or '?'}"),
-        (Column("out"), lambda t: str(t.out or "-")),
+        (Column("out", drop=2), lambda t: str(t.out or "-")),
         (Column("tile"), lambda t: tile_text(t.tile) if t.tile else "-"),
-        (Column("cluster"), lambda t: _shape(t.cluster)),
-        (Column("schedule", code=True), lambda t: str(t.schedule or "-")),
-        (Column("stages", right=True), lambda t: num(t, t.stages)),
-        (Column("mainloop", right=True), lambda t: num(t, t.mainloop_bytes)),
-        (Column("epilogue", right=True), lambda t: num(t, t.epilogue_bytes)),
+        (Column("cluster", drop=3), lambda t: _shape(t.cluster)),
+        (Column("schedule", code=True, drop=3), lambda t: str(t.schedule or "-")),
+        (Column("stages", right=True, drop=2), lambda t: num(t, t.stages)),
+        (Column("mainloop", right=True, drop=5), lambda t: num(t, t.mainloop_bytes)),
+        (Column("epilogue", right=True, drop=5), lambda t: num(t, t.epilogue_bytes)),
         (Column("kernel", right=True), lambda t: num(t, t.kernel_bytes)),
         (Column("headroom", right=True), lambda t: num(t, t.headroom_bytes)),
-        (Column("generator's estimate", right=True), estimate_cell),
+        (Column("generator's estimate", right=True, drop=4), estimate_cell),
     ]
     return [c for c, _ in columns], [[f(t) for _, f in columns] for t in tactics]
 
@@ -59,7 +62,7 @@ def head_lines(result) -> list[str]:
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     sel = {k: v for k, v in (p.get("selection") or {}).items() if v}
     how = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in sel.items()) or "the default kernel filter"
-    return [f"CUTLASS's kernel library {p['version']} ({p['origin']}){shard_words(result)}",
+    return [f"CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}){shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
             f"{result.arch}: {len(result.tactics)} kernels the generator keeps ({', '.join(p['generators'])}, "
             f"--architectures {p['architectures']}, {how}); capacity "
@@ -101,7 +104,8 @@ def to_markdown(result) -> str:
     """The audit of CUTLASS's kernel library in GitHub Markdown (bytes)."""
     p = result.provenance
     _, _, third = head_lines(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}{shard_words(result)}", "",
+    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=_LIBRARY, version=p['version'])}, "
+           f"{result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
     if result.tactics:
         out += [markdown_table(*columns_and_rows(result.tactics))]
@@ -143,6 +147,6 @@ def to_github(result) -> str:
                       f"(0 B headroom): " + ", ".join(t.id for t in exact),
             title=f"cutlass-layout: {len(exact)} exact fit(s)"))
     _, _, total, _ = tail_lines(result)
-    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({p['origin']}), "
+    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}), "
                f"{result.arch}{shard_words(result)}: {total}")
     return "\n".join(out) + "\n"

@@ -105,7 +105,7 @@ def config_label(cfg: dict, varying: list[str], tile_bytes: bool = False) -> str
 _STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "green", Verdict.OVER_CAPACITY: "red",
           Verdict.DOES_NOT_COMPILE: "yellow"}
 _COLUMNS = [Column("verdict"), Column("config", wrap=True), Column("stages", right=True),
-            Column("mainloop", right=True), Column("epilogue", right=True),
+            Column("mainloop", right=True, drop=5), Column("epilogue", right=True, drop=5),
             Column("kernel", right=True), Column("headroom", right=True),
             Column("max that fits", right=True)]
 
