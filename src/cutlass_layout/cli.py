@@ -20,6 +20,7 @@ from . import api
 from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError, Interrupted
 from .options import (
     CONFIG_FLAGS,
+    audit_check_fails,
     check_jobs_flag,
     check_plot_flag,
     in_flag_words,
@@ -641,7 +642,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
         for one, check_ in zip(results, checked):
             for line in check_.lines():
                 click.echo(f"{one.arch}: {line}" if several else line, err=fmt == "github")
-    failed = [one.arch for one in results if _audit_check_fails(one, several)] if check else []
+    failed = [one.arch for one in results if audit_check_fails(one, several)] if check else []
     if any(not c.agree for c in checked):
         sys.exit(4)
     if failed or incomplete:  # every arch's lines said, then exit 1 if any arch fails
@@ -689,28 +690,6 @@ def _write_blocklist(res, path: str, fmt) -> bool:
     for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(bl.left_out):
         click.echo(line, err=True)
     return bool(bl.left_out)
-
-
-def _audit_check_fails(res, name_arch: bool = False) -> bool:
-    """``audit --check`` of one arch's audit: whether a tactic the runtime would try (or may
-    try, where its list cannot be read) is over capacity, or a filter matched nothing (so what
-    was asked for was not checked); says why on stderr, one line per tactic (after the arch,
-    with ``name_arch``: an audit of several), then a summary."""
-    over = res.check_failures()
-    library = res.provenance.get("library") == "cutlass_library"
-    arch = f"{res.arch}: " if name_arch else ""
-    for t in over:
-        tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
-            else "the runtime may try it: its candidate list could not be read"
-        click.echo(f"check: {arch}{t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
-                   f"{-t.headroom_bytes} B ({tried})", err=True)
-    if over:
-        what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
-        click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
-    elif res.unmatched:
-        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
-                   f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked", err=True)
-    return bool(over or res.unmatched)
 
 
 # ------------------------------------------------------------------------------------------

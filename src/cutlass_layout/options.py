@@ -351,6 +351,28 @@ def typed_in_bytes(tiles) -> bool:
 _SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
 
 
+def audit_check_fails(res, name_arch: bool = False) -> bool:
+    """``audit --check`` of one arch's audit: whether a tactic the runtime would try (or may
+    try, where its list cannot be read) is over capacity, or a filter matched nothing (so what
+    was asked for was not checked); says why on stderr, one line per tactic (after the arch,
+    with ``name_arch``: an audit of several), then a summary."""
+    over = res.check_failures()
+    library = res.provenance.get("library") == "cutlass_library"
+    arch = f"{res.arch}: " if name_arch else ""
+    for t in over:
+        tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
+            else "the runtime may try it: its candidate list could not be read"
+        click.echo(f"check: {arch}{t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
+                   f"{-t.headroom_bytes} B ({tried})", err=True)
+    if over:
+        what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
+        click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
+    elif res.unmatched:
+        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
+                   f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked", err=True)
+    return bool(over or res.unmatched)
+
+
 def usage_hint(exc: click.ClickException) -> str:
     """What to do about a usage error a newcomer hits: unquoted braces in a tile, which the
     shell expanded into extra arguments."""
