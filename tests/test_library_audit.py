@@ -244,6 +244,11 @@ def test_the_sample_is_laid_out_and_named_as_the_library_names_it(sample_audit):
     assert (nvfp4.a, nvfp4.b, nvfp4.out, nvfp4.tile, nvfp4.cluster, nvfp4.kernel) == \
         ("nvfp4", "nvfp4", "e5m2", [128, 128, 128], [1, 1, 1], "dense")
     assert by[SAMPLE[7]].kernel == "grouped" and by[SAMPLE[5]].kernel == "sparse"
+    # the sparse collective's three pipelines (StagesA, StagesB, StagesE) are in its row; its
+    # ``stages`` is A's; a dense kernel has one pipeline (stage_counts null)
+    sparse = by[SAMPLE[5]].to_dict()
+    assert set(sparse["stage_counts"]) == {"A", "B", "E"} and sparse["stage_counts"]["A"] == sparse["stages"]
+    assert by[SAMPLE[4]].to_dict()["stage_counts"] is None
     assert by[SAMPLE[7]].schedule == "KernelTmaWarpSpecializedBlockwisePingpongSm120"
     row = json.loads(json.dumps(res.to_dict()))["tactics"][0]
     assert row["estimate"] == {"kib": 0, "bytes": 0, "capacity_kib": {}, "error": None}

@@ -188,7 +188,7 @@ IDENTITY = {"family": "moe", "name": "CtaShape128x16x128B", "a": "e4m3", "b": "e
             "kernel": "grouped", "schedule": "S", "mma_sms": None, "dynamic_cluster": None,
             "epilogue_schedule": None, "mma_tile": None, "sm_version": None, "file": "g.cu", "line": 5,
             "launcher": "L", "launcher_file": "l.inl", "launcher_line": 6}
-NUMBERS = {"stages": 4, "kernel_bytes": 102400, "mainloop_bytes": 98304, "epilogue_bytes": 2048,
+NUMBERS = {"stages": 4, "stage_counts": None, "kernel_bytes": 102400, "mainloop_bytes": 98304, "epilogue_bytes": 2048,
            "capacity_bytes": 101376, "headroom_bytes": -1024, "verdict": "over_capacity", "runtime_candidate": True}
 FIX = {"stages": 3, "kernel_bytes": 81920, "headroom_bytes": 19456, "carveout_bytes": 1024, "mainloop_bytes": 77824,
        "searched": {"2": None, "3": 81920},

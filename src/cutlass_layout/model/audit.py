@@ -245,12 +245,14 @@ class Tactic:
     def _row_numbers(self) -> dict:
         """:data:`TACTIC_NUMBERS` as the attributes of those names give them."""
         n = self.numbers
-        return {"stages": n.stages, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
+        return {"stages": n.stages, "stage_counts": n.stage_counts, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
                 "headroom_bytes": n.headroom_bytes, "verdict": n.verdict,
                 "runtime_candidate": self.runtime_candidate}
 
     stages = _number("stages", "The mainloop's pipeline stages.")
+    stage_counts = _number("stage_counts", "A sparse mainloop's stages per pipeline (``{A, B, E}``; "
+                                           "``stages`` is A's), else None.")
     kernel_bytes = _number("kernel_bytes", "``sizeof`` of the kernel's SharedStorage (what the launch asks for).")
     mainloop_bytes = _number("mainloop_bytes", "``sizeof`` of the mainloop collective's SharedStorage.")
     epilogue_bytes = _number("epilogue_bytes", "``sizeof`` of the epilogue collective's SharedStorage.")
@@ -310,7 +312,7 @@ class Tactic:
         elif kb is not None:
             head = cap - kb
         return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
-                             size(d["epilogue_bytes"]), cap, head)
+                             size(d["epilogue_bytes"]), cap, head, stage_counts=d.get("stage_counts"))
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
@@ -318,7 +320,7 @@ TACTIC_IDENTITY = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile
                    "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "mma_tile", "sm_version",
                    "file", "line", "launcher", "launcher_file", "launcher_line")
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
-TACTIC_NUMBERS = ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
+TACTIC_NUMBERS = ("stages", "stage_counts", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
                   "headroom_bytes", "verdict", "runtime_candidate")
 
 

@@ -346,6 +346,8 @@ class KernelNumbers:
         capacity_bytes: the arch's capacity, read from the headers.
         headroom_bytes: capacity minus :attr:`LayoutReport.smem_bytes` (negative: over).
         error: the first compile error, or ``None``.
+        stage_counts: a sparse mainloop's stages per pipeline, ``{"A": StagesA, "B": StagesB,
+            "E": StagesE}`` (:attr:`LayoutReport.stage_counts`; ``stages`` is A's), else ``None``.
     """
 
     verdict: Verdict
@@ -356,6 +358,7 @@ class KernelNumbers:
     capacity_bytes: int | None = None
     headroom_bytes: int | None = None
     error: CompileError | None = None
+    stage_counts: dict | None = None
 
     @property
     def exact_fit(self) -> bool | None:
@@ -478,7 +481,8 @@ class LayoutReport:
             return None if s is None else s.size
 
         return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
-                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes)
+                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes,
+                             stage_counts=self.stage_counts)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
