@@ -339,9 +339,11 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     """The audit in GitHub Markdown: the install, one table per family, errors, notes and
     the counts (bytes)."""
     p = result.provenance
-    first, second, third = _head(result)
+    first, second, third, *more = _head(result)
     out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'])}, {result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    for line in more:  # the modules that give no kernel (modules_line)
+        out += [md_cell(line), ""]
     for fam, items in _families(result).items():
         columns, rows = _columns_and_rows(items, tile_bytes)
         out += [f"**{md_cell(_family_title(fam, len(items)))}**", "", markdown_table(columns, rows)]

@@ -84,8 +84,10 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
     unmatched, told = [], set()
     if family is not None and not tactics and family in parts.get("families", ()):
         n = sum(1 for e in sources if not e["skipped"])
-        why = [f"{a['module']}: {a['reason']}" for a in accounts if a["family"] == family and a["reason"]]
-        told = {a["module"] for a in accounts if a["family"] == family}
+        # a module that generates no source says why; one whose sources give nothing, they say
+        empty = [a for a in accounts if a["family"] == family and a["module"] in (parts.get("why_none") or {})]
+        why = [f"{a['module']}: {a['reason']}" for a in empty]
+        told = {a["module"] for a in empty}
         what = ("matched no tactic: " + "; ".join(why) if why else
                 f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
                 f"matched no tactic: none of its {len(sources)} source(s) is built for {arch}")
