@@ -2,10 +2,11 @@
 
 Enumerated from the install's own code, never from a list here:
 
-* :func:`builders` finds the JIT's module builder functions for the arch by reading
-  ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...`` whose code names CUTLASS
-  and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the dense and
-  grouped ones in ``jit/gemm/core.py``);
+* :func:`survey` finds every module builder function of the arch by reading
+  ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...``), each with why it is not
+  run, if it is not; :func:`builders` are those run (no required argument, code that names
+  CUTLASS and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the
+  dense and grouped ones in ``jit/gemm/core.py``);
 * :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout.sources._flashinfer_harness`),
   which runs flashinfer's own code (the TensorRT-LLM generator ``generate_kernels.py``, the
   jinja templates) into a folder of the user cache and records what each builder passes to
