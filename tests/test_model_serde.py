@@ -258,13 +258,17 @@ def test_an_audit_result_round_trips():
     res = AuditResult(provenance={"library": "flashinfer", **PROV_D}, arch="sm90", capacity=CAP, tactics=[t],
                       sources=[{"module": "m", "family": "moe", "instantiations": 2, "kernels": 1},
                                {"module": "n", "family": "moe", "skipped": "not sm90"}],
-                      notes=["a note"], shard=shard)
+                      notes=["a note"], shard=shard,
+                      modules=[{"builder": "flashinfer.jit.m.gen_m_sm90_module", "module": "m", "family": "moe",
+                                "sources": 2, "kernels": 1, "reason": None}])
     want = {"schema": "cutlass-layout/audit/1", "provenance": {"library": "flashinfer", **PROV_D}, "arch": "sm90",
             "checked": "types", "capacity_bytes": 101376, "capacity": CAP_D, "tactics": [ROW],
             "sources": [{"module": "m", "family": "moe", "instantiations": 2, "kernels": 1},
                         {"module": "n", "family": "moe", "skipped": "not sm90"}],
             "summary": {"moe": {"sources": 2, "skipped": 1, "instantiations": 2, "kernels": 1, "errors": 0,
                                 "without_kernel": 0}},
+            "modules": [{"builder": "flashinfer.jit.m.gen_m_sm90_module", "module": "m", "family": "moe",
+                         "sources": 2, "kernels": 1, "reason": None}],
             "notes": ["a note"],
             "shard": {"index": 1, "count": 2, "asked": {"archs": ["sm90"]}, "ranks": [[0, 0]],
                       "dropped": [{"rank": [1, 0], "tactic": ROW}], "capacity_rank": [0, 0], "parts": {"x": 1}}}
@@ -275,6 +279,9 @@ def test_an_audit_result_round_trips():
     both = AuditSet(results=[res, res])
     _same_json(both.to_dict(), {"audits": [want, want]})
     _same_json(AuditSet.from_dict(json.loads(json.dumps(both.to_dict()))).to_dict(), {"audits": [want, want]})
+    # JSON written before ``modules``: read back with none
+    older = {k: v for k, v in want.items() if k != "modules"}
+    assert AuditResult.from_dict(json.loads(json.dumps(older))).modules == []
 
 
 class _Cfg:

@@ -421,6 +421,11 @@ class AuditResult:
         asked: what the audit was asked (``family``, ``grep``, ``filters``: config key -> the
             values as typed; as :attr:`AuditShard.asked`), where the audit says (not part of
             the JSON).
+        modules: every JIT module builder the install has for the arch, accounted for (the
+            JSON's ``modules``; empty for one shard, and in JSON written before it):
+            ``{builder, module, family, sources, kernels, reason}`` each, ``reason`` None for
+            a module with a kernel, else why it has none
+            (:func:`cutlass_layout.commands.audit.accounts.module_accounts`).
     """
 
     provenance: dict
@@ -435,6 +440,7 @@ class AuditResult:
     candidates: Any = field(default=None, compare=False)
     shard: AuditShard | None = None
     asked: dict = field(default_factory=dict, compare=False)
+    modules: list[dict] = field(default_factory=list)
 
     @property
     def capacity_bytes(self) -> int | None:
@@ -491,7 +497,8 @@ class AuditResult:
             "capacity_bytes": self.capacity_bytes,
             "capacity": None if self.capacity is None else plain(self.capacity),
             "tactics": [t.to_dict() for t in self.tactics],
-            "sources": self.sources, "summary": self.source_summary(), "notes": self.notes,
+            "sources": self.sources, "summary": self.source_summary(), "modules": self.modules,
+            "notes": self.notes,
             **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
 
@@ -509,6 +516,7 @@ class AuditResult:
                    capacity=None if d["capacity"] is None else Constant(**d["capacity"]),
                    tactics=[tactic_from_dict(t) for t in d["tactics"]],
                    sources=[dict(s) for s in d["sources"]], notes=list(d["notes"]),
+                   modules=[dict(m) for m in d.get("modules") or []],
                    shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"]))
 
 

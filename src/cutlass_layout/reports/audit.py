@@ -201,7 +201,23 @@ def _head(result) -> list[str]:
     return [f"{install_name(p)}{shard_words(result)}",
             f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
             f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} {_origins(result, parsed)}"
-            f"{capacity}"]
+            f"{capacity}"] + modules_line(result)
+
+
+def modules_line(result) -> list[str]:
+    """``modules: 5 of 19 JIT module builders for sm120 give kernels; 14 give none (the notes
+    say why)`` where some builder of the arch gives no kernel (its module's, or not run); none
+    where every one gives kernels, or none is known (a shard, JSON written before
+    ``modules``). With a family asked, its modules only."""
+    mods = [m for m in getattr(result, "modules", None) or [] if m.get("kernels") is not None
+            or m.get("module") is None]
+    if (result.asked or {}).get("family") is not None:
+        mods = [m for m in mods if m.get("module") is not None]
+    none = [m for m in mods if not m.get("kernels")]
+    if not none:
+        return []
+    return [f"modules: {len(mods) - len(none)} of {len(mods)} JIT module builders for {result.arch} give "
+            f"kernels; {len(none)} give{'s' if len(none) == 1 else ''} none (the notes say why)"]
 
 
 def _origins(result, parsed: list) -> str:
@@ -338,10 +354,12 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     """The audit in GitHub Markdown: the install, one table per family, errors, notes and
     the counts (bytes)."""
     p = result.provenance
-    first, second, third = _head(result)
+    first, second, third, *more = _head(result)
     out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=p['library'], version=p['version'])}, "
            f"{result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    for line in more:  # the modules that give no kernel (modules_line)
+        out += [md_cell(line), ""]
     for fam, items in _families(result).items():
         columns, rows = _columns_and_rows(items, tile_bytes)
         out += [f"**{md_cell(_family_title(fam, len(items)))}**", "", markdown_table(columns, rows)]

@@ -57,6 +57,9 @@ EXIT_MEMORY = 3
 #: Seconds of CPU between the soft limit (SIGXCPU, which ends the process) and the hard one
 #: (SIGKILL, for code that catches SIGXCPU)
 CPU_GRACE_S = 2
+#: The names of the stand-ins of flashinfer's own modules' values that the install's code
+#: iterated (each yields nothing: what the builder meant to loop over was not run), in order
+ITERATED: list[str] = []
 
 
 class Anything:
@@ -82,6 +85,9 @@ class Anything:
         return Anything(f"{self._name}[]")
 
     def __iter__(self):
+        name = self.__dict__["_name"]
+        if name.startswith("flashinfer."):
+            ITERATED.append(name)
         return iter(())
 
     def __bool__(self):
@@ -329,8 +335,11 @@ def set_limits(limits: dict) -> None:
 
 def run(request: dict) -> dict:
     """Call the request's builders with the stand-ins installed: ``{"builders": [{module,
-    function, error, specs}], "defaults": defaults(...)}``, ``specs`` the ``gen_jit_spec``
-    calls each made, ``error`` the install's exception in one line (the others still run).
+    function, error, specs, iterated}], "defaults": defaults(...)}``, ``specs`` the
+    ``gen_jit_spec`` calls each made, ``error`` the install's exception in one line (the
+    others still run), ``iterated`` the stand-ins of flashinfer's own values its call iterated
+    (:data:`ITERATED`: ``flashinfer.jit.gemm.svdquant_sm120_configs.SVDQUANT_SM120_CONFIGS``,
+    a loop that generated nothing).
     A :class:`MemoryError` ends the run."""
     root = pathlib.Path(request["root"])
     out = pathlib.Path(request["out"])
@@ -343,8 +352,8 @@ def run(request: dict) -> dict:
     sys.dont_write_bytecode = True  # nothing written into the install
     results = []
     for module, function in request["builders"]:
-        before = len(captured)
-        entry = {"module": module, "function": function, "error": None, "specs": []}
+        before, seen = len(captured), len(ITERATED)
+        entry = {"module": module, "function": function, "error": None, "specs": [], "iterated": []}
         try:
             fn = getattr(importlib.import_module(module), function)
             fn()
@@ -356,6 +365,7 @@ def run(request: dict) -> dict:
                           if str(root) in f.filename), "")
             entry["error"] = f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
         entry["specs"] = captured[before:]
+        entry["iterated"] = list(dict.fromkeys(ITERATED[seen:]))
         results.append(entry)
     return {"builders": results, "defaults": defaults(root, own["flashinfer.jit.env"])}
 

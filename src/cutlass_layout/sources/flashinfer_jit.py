@@ -2,10 +2,11 @@
 
 Enumerated from the install's own code, never from a list here:
 
-* :func:`builders` finds the JIT's module builder functions for the arch by reading
-  ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...`` whose code names CUTLASS
-  and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the dense and
-  grouped ones in ``jit/gemm/core.py``);
+* :func:`survey` finds every module builder function of the arch by reading
+  ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...``), each with why it is not
+  run, if it is not; :func:`builders` are those run (no required argument, code that names
+  CUTLASS and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the
+  dense and grouped ones in ``jit/gemm/core.py``);
 * :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout.sources._flashinfer_harness`),
   which runs flashinfer's own code (the TensorRT-LLM generator ``generate_kernels.py``, the
   jinja templates) into a folder of the user cache and records what each builder passes to
@@ -96,6 +97,8 @@ class JitModule:
             defaults).
         include_dirs: ``-I`` folders (the module's, then flashinfer's CCCL); system_include_dirs:
             ``-isystem`` folders (flashinfer's own: its include/, csrc/, CUTLASS, spdlog).
+        why_none: for a module that generates no source, why (:func:`why_nothing_generated`);
+            None for one that generates some.
     """
 
     name: str
@@ -105,6 +108,7 @@ class JitModule:
     defines: list[str]
     include_dirs: list[Path]
     system_include_dirs: list[Path]
+    why_none: str | None = None
 
     def clang_flags(self) -> list[str]:
         """The module's own flags as clang takes them (after :func:`~cutlass_layout.cpp.clang.clang_flags`)."""
@@ -128,10 +132,14 @@ class JitBuilds:
     digests: dict[str, str] = field(default_factory=dict)
 
 
-def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
-    """The install's module builders for ``arch``: ``(module, function)`` pairs of functions
-    in ``flashinfer/jit/**/*.py`` named ``gen_...<arch>...`` that take no required argument
-    and whose code names both CUTLASS and a GEMM (case-insensitive). Sorted by module.
+def survey(install: FlashinferInstall, arch: str) -> list[tuple[str, str, str | None]]:
+    """Every module builder the install has for ``arch``: ``(module, function, why not run)``
+    of each function at the top level of ``flashinfer/jit/**/*.py`` named ``gen_...<arch>...``
+    (:data:`ARCH_BUILDERS`' pattern), sorted by module. ``why not run`` is None for the
+    builders :func:`jit_modules` runs (:func:`builders`), else why not, one of: it takes
+    arguments with no default (named: the audit cannot choose them), its code names no
+    CUTLASS (not a CUTLASS kernel to the audit), its code names no GEMM (not a CUTLASS GEMM
+    to the audit).
 
     Raises:
         BadInput: an arch this reader has no pattern for.
@@ -152,11 +160,34 @@ def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
             if not (isinstance(node, ast.FunctionDef) and node.name.startswith("gen_")
                     and pattern.search(node.name)):
                 continue
-            required = len(node.args.args) - len(node.args.defaults)
-            code = (ast.get_source_segment(text, node) or "").lower()
-            if required == 0 and "cutlass" in code and "gemm" in code:
-                out.append((module, node.name))
+            out.append((module, node.name, _not_run(node, text)))
     return out
+
+
+def _not_run(node: ast.FunctionDef, text: str) -> str | None:
+    """Why :func:`jit_modules` does not run the builder ``node`` (None: it runs it)."""
+    args = node.args.args
+    required = [a.arg for a in args[:len(args) - len(node.args.defaults)]]
+    required += [a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is None]
+    if required:
+        return f"it takes arguments with no default ({', '.join(required)}): the audit cannot choose them"
+    code = (ast.get_source_segment(text, node) or "").lower()
+    if "cutlass" not in code:
+        return "its builder names no CUTLASS: not a CUTLASS kernel to the audit"
+    if "gemm" not in code:
+        return "its builder names no GEMM: not a CUTLASS GEMM to the audit"
+    return None
+
+
+def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
+    """The install's module builders for ``arch`` that :func:`jit_modules` runs: ``(module,
+    function)`` pairs of :func:`survey`'s functions that take no required argument and whose
+    code names both CUTLASS and a GEMM (case-insensitive). Sorted by module.
+
+    Raises:
+        BadInput: an arch this reader has no pattern for.
+    """
+    return [(m, f) for m, f, why in survey(install, arch) if why is None]
 
 
 def generator_limits() -> tuple[int, int]:
@@ -292,19 +323,29 @@ def run_sandboxed(script: Path, request: dict, who: str) -> dict:
         raise BadInput(f"{who} failed: {tail or 'it wrote no answer'}") from None
 
 
-def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = True) -> list[tuple[str, str]]:
-    """:func:`builders` of ``arch``'s builds (:func:`build_arch`: sm121 -> sm120's), cached per
+def arch_survey(install: FlashinferInstall, arch: str, *, use_cache: bool = True) -> list[tuple[str, str, str | None]]:
+    """:func:`survey` of ``arch``'s builds (:func:`build_arch`: sm121 -> sm120's), cached per
     (install fingerprint and root, arch, this code): reading every ``jit/*.py`` costs a few
-    tenths of a second, once. Empty where the install has no builder for the arch.
+    tenths of a second, once.
 
     Raises:
         BadInput: an arch this reader has no pattern for.
     """
     same = build_arch(arch)
     kind = KINDS["flashinfer-builders"]
-    found_key = kind.key(subject=[same], target=[install.fingerprint, str(install.root)])
-    wanted = kind.memo(found_key, lambda: builders(install, same), load=_pairs, use_cache=use_cache)
-    return [tuple(b) for b in wanted]
+    found_key = kind.key(subject=[same, "survey"], target=[install.fingerprint, str(install.root)])
+    found = kind.memo(found_key, lambda: survey(install, same), load=_triples, use_cache=use_cache)
+    return [tuple(b) for b in found]
+
+
+def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = True) -> list[tuple[str, str]]:
+    """:func:`builders` of ``arch``'s builds (:func:`arch_survey`'s that run). Empty where the
+    install has no builder for the arch that :func:`jit_modules` runs.
+
+    Raises:
+        BadInput: an arch this reader has no pattern for.
+    """
+    return [(m, f) for m, f, why in arch_survey(install, arch, use_cache=use_cache) if why is None]
 
 
 def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
@@ -358,8 +399,9 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     return out_builds
 
 
-def _pairs(d) -> list:
-    if not all(isinstance(b, list) and len(b) == 2 and all(isinstance(x, str) for x in b) for b in d):
+def _triples(d) -> list:
+    if not all(isinstance(b, list) and len(b) == 3 and all(isinstance(x, str) for x in b[:2])
+               and isinstance(b[2], (str, type(None))) for b in d):
         raise TypeError("builders")
     return d
 
@@ -382,14 +424,51 @@ def _builds(data: dict, out: Path) -> JitBuilds:
             res.failed[name] = b["error"]
         for spec in b["specs"]:
             sources = [Path(s) for s in spec["sources"]]
+            generated = [s for s in sources if str(s).startswith(str(out))]
             defines = [f for f in spec["extra_cuda_cflags"] if f.startswith(("-D", "-U"))]
             defines += [d for d in defaults.get("defines", []) if d not in defines]
             res.modules.append(JitModule(
-                name=spec["name"], builder=name, sources=sources,
-                generated=[s for s in sources if str(s).startswith(str(out))],
+                name=spec["name"], builder=name, sources=sources, generated=generated,
                 defines=defines,
                 include_dirs=[Path(p) for p in spec["extra_include_paths"]]
                 + [Path(p) for p in defaults.get("cccl_include_dirs", [])],
                 system_include_dirs=[Path(p) for p in defaults.get("system_include_dirs", [])],
+                why_none=None if generated else why_nothing_generated(sources, list(b.get("iterated") or [])),
             ))
     return res
+
+
+def why_nothing_generated(sources: list[Path], iterated: list[str]) -> str:
+    """Why a module generates no source (its builder ran without error), the first that holds:
+
+    * its builder looped over values of flashinfer's own modules that the harness stands in
+      for (``iterated``, the harness's ``ITERATED``: SM120 SVDQuant's
+      ``svdquant_sm120_configs.SVDQUANT_SM120_CONFIGS``, 0.7.4): the loop that would generate
+      its sources ran over nothing;
+    * it compiles flashinfer's own sources only, which the audit does not lay out (it lays out
+      the generated kernel instantiations); and which of them are not in the install
+      (0.7.4's ``csrc/cute_sm12x_gemm/``: none is).
+    """
+    if iterated:
+        mods = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in iterated))
+        return (f"its generator needs {', '.join(mods)}, which the harness does not run (it loops "
+                f"over {', '.join(iterated)}, a stand-in that yields nothing): no source generated")
+    missing = [p for p in sources if not p.exists()]
+    out = (f"it generates no source: its {len(sources)} source(s) are flashinfer's own ({_some(sources)}), "
+           "and the audit lays out generated kernel instantiations only")
+    if missing:
+        out += ("; none of them is in the install" if len(missing) == len(sources) else
+                f"; {len(missing)} of them not in the install ({_some(missing)})")
+    return out
+
+
+def _some(paths: list[Path]) -> str:
+    """The first three of ``paths`` (:func:`_short`), and how many more."""
+    more = f", {len(paths) - 3} more" if len(paths) > 3 else ""
+    return ", ".join(_short(p) for p in paths[:3]) + more
+
+
+def _short(path: Path) -> str:
+    """A source's path from its ``csrc`` folder on (``csrc/cute_sm12x_gemm/x.cu``), else its name."""
+    parts = path.parts
+    return "/".join(parts[parts.index("csrc"):]) if "csrc" in parts else path.name

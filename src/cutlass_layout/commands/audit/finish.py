@@ -12,6 +12,7 @@ from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.naming import MOE
 from ...model import AuditResult, AuditShard, Constant, Tactic, Verdict
 from ..shard import first_capacity, ranked_tactics, shard_capacities
+from .accounts import account_notes, builder_parts, module_accounts
 from .filters import filter_tests, haystack, keep_all, tile_spelling_notes, unmatched_filters
 from .judge import judge_sources, nothing_found, slim
 
@@ -44,7 +45,10 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
             tactic's report's.
 
     Notes, in order: the builders that failed, the TVM FFI headers missing, the runtime's
-    candidate list, ``moe_sm80``'s, the filters that matched nothing (:func:`unmatched_filters`
+    candidate list, ``moe_sm80``'s, the module builders that give no kernel and why
+    (:func:`~cutlass_layout.commands.audit.accounts.account_notes`; the result's ``modules``
+    lists every builder: :func:`~cutlass_layout.commands.audit.accounts.module_accounts`;
+    both for a whole audit only), the filters that matched nothing (:func:`unmatched_filters`
     over the family's tactics). The capacity is the first tactic's (by rank) that has one,
     before the filters. It is the one tail of :func:`audit` and of its shards' merge
     (:func:`merge_shards`), so that both give the same.
@@ -76,10 +80,16 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
     capacity = first_capacity(tactics, capacities)
     if family is not None:
         tactics = [t for t in tactics if t.family == family]
-    unmatched = []
+    accounts = module_accounts(parts, sources, family)
+    unmatched, told = [], set()
     if family is not None and not tactics and family in parts.get("families", ()):
         n = sum(1 for e in sources if not e["skipped"])
-        what = (f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
+        # a module that generates no source says why; one whose sources give nothing, they say
+        empty = [a for a in accounts if a["family"] == family and a["module"] in (parts.get("why_none") or {})]
+        why = [f"{a['module']}: {a['reason']}" for a in empty]
+        told = {a["module"] for a in empty}
+        what = ("matched no tactic: " + "; ".join(why) if why else
+                f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
                 f"matched no tactic: none of its {len(sources)} source(s) is built for {arch}")
         unmatched.append({"filter": "family", "value": family, "nearest": [], "detail": what,
                           "note": f"family {family!r}: {what}"})
@@ -89,10 +99,12 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
         tactics = [t for t in tactics if grep.lower() in haystack(t)]
     keep = keep_all(tests)
     tactics = [t for t in tactics if keep(t)]
+    if whole:  # a shard's sources are some of the modules': its merge says
+        notes += account_notes(accounts, arch, told, family)
     notes += [u["note"] for u in unmatched]
     return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
                        sources=sources, notes=notes, families=list(parts.get("families", [])),
-                       unmatched=unmatched, asked=asked)
+                       unmatched=unmatched, asked=asked, modules=accounts if whole else [])
 
 
 def shard_part(shard: tuple[int, int], asked: dict, ranked: list[tuple[list, Tactic]], result: AuditResult,
@@ -206,7 +218,7 @@ def audit_parts(plan, parsed: dict, cand, sm80_notes: list[str] | None) -> dict:
             "modules": [[m.name, m.builder] for m in builds.modules], "failed": dict(builds.failed),
             "candidates": None if plan.cand_args is None else {"read": cand is not None,
                                                                "note": None if cand is None else cand.note},
-            "sm80": sm80_notes}
+            "sm80": sm80_notes, "builders": list(builds.builders), **builder_parts(plan.install, plan.arch, builds)}
 
 
 __all__ = ["VERDICT_ORDER", "audit_parts", "audit_provenance", "find_tactic", "finish_audit", "merge_shards",
