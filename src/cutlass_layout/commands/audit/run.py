@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
+from ...core.progress import in_stage
 from ...installs.candidates import store_candidates
 from ...installs.equivalence import named, unnamed
 from ...installs.kernels import Source
@@ -157,6 +158,13 @@ def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     return results, todo
 
 
+def label(arch: str, what: str) -> str:
+    """The label of an audit's progress count: ``audit sm90: laying out sources``, or inside a
+    :func:`~cutlass_layout.core.progress.stage` (an audit of several arches, which names the
+    arch) ``laying out sources``."""
+    return what if in_stage() else f"audit {arch}: {what}"
+
+
 def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, executor, progress: bool,
             cached_only: bool):
     """Lay out the sources of ``todo`` into ``results`` (and the results cache), counting into
@@ -179,7 +187,7 @@ def _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress):
     stats["pch_seconds"] = 0.0
     with Schedule(default_jobs(jobs, executor), executor=executor,
                   reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
-                  label=f"audit {plan.arch}: laying out sources", total=len(todo), progress=progress) as s:
+                  label=label(plan.arch, "laying out sources"), total=len(todo), progress=progress) as s:
         units = _Units(plan, s, executor, todo, results, stats, stream)
         for (what, key), payload in s.results():
             units.done(what, key, payload)
@@ -196,7 +204,7 @@ class _Units:
     def __init__(self, plan, schedule, executor, todo, results, stats, stream):
         self.plan, self.schedule, self.executor = plan, schedule, executor
         self.results, self.stats, self.stream = results, stats, stream
-        self.cand = None
+        self.cand, self.kernels = None, 0
         self.entry_of = {key: entry for _, _, key, _, entry in todo}
         self.mod_of = {key: (mod, source) for mod, source, key, _, _ in todo}
         pch_of = {(pre, source.flags) for _, source, _, pre, _ in todo if pre is not None}
@@ -257,6 +265,9 @@ class _Units:
         elif one.get("error") is None or one.get("lasting"):
             # a source's own compile error is an answer too (a twin's: not shared)
             _RESULTS.put(places[skey][1] if skey in places else skey, one)
+        self.kernels += len(one.get("kernels") or ())
+        if self.schedule.bar is not None:  # what the count line says beside the sources
+            self.schedule.bar.detail = f"{self.kernels} kernels laid out"
         for line in over_so_far(self.plan.arch, self.entry_of[skey]["file"], one, self.plan.arch_fam):
             self.schedule.note(line)  # what a long audit found, as it finds it
         mod, source = self.mod_of[skey]
@@ -280,4 +291,4 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     return sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
 
 
-__all__ = ["cached_results", "lay_out", "lay_out_sm80", "reads"]
+__all__ = ["cached_results", "label", "lay_out", "lay_out_sm80", "reads"]
