@@ -7,13 +7,14 @@ and the ``moe_sm80`` family (:func:`lay_out_sm80`)."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
 from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
-from ...core.progress import in_stage
-from ...installs.candidates import store_candidates
+from ...core.progress import in_stage, step
+from ...installs.candidates import candidates_key, store_candidates
 from ...installs.equivalence import named, unnamed
 from ...installs.kernels import Source
 from ...installs.source_layout import lay_out_sources
@@ -174,7 +175,12 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
     if todo:
         cand = _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress)
     elif plan.cand_args:
-        cand = _candidates(*plan.cand_args, cached_only=cached_only)
+        install, arch, flags = plan.cand_args[:3]
+        cached = cached_only or not plan.cand_args[5] or KINDS["candidates"].get(
+            candidates_key(install, arch, flags)) is not None
+        with nullcontext() if cached else step(label(plan.arch, "reading the runtime's candidate list "
+                                                                 "(its heuristic, with libclang)")):
+            cand = _candidates(*plan.cand_args, cached_only=cached_only)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     return cand
 
