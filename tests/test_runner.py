@@ -174,6 +174,23 @@ def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
         "downloading x (pip download) ...", "unpacking x ...", "work", "asked for by a call ..."]
 
 
+def test_a_long_step_says_it_still_runs(monkeypatch, capsys):
+    """Off a terminal a step that runs longer than the beat says so again while it runs
+    (``what (N s so far) ...``), the innermost step alone where they nest; none after it ends."""
+    import re
+
+    monkeypatch.setattr(progress, "BEAT", 0.1)
+    with showing(True):
+        with step("outer"):
+            with step("inner"):
+                time.sleep(0.55)
+        time.sleep(0.3)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["outer ...", "inner ..."]
+    assert len(lines) >= 4 and all(re.fullmatch(r"inner \(\d+ s so far\) \.\.\.", ln) for ln in lines[2:]), lines
+    assert all(is_progress_line(ln) for ln in lines)
+
+
 def test_progress_lines_are_told_from_errors_and_notes():
     assert is_progress_line("laying out 1 config for sm120 with libclang ...")
     assert is_progress_line("audit sm120: laying out sources: 5/11 (38 s)")

@@ -5,7 +5,8 @@ in the process that asked (a forked worker shows nothing):
 * :func:`step` says that one slow step starts (a download, unpacking a wheel, an install's
   generator, building a precompiled header, a libclang parse, nvcc): off a terminal one
   line, ``downloading flashinfer-python==0.7.2.post1 (pip download) ...``, the moment the
-  step starts; on a terminal a spinner, removed when the step ends;
+  step starts, and every ten seconds while it runs ``... (20 s so far) ...`` (the innermost
+  step's); on a terminal a spinner, removed when the step ends;
 * :class:`Progress` counts units of work: off a terminal a line when it starts,
   ``audit sm120: laying out sources: 0/11 (0 s)``, then one every few seconds (at most
   every ten, also while no unit finishes: a long run in CI or under ``nohup`` still says
@@ -123,6 +124,37 @@ def time_left(done: int, total: int, seconds: float) -> str | None:
     return f"about {minutes // 60} h {minutes % 60} min left"
 
 
+#: Seconds between the lines a step off a terminal prints while it runs (:func:`step`).
+BEAT = 10.0
+#: The steps running off a terminal, innermost last: only the innermost says it still runs.
+_STEPS: list[str] = []
+
+
+@contextmanager
+def _beating(what: str):
+    """While the block runs, ``what (20 s so far) ...`` every :data:`BEAT` seconds on stderr,
+    from a thread of this process, when ``what`` is the innermost step (a long step off a
+    terminal is not silent)."""
+    import threading
+
+    done, t0 = threading.Event(), time.monotonic()
+
+    def beat():
+        while not done.wait(BEAT):
+            if _STEPS and _STEPS[-1] is what:
+                print(f"{what} ({time.monotonic() - t0:.0f} s so far) ...", file=sys.stderr, flush=True)
+
+    _STEPS.append(what)
+    thread = threading.Thread(target=beat, name="progress-beat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        _STEPS.remove(what)
+
+
 @contextmanager
 def step(what: str):
     """Say on stderr that the slow step ``what`` starts (see the module docstring), when
@@ -136,7 +168,8 @@ def step(what: str):
         return
     if not sys.stderr.isatty():
         print(f"{what} ...", file=sys.stderr, flush=True)
-        yield
+        with _beating(what):
+            yield
         return
     if _ACTIVE[0]:
         yield
