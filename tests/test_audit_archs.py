@@ -223,3 +223,30 @@ def test_ctrl_c_in_a_flashinfer_audit_of_three_arches(mini, monkeypatch):
         command.audit_archs(str(mini), ["sm121", "sm120", "sm90"], jobs=1)
     assert str(got.value) == "interrupted: sm120 was interrupted, sm90 not audited"
     assert got.value.partial.archs == ["sm121"] and got.value.partial.results[0].tactics
+
+
+def test_several_arches_name_the_arch_and_its_place_on_every_progress_line(mini, capsys):
+    """A cold audit of two arches, stderr not a terminal: a line as each arch starts (the second
+    says how long the run has taken), and every line of that arch's steps and counts names the
+    arch and its place; the fix search is a count of tactics. By hand: the fixture's builders
+    are SM120's, sm121 runs them (the builders line says sm120) and parses its 6 generated
+    sources (HEAD); one tactic needs a fix, OVER (129024 B over the 101376 B capacity; no
+    other tactic is over or an exact fit: test_mini_audit); sm120 then reads every source of
+    sm121's from the cache: no count of its own."""
+    from cutlass_layout.core.progress import is_progress_line
+
+    code = main(["audit", str(mini), "--arch", "sm121", "--arch", "sm120", "--jobs", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and [a["arch"] for a in json.loads(out)["audits"]] == ["sm121", "sm120"]
+    lines = [ln for ln in err.splitlines() if is_progress_line(ln) and not ln.startswith("audit sm121: found: ")]
+    version = "0.0.1+mini"
+    assert lines[0] == f"arch 1 of 2 (sm121): auditing flashinfer {version} for sm121 ..."
+    assert f"arch 1 of 2 (sm121): running flashinfer {version}'s JIT module builders for sm120 " \
+           "(its kernel generator and templates) ..." in lines
+    assert "arch 1 of 2 (sm121): laying out sources: 0/6 (0 s)" in lines
+    assert "arch 1 of 2 (sm121): searching fixes: 0/1 tactics (0 s)" in lines
+    second = [i for i, ln in enumerate(lines) if ln.startswith("arch 2 of 2 (sm120): ")]
+    assert len(second) == 1 and second[0] == len(lines) - 1, lines  # cached: its start alone
+    assert re.fullmatch(rf"arch 2 of 2 \(sm120\): auditing flashinfer {re.escape(version)} for sm120 "
+                        r"\(\d+ (s|min) so far\) \.\.\.", lines[-1])
+    assert all(ln.startswith("arch 1 of 2 (sm121): ") for ln in lines[:-1])

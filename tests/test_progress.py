@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,9 @@ def run(*argv, cache: Path, merged: bool = False) -> subprocess.CompletedProcess
 
 
 def progress(text: str) -> list[str]:
-    return [ln for ln in text.splitlines() if is_progress_line(ln)]
+    """The progress lines of ``text`` but a slow step's later lines (``... (10 s so far) ...``,
+    how many depends on the machine's load)."""
+    return [ln for ln in text.splitlines() if is_progress_line(ln) and not re.search(r" \(\d+ s so far\) \.\.\.$", ln)]
 
 
 @pytest.fixture(scope="module")
@@ -137,4 +140,5 @@ def test_diff_audit_says_each_side_s_steps(tmp_path):
     steps = progress(proc.stderr)
     builders = "running flashinfer 0.0.1+mini's JIT module builders for sm120 (its kernel generator and templates) ..."
     assert steps.count(builders) == 2
-    assert sum(s.startswith("audit sm120: laying out sources: 0/") for s in steps) == 2
+    # each side's count starts once (a slow parse says so again, 10 s on: not a start)
+    assert sum(bool(re.fullmatch(r"audit sm120: laying out sources: 0/\d+ \(0 s\)", s)) for s in steps) == 2

@@ -17,9 +17,12 @@ from cutlass_layout.core.progress import (
     Progress,
     is_progress_line,
     progress_shown,
+    say,
     show_progress,
     showing,
+    stage,
     step,
+    time_left,
 )
 
 
@@ -171,12 +174,116 @@ def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
         "downloading x (pip download) ...", "unpacking x ...", "work", "asked for by a call ..."]
 
 
+def test_a_long_step_says_it_still_runs(monkeypatch, capsys):
+    """Off a terminal a step that runs longer than the beat says so again while it runs
+    (``what (N s so far) ...``), the innermost step alone where they nest; none after it ends."""
+    import re
+
+    monkeypatch.setattr(progress, "BEAT", 0.1)
+    with showing(True):
+        with step("outer"):
+            with step("inner"):
+                time.sleep(0.55)
+        time.sleep(0.3)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[:2] == ["outer ...", "inner ..."]
+    assert len(lines) >= 4 and all(re.fullmatch(r"inner \(\d+ s so far\) \.\.\.", ln) for ln in lines[2:]), lines
+    assert all(is_progress_line(ln) for ln in lines)
+
+
 def test_progress_lines_are_told_from_errors_and_notes():
     assert is_progress_line("laying out 1 config for sm120 with libclang ...")
     assert is_progress_line("audit sm120: laying out sources: 5/11 (38 s)")
     assert not is_progress_line("error: no wheel for x==1 on the package index (...)")
     assert not is_progress_line("note: --tile 128x128x32: matched no tactic; nearest ...")
     assert not is_progress_line("check failed: 4 tactic(s) the runtime would try are over capacity")
+
+
+def test_time_left_once_a_tenth_is_done():
+    """The rate so far, by hand: 4 of 20 units in 20 s is 5 s a unit, 16 left: 80 s, "about
+    1 min" (1.33); 50 of 100 in 40 s: 40 s left; 10 of 100 in 10 s: 90 s, 1.5 min, rounded half
+    up: "2 min"; 1 of 2 in 4000 s: 4000 s = 66.7 min, "1 h 7 min"; 45 of 100 in 45 s: 55 s,
+    rounded to minutes: "1 min"; nothing before a tenth is done (9 of 100), with nothing done, or
+    when all are done."""
+    assert time_left(4, 20, 20.0) == "about 1 min left"
+    assert time_left(50, 100, 40.0) == "about 40 s left"
+    assert time_left(99, 100, 99.0) == "about 10 s left"  # 1 s: said as the least, 10 s
+    assert time_left(1, 2, 4000.0) == "about 1 h 7 min left"
+    assert time_left(9, 100, 9.0) is None and time_left(10, 100, 10.0) == "about 2 min left"
+    assert time_left(45, 100, 45.0) == "about 1 min left" and time_left(46, 100, 46.0) == "about 50 s left"  # 54 s
+    assert time_left(0, 10, 5.0) is None and time_left(10, 10, 5.0) is None and time_left(0, 0, 1.0) is None
+
+
+class _Clock:
+    """``time`` as the progress module reads it, moved by hand."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+
+def test_count_lines_in_a_stage_say_unit_detail_and_time_left(monkeypatch, capsys):
+    """Off a terminal, inside a stage: every line names the stage first; a line when the count
+    starts, then when ten seconds have passed since the last (:meth:`advance` or, while no unit
+    finishes, :meth:`tick`), none sooner; the unit and detail follow the count, the estimate
+    (from a tenth done) the seconds. By hand: 4 of 20 done at 20 s, 5 s a unit, 16 left: 80 s,
+    "about 1 min"; at 30 s, 7.5 s a unit: 120 s, "about 2 min"."""
+    clock = _Clock()
+    monkeypatch.setattr(progress, "time", clock)
+    before = show_progress(True)
+    try:
+        with stage("arch 2 of 4 (sm100)"):
+            say("arch 2 of 4 (sm100): auditing x for sm100 ...")
+            with step("running x's builders"):
+                pass
+            p = Progress("laying out sources", 20, unit="sources")
+            clock.now += 5
+            p.advance(1)  # 5 s since the first line: none
+            clock.now += 5
+            p.tick()  # 10 s: one, 1 of 20 is under a tenth: no estimate
+            clock.now += 10
+            p.detail = "40 kernels laid out"
+            p.advance(3)
+            clock.now += 5
+            p.tick()
+            clock.now += 5
+            p.tick()
+            p.stop()  # the last line printed is the final count's: none more
+        Progress("outside", 1, every=10.0).stop()
+    finally:
+        show_progress(before)
+    say("not shown now")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "arch 2 of 4 (sm100): auditing x for sm100 ...",
+        "arch 2 of 4 (sm100): running x's builders ...",
+        "arch 2 of 4 (sm100): laying out sources: 0/20 sources (0 s)",
+        "arch 2 of 4 (sm100): laying out sources: 1/20 sources (10 s)",
+        "arch 2 of 4 (sm100): laying out sources: 4/20 sources, 40 kernels laid out (20 s, about 1 min left)",
+        "arch 2 of 4 (sm100): laying out sources: 4/20 sources, 40 kernels laid out (30 s, about 2 min left)",
+        "outside: 0/1 (0 s)",
+    ]
+    assert all(is_progress_line(ln) for ln in lines)
+
+
+def test_a_schedule_says_where_it_is_while_no_unit_finishes(capsys):
+    """A count whose one unit takes longer than its line interval: off a terminal the count
+    line comes again while the unit runs (the wait is not silent), then the final count."""
+    from cutlass_layout.engine.schedule import Schedule
+
+    with Schedule(2, threads=True, label="waiting", total=1, progress=True) as s:
+        assert s.parallel
+        s.bar.every = 0.2  # a line at most every 0.2 s; the schedule waits 0.5 s at least
+        s.submit("slow", _long_task, 2)
+        for tag, _ in s.results():
+            assert tag == "slow"
+            s.advance()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "waiting: 0/1 (0 s)" and lines[-1].startswith("waiting: 1/1 (")
+    assert len([ln for ln in lines if ln.startswith("waiting: 0/1 (")]) >= 2, lines
+    assert all(is_progress_line(ln) for ln in lines)
 
 
 def _gc_enabled(_):

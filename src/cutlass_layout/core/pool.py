@@ -27,6 +27,7 @@ import gc
 import multiprocessing as mp
 import os
 import signal
+import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -225,8 +226,10 @@ class Pool:
             self._futures[(self._remote or self._pool).submit(fn, *args)] = self._tickets
         return self._tickets
 
-    def next_done(self) -> list[tuple[int, object]]:
-        """Wait for at least one task; return ``[(ticket, result)]`` of those that finished."""
+    def next_done(self, timeout: float | None = None) -> list[tuple[int, object]]:
+        """Wait for at least one task; return ``[(ticket, result)]`` of those that finished.
+        ``timeout``: wait no longer than this many seconds (then ``[]``, tasks still busy);
+        a task run in this process is never cut short."""
         if not self.parallel:
             if not self._local:
                 return []
@@ -237,11 +240,16 @@ class Pool:
         # another executor may say every so often (its poll_s) whether it can still finish
         check = getattr(self._remote, "check", None)
         poll = getattr(self._remote, "poll_s", None) if check is not None else None
+        end = None if timeout is None else time.monotonic() + timeout
         while True:
-            done, _ = wait(list(self._futures), timeout=poll, return_when=FIRST_COMPLETED)
+            waits = [w for w in (poll, None if end is None else max(0.0, end - time.monotonic())) if w is not None]
+            done, _ = wait(list(self._futures), timeout=min(waits, default=None), return_when=FIRST_COMPLETED)
             if done:
                 return [(self._futures.pop(f), f.result()) for f in done]
-            check(len(self._futures))
+            if end is not None and time.monotonic() >= end:
+                return []
+            if check is not None:
+                check(len(self._futures))
 
     def map(self, fn, items):
         """``fn(item)`` for every item, in any order: yields ``(item, result)`` as they finish."""

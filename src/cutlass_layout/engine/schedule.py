@@ -43,10 +43,10 @@ class Schedule:
 
     def __init__(self, jobs: int, *, parallel: bool = True, threads: bool = False, executor=None,
                  reads=(), label: str | None = None, total: int = 0, progress: bool = False,
-                 spinner: str | None = None):
+                 spinner: str | None = None, unit: str = ""):
         self._args = dict(parallel=parallel, threads=threads, executor=executor, reads=list(reads))
         self._jobs, self._label, self._total, self._progress = jobs, label, total, progress
-        self._spinner = spinner
+        self._spinner, self._unit = spinner, unit
         self._tags: dict[int, object] = {}
         self._stack = ExitStack()
         self.pool: Pool | None = None
@@ -55,7 +55,8 @@ class Schedule:
     def __enter__(self) -> Schedule:
         self.pool = self._stack.enter_context(Pool(self._jobs, **self._args))
         if self._label is not None:  # after the fork: the bar's thread is not copied
-            self.bar = Progress(self._label, self._total, enabled=self._progress or progress_shown())
+            self.bar = Progress(self._label, self._total, enabled=self._progress or progress_shown(),
+                                unit=self._unit)
             self._stack.callback(self.bar.stop)
         if self._spinner is not None:
             self._stack.enter_context(step(self._spinner))
@@ -92,13 +93,28 @@ class Schedule:
         """``(tag, result)`` of every task as it finishes, those submitted meanwhile too, until
         none is left (a task's exception is raised here)."""
         while self.pool.busy:
-            for ticket, result in self.pool.next_done():
+            for ticket, result in self.pool.next_done(self._wait()):
                 yield self._tags.pop(ticket), result
+            self.tick()
+
+    def _wait(self) -> float | None:
+        """How long to wait for a result before the progress display says where it is."""
+        return None if self.bar is None or not self.bar.enabled else max(0.5, self.bar.due())
+
+    def tick(self) -> None:
+        """The progress display says where it is, when it is due (off a terminal, a line every
+        few seconds while no unit finishes: a long wait is not silent)."""
+        if self.bar is not None:
+            self.bar.tick()
 
     def finished(self) -> list[tuple[object, object]]:
         """Wait for at least one task (none: nothing is busy); ``(tag, result)`` of those that
         finished by then, so that the caller can feed idle workers before it waits again."""
-        return [(self._tags.pop(ticket), result) for ticket, result in self.pool.next_done()]
+        while True:
+            done = self.pool.next_done(self._wait())
+            self.tick()
+            if done or not self.pool.busy:
+                return [(self._tags.pop(ticket), result) for ticket, result in done]
 
     def run(self, tasks) -> Iterator[tuple[object, object]]:
         """Submit every ``(tag, fn, args)`` of ``tasks``, then :meth:`results`."""

@@ -5,8 +5,10 @@ search), and :func:`audit_archs` of several."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Callable
 
+from ...core.progress import say, stage
 from ...errors import Interrupted, NothingForArch
 from ...model import AuditResult, AuditSet, Tactic
 from ...subjects.archs import ALL, arch_list, audit_arch, every_arch
@@ -16,7 +18,7 @@ from .finish import audit_parts, audit_provenance, finish_audit, shard_part
 from .fixes import search_fixes
 from .judge import judge_sources
 from .plan import plan_sources, read_builds
-from .run import cached_results, lay_out, lay_out_sm80
+from .run import cached_results, label, lay_out, lay_out_sm80
 from .tactics import Streamer, name_tactics
 
 
@@ -140,7 +142,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                           asked, parts, whole=shard is None)
     stats.update(search_fixes(result.tactics, origins, plan.install, plan.tgt, plan.prov, plan.clang_arch,
                               plan.pch_key, jobs=jobs, use_cache=use_cache, cached_only=cached_only,
-                              executor=executor))
+                              executor=executor, label=label(arch, "searching fixes")))
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
     result.stats, result.candidates = stats, cand
@@ -204,9 +206,15 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     results: list[AuditResult] = []
     left: list[NothingForArch] = []
     todo = list(dict.fromkeys(order))
+    t0 = time.monotonic()
     for i, a in enumerate(todo):
+        where = f"arch {i + 1} of {len(todo)} ({a})"
+        if len(todo) > 1:
+            say(f"{where}: auditing flashinfer {install.version} for {a}"
+                + (f" ({_took(time.monotonic() - t0)} so far)" if i else "") + " ...")
         try:
-            results.append(audit(install, a, use_cache=use_cache, **kwargs))
+            with stage(where) if len(todo) > 1 else nullcontext():
+                results.append(audit(install, a, use_cache=use_cache, **kwargs))
         except KeyboardInterrupt:
             if not results:
                 raise
@@ -221,6 +229,11 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     if not results:
         raise left[0]
     return AuditSet(results=results, notes=notes)
+
+
+def _took(seconds: float) -> str:
+    """``40 s``, ``3 min``: how long an audit of several arches has run, for its next arch's line."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{round(seconds / 60)} min"
 
 
 def interruption(done: list[AuditResult], left: list[str], notes: list[str]) -> Interrupted:

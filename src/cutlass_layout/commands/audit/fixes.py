@@ -21,7 +21,7 @@ FIX_VERDICTS = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT)
 
 def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
                  pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
-                 cached_only: bool = False, executor=None) -> dict:
+                 cached_only: bool = False, executor=None, label: str = "searching fixes") -> dict:
     """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
     capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
     ``fixes``, :func:`cutlass_layout.installs.fixes.fix_key`), else searched
@@ -29,6 +29,9 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     together, in worker processes; with ``cached_only`` nothing is searched (a fix not cached
     stays None). ``origins``: ``id(tactic) -> (Source, preamble, FoundKernel)``;
     ``executor``: as :func:`audit` takes it (the fixes come back and are cached here).
+    Where any is searched, progress counts the tactics under ``label`` where progress is shown
+    (``audit sm90: searching fixes: 30/60 tactics (41 s)``, a line every few seconds off a
+    terminal).
 
     Returns stats: ``fixes`` (searched), ``fixes_cached``, ``fix_cpu_seconds``."""
     from ...cpp.clang import libclang_version
@@ -75,7 +78,8 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
         return stats
     parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
     with Schedule(min(default_jobs(jobs, executor), len(parts)), executor=executor,
-                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups]) as s:
+                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups],
+                  label=label, total=sum(len(items) for _, items in parts), unit="tactics") as s:
         tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
                  for (_, flags, pre), items in parts)
         for items, (payload, cpu) in s.run(tasks):
@@ -85,6 +89,7 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
                 stats["fixes"] += 1
                 if not (t.fix.error or "").startswith(_PASSING):
                     cache.put(want.cache_key, d)  # an answer of the launcher's own
+            s.advance(len(items))
     stats["fix_cpu_seconds"] = round(stats["fix_cpu_seconds"], 2)
     return stats
 

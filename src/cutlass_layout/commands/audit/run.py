@@ -7,12 +7,14 @@ and the ``moe_sm80`` family (:func:`lay_out_sm80`)."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
 from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
-from ...installs.candidates import store_candidates
+from ...core.progress import in_stage, step
+from ...installs.candidates import candidates_key, store_candidates
 from ...installs.equivalence import named, unnamed
 from ...installs.kernels import Source
 from ...installs.source_layout import lay_out_sources
@@ -157,6 +159,13 @@ def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     return results, todo
 
 
+def label(arch: str, what: str) -> str:
+    """The label of an audit's progress count: ``audit sm90: laying out sources``, or inside a
+    :func:`~cutlass_layout.core.progress.stage` (an audit of several arches, which names the
+    arch) ``laying out sources``."""
+    return what if in_stage() else f"audit {arch}: {what}"
+
+
 def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, executor, progress: bool,
             cached_only: bool):
     """Lay out the sources of ``todo`` into ``results`` (and the results cache), counting into
@@ -166,7 +175,12 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
     if todo:
         cand = _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress)
     elif plan.cand_args:
-        cand = _candidates(*plan.cand_args, cached_only=cached_only)
+        install, arch, flags = plan.cand_args[:3]
+        cached = cached_only or not plan.cand_args[5] or KINDS["candidates"].get(
+            candidates_key(install, arch, flags)) is not None
+        with nullcontext() if cached else step(label(plan.arch, "reading the runtime's candidate list "
+                                                                 "(its heuristic, with libclang)")):
+            cand = _candidates(*plan.cand_args, cached_only=cached_only)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     return cand
 
@@ -179,7 +193,7 @@ def _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress):
     stats["pch_seconds"] = 0.0
     with Schedule(default_jobs(jobs, executor), executor=executor,
                   reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
-                  label=f"audit {plan.arch}: laying out sources", total=len(todo), progress=progress) as s:
+                  label=label(plan.arch, "laying out sources"), total=len(todo), progress=progress) as s:
         units = _Units(plan, s, executor, todo, results, stats, stream)
         for (what, key), payload in s.results():
             units.done(what, key, payload)
@@ -196,7 +210,7 @@ class _Units:
     def __init__(self, plan, schedule, executor, todo, results, stats, stream):
         self.plan, self.schedule, self.executor = plan, schedule, executor
         self.results, self.stats, self.stream = results, stats, stream
-        self.cand = None
+        self.cand, self.kernels = None, 0
         self.entry_of = {key: entry for _, _, key, _, entry in todo}
         self.mod_of = {key: (mod, source) for mod, source, key, _, _ in todo}
         pch_of = {(pre, source.flags) for _, source, _, pre, _ in todo if pre is not None}
@@ -257,6 +271,9 @@ class _Units:
         elif one.get("error") is None or one.get("lasting"):
             # a source's own compile error is an answer too (a twin's: not shared)
             _RESULTS.put(places[skey][1] if skey in places else skey, one)
+        self.kernels += len(one.get("kernels") or ())
+        if self.schedule.bar is not None:  # what the count line says beside the sources
+            self.schedule.bar.detail = f"{self.kernels} kernels laid out"
         for line in over_so_far(self.plan.arch, self.entry_of[skey]["file"], one, self.plan.arch_fam):
             self.schedule.note(line)  # what a long audit found, as it finds it
         mod, source = self.mod_of[skey]
@@ -280,4 +297,4 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     return sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
 
 
-__all__ = ["cached_results", "lay_out", "lay_out_sm80", "reads"]
+__all__ = ["cached_results", "label", "lay_out", "lay_out_sm80", "reads"]
