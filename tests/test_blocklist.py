@@ -91,6 +91,12 @@ def test_an_install_without_a_loader_is_refused_before_the_audit(tmp_path, monke
     assert len(lines) == 1 and lines[0].startswith("error: ") and "has no tactics blocklist loader" in lines[0]
     assert cap.out == "" and not (tmp_path / "bl.json").exists()
     assert not (tmp_path / "cache" / "audit").exists()  # refused before anything was laid out
+    # a file in a folder that does not exist: said before the audit too (not after 100 lines of it)
+    missing = tmp_path / "missing" / "bl.json"
+    assert main(["audit", str(site), "--blocklist", str(missing)]) == 2
+    cap = capsys.readouterr()
+    assert _errors(cap.err) == [f"error: cannot write the blocklist {missing}: no folder {missing.parent}"]
+    assert cap.out == "" and not (tmp_path / "cache" / "audit").exists()
 
 
 @pytest.fixture
@@ -347,7 +353,7 @@ def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path
 
     for tactics, code in (([*over, guarded, fits], 1), ([guarded, fits], 0)):
         monkeypatch.setattr(api, "audit", lambda *a, _t=tactics, **k: _sm90_result(_t))
-        monkeypatch.setattr(api, "blocklist_format", lambda source: fmt)
+        monkeypatch.setattr(api, "blocklist_format", lambda source, path=None: fmt)
         path = tmp_path / f"bl{code}.json"
         assert main(["audit", FI_074, "--arch", "sm90", "--json", "--blocklist", str(path)]) == code
         err = capsys.readouterr().err

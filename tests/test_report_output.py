@@ -100,6 +100,11 @@ def test_a_narrow_terminal_leaves_low_value_columns_out():
     assert max(map(len, lines)) <= 80
     assert lines[-1] == "(left out to fit 80 columns: mainloop, epilogue, fix; --wide shows all)"
     assert "366592" in out and "332800" not in out and "none: 2 st" not in out
+    # 30 columns: nothing fits; the narrowest table, not the whole one: mainloop, epilogue and fix
+    # out, the name folded to its least (10): 13 + 10 + 6 + 5 + 3 * 3 + 1 = 44, and the line says so
+    tiny = _printed(30, True).splitlines()
+    assert max(map(len, tiny[:-1])) == 44 and "366592" in "".join(tiny)
+    assert tiny[-1] == "(left out, and still wider than 30 columns: mainloop, epilogue, fix; --wide shows all)"
     # not a terminal (a pipe, a file): every column, the lines whole
     assert _printed(80, False) == whole
     for text in (whole, out):

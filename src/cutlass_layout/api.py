@@ -427,18 +427,24 @@ def merge_audits(paths: Sequence) -> AuditResult | AuditSet:
     return _shard.merge(_shard.read_shards(paths), mergers)
 
 
-def blocklist_format(source=None) -> BlocklistFormat:
+def blocklist_format(source=None, path=None) -> BlocklistFormat:
     """The offline tactics blocklist format of a flashinfer install, read from its own code
     (what its ``TacticsBlocklist.load`` reads; docs/python-api.md#blocklist_format).
 
     Args:
         source: a flashinfer install, as :func:`audit` takes it.
+        path: where the blocklist will be written, checked first (its folder exists), so that
+            ``audit --blocklist`` says so before the audit, not after it.
 
     Raises:
         BadInput: no flashinfer at ``source``, or one without a blocklist loader (0.6.8 has
-            none), or a loader of another shape.
+            none), or a loader of another shape; ``path`` in a folder that does not exist.
     """
     from .commands.blocklist import blocklist_format as _format
+    from .commands.blocklist import check_blocklist_path
+
+    if path is not None:
+        check_blocklist_path(path)
     from .sources.flashinfer import FlashinferInstall, resolve_flashinfer
 
     install = source if isinstance(source, FlashinferInstall) else resolve_flashinfer(source)

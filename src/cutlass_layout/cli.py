@@ -587,7 +587,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         raise BadInput(f"--blocklist with --arch {' '.join(archs)}: flashinfer's tactics blocklist holds one "
                        "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
                        "GPU): write one file per arch, --arch A --blocklist FILE")
-    bl_format = api.blocklist_format(source) if blocklist_file else None
+    bl_format = api.blocklist_format(source, blocklist_file) if blocklist_file else None  # the folder checked
     if sample is not None and verify is None:
         raise BadInput("--sample K picks the tactics --verify nvcc compiles: give --verify nvcc too")
     if sample is not None and sample < 1:

@@ -294,6 +294,19 @@ def _version() -> str:
         return "0+unknown"
 
 
+def check_blocklist_path(path) -> Path:
+    """``path`` as a :class:`~pathlib.Path` where a blocklist can be written: its folder exists
+    (``audit --blocklist`` checks it before the audit, not after).
+
+    Raises:
+        BadInput: the folder does not exist."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadInput(f"cannot write the blocklist {path}: no folder {folder}")
+    return path
+
+
 def write_blocklist(blocklist: Blocklist, path) -> Path:
     """Write ``blocklist`` to ``path`` as JSON (indent 2, as ``TacticsBlocklist.save`` does),
     through a temporary file in the same folder replaced into place
@@ -307,10 +320,7 @@ def write_blocklist(blocklist: Blocklist, path) -> Path:
 
     from ..core.cache import write_atomic
 
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInput(f"cannot write the blocklist {path}: no folder {folder}")
+    path = check_blocklist_path(path)
     text = json.dumps(blocklist.to_json(), indent=2) + "\n"
     try:
         write_atomic(path, text.encode())
@@ -319,4 +329,4 @@ def write_blocklist(blocklist: Blocklist, path) -> Path:
     return path
 
 
-__all__ = ["blocklist_format", "tactics_blocklist", "write_blocklist"]
+__all__ = ["blocklist_format", "check_blocklist_path", "tactics_blocklist", "write_blocklist"]

@@ -107,7 +107,7 @@ def _columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("tactic", wrap=True, code=True), lambda x: str(x.name or x.launcher)),
         (Column("A x B"), lambda x: f"{x.a or '?'} x {x.b or '?'}"),
         (Column("out", drop=1), lambda x: str(x.out or "-")),
-        (Column("fusion", drop=1), lambda x: str(x.fusion or "-")),
+        (Column("fusion"), lambda x: str(x.fusion or "-")),  # never left out: FINALIZE rows differ by it
         (Column("swap"), lambda x: "" if not x.swap_ab else "swap"),
         (Column("arch tag", drop=2), lambda x: "-" if x.sm_version is None else f"Sm{x.sm_version}"),
         (Column("MMA", drop=2), lambda x: "-" if x.mma_sms is None else f"{x.mma_sms}SM"),
@@ -346,8 +346,8 @@ def render_audit(result, console: Console | None = None, *, tile_bytes: bool = F
         if line.startswith("note: "):
             con.print(line, soft_wrap=True, markup=False)
     con.print(sources_line(result), soft_wrap=True, markup=False)
-    con.print(total)
-    con.print(checked)
+    con.print(total, soft_wrap=True)
+    con.print(checked, soft_wrap=True)
 
 
 def to_markdown(result, *, tile_bytes: bool = False) -> str:

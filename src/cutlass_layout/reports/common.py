@@ -151,7 +151,8 @@ def _fitted(console, table, need) -> tuple[object, list[str]]:
     """``table`` made to fit ``console.width``: columns left out by their ``drop`` (highest
     first) while the table, its wrapping column at :data:`WRAP_KEEP`, is wider than the
     terminal; then the wrapping column folded to what is left. Returns the table and the
-    headers left out (none where even all of them out would not make it fit)."""
+    headers left out (where even all of them out do not make it fit, the narrowest table
+    there is: the terminal wraps its lines)."""
     spec = getattr(table, "fit_spec", None)
     if spec is None:
         return table, []
@@ -167,8 +168,6 @@ def _fitted(console, table, need) -> tuple[object, list[str]]:
         full = need(t)
         if full > console.width:
             t = _without(spec, set(gone), max(1, _wrap_width(spec, gone) - (full - console.width)))
-    if need(t) > console.width:
-        return table, []
     return t, gone
 
 
@@ -188,9 +187,9 @@ def print_table(console, table) -> None:
     On a terminal narrower than the table, columns are left out by their ``drop`` (lowest
     value last) and the wrapping column folds, and a line under the table names the columns
     left out and that ``--wide`` shows them all. Where nothing makes it fit (every number
-    whole, the wrapping column folded), and on a console that is no terminal (a pipe, a
-    file: whoever reads it gets every column), the lines are printed whole (a terminal wraps
-    them) rather than a column cut."""
+    whole, the wrapping column folded), the narrowest table is printed, its lines whole (the
+    terminal wraps them), and the line says it is still wider; on a console that is no
+    terminal (a pipe, a file: whoever reads it gets every column) the whole table."""
     from rich.console import Console
     from rich.measure import Measurement
 
@@ -206,8 +205,10 @@ def print_table(console, table) -> None:
     out.print(table)
     console.file.write(_TRAILING.sub(r"\1", out.file.getvalue()))
     if gone:
-        console.print(f"(left out to fit {console.width} columns: {', '.join(gone)}; --wide shows all)",
-                      highlight=False, soft_wrap=False)
+        still = need(table) > console.width
+        what = f"left out, and still wider than {console.width} columns" if still else \
+            f"left out to fit {console.width} columns"
+        console.print(f"({what}: {', '.join(gone)}; --wide shows all)", highlight=False, soft_wrap=True)
 
 
 def _text(cell) -> str:

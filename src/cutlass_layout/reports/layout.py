@@ -129,11 +129,11 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     con = console or default_console()
     cfg = rep.config
     p = rep.provenance
-    con.print(f"[bold]{_label(cfg)}[/bold]")
-    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})")
+    con.print(f"[bold]{_label(cfg)}[/bold]", soft_wrap=True)
+    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})", soft_wrap=True)
     if rep.error is not None:
-        con.print(f"[red]{rep.error.one_line()}[/red]")
-        con.print(_checked_text(rep))
+        con.print(f"[red]{rep.error.one_line()}[/red]", soft_wrap=True)
+        con.print(_checked_text(rep), soft_wrap=True)
         for line in approximation_text(rep, tile_bytes):
             con.print(line, soft_wrap=True, markup=False)
         return
@@ -141,11 +141,11 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(escape(storage_title(rep)), soft_wrap=True)
         print_table(con, struct_table(f"SharedStorage: {escape(rep.storage.type)}", rep.storage, max_depth))
     else:
-        con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {tma_text(rep)}")
+        con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {tma_text(rep)}", soft_wrap=True)
         parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
                  if getattr(rep, n) is not None]
         note = _sizes_note(rep)
-        con.print("SharedStorage sizes: " + ", ".join(parts) + (f"  ({note})" if note else ""))
+        con.print("SharedStorage sizes: " + ", ".join(parts) + (f"  ({note})" if note else ""), soft_wrap=True)
         if rep.mainloop_class is not None:
             con.print(mainloop_text(rep), soft_wrap=True, markup=False,
                       style=None if rep.mainloop_class.staged_as_loaded else "yellow")
@@ -156,11 +156,11 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     if rep.launch is not None:
         con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
-        con.print(budget_text(rep))
-    con.print(total_text(rep, markup=True))
+        con.print(budget_text(rep), soft_wrap=True)
+    con.print(total_text(rep, markup=True), soft_wrap=True)
     if rep.capacity.source:
         con.print(f"  capacity: {rep.capacity.source}", soft_wrap=True)
-    con.print(_checked_text(rep))
+    con.print(_checked_text(rep), soft_wrap=True)
     for e in rep.clang_only:
         where_e = f" ({e.file}:{e.line})" if e.file else ""
         con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "

@@ -96,8 +96,8 @@ def render_library_audit(result, console: Console | None = None) -> None:
     errors, notes, total, checked = tail_lines(result)
     for line in errors + notes:
         con.print(line, soft_wrap=True, markup=False)
-    con.print(total)
-    con.print(checked)
+    con.print(total, soft_wrap=True)
+    con.print(checked, soft_wrap=True)
 
 
 def to_markdown(result) -> str:

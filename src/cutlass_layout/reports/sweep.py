@@ -259,12 +259,12 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
     print_table(con, rich_table(_COLUMNS, rows))
     cap = _capacity_text(recs)
     if cap:
-        con.print(f"{cap}; {_LEGEND}")
-    con.print(_CHECKED)
+        con.print(f"{cap}; {_LEGEND}", soft_wrap=True)
+    con.print(_CHECKED, soft_wrap=True)
     for line, where in _notes(recs, labels):
         con.print(line, soft_wrap=True, style="dim" if where else None, markup=False)
     counts = {v: sum(schema_verdict(r.verdict) == v for r in recs) for v in VERDICTS}
-    con.print(", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS))
+    con.print(", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS), soft_wrap=True)
     for line in approximation_notes(result, tile_bytes):
         con.print(line, soft_wrap=True, markup=False)
 
