@@ -685,8 +685,10 @@ def _write_blocklist(res, path: str, fmt) -> bool:
     bl = api.tactics_blocklist(res, path, fmt=fmt)
     held = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in bl.invalid_tactics.items()) or "no tactic"
     n = len({b["tactic"] for b in bl.blocked if b["key"] is not None})
+    ids = sum(len(v) for v in bl.invalid_tactics.values())  # a tactic may be an id of GEMM1 and of GEMM2,
+    as_ids = f", as {ids} id(s)" if ids != n else ""          # or one id the f16 and bf16 runners share
     click.echo(f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
-               f"tactic(s) the runtime would try; {held}", err=True)
+               f"tactic(s) the runtime would try{as_ids}; {held}", err=True)
     for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(bl.left_out):
         click.echo(line, err=True)
     return bool(bl.left_out)
