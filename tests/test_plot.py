@@ -255,3 +255,95 @@ def test_plot_real_layout(fi072, tmp_path):
         shown = [x.replace("\n", " ") for x in _labels(fig, f"zoom:label:{name}")]
         assert shown == [f"{name} {size} B"] or f"{name}  {size} B @ {off}" in texts, name
     assert "capacity 101376 B" in texts and "headroom 12288 B" in texts
+
+
+def _sm90_struct():
+    """An SM90-sized kernel (the mixed-input MoE tactics of issue 43 are ~358 KiB): 366592 B =
+    358 KiB, over the 232448 B (227 KiB) an SM90 block can opt in to; members at 1024-byte
+    offsets, a small tail the zoom shows."""
+    tensors = FieldLayout("tensors", "T", 0, 364544, 1024,
+                          fields=[FieldLayout("mainloop", "M", 0, 364544, 1024)])
+    pipes = FieldLayout("pipelines", "P", 364544, 256, 16)
+    maps = FieldLayout("tensormaps", "TM", 364800, 896, 128)
+    return StructLayout("SharedStorage", 366592, 1024, 896, [tensors, pipes, maps])
+
+
+def _drawn_ticks(fig, ax):
+    """(location, text, window extent) of the x tick labels drawn in ``ax``'s view."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    lo, hi = ax.get_xlim()
+    out = []
+    for loc, t in zip(ax.get_xticks(), ax.get_xticklabels()):
+        if lo <= loc <= hi and t.get_visible() and t.get_text():
+            out.append((loc, t.get_text(), t.get_window_extent(renderer)))
+    return out
+
+
+@pytest.mark.parametrize("width", [11, 6, 4])
+@pytest.mark.parametrize("which", ["sm90", "sm120"])
+def test_memory_map_tick_labels_never_overlap(which, width):
+    struct, cap = (_sm90_struct(), 232448) if which == "sm90" else (_struct(), CAP)
+    fig = memory_map(struct, cap)
+    fig.set_size_inches(width, fig.get_size_inches()[1])
+    for i, ax in enumerate(fig.axes):
+        ticks = _drawn_ticks(fig, ax)
+        assert len(ticks) >= (2 if width >= 6 else 1), (i, ticks)
+        # neighbours' label boxes apart (the 350 KB map's were one run of digits)
+        for (_, ta, a), (_, tb, b) in zip(ticks, ticks[1:]):
+            assert a.x1 < b.x0, (i, ta, tb)
+        if i == 0:  # the whole struct: KiB, at multiples of 1 KiB, and the axis says so
+            assert ax.get_xlabel().startswith("KiB from the start of the struct (1 KiB = 1024 B)")
+            assert all(loc % 1024 == 0 and text == str(int(loc) // 1024) for loc, text, _ in ticks)
+        else:  # the zoom (a few KiB): whole bytes
+            assert all(text == str(int(loc)) for loc, text, _ in ticks)
+        if width == 11:  # room for at least four ticks over the full width
+            assert len(ticks) >= 4, (i, [t for _, t, _ in ticks])
+
+
+def test_memory_map_sm90_ticks_are_power_of_two_kib_steps():
+    fig = memory_map(_sm90_struct(), 232448)
+    locs = [loc for loc, _, _ in _drawn_ticks(fig, fig.axes[0])]
+    steps = {b - a for a, b in zip(locs, locs[1:])}
+    (step,) = {int(s) for s in steps}  # evenly spaced
+    assert step % 1024 == 0 and (step // 1024) & (step // 1024 - 1) == 0  # 2^k KiB
+    assert locs[0] == 0 and locs[-1] <= 366592 * 1.02 < locs[-1] + step
+
+
+def test_sweep_over_presets_names_each_bars_c_type():
+    """Presets decide C (Config.element_c, as documented on Config.preset): flashinfer's
+    grouped GEMM has no source C (``void``), trtllm-moe's C is bf16. A chart over both names
+    each bar's own C, and the title's shared line names no C (it used to say the first bar's,
+    ``C void``, for all)."""
+    assert Config(preset="flashinfer").element_c == "void" and Config(preset="trtllm-moe").element_c == "bf16"
+
+    def rec(preset, tile, kernel, verdict):
+        return _rec(tile, kernel, verdict, cfg=Config(preset=preset, tile=tile))
+
+    recs = [rec("flashinfer", (128, 128, 128), 84992, "fits"),
+            rec("trtllm-moe", (128, 128, 128), 91136, "fits"),
+            rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity")]
+    fig = plot_sweep_result(SweepResult(_prov(), [r.config for r in recs], recs))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "128x128x128 flashinfer C=void", "128x128x128 trtllm-moe C=bf16", "128x256x128 trtllm-moe C=bf16"]
+    shared = fig.get_suptitle().split("\n")[1]
+    assert "C " not in shared and "D bf16" in shared  # D is bf16 for both presets
+    # the labels are parallel strips at 45 degrees: apart when the distance between
+    # neighbouring ticks, across the strips (times sin 45), exceeds a line of text
+    import math
+
+    ticks = _drawn_ticks(fig, ax)
+    label = ax.get_xticklabels()[0]
+    assert label.get_rotation() == 45
+    line_px = label.get_fontsize() * fig.dpi / 72 * 1.2
+    for (_, ta, a), (_, tb, b) in zip(ticks, ticks[1:]):
+        assert (b.x1 - a.x1) * math.sin(math.radians(45)) > line_px, (ta, tb)
+    # one preset: its C stays in the title, off the bars
+    one = [rec("trtllm-moe", (128, 128, 128), 91136, "fits"), rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity")]
+    fig = plot_sweep_result(SweepResult(_prov(), [r.config for r in one], one))
+    assert "C bf16" in fig.get_suptitle()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["128x128x128", "128x256x128"]

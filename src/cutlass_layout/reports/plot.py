@@ -14,12 +14,15 @@ What a reader should see at a glance, and how it is drawn:
   of its color; padding hatched grey; the capacity as a labelled dashed line, and the
   headroom (or the overshoot) between ``sizeof`` and the capacity shaded. Members too small
   to label at full scale are drawn again in a zoomed panel of the byte range they sit in
-  (linked to the full view); what is still too small is listed beside it.
+  (linked to the full view); what is still too small is listed beside it. The x axis of the
+  whole struct is in KiB (16 KiB and wider), the zoom's in bytes, ticks at power-of-two steps,
+  as many as fit the axis when it is drawn with room between labels (so at any figure size).
 * **sweep chart** (:func:`sweep_chart`): a bar per config, colored by verdict (an exact fit,
   headroom 0, has its own color and hatch; a config that does not compile is a hatched
   grey column labelled so), the stage count over each bar, a dot where the largest stage
   count that fits differs; the y axis spans the band around the capacity (its start is
-  written on the axis) and the capacity line is labelled outside the bars.
+  written on the axis) and the capacity line is labelled outside the bars. The title names
+  only what every config shares; a C or D type that differs (presets) is on each bar's label.
 """
 
 from __future__ import annotations
@@ -254,7 +257,9 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
         ``zoom:``), and those still too narrow are listed beside it as
         ``<dotted name>  <size> B @ <offset>``. Padding (gaps between members and tail
         padding) is a hatched grey patch with ``gid`` ``padding``; the capacity line has
-        ``gid`` ``capacity``, its label ``capacity-label``.
+        ``gid`` ``capacity``, its label ``capacity-label``. The first axes' x ticks are
+        labelled in KiB where the struct spans 16 KiB or more (its x label says so), the
+        zoom's in bytes; tick labels never touch, whatever size the figure is drawn at.
     """
     Figure, Patch = _matplotlib()
     levels, pads = _levels(struct, depth)
@@ -278,13 +283,14 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
         for side in ("top", "right", "left"):
             a.spines[side].set_visible(False)
     ax.set_xlim(0, right * 1.02)
-    _set_byte_ticks(ax, right)
+    unit = _byte_ticks(ax, 0, right * 1.02)
     fig.canvas.draw()  # transforms known: label widths can be measured
     done: set[str] = set()
     listed = _draw_level_boxes(ax, levels, pads, 0, right + 1, renderer, prefix="",
                                label_pad=zoom is None, labelled=done)
     _capacity_marks(ax, struct.size, capacity, n - 0.42, prefix="")
-    ax.set_xlabel("bytes from the start of the struct", fontsize=_FONT)
+    ax.set_xlabel(f"{unit} from the start of the struct" + (" (1 KiB = 1024 B)" if unit == "KiB" else ""),
+                  fontsize=_FONT)
     if zoom:
         lo, hi = zoom
         if capacity is not None and lo < capacity and abs(capacity - struct.size) <= 0.5 * (hi - lo):
@@ -293,12 +299,14 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
         span = hi - lo
         zlo, zhi = lo - span * 0.02, hi + span * 0.02
         zax.set_xlim(zlo, zhi)
+        zunit = _byte_ticks(zax, zlo, zhi)
         fig.canvas.draw()
         listed = _draw_level_boxes(zax, levels, pads, lo, hi + 1, renderer, prefix="zoom:",
                                    labelled=done)
         _capacity_marks(zax, struct.size, capacity, n - 0.42, prefix="zoom:",
                         label=zlo <= struct.size <= zhi and (capacity is None or zlo <= capacity <= zhi))
-        zax.set_xlabel(f"bytes {lo} to {hi}, zoomed", fontsize=_FONT)
+        zax.set_xlabel(f"bytes {lo} to {hi}, zoomed" + (", ticks in KiB" if zunit == "KiB" else ""),
+                       fontsize=_FONT)
         from matplotlib.patches import ConnectionPatch, Rectangle
 
         ax.add_patch(Rectangle((lo, -0.5), hi - lo, n - 0.05, fill=False, edgecolor="#444444",
@@ -323,13 +331,56 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
     return fig
 
 
-def _set_byte_ticks(ax, right: int) -> None:
-    """Ticks at multiples of 16 KiB (16384 B) when the range is wide, labelled in bytes."""
-    from matplotlib.ticker import MultipleLocator, StrMethodFormatter
+def _byte_ticks(ax, lo: float, hi: float) -> str:
+    """Put a :func:`_byte_locator` on ``ax``'s x axis for the byte range [lo, hi]; returns
+    the unit its labels are in: ``KiB`` (1024 B) when the range is 16 KiB or more, else
+    ``bytes``."""
+    from matplotlib.ticker import FuncFormatter
 
-    if right >= 4 * 16384:
-        ax.xaxis.set_major_locator(MultipleLocator(16384))
-    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
+    kib = hi - lo >= 16 * 1024
+    ax.xaxis.set_major_locator(_byte_locator(kib))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: _tick_text(x, kib)))
+    return "KiB" if kib else "bytes"
+
+
+def _tick_text(x: float, kib: bool) -> str:
+    return f"{round(x / 1024) if kib else round(x)}"
+
+
+def _byte_locator(kib: bool, size: float = _FONT - 1):
+    """A matplotlib Locator: ticks at multiples of a power of two bytes (of KiB with ``kib``),
+    the smallest step whose labels, measured at the tick font ``size`` (points), leave a gap of at least
+    one font size between neighbours at the axis' width when it is drawn (so at any figure
+    size), and at most 11 ticks. Where even one step over the range is too wide, one tick."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+    from matplotlib.ticker import Locator
+
+    class ByteLocator(Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, vmin, vmax):
+            ax = self.axis.axes
+            px_per_byte = ax.bbox.width / max(vmax - vmin, 1e-9)
+            points_to_px = ax.figure.dpi / 72
+            prop = FontProperties(size=size)
+            step = 1024 if kib else 1
+            while (vmax - vmin) / step > 11:  # at most 11 ticks: start there
+                step *= 2
+            while True:
+                first = -(-vmin // step) * step
+                ticks = [first + i * step for i in range(int((vmax - first) // step) + 1)]
+                widths = [text_to_path.get_text_width_height_descent(_tick_text(t, kib), prop, ismath=False)[0]
+                          * points_to_px for t in ticks]
+                gap = size * points_to_px
+                if len(ticks) <= 1 or (len(ticks) <= 11 and all(
+                        step * px_per_byte >= (a + b) / 2 + gap for a, b in zip(widths, widths[1:]))):
+                    return ticks
+                step *= 2
+
+    return ByteLocator()
 
 
 def _title(cfg: dict, tile_bytes: bool = False) -> str:
@@ -427,12 +478,17 @@ def sweep_chart(records, *, title: str | None = None, tile_bytes: bool = False):
 
 
 def _sweep_labels(records: list, tile_bytes: bool) -> list[str]:
-    """Each bar's x label: its tile and the keys that vary, with its stage count asked for
-    where those vary too."""
+    """Each bar's x label: its tile and the keys that vary (C and D types included where
+    they differ, as between presets: ``128x128x128 trtllm-moe C=bf16``), with its stage count
+    asked for where those vary too."""
     from .sweep import config_label, varying_keys
 
     cfgs = [r.config.to_dict() for r in records]
     var = varying_keys(cfgs)
+    # C/D the preset decides are left out of ``var``; where they still differ between bars
+    # (a sweep over presets), each bar names its own
+    var += [k for k in ("c", "d") if k not in var and not any("type" in c for c in cfgs)
+            and len({str(c.get(k)) for c in cfgs}) > 1]
     labels = [config_label(c, var, tile_bytes) for c in cfgs]
     if len({str(c.get("stages")) for c in cfgs}) > 1:  # the stage counts asked for vary too
         labels = [f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
@@ -579,7 +635,8 @@ def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
         var = set(varying_keys(cfgs)) | {"tile", "stages"}
         shared = []
         for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "stages"):
-            if k not in var and cfgs and cfgs[0].get(k) is not None:
+            # only what every config has (presets of different C types: C is on each bar)
+            if k not in var and cfgs and cfgs[0].get(k) is not None and len({str(c.get(k)) for c in cfgs}) == 1:
                 shared.append(f"{k} {cfgs[0][k]}" if k not in ("a", "b", "c", "d")
                               else f"{k.upper()} {cfgs[0][k]}")
         sub = ", ".join(shared)
