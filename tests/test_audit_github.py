@@ -209,7 +209,7 @@ def test_072_checkout_audits_as_the_wheel(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(co)
     assert main(["audit", ".", "--arch", "sm120", "--family", "moe", "--check", "--format", "github"]) == 1
     out = capsys.readouterr().out
-    _errors_072(out, install, Path(res.provenance["generated_root"]), "checkout .)")
+    _errors_072(out, install, Path(res.provenance["generated_root"]), "a git checkout)")
     assert res.provenance["version"] == "0.7.2.post1"
 
 
