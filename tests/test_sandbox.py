@@ -4,7 +4,7 @@ Offline: each test writes a tiny stand-in flashinfer into tmp_path, shaped as th
 (``_flashinfer_harness.py``) reads one: ``compilation_context.py``, ``jit/core.py`` and
 ``jit/env.py`` for the constants, a CUTLASS tree under ``data/cutlass/include``, and one
 builder, ``flashinfer.jit.probe.gen_gemm_sm120_cutlass_module`` (named as
-:func:`cutlass_layout.sources.flashinfer_jit.builders` finds builders: ``gen_``, ``sm120``, code naming
+:func:`cutlass_layout.sources.flashinfer_jit.arch_builders` finds builders: ``gen_``, ``sm120``, code naming
 CUTLASS and a GEMM), whose body is each test's hostile code. What the builder saw comes back
 through ``gen_jit_spec``: a ``-DSEEN=<json>`` flag of the module it records.
 """
@@ -60,7 +60,7 @@ def fake_install(site: Path, body: str) -> Path:
     (jit / "probe.py").write_text(
         "from .core import gen_jit_spec\n\n\n"
         "def gen_gemm_sm120_cutlass_module():\n"
-        "    # builds a CUTLASS GEMM (what builders() looks for)\n" + body)
+        "    # builds a CUTLASS GEMM (what arch_builders() looks for)\n" + body)
     return site
 
 

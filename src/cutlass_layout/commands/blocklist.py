@@ -212,9 +212,10 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     invalid: dict[str, set[int]] = {fmt.key(1): set(), fmt.key(2): set()}
     blocked: list[dict] = []
     lists: dict[tuple[str, str], dict | None] = {}
+    sm90 = cand is not None and bool(cand.sm90)  # the SM90 runners' lists, else SM120's
 
     def ids_of(t: Tactic):
-        if cand is not None and cand.sm90:
+        if sm90:
             return _sm90_ids(cand, t) or []
         r = _runner_of(t)
         if r not in lists:
@@ -241,7 +242,7 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     # an id blocked for one runner that names a fitting tactic of an audited runner (its
     # other output type, or other data types): the keys do not tell them apart
     moe = [t for t in result.tactics if t.family == "moe"]
-    for r in sorted({_runner_of(t) for t in moe} if not (cand is not None and cand.sm90) else (), key=str):
+    for r in sorted(set() if sm90 else {_runner_of(t) for t in moe}, key=str):
         if r not in lists:
             lists[r] = _tactic_ids(cand, r) if cand is not None else None
         where = {(g, tid): c for c, pairs in (lists[r] or {}).items() for g, tid in pairs}
@@ -253,7 +254,7 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
                 if fits:
                     notes.append(f"id {tid} under {fmt.key(gemm)} is also {fits[0].id}, which fits: the key "
                                  "does not name the runner's types, so the file removes it too")
-    if any(invalid.values()) and cand is not None and cand.sm90:
+    if any(invalid.values()) and sm90:
         notes.append("the ids are the SM90 mixed-input runners' (FP4 weights; GEMM1's and GEMM2's lists alike); "
                      "every CUTLASS MoE runner of a process reads the same keys, so they also remove the tactics "
                      "of those numbers in the other SM90 runners' lists (FP8, BF16, F16 weights), not numbered here")

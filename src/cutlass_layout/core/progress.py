@@ -100,6 +100,12 @@ def in_stage() -> bool:
     return bool(_STAGE)
 
 
+def audit_label(arch: str, what: str) -> str:
+    """The label of an audit's step or count: ``audit sm90: laying out sources``, or inside a
+    :func:`stage` (an audit of several arches, which names the arch) ``laying out sources``."""
+    return what if in_stage() else f"audit {arch}: {what}"
+
+
 def say(line: str) -> None:
     """Print ``line`` on stderr when progress is shown (on a terminal too: it stays there, above
     any display): what a run of several parts says as a part starts."""

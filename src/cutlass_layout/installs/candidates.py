@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.cache import KINDS
+from ..core.progress import audit_label, step
 from .candidate_lists import (
     definitions,
     fallback_excludes_fp4,
@@ -599,7 +600,8 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     generated sources (:func:`cutlass_layout.installs.kernels.pch_preamble`): the headers they include
     come from that precompiled header (the same one the sources' parses use), so only the
     heuristic and the dispatch are parsed with their bodies. Cached per (install, arch,
-    flags, this code); ``cached_only``: None instead of a parse where nothing is cached.
+    flags, this code); ``cached_only``: None instead of a parse where nothing is cached. A parse
+    is said as a progress step (:func:`~cutlass_layout.core.progress.step`: seconds to a minute).
     """
     if arch not in ARCH or flags is None:
         return None
@@ -613,6 +615,10 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
     unparsed: list[Candidates] = []  # an answer of a parse that failed: not cached
 
     def compute() -> Candidates:
+        with step(audit_label(arch, "reading the runtime's candidate list (its heuristic, with libclang)")):
+            return parse()
+
+    def parse() -> Candidates:
         # the dispatch header includes the TMA WS dispatch (which has no include guard)
         text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC)) + PROBE_MACROS
         pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None

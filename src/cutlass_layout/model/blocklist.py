@@ -3,6 +3,7 @@ and :class:`Blocklist` (one install's and arch's file)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 
@@ -72,9 +73,7 @@ class Blocklist:
         is left out."""
         if not self.left_out:
             return None
-        reasons: dict[str, int] = {}
-        for x in self.left_out:
-            reasons[x["reason"]] = reasons.get(x["reason"], 0) + 1
+        reasons = Counter(x["reason"] for x in self.left_out)
         why = "; ".join(f"{n} of them: {r}" if len(reasons) > 1 else r for r, n in reasons.items())
         n = len(self.left_out)
         return f"{n} over-capacity tactic{'s' if n != 1 else ''} the runtime tries {'are' if n != 1 else 'is'} not in it: {why}"

@@ -18,6 +18,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from ..model import Verdict
 
@@ -167,11 +168,11 @@ def _fitted(console, table, need) -> tuple[object, list[str]]:
     if wraps:  # fold the name into what the other columns leave
         full = need(t)
         if full > console.width:
-            t = _without(spec, set(gone), max(1, _wrap_width(spec, gone) - (full - console.width)))
+            t = _without(spec, set(gone), max(1, _wrap_width(spec) - (full - console.width)))
     return t, gone
 
 
-def _wrap_width(spec, gone) -> int:
+def _wrap_width(spec) -> int:
     columns, rows, _ = spec
     i = next(i for i, c in enumerate(columns) if c.wrap)
     return max([len(columns[i].header)] + [len(_text(r[i])) for r in rows])
@@ -255,7 +256,7 @@ def source_name(origin: str | None, cutlass_version: str | None = None, *, libra
         name = f"{m.group(1)} {m.group(2)}"
     elif origin.startswith("wheel "):
         w = _WHEEL.search(origin.split("/")[-1])
-        name = f"{w.group('name').replace('_', '-')} {w.group('version')}" if w else _basename(origin[6:])
+        name = f"{w.group('name').replace('_', '-')} {w.group('version')}" if w else PurePosixPath(origin[6:]).name
     elif library:
         name = f"{library} {version}" if version and version != "unknown" else f"{library} (version unknown)"
     elif origin.startswith("installed "):
@@ -264,10 +265,6 @@ def source_name(origin: str | None, cutlass_version: str | None = None, *, libra
     if not name:
         return cut or "CUTLASS (version unknown)"
     return f"{name} ({cut})" if cut else name
-
-
-def _basename(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def origin_words(origin: str | None) -> str:
@@ -280,7 +277,7 @@ def origin_words(origin: str | None) -> str:
         if origin.startswith(kind):
             return words
     if origin.startswith("wheel "):
-        return f"wheel {_basename(origin[6:])}"
+        return f"wheel {PurePosixPath(origin[6:]).name}"
     return origin
 
 

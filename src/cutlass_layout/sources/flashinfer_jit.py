@@ -4,7 +4,7 @@ Enumerated from the install's own code, never from a list here:
 
 * :func:`survey` finds every module builder function of the arch by reading
   ``flashinfer/jit/**/*.py`` (functions named ``gen_...sm120...``), each with why it is not
-  run, if it is not; :func:`builders` are those run (no required argument, code that names
+  run, if it is not; :func:`arch_builders` are those run (no required argument, code that names
   CUTLASS and a GEMM: ``gen_cutlass_fused_moe_sm120_module`` in ``jit/fused_moe.py``, the
   dense and grouped ones in ``jit/gemm/core.py``);
 * :func:`jit_modules` calls them in a child process (:mod:`cutlass_layout.sources._flashinfer_harness`),
@@ -136,7 +136,7 @@ def survey(install: FlashinferInstall, arch: str) -> list[tuple[str, str, str | 
     """Every module builder the install has for ``arch``: ``(module, function, why not run)``
     of each function at the top level of ``flashinfer/jit/**/*.py`` named ``gen_...<arch>...``
     (:data:`ARCH_BUILDERS`' pattern), sorted by module. ``why not run`` is None for the
-    builders :func:`jit_modules` runs (:func:`builders`), else why not, one of: it takes
+    builders :func:`jit_modules` runs (:func:`arch_builders`), else why not, one of: it takes
     arguments with no default (named: the audit cannot choose them), its code names no
     CUTLASS (not a CUTLASS kernel to the audit), its code names no GEMM (not a CUTLASS GEMM
     to the audit).
@@ -177,17 +177,6 @@ def _not_run(node: ast.FunctionDef, text: str) -> str | None:
     if "gemm" not in code:
         return "its builder names no GEMM: not a CUTLASS GEMM to the audit"
     return None
-
-
-def builders(install: FlashinferInstall, arch: str) -> list[tuple[str, str]]:
-    """The install's module builders for ``arch`` that :func:`jit_modules` runs: ``(module,
-    function)`` pairs of :func:`survey`'s functions that take no required argument and whose
-    code names both CUTLASS and a GEMM (case-insensitive). Sorted by module.
-
-    Raises:
-        BadInput: an arch this reader has no pattern for.
-    """
-    return [(m, f) for m, f, why in survey(install, arch) if why is None]
 
 
 def generator_limits() -> tuple[int, int]:
@@ -339,7 +328,9 @@ def arch_survey(install: FlashinferInstall, arch: str, *, use_cache: bool = True
 
 
 def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = True) -> list[tuple[str, str]]:
-    """:func:`builders` of ``arch``'s builds (:func:`arch_survey`'s that run). Empty where the
+    """The builders :func:`jit_modules` runs for ``arch``'s builds: ``(module, function)`` of
+    :func:`arch_survey`'s that take no required argument and whose code names both CUTLASS and a
+    GEMM (case-insensitive), sorted by module. Empty where the
     install has no builder for the arch that :func:`jit_modules` runs.
 
     Raises:

@@ -8,7 +8,7 @@ import time
 from contextlib import nullcontext
 from typing import Callable
 
-from ...core.progress import say, stage
+from ...core.progress import audit_label, say, stage
 from ...errors import Interrupted, NothingForArch
 from ...model import AuditResult, AuditSet, Tactic
 from ...subjects.archs import ALL, arch_list, audit_arch, every_arch
@@ -18,7 +18,7 @@ from .finish import audit_parts, audit_provenance, finish_audit, shard_part
 from .fixes import search_fixes
 from .judge import judge_sources
 from .plan import plan_sources, read_builds
-from .run import cached_results, label, lay_out, lay_out_sm80
+from .run import cached_results, lay_out, lay_out_sm80
 from .tactics import Streamer, name_tactics
 
 
@@ -142,7 +142,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                           asked, parts, whole=shard is None)
     stats.update(search_fixes(result.tactics, origins, plan.install, plan.tgt, plan.prov, plan.clang_arch,
                               plan.pch_key, jobs=jobs, use_cache=use_cache, cached_only=cached_only,
-                              executor=executor, label=label(arch, "searching fixes")))
+                              executor=executor, label=audit_label(arch, "searching fixes")))
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
     result.stats, result.candidates = stats, cand

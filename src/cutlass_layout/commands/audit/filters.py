@@ -276,12 +276,13 @@ def tile_spelling_notes(pool: list[Tactic], tests: dict) -> list[str]:
         if not in_bytes:
             continue
         spelled = f"CtaShape{m}x{n}x{k}B"
-        other = [t for t in pool if str(t.name or "").split("_")[0] == spelled and not _tile_matches(t, typed)]
+        named = {id(t): str(t.name or "").split("_")[0] for t in pool}  # the tile enum a name starts with
+        other = [t for t in pool if named[id(t)] == spelled and not _tile_matches(t, typed)]
         if not other:
             continue
         tiles = sorted({"x".join(map(str, t.tile)) for t in other if t.tile})
-        kept = [t for t in pool if str(t.name or "").split("_")[0] != spelled and _tile_matches(t, typed)]
-        names = sorted({str(t.name).split("_")[0] for t in kept if t.name})
+        kept = [t for t in pool if named[id(t)] != spelled and _tile_matches(t, typed)]
+        names = sorted({named[id(t)] for t in kept if t.name})
         also = f"; it keeps {len(kept)} named {' or '.join(names)}_..." if names else ""
         notes.append(f"tile {value}: K counts bytes of the activation; {len(other)} tactic(s) named "
                      f"{spelled}_... have CTA tile {' or '.join(tiles) or 'unknown'} (K in elements) "

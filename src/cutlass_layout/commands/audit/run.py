@@ -7,14 +7,13 @@ and the ``moe_sm80`` family (:func:`lay_out_sm80`)."""
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
 from ...core.cache import KINDS
 from ...core.pool import gc_paused, task_memory
-from ...core.progress import in_stage, step
-from ...installs.candidates import candidates_key, store_candidates
+from ...core.progress import audit_label
+from ...installs.candidates import store_candidates
 from ...installs.equivalence import named, unnamed
 from ...installs.kernels import Source
 from ...installs.source_layout import lay_out_sources
@@ -159,13 +158,6 @@ def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     return results, todo
 
 
-def label(arch: str, what: str) -> str:
-    """The label of an audit's progress count: ``audit sm90: laying out sources``, or inside a
-    :func:`~cutlass_layout.core.progress.stage` (an audit of several arches, which names the
-    arch) ``laying out sources``."""
-    return what if in_stage() else f"audit {arch}: {what}"
-
-
 def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, executor, progress: bool,
             cached_only: bool):
     """Lay out the sources of ``todo`` into ``results`` (and the results cache), counting into
@@ -175,12 +167,7 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
     if todo:
         cand = _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress)
     elif plan.cand_args:
-        install, arch, flags = plan.cand_args[:3]
-        cached = cached_only or not plan.cand_args[5] or KINDS["candidates"].get(
-            candidates_key(install, arch, flags)) is not None
-        with nullcontext() if cached else step(label(plan.arch, "reading the runtime's candidate list "
-                                                                 "(its heuristic, with libclang)")):
-            cand = _candidates(*plan.cand_args, cached_only=cached_only)
+        cand = _candidates(*plan.cand_args, cached_only=cached_only)  # says its parse as a step
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     return cand
 
@@ -193,7 +180,7 @@ def _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress):
     stats["pch_seconds"] = 0.0
     with Schedule(default_jobs(jobs, executor), executor=executor,
                   reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
-                  label=label(plan.arch, "laying out sources"), total=len(todo), progress=progress) as s:
+                  label=audit_label(plan.arch, "laying out sources"), total=len(todo), progress=progress) as s:
         units = _Units(plan, s, executor, todo, results, stats, stream)
         for (what, key), payload in s.results():
             units.done(what, key, payload)
@@ -297,4 +284,4 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     return sm80.notes + ([f"{SM80_FAMILY}: over capacity is {sm80.guard}"] if sm80.guard else [])
 
 
-__all__ = ["cached_results", "label", "lay_out", "lay_out_sm80", "reads"]
+__all__ = ["cached_results", "lay_out", "lay_out_sm80", "reads"]
