@@ -361,8 +361,8 @@ def run(request: dict) -> dict:
             raise
         except BaseException as exc:  # the install's code failed: say so, go on
             tb = traceback.extract_tb(exc.__traceback__)
-            where = next((f"{f.filename}:{f.lineno}" for f in reversed(tb)
-                          if str(root) in f.filename), "")
+            where = next((f"{os.path.relpath(f.filename, root.parent)}:{f.lineno}" for f in reversed(tb)
+                          if str(root) in f.filename), "")  # flashinfer/...: no local path in a report
             entry["error"] = f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
         entry["specs"] = captured[before:]
         entry["iterated"] = list(dict.fromkeys(ITERATED[seen:]))
