@@ -248,5 +248,5 @@ def test_several_arches_name_the_arch_and_its_place_on_every_progress_line(mini,
     second = [i for i, ln in enumerate(lines) if ln.startswith("arch 2 of 2 (sm120): ")]
     assert len(second) == 1 and second[0] == len(lines) - 1, lines  # cached: its start alone
     assert re.fullmatch(rf"arch 2 of 2 \(sm120\): auditing flashinfer {re.escape(version)} for sm120 "
-                        r"\(\d+ (s|min) so far\) \.\.\.", lines[-1])
+                        r"\(\d+ (s|min) so far, about \d+ (s|min) left\) \.\.\.", lines[-1])
     assert all(ln.startswith("arch 1 of 2 (sm121): ") for ln in lines[:-1])

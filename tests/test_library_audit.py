@@ -73,6 +73,30 @@ def test_sources_that_are_the_library_are_told_from_flashinfer_installs(mini_lib
     assert lib.tree.include_root == (checkout / "include").resolve() and lib.version == "4.2.0"
 
 
+def test_an_audit_of_several_arches_says_which_of_how_many(mini_library, monkeypatch, capsys):
+    """The library audit of several arches says, as the flashinfer one does, ``arch i of n (smXX)``
+    as each starts, and names its lines after it (each arch's audit stands in here: what is
+    tested is the loop around them)."""
+    from types import SimpleNamespace
+
+    from cutlass_layout.commands import library_audit
+    from cutlass_layout.core.progress import say, showing
+
+    def one(lib, arch, **kwargs):
+        say(f"{arch} done")
+        return SimpleNamespace(arch=arch, shard=None)
+
+    monkeypatch.setattr(library_audit, "audit_library", one)
+    lib = resolve_kernel_library(mini_library)
+    with showing():
+        got = library_audit.audit_library_archs(lib, ["sm100", "sm120"])
+    assert [r.arch for r in got.results] == ["sm100", "sm120"]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "arch 1 of 2 (sm100): auditing CUTLASS 4.2.0's kernel library for sm100 ..."
+    assert lines[1] == "sm100 done" and lines[3] == "sm120 done"
+    assert lines[2].startswith("arch 2 of 2 (sm120): auditing CUTLASS 4.2.0's kernel library for sm120 (")
+
+
 def test_a_folder_without_the_library_or_its_headers_is_refused(mini_library, tmp_path):
     with pytest.raises(BadInput, match="path does not exist"):
         resolve_kernel_library(tmp_path / "nowhere")

@@ -16,6 +16,7 @@ from cutlass_layout.core.pool import Pool
 from cutlass_layout.core.progress import (
     Progress,
     is_progress_line,
+    part,
     progress_shown,
     say,
     show_progress,
@@ -146,6 +147,38 @@ def test_progress_lines_when_not_a_terminal(capsys):
     assert lines[0] == "laying out: 0/3 (0 s)" and lines[1].startswith("laying out: 1/3")
     assert lines[-1].startswith("laying out: 4/4")
     assert all(is_progress_line(ln) for ln in lines)
+
+
+def test_parts_say_where_and_the_time_left(monkeypatch, capsys):
+    """A run over several arches (:func:`part`): each part's first line says which of how many,
+    from the second on the time so far and an estimate at the rate of the parts done; the lines
+    inside name the part. By hand: part 2 of 3 starts at 120 s, one part took 120 s, two left:
+    240 s, "about 4 min left"; part 3 at 150 s (2.5 min, "3 min" half up), 75 s a part, one left:
+    75 s, "about 1 min left".
+    A run of one part says nothing."""
+    clock = _Clock()
+    monkeypatch.setattr(progress, "time", clock)
+    names, t0 = ["sm90", "sm100", "sm120"], clock.now
+    before = show_progress(True)
+    try:
+        for i, (a, spent) in enumerate(zip(names, (120, 30, 0))):
+            with part(i, names, f"auditing x for {a}", t0):
+                with step("running x's builders"):
+                    pass
+            clock.now += spent
+        with part(0, ["sm90"], "auditing x for sm90", clock.now):
+            say("alone")
+    finally:
+        show_progress(before)
+    assert capsys.readouterr().err.splitlines() == [
+        "arch 1 of 3 (sm90): auditing x for sm90 ...",
+        "arch 1 of 3 (sm90): running x's builders ...",
+        "arch 2 of 3 (sm100): auditing x for sm100 (2 min so far, about 4 min left) ...",
+        "arch 2 of 3 (sm100): running x's builders ...",
+        "arch 3 of 3 (sm120): auditing x for sm120 (3 min so far, about 1 min left) ...",
+        "arch 3 of 3 (sm120): running x's builders ...",
+        "alone",
+    ]
 
 
 def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):

@@ -17,6 +17,7 @@ import re
 import time
 from dataclasses import asdict, replace
 
+from ..core.progress import part
 from ..errors import BadInput
 from ..installs.kernel_library import (
     FAMILY,
@@ -312,9 +313,11 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
         check_shard(kwargs["shard"])
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
     results: list[AuditResult] = []
+    t0 = time.monotonic()
     for i, a in enumerate(asked):
         try:
-            results.append(audit_library(lib, a, **kwargs))
+            with part(i, asked, f"auditing CUTLASS {lib.version}'s kernel library for {a}", t0):
+                results.append(audit_library(lib, a, **kwargs))
         except KeyboardInterrupt:
             if not results:
                 raise

@@ -89,6 +89,32 @@ def stage(text: str):
         _STAGE.pop()
 
 
+@contextmanager
+def part(i: int, names: list[str], doing: str, t0: float, *, kind: str = "arch"):
+    """Part ``i`` (from 0) of a run over ``names`` that began at ``t0`` (``time.monotonic()``):
+    :func:`say` ``arch 2 of 4 (sm100): auditing flashinfer 0.7.4 for sm100 (3 min so far,
+    about 9 min left) ...`` (``doing`` is ``auditing flashinfer 0.7.4 for sm100``; the time
+    left at the rate of the parts done, :func:`time_left`), then name every line inside the
+    ``with`` block after ``arch 2 of 4 (sm100)`` (:func:`stage`). A run of one part says
+    nothing and names nothing."""
+    if len(names) < 2:
+        yield
+        return
+    where = f"{kind} {i + 1} of {len(names)} ({names[i]})"
+    spent = time.monotonic() - t0
+    left = time_left(i, len(names), spent)
+    so_far = f" ({took(spent)} so far{', ' + left if left else ''})" if i else ""
+    say(f"{where}: {doing}{so_far} ...")
+    with stage(where):
+        yield
+
+
+def took(seconds: float) -> str:
+    """``40 s``, ``3 min``: how long a run of several parts has run, for its next part's line
+    (minutes from 90 s, rounded half up as :func:`time_left` rounds)."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{int(seconds / 60 + 0.5)} min"
+
+
 def staged(what: str) -> str:
     """``what`` as the lines shown now say it: after the current :func:`stage`, if any."""
     return f"{_STAGE[-1]}: {what}" if _STAGE else what

@@ -5,10 +5,9 @@ search), and :func:`audit_archs` of several."""
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from typing import Callable
 
-from ...core.progress import audit_label, say, stage
+from ...core.progress import audit_label, part
 from ...errors import Interrupted, NothingForArch
 from ...model import AuditResult, AuditSet, Tactic
 from ...subjects.archs import ALL, arch_list, audit_arch, every_arch
@@ -208,12 +207,8 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     todo = list(dict.fromkeys(order))
     t0 = time.monotonic()
     for i, a in enumerate(todo):
-        where = f"arch {i + 1} of {len(todo)} ({a})"
-        if len(todo) > 1:
-            say(f"{where}: auditing flashinfer {install.version} for {a}"
-                + (f" ({_took(time.monotonic() - t0)} so far)" if i else "") + " ...")
         try:
-            with stage(where) if len(todo) > 1 else nullcontext():
+            with part(i, todo, f"auditing flashinfer {install.version} for {a}", t0):
                 results.append(audit(install, a, use_cache=use_cache, **kwargs))
         except KeyboardInterrupt:
             if not results:
@@ -229,11 +224,6 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     if not results:
         raise left[0]
     return AuditSet(results=results, notes=notes)
-
-
-def _took(seconds: float) -> str:
-    """``40 s``, ``3 min``: how long an audit of several arches has run, for its next arch's line."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{round(seconds / 60)} min"
 
 
 def interruption(done: list[AuditResult], left: list[str], notes: list[str]) -> Interrupted:
