@@ -432,3 +432,53 @@ def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinf
     gemm1, gemm2 = list(range(116)), list(range(116, 232))  # get_valid_tactics' two ranges
     assert bl.filter("trtllm::fused_moe::gemm1", runner, gemm1) == [t for t in gemm1 if t not in over]
     assert bl.filter("trtllm::fused_moe::gemm2", runner, gemm2) == [t for t in gemm2 if t - 116 not in over]
+
+
+# The dense SM120 MXFP8 runner (issue 43, item 2). Its tactic ids, by hand from flashinfer 0.7.4:
+# ``CutlassMxfp8GemmRunnerSm120::getConfigs`` (data/include/flashinfer/gemm/
+# mxfp8_gemm_cutlass_template_sm120.h) loops over ``tiles = {CtaShape128x32x128B,
+# CtaShape128x64x128B, CtaShape128x128x128B}`` and, per tile, ``emplace_back``s swap_ab false, then
+# swap_ab true (use_stream_k keeps its default, false): id = 2 * tile index + swap_ab. The binding
+# (data/csrc/mxfp8_gemm_cutlass_sm120.cu) runs ``globalConfigs[tactic]`` of that vector. The
+# dispatch ``dispatchMXFP8xMXFP8GemmCTAShapeSm120`` instantiates the launcher with cute::Int<128>,
+# Int<32|64|128>, Int<128>: MXFP8 is one byte per element, so "128B" is K = 128 elements.
+# gemm/gemm_base.py: ``class CutlassMxfp8GemmRunner`` (get_valid_tactics: range(module.
+# mxfp8_gemm_tactic_num())), made by ``cutlass_mxfp8_gemm_runner()``, which mm_mxfp8 tunes with
+# ``tuner.choose_one(custom_op="mxfp8_gemm", ...)``: key "mxfp8_gemm::CutlassMxfp8GemmRunner".
+MXFP8_SM120_IDS = {((128, 32, 128), False): 0, ((128, 32, 128), True): 1, ((128, 64, 128), False): 2,
+                   ((128, 64, 128), True): 3, ((128, 128, 128), False): 4, ((128, 128, 128), True): 5}
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_074_sm120_mxfp8_dense_ids_and_key_load(tmp_path, capsys, flashinfer_loader):
+    from cutlass_layout.commands.blocklist import blocklist_format
+
+    res = audit(FI_074, "sm120", family="mxfp8_gemm_cutlass_sm120")
+    configs = res.dense_runners["mxfp8_gemm_cutlass_sm120"]
+    assert configs.note is None
+    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == \
+        sorted(MXFP8_SM120_IDS, key=MXFP8_SM120_IDS.get)
+    assert len(res.tactics) == 12  # 3 tiles x swap_ab x {bf16, f16}
+    for t in res.tactics:
+        assert t.runtime_candidate is True
+        assert configs.ids(t) == [MXFP8_SM120_IDS[(tuple(t.tile), bool(t.swap_ab))]]
+    # all 12 fit 0.7.4's SM120 capacity: the file has no entry for them, and nothing is left out
+    path = tmp_path / "bl.json"
+    assert main(["audit", FI_074, "--arch", "sm120", "--family", "mxfp8_gemm_cutlass_sm120",
+                 "--blocklist", str(path)]) == 0
+    assert json.loads(path.read_text())["invalid_tactics"] == {}
+    root = resolve_flashinfer(FI_074).root
+    fmt = blocklist_format(root, "0.7.4")
+    assert fmt.dense["mxfp8_gemm_cutlass_sm120"] == "mxfp8_gemm::CutlassMxfp8GemmRunner"
+    assert fmt.dense["fp4_gemm_cutlass_sm120"] == "fp4_gemm::CutlassFp4GemmRunner"
+    # the key as the install's own loader reads it: ids 4 and 5 (the 128x128x128 tile) removed
+    doc = json.loads(path.read_text())
+    doc["invalid_tactics"] = {fmt.dense["mxfp8_gemm_cutlass_sm120"]: [4, 5]}
+    path.write_text(json.dumps(doc))
+    bl = flashinfer_loader(root).TacticsBlocklist()
+    assert bl.load(str(path)) is True
+
+    class CutlassMxfp8GemmRunner:  # the key is the runner's class name
+        pass
+    assert bl.filter("mxfp8_gemm", CutlassMxfp8GemmRunner(), list(range(6))) == [0, 1, 2, 3]

@@ -117,7 +117,55 @@ def blocklist_format(root: Path, version: str) -> BlocklistFormat:
     ops, runner_class = _moe_runner(root, version)
     return BlocklistFormat(version=version, loader=LOADER, metadata_key=metadata_key,
                            tactics_key=tactics_key, metadata_fields=fields, ops=ops,
-                           runner_class=runner_class)
+                           runner_class=runner_class, dense=dense_keys(root))
+
+
+def dense_keys(root: Path) -> dict[str, str]:
+    """``{audit family: "<custom op>::<runner class>"}`` of the dense runners of
+    :data:`~cutlass_layout.installs.dense_runners.DENSE`, read from ``gemm/gemm_base.py`` with
+    :mod:`ast`: the class of that name whose ``get_valid_tactics`` returns
+    ``list(range(module.<tactic_num>()))``, the function that returns it (its factory), and the
+    custom op (a string constant: ``custom_op=`` or the first argument) of the one ``choose_one``
+    call of the function that calls that factory. A family whose key cannot be read is left out."""
+    from ..installs.dense_runners import DENSE
+
+    try:
+        tree = ast.parse((root / DENSE_MODULE).read_text(errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    out = {}
+    for family, runner in DENSE.items():
+        op = _dense_op(tree, runner.python_runner, runner.tactic_num)
+        if op is not None:
+            out[family] = f"{op}::{runner.python_runner}"
+    return out
+
+
+#: The module that holds flashinfer's dense GEMM runners, relative to the ``flashinfer`` package.
+DENSE_MODULE = "gemm/gemm_base.py"
+
+
+def _dense_op(tree: ast.Module, cls_name: str, tactic_num: str) -> str | None:
+    """The custom op the dense runner class ``cls_name`` is tuned under (see :func:`dense_keys`)."""
+    want = f"return list(range(module.{tactic_num}()))"
+    factories = set()
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        for cls in (n for n in fn.body if isinstance(n, ast.ClassDef) and n.name == cls_name):
+            valid = _function(cls, "get_valid_tactics")
+            if valid is not None and [ast.unparse(b) for b in valid.body] == [want]:
+                factories.add(fn.name)
+    ops = set()
+    for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+        if not any(c.func.attr in factories for c in calls):
+            continue
+        chosen = [c for c in calls if c.func.attr == "choose_one"]
+        args = [next((k.value for k in c.keywords if k.arg == "custom_op"), c.args[0] if c.args else None)
+                for c in chosen]
+        if len(args) != 1 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
+            return None
+        ops.add(args[0].value)
+    return ops.pop() if len(ops) == 1 else None
 
 
 def _moe_runner(root: Path, version: str) -> tuple[dict[int, str], str]:
@@ -226,6 +274,15 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
     for t in result.over_capacity_candidates():
         base = {"tactic": t.id, "runner": "x".join(_runner_of(t)), "kernel_bytes": t.kernel_bytes,
                 "capacity_bytes": t.capacity_bytes}
+        if t.family in fmt.dense and result.dense_runners.get(t.family) is not None:
+            key, ids = fmt.dense[t.family], result.dense_runners[t.family].ids(t) or []
+            for tid in ids:
+                invalid.setdefault(key, set()).add(tid)
+                blocked.append({**base, "key": key, "tactic_id": tid, "gemm": None})
+            if not ids:
+                notes.append(f"{t.id}: over capacity, not in the file: its id in the runner's "
+                             "getConfigs could not be read from the install's code")
+            continue
         if t.family != "moe":
             notes.append(f"{t.id}: over capacity, not in the file: its family has no tactic ids "
                          "the autotuner knows")

@@ -486,6 +486,7 @@ KINDS = _kinds(
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
     Kind("candidates", 3, ("installs/candidates.py", "installs/candidate_lists.py", "installs/moe_runners.py",
                            *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py", "cpp/interpret.py")),
+    Kind("dense-candidates", 1, ("installs/dense_runners.py", *_TEXT, "cpp/cursors.py", "cpp/interpret.py")),
     Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", *_PROBE,
                          "engine/loop.py", "engine/numbers.py", "cpp/clang.py")),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones

@@ -402,6 +402,32 @@ def case_constants(switch, enum: str) -> list[tuple[str, object]]:
     return out
 
 
+def case_statements(switch, enum: str) -> list[tuple[str, object]]:
+    """``(name, statement)`` of each ``case`` label below ``switch`` (preorder) that names a
+    constant of enum ``enum`` (the first reference in its label), with the statement it labels."""
+    out = []
+    for case in (c for c in switch.walk_preorder() if c.kind == K.CASE_STMT):
+        kids = list(case.get_children())
+        if len(kids) < 2:
+            continue
+        name = next((enum_constant(r, enum) for r in kids[0].walk_preorder() if r.kind == K.DECL_REF_EXPR), None)
+        if name:
+            out.append((name, kids[-1]))
+    return out
+
+
+def integer_literals(cursor) -> list[int]:
+    """The values of the integer literals below ``cursor``, in preorder (a macro's arguments
+    where it expands one: each literal's own token)."""
+    out = []
+    for c in cursor.walk_preorder():
+        if c.kind == K.INTEGER_LITERAL:
+            spelled = [t.spelling for t in c.get_tokens()]
+            if len(spelled) == 1:
+                out.append(int(spelled[0].rstrip("uUlL"), 0))
+    return out
+
+
 def switch_returns(cursor, enum: str) -> list[tuple[list[str], list[str]]] | None:
     """The arms of the first ``switch`` below ``cursor`` (preorder) written ``case X: case Y:
     ... return E;``: ``(labels, tokens of the return statement)`` each, the labels the
@@ -435,7 +461,7 @@ def switch_returns(cursor, enum: str) -> list[tuple[list[str], list[str]]] | Non
 
 
 __all__ = ["ALIASES", "NAMESPACE_SCOPES", "SCOPE_OWNERS", "aliased_declaration", "aliased_type",
-           "body_declarations", "body_statements", "case_constants", "condition_names",
+           "body_declarations", "body_statements", "case_constants", "case_statements", "condition_names", "integer_literals",
            "declared_enums", "definition_kind", "enclosing_namespaces", "enum_constant",
            "enum_references", "enumerators_referenced", "file_aliases", "function_definitions",
            "function_templates", "is_alias", "is_function_template", "is_if", "is_namespace",

@@ -48,7 +48,8 @@ class Eval:
     ``push_back`` / ``insert(end, v.begin(), v.end())`` / ``size()``, ``std::set`` of enum
     values (``insert``, iterated in ascending order), braced lists and pairs, ``std::get<N>``,
     ``std::make_tuple``, calls of other functions with a body, the constructor of
-    ``CutlassGemmConfig`` (a dict keyed by its parameter names), assignment to a variable
+    ``CutlassGemmConfig`` (a dict keyed by its parameter names, default arguments taken; also
+    through ``emplace_back``; ``reserve`` has no effect), assignment to a variable
     (``config = CutlassGemmConfig(...)``) or to a member of a config (``config.swap_ab =
     true``). ``assert`` statements and ``using`` aliases are skipped. Anything else raises :class:`Unreadable`: the answer is never
     guessed. At most :data:`STEPS` steps."""
@@ -224,6 +225,22 @@ class Eval:
             return self.call_expr(c, kids, env, statement)
         raise Unreadable(f"expression {k.name}: {_text(c)}")
 
+    def config(self, ctor, args: list, env) -> dict:
+        """A ``CutlassGemmConfig`` built by its constructor ``ctor`` from ``args``: a dict keyed by
+        the constructor's parameter names, a parameter not given taking its default argument."""
+        if ctor is None or ctor.kind != ci.CursorKind.CONSTRUCTOR or ctor.semantic_parent.spelling != "CutlassGemmConfig":
+            raise Unreadable("a config built by another constructor than CutlassGemmConfig's")
+        params = list(ctor.get_arguments())
+        if len(args) > len(params):
+            raise Unreadable(f"CutlassGemmConfig: {len(args)} arguments for {len(params)} parameters")
+        out = {p.spelling: self.value(a, env) for p, a in zip(params, args)}
+        for p in params[len(args):]:
+            default = [ch for ch in p.get_children() if ch.kind not in (ci.CursorKind.TYPE_REF, ci.CursorKind.NAMESPACE_REF)]
+            if len(default) != 1:
+                raise Unreadable(f"CutlassGemmConfig: no default argument for {p.spelling}")
+            out[p.spelling] = self.value(default[0], env)
+        return out
+
     def call_expr(self, c, kids, env, statement):
         ref = c.referenced
         name = c.spelling
@@ -242,9 +259,8 @@ class Eval:
                 return _Set()
             if name == "pair" and len(args) == 2:
                 return tuple(self.value(a, env) for a in args)
-            params = [p.spelling for p in ref.get_arguments()]
-            if name == "CutlassGemmConfig" and len(params) == len(args):
-                return {p: self.value(a, env) for p, a in zip(params, args)}
+            if name == "CutlassGemmConfig":
+                return self.config(ref, args, env)
             raise Unreadable(f"constructor {name}")
         if name == "operator=" and statement and len(kids) == 3:  # config = CutlassGemmConfig(...);
             self.assign(_bare(kids[0]), self.value(kids[2], env), env)
@@ -263,6 +279,11 @@ class Eval:
                 raise Unreadable(f"{name} of {_text(head)}")
             if name == "size" and not args:
                 return len(env[target])
+            if name == "reserve" and len(args) == 1 and statement:
+                return None  # no effect on the values
+            if name == "emplace_back" and args and statement:
+                env[target].append(self.config(_element_constructor(obj, args), args, env))
+                return None
             if name == "push_back" and len(args) == 1:
                 item = self.value(args[0], env)
                 env[target].append(tuple(item) if isinstance(item, list)
@@ -303,6 +324,29 @@ class _Set:
 
     def __iter__(self):
         return iter(list(self.items))
+
+
+def _element_constructor(obj, args: list):
+    """The constructor of the element type of the ``std::vector`` variable ``obj`` refers to
+    (``std::vector<CutlassGemmConfig> v``) that ``v.emplace_back(args...)`` calls: the one whose
+    parameters take as many arguments (with their defaults) and whose first parameter has the
+    first argument's type; None where there is no single such one."""
+    var = obj.referenced if obj is not None else None
+    element = var.type.get_canonical().get_template_argument_type(0) if var is not None else None
+    decl = element.get_declaration() if element is not None else None
+    if decl is None or decl.kind.is_invalid():
+        return None
+    first = args[0].type.get_canonical().spelling.replace("const ", "")
+    fits = []
+    for ctor in decl.get_children():
+        if ctor.kind != ci.CursorKind.CONSTRUCTOR:
+            continue
+        params = list(ctor.get_arguments())
+        required = sum(1 for p in params if not any(ch.kind.is_expression() for ch in p.get_children()))
+        if required <= len(args) <= len(params) and \
+                params[0].type.get_canonical().spelling.replace("const ", "") == first:
+            fits.append(ctor)
+    return fits[0] if len(fits) == 1 else None
 
 
 def _bare(c):

@@ -438,6 +438,9 @@ class AuditResult:
     families: list[str] = field(default_factory=list, compare=False)
     unmatched: list[dict] = field(default_factory=list, compare=False)
     candidates: Any = field(default=None, compare=False)
+    #: the dense runners' config lists (:class:`cutlass_layout.installs.dense_runners.DenseConfigs`),
+    #: by family, where read (not in the JSON)
+    dense_runners: dict = field(default_factory=dict, compare=False)
     shard: AuditShard | None = None
     asked: dict = field(default_factory=dict, compare=False)
     modules: list[dict] = field(default_factory=list)

@@ -24,6 +24,8 @@ class BlocklistFormat:
             (``"trtllm::fused_moe::gemm1"``).
         runner_class: the CUTLASS MoE runner's class name (``MoERunner``): a key is
             ``"<custom op>::<runner class>"``.
+        dense: the dense runners' keys by audit family (``{"mxfp8_gemm_cutlass_sm120":
+            "mxfp8_gemm::CutlassMxfp8GemmRunner"}``).
     """
 
     version: str
@@ -33,6 +35,9 @@ class BlocklistFormat:
     metadata_fields: list[str]
     ops: dict[int, str]
     runner_class: str
+    #: ``{audit family: "<custom op>::<runner class>"}`` of the dense CUTLASS GEMM runners whose
+    #: key could be read (``gemm/gemm_base.py``)
+    dense: dict[str, str] = field(default_factory=dict)
 
     def key(self, gemm: int) -> str:
         """The blocklist key of the runner's GEMM ``gemm`` (1 or 2)."""

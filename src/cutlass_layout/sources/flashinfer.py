@@ -31,9 +31,9 @@ from .wheels import complete, manifest, open_wheel, sha256_file, unpack, wheel_m
 #: top-level modules it reads constants from, the headers its builds include, and the
 #: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders), and
 #: what ``audit --blocklist`` reads of the tactics blocklist's loader (the autotuner package, the
-#: CUTLASS MoE runner in ``fused_moe/core.py``).
+#: CUTLASS MoE runner in ``fused_moe/core.py``, the dense GEMM runners in ``gemm/gemm_base.py``).
 INSTALL_DIRS = ("jit/", "data/include/", "data/spdlog/", "data/cccl/", "data/csrc/nv_internal/",
-                "data/cutlass/tools/", "autotuner/", "fused_moe/core.py")
+                "data/cutlass/tools/", "autotuner/", "fused_moe/core.py", "gemm/gemm_base.py")
 _FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 
 

@@ -144,7 +144,7 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
                               executor=executor, label=audit_label(arch, "searching fixes")))
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
-    result.stats, result.candidates = stats, cand
+    result.stats, result.candidates, result.dense_runners = stats, cand, dict(plan.dense)
     if shard is not None:
         result.shard = shard_part(shard, asked, ranked, result, parts)
     return result

@@ -230,6 +230,9 @@ class Plan:
     moe: tuple | None = None
     pch_key: str = ""
     cand_args: tuple | None = None
+    #: the dense runners' config lists read while naming tactics, by family
+    #: (:func:`~cutlass_layout.installs.dense_runners.dense_configs`)
+    dense: dict = field(default_factory=dict)
 
     @property
     def install(self):

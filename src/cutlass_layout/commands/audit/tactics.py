@@ -12,6 +12,7 @@ from typing import Callable
 
 from ...core.cache import KINDS
 from ...core.pool import gc_paused
+from ...installs.dense_runners import DENSE, dense_configs
 from ...installs.kernels import FoundKernel, kernel_arch
 from ...installs.naming import tactic_of
 from ...model import LayoutReport, Provenance, Tactic, Verdict
@@ -110,6 +111,17 @@ class Streamer:
             self.on_tactic(self.plan.arch, t)
 
 
+def _dense_candidate(plan, t: Tactic, source, use_cache: bool) -> bool | None:
+    """Whether a dense runner's config list (:func:`~cutlass_layout.installs.dense_runners.dense_configs`,
+    read once per family with the flags of its first source, kept in ``plan.dense``) holds ``t``;
+    None where the list was not read."""
+    if t.family not in plan.dense:
+        plan.dense[t.family] = dense_configs(plan.install, t.family, list(source.flags), use_cache=use_cache)
+    configs = plan.dense[t.family]
+    ids = configs.ids(t) if configs is not None else None
+    return None if ids is None else bool(ids)
+
+
 def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -> tuple[list, dict]:
     """``(ranked, origins)``: ``(rank, tactic)`` of every kernel of the sources laid out that runs
     on the arch family (rank: its source's position and its kernel's index), each with its
@@ -142,6 +154,8 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
                     t = Tactic(**fields, report=rep)
                     t.report = replace(rep, provenance=prov, config={"tactic": t.id, **t.identity()})
                 t.runtime_candidate = cand.get(t) if cand is not None else None
+                if t.family in DENSE:
+                    t.runtime_candidate = _dense_candidate(plan, t, source, use_cache)
                 ranked.append(([plan.position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
                 stream.tactic(t, key)  # all from the cache: the tactics as they are made
