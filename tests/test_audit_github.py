@@ -205,7 +205,7 @@ def test_072_checkout_audits_as_the_wheel(tmp_path, capsys, monkeypatch):
                for t in res.tactics if t.verdict == "over_capacity")
     assert sorted(p.name for p in co.iterdir()) + sorted(p.name for p in (co / "flashinfer").iterdir()) == before
     assert not (co / "flashinfer" / "data").exists() and not list(co.rglob("__pycache__"))
-    # the README's CI step, run in the checkout (the cached answer: the same checkout)
+    # docs/ci.md's CI step, run in the checkout (the cached answer: the same checkout)
     monkeypatch.chdir(co)
     assert main(["audit", ".", "--arch", "sm120", "--family", "moe", "--check", "--format", "github"]) == 1
     out = capsys.readouterr().out
@@ -214,7 +214,7 @@ def test_072_checkout_audits_as_the_wheel(tmp_path, capsys, monkeypatch):
 
 
 # -------------------------------------------------------------------------------------------
-# the README's CI recipe and the pre-commit hook
+# the CI recipe and the pre-commit hook of docs/ci.md
 def _hooks(text: str) -> list[dict]:
     """``.pre-commit-hooks.yaml`` read without a YAML library: a list of mappings whose
     values are plain scalars, ``true``/``false`` or flow lists (``[a, b]``); anything else in
@@ -262,12 +262,17 @@ def test_the_pre_commit_hook_is_well_formed_and_parses():
     assert 'cutlass-layout = "cutlass_layout.cli:main"' in pyproject  # what language: python installs
 
 
-def test_the_readme_ci_recipe_parses():
-    """The README's GitHub Actions step and pre-commit entry are among the command lines
-    tests/test_readme.py parses (every one of those must parse)."""
-    from test_readme import README, command_lines
+def test_the_ci_recipe_parses_and_installs_what_exists():
+    """docs/ci.md's GitHub Actions step and pre-commit entry are among the command lines
+    tests/test_readme.py parses (every one of those must parse), and they install the tool from
+    its repository (a git direct reference), never from the package index, where it is not."""
+    from test_readme import ROOT, command_lines
 
-    commands = command_lines(README.read_text())
+    text = (ROOT / "docs" / "ci.md").read_text()
+    commands = command_lines(text)
+    assert "pip install \"cutlass-layout @ git+https://" in text
+    assert '"cutlass-layout @ git+https://' in text.split("additional_dependencies:")[1].split("\n")[0]
+    assert not re.search(r"pip install ['\"]?cutlass-layout(\[\w+\])?['\"]?(?=\s|$)(?!\s+@)", text)
     assert [".", "--arch", "sm120", "--check", "--format", "github"] in [c[1:] for c in commands if c[0] == "audit"]
     assert ["audit", ".", "--check", "--arch", "sm120", "--family", "moe"] in commands
     for c in commands:

@@ -161,13 +161,13 @@ def test_without_distributed_the_error_names_the_extra(mini, monkeypatch, capsys
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed: ImportError
     assert main(["audit", str(mini), "--executor", "dask://127.0.0.1:8786"]) == 2
     assert _one_error(capsys) == ("error: executor tcp://127.0.0.1:8786: Dask's distributed is not "
-                                  "installed (pip install 'cutlass-layout[dask]')")
+                                  "installed (the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)")
     # DASK_SCHEDULER_ADDRESS names the cluster unless told to run here
     from cutlass_layout.core.dask import executor, scheduler_address
 
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
     assert executor("local") is None and scheduler_address(None) == "tcp://127.0.0.1:8786"
-    with pytest.raises(BadInput, match="pip install 'cutlass-layout\\[dask\\]'"):
+    with pytest.raises(BadInput, match=r"\(the dask extra: pip install distributed, or pip install -e '\.\[dask\]' in the clone\)"):
         executor(None)
 
 

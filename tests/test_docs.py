@@ -90,3 +90,78 @@ def test_every_api_function_has_its_section_in_python_api_md():
     assert functions <= sections, sorted(functions - sections)
     for anchor in re.findall(r"docs/python-api\.md#(\w+)", inspect.getsource(api)):
         assert anchor in sections, anchor
+
+
+# -------------------------------------------------------------------------------------------
+# the site (mkdocs.yml), the CI steps and installs that work as written
+ROOT = PAGES.parent.parent
+
+
+def _nav_pages() -> list[str]:
+    """The pages mkdocs.yml's nav names (read without a YAML library: each ``- Title: page.md``
+    or ``- page.md`` line of its ``nav:`` block)."""
+    import re
+
+    text = (ROOT / "mkdocs.yml").read_text()
+    nav = text.split("\nnav:\n", 1)[1]
+    return re.findall(r"^\s+- (?:[^:\n]+: )?(\S+\.md)$", nav, re.M)
+
+
+def test_the_site_has_every_page_once_and_checks_its_links():
+    pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md"))
+    nav = _nav_pages()
+    assert sorted(nav) == pages and len(nav) == len(set(nav)) >= 20
+    text = (ROOT / "mkdocs.yml").read_text()
+    assert "strict: true" in text
+    for check in ("unrecognized_links: warn", "anchors: warn", "omitted_files: warn"):
+        assert check in text, check  # a warning, so that --strict fails on it
+    run = (ROOT / ".ci" / "run").read_text()
+    assert 'mkdocs build --strict -q -d "$scratch/site"' in run  # never into the tree
+    assert "site/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_ci_runs_the_readme_test_command_and_checks_the_distributions():
+    """.ci/run runs the README's lint and test command (with the docs and dist extras
+    besides), and builds the wheel and sdist and checks them with twine."""
+    from test_readme import README, code_blocks
+
+    readme = [code for lang, code in code_blocks(README.read_text()) if "pytest" in code]
+    assert len(readme) == 1
+    run = (ROOT / ".ci" / "run").read_text()
+    for step in readme[0].split(" && "):
+        step = step.replace("'.[test]'", "'.[test,docs,dist]'").replace("pip install -c", "pip install -q -c")
+        assert step in run, step
+    assert "python -m build -q --sdist --wheel" in run and "twine check --strict" in run
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    for extra in ("docs = [", "dist = [", "plot = [", "dask = ["):
+        assert extra in pyproject, extra
+
+
+def test_no_install_from_the_package_index_is_written_anywhere():
+    """The package is not on the index: no page, message or hook says ``pip install
+    cutlass-layout`` (or one of its extras by the package's name) as if it were."""
+    import re
+
+    bad = re.compile(r"pip install ['\"]?cutlass-layout(\[\w+\])?['\"]?(?=\s|$|\)|`)(?!\s+@)")
+    files = [README_PATH, *(ROOT / "docs").rglob("*.md"), *(ROOT / "src").rglob("*.py"),
+             ROOT / ".pre-commit-hooks.yaml", ROOT / "pyproject.toml"]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in bad.finditer(p.read_text())]
+    assert not found, found
+    assert "cutlass-layout[" not in " ".join(p.read_text() for p in files if p.suffix == ".py")
+
+
+def test_python_m_cutlass_layout_is_the_command():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "cutlass_layout", "layout", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("Usage: cutlass-layout layout [OPTIONS]")
+    assert "Full reference: docs/commands/layout.md" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "cutlass_layout", "layout", "--no-such-flag"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2 and "no-such-flag" in res.stderr
+
+
+README_PATH = ROOT / "README.md"

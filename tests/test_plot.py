@@ -158,7 +158,7 @@ def test_without_matplotlib_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if absent
     with pytest.raises(BadInput) as exc:
         check_plot_path(tmp_path / "x.png")
-    assert str(exc.value) == MISSING == "plots need matplotlib: pip install 'cutlass-layout[plot]'"
+    assert str(exc.value) == MISSING == "plots need matplotlib (the plot extra): pip install matplotlib, or pip install -e '.[plot]' in the clone"
     # the command says so before any work (no CUTLASS tree is even looked for)
     assert main(["layout", "--cutlass", str(tmp_path / "nowhere"), "--plot", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err.strip()

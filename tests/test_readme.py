@@ -1,10 +1,13 @@
-"""The README's examples run as written.
+"""The examples of the README and of every page of ``docs/`` run as written.
+
+(``docs/commands/`` pages' command lines are parsed by tests/test_docs.py, with their flags.)
 
 * every ``cutlass-layout ...`` command line in its code blocks (fenced or indented; ``$ ``
   prompts, ``\\`` continuations, pipes, ``&&`` and redirections taken apart as a shell
   would) is parsed by the command line's own parser (click), down to its subcommand's flags
   and their types; synopsis lines (``[--json]``) are left out;
-* every ``python`` block runs, top to bottom, in a fresh namespace of its own, against the
+* every ``python`` block (but a function's signature, ``name(args) -> T`` on one line, which
+  must be ``inspect.signature``'s of ``cutlass_layout.api.name``) runs, top to bottom, in a fresh namespace of its own, against the
   session's cache (the sources it names are the session fixtures' wheels, fetched once). An
   expression followed by a comment that is a Python literal (``# (3, 98304, 101376, True,
   3072)``, inline or on the next line, up to a ``:``) must give that value: those values are
@@ -25,7 +28,27 @@ import pytest
 
 from cutlass_layout.cli import cli
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+#: The README and every page of docs/ but the command pages (tests/test_docs.py reads those).
+PAGES = [README] + sorted(p for p in (ROOT / "docs").rglob("*.md") if p.parent.name != "commands")
+#: A Python block that is a function's signature, as docs/python-api.md writes them.
+SIGNATURE = re.compile(r"(\w+)\(.*\)(?: -> .+)?")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def page_commands() -> list[tuple[str, list[str]]]:
+    """``(page, args)`` of every ``cutlass-layout`` command line of the pages."""
+    return [(_rel(p), args) for p in PAGES for args in command_lines(p.read_text())]
+
+
+def python_blocks(path: Path) -> list[str]:
+    """The ``python`` blocks of a page to run (signatures aside)."""
+    return [code for lang, code in code_blocks(path.read_text())
+            if lang == "python" and not SIGNATURE.fullmatch(code.strip())]
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
@@ -91,22 +114,46 @@ def parse(args: list[str]) -> None:
             pass
 
 
-def test_the_readme_has_what_these_tests_read():
+def test_the_pages_have_what_these_tests_read():
     text = README.read_text()
-    commands = command_lines(text)
-    assert len(commands) >= 15
-    assert {c[0] for c in commands} >= {"audit", "layout", "sweep", "diff", "scan"}
+    readme = command_lines(text)
+    assert {c[0] for c in readme} >= {"audit", "layout"} and len(readme) >= 6
     assert ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--preset", "trtllm-moe",
-            "--tile", "128x256x64B"] in commands
-    assert sum(lang == "python" for lang, _ in code_blocks(text)) >= 1
+            "--tile", "128x256x64B"] in readme
+    assert ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--tactic",
+            "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"] in readme
+    assert len(python_blocks(README)) >= 1
+    commands = [args for _, args in page_commands()]
+    assert len(commands) >= 40
+    assert {c[0] for c in commands} >= {"audit", "layout", "sweep", "diff", "scan"}
+    pages = {_rel(p) for p in PAGES}
+    assert {"docs/index.md", "docs/faq.md", "docs/findings.md", "docs/how-it-works.md", "docs/schemas.md",
+            "docs/sources.md", "docs/performance.md", "docs/python-api.md", "docs/guides/audit.md"} <= pages
+    assert len(python_blocks(ROOT / "docs" / "python-api.md")) >= 2
 
 
-@pytest.mark.parametrize("args", command_lines(README.read_text()), ids=" ".join)
-def test_every_command_line_parses(args):
+@pytest.mark.parametrize("page,args", page_commands(), ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_every_command_line_parses(page, args):
     try:
         parse(args)
     except click.ClickException as exc:
-        pytest.fail(f"cutlass-layout {' '.join(args)}: {exc.format_message()}")
+        pytest.fail(f"{page}: cutlass-layout {' '.join(args)}: {exc.format_message()}")
+
+
+def test_every_signature_is_the_functions():
+    """docs/python-api.md's signature blocks are the functions' own (annotations unquoted)."""
+    import inspect
+
+    from cutlass_layout import api
+
+    shown = [code.strip() for p in PAGES for lang, code in code_blocks(p.read_text())
+             if lang == "python" and SIGNATURE.fullmatch(code.strip())]
+    assert len(shown) >= 20
+    for text in shown:
+        name = SIGNATURE.fullmatch(text).group(1)
+        own = f"{name}{inspect.signature(getattr(api, name))}"
+        own = re.sub(r"-> '(.*)'$", r"-> \1", re.sub(r": '([^']*)'", r": \1", own))  # annotations unquoted
+        assert text == own
 
 
 def test_a_bad_command_line_does_not_parse():
@@ -168,10 +215,10 @@ def run_snippet(code: str) -> int:
 
 
 @pytest.mark.network
-def test_every_python_snippet_runs():
-    """The README's Python, as written (the first block's numbers: the trtllm-moe preset's
-    128x256x128 NVFP4 kernel on flashinfer 0.7.2.post1 is 98304 B with 3 stages, tests/handed.md E's
-    NONE row; the audit's first tactic, a FINALIZE one, 102400 B, 1024 over: tests/handed.md E)."""
-    blocks = [code for lang, code in code_blocks(README.read_text()) if lang == "python"]
-    checked = sum(run_snippet(code) for code in blocks)
+@pytest.mark.parametrize("page", [_rel(p) for p in PAGES if python_blocks(p)])
+def test_every_python_snippet_runs(page):
+    """Each page's Python, as written (the numbers: the trtllm-moe preset's 128x256x128 NVFP4
+    kernel on flashinfer 0.7.2.post1 is 98304 B with 3 stages, tests/handed.md E's NONE row; the
+    audit's first tactic, a FINALIZE one, 102400 B, 1024 over: tests/handed.md E)."""
+    checked = sum(run_snippet(code) for code in python_blocks(ROOT / page))
     assert checked >= 2

@@ -298,7 +298,7 @@ def test_the_tma_line_names_every_term_of_its_sum():
 
 def test_an_exact_fit_is_said_the_same_way_everywhere():
     """One statement of an exact fit (model.EXACT_FIT_MEANING): ``layout``'s verdict, the audit
-    table's note, its GitHub notice, ``audit --help`` and the README say it in the same words.
+    table's note, its GitHub notice, ``audit --help`` and the docs (the FAQ, the audit guide) say it in the same words.
     Its content, from the sources: CUDA accepts cudaFuncAttributeMaxDynamicSharedMemorySize up to
     the opt-in limit inclusive (232448 B on an H200: FACTS.md); TensorRT-LLM's
     compute_occupancy_for_kernel returns 0 for ``smem_size + attr.sharedSizeBytes >=
@@ -324,6 +324,8 @@ def test_an_exact_fit_is_said_the_same_way_everywhere():
     assert any(EXACT_FIT_MEANING in line for line in to_github(res).splitlines() if line.startswith("::notice"))
     flat = " ".join(CliRunner().invoke(cli, ["audit", "--help"], terminal_width=1000).output.split())
     assert EXACT_FIT_MEANING in flat
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert EXACT_FIT_MEANING in " ".join(readme.split())
-    assert not re.search(r"occupancy check\s+rejects\)", readme)  # no other wording of it
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    for page in ("faq.md", "guides/audit.md"):
+        text = (docs / page).read_text()
+        assert EXACT_FIT_MEANING in " ".join(text.split()), page
+        assert not re.search(r"occupancy check\s+rejects\)", text)  # no other wording of it

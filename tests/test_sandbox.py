@@ -198,8 +198,9 @@ def test_the_child_environment_is_built_from_nothing(tmp_path, cache, monkeypatc
     assert env["CUTLASS_LAYOUT_CACHE"] == str(cache) and env["PATH"] == os.environ["PATH"]
 
 
-def test_docs_and_readme_state_the_sandbox_and_its_default_bounds():
-    """The figures written in ``audit``'s reference (docs/commands/audit.md) and the README are
+def test_docs_state_the_sandbox_and_its_default_bounds():
+    """The figures written in ``audit``'s reference (docs/commands/audit.md) and its guide
+    (docs/guides/audit.md) are
     the module's defaults; ``audit --help`` says the sandbox is there."""
     from test_cli import _help
 
@@ -207,7 +208,7 @@ def test_docs_and_readme_state_the_sandbox_and_its_default_bounds():
     assert "sandboxed child" in " ".join(_help("audit").split())
     root = Path(__file__).resolve().parent.parent
     page = " ".join((root / "docs" / "commands" / "audit.md").read_text().replace("`", "").split())
-    readme = " ".join((root / "README.md").read_text().split())
+    readme = " ".join((root / "docs" / "guides" / "audit.md").read_text().split())
     for text in (page, readme):
         assert "sandboxed child" in text and "stdin closed" in text.replace("stdin is closed", "stdin closed")
         assert f"{f.GENERATOR_CPU_S} s of CPU" in text and f"{f.GENERATOR_MEMORY_MB} MB" in text

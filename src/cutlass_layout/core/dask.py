@@ -8,7 +8,7 @@ Dask writes them, are taken as they are). :func:`executor` turns it into ``None`
 local pool) or a :class:`DaskExecutor`, which connects on its first task only (a run whose
 results are all cached needs no cluster) and is closed by its user (:func:`session`).
 
-A Dask cluster runs ``distributed`` (the ``dask`` extra: ``pip install 'cutlass-layout[dask]'``).
+A Dask cluster runs ``distributed`` (the ``dask`` extra: ``pip install distributed``, or ``pip install -e '.[dask]'`` in the clone).
 Its workers unpickle each task (a module-level function and plain arguments: paths,
 flags, dataclasses) and import this package themselves, so they need it installed, and
 they read the CUTLASS tree, the generated sources and the CUDA headers at the paths this
@@ -94,7 +94,7 @@ def executor(spec: str | None) -> "DaskExecutor | None":
         import distributed  # noqa: F401
     except ImportError:
         raise BadInput(f"executor {address}: Dask's distributed is not installed "
-                       "(pip install 'cutlass-layout[dask]')") from None
+                       "(the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)") from None
     return DaskExecutor(address, timeout_s())
 
 

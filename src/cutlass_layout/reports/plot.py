@@ -4,7 +4,7 @@ sweep's kernel bytes against the capacity.
 Every function returns the :class:`matplotlib.figure.Figure` it drew (tests and callers can
 inspect it) and writes it when given a path: ``.svg`` (text stays text) or ``.png`` at
 :data:`DPI` dots per inch. Figures are built without pyplot, so no GUI backend or global
-state is involved. matplotlib is the ``plot`` extra (``pip install 'cutlass-layout[plot]'``);
+state is involved. matplotlib is the ``plot`` extra (``pip install matplotlib``, or ``pip install -e '.[plot]'`` in the clone);
 without it the plotting calls raise :class:`BadInput` with that one line.
 
 What a reader should see at a glance, and how it is drawn:
@@ -44,7 +44,7 @@ _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#
 _PAD_COLOR = "#e6e6e6"
 _CAP_COLOR = "#c0392b"
 _FONT = 9
-MISSING = "plots need matplotlib: pip install 'cutlass-layout[plot]'"
+MISSING = "plots need matplotlib (the plot extra): pip install matplotlib, or pip install -e '.[plot]' in the clone"
 
 
 def _matplotlib():
