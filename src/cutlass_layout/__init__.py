@@ -44,8 +44,6 @@ a GPU) -> :mod:`~cutlass_layout.commands` -> :mod:`~cutlass_layout.reports` ->
 :mod:`~cutlass_layout.api` (this facade) -> :mod:`~cutlass_layout.cli`.
 """
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
 
 from .api import (
     LIMITS,
@@ -79,10 +77,7 @@ from .api import (
     target,
 )
 
-try:
-    __version__ = _version("cutlass-layout")  # the one version: pyproject.toml's
-except PackageNotFoundError:  # pragma: no cover - run from a source tree without installing
-    __version__ = "0+unknown"
+from .core.version import VERSION as __version__  # noqa: F401 - the one version: pyproject.toml's
 
 __all__ = [
     "layout", "layouts", "sweep", "diff", "scan", "audit", "merge_audits", "tactic", "target", "resolve_cutlass",

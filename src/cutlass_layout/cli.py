@@ -507,7 +507,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--grep", default=None, metavar="TEXT",
               help="Keep tactics whose id, name, launcher or file has TEXT.")
 @library_options("The kernel library's")
-@format_options("text", "markdown", "json", "github", "jsonl")
+@format_options("text", "markdown", "json", "github", "jsonl", "sarif")
 @click.option("--check", is_flag=True,
               help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
@@ -548,7 +548,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
 
     Full reference: docs/commands/audit.md
     """
-    fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl"), as_json)
+    fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl", "sarif"), as_json)
     if merge:
         merge_takes_no_more()
         res = api.merge_audits(src)
@@ -626,6 +626,10 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
             click.echo(json_text({"audits": docs} if several else docs[0]))
         for doc in docs if fmt == "jsonl" else ():  # each arch's closing line, after its tactics
             click.echo(json.dumps({"event": "audit", **doc}))
+    elif fmt == "sarif":  # one log, a run per arch
+        from .reports.sarif import to_sarif
+
+        click.echo(json_text(to_sarif(results)))
     else:
         for i, one in enumerate(results):  # one arch's block after another
             if i and fmt != "github":
@@ -638,10 +642,10 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
     for note in (res.notes if several else ()):  # arches `all` left out, and why
         click.echo(f"note: {note}", err=True)
     incomplete = after() if after is not None else False
-    if fmt not in ("json", "jsonl"):  # after the report (stderr beside annotations)
+    if fmt not in ("json", "jsonl"):  # after the report (stderr beside annotations and SARIF)
         for one, check_ in zip(results, checked):
             for line in check_.lines():
-                click.echo(f"{one.arch}: {line}" if several else line, err=fmt == "github")
+                click.echo(f"{one.arch}: {line}" if several else line, err=fmt in ("github", "sarif"))
     failed = [one.arch for one in results if audit_check_fails(one, several)] if check else []
     if any(not c.agree for c in checked):
         sys.exit(4)

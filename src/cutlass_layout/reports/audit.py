@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
@@ -431,23 +432,54 @@ def _fix_words(t) -> str:
     return f"fits with StageCount<{f.stages}> ({f.kernel_bytes} B){carve}; "
 
 
-def to_github(result) -> str:
-    """The audit as GitHub Actions workflow commands (annotations on the file a flashinfer
-    contributor edits, :func:`_where`), then one plain summary line:
+@dataclass(frozen=True)
+class Finding:
+    """One annotation of an audit, as CI systems take it (:func:`to_github`'s workflow
+    commands, :func:`cutlass_layout.reports.sarif.to_sarif`'s results).
 
-    * ``::error`` per tactic ``audit --check`` fails on (over capacity, and the runtime tries it
+    Attributes:
+        level: ``error``, ``warning`` or ``notice`` (GitHub's words; SARIF's ``note`` for the last).
+        rule: what it is: ``over-capacity``, ``over-capacity-not-tried``, ``does-not-compile``,
+            ``exact-fit`` or ``incomplete`` (sources with an error), the keys of :data:`RULES`.
+        message: the whole finding in one line (bytes).
+        title: a short title.
+        file, line: where the kernel type is written (:func:`_where`), None where not known.
+        tactics: the tactic ids it is about.
+    """
+
+    level: str
+    rule: str
+    message: str
+    title: str
+    file: str | None = None
+    line: int | None = None
+    tactics: tuple[str, ...] = ()
+
+
+#: What each :attr:`Finding.rule` means (SARIF's rule descriptions).
+RULES = {
+    "over-capacity": "A kernel the runtime tries (or may try) needs more shared memory (sizeof its SharedStorage) "
+                     "than a block of the arch gets: it fails at launch.",
+    "over-capacity-not-tried": "A kernel is built whose SharedStorage is over the arch's capacity; the runtime "
+                               "never tries it.",
+    "does-not-compile": "A kernel the install instantiates does not compile.",
+    "exact-fit": f"Kernels whose SharedStorage fills the arch's capacity exactly (0 B headroom; {EXACT_FIT_MEANING}).",
+    "incomplete": "Sources the audit could not read or lay out: the audit is incomplete.",
+}
+
+
+def findings(result) -> list[Finding]:
+    """The findings of a flashinfer audit (bytes):
+
+    * an ``error`` per tactic ``audit --check`` fails on (over capacity, and the runtime tries it
       or may try it): its id, kernel bytes, the capacity, by how much it is over and what fits
       instead (its :attr:`~cutlass_layout.model.Tactic.fix`, where one was found);
-    * ``::warning`` per tactic that does not compile (its first error);
-    * ``::notice`` per tactic over capacity that the runtime never tries, and one per launcher
+    * a ``warning`` per tactic that does not compile (its first error);
+    * a ``notice`` per tactic over capacity that the runtime never tries, and one per launcher
       for the tactics that fit exactly (0 B headroom: any growth puts them over);
-    * ``::warning`` per family and error of the sources with one (not read, or instantiating
-      what was not laid out: the audit is incomplete);
-    * ``cutlass-layout: <install>, <arch>: <the counts>``.
-
-    Messages are in bytes; properties and messages escaped as GitHub's toolkit does."""
-    p = result.provenance
-    out: list[str] = []
+    * a ``warning`` per family and error of the sources with one (not read, or instantiating
+      what was not laid out: the audit is incomplete)."""
+    out: list[Finding] = []
     exact: dict[tuple, list] = {}
     failing = {t.id for t in result.check_failures()}
     for t in result.tactics:
@@ -458,27 +490,43 @@ def to_github(result) -> str:
             why = ("tried by the runtime" if t.runtime_candidate else
                    "the runtime may try it: its candidate list could not be read" if tried else
                    "built, never tried by the runtime")
-            out.append(github_command(
-                "error" if tried else "notice",
+            out.append(Finding(
+                "error" if tried else "notice", "over-capacity" if tried else "over-capacity-not-tried",
                 f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B "
                 f"{result.arch} capacity by {over} B ({why}; {t.stages} stages); {_fix_words(t)}"
                 f"{_built_by(t)}",
-                file=file, line=line, title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
+                f"cutlass-layout: over capacity by {over} B: {t.id}", file, line, (t.id,)))
         elif t.verdict == Verdict.DOES_NOT_COMPILE:
-            out.append(github_command(
-                "warning", f"{t.id}: {t.error.one_line()}; {_built_by(t)}",
-                file=file, line=line, title=f"cutlass-layout: does not compile: {t.id}"))
+            out.append(Finding("warning", "does-not-compile", f"{t.id}: {t.error.one_line()}; {_built_by(t)}",
+                               f"cutlass-layout: does not compile: {t.id}", file, line, (t.id,)))
         elif t.verdict == Verdict.EXACT_FIT:
             exact.setdefault((file, line), []).append(t)
     for (file, line), ts in exact.items():
-        out.append(github_command(
-            "notice", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
-                      f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
-            file=file, line=line, title=f"cutlass-layout: {len(ts)} exact fit(s)"))
-    _, notes, total, _ = _tail(result)
+        out.append(Finding(
+            "notice", "exact-fit", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
+                                   f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
+            f"cutlass-layout: {len(ts)} exact fit(s)", file, line, tuple(t.id for t in ts)))
+    _, notes, _, _ = _tail(result)
     for n in notes:
         if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete
-            out.append(github_command("warning", n, title="cutlass-layout: sources with an error"))
-    out.append(f"cutlass-layout: {install_name(p)}, "
-               f"{result.arch}{shard_words(result)}: {total}")
-    return "\n".join(out) + "\n"
+            out.append(Finding("warning", "incomplete", n, "cutlass-layout: sources with an error"))
+    return out
+
+
+def summary_line(result) -> str:
+    """``cutlass-layout: <install>, <arch>: <the counts>``: the last line of the GitHub output."""
+    _, _, total, _ = _tail(result)
+    return f"cutlass-layout: {install_name(result.provenance)}, {result.arch}{shard_words(result)}: {total}"
+
+
+def github_lines(found: list[Finding]) -> list[str]:
+    """The findings as GitHub Actions workflow commands (:func:`github_command`)."""
+    return [github_command(f.level, f.message, file=f.file, line=f.line, title=f.title) for f in found]
+
+
+def to_github(result) -> str:
+    """The audit as GitHub Actions workflow commands (:func:`findings`, annotations on the file
+    a flashinfer contributor edits, :func:`_where`), then one plain summary line
+    (:func:`summary_line`). Messages are in bytes; properties and messages escaped as GitHub's
+    toolkit does."""
+    return "\n".join([*github_lines(findings(result)), summary_line(result)]) + "\n"

@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from ..model import Verdict
 from ..subjects.config import tile_text
-from .audit import shard_words, verdict_cell, verdict_counts
+from .audit import Finding, github_lines, shard_words, verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, origin_words, print_table, rich_table, source_name
 from .layout import default_console
 
@@ -118,35 +118,43 @@ def to_markdown(result) -> str:
     return "\n".join(out) + "\n"
 
 
-def to_github(result) -> str:
-    """The audit of CUTLASS's kernel library as GitHub Actions workflow commands: ``::error``
-    per kernel over capacity (what ``audit --check`` fails on), ``::warning`` per kernel that
-    does not compile, one ``::notice`` for the exact fits, then one summary line (bytes; no
-    file: the kernels are the generator's, not a line of a file)."""
-    from .audit import github_command
-
-    p = result.provenance
-    out = []
+def findings(result) -> list[Finding]:
+    """The findings of an audit of CUTLASS's kernel library: an ``error`` per kernel over
+    capacity (what ``audit --check`` fails on), a ``warning`` per kernel that does not compile,
+    one ``notice`` for the exact fits (bytes; no file: the kernels are the generator's, not a
+    line of a file)."""
+    out: list[Finding] = []
     exact = []
     for t in result.tactics:
         if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
-            out.append(github_command(
-                "error", f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
-                         f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
-                         f"kept by {t.file}",
-                title=f"cutlass-layout: over capacity by {over} B: {t.id}"))
+            out.append(Finding(
+                "error", "over-capacity",
+                f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
+                f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
+                f"kept by {t.file}", f"cutlass-layout: over capacity by {over} B: {t.id}", tactics=(t.id,)))
         elif t.verdict == Verdict.DOES_NOT_COMPILE:
-            out.append(github_command("warning", f"{t.id}: {t.error.one_line()}",
-                                      title=f"cutlass-layout: does not compile: {t.id}"))
+            out.append(Finding("warning", "does-not-compile", f"{t.id}: {t.error.one_line()}",
+                               f"cutlass-layout: does not compile: {t.id}", tactics=(t.id,)))
         elif t.verdict == Verdict.EXACT_FIT:
             exact.append(t)
     if exact:
-        out.append(github_command(
-            "notice", f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} capacity exactly "
-                      f"(0 B headroom): " + ", ".join(t.id for t in exact),
-            title=f"cutlass-layout: {len(exact)} exact fit(s)"))
+        out.append(Finding(
+            "notice", "exact-fit", f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} "
+                                   f"capacity exactly (0 B headroom): " + ", ".join(t.id for t in exact),
+            f"cutlass-layout: {len(exact)} exact fit(s)", tactics=tuple(t.id for t in exact)))
+    return out
+
+
+def summary_line(result) -> str:
+    """``cutlass-layout: CUTLASS's kernel library <version> (<origin>), <arch>: <the counts>``."""
+    p = result.provenance
     _, _, total, _ = tail_lines(result)
-    out.append(f"cutlass-layout: CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}), "
-               f"{result.arch}{shard_words(result)}: {total}")
-    return "\n".join(out) + "\n"
+    return (f"cutlass-layout: CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}), "
+            f"{result.arch}{shard_words(result)}: {total}")
+
+
+def to_github(result) -> str:
+    """The audit of CUTLASS's kernel library as GitHub Actions workflow commands
+    (:func:`findings`), then one summary line (:func:`summary_line`)."""
+    return "\n".join([*github_lines(findings(result)), summary_line(result)]) + "\n"

@@ -1,0 +1,101 @@
+"""An audit as SARIF 2.1.0 (``audit --format sarif``): the format GitHub code scanning uploads
+(``github/codeql-action/upload-sarif``) and other CI systems read.
+
+One log, one run per arch audited (its ``automationDetails.id`` names the install and the arch,
+so the runs of several arches, or of several installs, stay apart in code scanning); one result
+per finding of the audit's GitHub annotations (:func:`cutlass_layout.reports.audit.findings`,
+:func:`cutlass_layout.reports.library_audit.findings`): a tactic over capacity that the runtime
+tries (``error``), one it never tries (``note``), one that does not compile (``warning``), the
+exact fits of one launcher (``note``), sources with an error (``warning``). A result is located
+where its kernel type is written, the launcher's line in the flashinfer repository
+(``csrc/...``, :func:`~cutlass_layout.sources.flashinfer.checkout_path`), relative to the
+repository's root (``%SRCROOT%``); a result with no such line (a launcher outside the package,
+a kernel of CUTLASS's library generator) has no physical location and names its tactics as
+logical locations. Each result's ``properties`` hold the numbers (bytes) of its tactic.
+
+Mirrors the OASIS SARIF 2.1.0 standard (``sarif-schema-2.1.0.json``); a test checks the output
+against the 2.1.0 schema.
+"""
+
+from __future__ import annotations
+
+from ..core.version import VERSION
+from ..model import Verdict
+from .audit import RULES, Finding, install_name
+from .audit import findings as install_findings
+from .library_audit import findings as library_findings
+
+#: The SARIF version and its schema's address.
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+#: A finding's level as SARIF says it.
+LEVEL = {"error": "error", "warning": "warning", "notice": "note"}
+
+
+def _is_library(result) -> bool:
+    return result.provenance.get("library") == "cutlass_library"
+
+
+def _rules() -> list[dict]:
+    return [{"id": rule, "name": "".join(w.capitalize() for w in rule.split("-")),
+             "shortDescription": {"text": text.split(": ")[0] if len(text) > 120 else text},
+             "fullDescription": {"text": text},
+             "defaultConfiguration": {"level": LEVEL["error" if rule == "over-capacity" else
+                                                    "warning" if rule in ("does-not-compile", "incomplete")
+                                                    else "notice"]}}
+            for rule, text in RULES.items()]
+
+
+def _numbers(result, ids: tuple[str, ...]) -> dict:
+    """The one tactic's numbers (bytes) of a finding about one tactic; {} otherwise."""
+    if len(ids) != 1:
+        return {"tactics": list(ids)} if ids else {}
+    t = next((t for t in result.tactics if t.id == ids[0]), None)
+    if t is None or t.verdict == Verdict.DOES_NOT_COMPILE:
+        return {"tactic": ids[0]}
+    return {"tactic": t.id, "kernel_bytes": t.kernel_bytes, "capacity_bytes": t.capacity_bytes,
+            "headroom_bytes": t.headroom_bytes, "stages": t.stages}
+
+
+def _result(result, f: Finding, rule_index: dict[str, int]) -> dict:
+    out = {"ruleId": f.rule, "ruleIndex": rule_index[f.rule], "level": LEVEL[f.level],
+           "message": {"text": f.message}}
+    if f.file is not None:
+        region = {"startLine": f.line} if f.line else {}
+        out["locations"] = [{"physicalLocation": {
+            "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"}, **({"region": region} if region else {})}}]
+    elif f.tactics:
+        out["locations"] = [{"logicalLocations": [{"name": i, "kind": "object"} for i in f.tactics]}]
+    numbers = _numbers(result, f.tactics)
+    if numbers:
+        out["properties"] = numbers
+    return out
+
+
+def run_of(result) -> dict:
+    """One arch's audit (a flashinfer install's or CUTLASS's kernel library's) as a SARIF run."""
+    library = _is_library(result)
+    found = library_findings(result) if library else install_findings(result)
+    rules = _rules()
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    p = result.provenance
+    name = f"CUTLASS's kernel library {p['version']}" if library else install_name(p)
+    return {
+        "tool": {"driver": {"name": "cutlass-layout", "version": VERSION,
+                            "semanticVersion": VERSION.split("+")[0], "rules": rules}},
+        "automationDetails": {"id": f"cutlass-layout/{name}/{result.arch}/"},
+        "originalUriBaseIds": {"%SRCROOT%": {"description": {
+            "text": "The root of the repository the install is built from (for flashinfer: its git checkout)"}}},
+        "results": [_result(result, f, index) for f in found],
+        "properties": {"install": name, "arch": result.arch, "capacity_bytes": result.capacity_bytes,
+                       "tactics": len(result.tactics)},
+    }
+
+
+def to_sarif(results: list) -> dict:
+    """The audits ``results`` (one :class:`~cutlass_layout.model.AuditResult` per arch) as one
+    SARIF 2.1.0 log (a dict; ``json.dumps`` it), a run per arch."""
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run_of(r) for r in results]}
+
+
+__all__ = ["LEVEL", "SARIF_SCHEMA", "SARIF_VERSION", "run_of", "to_sarif"]
