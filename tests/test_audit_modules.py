@@ -116,15 +116,16 @@ def test_a_family_whose_module_generates_nothing_says_why(capsys):
 
 def test_modules_that_give_nothing_say_why_offline(mini):
     """The miniature install with four more builders for sm120, written here: one that loops
-    over a sibling module's config list (as 0.7.4's SVDQuant SM120 does: the harness stands it
-    in, so the loop runs over nothing), one whose sources are flashinfer's own and absent, one
+    over a sibling module's config list computed by a call (not data only: the harness stands
+    it in, so the loop runs over nothing), one whose sources are flashinfer's own and absent, one
     that takes an argument with no default, and one whose code names no CUTLASS. Each is in
     ``modules`` with that reason, and a note says it; the modules that give kernels have none."""
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.reports.audit import _head
 
     jit = mini / "flashinfer" / "jit"
-    (jit / "gemm" / "extra_configs.py").write_text('CONFIGS = ("A", "B")\n')
+    # a call: not a data-only module (harness.data_only), so a stand-in
+    (jit / "gemm" / "extra_configs.py").write_text('CONFIGS = tuple(["A", "B"])\n')
     (jit / "gemm" / "extra.py").write_text(
         "from .. import env as jit_env\n"
         "from ..core import gen_jit_spec\n"
