@@ -31,7 +31,9 @@ kernels, the two kernels of a config the same size.
 
 from __future__ import annotations
 
+import re
 
+import pytest
 
 from cutlass_layout.installs.kernels import Source, kernel_core
 from cutlass_layout.installs.preludes import macro_instantiations
@@ -146,3 +148,79 @@ def test_the_svdquant_sm120_kernel_is_a_kernel():
          "M, E, cutlass::gemm::PersistentScheduler>")
     assert kernel_core(k) == k
     assert kernel_core(f"cutlass::gemm::device::GemmUniversalAdapter<{k}>") is None
+
+
+def _configs(root) -> tuple[list[str], list[str]]:
+    """The 31 names of ``jit/gemm/svdquant_sm120_configs.py``'s ``SVDQUANT_SM120_CONFIGS`` (read
+    with ``ast``, not run) and the 18 of the jinja template's ``NO_INLINE_DOWN_CONFIGS``."""
+    import ast
+
+    tree = ast.parse((root / "jit" / "gemm" / "svdquant_sm120_configs.py").read_text())
+    (configs,) = [ast.literal_eval(s.value) for s in tree.body
+                  if isinstance(s, ast.AnnAssign) and s.target.id == "SVDQUANT_SM120_CONFIGS"]
+    jinja = (root / "data" / "csrc" / "nvfp4_svdquant_gemm_cutlass_sm120.jinja").read_text()
+    listed = jinja[jinja.index("NO_INLINE_DOWN_CONFIGS = ["):]
+    no_inline = re.findall(r'"(\w+)"', listed[:listed.index("]")])
+    return list(configs), no_inline
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_every_svdquant_sm120_config_of_0_7_4_is_laid_out():
+    """Every config of ``SVDQUANT_SM120_CONFIGS`` is a ``run_tactic<Config>`` kernel, those of
+    ``NO_INLINE_DOWN_CONFIGS`` a ``run_tactic_no_inline_down<Config>`` one too, the two the same
+    size (the header's static_assert); the module gives kernels and no reason.
+
+    128x128x128 (``Tactic128x128x128Config``: not swapped, persistent), by hand from the
+    headers, 4 stages (the builder's, ``StageCountAutoCarveout<sizeof(epilogue storage) +
+    LoRaSmemCarveoutBytes>``, LoRaSmemCarveoutBytes 0 on the byte-exact path):
+
+    * mainloop (``CollectiveMmaLoRaSm120::SharedStorageByteExact``): smem_A 4 x 128 x 128 x 1/2 B
+      (e2m1) = 32768, smem_B the same, smem_SFA 4 x 128 x 128 / 16 = 4096, smem_SFB 4096:
+      tensors 73728; the pipeline's 4 full and 4 empty barriers of 8 B = 64 at 73728; rounded
+      up to the 1024-byte alignment of smem_A: 74752 (73 x 1024).
+    * kernel (``GemmUniversalLoRaSm120::SharedStorage``): pipelines (mainloop 64, epilogue
+      load 32, load order 16 = 112) and the scheduler's storage (144) end at 256; ``tensors``
+      (1024-aligned by smem_A) at 1024 holds the epilogue's tensor storage (8704: smem_D 8192,
+      the bias row 128 x 2 = 256, rounded to its 512 alignment) padded to 9216, then the
+      mainloop's 73728: 1024 + 9216 + 73728 = 83968.
+    """
+    from cutlass_layout.commands.audit import audit
+    from cutlass_layout.sources.flashinfer import resolve_flashinfer
+
+    res = audit(SPEC, "sm120", family=FAMILY, jobs=1)
+    configs, no_inline = _configs(resolve_flashinfer(SPEC).root)
+    assert len(configs) == 31 and len(no_inline) == 18 and set(no_inline) <= set(configs)
+    by = {t.name: t for t in res.tactics}
+    assert set(by) == ({f"run_tactic<{c}>::GemmKernel" for c in configs}
+                       | {f"run_tactic_no_inline_down<{c}>::GemmKernel" for c in no_inline})
+    for c in no_inline:
+        a, b = by[f"run_tactic<{c}>::GemmKernel"].numbers, by[f"run_tactic_no_inline_down<{c}>::GemmKernel"].numbers
+        assert (a.kernel_bytes, a.stages) == (b.kernel_bytes, b.stages), c
+    (module,) = [m for m in res.modules if m["family"] == FAMILY]
+    assert (module["sources"], module["kernels"], module["reason"]) == (31, 49, None)
+    assert all(s["error"] is None and s["kernels"] for s in res.sources)
+    n = by["run_tactic<Tactic128x128x128Config>::GemmKernel"].numbers
+    assert (n.stages, n.mainloop_bytes, n.kernel_bytes) == (4, 74752, 83968)
+    assert all(t.numbers.kernel_bytes <= 101376 for t in res.tactics)  # the header's static_assert
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+@pytest.mark.slow
+def test_svdquant_sm120_kernels_agree_with_nvcc(nvcc, only_sources, capsys):
+    """``audit --verify nvcc`` on two of the module's sources: 128x128x128 (its ``run_tactic``
+    and ``run_tactic_no_inline_down`` kernels, two calls of two macros on two lines) and the
+    64-row static-scheduler one (``..._STATIC_TACTIC``, a macro calling the instantiating one):
+    nvcc's device front end gives every sampled kernel's ``sizeof(SharedStorage)``, mainloop,
+    epilogue and stages as the audit's."""
+    from cutlass_layout.cli import main
+
+    keep = {"nvfp4_svdquant_gemm_cutlass_sm120_Tactic128x128x128Config.cu",
+            "nvfp4_svdquant_gemm_cutlass_sm120_Tactic64x128x128StaticConfig.cu"}
+    only_sources(lambda name: name in keep)
+    assert main(["audit", SPEC, "--arch", "sm120", "--family", FAMILY, "--verify", "nvcc", "--sample", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "nvcc agrees on 3 of 3 tactics (1 family, 2 sources)" in out, out[-2000:]
+    assert "not verified" not in out
+    assert ", 0 do not compile, 3 fit" in out
