@@ -22,11 +22,10 @@ from __future__ import annotations
 import re
 
 from .arguments import defaults_dropped, parameter_names, template_parameters, with_defaults
-from .brackets import NOT_NEWLINE, blank_comments, closers, matching
+from .brackets import NOT_NEWLINE, blank_comments, closers, matching, statement_end
 from .macros import expand_macro_calls
 from .text import (ADAPTER_KERNEL, GEMM_KERNEL_ALIAS_RE, KERNEL_ALIAS_RE, adapter_alias,
                    cut_after_last_kernel_alias)
-from .brackets import statement_end
 
 
 def _body(definition: str) -> tuple[str, str] | None:
