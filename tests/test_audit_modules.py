@@ -9,10 +9,9 @@ with or without an underscore (``sm_100``), not followed by another digit.
 What the reasons are, by hand from flashinfer 0.7.4's code:
 
 * ``jit/gemm/svdquant_sm120.py``'s builder imports ``SVDQUANT_SM120_CONFIGS`` from the sibling
-  ``jit/gemm/svdquant_sm120_configs.py`` and renders one ``.cu`` per config in a ``for`` loop;
-  the generator harness runs flashinfer's ``jit/utils.py``, ``jit/gemm/cutlass`` and the builder
-  modules only, so that loop runs over a stand-in and the module generates no source: its
-  reason names ``flashinfer.jit.gemm.svdquant_sm120_configs``.
+  ``jit/gemm/svdquant_sm120_configs.py`` (data only: a docstring, a ``typing`` import, one tuple
+  of 31 names, so the generator harness runs it) and renders one ``.cu`` per config in a ``for``
+  loop: 31 sources, 49 kernels (tests/test_audit_sm120_svdquant.py), no reason.
 * ``jit/cute_sm12x_gemm.py`` lists six sources under ``csrc/cute_sm12x_gemm/`` and generates
   none; the wheel has no ``data/csrc/cute_sm12x_gemm`` folder (checked below), so its reason
   says that none of them is in the install.
@@ -82,10 +81,7 @@ def test_every_builder_of_0_7_4_is_accounted_for(arch, only_sources):
     if arch == "sm120":
         (svd,) = asked
         assert svd["builder"].endswith("svdquant_sm120.gen_gemm_sm120_module_cutlass_nvfp4_svdquant")
-        assert svd["kernels"] == 0 and svd["sources"] == 0
-        assert "flashinfer.jit.gemm.svdquant_sm120_configs" in svd["reason"]
-        # --family that yields nothing says why: the module's reason
-        assert res.tactics == [] and any(svd["reason"] in n for n in res.notes)
+        assert svd["kernels"] == 49 and svd["sources"] == 31 and svd["reason"] is None
         cute = next(m for m in res.modules if m["module"] == "cute_sm12x_gemm")
         assert cute["kernels"] is None  # another family: not laid out here, ...
         res_cute = audit(SPEC, arch, family="cute_sm12x_gemm", jobs=1)  # ... its own audit says why
@@ -96,35 +92,36 @@ def test_every_builder_of_0_7_4_is_accounted_for(arch, only_sources):
     elif arch == "sm90":
         (blockscale,) = asked
         assert blockscale["kernels"] == 0 and "its 8 source(s) are flashinfer's own" in blockscale["reason"]
-    else:
+    if arch != "sm90":
         assert all(m["kernels"] > 0 and m["reason"] is None for m in asked), asked
 
 
 @pytest.mark.network
 def test_a_family_whose_module_generates_nothing_says_why(capsys):
-    """The text of ``audit --family nvfp4_svdquant_gemm_cutlass_sm120`` (0.7.4): the head
-    counts the module, the note gives its reason (nothing is laid out: no source)."""
+    """The text of ``audit --family cute_sm12x_gemm`` (0.7.4): the head counts the module, the
+    note gives its reason (nothing is laid out: its sources are flashinfer's own, and absent)."""
     from cutlass_layout.cli import main
 
-    assert main(["audit", SPEC, "--arch", "sm120", "--family", "nvfp4_svdquant_gemm_cutlass_sm120"]) == 0
+    assert main(["audit", SPEC, "--arch", "sm120", "--family", "cute_sm12x_gemm"]) == 0
     got = capsys.readouterr()
     out, err = got.out, got.err
     assert "modules: 0 of 1 JIT module builders for sm120 give kernels; 1 gives none (the notes say why)" in out
-    assert ("note: --family nvfp4_svdquant_gemm_cutlass_sm120: matched no tactic: nvfp4_svdquant_gemm_cutlass_sm120: "
-            "its generator needs flashinfer.jit.gemm.svdquant_sm120_configs") in out + err
+    assert ("note: --family cute_sm12x_gemm: matched no tactic: cute_sm12x_gemm: it generates no source: "
+            "its 6 source(s) are flashinfer's own") in out + err
 
 
 def test_modules_that_give_nothing_say_why_offline(mini):
     """The miniature install with four more builders for sm120, written here: one that loops
-    over a sibling module's config list (as 0.7.4's SVDQuant SM120 does: the harness stands it
-    in, so the loop runs over nothing), one whose sources are flashinfer's own and absent, one
+    over a sibling module's config list computed by a call (not data only: the harness stands
+    it in, so the loop runs over nothing), one whose sources are flashinfer's own and absent, one
     that takes an argument with no default, and one whose code names no CUTLASS. Each is in
     ``modules`` with that reason, and a note says it; the modules that give kernels have none."""
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.reports.audit import _head
 
     jit = mini / "flashinfer" / "jit"
-    (jit / "gemm" / "extra_configs.py").write_text('CONFIGS = ("A", "B")\n')
+    # a call: not a data-only module (harness.data_only), so a stand-in
+    (jit / "gemm" / "extra_configs.py").write_text('CONFIGS = tuple(["A", "B"])\n')
     (jit / "gemm" / "extra.py").write_text(
         "from .. import env as jit_env\n"
         "from ..core import gen_jit_spec\n"

@@ -214,3 +214,27 @@ def test_docs_state_the_sandbox_and_its_default_bounds():
         assert f"{f.GENERATOR_CPU_S} s of CPU" in text and f"{f.GENERATOR_MEMORY_MB} MB" in text
         assert f"{f.HARNESS_TIMEOUT} s timeout" in text
         assert f.CPU_ENV in text and f.MEMORY_ENV in text
+
+
+@pytest.mark.parametrize("text, runs", [
+    ('"""Tactic names."""\nfrom typing import Final\n\nCONFIGS: Final[tuple[str, ...]] = ("A", "B")\n', True),
+    ('from __future__ import annotations\nimport typing\nN = 3\nM = {"a": [1, -2.0]}\n', True),
+    ('CONFIGS = tuple(["A", "B"])\n', False),  # a call
+    ('import os\nCONFIGS = ("A",)\n', False),  # an import other than typing
+    ('from .other import X\n', False),  # a relative import
+    ('def f():\n    pass\n', False),
+    ('for c in "ab":\n    pass\n', False),
+    ('x.y = 1\n', False),  # an attribute assignment
+    ('CONFIGS = (\n', False),  # does not parse
+])
+def test_a_data_only_flashinfer_module_runs_from_the_install_and_nothing_else_does(tmp_path, text, runs):
+    """The harness runs a flashinfer module from the install when it holds data only (0.7.4's
+    ``jit/gemm/svdquant_sm120_configs.py``: a docstring, ``from typing import Final`` and one
+    tuple of 31 names): a docstring, ``typing``/``__future__`` imports and literal assignments,
+    nothing else."""
+    from cutlass_layout.sources._flashinfer_harness import data_only
+
+    path = tmp_path / "m.py"
+    path.write_text(text)
+    assert data_only(path) is runs
+    assert data_only(tmp_path / "absent.py") is False

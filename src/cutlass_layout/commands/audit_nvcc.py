@@ -123,7 +123,8 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
     do, tests/test_moe_sm80.py), CUTLASS's library kernels (``cutlass_library``: the
     library emitter's C++, tests/test_library_audit.py) and a family whose every kernel is one
     alias in a header, of a function template or of a struct a macro defines (flashinfer's
-    dense SM100 FP8, BF16, groupwise-scaled and SVDQuant GEMMs; the dense FP4 and MXFP8 GEMMs;
+    dense SM100 FP8, BF16, groupwise-scaled and SVDQuant GEMMs, SM120's SVDQuant GEMM
+    (tests/test_audit_sm120_svdquant.py); the dense FP4 and MXFP8 GEMMs;
     SM90's grouped GEMM, one alias per branch of a runtime ``if``:
     :func:`_template_units`, tests/test_audit_sm100_gemm.py). Each other family is one line of
     ``not_verified``.

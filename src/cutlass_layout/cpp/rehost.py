@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from .arguments import defaults_dropped, parameter_names, template_parameters, with_defaults
-from .brackets import NOT_NEWLINE, blank_comments, closers, matching
+from .brackets import NOT_NEWLINE, blank_comments, closers, matching, statement_end
 from .macros import expand_macro_calls
 from .text import (ADAPTER_KERNEL, GEMM_KERNEL_ALIAS_RE, KERNEL_ALIAS_RE, adapter_alias,
                    cut_after_last_kernel_alias)
@@ -58,12 +58,18 @@ _NOT_CALLS = {"static_assert", "decltype", "sizeof", "alignof", "alignas", "noex
               "if", "for", "while", "switch", "throw", "co_return", "co_yield", "co_await"}
 
 
+#: a run-time ``if (`` (not ``if constexpr``): a guard where a ``throw`` is all it does
+_GUARD = re.compile(r"\bif\s*\(")
+
+
 def declarations_only(kept: str) -> str:
     """The part of a function body before its kernel alias (``kept``, comments blanked) as
     class members: statements that are calls blanked (upper-case macro calls,
     ``TLLM_LOG_DEBUG(...);``: logging, no declaration; function calls, flashinfer's
     ``CutlassGroupwiseScaledGEMMSM100LowLatency`` starts with ``std::swap(m, n);``: run-time
-    values, no type), and an ``if constexpr (C) {`` still open at the end
+    values, no type), run-time guards that only throw (``if (C) throw E(...);``, flashinfer
+    0.7.4's SM120 SVDQuant ``run_tactic_impl`` starts with one: no declaration either), and an
+    ``if constexpr (C) {`` still open at the end
     (the kernel declared inside it, as fpA_intB's ``fpA_intB_launcher_sm90.inl`` does under
     ``!should_filter_tma_warp_specialized_gemm_problem_shape_v<...>``) replaced by
     ``static_assert((C), "...")``: the declarations inside it are the class's, and an
@@ -79,6 +85,12 @@ def declarations_only(kept: str) -> str:
             continue
         stop = close + 1 + semi.end()
         out = out[:m.end(1)] + NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
+    for m in reversed(list(_GUARD.finditer(out))):
+        close = matching(out, m.end() - 1, "(", ")")
+        throw = re.match(r"\s*throw\b", out[close + 1:]) if close is not None else None
+        stop = statement_end(out, close + 1 + throw.end()) if throw is not None else None
+        if stop is not None:
+            out = out[:m.start()] + NOT_NEWLINE.sub(" ", out[m.start():stop]) + out[stop:]
     for m in reversed(list(re.finditer(r"\bif\s+constexpr\s*\(", out))):
         close = matching(out, m.end() - 1, "(", ")")
         if close is None:

@@ -101,8 +101,13 @@ class FoundKernel:
 #: ``sm90_gemm_array_tma_warpspecialized_{cooperative,pingpong}_precomputed.hpp`` and
 #: ``sm90_gemm_array_tma_single_warpgroup_persistent.hpp``, which its SM90 mixed-input MoE
 #: launcher builds (``moe_gemm_tma_ws_mixed_input_launcher.inl``, ``GemmKernelSelector``).
+#: Also flashinfer's SM120 SVDQuant kernel (0.7.4's
+#: ``include/flashinfer/gemm/nvfp4_svdquant_gemm_collective_sm120.h``:
+#: ``GemmUniversalLoRaSm120<ProblemShape, CollectiveMainloop, CollectiveEpilogue,
+#: TileSchedulerTag>``, whose ``SharedStorageSize`` is ``sizeof(SharedStorage)``).
 OTHER_KERNELS = ("cutlass::gemm::kernel::GemmUniversalPrecomputedScheduler<",
-                 "cutlass::gemm::kernel::SingleWarpgroupPersistentGemm<")
+                 "cutlass::gemm::kernel::SingleWarpgroupPersistentGemm<",
+                 "flashinfer::gemm::svdquant_sm120::GemmUniversalLoRaSm120<")
 
 
 def kernel_core(spelling: str) -> str | None:

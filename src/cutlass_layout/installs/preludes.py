@@ -373,38 +373,77 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
     (``fp8_gemm_cutlass_half_128_128_128.cu``) are five
     ``INSTANCE_FP8_GEMM_TEMPLATE_SM100(half, 128, 128, 128, 1, 1, 1, _1SM);`` lines, each
     ``template size_t genericFp8GemmKernelLauncherSm100<...>(...);``
-    (``flashinfer/gemm/fp8_gemm_template_sm100.h``). ``line``: the call's. A macro whose body
-    uses ``#`` or ``##``, or a call whose arguments do not fit, gives nothing."""
+    (``flashinfer/gemm/fp8_gemm_template_sm100.h``). Calls of macros of those headers in the
+    expansion are expanded in turn (up to :data:`MACRO_DEPTH` levels): 0.7.4's SM120 SVDQuant
+    ``INSTANTIATE_NVFP4_SVDQUANT_GEMM_SM120_STATIC_TACTIC(Config)`` is
+    ``INSTANTIATE_NVFP4_SVDQUANT_GEMM_SM120_TACTIC(Config)``. ``line``: the call's. A macro
+    whose body uses ``#`` or ``##``, or a call whose arguments do not fit, gives nothing."""
 
     clean = blank_comments(text)
     calls = {m.group(1) for m in UPPER_CALL.finditer(clean)}
     if not calls:
         return []
-    defined: dict[str, tuple[str, str]] = {}  # macro -> (params, body) of those that instantiate
     dirs = _include_dirs(source)
+    headers = []
     for inc in _INCLUDE.findall(blank_comments(text, strings=False)):
         path = next((d / inc for d in dirs if (d / inc).is_file()), None)
         try:
-            header = path.read_text(errors="replace") if path is not None else ""
+            headers.append(path.read_text(errors="replace") if path is not None else "")
         except OSError:
-            header = ""
-        for name in calls - defined.keys():
-            if f"define {name}" in header or f"define\t{name}" in header:
-                found = macro_definition(header, name)
-                if found is not None and _EXPLICIT_IN_BODY.search(blank_comments(found[1])):
-                    defined[name] = (found[0], blank_comments(found[1]))
-    out = []
-    for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
-        if m.group(1) not in defined:
             continue
-        found = call_args(clean, m.end() - 1)
-        params, body = defined[m.group(1)]
-        expansion = substituted(params, body, found[0]) if found is not None and "#" not in body else None
-        if expansion is None:
+    known: dict[str, tuple[str, str] | None] = {}  # macro -> (params, body), None: not usable
+
+    def definition(name: str) -> tuple[str, str] | None:
+        if name not in known:
+            known[name] = None
+            for header in headers:
+                if f"define {name}" in header or f"define\t{name}" in header:
+                    found = macro_definition(header, name)
+                    body = blank_comments(found[1]) if found is not None else "#"
+                    if "#" not in body:
+                        known[name] = (found[0], body)
+                        break
+        return known[name]
+
+    out = []
+    for m in _MACRO_CALL.finditer(clean):
+        if m.group(1) not in calls or definition(m.group(1)) is None:
+            continue
+        expansion = _expanded(clean, m, definition, MACRO_DEPTH)
+        if expansion is None or not _EXPLICIT_IN_BODY.search(expansion):
             continue
         line = clean.count("\n", 0, m.start()) + 1
         out += [(name, args, line, m.group(1)) for name, args, _ in explicit_instantiations(expansion)]
     return out
+
+
+#: How deep :func:`macro_instantiations` follows macros whose expansion calls another
+MACRO_DEPTH = 4
+_MACRO_CALL = re.compile(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(")
+
+
+def _expanded(text: str, m: re.Match, definition, depth: int) -> str | None:
+    """The expansion of the macro call ``m`` of ``text`` (its arguments substituted), with the
+    calls in it of macros ``definition`` knows expanded in turn, ``depth`` levels down; None
+    where the arguments do not fit."""
+    found = call_args(text, m.end() - 1)
+    if found is None:
+        return None
+    params, body = definition(m.group(1))
+    expansion = substituted(params, body, found[0])
+    if expansion is None or depth <= 0:
+        return expansion
+    parts, last = [], 0
+    for inner in _MACRO_CALL.finditer(expansion):
+        if inner.start() < last or definition(inner.group(1)) is None:
+            continue
+        got = _expanded(expansion, inner, definition, depth - 1)
+        args = call_args(expansion, inner.end() - 1)
+        if got is None or args is None:
+            continue
+        parts += [expansion[last:inner.start()], got]
+        last = args[1] + 1
+    return "".join(parts) + expansion[last:]
 
 
 def instantiations_of(source: Source, text: str) -> list[tuple[str, str, int, str | None]]:

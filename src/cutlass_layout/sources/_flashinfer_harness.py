@@ -27,6 +27,11 @@ is stood in for is flashinfer's runtime around them, which needs a GPU build env
 * every other module flashinfer imports and this machine lacks (torch, tvm_ffi, ...), and
   flashinfer's own runtime modules, are permissive stand-ins.
 
+A flashinfer module that is data only (:func:`data_only`: a docstring, imports of ``typing``
+or ``__future__`` and assignments of literals, nothing else, e.g. 0.7.4's
+``jit/gemm/svdquant_sm120_configs.py``, the 31 tactic names the SM120 SVDQuant builder loops
+over) runs from the install too: it can compute nothing but its own constants.
+
 Packages under ``flashinfer`` are made without running their ``__init__.py``.
 """
 
@@ -45,7 +50,7 @@ import traceback
 import types
 
 #: flashinfer modules run from the install (the rest are stand-ins): the builder modules
-#: named in the request, and these
+#: named in the request, the data-only ones (:func:`data_only`), and these
 REAL = ("flashinfer.jit.utils", "flashinfer.jit.gemm.cutlass")
 #: third-party modules that must be the real ones (a stand-in would render templates wrong)
 NEVER_STUB = ("jinja2", "markupsafe")
@@ -114,6 +119,36 @@ class StubModule(types.ModuleType):
 
 # ---------------------------------------------------------------------------------------
 # reading flashinfer's own constants without running their modules
+def data_only(path: pathlib.Path) -> bool:
+    """Whether the flashinfer module at ``path`` holds data only, so running it can do nothing
+    but bind its names: every top-level statement is a docstring, ``import typing`` / ``from
+    typing import ...`` / ``from __future__ import ...``, or an assignment (annotated or not)
+    of a literal (:func:`ast.literal_eval` accepts it) to plain names. Anything else (another
+    import, a call, a function, a class, a loop), or a file that does not parse: False."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Import) and all(a.name == "typing" for a in stmt.names):
+            continue
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and stmt.module in ("typing", "__future__"):
+            continue
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+            value = stmt.value
+        elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            value = stmt.value
+        else:
+            return False
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    return True
+
+
 def _eval(node, ns):
     """Evaluate a small expression: literals, lists, names in ``ns``, ``+``, path ``/``."""
     if isinstance(node, ast.Constant):
@@ -185,7 +220,8 @@ class Finder(importlib.abc.MetaPathFinder):
                 spec.submodule_search_locations = [str(folder)]
                 return spec
             file = (self.root / rel).with_suffix(".py")
-            if file.is_file() and any(name == r or name.startswith(r + ".") for r in self.real):
+            if file.is_file() and (any(name == r or name.startswith(r + ".") for r in self.real)
+                                   or data_only(file)):
                 return importlib.util.spec_from_file_location(name, file)
             return importlib.machinery.ModuleSpec(name, self, is_package=False)
         if name.split(".")[0] in self.stubbed:
@@ -338,8 +374,7 @@ def run(request: dict) -> dict:
     function, error, specs, iterated}], "defaults": defaults(...)}``, ``specs`` the
     ``gen_jit_spec`` calls each made, ``error`` the install's exception in one line (the
     others still run), ``iterated`` the stand-ins of flashinfer's own values its call iterated
-    (:data:`ITERATED`: ``flashinfer.jit.gemm.svdquant_sm120_configs.SVDQUANT_SM120_CONFIGS``,
-    a loop that generated nothing).
+    (:data:`ITERATED`: a loop over a stand-in, which generated nothing).
     A :class:`MemoryError` ends the run."""
     root = pathlib.Path(request["root"])
     out = pathlib.Path(request["out"])

@@ -433,9 +433,9 @@ def why_nothing_generated(sources: list[Path], iterated: list[str]) -> str:
     """Why a module generates no source (its builder ran without error), the first that holds:
 
     * its builder looped over values of flashinfer's own modules that the harness stands in
-      for (``iterated``, the harness's ``ITERATED``: SM120 SVDQuant's
-      ``svdquant_sm120_configs.SVDQUANT_SM120_CONFIGS``, 0.7.4): the loop that would generate
-      its sources ran over nothing;
+      for (``iterated``, the harness's ``ITERATED``; a data-only module such as 0.7.4's
+      ``svdquant_sm120_configs`` runs for real, so its values are never among them): the
+      loop that would generate its sources ran over nothing;
     * it compiles flashinfer's own sources only, which the audit does not lay out (it lays out
       the generated kernel instantiations); and which of them are not in the install
       (0.7.4's ``csrc/cute_sm12x_gemm/``: none is).

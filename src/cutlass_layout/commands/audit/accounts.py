@@ -77,8 +77,7 @@ def _sources_reason(mine: list[dict]) -> str:
 
 def account_notes(accounts: list[dict], arch: str, told: set[str], family: str | None = None) -> list[str]:
     """The notes of :func:`module_accounts`: each module without a kernel, with its reason
-    (``module nvfp4_svdquant_gemm_cutlass_sm120 (gen_gemm_sm120_module_cutlass_nvfp4_svdquant):
-    no kernel: ...``; those of families not asked, and those of ``told``, left out: a family
+    (``module cute_sm12x_gemm (gen_gemm_sm120_module_cute): no kernel: ...``; those of families not asked, and those of ``told``, left out: a family
     asked that matched nothing says it), each builder without a module, and the builders not
     run, one line per reason (``not run for sm90: comm.gen_ulysses_lowp_sm90_module, ...:
     its builder names no CUTLASS ...``); with a ``family`` asked, its modules' only."""
