@@ -47,6 +47,7 @@ a GPU) -> :mod:`~cutlass_layout.commands` -> :mod:`~cutlass_layout.reports` ->
 
 from .api import (
     LIMITS,
+    VERSION,
     AuditResult,
     AuditSet,
     BadInput,
@@ -77,7 +78,7 @@ from .api import (
     target,
 )
 
-from .core.version import VERSION as __version__  # noqa: F401 - the one version: pyproject.toml's
+__version__ = VERSION  # the one version: pyproject.toml's
 
 __all__ = [
     "layout", "layouts", "sweep", "diff", "scan", "audit", "merge_audits", "tactic", "target", "resolve_cutlass",

@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .commands import audit as _audit
+from .core.version import VERSION
 from .commands.audit.presets import approximations as _approximations
 from .commands import diff as _diff
 from .commands import scan as _scan
@@ -779,4 +780,6 @@ __all__ = [
     "AuditResult", "AuditSet", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
     "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",
     "SweepResult", "Tactic", "Target", "UserType",
+    # the package's version
+    "VERSION",
 ]
