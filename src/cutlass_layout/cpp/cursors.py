@@ -145,7 +145,7 @@ def namespace_scope(root, files) -> Iterator[tuple[tuple[str, ...], object]]:
                 yield ((c.spelling,) if c.kind == K.NAMESPACE else ()) + path, inner
 
 
-def file_aliases(root, path) -> Iterator[tuple[tuple[str, ...], object]]:
+def file_aliases(root: ci.Cursor, path) -> Iterator[tuple[tuple[str, ...], ci.Cursor]]:
     """``(namespaces, alias)`` of the type aliases at namespace scope of the file at ``path``
     (compared as resolved paths: a symbolic link names the same file), in source order, with
     the names of the namespaces they are in, outermost first; only that file's named
@@ -213,7 +213,7 @@ def _leaf_exprs() -> frozenset:
                       K.FLOATING_LITERAL, K.CHARACTER_LITERAL})
 
 
-def statement_declarations(cursor) -> Iterator[object]:
+def statement_declarations(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
     """The aliases and variables declared in the statements below ``cursor`` (a function:
     its body, nested blocks and declaration statements; not in lambdas or classes), in no
     promised order (the last written first)."""
@@ -227,7 +227,7 @@ def statement_declarations(cursor) -> Iterator[object]:
             stack.extend(c.get_children())
 
 
-def namespace_functions(root, file: str, namespace: str) -> Iterator[object]:
+def namespace_functions(root: ci.Cursor, file: str, namespace: str) -> Iterator[ci.Cursor]:
     """The functions (not templates) spelled in ``file`` in the namespaces named
     ``namespace`` below ``root`` (at any depth, and in any namespace inside them)."""
     def visit(cursor, inside: bool):

@@ -56,7 +56,7 @@ def storage_kind(s: StructLayout) -> str:
     return "fmha" if attention_tiles(s) else "storage"
 
 
-def describe(kind: str, s: StructLayout) -> str:
+def describe(kind: str | None, s: StructLayout) -> str:
     """One phrase for the report: what the storage is and, for ``fmha``, the tiles that say so."""
     what = WHAT.get(kind, WHAT["storage"])
     if kind == "fmha":
