@@ -120,7 +120,7 @@ def qualified_name(c) -> str | None:
 def enclosing_namespaces(c) -> list[str]:
     """The named namespaces right around ``c`` (its semantic parents while they are
     namespaces), outermost first."""
-    ns = []
+    ns: list[str] = []
     p = c.semantic_parent
     while p is not None and p.kind == K.NAMESPACE:
         ns.insert(0, p.spelling)
@@ -130,7 +130,7 @@ def enclosing_namespaces(c) -> list[str]:
 
 # ---------------------------------------------------------------------------------------
 # scopes
-def namespace_scope(root, files) -> Iterator[tuple[tuple[str, ...], object]]:
+def namespace_scope(root: ci.Cursor, files) -> Iterator[tuple[tuple[str, ...], ci.Cursor]]:
     """``(namespaces, cursor)`` of every declaration at namespace scope below ``root`` (a
     translation unit's cursor) spelled in one of ``files``, in source order, with the names of
     the namespaces it is in, outermost first. A namespace or ``extern`` block is yielded
@@ -179,7 +179,7 @@ def scope_declarations(cursor, roots: tuple[str, ...]):
             yield from scope_declarations(c, roots)
 
 
-def function_definitions(cursor, roots: tuple[str, ...]) -> Iterator[tuple[str, object]]:
+def function_definitions(cursor: ci.Cursor, roots: tuple[str, ...]) -> Iterator[tuple[str, ci.Cursor]]:
     """``(kind, cursor)`` of the definitions of functions, function templates and member
     functions among :func:`scope_declarations` (``kind``: :func:`definition_kind`)."""
     for c in scope_declarations(cursor, roots):
@@ -385,7 +385,7 @@ def condition_names(switch, word: str) -> bool:
     return cond is not None and word in tokens(cond)
 
 
-def case_constants(switch, enum: str) -> list[tuple[str, object]]:
+def case_constants(switch: ci.Cursor, enum: str) -> list[tuple[str, ci.Cursor]]:
     """``(name, reference)`` of each ``case`` label below ``switch`` (nested switches'
     included, in preorder) that names a constant of enum ``enum``: the first reference to one
     in the label (``case A::X:`` -> ``"X"``)."""
@@ -402,7 +402,7 @@ def case_constants(switch, enum: str) -> list[tuple[str, object]]:
     return out
 
 
-def case_statements(switch, enum: str) -> list[tuple[str, object]]:
+def case_statements(switch: ci.Cursor, enum: str) -> list[tuple[str, ci.Cursor]]:
     """``(name, statement)`` of each ``case`` label below ``switch`` (preorder) that names a
     constant of enum ``enum`` (the first reference in its label), with the statement it labels."""
     out = []

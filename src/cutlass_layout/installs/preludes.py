@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.cache import KINDS, cache_dir, write_atomic
 from ..cpp.text import ADAPTER_KERNEL, KERNEL_ALIAS_RE, adapter_alias, trimmed_macro
@@ -27,6 +28,9 @@ from ..cpp.macros import macro_definition, substituted
 from ..errors import BadInput
 from ..subjects import aliases
 from .kernels import PROBE_PREFIX, REHOST_PROBE, UPPER_CALL, FoundKernel, Source, macro_call
+
+if TYPE_CHECKING:
+    from ..cpp.clang import ProbeUnit
 
 
 @dataclass
@@ -150,7 +154,7 @@ class _Reading:
     (path -> text), the function templates' declarations looked up by name, and the
     namespaces (as paths of names) of the source's namespace scope they are looked for in."""
 
-    unit: object
+    unit: ProbeUnit
     out: Prelude
     capacity: str | None
     memo: dict[str, str] = field(default_factory=dict)
@@ -397,9 +401,9 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
     for m in re.finditer(r"(?<![\w:.>])([A-Z][A-Z0-9_]*)\s*\(", clean):
         if m.group(1) not in defined:
             continue
-        found = call_args(clean, m.end() - 1)
+        given = call_args(clean, m.end() - 1)
         params, body = defined[m.group(1)]
-        expansion = substituted(params, body, found[0]) if found is not None and "#" not in body else None
+        expansion = substituted(params, body, given[0]) if given is not None and "#" not in body else None
         if expansion is None:
             continue
         line = clean.count("\n", 0, m.start()) + 1
