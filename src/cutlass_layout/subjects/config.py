@@ -256,6 +256,7 @@ class Config:
         if self.element_c == "void":
             return 0
         if self.preset == "trtllm-moe":
+            assert self.a is not None  # __post_init__ set it
             return 128 // ELEMENTS[self.a].bits
         return 128 // OUTPUTS[self.element_c][1]
 
