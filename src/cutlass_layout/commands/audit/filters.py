@@ -127,8 +127,7 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
             elif key == "schedule":
                 if low not in ("auto", "cooperative", "pingpong"):
                     raise BadInput(f"unknown schedule {v!r}: choose auto, cooperative or pingpong")
-                one.append((v, (lambda t: True) if low == "auto" else
-                            (lambda t, w=low: w in str(t.schedule).lower())))
+                one.append((v, lambda t, w=low: w == "auto" or w in str(t.schedule).lower()))
     return {k: v for k, v in tests.items() if v}
 
 
@@ -195,7 +194,7 @@ def _nearest_tiles(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     return f"nearest{legend}", near
 
 
-def _grep_nearest(typed: str, pool: Sequence[Tactic]) -> str:
+def _grep_nearest(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     """The ids most of ``typed`` appears in, in order (as many of its characters as possible)."""
     import difflib
 
