@@ -602,7 +602,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
                  where=f"CUTLASS tree {tgt.tree.include_root}")
 
 
-def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, head: str = "",
+def text_batch(tgt: Target, arch: str, block: Callable[[Any, int], str], *, head: str = "",
                extra: list[str] | None = None, where: str = "") -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s

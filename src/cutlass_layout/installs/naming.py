@@ -184,9 +184,8 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
     if dynamic:
         cluster = None
     tag = re.fullmatch(r"Sm(1[01]\d)", args.get("ArchTag_", ""))
-    sm10x = tag is not None
     mma_sms = dyn = epilogue = sm_version = mma_tile = None
-    if tag is not None:  # (sm10x)
+    if tag is not None:  # an SM10x kernel
         dyn = dynamic
         sm_version = int(tag.group(1))
         if args.get("CGA_M_", "").isdigit():

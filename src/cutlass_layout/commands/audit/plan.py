@@ -236,7 +236,8 @@ class Plan:
     mflags: list = field(default_factory=list)
     moe: tuple | None = None
     pch_key: str = ""
-    cand_args: tuple | None = None
+    # (install, clang arch, flags, preamble, pch key, use_cache)
+    cand_args: tuple[FlashinferInstall, str, list[str], str | None, str, bool] | None = None
     #: the dense runners' config lists read while naming tactics, by family
     #: (:func:`~cutlass_layout.installs.dense_runners.dense_configs`)
     dense: dict = field(default_factory=dict)

@@ -55,7 +55,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     from ...sources.flashinfer import flashinfer_of
     from ...subjects.config import Config
 
-    out = []
+    out: list[Approximation | None] = []
     install = None
     looked = flashinfers = False
     audits: dict = {}
