@@ -429,7 +429,7 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     out: list[LayoutReport | None] = cached(configs, tgt, checked=checked) if use_cache else [None] * len(configs)
     todo = [i for i, rep in enumerate(out) if rep is None]
     if not todo:
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # every one cached: no None left
     if check_kernel_body:
         reps = layouts([configs[i] for i in todo], tgt, use_cache=use_cache)
         for i, rep in zip(todo, reps):
@@ -441,7 +441,7 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
 
         for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo], done)):
             out[i] = rep
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def _check_stages(subject, rep: LayoutReport) -> None:
@@ -576,7 +576,7 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
         suspects = [i for i in rest if _kin(subjects[i]) in kin]
         clean = [i for i in rest if i not in suspects]
         pending += [g for g in (clean, suspects) if g]
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
@@ -648,7 +648,7 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
         what = "1 config" if len(members) == 1 else f"{len(members)} configs"
         with step(f"laying out {what} for {arch} with libclang"):
             lay_out(probe_batch(tgt, members, arch), members, give)
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,

@@ -516,10 +516,11 @@ def parse_shape(text: str, what: str = "cluster") -> tuple[int, int, int]:
     m = _TILE_RE.match(text or "")
     if not m or m.group(4):
         raise BadInput(f"{what} {text!r}: write AxBxC, e.g. 1x1x1" + _shape_hint(text or ""))
-    dims = tuple(int(g) for g in m.groups()[:3])
-    if any(x <= 0 for x in dims):
+    x, y, z = (int(g) for g in m.groups()[:3])
+    dims = (x, y, z)
+    if any(d <= 0 for d in dims):
         raise BadInput(f"{what} {text!r}: each extent must be positive")
-    return dims  # type: ignore[return-value]
+    return dims
 
 
 def parse_stages(text: str | int | None) -> int | None:
