@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from .commands import audit as _audit
 from .core.version import VERSION
@@ -380,8 +381,10 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             if family is not None and family != FAMILY:
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
             selection = Selection(**{k: v or "" for k, v in chosen.items()})
-            return (audit_library_archs if several else audit_library)(source, arch, selection=selection,
-                                                                       **common)
+            if several:
+                return audit_library_archs(source, arch, selection=selection, **common)
+            # one arch (cast: anything else is str()-ed and reported by library_arch)
+            return audit_library(source, cast(str, arch), selection=selection, **common)
         given = [k for k, v in chosen.items() if v]
         if given:
             raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
@@ -389,7 +392,11 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
                            "checkout), not a flashinfer install")
         if on_tactic is not None:
             common["on_tactic"] = on_tactic
-        return (_audit.audit_archs if several else _audit.audit)(source, arch, family=family, **common)
+        if several:
+            return _audit.audit_archs(source, arch, family=family, **common)
+        res = _audit.audit(source, cast(str, arch), family=family, **common)  # cast: as above (audit_arch)
+        assert res is not None  # None: only for cached_only, not asked here
+        return res
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -520,11 +527,13 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
     if _MOE_TILE.search(id):  # a 2.x tile enum names its warp shape: the SM80 path's
         family = _audit.SM80_FAMILY if family == _audit.SM80_FAMILY or "_warpshape" in id.lower() else "moe"
     with runner.showing(progress):
-        res = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
-                           progress=progress, strict_family=False)
-        if family is not None and family not in res.families:  # not a family name after all
-            res = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache,
-                               progress=progress)
+        found = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
+                             progress=progress, strict_family=False)
+        if found is not None and family is not None and family not in found.families:  # not a family name
+            found = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache,
+                                 progress=progress)
+        assert found is not None  # None: only for cached_only
+        res = found
     return _audit.find_tactic(res, id)
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -220,6 +221,7 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
     check_plot_flag(plot_file)
     t = api.tactic(tactic, src, arch, cuda_path=cuda_path, use_cache=not no_cache, progress=True)
     rep = t.report
+    assert rep is not None  # api.tactic's tactics are laid out
     if fmt == "json":
         click.echo(json_text({**rep.to_dict(), "tactic": t.to_dict()}))
     else:
@@ -287,7 +289,7 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
                            "layout --header ... --verify nvcc")
         stages = [api.parse_stages(v) for raw in given.get("stages", ["auto"])
                   for v in api.expand_braces(raw)]
-        archs_ = [v for raw in given.get("arch", []) for v in api.expand_braces(raw)] or [None]
+        archs_: list[str | None] = [v for raw in given.get("arch", []) for v in api.expand_braces(raw)] or [None]
         user = [user_type_from_flags(header, type_name, includes, defines,
                                      {"arch": a, "stages": None}, stages=n)
                 for a in archs_ for n in dict.fromkeys(stages)]
@@ -395,7 +397,8 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
             raise BadInput("--grid FILE cannot be combined with config flags")
         if structural_only and set(values) - {"arch"}:
             raise BadInput("--structural-only takes no config flags but --arch")
-        configs, grid_values, source = None, {}, "default"
+        configs, source = None, "default"
+        grid_values: dict[str, Any] = {}
         if grid_file:
             configs, source = api.grid_file(grid_file), "file"
         elif values and not structural_only:
@@ -553,8 +556,9 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
         merge_takes_no_more()
         res = api.merge_audits(src)
         several = isinstance(res, api.AuditSet)
-        asked = (res.results[0] if several else res).asked  # the shards' filters: tiles shown as typed
-        for one in (res.results if several else [res]) if fmt == "jsonl" else ():
+        ones = res.results if isinstance(res, api.AuditSet) else [res]
+        asked = ones[0].asked  # the shards' filters: tiles shown as typed
+        for one in ones if fmt == "jsonl" else ():
             for t in one.tactics:  # as a streamed audit prints them: every tactic, then the closing lines
                 _stream_tactics(one.arch, t)
         _print_audits(res, several, fmt, typed_in_bytes(asked.get("filters", {}).get("tile")), check)

@@ -254,6 +254,7 @@ def _limits_help() -> str:
     from .core.files import Limits, size_text
 
     d = Limits()
+    assert d.archive_bytes is not None and d.file_bytes is not None  # the defaults: limits
     return (f"Lift the limits ({size_text(d.archive_bytes)} a wheel, {size_text(d.file_bytes)} a file, "
             f"{d.grid_configs} configs).")
 

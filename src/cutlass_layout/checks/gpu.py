@@ -184,7 +184,7 @@ def gpu_program(cfg: Config) -> str:
     ``main``; see the module docstring). Problem: M = 2 x tile M, N = 2 x tile N, K = 2 x tile K."""
     if not isinstance(cfg, Config):
         raise BadInput("a GPU check runs configs (presets), not user types")
-    m, n, k = cfg.tile
+    m, n, k = cfg.mnk
     body = probe.render([cfg])
     grouped = "true" if cfg.kernel == "grouped" else "false"
     return (body + _MAIN + f"  cl_run<{aliases.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"

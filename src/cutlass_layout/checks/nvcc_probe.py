@@ -105,9 +105,9 @@ def find_nvcc(cuda_path=None) -> str:
         BadInput: no nvcc there, or one that does not run.
     """
     if cuda_path is not None and str(cuda_path) != "pip":
-        nvcc = Path(cuda_path).expanduser() / "bin" / "nvcc"
+        there = Path(cuda_path).expanduser() / "bin" / "nvcc"
         where = f"the CUDA at {cuda_path} (cuda_path) has no bin/nvcc"
-        nvcc = str(nvcc) if nvcc.is_file() and os.access(nvcc, os.X_OK) else None
+        nvcc = str(there) if there.is_file() and os.access(there, os.X_OK) else None
     else:
         nvcc = shutil.which("nvcc")
         where = "nvcc is not on PATH"

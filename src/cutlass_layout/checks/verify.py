@@ -206,11 +206,11 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
         for k, i in enumerate(idxs):
             r = reports[i]
             got = sizes.get(k)
-            mine = (r.kernel and r.kernel.size or 1, r.mainloop and r.mainloop.size or 1,
+            ours = (r.kernel and r.kernel.size or 1, r.mainloop and r.mainloop.size or 1,
                     r.epilogue and r.epilogue.size or 1, r.stages or 0)
             result.sizes += 4
-            if got != mine:
-                result.mismatches.append(f"{subjects[i].label()}: sizes {mine} vs nvcc {got}")
+            if got != ours:
+                result.mismatches.append(f"{subjects[i].label()}: sizes {ours} vs nvcc {got}")
             checks = []
             if r.storage is not None:
                 checks.append((("Size", "Storage"), r.storage.size, "sizeof(SharedStorage)"))

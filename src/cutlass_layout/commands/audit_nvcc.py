@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from ..checks.nvcc_probe import (
@@ -95,7 +96,7 @@ class Unit:
 
     sources: list[Path]
     flags: list[str]
-    want: list[tuple[Path, int, Tactic]]
+    want: list[tuple[Path, Any, Tactic]]  # Any: the line, or with alias_lines a pair
     device: bool = False
     by_instantiation: bool | None = None
     show: str | None = None
@@ -226,7 +227,9 @@ def _install_context(result: AuditResult, source, cuda_path) -> tuple:
     install = resolve_flashinfer(source)
     tgt = engine.target(install.tree, cuda_path)
     arch = AUDIT_ARCHS[result.arch]
-    modules = jit_modules(install, arch, cuda_version=tgt.cuda.version).modules
+    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version)
+    assert builds is not None  # None: only without a run (run=False)
+    modules = builds.modules
     tvm = (result.provenance.get("tvm_ffi") or {}).get("include")
 
     def flags(mod):
@@ -288,6 +291,7 @@ def _in_a_template(t: Tactic) -> bool:
 
 def _alias_of(t: Tactic) -> str:
     """The alias a header's tactic is named by (``GemmKernel`` of ``X<...>::GemmKernel [path]``)."""
+    assert t.name is not None  # _in_a_template: a name
     return re.sub(r" \[[^\]]*\]$", "", t.name).rsplit("::", 1)[-1]
 
 
@@ -329,6 +333,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         by_source.setdefault(path, []).append(t)
     shown: dict[Path, dict[int, str]] = {}
     for t in (t for ts in by_source.values() for t in ts):  # after each kernel alias, once
+        assert t.launcher_file and t.launcher_line  # _in_a_template
         shown.setdefault(copied[install.root / t.launcher_file], {})[t.launcher_line] = _alias_of(t)
     for copy, lines in shown.items():
         text = copy.read_text()
@@ -338,7 +343,7 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
         for line, kernel in lines.items():
             m = ANY_ALIAS_RE.search(clean, starts[line - 1])
             end = statement_end(clean, m.end()) if m else None
-            if end is None:
+            if m is None or end is None:
                 continue
             # the kernel alias itself, or a device adapter's alias whose GemmKernel the body
             # reads (the re-host's ADAPTER_KERNEL: flashinfer's SVDQuant run_tactic<Config>)
@@ -370,9 +375,14 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
              "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"]
     at = {}
     for t in tactics:
-        cfg = t.report.config  # laid out here (verify_audit takes an audit of the install, not its JSON)
+        # laid out here (verify_audit takes an audit of the install, not its JSON)
+        assert t.report is not None and t.name is not None and t.tile is not None
+        assert t.a is not None and t.b is not None and t.out is not None
+        cfg = t.report.config
         tb, wp = t.tile, cfg["warp"]
-        stages = re.search(r"_Stages(\d+)_", t.name).group(1)  # the dispatch's, as the id names it
+        m = re.search(r"_Stages(\d+)_", t.name)
+        assert m is not None  # the dispatch's stage count, as the id names it
+        stages = m.group(1)
         lines.append(f"template struct {LAUNCHER}<{cpp[t.a]}, {cpp[t.b]}, {cpp[t.out]}, "
                      f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::{cfg['quant']}, "
                      f"tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, "

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import cast
 
 from ..errors import BadInput
 from ..model import AuditResult, Blocklist, BlocklistFormat, Tactic, Verdict
@@ -156,10 +157,10 @@ def _dense_op(tree: ast.Module, cls_name: str, tactic_num: str) -> str | None:
                 factories.add(fn.name)
     ops = set()
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
-        calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-        if not any(c.func.attr in factories for c in calls):
+        calls = [(n, n.func.attr) for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+        if not any(attr in factories for _, attr in calls):
             continue
-        chosen = [c for c in calls if c.func.attr == "choose_one"]
+        chosen = [c for c, attr in calls if attr == "choose_one"]
         args = [next((k.value for k in c.keywords if k.arg == "custom_op"), c.args[0] if c.args else None)
                 for c in chosen]
         if len(args) != 1 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
@@ -192,7 +193,7 @@ def _moe_runner(root: Path, version: str) -> tuple[dict[int, str], str]:
         idx = next((k.value for k in call.keywords if k.arg == "gemm_idx"), None)
         if isinstance(op, ast.Constant) and isinstance(op.value, str) and isinstance(idx, ast.Constant) \
                 and idx.value in (1, 2):
-            ops.setdefault(idx.value, op.value)
+            ops.setdefault(cast(int, idx.value), op.value)  # cast: one of (1, 2), checked
     if runner is None or set(ops) != {1, 2}:
         raise BadInput(f"flashinfer {version}: {MOE_RUNNER} has no CUTLASS MoE runner numbering its "
                        "tactics range(gemm1_count) and range(gemm1_count, gemm1_count + gemm2_count), "
@@ -202,6 +203,7 @@ def _moe_runner(root: Path, version: str) -> tuple[dict[int, str], str]:
 
 def _runner_of(t: Tactic) -> tuple[str, str]:
     """(activation, weight) kinds of a MoE tactic (with swap_ab, A is the weight)."""
+    assert t.a is not None and t.b is not None  # a MoE tactic names both
     return (t.b, t.a) if t.swap_ab else (t.a, t.b)
 
 
@@ -212,9 +214,11 @@ def _sm90_ids(cand, t: Tactic) -> list[tuple[int, int]] | None:
     from ..installs.candidates import sm90_moe_configs, sm90_place
 
     place = sm90_place(t)
-    if place is None or place[0] is None or t.fusion not in (None, "none"):
+    if place is None or t.fusion not in (None, "none"):
         return None
     runner, tile, cluster, schedule, _mixed = place
+    if runner is None:
+        return None
     configs = sm90_moe_configs(cand, runner)
     if configs is None:
         return None

@@ -100,7 +100,7 @@ from dataclasses import fields
 
 from ..errors import BadInput
 from ..model import DIFF_SCHEMA as SCHEMA
-from ..model import AuditDiff, DiffResult, Provenance, Side
+from ..model import AuditDiff, AuditResult, DiffResult, Provenance, Side
 from ..core.pool import check_jobs
 from .diff_audit import audit_diff
 from .diff_numeric import compare, default_grid, grid_from_values, numeric_records, sort_rows
@@ -265,7 +265,9 @@ def _one_arch(arch) -> str:
     return str(archs[0]).lower()
 
 
-def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> AuditDiff:
+def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs
+            ) -> tuple[AuditDiff, AuditResult, AuditResult]:
+    """``(the diff, old's audit, new's audit)``."""
     from ..sources.library import is_kernel_library
     from .audit.command import audit
     from .audit.filters import unknown_family
@@ -282,6 +284,7 @@ def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs) -> Au
               strict_family=False)
     b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
               strict_family=False)
+    assert a is not None and b is not None  # None: only for cached_only
     if family is not None and family not in a.families + b.families:
         raise BadInput(unknown_family(family, list(dict.fromkeys(a.families + b.families)),
                                       f"{a.provenance['version']} or {b.provenance['version']}", arch))

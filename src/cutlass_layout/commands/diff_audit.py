@@ -12,6 +12,7 @@ view compares configs (:func:`audit_diff`). The diff as a whole:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..model import AuditDiff, NumericRecord, TacticChange
 from .diff_numeric import changes
@@ -125,7 +126,7 @@ def pair_tactics(olds: list, news: list, arch: str) -> list[tuple]:
             used_o.add(i)
             used_n.add(j)
             paired[i] = (j, "id" if olds[i].id == news[j].id else "name")
-    out = [(olds[i], news[j], by) for i, (j, by) in sorted(paired.items())]
+    out: list[tuple[Any, Any, str | None]] = [(olds[i], news[j], by) for i, (j, by) in sorted(paired.items())]
     used = {j for j, _ in paired.values()}
     out += [(o, None, None) for i, o in enumerate(olds) if i not in paired]
     out += [(None, n, None) for j, n in enumerate(news) if j not in used]
@@ -159,7 +160,7 @@ def pair_library_kernels(olds: list, news: list) -> list[tuple]:
     removed. No kernel is paired by its configuration: of two libraries' kernels the name is
     what the profiler, and a user's ``--kernels``, select by."""
     pairs, rest_o, rest_n = pair(olds, news, (lambda t: t.id,))
-    out = [(o, n, "id") for o, n in pairs]
+    out: list[tuple[Any, Any, str | None]] = [(o, n, "id") for o, n in pairs]
     renamed, rest_o, rest_n = unique_moves(rest_o, rest_n, lambda t: library_name(t.id))
     out += [(o, n, "core_name") for o, n in renamed]
     order = {id(o): i for i, o in enumerate(olds)}
@@ -198,7 +199,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
     for o, n, by in pairs:
         t = n or o
         cfg = tactic_configuration(t, arch)
-        ids = {"old_id": None if o is None else o.id, "new_id": None if n is None else n.id}
+        ids: dict[str, Any] = {"old_id": None if o is None else o.id, "new_id": None if n is None else n.id}
         if o is None or n is None:
             rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
                                      old=o, new=n, config=cfg, **ids))
@@ -216,7 +217,7 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
                                  members=members, rename=rename, paired_by=by, config=cfg,
                                  kernel_bytes_delta=delta, **ids))
     rows.sort(key=lambda r: (AUDIT_ORDER.index(r.change),
-                             VERDICT_ORDER.index(r.new.verdict) if r.change == "verdict" else 0))
+                             VERDICT_ORDER.index(r.new.verdict) if r.change == "verdict" and r.new is not None else 0))
     sel = old_audit.provenance.get("selection") if library else None
     return AuditDiff(arch=arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
                      new_tactics=len(new_audit.tactics),

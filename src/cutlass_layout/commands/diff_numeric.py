@@ -10,6 +10,7 @@ have the collective: ``cutlass/gemm/collective/sm120_blockscaled_mma_array_tma.h
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from ..model import NUMERIC_KEYS, MemberChange, NumericRecord, NumericRow, Verdict
 from ..core.pool import default_jobs
@@ -82,7 +83,7 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
     """
     from ..engine.loop import cached
 
-    out = []
+    out: list[list[NumericRecord | None]] = []
     work = []
     for tgt in targets:
         reps = cached(configs, tgt) if use_cache else [None] * len(configs)
@@ -100,7 +101,7 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
         for j, (side, todo, _) in enumerate(work):
             for i, rec in zip(todo, done[j]):
                 out[side][i] = rec
-    return out
+    return cast(list[list[NumericRecord]], out)  # each None was a todo, filled in above
 
 
 def sort_rows(rows: list[NumericRow]) -> list[NumericRow]:

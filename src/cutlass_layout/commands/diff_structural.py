@@ -14,6 +14,7 @@ SM103 and SM110 run SM100's). The diff as a whole: :mod:`cutlass_layout.commands
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,7 +136,7 @@ class _Structural:
 
     def struct(self, o, n) -> None:
         name = n.qualified_name or n.name or "(anonymous)"
-        ctx = {"struct": name, "spec": _spec(n.enclosing)}
+        ctx: dict[str, Any] = {"struct": name, "spec": _spec(n.enclosing)}
         if _norm(o.alignas) != _norm(n.alignas):
             self.add("struct_realigned", o, n, **ctx, old=_align_text(o.alignas),
                      new=_align_text(n.alignas))
@@ -334,7 +335,9 @@ _ARCH_TOKEN = re.compile(r"(?:(?<![A-Za-z0-9])sm|Sm|SM)_?(\d+[a-z]?)")
 
 def _token_family(token: str) -> str:
     """``100`` / ``103a`` / ``10x`` -> ``sm100``; ``120`` -> ``sm120``; ``90`` -> ``sm90``."""
-    digits = re.match(r"\d+", token).group()
+    m = re.match(r"\d+", token)
+    assert m is not None  # an arch token's number (callers pass what follows sm)
+    digits = m.group()
     if token[len(digits):].startswith("x"):  # sm10x, sm12x
         digits += "0"
     if len(digits) == 3 and digits[:2] in ("10", "11", "12"):
@@ -361,13 +364,15 @@ def change_family(change: StructuralChange, arch: str) -> str | None:
 def keep_arch(changes: list[StructuralChange], archs: list[str]) -> tuple[list[StructuralChange], dict[str, int]]:
     """The changes that concern one of ``archs`` (see :func:`change_family`), and the others
     counted per family (``{"sm100": 18, "conv": 3}``, largest first)."""
-    kept, others = [], {}
+    kept: list[StructuralChange] = []
+    others: dict[str, int] = {}
     for c in changes:
         fams = [change_family(c, a) for a in archs]
-        if any(f is None for f in fams):
+        first = fams[0]
+        if first is None or any(f is None for f in fams):
             kept.append(c)
         else:
-            others[fams[0]] = others.get(fams[0], 0) + 1
+            others[first] = others.get(first, 0) + 1
     return kept, dict(sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, replace
+from typing import cast
 
 from ..core.progress import part
 from ..errors import BadInput
@@ -40,7 +41,7 @@ from ..subjects.archs import ALL, arch_list
 from .audit.command import interruption
 from .audit.filters import asked_of, filter_tests, tactic_filter, unmatched_filters
 from .audit.finish import shard_part, sort_tactics
-from .shard import check_shard, first_capacity, ranked_tactics, shard_capacities, shard_of
+from .shard import check_shard, first_capacity, part_of, ranked_tactics, shard_capacities, shard_of
 
 
 def tag_name(spelled: str) -> str:
@@ -135,12 +136,12 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     early = tactic_filter(**{k: v for k, v in config_values.items() if k != "stages"})
     lib = src if isinstance(src, KernelLibrary) else resolve_kernel_library(src)
     tgt = engine.target(lib.tree, cuda_path)
-    notes = []
+    notes: list[str] = []
     kernels, filters = _generated_kernels(lib, arch, selection, generators, tgt, use_cache, strict, notes)
     t_enum = time.perf_counter()
     chosen, ranks, unmatched = _chosen_kernels(kernels, generators, grep, tests, early, shard, notes)
-    reps = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include) if use_cache
-            else [None] * len(chosen))
+    reps: list[LayoutReport | None] = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include)
+                                       if use_cache else [None] * len(chosen))
     todo = [i for i, r in enumerate(reps) if r is None]
     stats = {"kernels": len(kernels), "laid_out": len(chosen), "cached": len(chosen) - len(todo),
              "parsed": 0, "batches": 0, "parse_cpu_seconds": 0.0,
@@ -194,7 +195,8 @@ def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, us
                f"emits no {arch} kernel")
         if strict:
             raise BadInput(why)
-        kernels, filters = [], {}
+        kernels: list[LibraryKernel] = []
+        filters: dict = {}
         notes.append(why)
     else:
         kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
@@ -220,14 +222,14 @@ def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, ea
                      f"GEMMs and were not laid out: {'; '.join(kinds)}")
     pool = [tactic_of(k, generators) for k in layable]
     unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
-    chosen = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
-              if early(t) and (not grep or grep.lower() in t.id.lower())]
+    numbered = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
+                if early(t) and (not grep or grep.lower() in t.id.lower())]
     if shard is not None:  # by procedural name
-        names = sorted(range(len(chosen)), key=lambda j: chosen[j][2].id)
+        names = sorted(range(len(numbered)), key=lambda j: numbered[j][2].id)
         mine = {names[p] for p in shard_of([1] * len(names), shard)}
-        chosen = [c for j, c in enumerate(chosen) if j in mine]
-    ranks = [[i] for i, _, _ in chosen]  # the kernel's place in the generator's list
-    chosen = [(k, t) for _, k, t in chosen]
+        numbered = [c for j, c in enumerate(numbered) if j in mine]
+    ranks = [[i] for i, _, _ in numbered]  # the kernel's place in the generator's list
+    chosen = [(k, t) for _, k, t in numbered]
     return chosen, ranks, unmatched
 
 
@@ -268,8 +270,10 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
     (:func:`~cutlass_layout.commands.shard.ranked_tactics`), finished as :func:`audit_library`
     finishes (:func:`finish_library`)."""
     first = shards[0]
-    return finish_library(first.provenance, first.arch, ranked_tactics(shards), first.shard.asked,
-                          first.shard.parts, shard_capacities(shards))
+    # a library audit's shards hold its tactics (LibraryTactic.from_dict, by their family)
+    ranked = cast(list[tuple[list, LibraryTactic]], ranked_tactics(shards))
+    return finish_library(first.provenance, first.arch, ranked, part_of(first).asked,
+                          part_of(first).parts, shard_capacities(shards))
 
 
 def library_arch(arch) -> str:
@@ -324,7 +328,7 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
             raise interruption(results, asked[i:], []) from None
     for r in results:
         if r.shard is not None:  # what its merge needs: the arches asked
-            r.shard.asked["archs"] = asked
+            part_of(r).asked["archs"] = asked
     return AuditSet(results=results)
 
 

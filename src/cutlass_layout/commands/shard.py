@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 
 from ..errors import BadInput
-from ..model import AUDIT_SCHEMA, AuditResult, AuditSet, Constant, Tactic
+from ..model import AUDIT_SCHEMA, AuditResult, AuditSet, AuditShard, Constant, Tactic
 
 #: What a shard is named by, as typed: ``I/N``.
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -147,29 +147,36 @@ def _one_audit(given: list[tuple[str, AuditResult]]) -> list[AuditResult]:
         if res.arch != first.arch:
             raise BadInput(f"{path} audits {res.arch}, {path0} {first.arch}: the shards of one audit are of "
                            "one arch")
-        if res.shard.asked != first.shard.asked:
-            diff = sorted(k for k in set(res.shard.asked) | set(first.shard.asked)
-                          if res.shard.asked.get(k) != first.shard.asked.get(k))
+        if part_of(res).asked != part_of(first).asked:
+            diff = sorted(k for k in set(part_of(res).asked) | set(part_of(first).asked)
+                          if part_of(res).asked.get(k) != part_of(first).asked.get(k))
             raise BadInput(f"{path} was asked other {', '.join(diff)} than {path0} "
-                           f"({json.dumps({k: res.shard.asked.get(k) for k in diff})} and "
-                           f"{json.dumps({k: first.shard.asked.get(k) for k in diff})}): the shards of one "
+                           f"({json.dumps({k: part_of(res).asked.get(k) for k in diff})} and "
+                           f"{json.dumps({k: part_of(first).asked.get(k) for k in diff})}): the shards of one "
                            "audit are asked alike")
-        if res.shard.count != first.shard.count:
-            raise BadInput(f"{path} is shard {res.shard.index}/{res.shard.count}, {path0} shard "
-                           f"{first.shard.index}/{first.shard.count}: the shards of one audit are cut alike")
-    count = first.shard.count
+        if part_of(res).count != part_of(first).count:
+            raise BadInput(f"{path} is shard {part_of(res).index}/{part_of(res).count}, {path0} shard "
+                           f"{part_of(first).index}/{part_of(first).count}: the shards of one audit are cut alike")
+    count = part_of(first).count
     seen: dict[int, str] = {}
     for path, res in given:
-        if res.shard.index in seen:
-            raise BadInput(f"shard {res.shard.index}/{count} ({first.arch}) given twice: {seen[res.shard.index]} "
+        if part_of(res).index in seen:
+            raise BadInput(f"shard {part_of(res).index}/{count} ({first.arch}) given twice: {seen[part_of(res).index]} "
                            f"and {path}")
-        seen[res.shard.index] = path
+        seen[part_of(res).index] = path
     missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in seen]
     if missing:
         what = "shard " + missing[0] if len(missing) == 1 else "shards " + ", ".join(missing)
         raise BadInput(f"{what} of the {first.arch} audit missing (given: "
                        f"{', '.join(f'{i}/{count} in {p}' for i, p in sorted(seen.items()))})")
-    return [res for _, res in sorted(given, key=lambda x: x[1].shard.index)]
+    return [res for _, res in sorted(given, key=lambda x: part_of(x[1]).index)]
+
+
+def part_of(res: AuditResult) -> AuditShard:
+    """The :class:`~cutlass_layout.model.AuditShard` of a shard's result (a merge reads only
+    those: :func:`merge` checks)."""
+    assert res.shard is not None
+    return res.shard
 
 
 def ranked_tactics(shards: list[AuditResult]) -> list[tuple[list, Tactic]]:
@@ -177,7 +184,7 @@ def ranked_tactics(shards: list[AuditResult]) -> list[tuple[list, Tactic]]:
     the order of the whole audit before sorting (:attr:`~cutlass_layout.model.AuditShard.ranks`)."""
     out = []
     for res in shards:
-        out += list(zip(res.shard.ranks, res.tactics)) + list(res.shard.dropped)
+        out += list(zip(part_of(res).ranks, res.tactics)) + list(part_of(res).dropped)
     return sorted(out, key=lambda x: x[0])
 
 
@@ -189,7 +196,7 @@ def shard_capacities(shards: list[AuditResult]) -> dict[int, Constant]:
     of the merge's tactics gives the capacity the audit of the whole gives."""
     out = {}
     for res in shards:
-        sh = res.shard
+        sh = part_of(res)
         for rank, t in list(zip(sh.ranks, res.tactics)) + list(sh.dropped):
             if sh.capacity_rank is not None and rank == sh.capacity_rank and res.capacity is not None:
                 out[id(t)] = res.capacity
@@ -244,7 +251,7 @@ def merge(docs: list[tuple[str, dict]], mergers: dict) -> AuditResult | AuditSet
         try:
             results.append(mergers[library](shards))
         except NothingForArch as exc:
-            named = [a for a in res0.shard.asked.get("archs", [res0.arch]) if a != "all"]
+            named = [a for a in part_of(res0).asked.get("archs", [res0.arch]) if a != "all"]
             if not several or res0.arch in named:
                 raise
             left.append(exc)

@@ -35,9 +35,10 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Sequence
 
 from ..errors import BadInput
-from ..model import SWEEP_SCHEMA, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
+from ..model import SWEEP_SCHEMA, CompileError, SweepRecord, SweepResult  # noqa: F401 (SWEEP_SCHEMA re-exported)
 from ..core.pool import check_jobs, default_jobs
 from ..core.progress import step
 from ..engine.schedule import Schedule
@@ -92,7 +93,8 @@ def _stage_bytes_guess(c: Config) -> int:
 
     if isinstance(c, UserType):
         return 0
-    m, n, k = c.tile
+    m, n, k = c.mnk
+    assert c.a is not None and c.b is not None  # a config of a known arch: __post_init__ sets them
     sf = {"nvfp4": 16, "mxfp4": 32, "mxfp8": 32}
     scales = sum(rows * k // sf[e] for rows, e in ((m, c.a), (n, c.b)) if e in sf)
     return (m * ELEMENTS[c.a].bits + n * ELEMENTS[c.b].bits) * k // 8 + scales
@@ -311,7 +313,7 @@ class _Search:
         #: N -> (kernel bytes, mainloop bytes), or None when StageCount<N> does not compile
         self.points: dict[int, tuple[int, int] | None] = {}
         #: N -> the error of StageCount<N> (those that do not compile)
-        self.errors: dict[int, object] = {}
+        self.errors: dict[int, CompileError] = {}
         #: the auto config: None not laid out, False did not compile, else (S, kernel, mainloop)
         self.auto: tuple[int, int, int] | bool | None = None
         self.capacity: int | None = None
@@ -402,9 +404,11 @@ class _Search:
         lo, _ = self.bounds()
         if lo < self.min_n:
             return None, None
-        return lo, self._all()[lo][0]
+        point = self._all()[lo]
+        assert point is not None  # lo: a count known to fit, laid out
+        return lo, point[0]
 
-    def candidates(self) -> list[int]:
+    def candidates(self) -> list[int | None]:
         """Stage counts to lay out next, inside the open interval (lo, hi): the predicted
         answer (from the per-stage growth of the kernel) and the count after it, leaving
         out what is already known; once the interval is closed, :meth:`_to_confirm` (``None``:
@@ -413,12 +417,13 @@ class _Search:
         if self._closed():  # nothing explicit compiled: confirm (see _to_confirm)
             return self._to_confirm()
         compiled = sorted((n, p) for n, p in self._all().items() if p is not None)
-        if not compiled or self.capacity is None:  # nothing compiled yet: the bottom
+        cap = self.capacity
+        if not compiled or cap is None:  # nothing compiled yet: the bottom
             n = lo + 1
             return [n] if n < hi else []
         else:
             # reference: the compiled point nearest the boundary
-            ref_n, (ref_k, ref_m) = min(compiled, key=lambda t: abs(t[1][0] - self.capacity))
+            ref_n, (ref_k, ref_m) = min(compiled, key=lambda t: abs(t[1][0] - cap))
             others = [(n, p) for n, p in compiled if n != ref_n]
             if others:
                 n2, (k2, _) = min(others, key=lambda t: abs(t[0] - ref_n))
@@ -428,7 +433,7 @@ class _Search:
             if delta <= 0:
                 pred = lo + 1
             else:
-                pred = ref_n + math.floor((self.capacity - ref_k) / delta)
+                pred = ref_n + math.floor((cap - ref_k) / delta)
         if pred <= lo:  # lo looks like the answer: lo + 1 must not fit
             cands = [lo + 1]
         elif pred >= hi - 1:  # hi - 1 looks like the answer, hi is known not to fit
@@ -464,7 +469,7 @@ def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
 # --------------------------------------------------------------------------------------
 # the API
 # --------------------------------------------------------------------------------------
-def _as_configs(grid, values: dict) -> list[Config]:
+def _as_configs(grid, values: dict) -> Sequence[Config | UserType]:
     from ..subjects.config import config_from
     from ..subjects.grid import grid_configs
 

@@ -78,7 +78,10 @@ def _private(configured: Path, why: str) -> Path:
                        f"folder can be made ({exc.strerror or exc}): set CUTLASS_LAYOUT_CACHE "
                        "to a writable folder") from None
     owner = os.getpid()
-    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(tmp, ignore_errors=True))
+    def remove() -> None:  # in this process only (not a forked worker's exit)
+        if os.getpid() == owner:
+            shutil.rmtree(tmp, ignore_errors=True)
+    atexit.register(remove)
     print(f"warning: the cache folder {configured} cannot be used ({why}); using a private "
           f"temporary cache for this run ({tmp}); set CUTLASS_LAYOUT_CACHE to a writable folder "
           "to keep results", file=sys.stderr, flush=True)

@@ -25,8 +25,12 @@ import concurrent.futures as cf
 import os
 import re
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadInput
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 #: The environment variable Dask itself reads for a scheduler's address.
 ENV_ADDRESS = "DASK_SCHEDULER_ADDRESS"
@@ -134,7 +138,7 @@ class DaskExecutor:
 
     def __init__(self, address: str, timeout: float):
         self.address, self.timeout = address, timeout
-        self._client = None
+        self._client: Client | None = None
         self._pending: set = set()  # Dask futures submitted and not done
         self._no_worker_since: float | None = None
 
@@ -229,7 +233,8 @@ def _relay(inner, address: str, done=None) -> cf.Future:
     def copy(f) -> None:
         if done is not None:
             done(f)
-        result, exc = None, None
+        result: Any = None
+        exc: BaseException | None = None
         try:
             result = f.result()
         except KilledWorker as e:

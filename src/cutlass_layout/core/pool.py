@@ -29,7 +29,7 @@ import os
 import signal
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -185,7 +185,7 @@ class Pool:
         self._tickets = 0
         self._futures: dict = {}
         self._local: deque = deque()
-        self._pool = None
+        self._pool: Executor | None = None
         self._remote = executor
         self._threads = threads and executor is None
         if executor is not None:
@@ -223,7 +223,9 @@ class Pool:
         else:
             if not self._threads:  # a worker process frees what the task left
                 fn, args = _task, (fn, *args)
-            self._futures[(self._remote or self._pool).submit(fn, *args)] = self._tickets
+            runner = self._remote or self._pool
+            assert runner is not None  # parallel: an executor or a pool
+            self._futures[runner.submit(fn, *args)] = self._tickets
         return self._tickets
 
     def next_done(self, timeout: float | None = None) -> list[tuple[int, object]]:

@@ -28,6 +28,7 @@ import re
 import sys
 import time
 from contextlib import contextmanager
+from typing import Any
 
 #: A progress line as printed off a terminal: a step's ``what ...``, a count's
 #: ``what: 5/11 (38 s)``, or what a long audit found so far (``audit sm90: found: ...``).
@@ -42,7 +43,7 @@ def is_progress_line(line: str) -> bool:
 
 
 #: Whether progress is shown, and by which process (workers forked from it show none).
-_SHOWN = {"on": False, "pid": None}
+_SHOWN: dict[str, Any] = {"on": False, "pid": None}
 #: Terminal displays (spinners, bars) showing now: on a terminal, a step or bar inside
 #: another display shows nothing.
 _ACTIVE = [0]
@@ -73,7 +74,7 @@ def showing(enabled: bool = True):
     try:
         yield
     finally:
-        if enabled:
+        if before is not None:  # (enabled)
             show_progress(before)
 
 

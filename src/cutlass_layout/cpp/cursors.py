@@ -120,7 +120,7 @@ def qualified_name(c) -> str | None:
 def enclosing_namespaces(c) -> list[str]:
     """The named namespaces right around ``c`` (its semantic parents while they are
     namespaces), outermost first."""
-    ns = []
+    ns: list[str] = []
     p = c.semantic_parent
     while p is not None and p.kind == K.NAMESPACE:
         ns.insert(0, p.spelling)
@@ -130,7 +130,7 @@ def enclosing_namespaces(c) -> list[str]:
 
 # ---------------------------------------------------------------------------------------
 # scopes
-def namespace_scope(root, files) -> Iterator[tuple[tuple[str, ...], object]]:
+def namespace_scope(root: ci.Cursor, files) -> Iterator[tuple[tuple[str, ...], ci.Cursor]]:
     """``(namespaces, cursor)`` of every declaration at namespace scope below ``root`` (a
     translation unit's cursor) spelled in one of ``files``, in source order, with the names of
     the namespaces it is in, outermost first. A namespace or ``extern`` block is yielded
@@ -145,7 +145,7 @@ def namespace_scope(root, files) -> Iterator[tuple[tuple[str, ...], object]]:
                 yield ((c.spelling,) if c.kind == K.NAMESPACE else ()) + path, inner
 
 
-def file_aliases(root, path) -> Iterator[tuple[tuple[str, ...], object]]:
+def file_aliases(root: ci.Cursor, path) -> Iterator[tuple[tuple[str, ...], ci.Cursor]]:
     """``(namespaces, alias)`` of the type aliases at namespace scope of the file at ``path``
     (compared as resolved paths: a symbolic link names the same file), in source order, with
     the names of the namespaces they are in, outermost first; only that file's named
@@ -179,7 +179,7 @@ def scope_declarations(cursor, roots: tuple[str, ...]):
             yield from scope_declarations(c, roots)
 
 
-def function_definitions(cursor, roots: tuple[str, ...]) -> Iterator[tuple[str, object]]:
+def function_definitions(cursor: ci.Cursor, roots: tuple[str, ...]) -> Iterator[tuple[str, ci.Cursor]]:
     """``(kind, cursor)`` of the definitions of functions, function templates and member
     functions among :func:`scope_declarations` (``kind``: :func:`definition_kind`)."""
     for c in scope_declarations(cursor, roots):
@@ -213,7 +213,7 @@ def _leaf_exprs() -> frozenset:
                       K.FLOATING_LITERAL, K.CHARACTER_LITERAL})
 
 
-def statement_declarations(cursor) -> Iterator[object]:
+def statement_declarations(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
     """The aliases and variables declared in the statements below ``cursor`` (a function:
     its body, nested blocks and declaration statements; not in lambdas or classes), in no
     promised order (the last written first)."""
@@ -227,7 +227,7 @@ def statement_declarations(cursor) -> Iterator[object]:
             stack.extend(c.get_children())
 
 
-def namespace_functions(root, file: str, namespace: str) -> Iterator[object]:
+def namespace_functions(root: ci.Cursor, file: str, namespace: str) -> Iterator[ci.Cursor]:
     """The functions (not templates) spelled in ``file`` in the namespaces named
     ``namespace`` below ``root`` (at any depth, and in any namespace inside them)."""
     def visit(cursor, inside: bool):
@@ -385,7 +385,7 @@ def condition_names(switch, word: str) -> bool:
     return cond is not None and word in tokens(cond)
 
 
-def case_constants(switch, enum: str) -> list[tuple[str, object]]:
+def case_constants(switch: ci.Cursor, enum: str) -> list[tuple[str, ci.Cursor]]:
     """``(name, reference)`` of each ``case`` label below ``switch`` (nested switches'
     included, in preorder) that names a constant of enum ``enum``: the first reference to one
     in the label (``case A::X:`` -> ``"X"``)."""
@@ -402,7 +402,7 @@ def case_constants(switch, enum: str) -> list[tuple[str, object]]:
     return out
 
 
-def case_statements(switch, enum: str) -> list[tuple[str, object]]:
+def case_statements(switch: ci.Cursor, enum: str) -> list[tuple[str, ci.Cursor]]:
     """``(name, statement)`` of each ``case`` label below ``switch`` (preorder) that names a
     constant of enum ``enum`` (the first reference in its label), with the statement it labels."""
     out = []

@@ -37,7 +37,7 @@ def enclosing_namespaces(text: str, line: int) -> list[str] | None:
     clean = blank_comments(text)
     lines = clean.split("\n")
     pos = sum(len(ln) + 1 for ln in lines[:max(0, line - 1)])
-    out = []
+    out: list[str] = []
     for head in open_scopes(clean, pos):
         m = re.fullmatch(r"\s*(?:#[^\n]*\n\s*)*(?:inline\s+)?namespace\s+([\w:]+)\s*", head)
         if m is None:

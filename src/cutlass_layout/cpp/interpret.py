@@ -18,6 +18,9 @@ class Unreadable(Exception):
 class EnumValue(int):
     """An enum constant as the code names it: compares as its integer value, keeps its name."""
 
+    name: str
+    enum: str
+
     def __new__(cls, value: int, name: str, enum: str):
         out = super().__new__(cls, value)
         out.name, out.enum = name, enum

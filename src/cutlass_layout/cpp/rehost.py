@@ -81,16 +81,18 @@ def declarations_only(kept: str) -> str:
             continue
         close = matching(kept, m.end() - 1, "(", ")")
         semi = re.match(r"\s*;", kept[close + 1:]) if close is not None else None
-        if semi is None:
+        if close is None or semi is None:
             continue
         stop = close + 1 + semi.end()
         out = out[:m.end(1)] + NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
     for m in reversed(list(_GUARD.finditer(out))):
         close = matching(out, m.end() - 1, "(", ")")
-        throw = re.match(r"\s*throw\b", out[close + 1:]) if close is not None else None
-        stop = statement_end(out, close + 1 + throw.end()) if throw is not None else None
-        if stop is not None:
-            out = out[:m.start()] + NOT_NEWLINE.sub(" ", out[m.start():stop]) + out[stop:]
+        if close is None:
+            continue
+        throw = re.match(r"\s*throw\b", out[close + 1:])
+        end = statement_end(out, close + 1 + throw.end()) if throw is not None else None
+        if end is not None:
+            out = out[:m.start()] + NOT_NEWLINE.sub(" ", out[m.start():end]) + out[end:]
     for m in reversed(list(re.finditer(r"\bif\s+constexpr\s*\(", out))):
         close = matching(out, m.end() - 1, "(", ")")
         if close is None:
@@ -171,19 +173,19 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
     if end is None:
         return None
     inner = declarations_only(clean[:end - 1])
-    asserts = []
+    asserts: list[str] = []
     for m in reversed(list(re.finditer(r"\bstatic_assert\s*\(", inner))):
         close = matching(inner, m.end() - 1, "(", ")")
         semi = re.match(r"\s*;", inner[close + 1:]) if close is not None else None
-        if semi is None:
+        if close is None or semi is None:
             return None
         stop = close + 1 + semi.end()
         asserts.insert(0, inner[m.start():stop])
         inner = inner[:m.start()] + " " * (stop - m.start()) + inner[stop:]
-    m = re.fullmatch(r"\s*(?:return\s+)?((?:::)?[A-Za-z_][\w:]*)\s*(<.*)", inner, re.S)
-    if m is None:
+    head = re.fullmatch(r"\s*(?:return\s+)?((?:::)?[A-Za-z_][\w:]*)\s*(<.*)", inner, re.S)
+    if head is None:
         return None
-    rest = m.group(2)
+    rest = head.group(2)
     gt = matching(rest, 0, "<", ">")
     if gt is None:
         return None
@@ -193,7 +195,7 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
     close = matching(rest, gt + 1 + call.end() - 1, "(", ")")
     if close is None or not re.fullmatch(r"\s*;\s*", rest[close + 1:]):
         return None
-    return m.group(1), " ".join(rest[1:gt].split()), "\n".join(asserts)
+    return head.group(1), " ".join(rest[1:gt].split()), "\n".join(asserts)
 
 
 #: a statement kept as a class member on a path (:func:`kernel_paths`): declarations only
@@ -330,10 +332,10 @@ def rehost_paths(definition: str, index: int, defining: str, *, name: str | None
     found = _body(definition)
     if found is None:
         return None
-    params, body = found
+    params, written = found
     if declared is not None:
         params = with_defaults(params, declared)
-    body = expand_macro_calls(blank_comments(body), defining)
+    body = expand_macro_calls(blank_comments(written), defining)
     if body is None:
         return None
     paths = kernel_paths(body)
@@ -346,7 +348,9 @@ def rehost_paths(definition: str, index: int, defining: str, *, name: str | None
     out = []
     for j, (pieces, labels, alias) in enumerate(paths):
         me = f"{base}_p{j}"
-        decls, conds, text = [], [], ""
+        decls: list[str] = []
+        conds: list[str] = []
+        text = ""
         usings: list[str] = []
         for kind, piece in pieces:
             if kind == "decl":

@@ -180,7 +180,9 @@ class _Extractor:
             seen.add(spec.start_byte)
             if _has_storage_ancestor(spec):
                 continue  # reported as a child of the outer storage struct
-            st = self._struct(spec, _scopes(spec, allow_function=True))
+            scopes = _scopes(spec, allow_function=True)
+            assert scopes is not None  # allow_function: never None
+            st = self._struct(spec, scopes)
             out.append(st)
             self._report_errors(spec, st)
         return out

@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadInput, DoesNotCompile
 from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
@@ -201,7 +202,7 @@ def _budget_errors(unit: ProbeUnit, ranges: list[tuple[int, int]],
     first: dict[int, int] = {}
     for _err, line in unit.errors_with_probe_lines():
         k = next((k for k, (a, b) in enumerate(ranges) if line is not None and a <= line <= b), None)
-        if k is not None:
+        if k is not None and line is not None:  # k: a line in a block
             first.setdefault(k, line)
     return {k for k, line in first.items() if k in spans and spans[k][0] <= line <= spans[k][1]}
 
@@ -212,7 +213,7 @@ def _kin(cfg) -> tuple | None:
     depend on these, not on M, N or the stage count)."""
     if not isinstance(cfg, Config):
         return None
-    return (cfg.arch, cfg.kernel, cfg.a, cfg.b, cfg.tile[2])
+    return (cfg.arch, cfg.kernel, cfg.a, cfg.b, cfg.mnk[2])
 
 
 def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
@@ -425,22 +426,22 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
     configs = [subject(c) for c in configs]
     tgt = target(cutlass, cuda_path)
     checked = "kernel" if check_kernel_body else "types"
-    out = cached(configs, tgt, checked=checked) if use_cache else [None] * len(configs)
+    out: list[LayoutReport | None] = cached(configs, tgt, checked=checked) if use_cache else [None] * len(configs)
     todo = [i for i, rep in enumerate(out) if rep is None]
     if not todo:
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # every one cached: no None left
     if check_kernel_body:
         reps = layouts([configs[i] for i in todo], tgt, use_cache=use_cache)
         for i, rep in zip(todo, reps):
-            out[i] = _check_kernel_body(tgt, configs[i], rep)
-            store_report(tgt, configs[i], out[i], checked=checked)
+            out[i] = checked_rep = _check_kernel_body(tgt, configs[i], rep)
+            store_report(tgt, configs[i], checked_rep, checked=checked)
     else:
         def done(k: int, rep: LayoutReport) -> None:  # an interrupted run keeps what it computed
             store_report(tgt, configs[todo[k]], rep)
 
         for i, rep in zip(todo, _compute(tgt, [configs[i] for i in todo], done)):
             out[i] = rep
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def _check_stages(subject, rep: LayoutReport) -> None:
@@ -490,11 +491,12 @@ class Batch:
         where: names the tree in the error for a missing include.
     """
 
+    # a subject (Any): whatever the batch's own functions take (a config, a fix's candidate)
     head: str
     parse: Callable[[str, list], ProbeUnit]
-    block: Callable[[object, int, bool], tuple[str, str]]
-    read: Callable[[ProbeUnit, object, int], LayoutReport]
-    failed: Callable[[object, CompileError], LayoutReport]
+    block: Callable[[Any, int, bool], tuple[str, str]]
+    read: Callable[[ProbeUnit, Any, int], LayoutReport]
+    failed: Callable[[Any, CompileError], LayoutReport]
     where: str = ""
 
 
@@ -574,7 +576,7 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
         suspects = [i for i in rest if _kin(subjects[i]) in kin]
         clean = [i for i in rest if i not in suspects]
         pending += [g for g in (clean, suspects) if g]
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
@@ -600,7 +602,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
                  where=f"CUTLASS tree {tgt.tree.include_root}")
 
 
-def text_batch(tgt: Target, arch: str, block: Callable[[object, int], str], *, head: str = "",
+def text_batch(tgt: Target, arch: str, block: Callable[[Any, int], str], *, head: str = "",
                extra: list[str] | None = None, where: str = "") -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s
@@ -646,7 +648,7 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
         what = "1 config" if len(members) == 1 else f"{len(members)} configs"
         with step(f"laying out {what} for {arch} with libclang"):
             lay_out(probe_batch(tgt, members, arch), members, give)
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # each None filled in above
 
 
 def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
@@ -764,6 +766,7 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
         reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
         capacity = (bunit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[family], reduced)
                     if reduced > 0 else rep.capacity)
+        assert capacity is not None  # rep: a laid-out mainloop, with its capacity
         return BuilderBudget(capacity=capacity, carveout_bytes=carveout,
                              stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
                              stages=stages)

@@ -94,11 +94,14 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
         v["subject_kind"] = shapes.storage_kind(v["storage"])
     if v["subject_kind"] == "direct_conv":
         v["launch"] = _launch(unit, names, cfg, v["epilogue"], v["stages"])
-    if None not in elements:  # a 2.x mainloop: the class DefaultMma picked, what it stages
+    smem_a, smem_b, global_a, global_b = elements
+    # a 2.x mainloop (all four named): the class DefaultMma picked, what it stages
+    if smem_a is not None and smem_b is not None and global_a is not None and global_b is not None:
         from ..subjects.mainloop2x import mainloop_choice
 
-        v["mainloop_class"] = mainloop_choice(ProbeUnit.type_name(names["Mainloop"]),
-                                              (elements[0], elements[1]), (elements[2], elements[3]),
+        mainloop = ProbeUnit.type_name(names["Mainloop"])
+        assert mainloop is not None  # the 2.x probe names its mainloop
+        v["mainloop_class"] = mainloop_choice(mainloop, (smem_a, smem_b), (global_a, global_b),
                                               v["stages"], unit.include_root)
     if capacity is not None:
         v["capacity"] = unit.constant("Capacity", capacity, names.get("capacity_ref"))
@@ -106,7 +109,9 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
             v["capacity"] = documented_capacity(archs.arch(cfg.arch))
     else:
         v["capacity"] = _capacity_from_tag(unit, names, cfg, (cc or 1) - 1)
-        v["config"]["arch"] = archs.from_cc((cc or 1) - 1).name
+        tagged = archs.from_cc((cc or 1) - 1)
+        assert tagged is not None  # _capacity_from_tag: a known tag
+        v["config"]["arch"] = tagged.name
         v["config"]["arch_from"] = "tag"
     consts = {
         alias: unit.static_member(names["Mainloop"], member, tma[alias]) if tma[alias] > 0 else None
@@ -163,6 +168,7 @@ def capacity_is_documented(cfg) -> bool:
 
 def documented_capacity(a: "archs.Arch") -> Constant:
     """The capacity of a 2.x-era arch, with where its value comes from (``source``)."""
+    assert a.optin_bytes is not None  # capacity_is_documented: an arch with a documented limit
     return Constant(name=f"{a.name} per-block opt-in shared memory", value=a.optin_bytes,
                     expression=f"{a.optin_bytes // 1024} KB", source=a.optin_source)
 
@@ -196,6 +202,7 @@ def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, epilogue: StructLayo
     reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
     if reduced > 0:
         capacity = unit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[cfg.family], reduced)
+    assert capacity is not None  # a laid-out config's
     return BuilderBudget(
         capacity=capacity, carveout_bytes=epilogue.size,
         stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from typing import Any
 
 from ..core.pool import Pool
 from ..core.progress import Progress, progress_shown, step
@@ -62,38 +63,44 @@ class Schedule:
             self._stack.enter_context(step(self._spinner))
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> bool | None:
         return self._stack.__exit__(*exc)
+
+    @property
+    def _pool(self) -> Pool:
+        """The pool, inside the ``with`` block."""
+        assert self.pool is not None, "a Schedule runs inside its with block"
+        return self.pool
 
     @property
     def jobs(self) -> int:
         """Workers the pool has."""
-        return self.pool.jobs
+        return self._pool.jobs
 
     @property
     def parallel(self) -> bool:
         """Whether tasks run in workers (or on another executor), not in this process."""
-        return self.pool.parallel
+        return self._pool.parallel
 
     @property
     def busy(self) -> int:
         """Tasks submitted whose results :meth:`results` has not handed back yet."""
-        return self.pool.busy
+        return self._pool.busy
 
     @property
     def idle(self) -> int:
         """Workers without a task (in this process: 1 while nothing waits)."""
-        return self.pool.idle
+        return self._pool.idle
 
     def submit(self, tag, fn: Callable, *args) -> None:
         """Run ``fn(*args)``; its result comes back from :meth:`results` as ``(tag, result)``."""
-        self._tags[self.pool.submit(fn, *args)] = tag
+        self._tags[self._pool.submit(fn, *args)] = tag
 
-    def results(self) -> Iterator[tuple[object, object]]:
-        """``(tag, result)`` of every task as it finishes, those submitted meanwhile too, until
+    def results(self) -> Iterator[tuple[Any, Any]]:
+        """(Any: the tags and results are the caller's own.) ``(tag, result)`` of every task as it finishes, those submitted meanwhile too, until
         none is left (a task's exception is raised here)."""
-        while self.pool.busy:
-            for ticket, result in self.pool.next_done(self._wait()):
+        while self._pool.busy:
+            for ticket, result in self._pool.next_done(self._wait()):
                 yield self._tags.pop(ticket), result
             self.tick()
 
@@ -107,16 +114,16 @@ class Schedule:
         if self.bar is not None:
             self.bar.tick()
 
-    def finished(self) -> list[tuple[object, object]]:
+    def finished(self) -> list[tuple[Any, Any]]:
         """Wait for at least one task (none: nothing is busy); ``(tag, result)`` of those that
         finished by then, so that the caller can feed idle workers before it waits again."""
         while True:
-            done = self.pool.next_done(self._wait())
+            done = self._pool.next_done(self._wait())
             self.tick()
-            if done or not self.pool.busy:
+            if done or not self._pool.busy:
                 return [(self._tags.pop(ticket), result) for ticket, result in done]
 
-    def run(self, tasks) -> Iterator[tuple[object, object]]:
+    def run(self, tasks) -> Iterator[tuple[Any, Any]]:
         """Submit every ``(tag, fn, args)`` of ``tasks``, then :meth:`results`."""
         for tag, fn, args in tasks:
             self.submit(tag, fn, *args)

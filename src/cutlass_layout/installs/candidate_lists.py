@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from pathlib import Path
+from typing import Any
 
 from .moe_runners import (
     DISPATCH,
@@ -133,7 +134,7 @@ def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list
                 for c in Eval().call(fn, [90, 1, flags]) or []:
                     rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
                                  c["mainloop_schedule"].name, False])
-                env = ChainMap({"use_wfp4afp8": t == "fp8" and w == "fp4", "sm": 90, "tma_ws_configs": [],
+                env: ChainMap[str, Any] = ChainMap({"use_wfp4afp8": t == "fp8" and w == "fp4", "sm": 90, "tma_ws_configs": [],
                                 "Sm90Wfp4Afp8Mode": modes.get(mode or "kDisabled", EnumValue(0, "kDisabled", ""))})
                 Eval().run(block, env)
                 for c in env["tma_ws_configs"]:

@@ -68,7 +68,7 @@ class SearchPath:
     def of(cls, flags: list[str]) -> "SearchPath":
         """The search path of a clang command line (``--cuda-path``'s include/ last, as clang
         adds it for CUDA)."""
-        into = {"-iquote": [], "-I": [], "-isystem": [], "-idirafter": [], "--cuda-path": []}
+        into: dict[str, list[Path]] = {"-iquote": [], "-I": [], "-isystem": [], "-idirafter": [], "--cuda-path": []}
         skip = False
         for f, nxt in zip(flags, flags[1:] + [None]):
             if skip:
@@ -337,7 +337,7 @@ def _function_body(code: str, pairs: dict[int, int], start: int, end: int) -> tu
 
 def _declares(body: str, defines: dict[str, list]) -> bool:
     """Whether ``body`` (or a macro it names, and so on) declares an alias or names ``GemmKernel``."""
-    todo, seen = [body], set()
+    todo, seen = [body], set[str]()
     while todo:
         text = todo.pop()
         if _DECLARES.search(text):
@@ -420,6 +420,7 @@ def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str 
                 return f"{path}:{line}: outside the condition of an #if"
             if group.other_directives:
                 return f"{path}:{line}: its #if group holds other directives"
+            assert st.pairs is not None  # spots: checked above
             body = _function_body(st.code, st.pairs, group.start, group.end)
             if isinstance(body, str):
                 return f"{path}:{line}: {body}"

@@ -48,8 +48,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from ..model import BuilderBudget, Constant, Fix, LayoutReport, Provenance
+
+if TYPE_CHECKING:
+    from .kernels import Source
 
 #: The smallest stage count searched (``sm120_blockscaled_mma_array_tma.hpp`` and the SM90
 #: collectives static_assert 2 or more stages).
@@ -60,7 +64,15 @@ MACRO_PREFIX = "CL_FIX_"
 #: Per arch family: the builder's stage function, as it calls it (capacity ``CAP``, carve-out
 #: ``CO``, ``TileShape`` the builder's tile), the members it needs, the reduced-capacity
 #: member and the capacity constant where the builder has none, and the formula in words.
-FORMULAS = {
+class _Formula(TypedDict):
+    fn: str  # the builder's stage-count call (CAP, CO: the capacity and the carve-out)
+    members: tuple[str, ...]  # the collective builder's members it reads
+    reduced: str  # the builder's reduced capacity's name
+    capacity: str  # the arch's capacity constant
+    words: str  # the formula in words, with where it is
+
+
+FORMULAS: dict[str, _Formula] = {
     "sm120": {
         "fn": ("cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<"
                "static_cast<int>(CAP), typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, TileShape, "
@@ -194,7 +206,7 @@ class Want:
     """
 
     key: str
-    source: object
+    source: Source
     line: int
     macro: tuple
     launcher_file: str
@@ -246,6 +258,7 @@ def uncounted(rep: LayoutReport, budget: BuilderBudget) -> tuple[int, dict]:
     pipeline rounded up to 128 bytes, and the carve-out the epilogue's whole storage, which
     the kernel splits between its parts). The kinds add up to the bytes."""
     k = rep.kernel
+    assert k is not None  # the fix of a kernel (its report has one)
     gap = k.size - budget.budgeted_bytes
     parts = {"padding": 0, "pipelines": 0, "scheduler": 0, "descriptors": 0}
     covered = 0
@@ -453,12 +466,18 @@ def _search(batch, wants: list[Want], fixes: list[Fix], plans: list[tuple]) -> d
     return best
 
 
+def _stages(w: Want) -> int:
+    """The tactic's stage count S, known for a want searched (:func:`_plans`)."""
+    assert w.report.stages is not None
+    return w.report.stages
+
+
 def _settled(w: Want, fix: Fix, best: tuple | None) -> bool:
     """Whether a tactic's search is done: its largest N that fits (``best``) is known, and the
     first N above it that compiles is S or does not fit."""
     if best is None:
         return False
-    for m in range(best[0].stages + 1, w.report.stages):
+    for m in range(best[0].stages + 1, _stages(w)):
         if m not in fix.searched:
             return False
         if fix.searched[m] is not None:
@@ -468,7 +487,7 @@ def _settled(w: Want, fix: Fix, best: tuple | None) -> bool:
 
 def _one_less(w: Want, fix: Fix) -> list[int]:
     """The first round: S - 1."""
-    return [w.report.stages - 1]
+    return [_stages(w) - 1]
 
 
 def _predicted(w: Want, fix: Fix) -> list[int]:
@@ -476,8 +495,9 @@ def _predicted(w: Want, fix: Fix) -> list[int]:
     capacity (:func:`predicted_stages`); else (S - 1 does not compile: some collectives take
     even stage counts only) the two below."""
     rep, searched = w.report, fix.searched
-    s = rep.stages
+    s = _stages(w)
     n = predicted_stages(rep.smem_bytes, searched.get(s - 1), s, rep.capacity_bytes)
+    picks: tuple[int, ...]
     if n is not None:
         picks = (n, n + 1)
     elif s - 1 in searched and searched[s - 1] is None:
@@ -489,7 +509,7 @@ def _predicted(w: Want, fix: Fix) -> list[int]:
 
 def _rest(w: Want, fix: Fix) -> list[int]:
     """The last round: every N from :data:`MIN_STAGES` below S - 1 not laid out yet."""
-    return [n for n in range(MIN_STAGES, w.report.stages - 1) if n not in fix.searched]
+    return [n for n in range(MIN_STAGES, _stages(w) - 1) if n not in fix.searched]
 
 
 def _fill_fixes(fixes: list[Fix], wants: list[Want], best: dict, extras: dict[int, dict],

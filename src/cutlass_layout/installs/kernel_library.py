@@ -26,6 +26,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadInput
 from ..model import LayoutReport
@@ -149,7 +150,8 @@ class LibraryKernel:
 def _kernel(d: dict) -> LibraryKernel:
     if not isinstance(d.get("name"), str):
         raise TypeError("name")
-    return LibraryKernel(**{k: d.get(k) for k in LibraryKernel.__dataclass_fields__ if k in d})
+    given: dict[str, Any] = {k: d.get(k) for k in LibraryKernel.__dataclass_fields__ if k in d}
+    return LibraryKernel(**given)
 
 
 def _cuda_version(cuda: tuple[int, int]) -> str:

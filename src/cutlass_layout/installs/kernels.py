@@ -235,7 +235,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
                 add(d, owner)
         for names in mine.values():
             subject = names.get("Subject")
-            if subject is not None:
+            if subject is not None and probes is not None:  # (mine: only when probes are read)
                 probes.setdefault((owner, aliased_type(subject)), names)
 
     def add(c, owner: str):
@@ -268,7 +268,7 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
         elif is_alias(c):
             add(c, "")
     for names in rehosted.values():
-        if "Subject" in names:
+        if "Subject" in names and probes is not None:  # (rehosted: only when probes are read)
             probes.setdefault((REHOSTED, aliased_type(names["Subject"])), names)
     loose: list[CompileError] = []
     owner_error: dict[str, CompileError] = {}

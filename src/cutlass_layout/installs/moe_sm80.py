@@ -250,9 +250,9 @@ def tile_cases(body: str, first_line: int = 1, constants: dict[str, int] | None 
         seg = body[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(body)]
         shapes = []
         for sh in _SHAPE_RE.finditer(seg):
-            vals = [int(x) if x.isdigit() else consts.get(x) for x in sh.groups()]
-            if None not in vals:
-                shapes.append(tuple(vals))
+            tm, tn, tk = (int(x) if x.isdigit() else consts.get(x) for x in sh.groups())
+            if tm is not None and tn is not None and tk is not None:
+                shapes.append((tm, tn, tk))
         if len(shapes) >= 2:
             out.append(TileCase(m.group(1), shapes[0], shapes[1],
                                 first_line + body.count("\n", 0, m.start())))
@@ -504,12 +504,12 @@ def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | Non
     for r in found:
         names = {"T": r.t, "WeightType": r.weight}
         label = f"MoeGemmRunner<{', '.join(r.args)}>"
-        ok = True
+        ok = True  # (a specialisation that holds, or none written)
         if valid is not None:
-            ok = holds(re.sub(r"^\s*return|;\s*$", "", valid.group(1).strip()), names)
-            if ok is False:
+            held = holds(re.sub(r"^\s*return|;\s*$", "", valid.group(1).strip()), names)
+            if held is False:
                 continue  # no SM80 path (FP4)
-            if ok is None:
+            if held is None:
                 notes.append(f"{label}: isValidAmpereMOESpecialisation could not be told")
                 continue
         flags = runner_flags(runner_text, names, defined)

@@ -61,7 +61,7 @@ def element_kind(spelled: str) -> str | None:
     if s.startswith("cute::tuple<"):
         parts = template_args(s)
         data = element_kind(parts[0]) if parts else None
-        if len(parts) == 2 and (data, parts[1]) in BLOCK_SCALED:
+        if len(parts) == 2 and data is not None and (data, parts[1]) in BLOCK_SCALED:
             return BLOCK_SCALED[(data, parts[1])]
         if len(parts) in (2, 3) and data in INTEGER_KINDS:
             return data  # an integer weight with its scales (and zeros)
@@ -184,9 +184,8 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
     if dynamic:
         cluster = None
     tag = re.fullmatch(r"Sm(1[01]\d)", args.get("ArchTag_", ""))
-    sm10x = tag is not None
     mma_sms = dyn = epilogue = sm_version = mma_tile = None
-    if sm10x:
+    if tag is not None:  # an SM10x kernel
         dyn = dynamic
         sm_version = int(tag.group(1))
         if args.get("CGA_M_", "").isdigit():
@@ -274,11 +273,12 @@ def mixed_identity(owner: str) -> dict | None:
     act = args.get("T") or args.get("ActivationType")
     weight = args["WeightType"]
     out = args.get("GemmOutputType") or args.get("OutputType")
-    kind = lambda t: CUDA_TYPES.get(t, (CUTLASS_TYPES.get(t),))[0]  # noqa: E731
+    def kind(t):
+        return CUDA_TYPES[t][0] if t in CUDA_TYPES else CUTLASS_TYPES.get(t)
     dense = "ActivationType" in args
     k = tile[2]
     if dense:
-        bits = CUDA_TYPES.get(act, (None, None))[1]
+        bits = CUDA_TYPES[act][1] if act in CUDA_TYPES else None
         if bits is None:
             return None
         k = tile[2] * bits // 8

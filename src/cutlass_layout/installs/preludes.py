@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.cache import KINDS, cache_dir, write_atomic
 from ..cpp.text import ADAPTER_KERNEL, KERNEL_ALIAS_RE, adapter_alias, trimmed_macro
@@ -27,6 +28,9 @@ from ..cpp.macros import macro_definition, substituted
 from ..errors import BadInput
 from ..subjects import aliases
 from .kernels import PROBE_PREFIX, REHOST_PROBE, UPPER_CALL, FoundKernel, Source, macro_call
+
+if TYPE_CHECKING:
+    from ..cpp.clang import ProbeUnit
 
 
 @dataclass
@@ -150,7 +154,7 @@ class _Reading:
     (path -> text), the function templates' declarations looked up by name, and the
     namespaces (as paths of names) of the source's namespace scope they are looked for in."""
 
-    unit: object
+    unit: ProbeUnit
     out: Prelude
     capacity: str | None
     memo: dict[str, str] = field(default_factory=dict)
@@ -399,8 +403,7 @@ def macro_instantiations(source: Source, text: str) -> list[tuple[str, str, int,
             for header in headers:
                 if f"define {name}" in header or f"define\t{name}" in header:
                     found = macro_definition(header, name)
-                    body = blank_comments(found[1]) if found is not None else "#"
-                    if "#" not in body:
+                    if found is not None and "#" not in (body := blank_comments(found[1])):
                         known[name] = (found[0], body)
                         break
         return known[name]

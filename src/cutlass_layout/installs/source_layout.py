@@ -232,13 +232,14 @@ def _lay_out_rest(source: Source, text: str, pch: Path | None, pre: Prelude, fou
                                    if k.error is None and k.spelling not in reports))
     # what names each kernel in pass 2: its alias where namespace scope reaches it (a
     # canonical spelling does not always parse again), else that spelling
-    names = {}
+    names: dict[str | None, str | None] = {}
     for k in found:
         if k.error is None and (names.get(k.spelling) is None or k.qualified):
             names[k.spelling] = k.qualified or names.get(k.spelling)
 
     def block(spelling: str, index: int, _budget: bool) -> tuple[str, str]:
-        cap = CAPACITY.get(kernel_arch(spelling)) or capacity_of(source.arch)
+        arch = kernel_arch(spelling)
+        cap = (CAPACITY.get(arch) if arch is not None else None) or capacity_of(source.arch)
         return (f"\nnamespace {aliases.NAMESPACE}{index} {{\n"
                 f"{aliases.subject_block(names.get(spelling) or spelling, cap)}}}"
                 f"  // namespace {aliases.NAMESPACE}{index}\n"), ""
@@ -274,7 +275,9 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     """
     if len(sources) < 2:
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
-    originals, includes, texts = [], None, []
+    originals: list[str] = []
+    texts: list[str] = []
+    includes: list[str] | None = None
     for s in sources:
         try:
             original = read_text(s.path, what="source", limit=False)
@@ -291,6 +294,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     for original in originals:
         segments.append(line)
         line += original.count("\n") + 1
+    assert includes is not None  # two sources or more, read
     combined = _lay_out_text(sources[0], "\n".join(originals), includes, "\n".join(texts),
                              provenance, pch, trim, segments)
     if combined.seconds.get("missing_header"):
@@ -307,13 +311,14 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
     out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources)),
                         launcher_macros=combined.launcher_macros) for _ in sources]
     for k, rep in combined.kernels:
+        assert k.line is not None  # checked above
         i = segment(segments, k.line)
         first = segments[i]
         if k.decl_file == own and k.decl_line is not None:  # declared in the source itself
             k.decl_file, k.decl_line = str(sources[i].path), k.decl_line - (first - 1)
         k.line -= first - 1
         m = _REHOSTED_RE.search(k.qualified or "")
-        if m:
+        if m and k.qualified:  # (m: a qualified name)
             k.qualified = f"{k.qualified[:m.start(1)]}{int(m.group(1)) - rehosted_before[i]}{k.qualified[m.end(1):]}"
         out[i].kernels.append((k, rep))
     return out

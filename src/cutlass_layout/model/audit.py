@@ -212,8 +212,9 @@ class Tactic:
             parts.append(self.fusion)
         if self.swap_ab:
             parts.append("swap_ab")
-        if self.cluster_part():
-            parts.append(self.cluster_part())
+        cluster = self.cluster_part()
+        if cluster:
+            parts.append(cluster)
         if self.mma_sms:
             parts.append(f"{self.mma_sms}sm")
         if self.dynamic_cluster:
@@ -232,7 +233,7 @@ class Tactic:
         launcher per cluster of a tile (1x1x1, 2x1x1, 1x2x1, 2x2x1 in flashinfer 0.7.2.post1).
         None otherwise: 1x1x1, the only cluster of SM120's launchers, is left out, so their
         ids have none."""
-        if (self.family != "moe" or not str(self.name).startswith("CtaShape") or "_ClusterShape_" in self.name
+        if (self.family != "moe" or not str(self.name).startswith("CtaShape") or "_ClusterShape_" in str(self.name)
                 or self.mma_sms is not None or not self.cluster or list(self.cluster) == [1, 1, 1]):
             return None
         return "cluster" + "x".join(map(str, self.cluster))
@@ -469,13 +470,13 @@ class AuditResult:
         return [t for t in self.tactics if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False
                 and t.runtime_guard is None]
 
-    def source_summary(self) -> dict[str, dict]:
+    def source_summary(self) -> dict[str | None, dict]:
         """Per family (in the order of :attr:`sources`), the counts of its sources:
         ``{sources, skipped, instantiations, kernels, errors, without_kernel}``: all of them,
         those skipped, the instantiations seen and kernels found in the others, those with an
         error (not read, or instantiating what was not laid out), and those read without
         error that give no kernel (each has a ``reason``)."""
-        out: dict[str, dict] = {}
+        out: dict[str | None, dict] = {}
         for s in self.sources:
             fam = out.setdefault(s.get("family") or s.get("module"), {
                 "sources": 0, "skipped": 0, "instantiations": 0, "kernels": 0, "errors": 0,

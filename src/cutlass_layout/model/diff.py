@@ -297,7 +297,7 @@ class AuditDiff:
         out: dict = {k: sum(r.change == k for r in self.rows) for k in kinds}
         moves: dict = {}
         for r in self.rows:
-            if r.change == "verdict":
+            if r.change == "verdict" and r.old is not None and r.new is not None:  # (a verdict row has both)
                 key = (r.old.verdict, r.new.verdict)
                 moves[key] = moves.get(key, 0) + 1
         out["verdict_changes"] = [{"old": a, "new": b, "count": n} for (a, b), n in moves.items()]

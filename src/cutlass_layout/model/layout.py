@@ -147,7 +147,9 @@ class StructLayout:
 
 # ``fields`` stays a dataclass field (the constructor, ``dataclasses.fields``, equality,
 # :func:`plain`) read and written through this property, so that it can be made lazily.
-StructLayout.fields = lazy_list(FieldLayout.from_dict, "The members, in order (:class:`FieldLayout`).")
+# (type: ignore: a property put on the class after the dataclass made it, which mypy does not follow)
+StructLayout.fields = lazy_list(  # type: ignore[assignment]
+    FieldLayout.from_dict, "The members, in order (:class:`FieldLayout`).")
 _STRUCT_KEYS, _STRUCT_REQUIRED, _STRUCT_DEFAULTS = dataclass_keys(StructLayout)
 
 

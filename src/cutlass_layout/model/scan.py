@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .serde import plain
 
@@ -200,7 +201,7 @@ class ScanResult:
         ``root``, ``source``, ``files_scanned``, ``files_parsed``, then ``structs``,
         ``constants`` and ``diagnostics`` (or only ``files`` with ``file_only``). Lines are
         1-based; paths relative to ``root``; ``value`` an integer or null."""
-        out = {"schema": SCAN_SCHEMA, "root": self.root, "source": self.source,
+        out: dict[str, Any] = {"schema": SCAN_SCHEMA, "root": self.root, "source": self.source,
                "files_scanned": self.files_scanned, "files_parsed": self.files_parsed}
         if file_only:
             out["files"] = self.files()

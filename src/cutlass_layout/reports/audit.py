@@ -383,14 +383,14 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
 # GitHub Actions workflow commands (annotations)
 
 
-def github_data(text: str) -> str:
+def github_data(text: str | int) -> str:
     """A workflow command's message escaped as GitHub's toolkit does (``escapeData`` in
     actions/toolkit ``packages/core/src/command.ts``): ``%`` ``\\r`` ``\\n`` as ``%25``
     ``%0D`` ``%0A``."""
     return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def github_property(text: str) -> str:
+def github_property(text: str | int) -> str:
     """A workflow command's property value (``file``, ``title``) escaped as the toolkit's
     ``escapeProperty``: :func:`github_data`'s, and ``:`` ``,`` as ``%3A`` ``%2C``."""
     return github_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -136,7 +136,7 @@ def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | Non
             style = "bold"
         t.add_row(*(Text(x[0], style=x[1] or "") if isinstance(x, tuple) else Text(x)
                     for x in r), style=style)
-    t.fit_spec = (columns, rows, {"title": title, "styles": styles, "last_bold": last_bold})
+    setattr(t, "fit_spec", (columns, rows, {"title": title, "styles": styles, "last_bold": last_bold}))
     return t
 
 
@@ -201,10 +201,11 @@ def print_table(console, table) -> None:
     if console.is_terminal and need(table) > console.width:
         table, gone = _fitted(console, table, need)
     width = max(need(table), console.width)
+    buf = io.StringIO()
     out = Console(width=width, color_system=console.color_system, force_terminal=console.is_terminal,
-                  highlight=False, soft_wrap=True, record=False, file=io.StringIO())
+                  highlight=False, soft_wrap=True, record=False, file=buf)
     out.print(table)
-    console.file.write(_TRAILING.sub(r"\1", out.file.getvalue()))
+    console.file.write(_TRAILING.sub(r"\1", buf.getvalue()))
     if gone:
         still = need(table) > console.width
         what = f"left out, and still wider than {console.width} columns" if still else \
@@ -336,7 +337,8 @@ def tactic_text(t: dict) -> str:
         how = "exact fit (headroom 0)"
     else:
         how = f"fits, headroom {t['headroom_bytes']} B"
-    tried = {True: " (tried by the runtime)", False: " (not a runtime candidate)"}.get(t.get("runtime_candidate"), "")
+    runtime: dict[object, str] = {True: " (tried by the runtime)", False: " (not a runtime candidate)"}
+    tried = runtime.get(t.get("runtime_candidate"), "")
     return f"{t['id']}: {t['kernel_bytes']} B, {t['stages']} stages, {how}{tried}"
 
 

@@ -171,6 +171,7 @@ def _row_name(r: NumericRow, tile_bytes: bool) -> str:
 
 
 def _numeric_rows(res: DiffResult, tile_bytes: bool) -> list[list[str]]:
+    assert res.numeric is not None  # a diff with its numeric part
     return [["!" if r.verdict_changed else "*" if r.changed else "", _row_name(r, tile_bytes)]
             + [_cell(r, k) for k in _NUMERIC_COLS] for r in res.numeric]
 

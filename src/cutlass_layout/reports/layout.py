@@ -98,12 +98,14 @@ def _sizes_note(rep: LayoutReport) -> str:
 def storage_title(rep: LayoutReport) -> str:
     """``SharedStorage of <type>: <what it is>`` for a type of no GEMM shape
     (:mod:`cutlass_layout.subjects.shapes`)."""
+    assert rep.storage is not None
     return f"SharedStorage of {rep.config.get('type', '?')}: {shapes.describe(rep.subject_kind, rep.storage)}"
 
 
 def launch_text(rep: LayoutReport) -> str:
     """``Launch size: Params::get_smem_size() = <expression> = N B (file:line)``."""
     c = rep.launch
+    assert c is not None
     where = f" ({c.file}:{c.line}; the device wrapper passes it to the launch)" if c.file else ""
     return f"Launch size: {c.name} = {c.expression} = {c.value} B{where}"
 
@@ -158,7 +160,7 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     if rep.builder_budget is not None:
         con.print(budget_text(rep), soft_wrap=True)
     con.print(total_text(rep, markup=True), soft_wrap=True)
-    if rep.capacity.source:
+    if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         con.print(f"  capacity: {rep.capacity.source}", soft_wrap=True)
     con.print(_checked_text(rep), soft_wrap=True)
     for e in rep.clang_only:
@@ -175,6 +177,7 @@ def mainloop_text(rep: LayoutReport) -> str:
     are float: CUTLASS's DefaultMma ... (file:line)``, or ``...; A float and B float in shared
     memory, as the kernel loads them``."""
     m = rep.mainloop_class
+    assert m is not None
     what = "the kernel's Mma" if rep.subject_kind == "kernel2x" else "the type itself"
     if m.staged_as_loaded:
         return (f"Mainloop ({what}): {m.type}; A {m.smem_a} and B {m.smem_b} in shared memory, "
@@ -190,6 +193,7 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
         return f"[{c}]{text}[/{c}]" if markup else text
 
     cap = rep.capacity
+    assert cap is not None and rep.headroom_bytes is not None
     where = f"{cap.name}, {cap.file}:{cap.line}" if cap.file else cap.name
     if rep.fits:
         verdict = color("fits", "green")
@@ -244,7 +248,7 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
-    if rep.capacity.source:
+    if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         out += [f"capacity: {md_cell(rep.capacity.source)}", ""]
     out.append(_checked_text(rep))
     out += [f"- clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
@@ -262,6 +266,7 @@ def _approximation_md(rep: LayoutReport, tile_bytes: bool) -> list[str]:
 def budget_text(rep: LayoutReport) -> str:
     """One paragraph: how the builder chose the stage count, and what it left out."""
     b = rep.builder_budget
+    assert b is not None and rep.smem_bytes is not None
     cap = b.capacity
     where = f", {cap.file}:{cap.line}" if cap.file else ""
     size = rep.smem_bytes

@@ -28,6 +28,7 @@ What a reader should see at a glance, and how it is drawn:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import BadInput, DoesNotCompile
 from ..model import Verdict
@@ -114,7 +115,8 @@ def _levels(struct, depth: int):
     """Per level: [(field, dotted name, color, parent or None)], and the padding of each
     level as (offset, size)."""
     levels, pads = [], []
-    level = [(f, f.name, _PALETTE[i % len(_PALETTE)], None) for i, f in enumerate(struct.fields)]
+    level: list[tuple[Any, str, Any, Any]] = [(f, f.name, _PALETTE[i % len(_PALETTE)], None)
+                                              for i, f in enumerate(struct.fields)]
     parents = [(struct.fields, 0, struct.size)]
     for _ in range(depth):
         if not level:
@@ -217,7 +219,8 @@ def _zoom_range(levels, pads, size: int, total: int) -> tuple[int, int] | None:
                    + [(off, off + size) for pad in pads for off, size in pad if size < total * 0.05])
     if not small:
         return None
-    clusters, cur = [], [list(small[0]), 1]
+    clusters: list[list[Any]] = []  # [[lo, hi], members]
+    cur: list[Any] = [list(small[0]), 1]
     for a, b in small[1:]:
         if a - cur[0][1] <= total * 0.05:
             cur[0][1] = max(cur[0][1], b)
@@ -354,14 +357,17 @@ def _byte_locator(kib: bool, size: float = _FONT - 1):
     size), and at most 11 ticks. Where even one step over the range is too wide, one tick."""
     from matplotlib.font_manager import FontProperties
     from matplotlib.textpath import text_to_path
+    from matplotlib.axis import Axis
     from matplotlib.ticker import Locator
 
     class ByteLocator(Locator):
         def __call__(self):
+            assert self.axis is not None  # a locator is called on its axis
             lo, hi = sorted(self.axis.get_view_interval())
             return self.tick_values(lo, hi)
 
         def tick_values(self, vmin, vmax):
+            assert isinstance(self.axis, Axis)  # set on the figure's x axis
             ax = self.axis.axes
             px_per_byte = ax.bbox.width / max(vmax - vmin, 1e-9)
             points_to_px = ax.figure.dpi / 72
@@ -425,6 +431,7 @@ def plot_layout(report, path=None, *, depth: int = 2, tile_bytes: bool = False):
     if report.error is not None:
         raise DoesNotCompile(report.error)
     struct = report.kernel or getattr(report, "subject", None)
+    assert struct is not None  # compiled: it has a kernel or a subject
     cfg = report.config
     what = (f"tactic {cfg['tactic']}" if "tactic" in cfg else
             f"{cfg['type']} ({cfg.get('arch')})" if "type" in cfg else _title(cfg, tile_bytes))

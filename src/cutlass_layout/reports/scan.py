@@ -4,6 +4,8 @@ constants, then the diagnostics."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..model import Field, ScanResult, Struct
 
 
@@ -17,7 +19,7 @@ def _render_struct(s: Struct, indent: int, lines: list[str], open_only: bool = F
         head += " : " + ", ".join(s.bases)
     note = f"  // #if {s.condition}" if s.condition else ""
     lines.append(f"{s.line:6d}  {pad}{head} {{{note}")
-    items = ([(f.line, 1, f) for f in s.fields] + [(c.line, 0, c) for c in s.children]
+    items: list[tuple[int, int, Any]] = ([(f.line, 1, f) for f in s.fields] + [(c.line, 0, c) for c in s.children]
              + [(a.line, 2, ("alias", a)) for a in s.aliases])
     items.sort(key=lambda t: (t[0], t[1]))
     merged: set[int] = set()

@@ -155,11 +155,13 @@ def summary(record: SweepRecord) -> str:
         what = "static_assert" if err is not None and err.kind == "static_assert" else "error"
         first = f"{head}: does not compile ({what}: {err.message if err else '?'})"
     else:
+        headroom, cap = record.headroom_bytes, record.capacity_bytes
+        assert headroom is not None and cap is not None  # laid out: fits or over
         if record.verdict in (Verdict.FITS, Verdict.EXACT_FIT):
-            how = f"fits, headroom {record.headroom_bytes}"
+            how = f"fits, headroom {headroom}"
         else:
-            how = f"over by {-record.headroom_bytes}"
-        size = record.kernel_bytes if record.kernel_bytes is not None else record.capacity_bytes - record.headroom_bytes
+            how = f"over by {-headroom}"
+        size = record.kernel_bytes if record.kernel_bytes is not None else cap - headroom
         first = f"{head}: {record.stages} stages, {size} B, {how}"
     search = record.search()
     if search.status == "not searched":
@@ -175,7 +177,7 @@ def summary(record: SweepRecord) -> str:
 def _notes(recs, labels) -> list[tuple[str, str | None]]:
     """A line per config that does not fit or whose builder's choice is not the largest
     stage count that fits, and where its error is."""
-    out = []
+    out: list[tuple[str, str | None]] = []
     for r in recs:
         if schema_verdict(r.verdict) != Verdict.FITS or r.max_stages_that_fit != r.stages:
             out.append((f"{labels[id(r)]}: {summary(r)}", None))
@@ -216,9 +218,12 @@ def approximation_notes(result: SweepResult, tile_bytes: bool = False) -> list[s
     out = list(dict.fromkeys(approximation_head(r.approximation) for r in recs))
     cfgs = {id(r): r.to_dict()["config"] for r in result.records}
     var = varying_keys(list(cfgs.values()))
-    todo, none, built = {}, {}, {}
+    todo: dict[str, list[str]] = {}
+    none: dict[tuple, list[str]] = {}
+    built: dict[tuple, list[str]] = {}
     for r in recs:
         appr = r.approximation
+        assert appr is not None  # recs: those with one
         label = config_label(cfgs[id(r)], var, tile_bytes)
         if appr.audited is None:
             continue
@@ -289,10 +294,10 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     counts = {v: sum(schema_verdict(r.verdict) == v for r in recs) for v in VERDICTS}
     out += [", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS) + f"; {_LEGEND}.",
             "", _CHECKED]
-    notes = approximation_notes(result, tile_bytes)
-    if notes:
+    approximations = approximation_notes(result, tile_bytes)
+    if approximations:
         out += [""] + [f"- {md_cell(ln)}" if not ln.startswith("  ") else f"  - {md_cell(ln.strip())}"
-                       for ln in notes]
+                       for ln in approximations]
     return "\n".join(out) + "\n"
 
 

@@ -57,6 +57,7 @@ def describe(op, lib, emitters) -> dict:
     gemm_kind = getattr(op, "gemm_kind", None)  # GEMMs only: rank-k, TRMM, convolutions have none
     emitter_cls = emitters.get(gemm_kind) if _name(op.operation_kind) == "Gemm" else None
     emitter = emitter_cls() if emitter_cls is not None else None
+    estimate_error: str | None
     try:
         estimate = lib.CalculateSmemUsage(op)
     except Exception as exc:  # noqa: BLE001 - the library's own failure, said per kernel

@@ -48,6 +48,7 @@ import resource
 import sys
 import traceback
 import types
+from typing import Any
 
 #: flashinfer modules run from the install (the rest are stand-ins): the builder modules
 #: named in the request, the data-only ones (:func:`data_only`), and these
@@ -109,7 +110,7 @@ class StubModule(types.ModuleType):
     """A stand-in module: every attribute not set on it is an :class:`Anything` named
     ``module.attribute`` (memoised); dunder names are missing as usual."""
 
-    def __getattr__(self, key):
+    def __getattr__(self, key: str) -> Any:
         if key.startswith("__") and key.endswith("__"):
             raise AttributeError(key)
         value = Anything(f"{self.__name__}.{key}")
@@ -174,12 +175,12 @@ def _eval(node, ns):
 def constants(path: pathlib.Path, ns: dict, body=None) -> dict:
     """Module-level (or ``body``-level) assignments of ``path`` whose values :func:`_eval`
     can compute, in order; the others are left out."""
-    tree = ast.parse(path.read_text()) if body is None else None
-    for stmt in body if body is not None else tree.body:
+    targets: list[ast.Name]
+    for stmt in body if body is not None else ast.parse(path.read_text()).body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
             targets, value = [stmt.target], stmt.value
         elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
-            targets, value = stmt.targets, stmt.value
+            targets, value = [t for t in stmt.targets if isinstance(t, ast.Name)], stmt.value
         else:
             continue
         try:
@@ -201,9 +202,10 @@ def class_constants(path: pathlib.Path, cls: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------
-class Finder(importlib.abc.MetaPathFinder):
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves flashinfer's packages (without their __init__), this harness's own modules,
-    and stand-ins for flashinfer's runtime modules and for anything not installed."""
+    and stand-ins for flashinfer's runtime modules and for anything not installed (the loader
+    of the modules it finds, too)."""
 
     def __init__(self, root: pathlib.Path, real: set[str], own: dict):
         self.root, self.real, self.own = root, real, own
@@ -280,23 +282,22 @@ def _own_modules(root: pathlib.Path, out: pathlib.Path, arch: str, cuda: tuple[i
 
     core = StubModule("flashinfer.jit.core")
     constants(jit / "core.py", core.__dict__)
-    core.gen_jit_spec = gen_jit_spec
-    core.current_compilation_context = Context()
-    core.JitSpec = Anything("JitSpec")
+    core.__dict__.update(gen_jit_spec=gen_jit_spec, current_compilation_context=Context(),
+                         JitSpec=Anything("JitSpec"))
 
     env = StubModule("flashinfer.jit.env")
     env.__dict__.update(constants(jit / "env.py", {"_package_root": root}))
     for key in ("FLASHINFER_GEN_SRC_DIR", "FLASHINFER_JIT_DIR", "FLASHINFER_WORKSPACE_DIR",
                 "FLASHINFER_CACHE_DIR", "FLASHINFER_BASE_DIR"):
         setattr(env, key, out / key.lower())
-    env.FLASHINFER_GEN_SRC_DIR = out / "generated"
+    env.__dict__["FLASHINFER_GEN_SRC_DIR"] = out / "generated"
 
     cpp = StubModule("flashinfer.jit.cpp_ext")
-    cpp.is_cuda_version_at_least = lambda v: tuple(int(x) for x in str(v).split(".")[:2]) <= cuda
-    cpp.host_compiler_is_gcc = lambda: True
+    cpp.__dict__.update(is_cuda_version_at_least=lambda v: tuple(int(x) for x in str(v).split(".")[:2]) <= cuda,
+                        host_compiler_is_gcc=lambda: True)
 
     ctx = StubModule("flashinfer.compilation_context")
-    ctx.CompilationContext = Context
+    ctx.__dict__["CompilationContext"] = Context
     return {m.__name__: m for m in (core, env, cpp, ctx)}
 
 

@@ -121,6 +121,7 @@ def defined_capacities(include_root) -> tuple[str, ...]:
     texts: dict[str, str] = {}
     for name, header in dict.fromkeys((a.capacity, a.capacity_header) for a in ARCHS.values()
                                       if a.capacity):
+        assert name is not None and header is not None  # an arch with a capacity constant names its header
         if header not in texts:
             try:
                 texts[header] = (Path(include_root) / header).read_text(errors="replace")

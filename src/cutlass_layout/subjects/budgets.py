@@ -66,9 +66,11 @@ def budget_block(cfg: Config, index: int) -> str:
     that fails to instantiate would make each step of the search fail.
     """
     ns = f"{NAMESPACE}{index}"
+    family = budget_family(cfg)
+    assert family is not None  # a budgeted config's (callers check budgeted)
     return f"""
 namespace {ns} {{
-{_budget_decls(budget_family(cfg))}}}  // namespace {ns}
+{_budget_decls(family)}}}  // namespace {ns}
 """
 
 

@@ -38,7 +38,7 @@ def kernel_schedule(cfg: Config) -> str:
     fam = cfg.family
     if fam == "sm120":
         if cfg.kernel == "sparse":
-            kind = {"nvfp4": "Nvf4", "mxfp4": "Mxf4"}.get(cfg.a, "Mxf8f6f4")
+            kind = {"nvfp4": "Nvf4", "mxfp4": "Mxf4"}.get(cfg.a or "", "Mxf8f6f4")
             return f"{_GEMM}KernelSparseTmaWarpSpecialized{kind}Sm120"
         if cfg.blockwise and cfg.preset != "vllm":
             return f"{_GEMM}KernelScheduleSm120Blockwise"
@@ -120,7 +120,8 @@ def config_block(cfg: Config, index: int) -> str:
     """C++ declarations for one config in ``namespace cl_probe_<index>``: the type chain of
     the config's family (see :func:`kernel_schedule`, :func:`epilogue_schedule`,
     :func:`operator_class`), then :func:`subject_block`."""
-    m, n, k = cfg.tile
+    m, n, k = cfg.mnk
+    assert cfg.a is not None and cfg.b is not None  # a config of a known arch: __post_init__ set them
     grouped = cfg.kernel == "grouped"
     ptr = "*" if grouped else ""
     arch, _, capacity = FAMILIES[cfg.family]
@@ -143,6 +144,7 @@ def config_block(cfg: Config, index: int) -> str:
     layout_a, layout_b = f"cutlass::layout::RowMajor{ptr}", f"cutlass::layout::ColumnMajor{ptr}"
     scale_config = ""
     if cfg.blockwise:  # Sm120BlockwiseScaleConfig (cutlass/detail/blockwise_scale_layout.hpp)
+        assert cfg.scales is not None  # blockwise: scales given
         gm, gn, gk = cfg.scales
         major_a = "MN" if cfg.preset == "vllm" else "K"
         scale_config = (

@@ -198,6 +198,12 @@ class Config:
             return False
         return self.schedule == "2sm" or (self.schedule == "auto" and self.cluster[0] % 2 == 0)
 
+    @property
+    def mnk(self) -> tuple[int, int, int]:
+        """:attr:`tile` once constructed (``__post_init__`` gives ``None`` :func:`default_tile`)."""
+        assert self.tile is not None
+        return self.tile
+
     def __post_init__(self):
         if self.tile is None:
             object.__setattr__(self, "tile", default_tile(self.kernel))
@@ -250,13 +256,14 @@ class Config:
         if self.element_c == "void":
             return 0
         if self.preset == "trtllm-moe":
+            assert self.a is not None  # __post_init__ set it
             return 128 // ELEMENTS[self.a].bits
         return 128 // OUTPUTS[self.element_c][1]
 
     def to_dict(self) -> dict:
         """The config as plain JSON values (the ``config`` object of every report)."""
         d = asdict(self)
-        d["tile"] = list(self.tile)
+        d["tile"] = list(self.mnk)
         d["cluster"] = list(self.cluster)
         d["stages"] = "auto" if self.stages is None else self.stages
         d["c"] = self.element_c
@@ -267,7 +274,7 @@ class Config:
     def label(self) -> str:
         """Short text like ``sm120 grouped nvfp4xnvfp4 128x128x128 stages=auto flashinfer
         C=void D=bf16`` (cluster, scales and schedules only where not the default)."""
-        m, n, k = self.tile
+        m, n, k = self.mnk
         st = "auto" if self.stages is None else str(self.stages)
         sched = "" if self.schedule == "auto" else f" {self.schedule}"
         epi = "" if self.epilogue_schedule == "auto" else f" epi={self.epilogue_schedule}"
@@ -366,8 +373,8 @@ def _check_preset(cfg: Config) -> None:
 def _check_shapes(cfg: Config, fam: str) -> None:
     """The tile (positive ``int`` extents) and the cluster (none on SM120; K 1, M*N at most 16)."""
     _shape3("tile", cfg.tile)
-    if any(x > INT_MAX for x in cfg.tile):
-        raise BadInput(f"tile {'x'.join(map(str, cfg.tile))}: M, N and K must be at most {INT_MAX} "
+    if any(x > INT_MAX for x in cfg.mnk):
+        raise BadInput(f"tile {'x'.join(map(str, cfg.mnk))}: M, N and K must be at most {INT_MAX} "
                        "(the kernel takes them as int)")
     _shape3("cluster", cfg.cluster)
     c = "x".join(map(str, cfg.cluster))
@@ -509,10 +516,11 @@ def parse_shape(text: str, what: str = "cluster") -> tuple[int, int, int]:
     m = _TILE_RE.match(text or "")
     if not m or m.group(4):
         raise BadInput(f"{what} {text!r}: write AxBxC, e.g. 1x1x1" + _shape_hint(text or ""))
-    dims = tuple(int(g) for g in m.groups()[:3])
-    if any(x <= 0 for x in dims):
+    x, y, z = (int(g) for g in m.groups()[:3])
+    dims = (x, y, z)
+    if any(d <= 0 for d in dims):
         raise BadInput(f"{what} {text!r}: each extent must be positive")
-    return dims  # type: ignore[return-value]
+    return dims
 
 
 def parse_stages(text: str | int | None) -> int | None:
@@ -547,7 +555,7 @@ def _shape(what: str, value, a: str) -> tuple[int, int, int]:
         return parse_tile(value, a) if what == "tile" else parse_shape(value, what)
     if isinstance(value, (tuple, list)) and len(value) == 3 and all(
             isinstance(x, int) and not isinstance(x, bool) for x in value):
-        return tuple(value)  # type: ignore[return-value]
+        return tuple(value)
     raise BadInput(f"{what} {value!r}: write MxNxK, e.g. '128x128x128', or give three integers")
 
 

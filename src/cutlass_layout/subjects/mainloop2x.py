@@ -82,8 +82,8 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
         text = read_text(root / DEFAULT_MMA_CORE_SM75, what="header", errors="replace")
     except BadInput:
         text = ""
-    m = _CORE_FAST_F16.search(text)
-    lines.append(text.count("\n", 0, m.start()) + 1 if m else None)
+    fast = _CORE_FAST_F16.search(text)
+    lines.append(text.count("\n", 0, fast.start()) + 1 if fast else None)
     return lines[0], lines[1]
 
 

@@ -65,6 +65,9 @@ detection helpers and a subject's aliases (:mod:`.aliases`), a config's type cha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from .aliases import DETECT, NAMESPACE
 from .budgets import budget_block, budgeted
 from .builders import config_block
@@ -97,7 +100,7 @@ def preamble() -> str:
 #: family's main kernels and element kinds. clang keeps a precompiled header's template
 #: instantiations, and most of a config's (cute's layout algebra, the builders' helpers,
 #: GemmUniversal's parts) are shared with one of these.
-WARM_UP = {
+WARM_UP: dict[str, tuple[dict[str, Any], ...]] = {  # Config keywords
     "sm120": (dict(), dict(kernel="dense"), dict(a="mxfp8"), dict(kernel="dense", a="mxfp8")),
     # the grouped default (auto epilogue) does not compile on SM90: tests/handed.md D
     "sm90": (dict(kernel="dense"), dict(kernel="grouped", epilogue_schedule="tma")),
@@ -179,7 +182,7 @@ template <class T> long long params_smem() {
 SHOW = "cl_show::Show"
 
 
-def checks(configs: list, offsets: list[list[tuple[str, str]]] | None = None, *,
+def checks(configs: Sequence, offsets: list[list[tuple[str, str]]] | None = None, *,
            run: bool = False) -> list[tuple[str, str | None, list[str]]]:
     """The numbers a cross-check reads, as ``(tag, condition, [C++ expressions])`` in order
     (the numbers count only where ``condition``, a C++ ``bool``, holds; ``None``: always):
@@ -198,7 +201,7 @@ def checks(configs: list, offsets: list[list[tuple[str, str]]] | None = None, *,
 
     Bytes."""
     users = any(isinstance(c, UserType) for c in configs)
-    out = []
+    out: list[tuple[str, str | None, list[str]]] = []
     for i, _ in enumerate(configs):
         ns = f"{NAMESPACE}{i}"
         out.append((f"size {i}", None, [f"sizeof({ns}::KernelStorage)", f"sizeof({ns}::MainloopStorage)",
@@ -221,7 +224,7 @@ def checks(configs: list, offsets: list[list[tuple[str, str]]] | None = None, *,
     return out
 
 
-def render(configs: list[Config], *, with_main: bool = False, shown: bool = False,
+def render(configs: Sequence[Config | UserType], *, with_main: bool = False, shown: bool = False,
            offsets: list[list[tuple[str, str]]] | None = None,
            capacities: tuple[str, ...] = ()) -> str:
     """The whole probe for ``configs`` (one namespace each; ``capacities``: see

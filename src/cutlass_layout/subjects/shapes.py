@@ -56,9 +56,9 @@ def storage_kind(s: StructLayout) -> str:
     return "fmha" if attention_tiles(s) else "storage"
 
 
-def describe(kind: str, s: StructLayout) -> str:
+def describe(kind: str | None, s: StructLayout) -> str:
     """One phrase for the report: what the storage is and, for ``fmha``, the tiles that say so."""
-    what = WHAT.get(kind, WHAT["storage"])
+    what = WHAT.get(kind, WHAT["storage"]) if kind is not None else WHAT["storage"]
     if kind == "fmha":
         what += f", not a GEMM's mainloop + epilogue (Q, K/V tiles: {', '.join(attention_tiles(s))})"
     return what

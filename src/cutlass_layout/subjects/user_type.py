@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from ..errors import BadInput
@@ -156,7 +157,7 @@ class UserType:
     def to_dict(self) -> dict:
         """``{header, type, arch}`` (the ``config`` object of its reports), with ``stages``,
         ``includes`` and ``defines`` where given."""
-        d = {"header": str(self.header), "type": self.type, "arch": self.arch}
+        d: dict[str, Any] = {"header": str(self.header), "type": self.type, "arch": self.arch}
         if self.stages is not None:
             d["stages"] = self.stages
         if self.includes:

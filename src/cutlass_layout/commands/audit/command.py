@@ -209,7 +209,9 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
     for i, a in enumerate(todo):
         try:
             with part(i, todo, f"auditing flashinfer {install.version} for {a}", t0):
-                results.append(audit(install, a, use_cache=use_cache, **kwargs))
+                res = audit(install, a, use_cache=use_cache, **kwargs)
+                assert res is not None  # None: only for cached_only, which api.audit does not pass
+                results.append(res)
         except KeyboardInterrupt:
             if not results:
                 raise

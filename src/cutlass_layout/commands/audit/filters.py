@@ -5,7 +5,7 @@ and for a filter that matched nothing, the nearest values the tactics have
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 from ...errors import BadInput
 from ...model import Tactic
@@ -127,8 +127,7 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
             elif key == "schedule":
                 if low not in ("auto", "cooperative", "pingpong"):
                     raise BadInput(f"unknown schedule {v!r}: choose auto, cooperative or pingpong")
-                one.append((v, (lambda t: True) if low == "auto" else
-                            (lambda t, w=low: w in str(t.schedule).lower())))
+                one.append((v, lambda t, w=low: w == "auto" or w in str(t.schedule).lower()))
     return {k: v for k, v in tests.items() if v}
 
 
@@ -157,7 +156,7 @@ def _tile_distance(a, b) -> float:
                for x, y in zip(a, b))
 
 
-def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
+def _nearest_tiles(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     """The tactics' tiles nearest ``typed`` (its numbers read either way: K in elements or in
     bytes; the CTA tile or the MMA tile), each as ``MxNxKB = MxNxK`` (K in bytes = K in
     elements, then the activation's element, whose width relates the two) where that width is
@@ -195,7 +194,7 @@ def _nearest_tiles(typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     return f"nearest{legend}", near
 
 
-def _grep_nearest(typed: str, pool: list[Tactic]) -> str:
+def _grep_nearest(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     """The ids most of ``typed`` appears in, in order (as many of its characters as possible)."""
     import difflib
 
@@ -208,7 +207,7 @@ def _grep_nearest(typed: str, pool: list[Tactic]) -> str:
     return "nearest ids", ids[:3]
 
 
-def _nearest(key: str, typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
+def _nearest(key: str, typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     """What tactics of ``pool`` have for ``key``, the nearest to ``typed`` first: (what they
     are, the values)."""
     if key == "tile":
@@ -226,7 +225,7 @@ def _nearest(key: str, typed: str, pool: list[Tactic]) -> tuple[str, list[str]]:
     return ("the tactics have" if have else f"no tactic records a {key}"), have[:6]
 
 
-def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list[dict]:
+def unmatched_filters(pool: Sequence[Tactic], grep: str | None, tests: dict) -> list[dict]:
     """The filters that keep none of ``pool`` (the tactics of the family asked for): ``grep``,
     and each value of each config key, alone; or, when each matches some, the filters
     together. One entry per filter (see :attr:`~cutlass_layout.model.AuditResult.unmatched`):
@@ -260,7 +259,7 @@ def unmatched_filters(pool: list[Tactic], grep: str | None, tests: dict) -> list
     return out
 
 
-def tile_spelling_notes(pool: list[Tactic], tests: dict) -> list[str]:
+def tile_spelling_notes(pool: Sequence[Tactic], tests: dict) -> list[str]:
     """A note for each ``tile`` value with K in bytes (``MxNxKB``) that TensorRT-LLM's tile
     names spell for other tactics than the filter keeps: the filter's ``B`` counts bytes of
     the activation (:func:`tactic_filter`), while a name's ``CtaShape{M}x{N}x{K}B`` does not

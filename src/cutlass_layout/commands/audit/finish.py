@@ -6,12 +6,13 @@ tactic by id (:func:`find_tactic`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ...errors import BadInput, NothingForArch
 from ...installs.moe_sm80 import FAMILY as SM80_FAMILY
 from ...installs.naming import MOE
 from ...model import AuditResult, AuditShard, Constant, Tactic, Verdict
-from ..shard import first_capacity, ranked_tactics, shard_capacities
+from ..shard import first_capacity, part_of, ranked_tactics, shard_capacities
 from .accounts import account_notes, builder_parts, module_accounts
 from .filters import filter_tests, haystack, keep_all, tile_spelling_notes, unmatched_filters
 from .judge import judge_sources, nothing_found, slim
@@ -133,16 +134,16 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
             as :func:`finish_audit` (the install gives no kernel for the arch).
     """
     first = shards[0]
-    parts = first.shard.parts
+    parts = part_of(first).parts
     total = parts["sources"]
     sources: list = [None] * total
     facts: list = [None] * total
     parsed: dict[int, dict] = {}
     for res in shards:
-        p = res.shard.parts
+        p = part_of(res).parts
         for pos, entry, f, payload in zip(p["positions"], res.sources, p["facts"], p["parsed"]):
             if not 0 <= pos < total or sources[pos] is not None:
-                raise BadInput(f"shard {res.shard.index}/{res.shard.count} ({res.arch}) lays out a source "
+                raise BadInput(f"shard {part_of(res).index}/{part_of(res).count} ({res.arch}) lays out a source "
                                "another shard lays out too, or one the audit does not have")
             if payload is not None:  # judged again below, from what it holds
                 entry = {**entry, "instantiations": None, "kernels": 0, "reason": None, "error": None}
@@ -152,14 +153,14 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
         raise BadInput(f"the {first.arch} shards lay out {sum(e is not None for e in sources)} of the audit's "
                        f"{total} sources: were they written by one version of cutlass-layout?")
     judge_sources(sources, facts, parsed)
-    whole = {**parts, "candidates": next((r.shard.parts["candidates"] for r in shards
-                                          if r.shard.parts["candidates"] is not None), None),
-             "sm80": next((r.shard.parts["sm80"] for r in shards if r.shard.parts["sm80"] is not None), None)}
-    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), first.shard.asked, whole,
+    whole = {**parts, "candidates": next((part_of(r).parts["candidates"] for r in shards
+                                          if part_of(r).parts["candidates"] is not None), None),
+             "sm80": next((part_of(r).parts["sm80"] for r in shards if part_of(r).parts["sm80"] is not None), None)}
+    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), part_of(first).asked, whole,
                         capacities=shard_capacities(shards))
 
 
-def sort_tactics(tactics: list[Tactic]) -> list[Tactic]:
+def sort_tactics(tactics: Sequence[Tactic]) -> list[Tactic]:
     """Grouped by family (``moe`` first), then over capacity, exact fits, does not compile,
     fits; within a verdict by kernel bytes, largest first, then name."""
     def key(t: Tactic):

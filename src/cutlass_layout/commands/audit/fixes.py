@@ -65,6 +65,7 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
         if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
             t.fix = Fix(error="not searched: its kernel is not declared in a launcher macro")
             continue
+        assert t.report is not None  # a tactic of FIX_VERDICTS was laid out
         want = Want(key=t.id, source=source, line=k.line, macro=(k.macro[0], list(k.macro[1])),
                     launcher_file=k.decl_file, launcher_line=k.decl_line, report=t.report)
         want.cache_key = fix_key(want, target)

@@ -6,6 +6,7 @@ gives no kernel: each source entry's ``instantiations``, ``kernels``, ``reason``
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 
 from ...cpp.brackets import blank_comments
 from ...cpp.declarations import declared_functions, explicit_instantiations, kernel_aliases
@@ -45,7 +46,7 @@ def _files(files: list[str]) -> str:
 
 
 def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_facts: dict,
-                 launchers: set[str] = frozenset()) -> None:
+                 launchers: AbstractSet[str] = frozenset()) -> None:
     """Set ``instantiations``, ``kernels``, ``reason`` and ``error`` of a source's entry
     (:attr:`~cutlass_layout.model.AuditResult.sources`) from its text's ``facts``
     (:func:`source_facts`) and its laid-out ``payload`` (None for a source skipped or not read).

@@ -9,6 +9,7 @@ import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import BadInput, NothingForArch
 from ...core.cache import KINDS, code_fingerprint, result_key
@@ -22,6 +23,12 @@ from ...installs.naming import MOE, family_of
 from ...subjects.archs import AUDIT_ARCHS, SM80_PATH_ARCHS, arch_family, capacity_of
 from ..shard import shard_of
 from .judge import source_facts
+
+if TYPE_CHECKING:
+    from ...engine.loop import Target
+    from ...sources.flashinfer import FlashinferInstall
+    from ...sources.flashinfer_jit import JitBuilds
+    from ...sources.tvm_ffi import TvmFfiHeaders
 
 #: The cache kind of a per-source result: its row's code is what it depends on (naming tactics
 #: happens after reading it; which sources and flags are read is in the key itself), its keys
@@ -166,9 +173,9 @@ class Build:
     and CUDA headers), its JIT modules' answer (:func:`~cutlass_layout.sources.flashinfer_jit.jit_modules`)
     and the tactic families they give (``moe`` first; ``moe_sm80`` where the arch holds it)."""
 
-    install: object
-    tgt: object
-    builds: object
+    install: FlashinferInstall
+    tgt: Target
+    builds: JitBuilds
     families: list[str]
 
 
@@ -215,7 +222,7 @@ class Plan:
     arch_fam: str | None
     family: str | None
     build: Build
-    tvm: object
+    tvm: TvmFfiHeaders
     prov: dict
     gen_root: Path | None = None
     work: list = field(default_factory=list)
@@ -229,17 +236,18 @@ class Plan:
     mflags: list = field(default_factory=list)
     moe: tuple | None = None
     pch_key: str = ""
-    cand_args: tuple | None = None
+    # (install, clang arch, flags, preamble, pch key, use_cache)
+    cand_args: tuple[FlashinferInstall, str, list[str], str | None, str, bool] | None = None
     #: the dense runners' config lists read while naming tactics, by family
     #: (:func:`~cutlass_layout.installs.dense_runners.dense_configs`)
     dense: dict = field(default_factory=dict)
 
     @property
-    def install(self):
+    def install(self) -> FlashinferInstall:
         return self.build.install
 
     @property
-    def tgt(self):
+    def tgt(self) -> Target:
         return self.build.tgt
 
 
@@ -308,6 +316,7 @@ def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[st
     install, arch, gen_root = plan.install, plan.arch, plan.gen_root
     scans = _scans(arch, read, use_cache)
     mod_places = None
+    assert plan.arch_fam is not None  # plan_sources sets it first
     read_flags = _canonicals(mod, flags, [r for r, scan in zip(read, scans) if scan["arch_word"] and r[4] in twins],
                              gen_root, plan.arch_fam, (install.fingerprint, install.tree.tree_hash, plan.tvm.fingerprint),
                              use_cache)
@@ -322,7 +331,7 @@ def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[st
         key = AUDIT.key(subject=[digest, list(flags)], target=target, code=STANDINS)
         if canon is not None:
             plain, key = key, AUDIT.key(subject=["twin", digest, canon, capacity_of(arch)], target=target,
-                                        code=STANDINS + _CANONICALS.code)
+                                        code=STANDINS + (_CANONICALS.code or ()))
             mod_places = mod_places or place_names(list(flags), gen_root)  # one module: one set of flags
             plan.places[key] = (mod_places, plain)
         plan.work.append((mod, Source(path, flags, install.tree.include_root, plan.clang_arch), key,

@@ -55,7 +55,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
     from ...sources.flashinfer import flashinfer_of
     from ...subjects.config import Config
 
-    out = []
+    out: list[Approximation | None] = []
     install = None
     looked = flashinfers = False
     audits: dict = {}
@@ -103,7 +103,7 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
             continue
         try:
             keep = tactic_filter(kernel=cfg.kernel, a=cfg.a, b=cfg.b, d=cfg.element_d,
-                                 tile="x".join(map(str, cfg.tile)),
+                                 tile="x".join(map(str, cfg.mnk)),
                                  cluster="x".join(map(str, cfg.cluster)))
         except BadInput:  # a kind no tactic is named by
             continue

@@ -167,7 +167,9 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
     if todo:
         cand = _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress)
     elif plan.cand_args:
-        cand = _candidates(*plan.cand_args, cached_only=cached_only)  # says its parse as a step
+        install, arch, flags, preamble, pch_key, use_cache = plan.cand_args
+        cand = _candidates(install, arch, flags, preamble, pch_key, use_cache,
+                           cached_only=cached_only)  # says its parse as a step
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     return cand
 

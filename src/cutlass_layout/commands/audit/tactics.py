@@ -88,7 +88,7 @@ class Streamer:
 
     def __init__(self, plan, asked: dict, on_tactic: Callable[[str, Tactic], None] | None):
         self.plan, self.on_tactic = plan, on_tactic
-        self.keeps = kept_by(asked) if on_tactic is not None else None
+        self.keeps: Callable[[Tactic], bool] | None = kept_by(asked) if on_tactic is not None else None
         self.streamed: set[str] = set()
 
     def source(self, mod, source, key: str, payload: dict) -> None:
@@ -102,12 +102,12 @@ class Streamer:
             rep = replace(item.get("loaded") or LayoutReport.from_dict(item["report"]),
                           provenance=Provenance(**plan.prov))
             t = tactic_of(mod.name, source.path, plan.gen_root, found_from(item["found"]), rep, plan.install.root)
-            if self.keeps(t):
+            if self.keeps is not None and self.keeps(t):  # (keeps: set with on_tactic)
                 self.on_tactic(plan.arch, t)
 
     def tactic(self, t: Tactic, key: str | None = None) -> None:
         """``t`` if kept, unless its source's tactics went out already (``key``)."""
-        if self.on_tactic is not None and key not in self.streamed and self.keeps(t):
+        if self.on_tactic is not None and self.keeps is not None and key not in self.streamed and self.keeps(t):
             self.on_tactic(self.plan.arch, t)
 
 
