@@ -482,3 +482,26 @@ def test_074_sm120_mxfp8_dense_ids_and_key_load(tmp_path, capsys, flashinfer_loa
     class CutlassMxfp8GemmRunner:  # the key is the runner's class name
         pass
     assert bl.filter("mxfp8_gemm", CutlassMxfp8GemmRunner(), list(range(6))) == [0, 1, 2, 3]
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_0618_sm120_mxfp8_over_capacity_tactics_are_the_reported_ids():
+    """flashinfer 0.6.18's SM120 MXFP8 runner (flashinfer#3568: ``CutlassMxfp8GemmRunner``
+    tactics 6-9 fail at launch on SM120). Its ``getConfigs`` (mxfp8_gemm_cutlass_template_sm120.h)
+    loops over five tiles, 128x32, 128x64, 128x128, 256x128 and 128x256 (x128B), each with
+    swap_ab false then true, so the 256x128 tile is ids 6 (no swap) and 7, 128x256 ids 8 and 9.
+    Both tiles' SharedStorage is 111616 B, over the 101376 B of SM120 (the figure of issue 43,
+    filed from that report; nvcc agreed when this test was written: ``audit
+    flashinfer-python==0.6.18 --arch sm120 --family mxfp8_gemm_cutlass_sm120 --verify nvcc``):
+    the audit's over-capacity tactics, bf16 and f16, are those four ids, each tried."""
+    res = audit("flashinfer-python==0.6.18", "sm120", family="mxfp8_gemm_cutlass_sm120")
+    configs = res.dense_runners["mxfp8_gemm_cutlass_sm120"]
+    tiles = [(128, 32, 128), (128, 64, 128), (128, 128, 128), (256, 128, 128), (128, 256, 128)]
+    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == \
+        [(t, swap) for t in tiles for swap in (False, True)]
+    over = [t for t in res.tactics if t.verdict == "over_capacity"]
+    assert len(over) == 8 and {t.kernel_bytes for t in over} == {111616}
+    assert all(t.runtime_candidate is True for t in over)
+    assert sorted(i for t in over for i in configs.ids(t)) == [6, 6, 7, 7, 8, 8, 9, 9]  # bf16 and f16
+
