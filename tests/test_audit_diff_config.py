@@ -194,6 +194,7 @@ def _dense_fp4_instantiations(flashinfer: Path) -> set[tuple]:
     return {(t, d, s, k) for t in tiles for d in dtypes for s in swaps for k in aliases}
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_068_072_dense_fp4_tiles_are_paired():
     """0.7.2.post1 appended a SWAP_AB_ argument to the dense FP4 GEMM structs (``..._1SM`` ->

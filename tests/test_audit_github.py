@@ -187,6 +187,7 @@ def test_072_github_annotations(capsys):
     assert [ln.split(": ")[1] for ln in messages(err).splitlines()[:4]] == FINALIZE
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_072_checkout_audits_as_the_wheel(tmp_path, capsys, monkeypatch):
     """flashinfer 0.7.2.post1 reshaped as a git checkout (the wheel's parts where the repo

@@ -40,7 +40,7 @@ def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -
 @pytest.mark.nvcc
 @pytest.mark.parametrize("spec, files", [
     ("flashinfer-python==0.7.2.post1", ("sm120_M256_BS_group0", "sm120_M128_BS_group8")),
-    ("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",)),
+    pytest.param("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",), marks=pytest.mark.slow),  # the 2nd version
 ])
 def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
     res = audit(spec, family="moe")

@@ -93,7 +93,7 @@ def test_device_gemm(nc420):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # one version by default
 def test_cutlass2_equals_nvcc(tree, request, nvcc):
     tgt = request.getfixturevalue(tree)
     subjects = [grouped("sm80"), UserType(HEADER, "legacy::Dense", "sm80"), grouped("sm86", 6)]
@@ -207,7 +207,7 @@ def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", [pytest.param("nc420", marks=pytest.mark.slow), "fi072"])  # one version by default
 def test_f32_mainloop_switch_equals_nvcc(tree, request, nvcc, tmp_path):
     """nvcc's sizes, and nvcc's types: at 2 stages the kernel's Mma is an MmaPipelined whose
     warp operator takes half_t A and B; at 3 an MmaMultistage taking float."""

@@ -312,6 +312,7 @@ SM90_SHUFFLED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @pytest.mark.nvcc
 def test_shuffled_mixed_input_sm90_kernels_compile_with_the_utilities_and_equal_nvcc(library, nvcc, tmp_path):

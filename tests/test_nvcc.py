@@ -77,6 +77,7 @@ def test_sm90_engine_equals_nvcc(nc420, nvcc):
     assert check_against_nvcc(SM90, nc420, nvcc) > 100
 
 
+@pytest.mark.slow  # a whole probe built (host and device) and run
 def test_the_front_end_numbers_are_the_built_probes(fi072, nvcc, tmp_path):
     """:func:`nvcc_numbers` reads the numbers from nvcc's front end (no compile, no run). The
     same probe built by nvcc (host and device pass, linked) and run prints the same numbers:

@@ -357,6 +357,7 @@ def test_audit_json_reads_back_as_written(library, request):
 # flashinfer-python 0.7.2.post1
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_a_real_audit_in_two_shards_merges_back(tmp_path, capsys):
     """0.7.2.post1's MoE family on SM120 (11 generated sources of one folder, the runtime's

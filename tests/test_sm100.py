@@ -66,6 +66,7 @@ def test_sm100_default_capacity_from_the_tag(nc420, capsys):
     assert "B of 232448 B (sm100_smem_capacity_bytes, cutlass/arch/arch.h:44)" in out
 
 
+@pytest.mark.slow
 @pytest.mark.network
 def test_sm103_and_sm110_are_sm100_kernels(nc420):
     """SM103 and SM110 run SM100 kernels (arch tag Sm100): the same layout, the same capacity
@@ -79,8 +80,7 @@ def test_sm103_and_sm110_are_sm100_kernels(nc420):
 
 @pytest.mark.network
 @pytest.mark.nvcc
-@pytest.mark.slow
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # one version by default
 def test_sm100_equals_nvcc(tree, request, nvcc):
     """Every size, stage count, member offset and size of the SM100 configs and of the kernel
     of one's own, against nvcc: those share one nvcc translation unit for sm_100a (a third

@@ -69,7 +69,7 @@ def test_sparse_preset_stage_counts(nc420):
 
 @pytest.mark.network
 @pytest.mark.nvcc
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", [pytest.param("nc420", marks=pytest.mark.slow), "fi072"])  # one version by default
 def test_sm120_families_equal_nvcc(tree, request, nvcc):
     tgt = request.getfixturevalue(tree)
     reps = layouts(SM120, tgt)
@@ -131,6 +131,7 @@ def test_sparse_stage_search_could_not_run_cli(sparse_swept, nc420, capsys):
     assert "no stage count fits" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.network
 @pytest.mark.nvcc
 def test_sparse_search_against_nvcc(sparse_swept, nc420, nvcc):
