@@ -1,8 +1,9 @@
 """An audit as SARIF 2.1.0 (``audit --format sarif``): the format GitHub code scanning uploads
 (``github/codeql-action/upload-sarif``) and other CI systems read.
 
-One log, one run per arch audited (its ``automationDetails.id`` names the install and the arch,
-so the runs of several arches, or of several installs, stay apart in code scanning); one result
+One log, one run per arch audited (its ``automationDetails.id`` names the install by
+distribution and version, and the arch, ``cutlass-layout/flashinfer-python==0.7.4/sm120/``: the
+same from run to run, so code scanning keeps the runs of several arches or installs apart); one result
 per finding of the audit's GitHub annotations (:func:`cutlass_layout.reports.audit.findings`,
 :func:`cutlass_layout.reports.library_audit.findings`): a tactic over capacity that the runtime
 tries (``error``), one it never tries (``note``), one that does not compile (``warning``), the
@@ -80,10 +81,13 @@ def run_of(result) -> dict:
     index = {r["id"]: i for i, r in enumerate(rules)}
     p = result.provenance
     name = f"CUTLASS's kernel library {p['version']}" if library else install_name(p)
+    # the same from run to run (never how the install was found: cached, downloaded): code
+    # scanning tells the runs' results apart by it
+    stable = f"{'cutlass_library' if library else p['library']}=={p['version']}"
     return {
         "tool": {"driver": {"name": "cutlass-layout", "version": VERSION,
                             "semanticVersion": VERSION.split("+")[0], "rules": rules}},
-        "automationDetails": {"id": f"cutlass-layout/{name}/{result.arch}/"},
+        "automationDetails": {"id": f"cutlass-layout/{stable}/{result.arch}/"},
         "originalUriBaseIds": {"%SRCROOT%": {"description": {
             "text": "The root of the repository the install is built from (for flashinfer: its git checkout)"}}},
         "results": [_result(result, f, index) for f in found],
