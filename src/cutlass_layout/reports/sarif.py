@@ -37,28 +37,31 @@ def _is_library(result) -> bool:
     return result.provenance.get("library") == "cutlass_library"
 
 
+#: Each rule's level where the rule alone says it (a finding's own level is its result's).
+RULE_LEVEL = {"over-capacity": "error", "does-not-compile": "warning", "incomplete": "warning"}
+
+
 def _rules() -> list[dict]:
     return [{"id": rule, "name": "".join(w.capitalize() for w in rule.split("-")),
              "shortDescription": {"text": text.split(": ")[0] if len(text) > 120 else text},
              "fullDescription": {"text": text},
-             "defaultConfiguration": {"level": LEVEL["error" if rule == "over-capacity" else
-                                                    "warning" if rule in ("does-not-compile", "incomplete")
-                                                    else "notice"]}}
+             "defaultConfiguration": {"level": LEVEL[RULE_LEVEL.get(rule, "notice")]}}
             for rule, text in RULES.items()]
 
 
-def _numbers(result, ids: tuple[str, ...]) -> dict:
-    """The one tactic's numbers (bytes) of a finding about one tactic; {} otherwise."""
+def _numbers(by_id: dict, ids: tuple[str, ...]) -> dict:
+    """The one tactic's numbers (bytes) of a finding about one tactic (``by_id``: the audit's
+    tactics by id); the ids of a finding about several; {} for one about none."""
     if len(ids) != 1:
         return {"tactics": list(ids)} if ids else {}
-    t = next((t for t in result.tactics if t.id == ids[0]), None)
+    t = by_id.get(ids[0])
     if t is None or t.verdict == Verdict.DOES_NOT_COMPILE:
         return {"tactic": ids[0]}
     return {"tactic": t.id, "kernel_bytes": t.kernel_bytes, "capacity_bytes": t.capacity_bytes,
             "headroom_bytes": t.headroom_bytes, "stages": t.stages}
 
 
-def _result(result, f: Finding, rule_index: dict[str, int]) -> dict:
+def _result(by_id: dict, f: Finding, rule_index: dict[str, int]) -> dict:
     out = {"ruleId": f.rule, "ruleIndex": rule_index[f.rule], "level": LEVEL[f.level],
            "message": {"text": f.message}}
     if f.file is not None:
@@ -67,7 +70,7 @@ def _result(result, f: Finding, rule_index: dict[str, int]) -> dict:
             "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"}, **({"region": region} if region else {})}}]
     elif f.tactics:
         out["locations"] = [{"logicalLocations": [{"name": i, "kind": "object"} for i in f.tactics]}]
-    numbers = _numbers(result, f.tactics)
+    numbers = _numbers(by_id, f.tactics)
     if numbers:
         out["properties"] = numbers
     return out
@@ -79,6 +82,7 @@ def run_of(result) -> dict:
     found = library_findings(result) if library else install_findings(result)
     rules = _rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
+    by_id = {t.id: t for t in result.tactics}
     p = result.provenance
     name = f"CUTLASS's kernel library {p['version']}" if library else install_name(p)
     # the same from run to run (never how the install was found: cached, downloaded): code
@@ -90,7 +94,7 @@ def run_of(result) -> dict:
         "automationDetails": {"id": f"cutlass-layout/{stable}/{result.arch}/"},
         "originalUriBaseIds": {"%SRCROOT%": {"description": {
             "text": "The root of the repository the install is built from (for flashinfer: its git checkout)"}}},
-        "results": [_result(result, f, index) for f in found],
+        "results": [_result(by_id, f, index) for f in found],
         "properties": {"install": name, "arch": result.arch, "capacity_bytes": result.capacity_bytes,
                        "tactics": len(result.tactics)},
     }

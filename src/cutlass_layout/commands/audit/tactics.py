@@ -153,9 +153,9 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
                 else:  # the report made once more, not twice: its provenance and config at once
                     t = Tactic(**fields, report=rep)
                     t.report = replace(rep, provenance=prov, config={"tactic": t.id, **t.identity()})
-                t.runtime_candidate = cand.get(t) if cand is not None else None
-                if t.family in DENSE:
-                    t.runtime_candidate = _dense_candidate(plan, t, source, use_cache)
+                # a dense runner's list is its getConfigs; the MoE runners' the candidate lists
+                t.runtime_candidate = (_dense_candidate(plan, t, source, use_cache) if t.family in DENSE
+                                       else cand.get(t) if cand is not None else None)
                 ranked.append(([plan.position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
                 stream.tactic(t, key)  # all from the cache: the tactics as they are made
