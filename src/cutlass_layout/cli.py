@@ -4,7 +4,7 @@ The library is called through :mod:`cutlass_layout.api` alone (the facade Python
 call); besides it this module imports only :mod:`~cutlass_layout.options` (the shared
 flags), :mod:`~cutlass_layout.reports` (printing) and :mod:`~cutlass_layout.errors`
 (tests/test_imports.py checks it). Every error becomes one line on stderr (``error: ...``)
-and an exit code from :mod:`cutlass_layout.errors`; see the README's exit-code table.
+and an exit code from :mod:`cutlass_layout.errors`; see docs/exit-codes.md.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ def _limits_help() -> str:
 
 
 def limits_option(f):
-    """Decorator adding ``--no-limits`` (README "Limits"; handled here, the command does not
+    """Decorator adding ``--no-limits`` (docs/exit-codes.md, "Limits"; handled here, the command does not
     see it): what a wheel may unpack, a header weigh and a grid hold."""
     return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
                         callback=_lift_limits, help=_limits_help())(f)

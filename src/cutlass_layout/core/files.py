@@ -7,7 +7,7 @@ tree, the members of a wheel) goes through here:
   (:func:`read_file`) or skipped (:func:`file_kind` tells what it is), never read, so a FIFO
   in a tree cannot hang a command;
 * :data:`LIMITS` bounds what an archive may unpack, what one file may weigh and how many
-  configs a grid may hold (the README's "Limits"); ``--no-limits`` (:func:`lift_limits`)
+  configs a grid may hold (docs/exit-codes.md, "Limits"); ``--no-limits`` (:func:`lift_limits`)
   lifts them. Going over one raises :class:`OverLimit`, a :class:`BadInput`.
 """
 
