@@ -183,7 +183,9 @@ def test_every_svdquant_sm120_config_of_0_7_4_is_laid_out():
       load 32, load order 16 = 112) and the scheduler's storage (144) end at 256; ``tensors``
       (1024-aligned by smem_A) at 1024 holds the epilogue's tensor storage (8704: smem_D 8192,
       the bias row 128 x 2 = 256, rounded to its 512 alignment) padded to 9216, then the
-      mainloop's 73728: 1024 + 9216 + 73728 = 83968.
+      mainloop's 73728: 1024 + 9216 + 73728 = 83968. smem_D's 8192 is not derived here from the
+      epilogue builder's tile: it is nvcc's, as is the total (the nvcc test below compiles this
+      source, ``..._Tactic128x128x128Config.cu``, and agrees on both of its kernels).
     """
     from cutlass_layout.commands.audit import audit
     from cutlass_layout.sources.flashinfer import resolve_flashinfer
