@@ -525,7 +525,7 @@ def test_sm121_reads_what_sm120_laid_out(mini, monkeypatch, tmp_path):
         return wrapper
 
     monkeypatch.setattr(ci.Index, "parse", counting("parse", ci.Index.parse))
-    monkeypatch.setattr(flashinfer_jit, "_run_harness", counting("builders", flashinfer_jit._run_harness))
+    monkeypatch.setattr(flashinfer_jit, "run_harness", counting("builders", flashinfer_jit.run_harness))
     again = audit(str(mini), "sm121", jobs=1)
     assert not log.exists(), log.read_text()
     assert again.stats["parsed"] == 0 and again.stats["cached"] == again.stats["sources"] == 6
@@ -577,8 +577,8 @@ def test_a_family_with_no_kernel_says_so(mini):
     assert res.tactics == [] and [u["filter"] for u in res.unmatched] == ["family"]
     assert res.unmatched[0]["note"] in res.notes and "its 3 source(s) for sm120 gave no kernel" in res.notes[-1]
     # no kernel laid out, so no capacity read: the head leaves it out rather than guess
-    from cutlass_layout.reports.audit import _head
-    assert res.capacity is None and _head(res)[2] == "sm120: 0 tactics from 3 generated sources"
+    from cutlass_layout.reports.audit import head_lines
+    assert res.capacity is None and head_lines(res)[2] == "sm120: 0 tactics from 3 generated sources"
 
 
 def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
@@ -728,7 +728,7 @@ def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monk
 
     def never(*a, **k):
         raise AssertionError("a warm audit scanned or named again")
-    monkeypatch.setattr(audit_plan, "_scan", never)
+    monkeypatch.setattr(audit_plan, "scan_source", never)
     monkeypatch.setattr(audit_tactics, "tactic_of", never)
     assert json.dumps(audit(str(mini), jobs=1).to_dict(), sort_keys=True) == cold
     # without the cache, it reads and names everything again
@@ -747,11 +747,11 @@ def test_batches_by_weight_one_unit_a_worker_at_least():
                                                  "fused_moe_103", "fp4_gemm_cutlass_sm103", "gemm_sm100",
                                                  "fused_moe_1000")] == [1, 1, 3, 3, 12, 6, 6]
     est = {Path(f"/g/s{i}.cu"): 8 * 6 for i in range(12)}  # 8 kernels of weight 6 a source
-    assert [len(b) for b in audit_run._batches(items(12), 2, est)] == [6, 6]
-    assert [len(b) for b in audit_run._batches(items(12), 4, est)] == [3, 3, 3, 3]
-    assert [len(b) for b in audit_run._batches(items(1), 2, {Path("/g/s0.cu"): 80 * 6})] == [1]
+    assert [len(b) for b in audit_run.batches(items(12), 2, est)] == [6, 6]
+    assert [len(b) for b in audit_run.batches(items(12), 4, est)] == [3, 3, 3, 3]
+    assert [len(b) for b in audit_run.batches(items(1), 2, {Path("/g/s0.cu"): 80 * 6})] == [1]
     sm90 = {Path(f"/g/s{i}.cu"): 8 for i in range(80)}  # SM90 MoE: 36 sources of 8 kernels a unit
-    assert [len(b) for b in audit_run._batches(items(80), 2, sm90)] == [36, 36, 8]
+    assert [len(b) for b in audit_run.batches(items(80), 2, sm90)] == [36, 36, 8]
 
 
 def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
@@ -771,14 +771,14 @@ def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
 def test_remembered_names_are_read_back_only_for_the_same_kernels():
     """audit-names: a remembered kernel is used only where the source still has a kernel at its
     index, found at the same line (else the entry is a miss, and the kernels are named again)."""
-    fields = dict.fromkeys(audit_tactics._NAMED)
+    fields = dict.fromkeys(audit_tactics.NAMED_FIELDS)
     one = [[[0, {**fields, "line": 10}], [2, {**fields, "line": 30}]]]
-    assert audit_tactics._load_names([[10, 20, 30]])(one) == one
+    assert audit_tactics.load_names([[10, 20, 30]])(one) == one
     for lines in ([[10, 20]], [[10, 20, 31]], [[10, 20, 30], []]):
         with pytest.raises(ValueError):
-            audit_tactics._load_names(lines)(one)
+            audit_tactics.load_names(lines)(one)
     with pytest.raises(ValueError):  # a field missing
-        audit_tactics._load_names([[10]])([[[0, {"line": 10}]]])
+        audit_tactics.load_names([[10]])([[[0, {"line": 10}]]])
 
 
 def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, capsys, monkeypatch):

@@ -117,7 +117,7 @@ def test_modules_that_give_nothing_say_why_offline(mini):
     that takes an argument with no default, and one whose code names no CUTLASS. Each is in
     ``modules`` with that reason, and a note says it; the modules that give kernels have none."""
     from cutlass_layout.commands.audit import audit
-    from cutlass_layout.reports.audit import _head
+    from cutlass_layout.reports.audit import head_lines
 
     jit = mini / "flashinfer" / "jit"
     # a call: not a data-only module (harness.data_only), so a stand-in
@@ -160,5 +160,5 @@ def test_modules_that_give_nothing_say_why_offline(mini):
     assert "not run for sm120: gemm.extra.gen_gemm_sm120_module_cutlass_args: it takes arguments with no default " \
            "(dtype): the audit cannot choose them" in res.notes
     # 3 give kernels; 5 do not: the broken, looped, own, args and norm builders
-    assert _head(res)[3] == ("modules: 3 of 8 JIT module builders for sm120 give kernels; 5 give none "
+    assert head_lines(res)[3] == ("modules: 3 of 8 JIT module builders for sm120 give kernels; 5 give none "
                              "(the notes say why)")

@@ -141,11 +141,11 @@ def _result(tmp_path, tactics):
 
 
 def test_the_head_counts_the_sm100_built_kernels_of_an_sm103_audit(tmp_path):
-    from cutlass_layout.reports.audit import _head, built_elsewhere
+    from cutlass_layout.reports.audit import head_lines, built_elsewhere
 
     res = _result(tmp_path, [_tactic(tmp_path, args) for args, _ in LINES])  # 2 Sm103, 2 Sm100, 1 Sm120
     assert built_elsewhere(res) == " (2 of them Sm100 kernels, which an sm103 build compiles too)"
-    assert _head(res)[2] == ("sm103: 5 tactics (2 of them Sm100 kernels, which an sm103 build compiles too) "
+    assert head_lines(res)[2] == ("sm103: 5 tactics (2 of them Sm100 kernels, which an sm103 build compiles too) "
                              "from 0 generated sources; capacity 232448 B (sm100_smem_capacity_bytes, "
                              "cutlass/arch/arch.h:46)")
     res = _result(tmp_path, [_tactic(tmp_path, LINES[3][0])])
@@ -157,18 +157,18 @@ def test_twin_rows_differ_in_a_column(tmp_path):
     """An Sm100 and an Sm103 launcher of one tile enum, types, fusion, swap_ab, 1SM, dynamic
     cluster, no-smem epilogue (the second line of LINES with its arch tag changed): the arch tag
     column tells them apart, and the columns whose value they share are left out."""
-    from cutlass_layout.reports.audit import _columns_and_rows
+    from cutlass_layout.reports.audit import columns_and_rows
 
     sm103 = LINES[1][0]
     twins = [_tactic(tmp_path, sm103), _tactic(tmp_path, sm103.replace("Sm103", "Sm100", 1))]
-    cols, rows = _columns_and_rows(_result(tmp_path, twins).tactics)
+    cols, rows = columns_and_rows(_result(tmp_path, twins).tactics)
     heads = [c.header for c in cols]
     assert "arch tag" in heads and not {"MMA", "cluster", "epi"} & set(heads)
     assert [r[heads.index("arch tag")] for r in rows] == ["Sm103", "Sm100"]
     assert len({tuple(r) for r in rows}) == 2
     # 1SM and 2SM, static and dynamic cluster, TMA and no-smem epilogues: each a column
     mixed = [_tactic(tmp_path, args) for args, _ in LINES[:2]]
-    cols, rows = _columns_and_rows(_result(tmp_path, mixed).tactics)
+    cols, rows = columns_and_rows(_result(tmp_path, mixed).tactics)
     heads = [c.header for c in cols]
     assert [[r[heads.index(h)] for h in ("MMA", "cluster", "epi")] for r in rows] == [
         ["2SM", "2x1x1", "tma"], ["1SM", "dynamic", "nosmem"]]

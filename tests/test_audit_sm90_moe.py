@@ -48,15 +48,15 @@ def test_sm120_and_sm100_ids_have_no_cluster_part(tmp_path):
 def test_the_cluster_column_tells_the_sm90_twins_apart(tmp_path):
     from test_audit_sm103_moe import _result
 
-    from cutlass_layout.reports.audit import _columns_and_rows
+    from cutlass_layout.reports.audit import columns_and_rows
 
     twins = [_tactic(tmp_path, FIN.format(m=m, n=n)) for m, n in ((1, 1), (2, 1), (1, 2), (2, 2))]
-    cols, rows = _columns_and_rows(_result(tmp_path, twins).tactics)
+    cols, rows = columns_and_rows(_result(tmp_path, twins).tactics)
     heads = [c.header for c in cols]
     assert [r[heads.index("cluster")] for r in rows] == ["1x1x1", "2x1x1", "1x2x1", "2x2x1"]
     assert not {"arch tag", "MMA", "epi"} & set(heads)  # no SM10x choices on SM90
     # one cluster: no column
-    cols, _ = _columns_and_rows(_result(tmp_path, [_tactic(tmp_path, NONE_1)]).tactics)
+    cols, _ = columns_and_rows(_result(tmp_path, [_tactic(tmp_path, NONE_1)]).tactics)
     assert "cluster" not in [c.header for c in cols]
 
 

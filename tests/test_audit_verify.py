@@ -47,7 +47,7 @@ def test_what_is_said_when_nothing_was_compared():
     v = AuditVerification(not_verified=["gemm_sm120 (why)"])
     assert v.lines() == ["nvcc compared no tactic: none could be verified (below)",
                          "not verified: gemm_sm120 (why)"] and v.agree
-    assert audit_nvcc._spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc._spread([1, 2], 4) == [1, 2]
+    assert audit_nvcc.spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc.spread([1, 2], 4) == [1, 2]
 
 
 def test_nvcc_missing_or_unusable_is_one_error_line(tmp_path, monkeypatch, capsys, mini):
@@ -85,17 +85,17 @@ def verified():
         pytest.skip("nvcc is not on PATH: the nvcc cross-check needs it")
     res = api.audit(SPEC, family="moe")
     answers = []
-    real = audit_nvcc._run_unit
+    real = audit_nvcc.run_unit
 
     def spy(unit, nvcc):
         answers.append(real(unit, nvcc))
         return answers[-1]
 
-    audit_nvcc._run_unit = spy
+    audit_nvcc.run_unit = spy
     try:
         v = api.verify_audit(res, SPEC, sample=2)
     finally:
-        audit_nvcc._run_unit = real
+        audit_nvcc.run_unit = real
     return res, v, answers
 
 
@@ -122,7 +122,7 @@ def _replayed(monkeypatch, res, answers):
     """The CLI's audit gives ``res``, and its nvcc units what the real run printed."""
     monkeypatch.setattr(api, "audit", lambda *a, **k: res)
     replay = iter(answers)
-    monkeypatch.setattr(audit_nvcc, "_run_unit", lambda unit, nvcc: next(replay))
+    monkeypatch.setattr(audit_nvcc, "run_unit", lambda unit, nvcc: next(replay))
 
 
 @pytest.mark.network
@@ -178,28 +178,28 @@ def test_a_step_killed_by_a_signal_says_so(tmp_path):
     """A step that dies by a signal (``cicc`` of a large unit killed for memory: bash gives
     128 + N) leaves a line saying so, which :func:`killed` reads; a step that ends by itself
     leaves none."""
-    from cutlass_layout.checks.nvcc_probe import _run, killed
+    from cutlass_layout.checks.nvcc_probe import run_probe, killed
 
-    out = _run("bash -c 'kill -9 $$'", "/bin/true", tmp_path)
+    out = run_probe("bash -c 'kill -9 $$'", "/bin/true", tmp_path)
     assert killed(out) == "bash was killed by signal 9 (out of memory?)"
-    assert killed(_run("echo 'x.cu(1): error: y'; exit 2", "/bin/true", tmp_path)) is None
+    assert killed(run_probe("echo 'x.cu(1): error: y'; exit 2", "/bin/true", tmp_path)) is None
 
 
 def test_a_step_that_cannot_be_run_says_so(tmp_path):
     """A step bash cannot run (exit status 127: a ``cudafe++`` neither in nvcc's folder nor on
     ``PATH``) leaves a line saying so, which :func:`unanswered` reads (as it reads a kill); the
     folder nvcc's ``--dryrun`` names (``_HERE_``) goes first on the step's ``PATH``."""
-    from cutlass_layout.checks.nvcc_probe import _run, killed, unanswered
+    from cutlass_layout.checks.nvcc_probe import run_probe, killed, unanswered
 
-    out = _run("no-such-cudafe --x", "/bin/true", tmp_path)
+    out = run_probe("no-such-cudafe --x", "/bin/true", tmp_path)
     assert unanswered(out) == "no-such-cudafe could not be run (not found in /bin:/usr/bin)" and killed(out) is None
     tool = tmp_path / "bin" / "cudafe-here"
     tool.parent.mkdir()
     tool.write_text("#!/bin/sh\necho ran\n")
     tool.chmod(0o755)
-    out = _run("cudafe-here", "/bin/true", tmp_path, here=str(tool.parent))
+    out = run_probe("cudafe-here", "/bin/true", tmp_path, here=str(tool.parent))
     assert out == "ran\n" and unanswered(out) is None
-    assert unanswered(_run("bash -c 'kill -9 $$'", "/bin/true", tmp_path)) == "bash was killed by signal 9 (out of memory?)"
+    assert unanswered(run_probe("bash -c 'kill -9 $$'", "/bin/true", tmp_path)) == "bash was killed by signal 9 (out of memory?)"
 
 
 def test_a_step_not_run_is_not_verified_not_a_disagreement(monkeypatch):
@@ -214,9 +214,9 @@ def test_a_step_not_run_is_not_verified_not_a_disagreement(monkeypatch):
     a = Path("/g/a.cu")
     ta = SimpleNamespace(id="moe/a", family="moe", kernel_bytes=10, mainloop_bytes=6, epilogue_bytes=3, stages=2)
     msg = f"bash: line 1: cudafe++: command not found\n{NOT_RUN}: cudafe++ could not be run (not found in /w:/usr/bin:/bin)\n"
-    monkeypatch.setattr(audit_nvcc, "_run_unit", lambda unit, nvcc: ({}, msg))
+    monkeypatch.setattr(audit_nvcc, "run_unit", lambda unit, nvcc: ({}, msg))
     out = AuditVerification()
-    audit_nvcc._run([audit_nvcc.Unit([a], [], [(a, 10, ta)])], "nvcc", 1, out)
+    audit_nvcc.run_units([audit_nvcc.Unit([a], [], [(a, 10, ta)])], "nvcc", 1, out)
     assert out.disagreements == [] and out.agree and out.compared == []
     assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cudafe++ could not be run (not found in "
                                 "/w:/usr/bin:/bin) on a unit of 1 source(s)"]
@@ -271,9 +271,9 @@ def test_a_killed_nvcc_is_run_again_alone_then_not_compared(monkeypatch):
             return {a: {10: (10, 6, 3, 2)}}, ""
         return {}, gone
 
-    monkeypatch.setattr(audit_nvcc, "_run_unit", run_unit)
+    monkeypatch.setattr(audit_nvcc, "run_unit", run_unit)
     out = AuditVerification()
-    audit_nvcc._run(units, "nvcc", 2, out)
+    audit_nvcc.run_units(units, "nvcc", 2, out)
     assert sorted(calls) == [a, a, b, b]  # each killed beside the other, then alone
     assert out.compared == ["moe/a"] and out.agree and out.disagreements == []
     assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cicc was killed by signal 9 (out of "

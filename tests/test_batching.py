@@ -14,13 +14,13 @@ pytestmark = pytest.mark.network
 
 def _count_parses(monkeypatch) -> list:
     calls = []
-    real = engine._parse
+    real = engine.parse_probe
 
     def counted(tgt, configs, arch, *args):
         calls.append(list(configs))
         return real(tgt, configs, arch, *args)
 
-    monkeypatch.setattr(engine, "_parse", counted)
+    monkeypatch.setattr(engine, "parse_probe", counted)
     return calls
 
 
@@ -88,8 +88,8 @@ def test_precompiled_header_falls_back_and_remembers_a_bad_preamble(fi072, tmp_p
 
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path))
     builds = []
-    real = fc._build_pch
-    monkeypatch.setattr(fc, "_build_pch", lambda text, *a: builds.append(text) or real(text, *a))
+    real = fc.build_pch
+    monkeypatch.setattr(fc, "build_pch", lambda text, *a: builds.append(text) or real(text, *a))
     broken, fine = "struct A { int x; };\nstatic_assert(sizeof(A) == 5, \"no\");\n", "struct A { int x; };\n"
     flags = fi072.flags("sm120")
     first = fc.ensure_pch([broken, fine], flags, "k")

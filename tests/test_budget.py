@@ -109,8 +109,8 @@ def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
 
     monkeypatch.setattr(budgets, "budget_block", broken)
     parses = []
-    real_parse = engine._parse
-    monkeypatch.setattr(engine, "_parse", lambda *a: parses.append(a) or real_parse(*a))
+    real_parse = engine.parse_probe
+    monkeypatch.setattr(engine, "parse_probe", lambda *a: parses.append(a) or real_parse(*a))
     rep, other = layouts([Config(), Config(tile=(128, 256, 128))], fi072, use_cache=False)
     assert rep.error is None and (rep.kernel.size, rep.stages) == (84992, 4)
     assert rep.builder_budget is None

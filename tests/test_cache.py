@@ -99,11 +99,11 @@ def test_result_cache_entries(tmp_path, monkeypatch):
     assert cache.get(key) is None
     cache.put(key, {"size": 84992, "fields": [1, None, "é"]})
     assert cache.get(key) == {"size": 84992, "fields": [1, None, "é"]}
-    path = cache._path(key)
+    path = cache.entry_path(key)
     path.write_bytes(path.read_bytes().replace(b"84992", b"84993"))
     assert cache.get(key) is None  # altered
     other = result_key("another tree")
-    path.rename(cache._path(other))
+    path.rename(cache.entry_path(other))
     assert cache.get(other) is None  # written for another key
     assert not list(path.parent.glob("*.tmp"))
 
@@ -282,7 +282,7 @@ def test_every_cache_entry_goes_through_the_kinds_table():
     names = [kind.name for kind in KINDS.values()]
     assert len(set(names)) == len(names) and {"layouts", "audit", "fixes", "preludes", "candidates"} <= set(names)
     with pytest.raises(ValueError, match="share a folder"):
-        cache._kinds(Kind("a", 1, None), Kind("a", 2, None))
+        cache.kinds_by_name(Kind("a", 1, None), Kind("a", 2, None))
 
 
 def test_write_atomic_gives_the_mode_open_gives(tmp_path):

@@ -129,7 +129,7 @@ def test_the_console_entry_point_ends_as_sys_exit_does(tmp_path):
     bad = subprocess.run([sys.executable, "-c", run, "scan", str(tmp_path / "missing.hpp")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "atexit ran" in bad.stderr
-    assert cli.main(["scan", str(tmp_path / "missing.hpp")]) == 2 and cli._kept == []
+    assert cli.main(["scan", str(tmp_path / "missing.hpp")]) == 2 and cli.KEPT == []
 
 
 def test_an_internal_error_has_its_own_exit_code_and_one_line(monkeypatch, capsys):

@@ -80,7 +80,7 @@ def _killing(marker: str, log: str):
         else:
             os.close(fd)
             os.kill(os.getpid(), signal.SIGKILL)
-        out = audit_module._lay_out(sources, provenance, pch)  # the worker's own, unpatched
+        out = audit_module.lay_out_batch(sources, provenance, pch)  # the worker's own, unpatched
         with open(log, "a") as f:
             f.write(f"done {names}\n")
         return out
@@ -95,7 +95,7 @@ def test_a_worker_killed_mid_run_loses_nothing(install, local_json, cluster, mon
     # the patched task goes to the workers by value (they do not import this test module)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
-        monkeypatch.setattr(audit_module, "_lay_out", _killing(str(marker), str(log)))
+        monkeypatch.setattr(audit_module, "lay_out_batch", _killing(str(marker), str(log)))
         res = api.audit(str(install[0]), use_cache=False, executor=cluster)
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])

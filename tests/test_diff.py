@@ -55,10 +55,10 @@ def _nothing_computed(monkeypatch, *, scans: bool = False) -> None:
         return f
 
     monkeypatch.setattr(ci.Index, "create", fail("a libclang parse (Index.create)"))
-    monkeypatch.setattr(numeric, "_compute_records", fail("a layout (diff_numeric._compute_records)"))
+    monkeypatch.setattr(numeric, "compute_records", fail("a layout (diff_numeric.compute_records)"))
     if scans:
-        monkeypatch.setattr(structural, "_structural", fail("the structural comparison"))
-        monkeypatch.setattr(structural, "_scan_files", fail("a header scan"))
+        monkeypatch.setattr(structural, "compare_trees", fail("the structural comparison"))
+        monkeypatch.setattr(structural, "scan_headers", fail("a header scan"))
         monkeypatch.setattr(diff_module, "numeric_records", fail("the numeric side"))
 
 

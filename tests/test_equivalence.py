@@ -251,17 +251,17 @@ def test_sm103_reads_the_sm100_builds_layouts_of_their_common_sources(tmp_path, 
 
 
 def test_only_an_answer_without_errors_is_shared_and_its_paths_are_placed(tmp_path):
-    from cutlass_layout.commands.audit.run import _clean, _placed
+    from cutlass_layout.commands.audit.run import clean_payload, placed
 
     (a, fa, ga), (b, fb, gb) = _builds(tmp_path)
     ok = {"error": None, "kernels": [{"found": {"decl_file": str(a)}, "report": {"error": None}}]}
-    assert _clean(ok)
-    assert not _clean({"error": "a.cu:1: error: x", "kernels": []})
-    assert not _clean({"error": None, "kernels": [{"found": {}, "report": {"error": {"message": "x"}}}]})
-    stored = _placed(ok, place_names(fa, ga), back=False, copy=True)
+    assert clean_payload(ok)
+    assert not clean_payload({"error": "a.cu:1: error: x", "kernels": []})
+    assert not clean_payload({"error": None, "kernels": [{"found": {}, "report": {"error": {"message": "x"}}}]})
+    stored = placed(ok, place_names(fa, ga), back=False, copy=True)
     assert ok["kernels"][0]["found"]["decl_file"] == str(a)  # the build's own answer is left as it is
     assert stored["kernels"][0]["found"]["decl_file"] == "<generated 0>/gemm_grouped/100/s.generated.cu"
-    assert _placed(stored, place_names(fb, gb), back=True)["kernels"][0]["found"]["decl_file"] == str(b)
+    assert placed(stored, place_names(fb, gb), back=True)["kernels"][0]["found"]["decl_file"] == str(b)
 
 
 def test_clangs_own_and_the_system_headers_are_read_too(tmp_path):

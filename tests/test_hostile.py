@@ -560,7 +560,7 @@ def _numbers(doc: dict) -> dict:
                                            (lambda p: [1, 2], True), (None, None)],
                          ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
 def test_altered_results_are_misses(wheel, audited, change, resign):
-    from cutlass_layout.commands.audit.run import _load_source
+    from cutlass_layout.commands.audit.run import load_source
     from cutlass_layout.core.cache import ResultCache
 
     cache, first = audited  # each case leaves the cache as it found it (the rerun stores again)
@@ -577,7 +577,7 @@ def test_altered_results_are_misses(wheel, audited, change, resign):
     mainloop, _, kernel = mini_sizes(128, 64, 32, 3, 4096)
     assert _numbers(first)[MOE_FINALIZE] == ("fits", 3, kernel, mainloop)
     for entry in entries:  # each was a miss: computed again and stored whole
-        assert _load_source(ResultCache._read(entry, entry.stem))
+        assert load_source(ResultCache.read_entry(entry, entry.stem))
 
 
 def test_a_report_whose_numbers_disagree_does_not_load(audited):
@@ -612,7 +612,7 @@ def test_sealed_files(cache, tmp_path):
     data = bytearray(blob.read_bytes())
     data[5000] ^= 1
     blob.write_bytes(bytes(data))
-    cache_module._SEALED.clear()  # as a new process finds it (a check is remembered per process)
+    cache_module.SEALED.clear()  # as a new process finds it (a check is remembered per process)
     assert not sealed(blob, "k")  # altered
     blob.write_bytes(b"precompiled")
     assert not sealed(blob, "k")  # cut short
@@ -695,7 +695,7 @@ def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch)
     monkeypatch.setenv("CUTLASS_LAYOUT_NO_PCH", "1")  # no header to build in the temporary cache
     tgt = engine.target(nc420.tree)
     first, second = Config(), Config(arch="sm90", kernel="dense")
-    real, calls = engine._parse, []
+    real, calls = engine.parse_probe, []
 
     def parse(*args):
         calls.append(args)
@@ -703,7 +703,7 @@ def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch)
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(engine, "_parse", parse)
+    monkeypatch.setattr(engine, "parse_probe", parse)
     with pytest.raises(KeyboardInterrupt):
         engine.layouts([first, second], tgt, use_cache=False)
     kept, lost = engine.cached([first, second], tgt)

@@ -255,3 +255,39 @@ def test_no_function_import_shadows_a_module_name():
                 bad += [f"{m}.{f.name} (line {n.lineno}): {a.asname or a.name}" for n in ast.walk(f)
                         if isinstance(n, ast.ImportFrom) for a in n.names if (a.asname or a.name) in own]
     assert not bad, "a function's import hides a module-level name: " + ", ".join(bad)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Where the test file ``path`` reaches a private name of the package: ``from cutlass_layout...
+    import _x``, ``m._x`` of a name it imported from the package, ``setattr(m, "_x", ...)``."""
+    tree = ast.parse(path.read_text(), str(path))
+    bound, out = set(), []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith(NAME):
+            bound |= {a.asname or a.name for a in n.names}
+            out += [f"{path.name}:{n.lineno} imports {a.name}" for a in n.names if _private(a.name)]
+        elif isinstance(n, ast.Import):
+            bound |= {(a.asname or a.name).split(".")[0] for a in n.names if a.name.startswith(NAME)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and _private(n.attr):
+            base = n.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                out.append(f"{path.name}:{n.lineno} {ast.unparse(n)}")
+        elif (isinstance(n, ast.Call) and ast.unparse(n.func).endswith("setattr") and len(n.args) > 1
+              and isinstance(n.args[1], ast.Constant) and _private(str(n.args[1].value))):
+            out.append(f"{path.name}:{n.lineno} setattr {n.args[1].value}")
+    return out
+
+
+def test_tests_use_no_private_name():
+    """Tests reach the package through public names only (issue 45): a seam a test needs (a
+    function it counts calls of, a table it reads) is public in its module, with a docstring."""
+    tests = Path(__file__).resolve().parent
+    bad = [use for p in sorted(tests.glob("*.py")) for use in _private_uses(p)]
+    assert not bad, "tests use private names: " + ", ".join(bad)

@@ -378,17 +378,17 @@ def test_audit_reports_the_family(audited):
     assert any("MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in n
                for n in audited.notes)
     assert audited.capacity.value == 101376
-    from cutlass_layout.reports.audit import _head  # the head line says where they come from
-    assert _head(audited)[2].startswith("sm120: 255 tactics from the MoE runner's SM80-path headers "
+    from cutlass_layout.reports.audit import head_lines  # the head line says where they come from
+    assert head_lines(audited)[2].startswith("sm120: 255 tactics from the MoE runner's SM80-path headers "
                                         "(no generated source); capacity 101376 B")
-    from cutlass_layout.reports.audit import _tail  # the 10 over capacity: why their fix cell says "?"
+    from cutlass_layout.reports.audit import tail_parts  # the 10 over capacity: why their fix cell says "?"
     assert "note: fix ?: 10 tactics not searched: its kernel is not declared in a launcher of the install's " \
-           "generated or JIT sources" in _tail(audited)[1]
+           "generated or JIT sources" in tail_parts(audited)[1]
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
     # the head count: 10 over 101376 B, 6 of them in the runners' candidate lists (FP8 16x256x128
     # at 3 and 4 stages...: README), and every one of those 6 rejected by the occupancy check
     # first (runtime_guard), so none launches: counted apart from tactics the runtime launches
-    assert _tail(audited)[2].startswith(
+    assert tail_parts(audited)[2].startswith(
         "10 over capacity (0 of them tried by the runtime, 6 more tried but rejected by the runner's "
         "own check before launch), ")
     by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}

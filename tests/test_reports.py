@@ -161,7 +161,7 @@ def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
     capacity minus the kernel's bytes (0: an exact fit, the verdict ``exact_fit``, which the
     sweep's JSON and the diff's record write ``fits``; 1024 over); a report that does not
     compile gives no number anywhere."""
-    from cutlass_layout.commands.sweep import _record, _Search
+    from cutlass_layout.commands.sweep import sweep_record, StageSearcher
     from cutlass_layout.model import CompileError, NumericRecord, Tactic
 
     prov = Provenance(cutlass_version="4.5.0", cutlass_root="/x", origin="dir", tree_hash="0",
@@ -181,7 +181,7 @@ def test_every_row_is_the_one_projection_of_the_report(kernel_bytes):
         want = {"stages": 3, "kernel_bytes": kernel_bytes, "mainloop_bytes": kernel_bytes - 2048,
                 "epilogue_bytes": 1024, "capacity_bytes": 101376, "headroom_bytes": 101376 - kernel_bytes,
                 "verdict": {101376: "exact_fit", 102400: "over_capacity"}[kernel_bytes]}
-    sweep = _record(Config(), rep, _Search(Config()))
+    sweep = sweep_record(Config(), rep, StageSearcher(Config()))
     numeric = NumericRecord.from_report(rep)
     tactic = Tactic(family="moe", name="t", a="e4m3", b="e4m3", out="bf16", fusion="none", swap_ab=False,
                     tile=[128, 128, 128], cluster=[1, 1, 1], kernel="grouped", schedule=None, file="t.cu", line=1,
@@ -201,18 +201,18 @@ def test_a_diff_row_that_fails_on_both_sides_says_why_once():
     """A config that does not compile on either tree keeps its verdict, and its row still
     says why (once, ``both:``, where the errors are the same; each side's where they differ)."""
     from cutlass_layout.model import NumericRecord, NumericRow
-    from cutlass_layout.reports.diff import _row_details
+    from cutlass_layout.reports.diff import row_details
 
     err = "static_assert: Stage count too large (cutlass/gemm/collective/builders/sm120.inl:42)"
     both = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
                       new=NumericRecord("does_not_compile", err))
-    assert _row_details(both, 8) == [f"both: {err}"]
+    assert row_details(both, 8) == [f"both: {err}"]
     other = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
                        new=NumericRecord("does_not_compile", "error: no type named 'X'"))
-    assert _row_details(other, 8) == [f"old: {err}", "new: error: no type named 'X'"]
+    assert row_details(other, 8) == [f"old: {err}", "new: error: no type named 'X'"]
     fits = NumericRow(config=Config(), label="x", old=NumericRecord("does_not_compile", err),
                       new=NumericRecord("fits", None, 3, 98304))
-    assert _row_details(fits, 8) == [f"old: {err}"]
+    assert row_details(fits, 8) == [f"old: {err}"]
 
 
 @pytest.mark.parametrize("doc", [
@@ -310,7 +310,7 @@ def test_an_exact_fit_is_said_the_same_way_everywhere():
 
     from cutlass_layout.cli import cli
     from cutlass_layout.model import EXACT_FIT_MEANING, AuditResult, Tactic
-    from cutlass_layout.reports.audit import _tail, to_github
+    from cutlass_layout.reports.audit import tail_parts, to_github
     from cutlass_layout.reports.layout import total_text
 
     rep = replace(_report(), kernel=StructLayout("SharedStorage", 101376, 512, 128, []))  # headroom 0
@@ -320,7 +320,7 @@ def test_an_exact_fit_is_said_the_same_way_everywhere():
     res = AuditResult(provenance={"library": "flashinfer-python", "version": "0.0.1", "origin": "x",
                                   "cutlass_version": "4.2.0", "tree_hash": "0"},
                       arch="sm120", capacity=rep.capacity, tactics=[t], sources=[], notes=[])
-    assert f"note: 1 exact fit: {EXACT_FIT_MEANING}" in _tail(res)[1]
+    assert f"note: 1 exact fit: {EXACT_FIT_MEANING}" in tail_parts(res)[1]
     assert any(EXACT_FIT_MEANING in line for line in to_github(res).splitlines() if line.startswith("::notice"))
     flat = " ".join(CliRunner().invoke(cli, ["audit", "--help"], terminal_width=1000).output.split())
     assert EXACT_FIT_MEANING in flat

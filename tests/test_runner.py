@@ -192,7 +192,7 @@ def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
         with step("downloading x (pip download)"):
             with step("unpacking x"):
                 print("work", file=sys.stderr)
-        progress._SHOWN["pid"] = -1  # as a forked worker sees it
+        progress.SHOWN["pid"] = -1  # as a forked worker sees it
         with step("in a worker"):
             pass
         assert not progress_shown()
@@ -383,7 +383,7 @@ def test_workers_free_what_each_task_left(tmp_path, monkeypatch):
 
     gc.disable()
     try:
-        assert runner._task(_leave_a_cycle)() is None  # collected as the task ended
+        assert runner.run_task(_leave_a_cycle)() is None  # collected as the task ended
     finally:
         gc.enable()
     monkeypatch.setattr(runner, "release_memory", lambda: _mark(tmp_path))

@@ -19,10 +19,10 @@ from cutlass_layout.commands.sweep import (
     MAX_CHUNK,
     SWEEP_SCHEMA,
     SweepRecord,
-    _chunks,
-    _first_candidate,
-    _likely_fails,
-    _Search,
+    chunks,
+    first_candidate,
+    likely_fails,
+    StageSearcher,
     sweep,
 )
 from cutlass_layout.errors import BadInput
@@ -212,10 +212,10 @@ def _bad():
 
 
 def _run_search(kernel_of, start, *, search=None):
-    """Drive a _Search against a synthetic kernel-bytes function; returns (result, layouts).
+    """Drive a StageSearcher against a synthetic kernel-bytes function; returns (result, layouts).
     ``start`` is the auto config's report (None: the grid held an explicit count only, and
     the auto config is ``start_auto`` of the search when it asks for it)."""
-    s = search or _Search(Config())
+    s = search or StageSearcher(Config())
     if start is not None:
         s.add(None, start)
     laid = 0
@@ -272,7 +272,7 @@ class _Refuses:
 
 def test_search_could_not_run():
     f = _Refuses()
-    s = _Search(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
+    s = StageSearcher(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
     (n, k), laid = _run_search(f, _rep(3, 96256), search=s)
     assert (n, k) == (None, None)  # StageCount<3> itself was laid out: it does not compile
     assert 3 in s.errors and laid >= 2
@@ -284,7 +284,7 @@ def test_search_could_not_run():
 
 def test_search_could_not_run_from_an_explicit_count():
     """A grid of StageCount<2> only: the search lays out the auto config once to tell."""
-    s = _Search(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
+    s = StageSearcher(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)))
     assert _run_search(_Refuses(), None, search=s)[0] == (None, None)
     assert s.auto == (3, 96256, 86256) and s.status().status == "could not run"
 
@@ -294,7 +294,7 @@ def test_search_could_not_run_user_type(tmp_path):
 
     h = tmp_path / "k.hpp"
     h.write_text("#ifndef STAGES\n#define STAGES 3\n#endif\nstruct K {};\n")
-    s = _Search(UserType(h, "K"))
+    s = StageSearcher(UserType(h, "K"))
     _run_search(_Refuses(), _rep(3, 96256), search=s)
     assert s.status().reason.startswith("STAGES=N does not compile for this type (N = 2, 3, 4; ")
 
@@ -315,13 +315,13 @@ def test_could_not_run_record_summary_and_csv():
 
 def test_search_that_ran_and_found_none():
     f = _linear(12000, 50000)  # StageCount<2> -> 112000 over: it compiled, nothing fits
-    s = _Search(Config())
+    s = StageSearcher(Config())
     assert _run_search(f, _bad(), search=s) == ((None, None), 1)
     assert s.status().status == "none fits" and s.status().reason is None
-    s = _Search(Config())  # nothing compiles, the auto config neither: nothing to search with
+    s = StageSearcher(Config())  # nothing compiles, the auto config neither: nothing to search with
     assert _run_search(lambda n: None, _bad(), search=s)[0] == (None, None)
     assert s.status().status == "none fits"
-    s = _Search(Config())
+    s = StageSearcher(Config())
     f = _linear(10000, 18000)
     assert _run_search(f, _rep(5, f(5)), search=s)[0] == (5, 100000)
     assert s.status().status == "found"
@@ -339,22 +339,22 @@ def test_chunks_spread_over_workers():
     cfgs = [Config(tile=(128, n, k)) for n in (32, 64, 128, 256) for k in (64, 128, 256, 512)]
     cfgs += [c.with_(preset="trtllm-moe") for c in cfgs]
     cfgs += [c.with_(kernel="dense") for c in cfgs]
-    chunks = _chunks(cfgs, 2)
-    assert sum(map(len, chunks)) == len(cfgs) and {c for ch in chunks for c in ch} == set(cfgs)
-    assert all(len(ch) <= MAX_CHUNK for ch in chunks) and len(chunks) % 2 == 0
+    parts = chunks(cfgs, 2)
+    assert sum(map(len, parts)) == len(cfgs) and {c for ch in parts for c in ch} == set(cfgs)
+    assert all(len(ch) <= MAX_CHUNK for ch in parts) and len(parts) % 2 == 0
     # configs that differ in the epilogue only (same mainloop type) share a translation unit
-    where = {c: i for i, ch in enumerate(chunks) for c in ch}
+    where = {c: i for i, ch in enumerate(parts) for c in ch}
     assert all(where[c] == where[c.with_(preset="trtllm-moe")] for c in cfgs[:16])
     # configs likely to fail their static_assert (NVFP4 128xNx512 and 128x256x256: one
     # stage of A and B tiles is over half the capacity) do not share units with the others
-    fails = {c for c in cfgs if _likely_fails(c)}
+    fails = {c for c in cfgs if likely_fails(c)}
     assert fails == {c for c in cfgs if c.tile[2] == 512 or c.tile[1:] == (256, 256)}
-    assert all(len({c in fails for c in ch}) == 1 for ch in chunks)
+    assert all(len({c in fails for c in ch}) == 1 for ch in parts)
     ok = [c for c in cfgs if c not in fails]
-    assert [len(ch) for ch in _chunks(ok[:8], 2)] == [4, 4]
-    assert len(_chunks(cfgs[:3], 2)) == 1
+    assert [len(ch) for ch in chunks(ok[:8], 2)] == [4, 4]
+    assert len(chunks(cfgs[:3], 2)) == 1
     assert all(len({c.arch for c in ch}) == 1
-               for ch in _chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
+               for ch in chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
 
 
 @pytest.mark.network
@@ -362,9 +362,9 @@ def test_search_guesses_need_one_round(swept_a):
     """Section A's search candidates (auto + 1 for the six that compile; StageCount<2> for
     the pair that does not) are guessed right, so a cold sweep lays out 8 + 8 configs in
     one round."""
-    assert [_first_candidate(Config(tile=(128, 128, 128), preset=p)).stages
+    assert [first_candidate(Config(tile=(128, 128, 128), preset=p)).stages
             for p in ("flashinfer", "trtllm-moe")] == [5, 5]  # tests/handed.md: auto 4 stages
-    assert _first_candidate(Config(tile=(128, 256, 256))).stages == 2
+    assert first_candidate(Config(tile=(128, 256, 256))).stages == 2
     assert swept_a.stats["laid_out"] == 16
 
 

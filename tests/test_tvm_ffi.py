@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cutlass_layout import audit
-from cutlass_layout.sources.tvm_ffi import _requirement_of, tvm_ffi_headers
+from cutlass_layout.sources.tvm_ffi import requirement_of, tvm_ffi_headers
 from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
@@ -23,10 +23,10 @@ def test_the_requirement_read_from_metadata():
     meta = ("Name: flashinfer-python\nRequires-Dist: apache-tvm-ffi<0.2,>=0.1.11\n"
             "Requires-Dist: click\n"
             'Requires-Dist: apache-tvm-ffi<0.2,>=0.1.12; extra == "ptx"\n')
-    assert _requirement_of(meta) == "apache-tvm-ffi<0.2,>=0.1.11"
-    assert _requirement_of('Requires-Dist: apache-tvm-ffi>=0.1.12; extra == "ptx"\n') is None
-    assert _requirement_of("Requires-Dist: apache_tvm_ffi (>=0.1.0, <0.2)\n") == "apache-tvm-ffi>=0.1.0,<0.2"
-    assert _requirement_of("Requires-Dist: click\n") is None
+    assert requirement_of(meta) == "apache-tvm-ffi<0.2,>=0.1.11"
+    assert requirement_of('Requires-Dist: apache-tvm-ffi>=0.1.12; extra == "ptx"\n') is None
+    assert requirement_of("Requires-Dist: apache_tvm_ffi (>=0.1.0, <0.2)\n") == "apache-tvm-ffi>=0.1.0,<0.2"
+    assert requirement_of("Requires-Dist: click\n") is None
 
 
 @pytest.fixture

@@ -609,7 +609,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     except Interrupted as exc:  # Ctrl-C after an arch was done: what is done, then exit 130
         _print_audits(exc.partial, True, fmt, typed_in_bytes(filters.get("tile")), False)
         raise
-    _kept.append(res)  # freed by no one when the console entry point ends the process
+    KEPT.append(res)  # freed by no one when the console entry point ends the process
     results = res.results if several else [res]
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
@@ -735,13 +735,13 @@ def source_cmd(cutlass_src, cuda_path):
 #: about a million objects, whose freeing would only delay the exit after its output is written;
 #: measured: docs/performance.md). The console entry
 #: point ends the process without freeing them (:func:`_exit`); a call from Python frees them.
-_kept: list = []
+KEPT: list = []
 
 
 def _exit(code: int) -> None:
     """End the process with ``code`` as ``sys.exit`` does (standard streams flushed, ``atexit``
     handlers run), without the interpreter's teardown, which would free every object left
-    (:data:`_kept`); where another thread still runs, ``sys.exit`` (which waits for it)."""
+    (:data:`KEPT`); where another thread still runs, ``sys.exit`` (which waits for it)."""
     import atexit
     import threading
 
@@ -788,7 +788,7 @@ def main(argv=None) -> int:
         api.show_progress(shown)
     if argv is None:
         _exit(code)
-    _kept.clear()
+    KEPT.clear()
     return code
 
 

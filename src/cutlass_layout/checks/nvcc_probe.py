@@ -148,18 +148,18 @@ def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> tuple[list[
     return steps, here
 
 
-#: The line :func:`_run` adds where a step was killed (``cicc`` of a large unit can run out of
+#: The line :func:`run_probe` adds where a step was killed (``cicc`` of a large unit can run out of
 #: memory and be killed: docs/performance.md): a kill is no answer about the kernels, so the numbers it
 #: did not show are not compared (:func:`killed`).
 KILLED = "nvcc-step-killed"
 
 
-#: The line :func:`_run` adds where a step could not be run at all (bash's exit status 126 or
+#: The line :func:`run_probe` adds where a step could not be run at all (bash's exit status 126 or
 #: 127: a ``cudafe++`` that is neither in nvcc's folder nor on ``PATH``): no answer either.
 NOT_RUN = "nvcc-step-not-run"
 
 
-def _run(script: str, nvcc: str, work: Path, here: str | None = None) -> str:
+def run_probe(script: str, nvcc: str, work: Path, here: str | None = None) -> str:
     """What the step ``script`` prints, run by bash in ``work`` with nvcc's own folder
     (``here``, as its ``--dryrun`` names it) and the ``nvcc`` asked's folder first on
     ``PATH``; a line :data:`KILLED` or :data:`NOT_RUN` added where the step was killed or
@@ -206,7 +206,7 @@ def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = Non
                 next(s for s in steps if s.startswith("cudafe++"))]
     except StopIteration:
         raise BadInput(f"nvcc --dryrun lists no host gcc -E and cudafe++ steps ({nvcc})") from None
-    return "".join(_run(step, nvcc, work, here) for step in host)
+    return "".join(run_probe(step, nvcc, work, here) for step in host)
 
 
 def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | None = None) -> str:
@@ -236,7 +236,7 @@ def device_front_end(source: Path, flags: list[str], work: Path, nvcc: str | Non
     module_id = re.search(r'--module_id_file_name "([^"]+)"', cicc)
     if module_id:
         Path(module_id.group(1)).write_text("cl_probe")
-    return _run(steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"'), nvcc, work, here)
+    return run_probe(steps[pre] + "\n" + cicc.replace('"$CICC_PATH/cicc"', f'"{cicc_path}/cicc"'), nvcc, work, here)
 
 
 def blank_statements(text: str, lines: Iterable[int]) -> str:

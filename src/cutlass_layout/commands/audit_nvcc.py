@@ -63,11 +63,11 @@ def sample_tactics(tactics: list[Tactic], k: int | None = None) -> dict[str, lis
     for family, groups in by.items():
         first = groups[Verdict.OVER_CAPACITY] + groups[Verdict.EXACT_FIT]
         room = SPREAD if k is None else max(0, k - len(first))
-        out[family] = (first if k is None else first[:k]) + _spread(groups[Verdict.FITS], room)
+        out[family] = (first if k is None else first[:k]) + spread(groups[Verdict.FITS], room)
     return out
 
 
-def _spread(items: list, n: int) -> list:
+def spread(items: list, n: int) -> list:
     """``n`` of ``items`` evenly spread (the first and the last among them)."""
     if n <= 0 or not items:
         return []
@@ -160,7 +160,7 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
                                     "launchers, kernels declared in function templates or macro-made structs "
                                     "of headers and CUTLASS's library kernels only: this family's are not "
                                     "read yet)")
-        _run(units, nvcc, jobs, out)
+        run_units(units, nvcc, jobs, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     order = {t.id: i for i, t in enumerate(result.tactics)}
@@ -169,7 +169,7 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
     return out
 
 
-def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification) -> None:
+def run_units(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification) -> None:
     """Run ``units`` (``jobs`` at once) and compare each number wanted, into ``out``."""
     if not units:
         return
@@ -183,12 +183,12 @@ def _run(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerification)
     with step(f"nvcc: {len(tactics)} tactic(s) from {out.sources} source(s) in {len(units)} unit(s), "
               f"{at_once} at a time (nvcc's front end only: nothing built or run)"):
         with Schedule(at_once, threads=True) as s:  # each waits on its nvcc child
-            done = dict(s.run((i, _run_unit, (u, nvcc)) for i, u in enumerate(units)))
+            done = dict(s.run((i, run_unit, (u, nvcc)) for i, u in enumerate(units)))
         answers = [done[i] for i in range(len(units))]
         for i, (_, messages) in enumerate(answers):
             if killed(messages) and at_once > 1:  # killed beside others (memory): again alone
                 with step(f"nvcc: a unit of {len(units[i].sources)} source(s) again, alone ({killed(messages)})"):
-                    answers[i] = _run_unit(units[i], nvcc)
+                    answers[i] = run_unit(units[i], nvcc)
     out.seconds = round(time.perf_counter() - t0, 1)
     for unit, (got, messages) in zip(units, answers):
         why = unanswered(messages)  # a killed (or unrunnable) step is no answer about the kernels it did not show
@@ -448,7 +448,7 @@ def library_instances(kernels) -> str:
     return "".join(out)
 
 
-def _run_unit(unit: Unit, nvcc: str):
+def run_unit(unit: Unit, nvcc: str):
     """One unit's numbers and messages (:func:`cutlass_layout.checks.nvcc_probe.unit_sizes`), in a
     scratch folder of its own."""
     work = Path(tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))

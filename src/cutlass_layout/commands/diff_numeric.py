@@ -64,7 +64,7 @@ def compare(cfg: Config, old: NumericRecord | None, new: NumericRecord | None) -
                       members=members)
 
 
-def _compute_records(job) -> list[NumericRecord]:
+def compute_records(job) -> list[NumericRecord]:
     """Lay out ``configs`` on one target (also run in a worker process): their records."""
     from ..engine.loop import layouts
 
@@ -97,7 +97,7 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
         configs_left = sum(len(t) for _, t, _ in work)
         with Schedule(n, parallel=n > 1,
                       spinner=f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang") as s:
-            done = {i: recs for i, recs in s.run((i, _compute_records, (job,)) for i, (_, _, job) in enumerate(work))}
+            done = {i: recs for i, recs in s.run((i, compute_records, (job,)) for i, (_, _, job) in enumerate(work))}
         for j, (side, todo, _) in enumerate(work):
             for i, rec in zip(todo, done[j]):
                 out[side][i] = rec

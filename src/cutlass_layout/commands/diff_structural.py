@@ -29,7 +29,7 @@ def _header_digests(root) -> dict[str, bytes]:
     return {rel: h for rel, h in file_digests(root).items() if is_header(rel)}
 
 
-def _scan_files(root: Path, rels: list[str]) -> ScanResult:
+def scan_headers(root: Path, rels: list[str]) -> ScanResult:
     """Scan the given headers of one tree (sorted by file and line)."""
     from .scan import scan_files
 
@@ -241,12 +241,12 @@ def _constant_scope(c) -> str:
     return q.rsplit("::", 1)[0] if "::" in q else "(global scope)"
 
 
-def _structural(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
+def compare_trees(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
     """The structural changes between two trees, and how many headers differ."""
     oh, nh = _header_digests(old_tree.include_root), _header_digests(new_tree.include_root)
     differing = sorted(r for r in set(oh) | set(nh) if oh.get(r) != nh.get(r))
-    old_scan = _scan_files(old_tree.include_root, [r for r in differing if r in oh])
-    new_scan = _scan_files(new_tree.include_root, [r for r in differing if r in nh])
+    old_scan = scan_headers(old_tree.include_root, [r for r in differing if r in oh])
+    new_scan = scan_headers(new_tree.include_root, [r for r in differing if r in nh])
     acc = _Structural()
 
     # structs: within each file first, then moves between files
@@ -313,7 +313,7 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
         return [StructuralChange(**c) for c in d["changes"]], d["files_compared"]
 
     changes, n = kind.memo(kind.key(subject=[SCAN_SCHEMA], target=[old_tree.tree_hash, new_tree.tree_hash]),
-                           lambda: _structural(old_tree, new_tree), load=load, use_cache=use_cache,
+                           lambda: compare_trees(old_tree, new_tree), load=load, use_cache=use_cache,
                            dump=lambda r: {"changes": [c.to_dict() for c in r[0]], "files_compared": r[1]})
     return changes, n
 

@@ -10,7 +10,7 @@ choice. Every number it reports comes from a layout of the engine:
   each candidate (in batches) and stops only when it holds a layout of ``N`` that fits and
   one of ``N + 1`` that does not (or does not compile); ``N`` must be at least 2 for the
   SM120 collectives (their static_assert), else 1. Its likely first candidate (one more
-  than a guess of the builder's count, :func:`_first_candidate`) is laid out in the first
+  than a guess of the builder's count, :func:`first_candidate`) is laid out in the first
   round, next to the config: a right guess saves a round, a wrong one costs a layout;
 * a ``StageCountAuto...`` config that chose ``S`` stages instantiates the same mainloop
   type as ``StageCount<S>`` (the builder computes ``S`` and then builds with it), so its
@@ -113,7 +113,7 @@ def _min_stages(c: Config) -> int:
     return 2 if isinstance(c, UserType) or c.family == "sm120" else 1
 
 
-def _likely_fails(c: Config) -> bool:
+def likely_fails(c: Config) -> bool:
     """Whether the builder's auto stage count is likely below the collective's minimum, so
     the config fails its static_assert. A guess: it only keeps such configs out of the
     translation units of configs that compile (a unit with an error gives no numbers, and
@@ -123,7 +123,7 @@ def _likely_fails(c: Config) -> bool:
     return c.stages is None and _stages_guess(c) < _min_stages(c)
 
 
-def _first_candidate(c: Config) -> Config | None:
+def first_candidate(c: Config) -> Config | None:
     """The stage count the search will most likely lay out after ``c`` (an auto config),
     to lay out in the same round: one more than the guessed auto count (to show that the
     builder's choice is the largest that fits), or the minimum when the auto config likely
@@ -131,7 +131,7 @@ def _first_candidate(c: Config) -> Config | None:
     a number."""
     if c.stages is not None or isinstance(c, UserType):
         return None
-    n = _min_stages(c) if _likely_fails(c) else _stages_guess(c) + 1
+    n = _min_stages(c) if likely_fails(c) else _stages_guess(c) + 1
     return c.with_(stages=n) if _min_stages(c) <= n <= MAX_STAGES else None
 
 
@@ -142,20 +142,20 @@ def _mainloop_key(c: Config) -> tuple:
     return (c.arch, c.kernel, c.a, c.b, c.tile, c.cluster, c.schedule)
 
 
-def _chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
+def chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     """Split into chunks of one arch each: a multiple of ``jobs`` chunks where there is
     enough work, each of at most :data:`MAX_CHUNK` configs.
 
-    Configs that likely do not compile (:func:`_likely_fails`) get chunks of their own: a
+    Configs that likely do not compile (:func:`likely_fails`) get chunks of their own: a
     unit with an error gives numbers for none of its configs. Within that, by
     :func:`_stage_bytes_guess`, and configs that share a mainloop type (they differ in the
     epilogue only) next to each other, so they share a translation unit: clang
     instantiates the mainloop once, and the second config costs a fraction of the first.
     """
     groups: dict[tuple, list[Config]] = {}
-    for c in sorted(configs, key=lambda c: (_arch(c), _likely_fails(c), _stage_bytes_guess(c),
+    for c in sorted(configs, key=lambda c: (_arch(c), likely_fails(c), _stage_bytes_guess(c),
                                             repr(_mainloop_key(c)))):
-        groups.setdefault((_arch(c), _likely_fails(c)), []).append(c)
+        groups.setdefault((_arch(c), likely_fails(c)), []).append(c)
     out = []
     for group in groups.values():
         n = len(group)
@@ -235,7 +235,7 @@ class _Layouts:
                 if not any(isinstance(c, Config) and c.arch == arch for c in todo):
                     pre = pre[-1:]  # user types alone: the includes (as the engine parses them)
                 ensure_pch(pre, self.tgt.flags(arch), self.tgt.tree.tree_hash, building=step)
-        first = _chunks(todo, self.jobs)
+        first = chunks(todo, self.jobs)
         remote = self.executor if len(first) > 1 else None
         try:
             with Schedule(self.jobs, parallel=len(first) > 1, executor=remote,
@@ -280,7 +280,7 @@ class _Layouts:
             if idle <= 0 and (not s.parallel or len(todo) < MAX_CHUNK):
                 return
             n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(todo) / idle))
-            ch = _chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
+            ch = chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
             taken = set(ch)
             todo[:] = [c for c in todo if c not in taken]
             self._submit(s, ch)
@@ -289,7 +289,7 @@ class _Layouts:
 # --------------------------------------------------------------------------------------
 # the stage-count search
 # --------------------------------------------------------------------------------------
-class _Search:
+class StageSearcher:
     """Largest fitting ``StageCount<N>`` of one base config (its stages set to auto).
 
     Explicit counts are its points; the auto config's layout stands for ``StageCount<S>``
@@ -443,7 +443,7 @@ class _Search:
         return [n for n in cands if lo < n < hi and n <= MAX_STAGES]
 
 
-def _record(cfg: Config, rep, search: _Search) -> SweepRecord:
+def sweep_record(cfg: Config, rep, search: StageSearcher) -> SweepRecord:
     """The sweep's row of ``rep``: its :meth:`~cutlass_layout.model.LayoutReport.numbers` and
     the stage search's answer."""
     mx, mx_bytes = search.result()
@@ -542,15 +542,15 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
     check_jobs(jobs)
     tgt = target(cutlass, cuda_path)
     unique = list(dict.fromkeys(grid))
-    searches: dict[Config, _Search] = {}
+    searches: dict[Config, StageSearcher] = {}
     waiting: dict[Config, int] = {}  # base -> its configs in flight
     # the search's likely first candidates go in the first round too
     grid_set = set(unique)
-    guesses = [g for g in dict.fromkeys(map(_first_candidate, unique))
+    guesses = [g for g in dict.fromkeys(map(first_candidate, unique))
                if g is not None and g not in grid_set]
     for c in unique + guesses:
         base = c.with_(stages=None)
-        searches.setdefault(base, _Search(base))
+        searches.setdefault(base, StageSearcher(base))
         waiting[base] = waiting.get(base, 0) + 1
 
     def follow_up(reps: dict) -> list[Config]:
@@ -572,7 +572,7 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
     runner = _Layouts(tgt, default_jobs(jobs, executor), use_cache=use_cache, progress=progress,
                       executor=executor)
     reps = runner.run(unique + guesses, follow_up)
-    found = {c: _record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
+    found = {c: sweep_record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
     from .audit.presets import approximations
 
     for c, appr in zip(unique, approximations(unique, tgt.tree, cuda_path=tgt.cuda.path)):

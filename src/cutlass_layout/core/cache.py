@@ -216,12 +216,12 @@ def seal(path: Path, key: str) -> None:
     path = Path(path)
     meta = {"key": key, "size": path.stat().st_size, "sha256": file_sha256(path)}
     write_atomic(_sum_path(path), json.dumps(meta).encode())
-    _SEALED[str(path), key] = _stamp(path)
+    SEALED[str(path), key] = _stamp(path)
 
 
 #: Per process: files found whole by :func:`sealed`, by (path, key), with their (size, mtime,
 #: inode) then.
-_SEALED: dict[tuple[str, str], tuple] = {}
+SEALED: dict[tuple[str, str], tuple] = {}
 
 
 def _stamp(path: Path) -> tuple:
@@ -236,7 +236,7 @@ def sealed(path: Path, key: str) -> bool:
     path = Path(path)
     try:
         stamp = _stamp(path)
-        if _SEALED.get((str(path), key)) == stamp:
+        if SEALED.get((str(path), key)) == stamp:
             return True
         if not path.is_file():
             return False
@@ -246,7 +246,7 @@ def sealed(path: Path, key: str) -> bool:
     except (OSError, ValueError):
         return False
     if ok:
-        _SEALED[str(path), key] = stamp
+        SEALED[str(path), key] = stamp
     return ok
 
 
@@ -255,8 +255,8 @@ def discard(path: Path) -> None:
     for p in (Path(path), _sum_path(Path(path))):
         with contextlib.suppress(OSError):
             p.unlink()
-    for k in [k for k in _SEALED if k[0] == str(path)]:
-        del _SEALED[k]
+    for k in [k for k in SEALED if k[0] == str(path)]:
+        del SEALED[k]
 
 
 def result_key(*parts) -> str:
@@ -331,15 +331,15 @@ class ResultCache:
     def __init__(self, kind: str):
         self.kind = kind
 
-    def _path(self, key: str) -> Path:
+    def entry_path(self, key: str) -> Path:
         return cache_dir("results", self.kind) / f"{key}.json"
 
     def get(self, key: str, load=None):
         """The payload stored for ``key``, or ``None``. ``load(payload)``, when given, turns it
         into what the caller uses, and raises (``KeyError``, ``TypeError``, ``ValueError``,
         ``AttributeError``, ``IndexError``) for a payload it cannot use: then it is a miss."""
-        for folder in [self._path(key).parent, *fallback_dirs("results", self.kind)]:
-            payload = self._read(folder / f"{key}.json", key)
+        for folder in [self.entry_path(key).parent, *fallback_dirs("results", self.kind)]:
+            payload = self.read_entry(folder / f"{key}.json", key)
             if payload is None:
                 continue
             if load is None:
@@ -351,7 +351,7 @@ class ResultCache:
         return None
 
     @staticmethod
-    def _read(path: Path, key: str):
+    def read_entry(path: Path, key: str):
         try:
             data = path.read_bytes()
             head, _, body = data.partition(b"\n")
@@ -367,7 +367,7 @@ class ResultCache:
         """Store the JSON ``payload`` under ``key`` (atomically); a cache that cannot be
         written, or a payload that is not JSON, stores nothing and raises nothing."""
         try:
-            path = self._path(key)
+            path = self.entry_path(key)
             body = json.dumps(payload, separators=(",", ":")).encode()
             head = json.dumps({"key": key, "sha256": hashlib.sha256(body).hexdigest()}).encode()
             write_atomic(path, head + b"\n" + body)
@@ -441,7 +441,7 @@ class Kind:
         return value
 
 
-def _kinds(*rows: Kind) -> dict[str, Kind]:
+def kinds_by_name(*rows: Kind) -> dict[str, Kind]:
     out = {k.name: k for k in rows}
     if len(out) != len(rows):
         raise ValueError("two cache kinds share a folder name")
@@ -477,7 +477,7 @@ _KERNELS = ("installs/kernels.py", "installs/preludes.py", "installs/source_layo
 
 #: Every kind of cached result, by its folder name. The precompiled headers, unpacked wheels
 #: and downloads are files, not results: :func:`seal` checks them.
-KINDS = _kinds(
+KINDS = kinds_by_name(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
     Kind("structural", 3, ("commands/diff.py", "commands/diff_structural.py", "commands/scan.py", "model/serde.py",

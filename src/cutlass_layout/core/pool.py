@@ -151,7 +151,7 @@ def _malloc_trim():
         return None
 
 
-def _task(fn, *args):
+def run_task(fn, *args):
     """``fn(*args)`` in a worker, then :func:`release_memory`."""
     try:
         return fn(*args)
@@ -222,7 +222,7 @@ class Pool:
             self._local.append((self._tickets, fn, args))
         else:
             if not self._threads:  # a worker process frees what the task left
-                fn, args = _task, (fn, *args)
+                fn, args = run_task, (fn, *args)
             runner = self._remote or self._pool
             assert runner is not None  # parallel: an executor or a pool
             self._futures[runner.submit(fn, *args)] = self._tickets

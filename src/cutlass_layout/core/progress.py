@@ -43,7 +43,7 @@ def is_progress_line(line: str) -> bool:
 
 
 #: Whether progress is shown, and by which process (workers forked from it show none).
-_SHOWN: dict[str, Any] = {"on": False, "pid": None}
+SHOWN: dict[str, Any] = {"on": False, "pid": None}
 #: Terminal displays (spinners, bars) showing now: on a terminal, a step or bar inside
 #: another display shows nothing.
 _ACTIVE = [0]
@@ -57,13 +57,13 @@ def show_progress(enabled: bool = True) -> bool:
     """Show (or stop showing) progress on stderr in this process; returns whether it was
     shown before, to put back."""
     before = progress_shown()
-    _SHOWN.update(on=bool(enabled), pid=os.getpid())
+    SHOWN.update(on=bool(enabled), pid=os.getpid())
     return before
 
 
 def progress_shown() -> bool:
     """Whether this process shows progress (never a forked worker)."""
-    return bool(_SHOWN["on"]) and _SHOWN["pid"] == os.getpid()
+    return bool(SHOWN["on"]) and SHOWN["pid"] == os.getpid()
 
 
 @contextmanager
@@ -237,7 +237,7 @@ class Progress:
         what = staged(what)
         self.what, self.total, self.done, self.unit, self.detail = what, total, 0, unit, ""
         tty = sys.stderr.isatty()
-        enabled = enabled and not (tty and _ACTIVE[0]) and _SHOWN["pid"] in (None, os.getpid())
+        enabled = enabled and not (tty and _ACTIVE[0]) and SHOWN["pid"] in (None, os.getpid())
         self.enabled, self.every = enabled, every
         self.t0 = self._last = time.monotonic()
         self._bar = None

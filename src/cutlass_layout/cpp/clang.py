@@ -170,7 +170,7 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
                 continue
             with (building or (lambda what: nullcontext()))(
                     "building a precompiled header of the CUTLASS includes (once per tree and flags)"):
-                built = _build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
+                built = build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
         if built:
             _prune(folder, keep=PCH_KEEP)
             return path
@@ -182,7 +182,7 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
     return None
 
 
-def _build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: str) -> bool | None:
+def build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: str) -> bool | None:
     """Build ``path`` from ``preamble`` and seal it for ``key``: ``True`` when built, ``False``
     when the preamble has errors, ``None`` when libclang could not parse or save at all, or
     the cache cannot be written (try again later)."""

@@ -114,7 +114,7 @@ def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
     return ()
 
 
-def _parse(tgt: Target, configs: list, arch: str, text: str | None = None) -> ProbeUnit:
+def parse_probe(tgt: Target, configs: list, arch: str, text: str | None = None) -> ProbeUnit:
     """One parse of ``configs``' probe: ``text`` (:func:`lay_out`'s), or
     :func:`cutlass_layout.subjects.probe.render`'s."""
     if text is None:
@@ -596,7 +596,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
         return rep
 
     return Batch(head=probe.render([]), block=block, read=read,
-                 parse=lambda text, members: _parse(tgt, members, arch, text),
+                 parse=lambda text, members: parse_probe(tgt, members, arch, text),
                  failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
                                                           error=err),
                  where=f"CUTLASS tree {tgt.tree.include_root}")
@@ -705,7 +705,7 @@ def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = 
 def _user_layout_and_budget(user: UserType, tgt: Target) -> LayoutReport:
     """A user type's report with the budget of the mainloop builder its header names, where
     one is found (:func:`user_budget`); one parse for the layout, one for the budget."""
-    unit = _parse(tgt, [user], user.parse_arch)
+    unit = parse_probe(tgt, [user], user.parse_arch)
     if unit.errors():  # the plain path ties the error to the type (or raises BadInput)
         return layouts([user], tgt)[0]
     rep = read_report(unit, user, 0, tgt.provenance(user.parse_arch))

@@ -84,7 +84,7 @@ def fix_lines(t) -> list[str]:
     return out
 
 
-def _columns_and_rows(tactics, tile_bytes: bool = False):
+def columns_and_rows(tactics, tile_bytes: bool = False):
     """The columns that say something for these tactics, and their rows (bytes)."""
     def ok(x):
         return x.error is None
@@ -145,7 +145,7 @@ def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
     Sm103 kernels of one tile enum, are told apart); the numeric ones never are, and the name
     is the one that wraps. ``tile_bytes``: K in bytes of A's element, as TensorRT-LLM's tile
     names count it."""
-    columns, rows = _columns_and_rows(tactics, tile_bytes)
+    columns, rows = columns_and_rows(tactics, tile_bytes)
     return rich_table(columns, rows, title=title)
 
 
@@ -193,7 +193,7 @@ def install_name(p: dict) -> str:
     return f"{p['library']} {p['version']} ({origin_words(p['origin'])})"
 
 
-def _head(result) -> list[str]:
+def head_lines(result) -> list[str]:
     p = result.provenance
     cap = result.capacity
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
@@ -285,7 +285,7 @@ def _skipped_why(result, fam: str) -> str:
     return ", ".join(f"{n} {text}" for text, n in why)
 
 
-def _tail(result) -> tuple[list[str], list[str], str, str]:
+def tail_parts(result) -> tuple[list[str], list[str], str, str]:
     """(errors of tactics, sources with an error and notes, the counts, what was checked)."""
     errors = [f"{x.id}: {x.error.one_line()}" for x in result.tactics if x.error is not None]
     notes = [f"{fam}: {_plural(len(files), 'source')} with an error ({', '.join(files)}): {err}"
@@ -330,13 +330,13 @@ def render_audit(result, console: Console | None = None, *, tile_bytes: bool = F
     """Print an :class:`~cutlass_layout.model.AuditResult`: provenance, one table per family
     (over capacity first, then exact fits), the errors, and a count per verdict."""
     con = console or default_console()
-    first, *head = _head(result)
+    first, *head = head_lines(result)
     con.print(f"[bold]{escape(first)}[/bold]", soft_wrap=True)
     for line in head:
         con.print(line, soft_wrap=True, markup=False)
     for fam, items in _families(result).items():
         print_table(con, audit_table(items, title=_family_title(fam, len(items)), tile_bytes=tile_bytes))
-    errors, notes, total, checked = _tail(result)
+    errors, notes, total, checked = tail_parts(result)
     for line in errors:
         con.print(line, soft_wrap=True, markup=False)
     groups = source_groups(result)
@@ -355,16 +355,16 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     """The audit in GitHub Markdown: the install, one table per family, errors, notes and
     the counts (bytes)."""
     p = result.provenance
-    first, second, third, *more = _head(result)
+    first, second, third, *more = head_lines(result)
     out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=p['library'], version=p['version'])}, "
            f"{result.arch}{shard_words(result)}", "",
            f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
     for line in more:  # the modules that give no kernel (modules_line)
         out += [md_cell(line), ""]
     for fam, items in _families(result).items():
-        columns, rows = _columns_and_rows(items, tile_bytes)
+        columns, rows = columns_and_rows(items, tile_bytes)
         out += [f"**{md_cell(_family_title(fam, len(items)))}**", "", markdown_table(columns, rows)]
-    errors, notes, total, checked = _tail(result)
+    errors, notes, total, checked = tail_parts(result)
     out += [f"- `{md_cell(e.split(': ', 1)[0])}`: {md_cell(e.split(': ', 1)[1])}" for e in errors]
     groups = source_groups(result)
     if groups:
@@ -506,7 +506,7 @@ def findings(result) -> list[Finding]:
             "notice", "exact-fit", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
                                    f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
             f"cutlass-layout: {len(ts)} exact fit(s)", file, line, tuple(t.id for t in ts)))
-    _, notes, _, _ = _tail(result)
+    _, notes, _, _ = tail_parts(result)
     for n in notes:
         if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete
             out.append(Finding("warning", "incomplete", n, "cutlass-layout: sources with an error"))
@@ -515,7 +515,7 @@ def findings(result) -> list[Finding]:
 
 def summary_line(result) -> str:
     """``cutlass-layout: <install>, <arch>: <the counts>``: the last line of the GitHub output."""
-    _, _, total, _ = _tail(result)
+    _, _, total, _ = tail_parts(result)
     return f"cutlass-layout: {install_name(result.provenance)}, {result.arch}{shard_words(result)}: {total}"
 
 

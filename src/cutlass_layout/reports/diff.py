@@ -176,7 +176,7 @@ def _numeric_rows(res: DiffResult, tile_bytes: bool) -> list[list[str]]:
             + [_cell(r, k) for k in _NUMERIC_COLS] for r in res.numeric]
 
 
-def _row_details(r: NumericRow, member_lines: int) -> list[str]:
+def row_details(r: NumericRow, member_lines: int) -> list[str]:
     """Under a changed row: the capacity where both sides have one and it changed, the
     members whose size changed, how many only moved, and the first error of a side that does
     not compile (once, as ``both:``, where the two sides fail alike)."""
@@ -247,7 +247,7 @@ def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
             out.append("  " + "  ".join(h.ljust(w) for h, w in zip(_NUMERIC_HEADS, widths)).rstrip())
             for row, r in zip(table, res.numeric):
                 out.append("  " + "  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip())
-                out += [f"        {x}" for x in _row_details(r, member_lines)]
+                out += [f"        {x}" for x in row_details(r, member_lines)]
     if res.audit is not None:
         out += _audit_lines(res.audit, member_lines)
     out.append("")
@@ -389,7 +389,7 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
                 [Column(h, right=True) for h in _NUMERIC_HEADS[3:]]
             out.append(markdown_table(cols, _numeric_rows(res, tile_bytes)))
             for r in res.numeric:
-                details = _row_details(r, member_lines)
+                details = row_details(r, member_lines)
                 if details:
                     out.append(f"- {md_cell(_row_name(r, tile_bytes))}: " +
                                "; ".join(md_cell(d) for d in details))

@@ -14,7 +14,7 @@ Enumerated from the install's own code, never from a list here:
   build's own defaults (``gen_jit_spec``'s defines, flashinfer's CCCL and system include
   folders) are read from ``jit/core.py`` and ``jit/cpp_ext.py``.
 
-The child is a sandbox (:func:`_run_harness`): the install's code runs as importing it would,
+The child is a sandbox (:func:`run_harness`): the install's code runs as importing it would,
 but with a scrubbed environment (:func:`child_env`: no tokens or credentials), stdin closed,
 a fresh scratch folder of the cache as its working folder (removed after), and bounds on its
 CPU time and address space (:func:`generator_limits`) besides the wall-clock
@@ -238,7 +238,7 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int],
+def run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int],
                  wanted: list[tuple[str, str]]) -> dict:
     """Run the harness on ``wanted`` in its sandbox (the module docstring) and return its answer.
 
@@ -372,7 +372,7 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     def compute():
         with step(f"running flashinfer {install.version}'s JIT module builders for {same} "
                   "(its kernel generator and templates)"):
-            data = _run_harness(install, same, out, cuda_version, wanted)
+            data = run_harness(install, same, out, cuda_version, wanted)
         try:
             mods = _builds(data, out).modules
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

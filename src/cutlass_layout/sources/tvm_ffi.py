@@ -54,7 +54,7 @@ class TvmFfiHeaders:
     fingerprint: str = ""
 
 
-def _requirement_of(metadata: str) -> str | None:
+def requirement_of(metadata: str) -> str | None:
     """The ``apache-tvm-ffi`` requirement of a distribution's METADATA text, as pip takes it
     (``apache-tvm-ffi<0.2,>=0.1.11``), or None."""
     for m in _TVM_FFI_REQ.finditer(metadata):
@@ -73,14 +73,14 @@ def wheel_requirement(path: Path, zf: zipfile.ZipFile, names: list[str]) -> str 
         text = zf.read(meta[0]).decode("utf-8", "replace")
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
         raise damaged(path, exc) from None
-    return _requirement_of(text)
+    return requirement_of(text)
 
 
 def installed_requirement(root: Path) -> str | None:
     """The requirement in the dist-info beside an installed ``flashinfer`` package dir."""
     for info in sorted(root.parent.glob("flashinfer*.dist-info")):
         try:
-            return _requirement_of(read_text(info / "METADATA", errors="replace"))
+            return requirement_of(read_text(info / "METADATA", errors="replace"))
         except BadInput:
             continue
     return None

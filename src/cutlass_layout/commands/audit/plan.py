@@ -114,11 +114,11 @@ def _canonicals(mod, flags: tuple, read: list[tuple], gen_root: Path | None, arc
     return _CANONICALS.memo(key, compute, load=load, use_cache=use_cache)
 
 
-#: What reading a source's text without a parse (:func:`_scan`) remembers (its row: the code it runs).
+#: What reading a source's text without a parse (:func:`scan_source`) remembers (its row: the code it runs).
 _SCANS = KINDS["audit-scans"]
 
 
-def _scan(arch: str, path: Path, text: str) -> dict:
+def scan_source(arch: str, path: Path, text: str) -> dict:
     """What an audit reads of a source's text before any parse: its :func:`source_facts`,
     whether it names the arch (``arch_word``: its folder, name or code, comments left out),
     its :func:`~cutlass_layout.installs.kernels.estimate_kernels` and the ``#include`` lines of
@@ -130,7 +130,7 @@ def _scan(arch: str, path: Path, text: str) -> dict:
 
 
 def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
-    """:func:`_scan` of each source of ``read`` (``(path, entry, index, text, digest)``),
+    """:func:`scan_source` of each source of ``read`` (``(path, entry, index, text, digest)``),
     remembered for the texts of all of them (scanning a whole install's sources again was a
     visible share of its warm audit: docs/performance.md)."""
     key = _SCANS.key(subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]], target=[])
@@ -141,7 +141,7 @@ def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
             raise ValueError("scans of other sources")
         return payload
 
-    return _SCANS.memo(key, lambda: [_scan(arch, path, text) for path, _, _, text, _ in read], load=load,
+    return _SCANS.memo(key, lambda: [scan_source(arch, path, text) for path, _, _, text, _ in read], load=load,
                        use_cache=use_cache)
 
 

@@ -31,7 +31,7 @@ _RESULTS = KINDS["audit"]
 
 # ---------------------------------------------------------------------------------------
 # the work of one source (also run in worker processes)
-def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list[dict]:
+def lay_out_batch(sources: list[Source], provenance: dict, pch: tuple | None) -> list[dict]:
     """The per-source payloads of ``sources`` (one folder, flags and includes), laid out
     together (:func:`cutlass_layout.installs.source_layout.lay_out_sources`); the CPU time is shared out
     by kernels. ``pch``: ``(preamble, flags, key)`` of the precompiled header of their
@@ -55,7 +55,7 @@ def _lay_out(sources: list[Source], provenance: dict, pch: tuple | None) -> list
     } for res, w in zip(results, weights)]
 
 
-def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
+def batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
     """``items`` (``(source, key)`` of one folder, flags and includes) in groups of at most
     :data:`BATCH_WEIGHT` (``estimates``: by source path, its estimated kernels,
     :func:`cutlass_layout.installs.kernels.estimate_kernels`, times :func:`kernel_weight`), and in as
@@ -73,7 +73,7 @@ def _batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]
     return out
 
 
-def _load_source(payload: dict) -> dict:
+def load_source(payload: dict) -> dict:
     """A cached per-source payload if it is whole (each kernel's report loads, see
     :func:`cutlass_layout.engine.loop.load_report`; kept as its item's ``loaded``, so that it is
     read once); raises for one that is not (a miss)."""
@@ -89,7 +89,7 @@ def _load_source(payload: dict) -> dict:
     return payload
 
 
-def _clean(payload: dict) -> bool:
+def clean_payload(payload: dict) -> bool:
     """Whether a source's payload has no error of its own or of a kernel (what a twin build
     may share: an error names the files of the build that met it)."""
     return payload.get("error") is None and all(
@@ -97,7 +97,7 @@ def _clean(payload: dict) -> bool:
         for item in payload.get("kernels") or [])
 
 
-def _placed(payload: dict, places: list, *, back: bool, copy: bool = False) -> dict:
+def placed(payload: dict, places: list, *, back: bool, copy: bool = False) -> dict:
     """``payload`` with each kernel's ``decl_file`` in a generated folder named by its place
     (``back=False``: what a twin build reads) or by this build's folder (``back=True``)."""
     if copy:
@@ -146,11 +146,11 @@ def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     places = plan.places
     with gc_paused(freeze=True):  # thousands of reports: no collector passes over them
         for mod, source, key, pre, entry in plan.work:
-            hit = _RESULTS.get(key, _load_source) if use_cache else None
+            hit = _RESULTS.get(key, load_source) if use_cache else None
             if hit is not None and key in places:
-                _placed(hit, places[key][0], back=True)
+                placed(hit, places[key][0], back=True)
             elif hit is None and key in places and use_cache:  # an answer with an error: this build's own
-                hit = _RESULTS.get(places[key][1], _load_source)
+                hit = _RESULTS.get(places[key][1], load_source)
             if hit is not None:
                 results[key] = hit
             else:
@@ -221,8 +221,8 @@ class _Units:
         for item in items:  # one unit holds sources of one folder (quoted includes)
             by_folder.setdefault(item[0].path.parent, []).append(item)
         for batch in (b for group in by_folder.values()
-                      for b in _batches(group, self.schedule.jobs, self.plan.estimates)):
-            self.schedule.submit(("sources", [k for _, k in batch]), _lay_out, [s for s, _ in batch],
+                      for b in batches(group, self.schedule.jobs, self.plan.estimates)):
+            self.schedule.submit(("sources", [k for _, k in batch]), lay_out_batch, [s for s, _ in batch],
                                  self.plan.prov, pch)
 
     def submit_candidates(self) -> None:
@@ -255,8 +255,8 @@ class _Units:
         stats["parsed"] += 1
         stats["parse_cpu_seconds"] += one.get("cpu_seconds", 0.0)
         stats["worker_peak_rss_mb"] = max(stats["worker_peak_rss_mb"], one.get("peak_rss_mb", 0.0))
-        if skey in places and _clean(one):  # shared with the twin build
-            _RESULTS.put(skey, _placed(one, places[skey][0], back=False, copy=True))
+        if skey in places and clean_payload(one):  # shared with the twin build
+            _RESULTS.put(skey, placed(one, places[skey][0], back=False, copy=True))
         elif one.get("error") is None or one.get("lasting"):
             # a source's own compile error is an answer too (a twin's: not shared)
             _RESULTS.put(places[skey][1] if skey in places else skey, one)

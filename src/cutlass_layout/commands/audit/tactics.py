@@ -18,14 +18,14 @@ from ...installs.naming import tactic_of
 from ...model import LayoutReport, Provenance, Tactic, Verdict
 from .filters import kept_by
 
-#: The remembered names of a run's kernels (:func:`_load_names`); its row's code is what naming a kernel
+#: The remembered names of a run's kernels (:func:`load_names`); its row's code is what naming a kernel
 #: (:func:`~cutlass_layout.installs.naming.tactic_of`) reads: this module, the naming rules, the kernel's
 #: spelling as :mod:`~cutlass_layout.installs.kernels` reads it, the :class:`~cutlass_layout.model.Tactic`.
 #: Names are made whether or not they are cached (the tactics with them): got and put, not memoized.
 _NAMES = KINDS["audit-names"]
 #: The :class:`~cutlass_layout.model.Tactic` fields :func:`~cutlass_layout.installs.naming.tactic_of` gives (all but the
 #: report and what the audit adds: the runtime candidate, the fix, the runtime guard).
-_NAMED = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
+NAMED_FIELDS = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
           "file", "line", "launcher", "launcher_file", "launcher_line", "mma_sms", "dynamic_cluster",
           "epilogue_schedule", "mma_tile", "sm_version")
 
@@ -57,9 +57,9 @@ def _kept(kernels: list[dict], arch_fam: str) -> list[tuple[int, None]]:
             if (kernel_arch(item["found"]["spelling"]) or arch_fam) == arch_fam]
 
 
-def _load_names(lines: list[list]) -> Callable:
+def load_names(lines: list[list]) -> Callable:
     """The loader of remembered names: one list per source (whose kernels are found at
-    ``lines[i]`` now) of ``[index, fields]`` of each kernel kept, ``fields`` as :data:`_NAMED`
+    ``lines[i]`` now) of ``[index, fields]`` of each kernel kept, ``fields`` as :data:`NAMED_FIELDS`
     (its ``line`` that of the kernel at ``index``); raises for anything else (a miss)."""
     def load(payload):
         if not (isinstance(payload, list) and len(payload) == len(lines)):
@@ -67,7 +67,7 @@ def _load_names(lines: list[list]) -> Callable:
         for per, found in zip(payload, lines):
             for j, fields in per:
                 if not (isinstance(j, int) and 0 <= j < len(found) and isinstance(fields, dict)
-                        and fields.keys() == set(_NAMED) and fields["line"] == found[j]):
+                        and fields.keys() == set(NAMED_FIELDS) and fields["line"] == found[j]):
                     raise ValueError("not names of these kernels")
         return payload
     return load
@@ -135,7 +135,7 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
     names_key = _NAMES.key(subject=[[w[2] for w in work], [w[0].name for w in work]],
                            target=[str(plan.gen_root), str(plan.install.root), arch_fam])
     lines = [[item["found"]["line"] for item in results[w[2]]["kernels"]] for w in work]
-    named = _NAMES.get(names_key, _load_names(lines)) if use_cache else None
+    named = _NAMES.get(names_key, load_names(lines)) if use_cache else None
     made: list[list] = []
     with gc_paused(freeze=True):  # the tactics and their reports: never scanned again
         for w, (mod, source, key, pre, entry) in enumerate(work):
@@ -149,7 +149,7 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
                 if fields is None:
                     t = tactic_of(mod.name, source.path, plan.gen_root, k, replace(rep, provenance=prov),
                                   plan.install.root)
-                    made[-1].append([j, {f: getattr(t, f) for f in _NAMED}])
+                    made[-1].append([j, {f: getattr(t, f) for f in NAMED_FIELDS}])
                 else:  # the report made once more, not twice: its provenance and config at once
                     t = Tactic(**fields, report=rep)
                     t.report = replace(rep, provenance=prov, config={"tactic": t.id, **t.identity()})
