@@ -159,10 +159,29 @@ def _copied(src: Path, tmp_path: Path, monkeypatch) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def _shared_mini(tmp_path_factory) -> tuple[Path, Path]:
+    """One read-only copy of the miniature install per worker, and its cache: what the tests
+    marked ``mini_shared`` audit (the first lays it out, the others read the cache)."""
+    root = tmp_path_factory.mktemp("shared-mini")
+    dest = root / "site-packages"
+    shutil.copytree(MINI, dest)
+    for path in [dest, *dest.rglob("*")]:
+        path.chmod(path.stat().st_mode & ~0o222)  # the tool writes nothing into an install
+    return dest, root / "cache"
+
+
 @pytest.fixture
-def mini(tmp_path, monkeypatch):
-    """A copy of the miniature install, and a private cache."""
-    return _copied(MINI, tmp_path, monkeypatch)
+def mini(request, tmp_path, monkeypatch):
+    """A copy of the miniature install, and a private cache: a cold audit of its own.
+
+    A test marked ``mini_shared`` (one that reads an audit of the unchanged install and is
+    not about a cold run or the cache) gets the worker's shared copy and cache instead."""
+    if request.node.get_closest_marker("mini_shared") is None:
+        return _copied(MINI, tmp_path, monkeypatch)
+    dest, cache = request.getfixturevalue("_shared_mini")
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(cache))
+    return dest
 
 
 @pytest.fixture

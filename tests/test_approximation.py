@@ -11,6 +11,7 @@ tests/test_audit_nvcc.py) is in tests/test_audit.py, beside the audit it reads.
 from __future__ import annotations
 
 import shutil
+import pytest
 
 from test_audit import CAPACITY, mini_sizes
 
@@ -39,6 +40,7 @@ def test_not_audited_yet_says_the_audit_to_run_and_audits_nothing(mini):
     assert f"`cutlass-layout audit {mini} --family moe --tile 128x64x16B` lays them out" in line
 
 
+@pytest.mark.mini_shared
 def test_an_audited_install_names_its_tactics_of_the_config(mini):
     audit(str(mini), jobs=1)
     tree = resolve_cutlass(str(mini))
@@ -74,6 +76,7 @@ def test_a_tree_that_is_no_flashinfer_has_nothing_to_audit(mini, tmp_path):
     assert approximation_lines(appr, "128x64x32") == []
 
 
+@pytest.mark.mini_shared
 def test_an_arch_the_audit_does_not_read(mini):
     (appr,) = approximations([Config(arch="sm110", kernel="dense", a="bf16", tile=(128, 128, 64))],
                              resolve_cutlass(str(mini)))

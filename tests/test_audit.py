@@ -182,6 +182,7 @@ def test_mini_audit_cached_and_json(mini):
     assert all(keys <= set(t) for t in doc["tactics"])
 
 
+@pytest.mark.mini_shared
 def test_mini_cli(mini, capsys):
     assert main(["audit", str(mini), "--json", "--family", "moe"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -224,6 +225,7 @@ def test_bad_sources(tmp_path, monkeypatch, capsys):
         audit(str(old), arch="sm75")
 
 
+@pytest.mark.mini_shared
 def test_sources_without_a_kernel_in_the_report(mini, capsys):
     """Every source read names what it instantiates and what was found: the text report's
     table of sources with an error (every one named, its first error), the notes of sources
@@ -455,6 +457,7 @@ def test_068_moe_runs():
     assert res.tactics[0].verdict == "over_capacity"
 
 
+@pytest.mark.mini_shared
 def test_mini_config_flags_filter_the_tactics(mini, capsys):
     """The config flags of layout/sweep/diff keep the tactics that match (sizes of the kept
     ones by hand, mini_sizes)."""
@@ -482,6 +485,7 @@ def test_mini_config_flags_filter_the_tactics(mini, capsys):
     assert "'epilogue_schedule' is not recorded for a tactic" in capsys.readouterr().err
 
 
+@pytest.mark.mini_shared
 def test_tactics_have_the_json_numbers_as_attributes(mini):
     """A tactic's numbers are attributes (read-only), the very values of its JSON row."""
     by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
@@ -581,6 +585,7 @@ def test_a_family_with_no_kernel_says_so(mini):
     assert res.capacity is None and head_lines(res)[2] == "sm120: 0 tactics from 3 generated sources"
 
 
+@pytest.mark.mini_shared
 def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
     by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
     swapped = by["moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
@@ -613,6 +618,7 @@ def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
     assert audit(str(mini), jobs=1, d="void").tactics == []  # a kind an output can be
 
 
+@pytest.mark.mini_shared
 def test_grep_matches_ids_case_insensitively(mini):
     res = audit(str(mini), jobs=1, grep="NVFP4xnvfp4/F16/finalize")  # only in the ids
     assert {t.id for t in res.tactics} == {"moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize",
@@ -625,6 +631,7 @@ def test_grep_matches_ids_case_insensitively(mini):
     assert all("finalize" in i for i in res.unmatched[0]["nearest"][:2])
 
 
+@pytest.mark.mini_shared
 def test_cli_filter_notes_and_check(mini, capsys):
     assert main(["audit", str(mini), "--tile", "128x128x32", "--json"]) == 0
     out, err = capsys.readouterr()
@@ -645,6 +652,7 @@ def test_cli_filter_notes_and_check(mini, capsys):
     assert "check failed: 1 filter(s) matched no tactic" in capsys.readouterr().err
 
 
+@pytest.mark.mini_shared
 def test_check_says_why(mini, capsys):
     over = mini_sizes(256, 128, 64, 5, 4096)[2]
     assert main(["audit", str(mini), "--check", "--json"]) == 1
@@ -664,6 +672,7 @@ def test_check_says_why(mini, capsys):
                        f"{over - CAPACITY} B")
 
 
+@pytest.mark.mini_shared
 def test_plot_says_where(mini, tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
     monkeypatch.chdir(tmp_path)
@@ -672,6 +681,7 @@ def test_plot_says_where(mini, tmp_path, capsys, monkeypatch):
     assert err[-1] == f"plot written to {tmp_path / 'map.svg'}" and (tmp_path / "map.svg").stat().st_size > 0
 
 
+@pytest.mark.mini_shared
 def test_a_tactic_part_that_names_no_family(mini):
     """``layout --tactic`` with a part whose first word is not a family audits every family."""
     from cutlass_layout import tactic

@@ -34,6 +34,7 @@ def _run(capsys, argv) -> tuple[int, str, str]:
     return code, out, messages(err)
 
 
+@pytest.mark.mini_shared
 def test_two_arches_text_one_block_each(mini, capsys):
     """Default flags, two arches: each arch's block as that arch alone prints it, one after
     the other (a blank line between), in the order asked."""
@@ -59,6 +60,7 @@ def test_two_arches_text_one_block_each(mini, capsys):
     assert re.findall(r"^cutlass-layout: .*, (sm12[01]): 1 over capacity", gh, re.M) == ["sm121", "sm120"]
 
 
+@pytest.mark.mini_shared
 def test_two_arches_json_and_one_arch_unchanged(mini, capsys):
     """--json of several: {"audits": [each arch's one-arch object, in the order asked]};
     of one arch: the one-arch object, byte for byte as the Python result's to_dict()."""
@@ -76,6 +78,7 @@ def test_two_arches_json_and_one_arch_unchanged(mini, capsys):
     assert "audits" not in json.loads(one)
 
 
+@pytest.mark.mini_shared
 def test_all_is_every_arch_with_builders(mini, capsys):
     """`all` on the miniature install: sm120 only (its builders are SM120's; sm121 is the
     same builds), the arches without builders named in a note; sm121 joins where named."""
@@ -88,6 +91,7 @@ def test_all_is_every_arch_with_builders(mini, capsys):
     assert code == 0 and re.findall(r"^(sm12[01]): \d+ tactics", out, re.M) == ["sm120", "sm121"]
 
 
+@pytest.mark.mini_shared
 def test_check_fails_if_any_arch_fails_naming_it(mini, capsys):
     code, _, err = _run(capsys, ["audit", str(mini), "--arch", "sm120", "--arch", "sm121", "--check",
                                  "--family", "moe"])
@@ -101,6 +105,7 @@ def test_check_fails_if_any_arch_fails_naming_it(mini, capsys):
     assert code == 0 and "check" not in err
 
 
+@pytest.mark.mini_shared
 def test_python_several_arches_give_an_audit_set(mini):
     one = api.audit(str(mini), "sm120", family="moe")
     both = api.audit(str(mini), ["sm120", "sm121"], family="moe")

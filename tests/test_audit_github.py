@@ -53,6 +53,7 @@ def test_install_paths_as_the_checkouts():
     assert checkout_path("jit/fused_moe.py") == "flashinfer/jit/fused_moe.py"
 
 
+@pytest.mark.mini_shared
 def test_mini_github_annotations(mini, capsys):
     """One ::error per tactic --check fails on, at the launcher's kernel alias in the repo's
     layout; a ::warning for the tactic that does not compile; the summary; exit 1 with

@@ -189,6 +189,7 @@ def mini(tmp_path_factory):
     return dest
 
 
+@pytest.mark.mini_shared
 def test_tactic_by_a_part_of_its_id(mini):
     # test_audit.py: the stand-in's 256x128x64 (32 B of K) MoE kernel, 5 stages, by hand
     # 123904 B of mainloop + 4096 B of epilogue + 48 B of pipelines -> 129024 B > 101376 B

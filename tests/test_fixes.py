@@ -65,6 +65,7 @@ def test_namespaces_and_blanked_calls():
     assert "LAUNCH" not in out and "namespace b::c {" in out and "#endif" in out
 
 
+@pytest.mark.mini_shared
 def test_mini_over_capacity_tactic_says_why_it_has_no_fix(mini):
     """The miniature launcher builds its mainloop without a CollectiveBuilder (test_audit.py):
     no stage count to replace, so its over-capacity tactic's fix says so; fitting ones have none."""

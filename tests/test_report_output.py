@@ -10,6 +10,7 @@ Offline: the mini flashinfer of tests/test_audit.py, copied to ``tmp_path/site-p
 from __future__ import annotations
 
 import io
+import pytest
 
 from rich.console import Console
 from test_shard import mini_library_laid_out  # noqa: F401, F811 (a fixture)
@@ -26,6 +27,7 @@ def _out(capsys, args: list[str], code: int = 0) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.mini_shared
 def test_titles_name_the_install_not_its_path(mini, tmp_path, capsys):
     md = _out(capsys, ["audit", str(mini), "--format", "markdown"])
     assert md.splitlines()[0] == f"#### Audit: {INSTALL} ({CUTLASS}), sm120"
@@ -64,6 +66,7 @@ def _no_trailing_space(outs: list[str]) -> None:
         assert out.strip() and [ln for ln in out.splitlines() if ln.endswith(" ")] == []
 
 
+@pytest.mark.mini_shared
 def test_no_text_line_ends_in_a_space(mini, capsys):
     _no_trailing_space([_out(capsys, ["audit", str(mini)]), _out(capsys, ["audit", str(mini), "--wide"]),
                         _out(capsys, ["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B"])])

@@ -37,6 +37,7 @@ def _sarif(capsys, argv: list[str]) -> tuple[int, dict, str]:
     return code, json.loads(out), err
 
 
+@pytest.mark.mini_shared
 def test_mini_sarif(mini, capsys):
     """One run for the arch, a result per GitHub annotation: the over-capacity tactic as an
     ``error`` at the launcher's kernel alias (in the flashinfer repository's layout) with its
@@ -86,6 +87,7 @@ def _schema(cache: Path) -> dict:
     return json.loads(target.read_text())
 
 
+@pytest.mark.mini_shared
 @pytest.mark.network
 def test_mini_sarif_passes_the_sarif_2_1_0_schema(mini, capsys, tmp_path):
     """The log validates against the SARIF 2.1.0 schema (draft 4, as the schema says)."""

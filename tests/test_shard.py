@@ -105,6 +105,7 @@ def test_shards_are_checked_before_any_work():
 # the miniature install
 
 
+@pytest.mark.mini_shared
 def test_mini_shards_merge_into_the_whole_audit(mini, tmp_path, capsys):
     whole = _out(capsys, ["audit", str(mini), "--json"])
     two = _shards(capsys, tmp_path, [str(mini)], 2)
@@ -145,6 +146,7 @@ def test_mini_shards_merge_into_the_whole_audit(mini, tmp_path, capsys):
     assert json.dumps(api.merge_audits(two).to_dict(), indent=2) + "\n" == whole
 
 
+@pytest.mark.mini_shared
 def test_filters_are_applied_to_every_shard_s_tactics(mini, tmp_path, capsys):
     """A filter one shard's tactics do not match, another's do: the merge's notes are the
     whole's. ``--stages 3`` keeps the 128x64x32 MoE tactic (shard 1/2; the dense and groupwise
@@ -182,6 +184,7 @@ def messages_of(capsys, argv) -> str:
     return "".join(ln for ln in capsys.readouterr().err.splitlines(keepends=True) if not is_progress_line(ln))
 
 
+@pytest.mark.mini_shared
 def test_several_arches_are_each_cut_alike(mini, tmp_path, capsys):
     args = [str(mini), "--arch", "sm120", "--arch", "sm121"]
     whole = _out(capsys, ["audit", *args, "--json"])
@@ -194,6 +197,7 @@ def test_several_arches_are_each_cut_alike(mini, tmp_path, capsys):
         api.merge_audits([parts[0], _shards(capsys, tmp_path, [str(mini)], 2, name="one")[1]])
 
 
+@pytest.mark.mini_shared
 def test_what_merge_refuses(mini, tmp_path, capsys):
     parts = _shards(capsys, tmp_path, [str(mini)], 3)
     whole = tmp_path / "whole.json"
