@@ -119,6 +119,30 @@ FLASHINFER_0_6_8 = "flashinfer-python==0.6.8"
 NVIDIA_CUTLASS_4_2 = "nvidia-cutlass==4.2.0.0"
 
 
+#: The audits :func:`shared_audit` made in this worker.
+_AUDITS: dict = {}
+
+
+def shared_audit(spec: str, **kwargs):
+    """``audit(spec, **kwargs)`` made once per session: the first worker to ask lays it out
+    under the session cache's lock, the others wait for it and read the cache (a cold audit
+    of a real install's family is the costliest step several test files share)."""
+    from cutlass_layout import audit
+    from cutlass_layout.core.cache import lock
+
+    key = (spec, tuple(sorted(kwargs.items())))
+    if key not in _AUDITS:
+        with lock("tests-audit-" + "-".join(map(str, [spec, *sorted(kwargs.items())])).replace("/", "_")):
+            _AUDITS[key] = audit(spec, **kwargs)
+    return _AUDITS[key]
+
+
+@pytest.fixture(scope="session")
+def audit_072():
+    """flashinfer-python 0.7.2.post1's MoE audit for sm120 (:func:`shared_audit`)."""
+    return shared_audit(FLASHINFER_0_7_2, family="moe")
+
+
 @pytest.fixture(scope="session")
 def fi072():
     """Target (CUTLASS tree + CUDA headers) of flashinfer-python 0.7.2.post1 (CUTLASS "4.5.0")."""

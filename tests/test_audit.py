@@ -407,10 +407,6 @@ def test_kernel_names():
 
 # -------------------------------------------------------------------------------------------
 # real installs (network: wheels cached after the first run)
-@pytest.fixture(scope="module")
-def audit_072():
-    return audit("flashinfer-python==0.7.2.post1", family="moe")
-
 
 @pytest.mark.network
 def test_072_moe_matches_handed_e(audit_072):

@@ -178,8 +178,8 @@ def _errors_072(out: str, install_root: Path, generated_root: Path, origin: str)
 
 
 @pytest.mark.network
-def test_072_github_annotations(capsys):
-    res = audit("flashinfer-python==0.7.2.post1", family="moe")
+def test_072_github_annotations(audit_072, capsys):
+    res = audit_072
     assert main(["audit", "flashinfer-python==0.7.2.post1", "--family", "moe", "--arch", "sm120",
                  "--check", "--format", "github"]) == 1
     out, err = capsys.readouterr()

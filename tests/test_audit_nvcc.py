@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_audit
 from cutlass_layout.checks.nvcc_probe import nvcc_flags, unit_sizes
-from cutlass_layout.commands.audit import audit
 from cutlass_layout.engine import loop as engine
 from cutlass_layout.sources.flashinfer_jit import jit_modules
 from cutlass_layout.sources.flashinfer import resolve_flashinfer
@@ -43,7 +43,7 @@ def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -
     pytest.param("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",), marks=pytest.mark.slow),  # the 2nd version
 ])
 def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
-    res = audit(spec, family="moe")
+    res = shared_audit(spec, family="moe")
     install = resolve_flashinfer(spec)
     tgt = engine.target(install.tree)
     moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules

@@ -142,8 +142,8 @@ def test_predicted_stages_by_hand():
 
 
 @pytest.fixture(scope="module")
-def moe_072():
-    return audit("flashinfer-python==0.7.2.post1", family="moe")
+def moe_072(audit_072):
+    return audit_072
 
 
 @pytest.mark.network
