@@ -77,7 +77,7 @@ def test_preset_archs_and_2x_archs(capsys):
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # a second version: the full tier
 def test_capacity_of_every_arch_from_the_headers(tree, request):
     """One type with a SharedStorage, laid out for each arch: the capacity is the tree's
     constant, with its file and line (4.2.0 and flashinfer 0.7.2.post1 keep them at the same

@@ -43,7 +43,7 @@ def test_stage_counts(fi072):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("tree", ["nc420", "fi072"])
+@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # a second version: the full tier
 def test_sparse_equals_nvcc(tree, request, nvcc):
     tgt = request.getfixturevalue(tree)
     reps = layouts([KERNEL], tgt)
