@@ -164,6 +164,23 @@ def _configs(root) -> tuple[list[str], list[str]]:
     return list(configs), no_inline
 
 
+def test_the_lora_overlap_epilogue_names_its_d():
+    """flashinfer's ``Sm120LoRaOverlapEpilogue`` (gemm/nvfp4_svdquant_gemm_epilogue_sm120.h) takes
+    the CollectiveEpilogue's arguments flattened, the policy's five values first: its D is the
+    tenth argument (a kernel spelling shortened to what the reader looks at)."""
+    from cutlass_layout.installs.naming import kernel_parts
+
+    epilogue = ("cutlass::epilogue::collective::Sm120LoRaOverlapEpilogue<2, 2, 4, true, false, "
+                "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cute::tuple<cute::C<64>, cute::C<32>>, "
+                "void, cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, "
+                "cute::tuple<long, cute::C<1>, long>, X>")
+    mainloop = ("Mma<Policy<3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, KernelTmaWarpSpecializedCooperative>, "
+                "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cutlass::float_e2m1_t, S, "
+                "cutlass::float_e2m1_t>")
+    parts = kernel_parts(f"cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, {mainloop}, {epilogue}>")
+    assert parts["d"] == "bf16" and parts["tile"] == [128, 128, 128]
+
+
 @pytest.mark.network
 @pytest.mark.slow
 def test_every_svdquant_sm120_config_of_0_7_4_is_laid_out():
@@ -205,6 +222,9 @@ def test_every_svdquant_sm120_config_of_0_7_4_is_laid_out():
     n = by["run_tactic<Tactic128x128x128Config>::GemmKernel"].numbers
     assert (n.stages, n.mainloop_bytes, n.kernel_bytes) == (4, 74752, 83968)
     assert all(t.numbers.kernel_bytes <= 101376 for t in res.tactics)  # the header's static_assert
+    # D is bf16 in every kernel (the header's OutElementType, cutlass::bfloat16_t, the epilogue
+    # builder's ElementD), also where tiles of at most 128x128 swap in Sm120LoRaOverlapEpilogue
+    assert {t.out for t in res.tactics} == {"bf16"}
 
 
 @pytest.mark.network

@@ -107,7 +107,13 @@ def _kernel_parts_of(spelling: str) -> dict:
     eargs = template_args(epilogue, 6)  # up to D
     if len(eargs) == 1 and _name(epilogue).endswith("Adapter"):  # Sm90TmaWarpSpecializedAdapter<E>
         epilogue, eargs = eargs[0], template_args(eargs[0], 6)
-    if len(eargs) >= 6:
+    if _name(epilogue) == "Sm120LoRaOverlapEpilogue":
+        # flashinfer's SVDQuant epilogue (gemm/nvfp4_svdquant_gemm_epilogue_sm120.h) takes the
+        # CollectiveEpilogue's arguments with its Sm90TmaWarpSpecialized policy's five values
+        # first: StagesC, StagesD, FragmentSize, ReuseSmemC, DelayTmaStore, CtaTileMNK,
+        # EpilogueTile, ElementC, StrideC, ElementD, ...
+        out["d"] = element_kind((template_args(epilogue, 10) + [""] * 10)[9])
+    elif len(eargs) >= 6:
         out["d"] = element_kind(eargs[5])
     elif _name(epilogue) in ("DefaultEpilogue", "DefaultEpilogueArray") and len(eargs) >= 4:
         # DefaultEpilogue<ElementC, StrideC, StrideD, ThreadEpilogueOp, Schedule>: D is the
