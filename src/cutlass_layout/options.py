@@ -24,7 +24,7 @@ import click
 from .core.files import OverLimit
 from .errors import BadInput
 
-SOURCE_HELP = "CUTLASS source: folder, .whl, distribution or NAME==VERSION."
+SOURCE_HELP = "CUTLASS source: folder, .whl, distribution, NAME==VERSION or git+URL@REF."
 CUDA_PATH_HELP = "CUDA root, or 'pip' for the header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
