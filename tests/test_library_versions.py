@@ -8,6 +8,7 @@ CUTLASS's CMake runs it), never this tool's output pasted back.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,45 @@ def test_an_exclude_list_of_chosen_names_drops_exactly_them(library):
     after = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels,
                                                                           exclude_kernels=read_value(text)))[0]]
     assert after == before[1:-1]
+
+
+# ---------------------------------------------------------------------------------------
+# a CUTLASS 4.7.0 checkout (newer than any wheel: the package index stops at 4.2.0.0)
+
+CHECKOUT_470 = os.environ.get("CUTLASS_LAYOUT_TEST_CUTLASS_470", "")
+needs_470 = pytest.mark.skipif(not CHECKOUT_470, reason="needs a CUTLASS v4.7.0 checkout (newer than any "
+                               "nvidia-cutlass wheel): name it in CUTLASS_LAYOUT_TEST_CUTLASS_470")
+#: One element pair of 4.7.0's grouped block-scaled SM120 128x16x128 pingpong kernels: the
+#: ``void`` C, E5M2 D one is over capacity (issue 46, which nvcc 13.0 checked on all 610 SM120
+#: kernels: 102400 B at 5 stages, 1024 B over the 101376 B capacity); the FP16 C ones with
+#: block-scaled D (``epiVs32t``) do not compile (``EpilogueTileN should be divisible by
+#: SFVecSize``, ``CTA tile for FP6 ElementD ...``)
+GROUPED_470 = "cutlass3x_sm120_bstensorop_gemm_grouped_ue8m0xe4m3_ue8m0xe4m3_f32_*_128x16x128_1x1x1_0_tnt_align128_" \
+    "warpspecialized_pingpong*"
+
+
+@needs_470
+def test_the_470_generator_takes_every_arch():
+    assert generator_archs(resolve_kernel_library(CHECKOUT_470)) == EVERY
+
+
+@needs_470
+@pytest.mark.slow
+def test_a_470_exclude_list_drops_exactly_what_does_not_fit_or_compile(tmp_path, capsys):
+    lib = resolve_kernel_library(CHECKOUT_470)
+    path = tmp_path / "exclude.cmake"
+    assert main(["audit", CHECKOUT_470, "--arch", "sm120", "--kernels", GROUPED_470, "--jobs", "1",
+                 "--exclude-list", str(path), "--json"]) == 0
+    capsys.readouterr()
+    res = api.audit(lib, "sm120", kernels=GROUPED_470, jobs=1)
+    over = [t for t in res.tactics if t.verdict == "over_capacity"]
+    assert [(t.kernel_bytes, t.stages, t.headroom_bytes) for t in over] == [(102400, 5, -1024)]
+    assert "_void_e5m2_" in over[0].id
+    bad = {t.id for t in res.tactics if t.verdict in ("over_capacity", "does_not_compile")}
+    assert len(bad) > 1 and all(t.tile == [128, 16, 128] for t in res.tactics)
+    text = path.read_text()
+    assert set(read_value(text).split(",")) == bad
+    before = [k.name for k in enumerate_kernels(lib, "sm120", Selection(kernels=GROUPED_470))[0]]
+    after = [k.name for k in enumerate_kernels(lib, "sm120", Selection(kernels=GROUPED_470,
+                                                                      exclude_kernels=read_value(text)))[0]]
+    assert after == [n for n in before if n not in bad]
