@@ -427,12 +427,12 @@ def check_exclude_list(path, source, several: bool, shard) -> None:
 
     Raises:
         BadInput: any of these not so."""
-    from . import api
     from .commands.exclude_list import check_exclude_path
+    from .sources.library import is_kernel_library
 
     if path is None:
         return
-    if not api.is_kernel_library(source):
+    if not is_kernel_library(source):
         raise BadInput("--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
                        "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist")
     if several:
