@@ -151,10 +151,12 @@ def resolve_kernel_library(src) -> KernelLibrary:
     (that wheel, fetched into the cache), an nvidia-cutlass ``.whl``, a site-packages (or any
     folder) holding ``cutlass_library``, the package folder itself (its headers in its
     ``source/include``), a CUTLASS git checkout (``python/cutlass_library`` and
-    ``include/``), ``git+URL[@REF]`` (that commit, cloned into the cache once: :mod:`.gitsource`), or ``nvidia-cutlass`` (``cutlass_library``): the one installed here.
+    ``include/``), ``git+URL[@REF]`` (that commit, cloned into the cache once:
+    :mod:`.gitsource`), or ``nvidia-cutlass`` (``cutlass_library``): the one installed here.
 
     Raises:
-        BadInput: no library there, no CUTLASS headers beside it, a damaged wheel, no such wheel.
+        BadInput: no library there, no CUTLASS headers beside it, a damaged wheel, no such wheel,
+            a git URL that cannot be cloned.
     """
     if isinstance(src, KernelLibrary):
         return src
