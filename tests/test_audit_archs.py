@@ -137,7 +137,7 @@ def test_all_leaves_out_an_arch_whose_builders_give_nothing(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("argv,words", [
-    (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "all"], "name them, of sm120, sm121, sm100, sm103, sm90"),
+    (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "all"], "name them, of sm120, sm121, sm100, sm101, sm103, sm110, sm90"),
     (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "all"], "26,164 kernels for SM100 alone"),
     (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "sm75"], "arch 'sm75': CUTLASS's library"),
     (["audit", "/no/such/install", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),

@@ -46,6 +46,7 @@ from .model import (
     Tactic,
     schema_verdict,
 )
+from .commands.exclude_list import exclude_list, write_exclude_list  # audit --exclude-list (CUTLASS's library)
 from .engine import loop as engine
 from .core import dask as executors, progress as runner
 from .engine.loop import Target
@@ -780,7 +781,7 @@ __all__ = [
     # the questions
     "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
     "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library", "merge_audits",
-    "stream_row",
+    "stream_row", "exclude_list", "write_exclude_list",
     # values as typed, the probe, the cross-checks
     "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
     "parse_line_offset", "parse_shard", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",

@@ -44,6 +44,7 @@ from .options import (
     source_options,
     text_console,
 )
+from .options import check_exclude_list, exclude_list_option, exclude_list_written
 from .reports import audit as audit_report
 from .reports import layout as layout_report
 from .reports.common import json_text
@@ -515,6 +516,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
               help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")
 @click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
               help="Also write flashinfer's tactics blocklist.")
+@exclude_list_option
 @click.option("--verify", type=click.Choice(["nvcc"]), default=None,
               help="Cross-check a sample with nvcc's front end.")
 @click.option("--sample", type=int, default=None, metavar="K",
@@ -529,8 +531,8 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
 def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
-              instantiation_level, fmt, as_json, check, blocklist_file, verify, sample, jobs, executor, shard_text,
-              merge, no_cache, cuda_path, **flags):
+              instantiation_level, fmt, as_json, check, blocklist_file, exclude_list_file, verify, sample, jobs,
+              executor, shard_text, merge, no_cache, cuda_path, **flags):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
     SRC: a flashinfer install (default: the one installed here; its generator code runs in
@@ -592,6 +594,7 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
                        "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
                        "GPU): write one file per arch, --arch A --blocklist FILE")
     bl_format = api.blocklist_format(source, blocklist_file) if blocklist_file else None  # the folder checked
+    check_exclude_list(exclude_list_file, source, several, shard)  # none given: nothing to check
     if sample is not None and verify is None:
         raise BadInput("--sample K picks the tactics --verify nvcc compiles: give --verify nvcc too")
     if sample is not None and sample < 1:
@@ -614,7 +617,8 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
                for one in results] if verify else []
     _print_audits(res, several, fmt, typed_in_bytes(filters.get("tile")), check, checked,
-                  (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else None)
+                  (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else
+                  (lambda: exclude_list_written(res, exclude_list_file)) if exclude_list_file else None)
 
 
 def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:

@@ -24,7 +24,7 @@ import click
 from .core.files import OverLimit
 from .errors import BadInput
 
-SOURCE_HELP = "CUTLASS source: folder, .whl, distribution or NAME==VERSION."
+SOURCE_HELP = "CUTLASS source: folder, .whl, distribution, NAME==VERSION or git+URL@REF."
 CUDA_PATH_HELP = "CUDA root, or 'pip' for the header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
@@ -412,3 +412,48 @@ def in_flag_words(exc: Exception) -> str:
     for lib, flag in FLAG_WORDS:
         msg = msg.replace(lib, flag)
     return f"{msg} (--no-limits lifts the limits)" if isinstance(exc, OverLimit) else msg
+
+
+def exclude_list_option(f):
+    """``audit --exclude-list FILE`` (:mod:`cutlass_layout.commands.exclude_list`)."""
+    return click.option("--exclude-list", "exclude_list_file", default=None, metavar="FILE",
+                        help="Also write CUTLASS_LIBRARY_EXCLUDE_KERNELS (the library's kernels over "
+                             "capacity or not compiling).")(f)
+
+
+def check_exclude_list(path, source, several: bool, shard) -> None:
+    """``--exclude-list FILE`` before any work (nothing where ``path`` is None): CUTLASS's kernel
+    library only, one arch, the whole audit (not a shard), a folder that exists.
+
+    Raises:
+        BadInput: any of these not so."""
+    from .commands.exclude_list import check_exclude_path
+    from .sources.library import is_kernel_library
+
+    if path is None:
+        return
+    if not is_kernel_library(source):
+        raise BadInput("--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
+                       "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist")
+    if several:
+        raise BadInput("--exclude-list with several arches: the list is one arch's (--architectures): "
+                       "write one file per arch, --arch A --exclude-list FILE")
+    if shard is not None:
+        raise BadInput("--exclude-list with --shard: a shard has some of the kernels; write it from the "
+                       "audit without --shard")
+    check_exclude_path(path)
+
+
+def exclude_list_written(res, path) -> bool:
+    """Write ``audit --exclude-list FILE`` and say on stderr what it holds (and, in notes, the
+    kernels the library's filter drops beside them); False (it fails no check)."""
+    from .commands.exclude_list import write_exclude_list
+
+    el = write_exclude_list(res, path)
+    click.echo(f"exclude list: wrote {path} (CUTLASS_LIBRARY_EXCLUDE_KERNELS, {res.arch}): "
+               f"{el.counts['over_capacity']} over capacity, {el.counts['does_not_compile']} that do not "
+               "compile", err=True)
+    for kept, name in el.also_dropped.items():
+        click.echo(f"note: exclude list: it also drops {kept}, which fits (its name contains {name}: "
+                   "the library's filter matches a part of the name)", err=True)
+    return False

@@ -30,6 +30,7 @@ from ..installs.kernel_library import (
     cached_reports,
     emitted_shape,
     enumerate_kernels,
+    generator_archs,
     lay_out_batch,
     missing_generators,
     stage_spec,
@@ -190,9 +191,16 @@ def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, us
     in ``notes`` (or raised as :class:`BadInput` where ``strict``), for a library without the
     arch's generator or a selection that keeps nothing."""
     missing = missing_generators(lib, generators)
+    known = generator_archs(lib)
+    why = None
     if missing:  # an older library than the arch: its generator would fail on the arch's name
         why = (f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
                f"emits no {arch} kernel")
+    elif known is not None and arch not in known:  # a generator that does not know the arch
+        why = (f"arch {arch!r}: CUTLASS {lib.version}'s kernel generator does not take --architectures "
+               f"{LIBRARY_ARCHS[arch][0]} (its generator.py's blackwell_arch_list); it takes "
+               f"{', '.join(known) or 'none of ' + ', '.join(LIBRARY_ARCHS)}")
+    if why is not None:
         if strict:
             raise BadInput(why)
         kernels: list[LibraryKernel] = []

@@ -42,12 +42,17 @@ FAMILY = "cutlass_library"
 #: arch -> (the library's ``--architectures``, its ``Generate...`` functions, the arch whose
 #: clang flags parse the kernels), as CUTLASS's CMake passes ``CUTLASS_NVCC_ARCHS``
 #: (``generator.py``'s ``__main__`` calls ``GenerateSM100`` and ``GenerateSM120`` for any
-#: Blackwell arch: each emits its own family's kernels)
+#: Blackwell arch: each emits its own family's kernels). SM101 (Thor before CUDA 13) and SM110
+#: (Thor from CUDA 13: ``generator.py``'s ``ThorSMRenumbering``) are SM100-family kernels judged
+#: against SM100's capacity (:func:`~cutlass_layout.subjects.archs.capacity_of`); which of these
+#: a version's generator takes is :func:`generator_archs`.
 LIBRARY_ARCHS = {
     "sm120": ("120a", ("GenerateSM120",), "sm120"),
     "sm121": ("121a", ("GenerateSM120",), "sm120"),
     "sm100": ("100a", ("GenerateSM100",), "sm100"),
+    "sm101": ("101a", ("GenerateSM100",), "sm101"),
     "sm103": ("103a", ("GenerateSM100",), "sm103"),
+    "sm110": ("110a", ("GenerateSM100",), "sm110"),
     "sm90": ("90a", ("GenerateSM90",), "sm90"),
 }
 #: The emitter whose output is a CUTLASS 3.x ``GemmUniversal`` (``<name>_base``): the kernels
@@ -167,6 +172,30 @@ def missing_generators(lib: KernelLibrary, generators) -> list[str]:
     except OSError:
         return []  # the generator's own run says what is wrong with it
     return [g for g in generators if not re.search(rf"^def {re.escape(g)}\(", text, re.M)]
+
+
+#: ``generator.py``'s ``__main__`` list of the Blackwell ``--architectures`` it generates for
+#: (CUTLASS 4.2.0 and 4.7.0: ``blackwell_arch_list = ["100a", "100f", "101a", ..., "121f"]``).
+_BLACKWELL_LIST = re.compile(r"^[ \t]*blackwell_arch_list[ \t]*=[ \t]*\[([^\]]*)\]", re.M)
+
+
+def generator_archs(lib: KernelLibrary) -> list[str] | None:
+    """The arches of :data:`LIBRARY_ARCHS` that ``lib``'s generator takes, in that table's order:
+    read from its ``generator.py`` (runs nothing): ``sm90`` where it defines ``GenerateSM90``,
+    and each ``NNNa`` of its ``__main__``'s ``blackwell_arch_list`` (the arches for which it
+    calls ``GenerateSM100`` and ``GenerateSM120``). None where the file has no such list
+    (older generators, stand-ins): nothing is known, nothing is refused here."""
+    try:
+        text = (Path(lib.root) / "cutlass_library" / "generator.py").read_text(errors="replace")
+    except OSError:
+        return None
+    m = _BLACKWELL_LIST.search(text)
+    if m is None:
+        return None
+    named = {f"{cc}a" for cc in re.findall(r"[\"'](\d+)[af][\"']", m.group(1))}
+    if re.search(r"^def GenerateSM90\(", text, re.M):
+        named.add("90a")
+    return [a for a, (arch_flag, _, _) in LIBRARY_ARCHS.items() if arch_flag in named]
 
 
 def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Selection(), *,
@@ -339,5 +368,5 @@ def batches(items: list, jobs: int) -> list[list]:
     return [items[i:i + per] for i in range(0, len(items), per)]
 
 
-__all__ = ["FAMILY", "LIBRARY_ARCHS", "LibraryKernel", "Selection", "builder_args", "enumerate_kernels",
+__all__ = ["FAMILY", "LIBRARY_ARCHS", "LibraryKernel", "Selection", "builder_args", "enumerate_kernels", "generator_archs",
            "lay_out_kernels", "missing_generators"]

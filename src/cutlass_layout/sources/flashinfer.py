@@ -21,6 +21,7 @@ from ..errors import BadInput
 from ..core.cache import KINDS, cache_dir, lock
 from ..core.files import file_kind, read_text
 from .digests import INSTALL_MARKER, stat_fingerprint, tree_files
+from .gitsource import checkout as git_checkout, is_git_source
 from .trees import DIST_ALIASES, CutlassTree, cutlass_tree, from_wheel, is_tree
 from .tvm_ffi import TVM_FFI_DIST, installed_requirement, read_requirement, wheel_requirement, write_requirement
 from .wheels import complete, manifest, open_wheel, sha256_file, unpack, wheel_members, wheel_origin
@@ -321,8 +322,9 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
     flashinfer-ai/flashinfer git checkout's root with its submodules (its parts linked into an
     install's layout in the cache, :func:`_checkout_install`), a ``.whl`` file (the parts
     ``audit`` reads, :data:`INSTALL_DIRS`, are unpacked into the user cache, keyed by the
-    wheel's SHA-256), ``flashinfer-python==VERSION`` (that wheel, fetched into the cache), or
-    an installed distribution name (``flashinfer``, ``flashinfer-python``).
+    wheel's SHA-256), ``flashinfer-python==VERSION`` (that wheel, fetched into the cache),
+    ``git+URL[@REF]`` (that repository's commit with its submodules, cloned into the cache once:
+    :mod:`.gitsource`), or an installed distribution name (``flashinfer``, ``flashinfer-python``).
 
     Raises:
         BadInput: no flashinfer there, no CUTLASS tree in it (a checkout without its
@@ -340,6 +342,12 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
         raise BadInput("no flashinfer is installed in this environment: name one "
                        "(a site-packages dir, a .whl, or flashinfer-python==VERSION)")
     text = os.fspath(src)
+    if is_git_source(text):
+        clone, origin, _ = git_checkout(text)
+        found = _checkout_root(clone)
+        if found is None:
+            raise BadInput(f"{text} is not a flashinfer git repository (flashinfer/jit, csrc and include)")
+        return _checkout_install(found, origin)
     path = Path(text).expanduser()
     if path.exists():
         if path.is_file():

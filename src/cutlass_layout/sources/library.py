@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..core.cache import cache_dir, lock
 from .digests import MARKER
+from .gitsource import checkout as git_checkout, is_git_source
 from .trees import CutlassTree, cutlass_tree, is_tree, resolve_cutlass
 from .wheels import complete, manifest, open_wheel, sha256_file, umask, unpack, wheel_members, wheel_origin
 
@@ -75,13 +76,17 @@ def _library_package(path: Path) -> Path | None:
 def is_kernel_library(src) -> bool:
     """Whether ``src`` names CUTLASS's kernel library rather than a flashinfer install:
     ``nvidia-cutlass==VERSION``, an ``nvidia_cutlass-*.whl``, ``nvidia-cutlass`` or
-    ``cutlass_library`` (the installed one), or a folder with the ``cutlass_library`` package (:func:`resolve_kernel_library` takes these). Reads no
-    archive and fetches nothing."""
+    ``cutlass_library`` (the installed one), or a folder with the ``cutlass_library`` package, or a
+    ``git+URL[@REF]`` whose commit has it (:func:`resolve_kernel_library` takes these). Reads no
+    archive and fetches nothing, but a git URL, which is cloned into the cache (once per commit,
+    :mod:`.gitsource`) to be looked at."""
     if src is None or isinstance(src, KernelLibrary):
         return isinstance(src, KernelLibrary)
     if not isinstance(src, (str, os.PathLike)):
         return False
     text = os.fspath(src)
+    if is_git_source(text):
+        return _library_package(git_checkout(text)[0]) is not None
     if _LIBRARY_SPEC.match(text.strip()) or text.strip().lower() in _LIBRARY_NAMES:
         return True
     path = Path(text).expanduser()
@@ -146,14 +151,19 @@ def resolve_kernel_library(src) -> KernelLibrary:
     (that wheel, fetched into the cache), an nvidia-cutlass ``.whl``, a site-packages (or any
     folder) holding ``cutlass_library``, the package folder itself (its headers in its
     ``source/include``), a CUTLASS git checkout (``python/cutlass_library`` and
-    ``include/``), or ``nvidia-cutlass`` (``cutlass_library``): the one installed here.
+    ``include/``), ``git+URL[@REF]`` (that commit, cloned into the cache once:
+    :mod:`.gitsource`), or ``nvidia-cutlass`` (``cutlass_library``): the one installed here.
 
     Raises:
-        BadInput: no library there, no CUTLASS headers beside it, a damaged wheel, no such wheel.
+        BadInput: no library there, no CUTLASS headers beside it, a damaged wheel, no such wheel,
+            a git URL that cannot be cloned.
     """
     if isinstance(src, KernelLibrary):
         return src
     text = os.fspath(src).strip()
+    if is_git_source(text):
+        clone, origin, _ = git_checkout(text)
+        return _library_from_dir(clone, origin)
     if _LIBRARY_SPEC.match(text):
         whl, origin = wheel_origin(text)
         return _library_from_wheel(whl, origin)
@@ -171,6 +181,11 @@ def resolve_kernel_library(src) -> KernelLibrary:
         if path.suffix != ".whl":
             raise BadInput(f"{path} is a file, not a folder with {LIBRARY_PACKAGE} or an nvidia-cutlass wheel")
         return _library_from_wheel(path, f"wheel {path}")
+    return _library_from_dir(path, f"directory {path}")
+
+
+def _library_from_dir(path: Path, origin: str) -> KernelLibrary:
+    """The library in the folder ``path`` (:func:`resolve_kernel_library`), named by ``origin``."""
     package = _library_package(path)
     if package is None:
         raise BadInput(f"no {LIBRARY_PACKAGE} package ({', '.join(LIBRARY_MODULES)}) in {path}, "
@@ -180,7 +195,7 @@ def resolve_kernel_library(src) -> KernelLibrary:
     if include is None:
         raise BadInput(f"{package} has no CUTLASS headers beside it (looked in "
                        f"{', '.join(str(h) for h in headers)})")
-    tree = cutlass_tree(include, f"directory {include}")
+    tree = cutlass_tree(include, origin if origin.startswith("git ") else f"directory {include}")
     return KernelLibrary(root=package.parent, tree=tree, version=tree.version,
-                         origin=f"directory {path}", fingerprint=_library_fingerprint(package),
+                         origin=origin, fingerprint=_library_fingerprint(package),
                          util_include=_util_include(include.parent / "tools" / "util" / "include"))

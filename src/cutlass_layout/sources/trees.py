@@ -33,6 +33,7 @@ from ..errors import BadInput
 from ..core.cache import KINDS, cache_dir, lock
 from ..core.files import file_kind, read_text
 from .digests import MARKER, tree_hash
+from .gitsource import checkout as git_checkout, is_git_source
 from .wheels import complete, open_wheel, sha256_file, unpack_tree, wheel_origin
 
 #: The CUTLASS fetched when no source is given and none is installed (6 MB wheel).
@@ -337,10 +338,13 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
     * an installed distribution by distribution or import name (``flashinfer``,
       ``flashinfer-python``, ``nvidia-cutlass``, ``cutlass_library``, ``sgl_kernel``, ``vllm``);
     * ``name==version``: that wheel, fetched from the package index into the cache;
+    * ``git+URL[@REF]``: that repository at that tag, branch or commit, cloned shallowly (with
+      its submodules) into the cache once per commit (:mod:`.gitsource`), then read as a checkout;
     * any of these followed by ``#SUBPATH`` to choose one tree where there are several.
 
     Raises:
-        BadInput: missing path, no CUTLASS found, several found and none chosen, no wheel.
+        BadInput: missing path, no CUTLASS found, several found and none chosen, no wheel, a git
+            URL that cannot be cloned (:func:`.gitsource.checkout`).
     """
     if isinstance(src, CutlassTree):
         return src
@@ -351,6 +355,9 @@ def resolve_cutlass(src: str | os.PathLike | CutlassTree | None = None) -> Cutla
         whl, origin = wheel_origin(DEFAULT_WHEEL)  # "downloaded into the cache" once, then "cached"
         return from_wheel(whl, None, f"default {origin}")
     text = os.fspath(src)
+    if is_git_source(text):
+        clone, origin, sub = git_checkout(text)
+        return _from_dir(clone, sub, origin)
     sub = None
     if "#" in text:
         text, sub = text.split("#", 1)
