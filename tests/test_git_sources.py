@@ -35,9 +35,9 @@ def git_env(tmp_path, monkeypatch):
                  "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always",
                  "GIT_CONFIG_KEY_1": "init.defaultBranch", "GIT_CONFIG_VALUE_1": "main"}.items():
         monkeypatch.setenv(k, v)
-    gitsource._checkout.cache_clear()
+    gitsource.forget_checkouts()
     yield
-    gitsource._checkout.cache_clear()
+    gitsource.forget_checkouts()
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -76,7 +76,7 @@ def test_a_tag_a_branch_and_a_commit(cutlass_repo, tmp_path):
     assert resolve_cutlass(f"git+{url}").version == "4.8.0"  # the default branch
     assert resolve_cutlass(f"git+{url}@main").include_root == (tmp_path / "cache/git" / head / "include").resolve()
     # a commit by all 40 digits: the tag's clone, not cloned again
-    gitsource._checkout.cache_clear()
+    gitsource.forget_checkouts()
     t2 = resolve_cutlass(f"git+{url}@{tagged}")
     assert t2.include_root == t.include_root and t2.origin.endswith(f"commit {tagged} (cached)")
     # nothing was written into the repository
@@ -94,12 +94,12 @@ def test_a_second_use_clones_nothing(cutlass_repo, monkeypatch):
     repo, tagged, _ = cutlass_repo
     src = f"git+file://{repo}@v4.7.0"
     first = resolve_cutlass(src)
-    gitsource._checkout.cache_clear()  # a new process
+    gitsource.forget_checkouts()  # a new process
 
     def no_clone(*args):
         raise AssertionError("cloned again")
 
-    monkeypatch.setattr(gitsource, "_clone_into", no_clone)
+    monkeypatch.setattr(gitsource, "clone_into", no_clone)
     again = resolve_cutlass(src)
     assert again.include_root == first.include_root and again.tree_hash == first.tree_hash
     assert again.origin == f"git file://{repo}@v4.7.0, commit {tagged} (cached)"
@@ -160,7 +160,7 @@ def test_a_flashinfer_repository_with_its_cutlass_submodule(tmp_path):
     assert install.version == "0.6.18" and install.tree.version == "4.5.0"
     assert install.origin == f"git file://{fi}@v0.6.18, commit {head} (cloned into the cache)"
     assert install.tree.include_root == (tmp_path / "cache/git" / head / "3rdparty/cutlass/include").resolve()
-    gitsource._checkout.cache_clear()
+    gitsource.forget_checkouts()
     assert resolve_cutlass(src).include_root == install.tree.include_root  # the same clone, cached
     # a flashinfer URL is not CUTLASS's kernel library
     assert not is_kernel_library(src)

@@ -169,7 +169,7 @@ def test_the_exclude_list_drops_exactly_its_kernels_in_the_librarys_own_manifest
 def test_an_exclude_list_of_chosen_names_drops_exactly_them(library):
     """The file's form, with names chosen here (the first and last of 4.2.0.0's SM120 NVFP4
     pingpong kernels, no name inside another's): the library's Manifest keeps every other."""
-    from cutlass_layout.commands.exclude_list import _text
+    from cutlass_layout.commands.exclude_list import cmake_script
 
     kernels = "*bstensorop*ue4m3xe2m1*pingpong*"
     before = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels))[0]]
@@ -177,7 +177,7 @@ def test_an_exclude_list_of_chosen_names_drops_exactly_them(library):
     chosen = [before[0], before[-1]]
     res = AuditResult(provenance={"library": "cutlass_library", "version": "4.2.0", "origin": SPEC,
                                   "architectures": "120a"}, arch="sm120", capacity=None, tactics=[])
-    text = _text(res, chosen, {}, {"over_capacity": 1, "does_not_compile": 1})
+    text = cmake_script(res, chosen, {}, {"over_capacity": 1, "does_not_compile": 1})
     after = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels,
                                                                           exclude_kernels=read_value(text)))[0]]
     assert after == before[1:-1]

@@ -88,10 +88,14 @@ def exclude_list(res: AuditResult) -> ExcludeList:
             if hit is not None:
                 also[t.id] = hit
     counts = {v.value: sum(t.verdict == v for t in left) for v in LEFT_OUT}
-    return ExcludeList(names=names, text=_text(res, names, also, counts), also_dropped=also, counts=counts)
+    return ExcludeList(names=names, text=cmake_script(res, names, also, counts), also_dropped=also, counts=counts)
 
 
-def _text(res: AuditResult, names: list[str], also: dict[str, str], counts: dict[str, int]) -> str:
+def cmake_script(res: AuditResult, names: list[str], also: dict[str, str], counts: dict[str, int]) -> str:
+    """The exclude list's text: a CMake initial-cache script (``cmake -C FILE``) setting
+    ``CUTLASS_LIBRARY_EXCLUDE_KERNELS`` to ``names``, after a comment header naming the
+    library by version and origin, the arch, the counts by verdict and the kernels ``also``
+    dropped (a listed name inside theirs)."""
     prov = res.provenance or {}
     origin = _RUN_TAIL.sub("", str(prov.get("origin", "")))
     head = [

@@ -131,7 +131,7 @@ def resolve_commit(src: GitSource) -> str:
     raise BadInput(f"{src.url} has no tag or branch {ref!r} (a commit is named by all 40 hex digits)")
 
 
-def _clone_into(src: GitSource, commit: str, tmp: Path) -> None:
+def clone_into(src: GitSource, commit: str, tmp: Path) -> None:
     """Clone ``src`` at ``commit`` into the empty folder ``tmp``, shallow, with its submodules."""
     what = f"cloning {src.url} at {src.ref or 'its default branch'} ({commit[:12]})"
     shallow = ["-c", "advice.detachedHead=false"]
@@ -172,7 +172,7 @@ def _checkout(text: str) -> tuple[Path, str, str | None]:
                 tmp = Path(tempfile.mkdtemp(dir=cache_dir("git"), prefix=".clone-"))
                 try:
                     with step(f"cloning {src.url} at {src.ref or 'its default branch'} into the cache"):
-                        _clone_into(src, commit, tmp / "repo")
+                        clone_into(src, commit, tmp / "repo")
                     (tmp / "repo" / CLONE_MARKER).write_text(f"{src.url}\n{commit}\n")
                     if dest.exists():  # a clone cut short: move it aside first
                         shutil.rmtree(dest, ignore_errors=True)
@@ -194,3 +194,9 @@ def checkout(text: str) -> tuple[Path, str, str | None]:
             a failed clone (git's message, one line).
     """
     return _checkout(os.fspath(text).strip())
+
+
+def forget_checkouts() -> None:
+    """Forget the commits :func:`checkout` resolved in this process (as a new process would:
+    the next call runs ``git ls-remote`` again; the clones in the cache stay)."""
+    _checkout.cache_clear()
