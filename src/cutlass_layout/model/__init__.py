@@ -6,6 +6,7 @@ one module per result family:
   :class:`Constant`, :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`,
   :class:`CompileError`, :class:`Provenance`, and one config's answer, :class:`LayoutReport`
   (with, for a preset, its :class:`Approximation`), flat as :class:`KernelNumbers`;
+* :mod:`.launch`, launch limits: :class:`PerSmLimits`, :class:`RegisterSplit`, :class:`Occupancy`;
 * :mod:`.scan`, scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * :mod:`.sweep`, sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -60,6 +61,11 @@ from .diff import (
     StructuralChange,
     TacticChange,
     TmaValues,
+)
+from .launch import (
+    Occupancy,
+    PerSmLimits,
+    RegisterSplit,
 )
 from .layout import (
     FIELD_KEYS,
@@ -144,7 +150,10 @@ __all__ = [
     "MemberSpan",
     "NumericRecord",
     "NumericRow",
+    "Occupancy",
+    "PerSmLimits",
     "Provenance",
+    "RegisterSplit",
     "Rename",
     "ScanConstant",
     "ScanResult",

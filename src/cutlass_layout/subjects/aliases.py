@@ -18,6 +18,16 @@ KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloo
 #: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
 TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
                "TmaTotal": "TmaTransactionBytes"}
+#: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
+#: for its occupancy: alias -> static member of the kernel class (CUTLASS's
+#: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
+#: declare ``MaxThreadsPerBlock`` and ``MinBlocksPerMultiprocessor``; the warp-specialized ones
+#: with a register split ``NumLoadWarpGroups``/``NumMmaWarpGroups`` and
+#: ``LoadRegisterRequirement``/``MmaRegisterRequirement``, which each warp group's
+#: ``cutlass::arch::warpgroup_reg_dealloc``/``warpgroup_reg_alloc`` applies)
+OCCUPANCY_MEMBERS = {"OccThreads": "MaxThreadsPerBlock", "OccMinBlocks": "MinBlocksPerMultiprocessor",
+                     "OccLoadGroups": "NumLoadWarpGroups", "OccMmaGroups": "NumMmaWarpGroups",
+                     "OccLoadRegs": "LoadRegisterRequirement", "OccMmaRegs": "MmaRegisterRequirement"}
 
 DETECT = """
 // Detection of what a subject type is and of optional members (cutlass-layout).
@@ -35,6 +45,18 @@ CL_DETECT(TmaTransactionBytes)
 CL_DETECT(ReducedSmemCapacityBytes)
 CL_DETECT(Sm90ReducedSmemCapacityBytes)
 #undef CL_DETECT
+// a kernel's launch members: 2 + N, 1 where it has none (N may be 0)
+#define CL_MEMBER(NAME)                                                                  \\
+  template <class T, class = void> struct member_##NAME { static constexpr long long value = 1; }; \\
+  template <class T> struct member_##NAME<T, std::void_t<decltype(T::NAME)>> {           \\
+    static constexpr long long value = 2 + static_cast<long long>(T::NAME); };
+CL_MEMBER(MaxThreadsPerBlock)
+CL_MEMBER(MinBlocksPerMultiprocessor)
+CL_MEMBER(NumLoadWarpGroups)
+CL_MEMBER(NumMmaWarpGroups)
+CL_MEMBER(LoadRegisterRequirement)
+CL_MEMBER(MmaRegisterRequirement)
+#undef CL_MEMBER
 // Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
 template <class F, long long Lo, long long Hi>
 constexpr long long min_capacity() {
@@ -210,6 +232,10 @@ def subject_block(subject: str, capacity: str | None, *, prefix: str = "", membe
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
         for alias, member_ in TMA_MEMBERS.items()
+    )
+    tma += "".join(
+        f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"
+        for alias, member_ in OCCUPANCY_MEMBERS.items()
     )
     if capacity is None:
         cap = "".join(f"using {p}{capacity_alias(c)} = char[{c}];\n"
