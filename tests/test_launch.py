@@ -156,3 +156,61 @@ def test_no_arch_traits_header_gives_no_count(nc420, monkeypatch, tmp_path):
     assert (o.threads_per_block, o.registers) == (384, COOPERATIVE)
     assert o.ctas_per_sm is None and o.limits is None
     assert o.note == f"per-SM limits not found in {tmp_path} (no cuda/__device/arch_traits.h)"
+
+
+def test_params_findings():
+    """A descriptor at an offset that is no multiple of 64 is named; a Params over the limit too
+    (limits: 4096 B before CUDA 12.1, 32764 B from it on)."""
+    from cutlass_layout.model import DescriptorAt, ParamsLayout
+    from cutlass_layout.model.launch import param_limit
+
+    assert (param_limit((12, 0)), param_limit((12, 1)), param_limit((13, 0))) == (4096, 32764, 32764)
+    good = ParamsLayout(2176, 128, (DescriptorAt("mainloop.tma_load_a.tma_desc_", 128, "TmaDescriptor"),),
+                        32764, "13.0")
+    assert good.findings() == []
+    bad = ParamsLayout(5000, 16, (DescriptorAt("mainloop.x.tma_desc_", 1168, "TmaDescriptor"),), 4096, "12.0")
+    assert bad.findings() == [
+        "TMA descriptor mainloop.x.tma_desc_ at offset 1168 of Params is not 64-byte aligned",
+        "Params is 16-byte aligned: its TMA descriptors are not 64-byte aligned wherever it is placed",
+        "sizeof(Params) 5000 B is over the kernel parameter limit of 4096 B (CUDA 12.0)"]
+    assert ParamsLayout.from_dict(bad.to_dict()) == bad
+
+
+def _access(path: str) -> str:
+    """A member path as C++ names it: base classes (``.<base cute::Copy_Atom<...>>``) left out,
+    their members are the class's."""
+    import re
+
+    return re.sub(r"\.<base [^<>]*(?:<\.\.\.>)?>", "", path)
+
+
+@pytest.mark.network
+@pytest.mark.nvcc
+def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
+    """sizeof/alignof(GemmKernel::Params) and every TMA descriptor's offset in it, of an SM120
+    grouped and a dense kernel: the engine's against a probe built by nvcc and run (the
+    descriptors' addresses taken from a Params placed in an aligned buffer)."""
+    from cutlass_layout.subjects import probe
+
+    configs = [Config(), Config(kernel="dense")]
+    reps = layouts(configs, fi072)
+    main = ["#include <cstdio>", "#include <cstddef>", "int main() {"]
+    want = []
+    for i, r in enumerate(reps):
+        assert r.params is not None and r.params.descriptors
+        want.append(f"{i} size {r.params.size} {r.params.align}")
+        t = f"cl_probe_{i}::KernelParams"
+        main.append(f'  std::printf("{i} size %d %d\\n", (int)sizeof({t}), (int)alignof({t}));')
+        main.append(f"  {{ alignas({t}) static char buf[sizeof({t})]; auto* p = reinterpret_cast<{t}*>(buf);")
+        for d in r.params.descriptors:
+            want.append(f"{i} {_access(d.path)} {d.offset}")
+            main.append(f'    std::printf("{i} {_access(d.path)} %d\\n", '
+                        f"(int)((char*)&p->{_access(d.path)} - buf));")
+        main.append("  }")
+    src = tmp_path / "params.cu"
+    src.write_text(probe.render(configs) + "\n".join(main) + "\n  return 0;\n}\n")
+    exe = tmp_path / "params"
+    subprocess.run([nvcc, "-std=c++17", "-arch=sm_120a", "-w", f"-I{fi072.tree.include_root}", str(src),
+                    "-o", str(exe)], check=True, capture_output=True)
+    got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    assert got == want

@@ -111,6 +111,7 @@ def _report_dict() -> dict:
         "mainloop_class": {"type": "Mma<...>", "smem_a": "half_t", "smem_b": "half_t", "element_a": "float",
                            "element_b": "float", "note": "staged"},
         "occupancy": None,
+        "params": None,
         "fits": True, "headroom_bytes": 101376 - 82048, "exact_fit": False, "error": None,
         "clang_only": [{"kind": "error", "message": "clang says", "file": "k.h", "line": 9}],
         "approximation": None,
@@ -191,7 +192,7 @@ IDENTITY = {"family": "moe", "name": "CtaShape128x16x128B", "a": "e4m3", "b": "e
             "launcher": "L", "launcher_file": "l.inl", "launcher_line": 6}
 NUMBERS = {"stages": 4, "stage_counts": None, "kernel_bytes": 102400, "mainloop_bytes": 98304, "epilogue_bytes": 2048,
            "capacity_bytes": 101376, "headroom_bytes": -1024, "verdict": "over_capacity", "runtime_candidate": True,
-           "occupancy": None}
+           "occupancy": None, "params": None}
 FIX = {"stages": 3, "kernel_bytes": 81920, "headroom_bytes": 19456, "carveout_bytes": 1024, "mainloop_bytes": 77824,
        "searched": {"2": None, "3": 81920},
        "builder": {"reduced_capacity_bytes": 99328, "carveout_bytes": 0, "stage_bytes": 24576, "stages": 4,

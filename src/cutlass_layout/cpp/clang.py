@@ -380,6 +380,14 @@ class ProbeUnit:
                 out.append(Path(f[2:] if f.startswith("-I") else f[8:]))
         return out
 
+    def cuda_version(self) -> tuple[int, int]:
+        """The CUDA version the unit is parsed as (``-D__CUDACC_VER_MAJOR__``/``MINOR__`` of
+        :func:`clang_flags`); (12, 0) where the flags do not say."""
+        def ver(name: str, default: int) -> int:
+            v = next((f.split("=", 1)[1] for f in self.flags if f.startswith(f"-D{name}=")), None)
+            return int(v) if v is not None and v.isdigit() else default
+        return ver("__CUDACC_VER_MAJOR__", 12), ver("__CUDACC_VER_MINOR__", 0)
+
     def gpu_arch(self) -> str | None:
         """The ``--cuda-gpu-arch`` the unit is parsed for (``sm_120a``), or None."""
         return next((f.split("=", 1)[1] for f in self.flags if f.startswith("--cuda-gpu-arch=")), None)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ..cpp import arch_traits
 from ..cpp.clang import ProbeUnit
-from ..model import (BuilderBudget, CompileError, Constant, LayoutReport, Occupancy, Provenance, RegisterSplit,
-                     StructLayout, TmaBytes)
+from ..model import (BuilderBudget, CompileError, Constant, DescriptorAt, LayoutReport, Occupancy, ParamsLayout,
+                     Provenance, RegisterSplit, StructLayout, TmaBytes)
+from ..model.launch import param_limit
 from ..subjects import aliases, archs, budgets, shapes
 from ..subjects.config import Config
 from ..subjects.user_type import UserType
@@ -124,7 +125,29 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
     v["tma_transaction_bytes"] = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
     if v["subject_kind"] == "kernel" and v["kernel"] is not None:
         v["occupancy"] = occupancy(unit, names, v["config"].get("arch"), v["kernel"].size)
+        v["params"] = params_layout(unit, names)
     return v
+
+
+#: A TMA descriptor's type as a member writes it (``TmaDescriptor``, ``cute::TmaDescriptor``,
+#: ``CUtensorMap``, an array of them; a pointer to one is not one).
+_DESCRIPTOR_RE = re.compile(r"\b(?:TmaDescriptor|CUtensorMap)\b")
+
+
+def params_layout(unit: ProbeUnit, names: dict) -> ParamsLayout | None:
+    """A 3.x kernel's ``Params`` (the block's ``KernelParams``, completed by its
+    ``KernelParamsBytes``): size, alignment and every TMA descriptor member's path and offset,
+    from the record layout; the parameter limit of the CUDA version the unit is parsed with
+    (its ``__CUDACC_VER_MAJOR__``/``MINOR__``). None where the block has no such alias."""
+    if "KernelParams" not in names:
+        return None
+    s = unit.record(names["KernelParams"], optional=True)
+    if s is None:
+        return None
+    found = [DescriptorAt(path, f.offset, f.type) for path, f in s.walk()  # not a pointer to one
+             if _DESCRIPTOR_RE.search(f.type) and not f.fields and not any(c in f.type for c in "*&")]
+    cuda = unit.cuda_version()
+    return ParamsLayout(s.size, s.align, tuple(found), param_limit(cuda), f"{cuda[0]}.{cuda[1]}")
 
 
 def _member(names: dict, alias: str) -> int | None:

@@ -6,7 +6,8 @@ one module per result family:
   :class:`Constant`, :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`,
   :class:`CompileError`, :class:`Provenance`, and one config's answer, :class:`LayoutReport`
   (with, for a preset, its :class:`Approximation`), flat as :class:`KernelNumbers`;
-* :mod:`.launch`, launch limits: :class:`PerSmLimits`, :class:`RegisterSplit`, :class:`Occupancy`;
+* :mod:`.launch`, launch limits: :class:`PerSmLimits`, :class:`RegisterSplit`, :class:`Occupancy`,
+  :class:`DescriptorAt`, :class:`ParamsLayout`;
 * :mod:`.scan`, scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * :mod:`.sweep`, sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -63,7 +64,9 @@ from .diff import (
     TmaValues,
 )
 from .launch import (
+    DescriptorAt,
     Occupancy,
+    ParamsLayout,
     PerSmLimits,
     RegisterSplit,
 )
@@ -137,6 +140,7 @@ __all__ = [
     "BuilderBudget",
     "CompileError",
     "Constant",
+    "DescriptorAt",
     "Diagnostic",
     "DiffResult",
     "Field",
@@ -151,6 +155,7 @@ __all__ = [
     "NumericRecord",
     "NumericRow",
     "Occupancy",
+    "ParamsLayout",
     "PerSmLimits",
     "Provenance",
     "RegisterSplit",

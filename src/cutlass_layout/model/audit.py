@@ -16,7 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
-from .launch import Occupancy
+from .launch import Occupancy, ParamsLayout
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -251,7 +251,8 @@ class Tactic:
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
                 "headroom_bytes": n.headroom_bytes, "verdict": n.verdict,
                 "runtime_candidate": self.runtime_candidate,
-                "occupancy": None if n.occupancy is None else n.occupancy.to_dict()}
+                "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
+                "params": None if n.params is None else n.params.to_dict()}
 
     stages = _number("stages", "The mainloop's pipeline stages.")
     stage_counts = _number("stage_counts", "A sparse mainloop's stages per pipeline (``{A, B, E}``; "
@@ -264,6 +265,8 @@ class Tactic:
     verdict = _number("verdict", "The :class:`~cutlass_layout.model.verdict.Verdict`: ``fits``, ``exact_fit``, "
                                  "``over_capacity`` or ``does_not_compile``.")
     error = _number("error", "The first compile error of a kernel that does not compile (else None).")
+    params = _number("params", "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
+                               "(sizeof(Params), its TMA descriptors' offsets), else None.")
     occupancy = _number("occupancy", "A 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` "
                                      "(CTAs per SM and what limits them), else None.")
 
@@ -316,10 +319,11 @@ class Tactic:
             head = None
         elif kb is not None:
             head = cap - kb
-        occ = d.get("occupancy")
+        occ, params = d.get("occupancy"), d.get("params")
         return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
                              size(d["epilogue_bytes"]), cap, head, stage_counts=d.get("stage_counts"),
-                             occupancy=None if occ is None else Occupancy.from_dict(occ))
+                             occupancy=None if occ is None else Occupancy.from_dict(occ),
+                             params=None if params is None else ParamsLayout.from_dict(params))
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
@@ -328,7 +332,7 @@ TACTIC_IDENTITY = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile
                    "file", "line", "launcher", "launcher_file", "launcher_line")
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
 TACTIC_NUMBERS = ("stages", "stage_counts", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
-                  "headroom_bytes", "verdict", "runtime_candidate", "occupancy")
+                  "headroom_bytes", "verdict", "runtime_candidate", "occupancy", "params")
 
 
 @dataclass

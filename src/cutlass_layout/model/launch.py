@@ -145,3 +145,73 @@ class Occupancy:
             return f"CTAs/SM not known: {self.note}"
         s = "" if self.ctas_per_sm == 1 else "s"
         return f"{self.ctas_per_sm} CTA{s}/SM (limited by {', '.join(self.limited_by)})"
+
+
+#: The kernel parameter limit, bytes: 4096 classically, 32764 from CUDA 12.1 on (Volta and
+#: later; CUDA C++ Programming Guide, "Function Parameters").
+PARAM_LIMIT_CLASSIC = 4096
+PARAM_LIMIT_12_1 = 32764
+#: The alignment ``cute::TmaDescriptor`` (``CUtensorMap``, ``alignas(64)``) must have in memory,
+#: bytes: ``prefetch.tensormap`` and the TMA instructions fault on another
+#: (NVIDIA/cutlass#2905).
+DESCRIPTOR_ALIGN = 64
+
+
+@dataclass(frozen=True)
+class DescriptorAt:
+    """A TMA descriptor inside a kernel's ``Params``: its member path (``mainloop.tma_load_a.
+    <base ...>.tma_desc_``), its offset from the start of ``Params`` and its type as written."""
+
+    path: str
+    offset: int
+    type: str
+
+
+@dataclass(frozen=True)
+class ParamsLayout:
+    """``sizeof``/``alignof`` of a 3.x kernel's ``GemmKernel::Params`` (what it is launched
+    with, by value) and where its TMA descriptors lie, from the record layout (libclang, the
+    host ABI of the parse: Linux x86-64).
+
+    Attributes:
+        size, align: bytes.
+        descriptors: every ``TmaDescriptor``/``CUtensorMap`` member (an array of them counts
+            once, at its first element).
+        limit_bytes: the kernel parameter limit of the CUDA version the parse takes
+            (:data:`PARAM_LIMIT_CLASSIC` before 12.1, :data:`PARAM_LIMIT_12_1` from it on).
+        cuda_version: that version, ``"13.0"``.
+    """
+
+    size: int
+    align: int
+    descriptors: tuple[DescriptorAt, ...]
+    limit_bytes: int
+    cuda_version: str
+
+    def findings(self) -> list[str]:
+        """What cannot launch (or faults), in words: each descriptor at an offset that is not a
+        multiple of :data:`DESCRIPTOR_ALIGN` (with an alignment of ``Params`` itself under 64,
+        only offset and alignment both can tell), ``Params`` over the parameter limit."""
+        out = [f"TMA descriptor {d.path} at offset {d.offset} of Params is not {DESCRIPTOR_ALIGN}-byte aligned"
+               for d in self.descriptors if d.offset % DESCRIPTOR_ALIGN]
+        if self.descriptors and self.align < DESCRIPTOR_ALIGN:
+            out.append(f"Params is {self.align}-byte aligned: its TMA descriptors are not {DESCRIPTOR_ALIGN}-byte "
+                       "aligned wherever it is placed")
+        if self.size > self.limit_bytes:
+            out.append(f"sizeof(Params) {self.size} B is over the kernel parameter limit of "
+                       f"{self.limit_bytes} B (CUDA {self.cuda_version})")
+        return out
+
+    def to_dict(self) -> dict:
+        return {**plain(self), "findings": self.findings()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ParamsLayout:
+        """The inverse of :meth:`to_dict` (``findings`` computed again, not read)."""
+        return cls(d["size"], d["align"], tuple(DescriptorAt(**x) for x in d["descriptors"]),
+                   d["limit_bytes"], d["cuda_version"])
+
+
+def param_limit(cuda: tuple[int, int]) -> int:
+    """The kernel parameter limit of CUDA ``(major, minor)``, bytes."""
+    return PARAM_LIMIT_12_1 if cuda >= (12, 1) else PARAM_LIMIT_CLASSIC

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launch import Occupancy
+from .launch import Occupancy, ParamsLayout
 from .serde import dataclass_keys, from_plain, lazy_list, plain
 from .verdict import Verdict, schema_verdict, verdict_of
 
@@ -353,6 +353,8 @@ class KernelNumbers:
             "E": StagesE}`` (:attr:`LayoutReport.stage_counts`; ``stages`` is A's), else ``None``.
         occupancy: a 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy`
             (:attr:`LayoutReport.occupancy`), else ``None``.
+        params: a 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout`
+            (:attr:`LayoutReport.params`), else ``None``.
     """
 
     verdict: Verdict
@@ -365,6 +367,7 @@ class KernelNumbers:
     error: CompileError | None = None
     stage_counts: dict | None = None
     occupancy: Occupancy | None = None
+    params: ParamsLayout | None = None
 
     @property
     def exact_fit(self) -> bool | None:
@@ -422,6 +425,9 @@ class LayoutReport:
     #: a 3.x kernel's CTAs per SM and what limits them (:class:`~cutlass_layout.model.launch.Occupancy`);
     #: ``None`` for any other subject
     occupancy: Occupancy | None = None
+    #: a 3.x kernel's ``Params``: size, alignment, TMA descriptor offsets, parameter limit
+    #: (:class:`~cutlass_layout.model.launch.ParamsLayout`); ``None`` for any other subject
+    params: ParamsLayout | None = None
     #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
     #: ``None`` for 3.x subjects and epilogues
     mainloop_class: MainloopChoice | None = None
@@ -491,7 +497,8 @@ class LayoutReport:
 
         return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
                              size(self.epilogue), self.capacity_bytes, self.headroom_bytes,
-                             stage_counts=self.stage_counts, occupancy=self.occupancy)
+                             stage_counts=self.stage_counts, occupancy=self.occupancy,
+                             params=self.params)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
@@ -536,6 +543,7 @@ class LayoutReport:
                 **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
+            "params": None if self.params is None else self.params.to_dict(),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -596,6 +604,7 @@ class LayoutReport:
                 stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
+            params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
             approximation=None,

@@ -141,6 +141,21 @@ def occupancy_lines(rep: LayoutReport) -> list[str]:
     return out
 
 
+def params_lines(rep: LayoutReport) -> list[str]:
+    """A 3.x kernel's ``Params``: size and alignment against the parameter limit, each TMA
+    descriptor's offset and member path, then each finding (``finding: ...``); none for a
+    report without :attr:`~LayoutReport.params`."""
+    p = rep.params
+    if p is None:
+        return []
+    out = [f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
+           f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s)"]
+    out += [f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)")
+            for d in p.descriptors]
+    out += [f"  finding: {f}" for f in p.findings()]
+    return out
+
+
 def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]:
     """The lines on what a preset config's numbers approximate
     (:func:`~cutlass_layout.reports.common.approximation_head`), and what the install builds
@@ -190,8 +205,8 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
         con.print(budget_text(rep), soft_wrap=True)
-    for line in occupancy_lines(rep):
-        con.print(line, soft_wrap=True, markup=False)
+    for line in occupancy_lines(rep) + params_lines(rep):
+        con.print(line, soft_wrap=True, markup=False, style="yellow" if "finding:" in line else None)
     con.print(total_text(rep, markup=True), soft_wrap=True)
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         con.print(f"  capacity: {rep.capacity.source}", soft_wrap=True)
@@ -281,9 +296,9 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
-    occupancy = occupancy_lines(rep)
-    if occupancy:
-        out += [md_cell(occupancy[0]), ""] + [f"- {md_cell(line.strip())}" for line in occupancy[1:]] + [""]
+    for block in (occupancy_lines(rep), params_lines(rep)):
+        if block:
+            out += [md_cell(block[0]), ""] + [f"- {md_cell(line.strip())}" for line in block[1:]] + [""]
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         out += [f"capacity: {md_cell(rep.capacity.source)}", ""]
     out.append(_checked_text(rep))

@@ -137,6 +137,9 @@ template <class T> struct mainloop_of<T, 3> { using type = typename T::Collectiv
 template <class T> struct mainloop_of<T, 2> { using type = typename T::Mma; };
 template <class T> struct mainloop_of<T, 5> { using type = typename T::Mma; };
 template <class T> struct mainloop_of<T, 1> { using type = T; };
+// a 3.x kernel's Params (what it is launched with; cl_none for any other subject)
+template <class T, int K = kind_of<T>::value> struct kernel_params_of { using type = cl_none; };
+template <class T> struct kernel_params_of<T, 3> { using type = typename T::Params; };
 template <class T, int K = kind_of<T>::value> struct epilogue_of { using type = cl_none; };
 template <class T> struct epilogue_of<T, 3> { using type = typename T::CollectiveEpilogue; };
 template <class T> struct epilogue_of<T, 2> { using type = typename T::Epilogue; };
@@ -262,6 +265,8 @@ using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
 using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
 using {p}ArchCC = char[1 + cl_detail::arch_cc<{subject}, {p}Subject, {p}Mainloop>::value];
 using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
+using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;
+using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];
 using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
 using {p}LaunchIteratorA = typename cl_detail::iterator_a_of<{p}Subject>::type;
 using {p}LaunchIteratorB = typename cl_detail::iterator_b_of<{p}Subject>::type;
