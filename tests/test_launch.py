@@ -176,6 +176,7 @@ def test_params_findings():
     assert ParamsLayout.from_dict(bad.to_dict()) == bad
 
 
+
 def _access(path: str) -> str:
     """A member path as C++ names it: base classes (``.<base cute::Copy_Atom<...>>``) left out,
     their members are the class's."""
@@ -187,28 +188,37 @@ def _access(path: str) -> str:
 @pytest.mark.network
 @pytest.mark.nvcc
 def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
-    """sizeof/alignof(GemmKernel::Params) and every TMA descriptor's offset in it, of an SM120
-    grouped and a dense kernel: the engine's against a probe built by nvcc and run (the
-    descriptors' addresses taken from a Params placed in an aligned buffer)."""
-    from cutlass_layout.subjects import probe
+    """A block with ``params`` (:func:`~cutlass_layout.subjects.aliases.subject_block`) gives
+    sizeof/alignof(GemmKernel::Params) and every TMA descriptor's offset in it, for an SM120
+    grouped and a dense kernel: equal to a probe built by nvcc and run (the descriptors'
+    addresses taken from a Params placed in an aligned buffer)."""
+    from cutlass_layout.cpp.clang import ProbeUnit
+    from cutlass_layout.engine.numbers import params_layout
+    from cutlass_layout.subjects import aliases, probe
 
     configs = [Config(), Config(kernel="dense")]
-    reps = layouts(configs, fi072)
+    text = probe.render(configs) + "".join(
+        f"namespace cl_params_{i} {{\n{aliases.subject_block(f'cl_probe_{i}::Subject', '1', params=True)}}}\n"
+        for i in range(len(configs)))
+    unit = ProbeUnit(text, fi072.flags("sm120"), fi072.tree.include_root)
+    assert unit.errors() == []
     main = ["#include <cstdio>", "#include <cstddef>", "int main() {"]
     want = []
-    for i, r in enumerate(reps):
-        assert r.params is not None and r.params.descriptors
-        want.append(f"{i} size {r.params.size} {r.params.align}")
-        t = f"cl_probe_{i}::KernelParams"
+    for i in range(len(configs)):
+        p = params_layout(unit, unit.aliases(f"cl_params_{i}"))
+        assert p is not None and p.descriptors and p.findings() == []
+        assert p.limit_bytes == 32764 and p.cuda_version == "13.0"
+        want.append(f"{i} size {p.size} {p.align}")
+        t = f"cl_params_{i}::KernelParams"
         main.append(f'  std::printf("{i} size %d %d\\n", (int)sizeof({t}), (int)alignof({t}));')
         main.append(f"  {{ alignas({t}) static char buf[sizeof({t})]; auto* p = reinterpret_cast<{t}*>(buf);")
-        for d in r.params.descriptors:
+        for d in p.descriptors:
             want.append(f"{i} {_access(d.path)} {d.offset}")
             main.append(f'    std::printf("{i} {_access(d.path)} %d\\n", '
                         f"(int)((char*)&p->{_access(d.path)} - buf));")
         main.append("  }")
     src = tmp_path / "params.cu"
-    src.write_text(probe.render(configs) + "\n".join(main) + "\n  return 0;\n}\n")
+    src.write_text(text + "\n".join(main) + "\n  return 0;\n}\n")
     exe = tmp_path / "params"
     subprocess.run([nvcc, "-std=c++17", "-arch=sm_120a", "-w", f"-I{fi072.tree.include_root}", str(src),
                     "-o", str(exe)], check=True, capture_output=True)
