@@ -110,6 +110,8 @@ def _report_dict() -> dict:
                            "carveout_bytes": 1024, "stage_bytes": 20480, "stages": 4, "budgeted_bytes": 82944},
         "mainloop_class": {"type": "Mma<...>", "smem_a": "half_t", "smem_b": "half_t", "element_a": "float",
                            "element_b": "float", "note": "staged"},
+        "occupancy": None,
+        "params": None,
         "fits": True, "headroom_bytes": 101376 - 82048, "exact_fit": False, "error": None,
         "clang_only": [{"kind": "error", "message": "clang says", "file": "k.h", "line": 9}],
         "approximation": None,
@@ -189,7 +191,8 @@ IDENTITY = {"family": "moe", "name": "CtaShape128x16x128B", "a": "e4m3", "b": "e
             "epilogue_schedule": None, "mma_tile": None, "sm_version": None, "file": "g.cu", "line": 5,
             "launcher": "L", "launcher_file": "l.inl", "launcher_line": 6}
 NUMBERS = {"stages": 4, "stage_counts": None, "kernel_bytes": 102400, "mainloop_bytes": 98304, "epilogue_bytes": 2048,
-           "capacity_bytes": 101376, "headroom_bytes": -1024, "verdict": "over_capacity", "runtime_candidate": True}
+           "capacity_bytes": 101376, "headroom_bytes": -1024, "verdict": "over_capacity", "runtime_candidate": True,
+           "occupancy": None, "params": None}
 FIX = {"stages": 3, "kernel_bytes": 81920, "headroom_bytes": 19456, "carveout_bytes": 1024, "mainloop_bytes": 77824,
        "searched": {"2": None, "3": 81920},
        "builder": {"reduced_capacity_bytes": 99328, "carveout_bytes": 0, "stage_bytes": 24576, "stages": 4,
@@ -308,12 +311,12 @@ def test_a_sweep_result_as_json():
                 {"config": cfg, "stages": 4, "mainloop_bytes": 98304, "epilogue_bytes": 2048, "kernel_bytes": 102400,
                  "capacity_bytes": 101376, "headroom_bytes": -1024, "verdict": "over_capacity",
                  "max_stages_that_fit": 3, "max_stages_kernel_bytes": 79872,
-                 "stage_search": {"status": "found", "reason": None}, "error": None, "exact_fit": False,
+                 "stage_search": {"status": "found", "reason": None}, "occupancy": None, "error": None, "exact_fit": False,
                  "approximation": None},
                 {"config": {"arch": "sm90", "stages": "auto", "arch_from": "tag"}, "stages": None,
                  "mainloop_bytes": None, "epilogue_bytes": None, "kernel_bytes": None, "capacity_bytes": None,
                  "headroom_bytes": None, "verdict": "does_not_compile", "max_stages_that_fit": None,
-                 "max_stages_kernel_bytes": None, "stage_search": {"status": "could not run", "reason": "why"},
+                 "max_stages_kernel_bytes": None, "stage_search": {"status": "could not run", "reason": "why"}, "occupancy": None,
                  "error": {"kind": "error", "message": "no", "file": None, "line": None}, "exact_fit": None,
                  "approximation": None}]}
     _same_json(res.to_dict(), want)

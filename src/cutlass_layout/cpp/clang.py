@@ -242,6 +242,7 @@ class ProbeUnit:
                  filename: str = "cutlass_layout_probe.cu", skip_bodies: bool = True):
         self.include_root = Path(include_root)
         self.filename = filename
+        self.flags = list(flags)
         index = ci.Index.create()
         try:
             self.tu = index.parse(
@@ -366,6 +367,30 @@ class ProbeUnit:
         chunk += lines[start.line:end.line - 1]
         chunk.append(lines[end.line - 1][:end.column - 1] if end.line <= len(lines) else "")
         return "".join(chunk)
+
+    def include_dirs(self) -> list[Path]:
+        """The ``-I``/``-isystem`` directories of the unit's flags, in order (the CUDA
+        headers' CCCL, the CUTLASS include root, a user type's own)."""
+        out: list[Path] = []
+        it = iter(self.flags)
+        for f in it:
+            if f == "-isystem" or f == "-I":
+                out.append(Path(next(it, "")))
+            elif f.startswith("-I") or (f.startswith("-isystem") and len(f) > 8):
+                out.append(Path(f[2:] if f.startswith("-I") else f[8:]))
+        return out
+
+    def cuda_version(self) -> tuple[int, int]:
+        """The CUDA version the unit is parsed as (``-D__CUDACC_VER_MAJOR__``/``MINOR__`` of
+        :func:`clang_flags`); (12, 0) where the flags do not say."""
+        def ver(name: str, default: int) -> int:
+            v = next((f.split("=", 1)[1] for f in self.flags if f.startswith(f"-D{name}=")), None)
+            return int(v) if v is not None and v.isdigit() else default
+        return ver("__CUDACC_VER_MAJOR__", 12), ver("__CUDACC_VER_MINOR__", 0)
+
+    def gpu_arch(self) -> str | None:
+        """The ``--cuda-gpu-arch`` the unit is parsed for (``sm_120a``), or None."""
+        return next((f.split("=", 1)[1] for f in self.flags if f.startswith("--cuda-gpu-arch=")), None)
 
     # -- reading a config's namespace --------------------------------------------------------
     def aliases(self, namespace: str) -> dict[str, ci.Cursor]:

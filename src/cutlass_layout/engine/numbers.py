@@ -13,8 +13,13 @@ from __future__ import annotations
 import re
 
 from ..errors import BadInput
+from pathlib import Path
+
+from ..cpp import arch_traits
 from ..cpp.clang import ProbeUnit
-from ..model import BuilderBudget, CompileError, Constant, LayoutReport, Provenance, StructLayout, TmaBytes
+from ..model import (BuilderBudget, CompileError, Constant, DescriptorAt, LayoutReport, Occupancy, ParamsLayout,
+                     Provenance, RegisterSplit, StructLayout, TmaBytes)
+from ..model.launch import param_limit
 from ..subjects import aliases, archs, budgets, shapes
 from ..subjects.config import Config
 from ..subjects.user_type import UserType
@@ -118,7 +123,78 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
         for alias, member in aliases.TMA_MEMBERS.items()
     }
     v["tma_transaction_bytes"] = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    if v["subject_kind"] == "kernel" and v["kernel"] is not None:
+        v["occupancy"] = occupancy(unit, names, v["config"].get("arch"), v["kernel"].size)
+        v["params"] = params_layout(unit, names)
     return v
+
+
+#: A TMA descriptor's type as a member writes it (``TmaDescriptor``, ``cute::TmaDescriptor``,
+#: ``CUtensorMap``, an array of them; a pointer to one is not one).
+_DESCRIPTOR_RE = re.compile(r"\b(?:TmaDescriptor|CUtensorMap)\b")
+
+
+def params_layout(unit: ProbeUnit, names: dict) -> ParamsLayout | None:
+    """A 3.x kernel's ``Params`` (the block's ``KernelParams``, completed by its
+    ``KernelParamsBytes``): size, alignment and every TMA descriptor member's path and offset,
+    from the record layout; the parameter limit of the CUDA version the unit is parsed with
+    (its ``__CUDACC_VER_MAJOR__``/``MINOR__``). None where the block has no such alias."""
+    if "KernelParams" not in names:
+        return None
+    s = unit.record(names["KernelParams"], optional=True)
+    if s is None:
+        return None
+    found = [DescriptorAt(path, f.offset, f.type) for path, f in s.walk()  # not a pointer to one
+             if _DESCRIPTOR_RE.search(f.type) and not f.fields and not any(c in f.type for c in "*&")]
+    cuda = unit.cuda_version()
+    return ParamsLayout(s.size, s.align, tuple(found), param_limit(cuda), f"{cuda[0]}.{cuda[1]}")
+
+
+def _member(names: dict, alias: str) -> int | None:
+    """The N of a ``char[2 + N]`` member alias (:data:`~cutlass_layout.subjects.aliases.OCCUPANCY_MEMBERS`);
+    None where the kernel has no such member (``char[1]``) or the block no such alias."""
+    n = _optional_int(names, alias)
+    return None if n is None or n < 2 else n - 2
+
+
+def cccl_dirs(unit: ProbeUnit) -> list[Path]:
+    """Where ``cuda/__device/arch_traits.h`` is looked for: the unit's include directories (the
+    CUDA headers' CCCL first), then a CCCL shipped beside the CUTLASS tree (flashinfer's
+    ``data/cccl/libcudacxx/include`` beside ``data/cutlass/include``)."""
+    beside = [p / "cccl" / "libcudacxx" / "include" for p in unit.include_root.parents[:3]]
+    return unit.include_dirs() + beside
+
+
+def occupancy(unit: ProbeUnit, names: dict, arch: str | None, smem: int) -> Occupancy | None:
+    """A 3.x kernel's :class:`Occupancy` (``smem``: the dynamic shared memory it launches with,
+    ``sizeof(SharedStorage)``, bytes): its ``MaxThreadsPerBlock``, ``MinBlocksPerMultiprocessor``
+    and declared register split read through the block's aliases, the per-SM limits of ``arch``
+    (else the arch the unit is parsed for) from CCCL's ``cuda/__device/arch_traits.h``
+    (:func:`cccl_dirs`; none found: no CTA count, and the note says where it was looked for).
+    None where the kernel declares no ``MaxThreadsPerBlock``."""
+    threads = _member(names, "OccThreads")
+    if threads is None:
+        return None
+    groups = [_member(names, a) for a in ("OccLoadRegs", "OccLoadGroups", "OccMmaRegs", "OccMmaGroups")]
+    notes = []
+    split = None
+    if all(g is not None for g in groups):
+        split = RegisterSplit(*groups)  # type: ignore[arg-type]  # all ints (checked)
+        if 128 * (split.load_warp_groups + split.mma_warp_groups) != threads:
+            notes.append(f"registers: the declared split's {split.load_warp_groups} + {split.mma_warp_groups} "
+                         f"warp groups are not the kernel's {threads} threads: not counted")
+            split = None
+    else:
+        notes.append("registers: no LoadRegisterRequirement/MmaRegisterRequirement split declared")
+    gpu = archs.ARCHS[arch].gpu_arch if arch in archs.ARCHS else unit.gpu_arch()
+    dirs = cccl_dirs(unit)
+    header = arch_traits.find_header(dirs)
+    limits = arch_traits.per_sm_limits(header, gpu) if header is not None and gpu else None
+    if header is None:
+        notes.append(f"per-SM limits not found in {', '.join(map(str, dirs))} (no {arch_traits.HEADER})")
+    elif limits is None:
+        notes.append(f"per-SM limits not found in {header}: no arch_traits for {gpu}")
+    return Occupancy.of(threads, _member(names, "OccMinBlocks"), smem, split, limits, "; ".join(notes) or None)
 
 
 #: How a direct convolution's ``Params`` computes its launch size, as

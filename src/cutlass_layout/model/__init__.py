@@ -6,6 +6,8 @@ one module per result family:
   :class:`Constant`, :class:`TmaBytes`, :class:`BuilderBudget`, :class:`MainloopChoice`,
   :class:`CompileError`, :class:`Provenance`, and one config's answer, :class:`LayoutReport`
   (with, for a preset, its :class:`Approximation`), flat as :class:`KernelNumbers`;
+* :mod:`.launch`, launch limits: :class:`PerSmLimits`, :class:`RegisterSplit`, :class:`Occupancy`,
+  :class:`DescriptorAt`, :class:`ParamsLayout`;
 * :mod:`.scan`, scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * :mod:`.sweep`, sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -60,6 +62,13 @@ from .diff import (
     StructuralChange,
     TacticChange,
     TmaValues,
+)
+from .launch import (
+    DescriptorAt,
+    Occupancy,
+    ParamsLayout,
+    PerSmLimits,
+    RegisterSplit,
 )
 from .layout import (
     FIELD_KEYS,
@@ -131,6 +140,7 @@ __all__ = [
     "BuilderBudget",
     "CompileError",
     "Constant",
+    "DescriptorAt",
     "Diagnostic",
     "DiffResult",
     "Field",
@@ -144,7 +154,11 @@ __all__ = [
     "MemberSpan",
     "NumericRecord",
     "NumericRow",
+    "Occupancy",
+    "ParamsLayout",
+    "PerSmLimits",
     "Provenance",
+    "RegisterSplit",
     "Rename",
     "ScanConstant",
     "ScanResult",

@@ -16,6 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
+from .launch import Occupancy, ParamsLayout
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -249,7 +250,9 @@ class Tactic:
         return {"stages": n.stages, "stage_counts": n.stage_counts, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
                 "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
                 "headroom_bytes": n.headroom_bytes, "verdict": n.verdict,
-                "runtime_candidate": self.runtime_candidate}
+                "runtime_candidate": self.runtime_candidate,
+                "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
+                "params": None if n.params is None else n.params.to_dict()}
 
     stages = _number("stages", "The mainloop's pipeline stages.")
     stage_counts = _number("stage_counts", "A sparse mainloop's stages per pipeline (``{A, B, E}``; "
@@ -262,6 +265,10 @@ class Tactic:
     verdict = _number("verdict", "The :class:`~cutlass_layout.model.verdict.Verdict`: ``fits``, ``exact_fit``, "
                                  "``over_capacity`` or ``does_not_compile``.")
     error = _number("error", "The first compile error of a kernel that does not compile (else None).")
+    params = _number("params", "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
+                               "(sizeof(Params), its TMA descriptors' offsets), else None.")
+    occupancy = _number("occupancy", "A 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` "
+                                     "(CTAs per SM and what limits them), else None.")
 
     def identity(self) -> dict:
         """The fields that name this tactic (everything but the numbers): :data:`TACTIC_IDENTITY`."""
@@ -312,8 +319,11 @@ class Tactic:
             head = None
         elif kb is not None:
             head = cap - kb
+        occ, params = d.get("occupancy"), d.get("params")
         return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
-                             size(d["epilogue_bytes"]), cap, head, stage_counts=d.get("stage_counts"))
+                             size(d["epilogue_bytes"]), cap, head, stage_counts=d.get("stage_counts"),
+                             occupancy=None if occ is None else Occupancy.from_dict(occ),
+                             params=None if params is None else ParamsLayout.from_dict(params))
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
@@ -322,7 +332,7 @@ TACTIC_IDENTITY = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile
                    "file", "line", "launcher", "launcher_file", "launcher_line")
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
 TACTIC_NUMBERS = ("stages", "stage_counts", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
-                  "headroom_bytes", "verdict", "runtime_candidate")
+                  "headroom_bytes", "verdict", "runtime_candidate", "occupancy", "params")
 
 
 @dataclass

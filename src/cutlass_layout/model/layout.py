@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .launch import Occupancy, ParamsLayout
 from .serde import dataclass_keys, from_plain, lazy_list, plain
 from .verdict import Verdict, schema_verdict, verdict_of
 
@@ -350,6 +351,10 @@ class KernelNumbers:
         error: the first compile error, or ``None``.
         stage_counts: a sparse mainloop's stages per pipeline, ``{"A": StagesA, "B": StagesB,
             "E": StagesE}`` (:attr:`LayoutReport.stage_counts`; ``stages`` is A's), else ``None``.
+        occupancy: a 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy`
+            (:attr:`LayoutReport.occupancy`), else ``None``.
+        params: a 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout`
+            (:attr:`LayoutReport.params`), else ``None``.
     """
 
     verdict: Verdict
@@ -361,6 +366,8 @@ class KernelNumbers:
     headroom_bytes: int | None = None
     error: CompileError | None = None
     stage_counts: dict | None = None
+    occupancy: Occupancy | None = None
+    params: ParamsLayout | None = None
 
     @property
     def exact_fit(self) -> bool | None:
@@ -415,6 +422,12 @@ class LayoutReport:
     launch: Constant | None = None
     tma_transaction_bytes: TmaBytes | None = None
     builder_budget: BuilderBudget | None = None
+    #: a 3.x kernel's CTAs per SM and what limits them (:class:`~cutlass_layout.model.launch.Occupancy`);
+    #: ``None`` for any other subject
+    occupancy: Occupancy | None = None
+    #: a 3.x kernel's ``Params``: size, alignment, TMA descriptor offsets, parameter limit
+    #: (:class:`~cutlass_layout.model.launch.ParamsLayout`); ``None`` for any other subject
+    params: ParamsLayout | None = None
     #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
     #: ``None`` for 3.x subjects and epilogues
     mainloop_class: MainloopChoice | None = None
@@ -484,7 +497,8 @@ class LayoutReport:
 
         return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
                              size(self.epilogue), self.capacity_bytes, self.headroom_bytes,
-                             stage_counts=self.stage_counts)
+                             stage_counts=self.stage_counts, occupancy=self.occupancy,
+                             params=self.params)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
@@ -528,6 +542,8 @@ class LayoutReport:
             "builder_budget": None if self.builder_budget is None else {
                 **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
+            "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
+            "params": None if self.params is None else self.params.to_dict(),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -587,6 +603,8 @@ class LayoutReport:
                 capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
                 stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
+            occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
+            params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
             approximation=None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .launch import Occupancy
 from .layout import Approximation, CompileError, Provenance, StructLayout
 from .serde import plain
 from .verdict import Verdict, schema_verdict
@@ -86,6 +87,8 @@ class SweepRecord:
     #: a preset config's :class:`Approximation` (None for a user type)
     approximation: Approximation | None = field(default=None, compare=False)
     stage_search: StageSearch | None = None
+    #: a 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` (its layout's), else None
+    occupancy: Occupancy | None = None
 
     def search(self) -> StageSearch:
         """``stage_search``, or what the other fields imply when it is ``None``."""
@@ -116,6 +119,7 @@ class SweepRecord:
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
             "stage_search": plain(self.search()),
+            "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
             "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
             "approximation": None if self.approximation is None else self.approximation.to_dict(),

@@ -120,10 +120,11 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("epilogue", right=True, drop=5), lambda x: num(x, x.epilogue_bytes)),
         (Column("kernel", right=True), lambda x: num(x, x.kernel_bytes)),
         (Column("headroom", right=True), lambda x: num(x, x.headroom_bytes)),
+        (Column("CTAs/SM", right=True, drop=4), ctas_cell),
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
         (Column("fix", drop=4), fix_cell),
     ]
-    optional = {"fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
+    optional = {"CTAs/SM": lambda x: x.occupancy is not None, "fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
                 "tried": lambda x: x.runtime_candidate is not None, "fix": lambda x: x.fix is not None}
     # shown only where the table's rows differ in them (an SM103 build's Sm100 and Sm103 twins,
     # SM100's 1SM and 2SM ones, SM90's clusters): what tells such twin rows apart
@@ -132,6 +133,15 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
              if (c.header not in optional or any(optional[c.header](x) for x in tactics))
              and (c.header not in varying or len({f(x) for x in tactics}) > 1)]
     return [c for c, _ in shown], [[f(x) for _, f in shown] for x in tactics]
+
+
+def ctas_cell(x) -> str:
+    """A tactic's CTAs per SM (:class:`~cutlass_layout.model.launch.Occupancy`): ``1`` (the
+    count), ``?`` where the per-SM limits were not found, ``-`` for a kernel without one."""
+    o = x.occupancy
+    if o is None:
+        return "-"
+    return "?" if o.ctas_per_sm is None else str(o.ctas_per_sm)
 
 
 def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):

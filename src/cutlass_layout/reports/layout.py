@@ -110,6 +110,52 @@ def launch_text(rep: LayoutReport) -> str:
     return f"Launch size: {c.name} = {c.expression} = {c.value} B{where}"
 
 
+def occupancy_lines(rep: LayoutReport) -> list[str]:
+    """A 3.x kernel's occupancy in full: the CTA count and its limiting factors, then each
+    factor's sum (bytes, registers, threads) and where the per-SM limits come from; none for
+    a report without :attr:`~LayoutReport.occupancy`."""
+    o = rep.occupancy
+    if o is None:
+        return []
+    out = [f"Occupancy: {o.one_line()}"]
+    lim, r = o.limits, o.registers
+    split = ("not declared" if r is None else
+             f"{r.per_cta} per CTA (128 x {r.load_registers} x {r.load_warp_groups} load + "
+             f"128 x {r.mma_registers} x {r.mma_warp_groups} MMA warp groups)")
+    if lim is not None:
+        out += [f"  shared memory: {lim.smem_per_sm} B per SM // ({o.dynamic_smem_bytes} B dynamic + "
+                f"{lim.reserved_smem_per_block} B reserved per CTA) = {o.by_shared_memory}",
+                "  registers: " + (f"{lim.registers_per_sm} per SM // {split} = {o.by_registers}"
+                                    if r is not None else split),
+                f"  threads: {lim.max_threads_per_sm} per SM // {o.threads_per_block} per CTA "
+                f"(MaxThreadsPerBlock) = {o.by_threads}",
+                f"  blocks: {lim.max_blocks_per_sm} per SM",
+                f"  per-SM limits: cuda::arch_traits<arch_id::{lim.arch_id}>() ({lim.header})"]
+    else:
+        out += [f"  threads per CTA (MaxThreadsPerBlock): {o.threads_per_block}; dynamic shared memory "
+                f"{o.dynamic_smem_bytes} B; registers: {split}"]
+    if o.min_blocks_per_sm is not None:
+        out.append(f"  MinBlocksPerMultiprocessor: {o.min_blocks_per_sm}")
+    if o.note:
+        out.append(f"  note: {o.note}")
+    return out
+
+
+def params_lines(rep: LayoutReport) -> list[str]:
+    """A 3.x kernel's ``Params``: size and alignment against the parameter limit, each TMA
+    descriptor's offset and member path, then each finding (``finding: ...``); none for a
+    report without :attr:`~LayoutReport.params`."""
+    p = rep.params
+    if p is None:
+        return []
+    out = [f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
+           f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s)"]
+    out += [f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)")
+            for d in p.descriptors]
+    out += [f"  finding: {f}" for f in p.findings()]
+    return out
+
+
 def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]:
     """The lines on what a preset config's numbers approximate
     (:func:`~cutlass_layout.reports.common.approximation_head`), and what the install builds
@@ -159,6 +205,8 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
         con.print(budget_text(rep), soft_wrap=True)
+    for line in occupancy_lines(rep) + params_lines(rep):
+        con.print(line, soft_wrap=True, markup=False, style="yellow" if "finding:" in line else None)
     con.print(total_text(rep, markup=True), soft_wrap=True)
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         con.print(f"  capacity: {rep.capacity.source}", soft_wrap=True)
@@ -248,6 +296,9 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
+    for block in (occupancy_lines(rep), params_lines(rep)):
+        if block:
+            out += [md_cell(block[0]), ""] + [f"- {md_cell(line.strip())}" for line in block[1:]] + [""]
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         out += [f"capacity: {md_cell(rep.capacity.source)}", ""]
     out.append(_checked_text(rep))

@@ -18,6 +18,16 @@ KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloo
 #: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
 TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
                "TmaTotal": "TmaTransactionBytes"}
+#: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
+#: for its occupancy: alias -> static member of the kernel class (CUTLASS's
+#: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
+#: declare ``MaxThreadsPerBlock`` and ``MinBlocksPerMultiprocessor``; the warp-specialized ones
+#: with a register split ``NumLoadWarpGroups``/``NumMmaWarpGroups`` and
+#: ``LoadRegisterRequirement``/``MmaRegisterRequirement``, which each warp group's
+#: ``cutlass::arch::warpgroup_reg_dealloc``/``warpgroup_reg_alloc`` applies)
+OCCUPANCY_MEMBERS = {"OccThreads": "MaxThreadsPerBlock", "OccMinBlocks": "MinBlocksPerMultiprocessor",
+                     "OccLoadGroups": "NumLoadWarpGroups", "OccMmaGroups": "NumMmaWarpGroups",
+                     "OccLoadRegs": "LoadRegisterRequirement", "OccMmaRegs": "MmaRegisterRequirement"}
 
 DETECT = """
 // Detection of what a subject type is and of optional members (cutlass-layout).
@@ -35,6 +45,18 @@ CL_DETECT(TmaTransactionBytes)
 CL_DETECT(ReducedSmemCapacityBytes)
 CL_DETECT(Sm90ReducedSmemCapacityBytes)
 #undef CL_DETECT
+// a kernel's launch members: 2 + N, 1 where it has none (N may be 0)
+#define CL_MEMBER(NAME)                                                                  \\
+  template <class T, class = void> struct member_##NAME { static constexpr long long value = 1; }; \\
+  template <class T> struct member_##NAME<T, std::void_t<decltype(T::NAME)>> {           \\
+    static constexpr long long value = 2 + static_cast<long long>(T::NAME); };
+CL_MEMBER(MaxThreadsPerBlock)
+CL_MEMBER(MinBlocksPerMultiprocessor)
+CL_MEMBER(NumLoadWarpGroups)
+CL_MEMBER(NumMmaWarpGroups)
+CL_MEMBER(LoadRegisterRequirement)
+CL_MEMBER(MmaRegisterRequirement)
+#undef CL_MEMBER
 // Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
 template <class F, long long Lo, long long Hi>
 constexpr long long min_capacity() {
@@ -115,6 +137,9 @@ template <class T> struct mainloop_of<T, 3> { using type = typename T::Collectiv
 template <class T> struct mainloop_of<T, 2> { using type = typename T::Mma; };
 template <class T> struct mainloop_of<T, 5> { using type = typename T::Mma; };
 template <class T> struct mainloop_of<T, 1> { using type = T; };
+// a 3.x kernel's Params (what it is launched with; cl_none for any other subject)
+template <class T, int K = kind_of<T>::value> struct kernel_params_of { using type = cl_none; };
+template <class T> struct kernel_params_of<T, 3> { using type = typename T::Params; };
 template <class T, int K = kind_of<T>::value> struct epilogue_of { using type = cl_none; };
 template <class T> struct epilogue_of<T, 3> { using type = typename T::CollectiveEpilogue; };
 template <class T> struct epilogue_of<T, 2> { using type = typename T::Epilogue; };
@@ -192,7 +217,7 @@ def capacity_alias(name: str) -> str:
 
 
 def subject_block(subject: str, capacity: str | None, *, prefix: str = "", member: bool = False,
-                  capacities: tuple[str, ...] = ()) -> str:
+                  capacities: tuple[str, ...] = (), params: bool = False) -> str:
     """Aliases that expose ``subject``'s storage to the frontend (inside a probe namespace).
 
     ``subject`` may be a kernel (CUTLASS 3.x ``GemmUniversal`` or a 2.x kernel), a type
@@ -203,13 +228,22 @@ def subject_block(subject: str, capacity: str | None, *, prefix: str = "", membe
     defines (:func:`capacity_alias`), the arch's chosen after the parse from ``ArchCC``.
     ``prefix`` goes before every name (for several blocks in one scope, e.g. inside a
     launcher's body); ``member`` makes the capacity references static members (for a block
-    inside a class).
+    inside a class). ``params`` adds ``KernelParams`` (a 3.x kernel's ``Params``) and
+    ``KernelParamsBytes``, which completes it for :func:`cutlass_layout.engine.numbers.params_layout`:
+    off by default, since completing every kernel's ``Params`` doubles a batch's parse CPU
+    (measured on 8 SM120 configs: 8.0-9.1 s against 4.2-4.3 s).
     """
     p = prefix
     static = "static " if member else ""
+    kernel_params = (f"using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;\n"
+                     f"using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];\n") if params else ""
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
         for alias, member_ in TMA_MEMBERS.items()
+    )
+    tma += "".join(
+        f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"
+        for alias, member_ in OCCUPANCY_MEMBERS.items()
     )
     if capacity is None:
         cap = "".join(f"using {p}{capacity_alias(c)} = char[{c}];\n"
@@ -236,7 +270,7 @@ using {p}StagesB = char[cl_detail::stages_b<{p}Mainloop>::value];
 using {p}StagesE = char[cl_detail::stages_e<{p}Mainloop>::value];
 using {p}ArchCC = char[1 + cl_detail::arch_cc<{subject}, {p}Subject, {p}Mainloop>::value];
 using {p}Kind = char[2 + cl_detail::kind_of<{p}Subject>::value];
-using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
+{kernel_params}using {p}LaunchParams = typename cl_detail::params_of<{p}Subject>::type;
 using {p}LaunchIteratorA = typename cl_detail::iterator_a_of<{p}Subject>::type;
 using {p}LaunchIteratorB = typename cl_detail::iterator_b_of<{p}Subject>::type;
 using {p}LaunchBytes = char[2 + cl_detail::launch_bytes<{p}Subject>::value];

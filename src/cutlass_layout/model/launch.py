@@ -1,0 +1,217 @@
+"""Launch limits of a kernel (beyond the shared-memory byte count): :class:`PerSmLimits` (what
+one SM of the arch holds, read from CCCL's ``cuda/__device/arch_traits.h``), :class:`RegisterSplit`
+(the registers a warp-specialized kernel declares per warp group) and :class:`Occupancy` (CTAs
+per SM and what limits them).
+
+Bytes for shared memory, 32-bit registers, threads and CTAs as counts. Imports nothing from the
+package but the serializer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .serde import plain
+
+#: Threads of one warp group (``cutlass::NumThreadsPerWarpGroup``, ``cutlass/cutlass.h``).
+THREADS_PER_WARP_GROUP = 128
+
+#: The factors of :class:`Occupancy`, in the order they are named.
+FACTORS = ("shared_memory", "registers", "threads", "blocks")
+
+
+@dataclass(frozen=True)
+class PerSmLimits:
+    """What one SM of an arch holds, as CCCL states it (``cuda::arch_traits<arch_id>()`` of
+    ``cuda/__device/arch_traits.h``, evaluated by the compiler).
+
+    Attributes:
+        arch_id: the ``cuda::arch_id`` read (``sm_120``).
+        header: the ``arch_traits.h`` read (its path).
+        smem_per_sm: ``max_shared_memory_per_multiprocessor``, bytes.
+        reserved_smem_per_block: ``reserved_shared_memory_per_block`` (what the driver keeps
+            per CTA), bytes.
+        max_blocks_per_sm: ``max_blocks_per_multiprocessor``.
+        max_threads_per_sm: ``max_threads_per_multiprocessor``.
+        registers_per_sm: ``max_registers_per_multiprocessor`` (32-bit registers).
+    """
+
+    arch_id: str
+    header: str
+    smem_per_sm: int
+    reserved_smem_per_block: int
+    max_blocks_per_sm: int
+    max_threads_per_sm: int
+    registers_per_sm: int
+
+
+@dataclass(frozen=True)
+class RegisterSplit:
+    """The registers per thread a warp-specialized kernel gives each kind of warp group
+    (``LoadRegisterRequirement`` for its ``NumLoadWarpGroups`` producer groups,
+    ``MmaRegisterRequirement`` for its ``NumMmaWarpGroups`` consumer groups: CUTLASS's
+    ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the kernels like it apply
+    them with ``cutlass::arch::warpgroup_reg_dealloc``/``warpgroup_reg_alloc``)."""
+
+    load_registers: int
+    load_warp_groups: int
+    mma_registers: int
+    mma_warp_groups: int
+
+    @property
+    def per_cta(self) -> int:
+        """Registers of one CTA: 128 threads x each group's count, summed over the groups."""
+        return THREADS_PER_WARP_GROUP * (self.load_registers * self.load_warp_groups
+                                         + self.mma_registers * self.mma_warp_groups)
+
+    def to_dict(self) -> dict:
+        return {**plain(self), "per_cta": self.per_cta}
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """CTAs of one kernel per SM: the least of what shared memory, the declared registers, the
+    threads and the per-SM block limit allow (each ``None`` where it is not known: no register
+    split declared, no per-SM limits found).
+
+    Attributes:
+        threads_per_block: the kernel's ``MaxThreadsPerBlock`` (what it launches with).
+        min_blocks_per_sm: its ``MinBlocksPerMultiprocessor`` (its ``__launch_bounds__``).
+        dynamic_smem_bytes: the dynamic shared memory it launches with (``sizeof(SharedStorage)``).
+        registers: the declared :class:`RegisterSplit`, or ``None`` (not declared).
+        limits: the arch's :class:`PerSmLimits`, or ``None`` (not found: :attr:`note` says where
+            they were looked for; then no CTA count is given).
+        by_shared_memory: ``smem_per_sm // (dynamic_smem_bytes + reserved_smem_per_block)``.
+        by_registers: ``registers_per_sm // registers.per_cta`` (``None``: not declared).
+        by_threads: ``max_threads_per_sm // threads_per_block``.
+        by_blocks: ``max_blocks_per_sm``.
+        ctas_per_sm: the least of the known factors (``None`` without limits).
+        limited_by: the factors (:data:`FACTORS` names) equal to :attr:`ctas_per_sm`.
+        note: what is not known and why, or ``None``.
+    """
+
+    threads_per_block: int
+    min_blocks_per_sm: int | None
+    dynamic_smem_bytes: int
+    registers: RegisterSplit | None = None
+    limits: PerSmLimits | None = None
+    by_shared_memory: int | None = None
+    by_registers: int | None = None
+    by_threads: int | None = None
+    by_blocks: int | None = None
+    ctas_per_sm: int | None = None
+    limited_by: tuple[str, ...] = ()
+    note: str | None = None
+
+    @classmethod
+    def of(cls, threads: int, min_blocks: int | None, smem: int, registers: RegisterSplit | None,
+           limits: PerSmLimits | None, note: str | None = None) -> Occupancy:
+        """The occupancy of a kernel of ``threads`` threads and ``smem`` bytes of dynamic
+        shared memory on an SM of ``limits`` (each factor as :class:`Occupancy` says)."""
+        if limits is None or threads <= 0:
+            return cls(threads, min_blocks, smem, registers, limits, note=note)
+        by = {
+            "shared_memory": limits.smem_per_sm // (smem + limits.reserved_smem_per_block),
+            "registers": (limits.registers_per_sm // registers.per_cta
+                          if registers is not None and registers.per_cta > 0 else None),
+            "threads": limits.max_threads_per_sm // threads,
+            "blocks": limits.max_blocks_per_sm,
+        }
+        least = min(v for v in by.values() if v is not None)
+        return cls(threads, min_blocks, smem, registers, limits, by["shared_memory"], by["registers"],
+                   by["threads"], by["blocks"], least, tuple(k for k in FACTORS if by[k] == least), note)
+
+    def to_dict(self) -> dict:
+        d = plain(self)
+        d["registers"] = None if self.registers is None else self.registers.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Occupancy:
+        """The inverse of :meth:`to_dict`. Raises ``KeyError``/``TypeError`` for another object."""
+        regs = d.get("registers")
+        limits = d.get("limits")
+        return cls(
+            d["threads_per_block"], d["min_blocks_per_sm"], d["dynamic_smem_bytes"],
+            None if regs is None else RegisterSplit(
+                regs["load_registers"], regs["load_warp_groups"], regs["mma_registers"], regs["mma_warp_groups"]),
+            None if limits is None else PerSmLimits(**limits),
+            d["by_shared_memory"], d["by_registers"], d["by_threads"], d["by_blocks"], d["ctas_per_sm"],
+            tuple(d["limited_by"]), d["note"])
+
+    def one_line(self) -> str:
+        """``1 CTA/SM (limited by shared_memory, registers)``, or why there is no count."""
+        if self.ctas_per_sm is None:
+            return f"CTAs/SM not known: {self.note}"
+        s = "" if self.ctas_per_sm == 1 else "s"
+        return f"{self.ctas_per_sm} CTA{s}/SM (limited by {', '.join(self.limited_by)})"
+
+
+#: The kernel parameter limit, bytes: 4096 classically, 32764 from CUDA 12.1 on (Volta and
+#: later; CUDA C++ Programming Guide, "Function Parameters").
+PARAM_LIMIT_CLASSIC = 4096
+PARAM_LIMIT_12_1 = 32764
+#: The alignment ``cute::TmaDescriptor`` (``CUtensorMap``, ``alignas(64)``) must have in memory,
+#: bytes: ``prefetch.tensormap`` and the TMA instructions fault on another
+#: (NVIDIA/cutlass#2905).
+DESCRIPTOR_ALIGN = 64
+
+
+@dataclass(frozen=True)
+class DescriptorAt:
+    """A TMA descriptor inside a kernel's ``Params``: its member path (``mainloop.tma_load_a.
+    <base ...>.tma_desc_``), its offset from the start of ``Params`` and its type as written."""
+
+    path: str
+    offset: int
+    type: str
+
+
+@dataclass(frozen=True)
+class ParamsLayout:
+    """``sizeof``/``alignof`` of a 3.x kernel's ``GemmKernel::Params`` (what it is launched
+    with, by value) and where its TMA descriptors lie, from the record layout (libclang, the
+    host ABI of the parse: Linux x86-64).
+
+    Attributes:
+        size, align: bytes.
+        descriptors: every ``TmaDescriptor``/``CUtensorMap`` member (an array of them counts
+            once, at its first element).
+        limit_bytes: the kernel parameter limit of the CUDA version the parse takes
+            (:data:`PARAM_LIMIT_CLASSIC` before 12.1, :data:`PARAM_LIMIT_12_1` from it on).
+        cuda_version: that version, ``"13.0"``.
+    """
+
+    size: int
+    align: int
+    descriptors: tuple[DescriptorAt, ...]
+    limit_bytes: int
+    cuda_version: str
+
+    def findings(self) -> list[str]:
+        """What cannot launch (or faults), in words: each descriptor at an offset that is not a
+        multiple of :data:`DESCRIPTOR_ALIGN` (with an alignment of ``Params`` itself under 64,
+        only offset and alignment both can tell), ``Params`` over the parameter limit."""
+        out = [f"TMA descriptor {d.path} at offset {d.offset} of Params is not {DESCRIPTOR_ALIGN}-byte aligned"
+               for d in self.descriptors if d.offset % DESCRIPTOR_ALIGN]
+        if self.descriptors and self.align < DESCRIPTOR_ALIGN:
+            out.append(f"Params is {self.align}-byte aligned: its TMA descriptors are not {DESCRIPTOR_ALIGN}-byte "
+                       "aligned wherever it is placed")
+        if self.size > self.limit_bytes:
+            out.append(f"sizeof(Params) {self.size} B is over the kernel parameter limit of "
+                       f"{self.limit_bytes} B (CUDA {self.cuda_version})")
+        return out
+
+    def to_dict(self) -> dict:
+        return {**plain(self), "findings": self.findings()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ParamsLayout:
+        """The inverse of :meth:`to_dict` (``findings`` computed again, not read)."""
+        return cls(d["size"], d["align"], tuple(DescriptorAt(**x) for x in d["descriptors"]),
+                   d["limit_bytes"], d["cuda_version"])
+
+
+def param_limit(cuda: tuple[int, int]) -> int:
+    """The kernel parameter limit of CUDA ``(major, minor)``, bytes."""
+    return PARAM_LIMIT_12_1 if cuda >= (12, 1) else PARAM_LIMIT_CLASSIC
