@@ -58,17 +58,23 @@ print(json.dumps({"wall": wall, "cpu": cpu, "stats": stats, "tactics": len(tacti
                            if x.verdict == "over_capacity"]}))
 """
 
-MEASURE = ("import resource, subprocess, sys\n"
-           "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-           "sys.stdout.write(p.stdout)\n"
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)\n")
+MEASURE = (
+    "import resource, subprocess, sys\n"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "sys.stdout.write(p.stdout)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, file=sys.stderr)\n"
+)
 
 
-def run_child(spec: str, jobs: int | None, cache: str, family: str | None = None,
-              arch: list[str] = ("sm120",)) -> dict:
+def run_child(spec: str, jobs: int | None, cache: str, family: str | None = None, arch: list[str] = ("sm120",)) -> dict:
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([spec, jobs, family, list(arch)])], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps([spec, jobs, family, list(arch)])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -80,10 +86,18 @@ def main() -> int:
     ap.add_argument("--no-nvcc", action="store_true")
     ap.add_argument("--nvcc-full", action="store_true")
     ap.add_argument("--family", default=None, help="audit one family (moe, gemm_sm120, ...)")
-    ap.add_argument("--keep", metavar="DIR", default=None,
-                    help="use DIR (new or empty) as the cache and keep it: warm runs after this one read it")
-    ap.add_argument("--arch", action="append", default=None,
-                    help="the arch (sm120 by default), repeatable, or all (every arch the install builds)")
+    ap.add_argument(
+        "--keep",
+        metavar="DIR",
+        default=None,
+        help="use DIR (new or empty) as the cache and keep it: warm runs after this one read it",
+    )
+    ap.add_argument(
+        "--arch",
+        action="append",
+        default=None,
+        help="the arch (sm120 by default), repeatable, or all (every arch the install builds)",
+    )
     args = ap.parse_args()
     args.arch = args.arch or ["sm120"]
 
@@ -100,24 +114,35 @@ def main() -> int:
         cold = run_child(args.spec, args.jobs, cache, args.family, args.arch)
         s = cold["stats"]
         n = max(1, cold["tactics"])
-        print(f"cold: {cold['wall']:.1f} s wall; CPU {cold['cpu']:.1f} s in all ({cold['cpu'] / n:.2f} s per "
-              f"kernel), of which parse {s['parse_cpu_seconds']:.1f} s ({s['parse_cpu_seconds'] / n:.2f} s per "
-              f"kernel, {s.get('batches', s['parsed'])} translation units); "
-              f"{s['parsed']} sources parsed, {s.get('cached', 0)} read from another build's answers; "
-              f"precompiled headers {s.get('pch_seconds', 0):.1f} s, fixes {s.get('fix_cpu_seconds', 0):.1f} s of "
-              f"CPU, JIT builders {s.get('jit_seconds', 0):.1f} s; {cold['tactics']} tactics ({cold['moe']} MoE; per arch "
-              f"{cold['per_arch']}); worker peak {s['worker_peak_rss_mb']:.0f} MB, main process peak "
-              f"{s['main_peak_rss_mb']:.0f} MB; {len(cold['over'])} over capacity: {', '.join(cold['over'])}")
+        print(
+            f"cold: {cold['wall']:.1f} s wall; CPU {cold['cpu']:.1f} s in all ({cold['cpu'] / n:.2f} s per "
+            f"kernel), of which parse {s['parse_cpu_seconds']:.1f} s ({s['parse_cpu_seconds'] / n:.2f} s per "
+            f"kernel, {s.get('batches', s['parsed'])} translation units); "
+            f"{s['parsed']} sources parsed, {s.get('cached', 0)} read from another build's answers; "
+            f"precompiled headers {s.get('pch_seconds', 0):.1f} s, fixes {s.get('fix_cpu_seconds', 0):.1f} s of "
+            f"CPU, JIT builders {s.get('jit_seconds', 0):.1f} s; {cold['tactics']} tactics ({cold['moe']} MoE; per arch "
+            f"{cold['per_arch']}); worker peak {s['worker_peak_rss_mb']:.0f} MB, main process peak "
+            f"{s['main_peak_rss_mb']:.0f} MB; {len(cold['over'])} over capacity: {', '.join(cold['over'])}"
+        )
         warm = [run_child(args.spec, args.jobs, cache, args.family, args.arch)["wall"] for _ in range(args.runs)]
         t0 = time.perf_counter()
         env = {**os.environ, "CUTLASS_LAYOUT_CACHE": cache}
         fam = (["--family", args.family] if args.family else []) + [f"--arch={a}" for a in args.arch]
-        procs = [subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "audit", args.spec, *fam, "--json"],
-                                env=env, capture_output=True, text=True) for _ in range(args.runs)]
+        procs = [
+            subprocess.run(
+                [sys.executable, "-m", "cutlass_layout.cli", "audit", args.spec, *fam, "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            for _ in range(args.runs)
+        ]
         per_cli = (time.perf_counter() - t0) / args.runs
-        print(f"warm: audit() {statistics.median(warm):.2f} s (median of {args.runs}: "
-              f"{', '.join(f'{w:.2f}' for w in warm)}); `cutlass-layout audit --json` process "
-              f"{per_cli:.2f} s (mean of {args.runs}, exit {procs[-1].returncode})")
+        print(
+            f"warm: audit() {statistics.median(warm):.2f} s (median of {args.runs}: "
+            f"{', '.join(f'{w:.2f}' for w in warm)}); `cutlass-layout audit --json` process "
+            f"{per_cli:.2f} s (mean of {args.runs}, exit {procs[-1].returncode})"
+        )
         if not args.no_nvcc:
             nvcc_bench(args.spec, cache, args.nvcc_full)
     finally:
@@ -137,8 +162,11 @@ def nvcc_bench(spec: str, cache: str, full: bool) -> None:
 
     install = resolve_flashinfer(spec)
     tgt = engine.target(install.tree)
-    moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
+    moe = next(
+        m
+        for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+        if m.name.startswith("fused_moe")
+    )
     source = next(p for p in moe.generated if "sm120_M256_BS_group0" in p.name)
     work = Path(tempfile.mkdtemp(prefix="cutlass-layout-bench-nvcc-"))
     try:
@@ -149,8 +177,10 @@ def nvcc_bench(spec: str, cache: str, full: bool) -> None:
             cmd = ["nvcc", *_nvcc_flags(moe, install.tree), "-c", "-o", str(work / "x.o"), str(source)]
             t = time.perf_counter()
             p = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True)
-            print(f"nvcc -c (host and device) of it: {time.perf_counter() - t:.1f} s, exit "
-                  f"{p.returncode}, peak {p.stderr.strip().splitlines()[-1]} MB")
+            print(
+                f"nvcc -c (host and device) of it: {time.perf_counter() - t:.1f} s, exit "
+                f"{p.returncode}, peak {p.stderr.strip().splitlines()[-1]} MB"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -26,9 +26,11 @@ def _run(src: str, family: str | None, jobs: int | None, executor: str) -> tuple
     res = api.audit(src, family=family, jobs=jobs, use_cache=False, executor=executor)
     wall = time.perf_counter() - t
     s = res.stats
-    print(f"{executor}: {wall:6.1f} s wall, {len(res.tactics)} kernels, {s['batches']} batches, "
-          f"parses {s['parse_cpu_seconds']} s CPU ({s['parse_cpu_seconds'] / max(1, len(res.tactics)):.2f} s "
-          f"per kernel), fixes {s['fix_cpu_seconds']} s CPU")
+    print(
+        f"{executor}: {wall:6.1f} s wall, {len(res.tactics)} kernels, {s['batches']} batches, "
+        f"parses {s['parse_cpu_seconds']} s CPU ({s['parse_cpu_seconds'] / max(1, len(res.tactics)):.2f} s "
+        f"per kernel), fixes {s['fix_cpu_seconds']} s CPU"
+    )
     return s, json.dumps(res.to_dict(), indent=2)
 
 
@@ -42,8 +44,7 @@ def main() -> None:
 
     _, local = _run(args.src, args.family, args.workers, "local")
     t = time.perf_counter()
-    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster:
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         print(f"LocalCluster of {args.workers} started in {time.perf_counter() - t:.1f} s")
         _, remote = _run(args.src, args.family, None, cluster.scheduler_address)
     print("the same JSON" if local == remote else "the JSON differs")

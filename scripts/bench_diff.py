@@ -44,14 +44,15 @@ sys.stdout.write(render_text(diff(old, new, **kw)))
 
 def _run(old: str, new: str, mode: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", CODE, old, new, mode], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", CODE, old, new, mode], check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
-GRIDS = {"one config": "[Config(tile=(128, 32, 256))]",
-         "default grid": "grid_configs(dict(a='nvfp4', kernel=['grouped', 'dense'], "
-                         "tile='{128,256}x{32,64,128,256}x{128,256}'))"}
+GRIDS = {
+    "one config": "[Config(tile=(128, 32, 256))]",
+    "default grid": "grid_configs(dict(a='nvfp4', kernel=['grouped', 'dense'], "
+    "tile='{128,256}x{32,64,128,256}x{128,256}'))",
+}
 PRE = "from cutlass_layout import Config\nfrom cutlass_layout.subjects.grid import grid_configs\n"
 
 
@@ -59,10 +60,13 @@ def _after_sweep(old: str, new: str, runs: int) -> None:
     """Time a numeric diff of configs a sweep of both trees already laid out."""
     cache = os.environ.get("CUTLASS_LAYOUT_CACHE")
     for label, grid in GRIDS.items():
-        sweep = PRE + f"from cutlass_layout.commands.sweep import sweep\nfor s in ({old!r}, {new!r}): sweep({grid}, s)\n"
+        sweep = (
+            PRE + f"from cutlass_layout.commands.sweep import sweep\nfor s in ({old!r}, {new!r}): sweep({grid}, s)\n"
+        )
         subprocess.run([sys.executable, "-c", sweep], check=True)
-        code = (PRE + "from cutlass_layout.commands.diff import diff\n"
-                f"diff({old!r}, {new!r}, {grid}, structural=False)\n")
+        code = (
+            PRE + f"from cutlass_layout.commands.diff import diff\ndiff({old!r}, {new!r}, {grid}, structural=False)\n"
+        )
         times = []
         for _ in range(runs):
             if cache:
@@ -70,8 +74,10 @@ def _after_sweep(old: str, new: str, runs: int) -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-c", code], check=True)
             times.append(time.perf_counter() - t0)
-        print(f"  numeric diff of the sweep's configs, {label:13s} median {statistics.median(times):6.2f} s  "
-              f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
+        print(
+            f"  numeric diff of the sweep's configs, {label:13s} median {statistics.median(times):6.2f} s  "
+            f"(runs: {', '.join(f'{t:.2f}' for t in times)})"
+        )
 
 
 def main() -> int:
@@ -80,21 +86,23 @@ def main() -> int:
     ap.add_argument("new", nargs="?", default="flashinfer-python==0.7.2.post1")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cold", action="store_true", help="also time a diff that ignores the cache")
-    ap.add_argument("--after-sweep", action="store_true",
-                    help="also time a numeric diff of configs a sweep laid out (see above)")
+    ap.add_argument(
+        "--after-sweep", action="store_true", help="also time a numeric diff of configs a sweep laid out (see above)"
+    )
     args = ap.parse_args()
 
     _run(args.old, args.new, "warm")  # fetch, unpack, fill the cache
-    cases = [("identical trees (NEW vs NEW)", args.new, args.new, "warm"),
-             ("default grid, warm cache", args.old, args.new, "warm"),
-             ("structural only, no cache", args.old, args.new, "structural")]
+    cases = [
+        ("identical trees (NEW vs NEW)", args.new, args.new, "warm"),
+        ("default grid, warm cache", args.old, args.new, "warm"),
+        ("structural only, no cache", args.old, args.new, "structural"),
+    ]
     if args.cold:
         cases.append(("default grid + structural, no cache", args.old, args.new, "cold"))
     print(f"OLD {args.old}  NEW {args.new}  ({args.runs} runs, fresh process each)")
     for label, old, new, mode in cases:
         times = [_run(old, new, mode) for _ in range(args.runs if mode != "cold" else 1)]
-        print(f"  {label:45s} median {statistics.median(times):6.2f} s  "
-              f"(runs: {', '.join(f'{t:.2f}' for t in times)})")
+        print(f"  {label:45s} median {statistics.median(times):6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in times)})")
     if args.after_sweep:
         _after_sweep(args.old, args.new, args.runs)
     return 0

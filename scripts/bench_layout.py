@@ -40,8 +40,9 @@ MEASURE = (
 
 def run(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one command in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True,
-                         env=env, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, *cmd], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
     if out[2] != "0":
         raise SystemExit(f"command failed: {' '.join(cmd)}")
     return float(out[0]), int(out[1]) / 1024
@@ -79,8 +80,9 @@ def main() -> None:
     print(f"{'mode':<8} {'runs':>4} {'median s':>9} {'min s':>7} {'peak MB':>8}")
     for mode, rs in results.items():
         walls = [w for w, _ in rs]
-        print(f"{mode:<8} {len(rs):>4} {statistics.median(walls):>9.2f} {min(walls):>7.2f} "
-              f"{max(m for _, m in rs):>8.0f}")
+        print(
+            f"{mode:<8} {len(rs):>4} {statistics.median(walls):>9.2f} {min(walls):>7.2f} {max(m for _, m in rs):>8.0f}"
+        )
 
 
 if __name__ == "__main__":

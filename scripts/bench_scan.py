@@ -46,18 +46,20 @@ def main() -> int:
     root = tree.include_root
     first = scan(root)
     print(f"tree: {root} (CUTLASS {tree.version})")
-    print(f"{first.files_scanned} headers, {first.files_parsed} parsed, {len(first.structs)} "
-          f"storage structs, {len(first.constants)} constants, {len(first.diagnostics)} diagnostics")
+    print(
+        f"{first.files_scanned} headers, {first.files_parsed} parsed, {len(first.structs)} "
+        f"storage structs, {len(first.constants)} constants, {len(first.diagnostics)} diagnostics"
+    )
     print(f"cpus: {os.cpu_count()}, load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     med, times = _median(lambda: scan(root), args.runs)
     print(f"scan() in process:      median {med:.3f} s  ({', '.join(f'{t:.3f}' for t in times)})")
 
-    code = ("import sys; from cutlass_layout.cli import run_scan_cli; "
-            f"sys.exit(run_scan_cli({str(root)!r}, json_out=True))")
+    code = (
+        f"import sys; from cutlass_layout.cli import run_scan_cli; sys.exit(run_scan_cli({str(root)!r}, json_out=True))"
+    )
     cmd = [sys.executable, "-c", code]
-    med, times = _median(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True),
-                         args.runs)
+    med, times = _median(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True), args.runs)
     print(f"fresh process + JSON:   median {med:.3f} s  ({', '.join(f'{t:.3f}' for t in times)})")
 
     one = root / ONE_HEADER

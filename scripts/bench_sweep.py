@@ -70,8 +70,9 @@ MEASURE = (
 def child(grid: dict, src: str, jobs: int | None, cached: bool) -> tuple[float, float, dict]:
     """(process wall seconds, sweep() seconds, parsed output) of one sweep in a fresh process."""
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps([grid, src, jobs, cached])],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps([grid, src, jobs, cached])], capture_output=True, text=True, check=True
+    ).stdout
     return time.perf_counter() - t, *(lambda d: (d["wall"], d))(json.loads(out))
 
 
@@ -81,9 +82,24 @@ def nvcc_run(nvcc: str, root: str, work: Path, i: int, configs) -> tuple[float, 
     src = work / f"tu{i}.cu"
     exe = work / f"tu{i}"
     src.write_text(probe.render(configs, with_main=True))
-    out = subprocess.run([sys.executable, "-c", MEASURE, nvcc, "-std=c++17", "-arch=sm_120a",
-                          "-w", f"-I{root}", str(src), "-o", str(exe)],
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            MEASURE,
+            nvcc,
+            "-std=c++17",
+            "-arch=sm_120a",
+            "-w",
+            f"-I{root}",
+            str(src),
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     if out[2] != "0":
         raise SystemExit(f"nvcc failed on TU {i}")
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
@@ -117,28 +133,36 @@ def main() -> None:
     results = cold[-1][2]["result"]["results"]
     assert all(w[2]["result"]["results"] == results for w in warm), "warm records differ"
 
-    print(f"CUTLASS {tgt.tree.version} ({tgt.tree.origin}); {n} configs; jobs "
-          f"{args.jobs or os.cpu_count()}; {os.cpu_count()} CPUs")
+    print(
+        f"CUTLASS {tgt.tree.version} ({tgt.tree.origin}); {n} configs; jobs "
+        f"{args.jobs or os.cpu_count()}; {os.cpu_count()} CPUs"
+    )
     verdicts = {v: sum(r["verdict"] == v for r in results) for v in ("fits", "over_capacity", "does_not_compile")}
-    print(f"verdicts: {verdicts}; layouts computed in a cold sweep: {stats['laid_out']} "
-          f"(in {stats['chunks']} translation units)")
-    print(f"{'mode':<6} {'runs':>4} {'median s':>9} {'sweep() s':>9} {'s/config':>9} {'s/layout':>9} "
-          f"{'parse CPU s':>11} {'peak MB/worker':>15}")
+    print(
+        f"verdicts: {verdicts}; layouts computed in a cold sweep: {stats['laid_out']} "
+        f"(in {stats['chunks']} translation units)"
+    )
+    print(
+        f"{'mode':<6} {'runs':>4} {'median s':>9} {'sweep() s':>9} {'s/config':>9} {'s/layout':>9} "
+        f"{'parse CPU s':>11} {'peak MB/worker':>15}"
+    )
     for name, rs in (("cold", cold), ("warm", warm)):
         wall = statistics.median(r[0] for r in rs)
         inner = statistics.median(r[1] for r in rs)
         lay = rs[-1][2]["stats"]["laid_out"]
         peak = max(r[2]["stats"]["worker_peak_rss_mb"] for r in rs)
         cpu = statistics.median(r[2]["stats"]["parse_cpu_seconds"] for r in rs)
-        print(f"{name:<6} {len(rs):>4} {wall:>9.2f} {inner:>9.3f} {inner / n:>9.3f} "
-              f"{(inner / lay) if lay else 0:>9.3f} {cpu:>11.1f} {peak:>15.0f}")
+        print(
+            f"{name:<6} {len(rs):>4} {wall:>9.2f} {inner:>9.3f} {inner / n:>9.3f} "
+            f"{(inner / lay) if lay else 0:>9.3f} {cpu:>11.1f} {peak:>15.0f}"
+        )
     print(f"(load average while measuring: {', '.join(f'{x:.2f}' for x in os.getloadavg())})")
 
     nvcc = shutil.which("nvcc")
     if nvcc and not args.no_nvcc:
         ok = [c for c, r in zip(configs, results) if r["verdict"] != "does_not_compile"]
         want = {i: r for i, r in enumerate(r for r in results if r["verdict"] != "does_not_compile")}
-        tus = [ok[i:i + args.tu] for i in range(0, len(ok), args.tu)]
+        tus = [ok[i : i + args.tu] for i in range(0, len(ok), args.tu)]
         work = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
         t = time.perf_counter()
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
@@ -152,10 +176,12 @@ def main() -> None:
                 r = want[k * args.tu + int(i)]
                 got = (r["kernel_bytes"], r["mainloop_bytes"], r["epilogue_bytes"], r["stages"])
                 mismatches += got != (int(kern), int(main_), int(epi), int(st))
-        print(f"nvcc   {len(tus)} TUs of <= {args.tu} ({len(ok)} configs that compile), "
-              f"{os.cpu_count()} at a time: {wall:.1f} s wall, {wall / len(ok):.2f} s/config; "
-              f"TU times {', '.join(f'{o[0]:.0f}' for o in outs)} s; peak "
-              f"{max(o[1] for o in outs):.0f} MB; size mismatches vs sweep: {mismatches}")
+        print(
+            f"nvcc   {len(tus)} TUs of <= {args.tu} ({len(ok)} configs that compile), "
+            f"{os.cpu_count()} at a time: {wall:.1f} s wall, {wall / len(ok):.2f} s/config; "
+            f"TU times {', '.join(f'{o[0]:.0f}' for o in outs)} s; peak "
+            f"{max(o[1] for o in outs):.0f} MB; size mismatches vs sweep: {mismatches}"
+        )
 
 
 if __name__ == "__main__":

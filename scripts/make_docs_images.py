@@ -27,11 +27,22 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 SRC = "flashinfer-python==0.7.2.post1"
 
 COMMANDS = {
-    "sweep.png": ["sweep", "--cutlass", SRC, "--preset", "trtllm-moe",
-                  "--tile", "128x{32,64,128,256}x{64,128}B", "--tile", "256x128x64B",
-                  "--stages", "auto", "--stages", "4"],
-    "memory-map.png": ["layout", "--cutlass", SRC,
-                       "--tactic", "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"],
+    "sweep.png": [
+        "sweep",
+        "--cutlass",
+        SRC,
+        "--preset",
+        "trtllm-moe",
+        "--tile",
+        "128x{32,64,128,256}x{64,128}B",
+        "--tile",
+        "256x128x64B",
+        "--stages",
+        "auto",
+        "--stages",
+        "4",
+    ],
+    "memory-map.png": ["layout", "--cutlass", SRC, "--tactic", "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"],
 }
 
 
@@ -49,8 +60,10 @@ def run() -> int:
     DOCS.mkdir(exist_ok=True)
     for name, argv in COMMANDS.items():
         out = DOCS / name
-        print("cutlass-layout " + " ".join(f"'{a}'" if "{" in a else a for a in argv)
-              + f" --plot docs/{name}", file=sys.stderr)
+        print(
+            "cutlass-layout " + " ".join(f"'{a}'" if "{" in a else a for a in argv) + f" --plot docs/{name}",
+            file=sys.stderr,
+        )
         code = main(argv + ["--plot", str(out), "--format", "json"])
         if code not in (0, 1) or not out.is_file():
             print(f"error: {name} was not drawn (exit {code})", file=sys.stderr)

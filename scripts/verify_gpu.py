@@ -54,11 +54,14 @@ BASES = [
 
 def grid(cutlass: str, jobs: int | None):
     """The configs (auto, and max-fit + 1 stages), their (verdict, bytes), the include root."""
-    bases = [Config(arch="sm90", kernel=k, a=a, tile=t, cluster=cl, schedule=s, epilogue_schedule=e)
-             for k, a, t, cl, s, e in BASES]
+    bases = [
+        Config(arch="sm90", kernel=k, a=a, tile=t, cluster=cl, schedule=s, epilogue_schedule=e)
+        for k, a, t, cl, s, e in BASES
+    ]
     first = sweep(bases, cutlass, jobs=jobs, progress=True)
-    over = [r.config.with_(stages=r.max_stages_that_fit + 1) for r in first.records
-            if r.max_stages_that_fit is not None]
+    over = [
+        r.config.with_(stages=r.max_stages_that_fit + 1) for r in first.records if r.max_stages_that_fit is not None
+    ]
     second = sweep(over, cutlass, jobs=jobs, progress=True)
     configs, expected = [], []
     for r in first.records + second.records:
@@ -77,12 +80,15 @@ def _stages(asked, engine) -> str:
 def markdown(v: GpuVerification, version: str = "") -> str:
     """The README table: one row per config."""
     optin = next((r.optin for r in v.runs if r.optin), None)
-    out = [f"Measured on {v.device.name} (sm_{v.device.cc[0]}{v.device.cc[1]}, opt-in shared memory "
-           f"per block {optin} B){', CUTLASS ' + version if version else ''}; "
-           f"{sum(r.agree for r in v.runs)} of {len(v.runs)} agree.", "",
-           "| kernel | A | tile | cluster | schedule | epilogue | stages | engine | engine B | nvcc sizeof | "
-           "static B | initialize | run | product | agrees |",
-           "| --- | --- | --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | --- | --- | --- |"]
+    out = [
+        f"Measured on {v.device.name} (sm_{v.device.cc[0]}{v.device.cc[1]}, opt-in shared memory "
+        f"per block {optin} B){', CUTLASS ' + version if version else ''}; "
+        f"{sum(r.agree for r in v.runs)} of {len(v.runs)} agree.",
+        "",
+        "| kernel | A | tile | cluster | schedule | epilogue | stages | engine | engine B | nvcc sizeof | "
+        "static B | initialize | run | product | agrees |",
+        "| --- | --- | --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- | --- | --- | --- |",
+    ]
     for r in v.runs:
         c = r.config
         product = "-" if r.correct is None else ("correct" if r.correct else "wrong")
@@ -91,7 +97,8 @@ def markdown(v: GpuVerification, version: str = "") -> str:
             f"| {c['kernel']} | {c['a']} | {'x'.join(map(str, c['tile']))} | "
             f"{'x'.join(map(str, c['cluster']))} | {c['schedule']} | {c['epilogue_schedule']} | "
             f"{_stages(c['stages'], r.tool_stages)} | {r.tool_verdict.replace('_', ' ')} | {r.tool_bytes} | {r.sizeof} | "
-            f"{r.static} | {r.initialize or r.error} | {run} | {product} | {'yes' if r.agree else '**no**'} |")
+            f"{r.static} | {r.initialize or r.error} | {run} | {product} | {'yes' if r.agree else '**no**'} |"
+        )
     return "\n".join(out)
 
 
@@ -128,8 +135,9 @@ def main() -> int:
     if (folder / "include").exists():
         shutil.rmtree(folder / "include")
     shutil.copytree(root, folder / "include")
-    print(f"{len(configs)} programs in {folder}; on the GPU machine: "
-          f"python3 {folder}/runner.py {folder}", file=sys.stderr)
+    print(
+        f"{len(configs)} programs in {folder}; on the GPU machine: python3 {folder}/runner.py {folder}", file=sys.stderr
+    )
     return 0
 
 

@@ -53,8 +53,7 @@ def pytest_configure(config):
     scratch.mkdir()
     os.chmod(scratch, 0o1777)
     os.chmod(tmp, 0o711)
-    _SESSION.update(cache=tmp, owner=True, tmpdir=os.environ.get("TMPDIR"),
-                    mpl=os.environ.get("MPLCONFIGDIR"))
+    _SESSION.update(cache=tmp, owner=True, tmpdir=os.environ.get("TMPDIR"), mpl=os.environ.get("MPLCONFIGDIR"))
     os.environ["CUTLASS_LAYOUT_CACHE"] = str(tmp)
     os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
     if _SESSION["mpl"] is None:  # matplotlib's font cache, else written to ~/.cache/matplotlib
@@ -99,6 +98,7 @@ def pytest_collection_modifyitems(config, items):
     (``--dist loadfile``, pyproject.toml: its module fixtures are computed once), handed out
     in this order: the long files start at once, and the workers end together instead of
     one of them running the last long file alone."""
+
     def rank(item) -> int:
         if item.get_closest_marker("slow"):
             return 0
@@ -229,6 +229,8 @@ def only_sources(monkeypatch):
             for m in builds.modules:
                 m.generated = [p for p in m.generated if keep(p.name)]
             return builds
+
         monkeypatch.setattr(flashinfer_jit, "jit_modules", some)
         return some
+
     return patch

@@ -67,8 +67,9 @@ def test_the_documented_uses_run(mini):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for use in uses:
         script = _script(audit_step, use.get("with", {}))
-        proc = subprocess.run(["bash", "-e", "-c", script], cwd=mini, env=env, capture_output=True, text=True,
-                              timeout=900)
+        proc = subprocess.run(
+            ["bash", "-e", "-c", script], cwd=mini, env=env, capture_output=True, text=True, timeout=900
+        )
         assert proc.returncode == 1, proc.stderr
         if use.get("with", {}).get("format") == "sarif":
             doc = json.loads((mini / use["with"]["sarif-file"]).read_text())

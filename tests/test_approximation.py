@@ -28,10 +28,18 @@ FINALIZE = "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"
 def test_not_audited_yet_says_the_audit_to_run_and_audits_nothing(mini):
     tree = resolve_cutlass(str(mini))
     (appr,) = approximations([MOE], tree)
-    assert (appr.preset, appr.install, appr.source, appr.family, appr.arch, appr.audited, appr.tactics) == \
-        ("trtllm-moe", "flashinfer-python 0.0.1+mini", str(mini), "moe", "sm120", False, [])
+    assert (appr.preset, appr.install, appr.source, appr.family, appr.arch, appr.audited, appr.tactics) == (
+        "trtllm-moe",
+        "flashinfer-python 0.0.1+mini",
+        str(mini),
+        "moe",
+        "sm120",
+        False,
+        [],
+    )
     assert not (mini.parent / "cache" / "flashinfer-jit").exists() or not any(
-        (mini.parent / "cache" / "flashinfer-jit").rglob("*.cu"))  # the generator did not run
+        (mini.parent / "cache" / "flashinfer-jit").rglob("*.cu")
+    )  # the generator did not run
     head = approximation_head(appr)
     assert head.startswith("approximation of the trtllm-moe preset's kernel, TensorRT-LLM's MoE grouped GEMM")
     assert f"`cutlass-layout audit {mini} --family moe`" in head
@@ -49,16 +57,24 @@ def test_an_audited_install_names_its_tactics_of_the_config(mini):
     by = {t["id"]: t for t in moe.tactics}
     assert set(by) == {FINALIZE}  # the mini builds no other 128x64x32 NVFP4 f16 tactic
     kernel = mini_sizes(128, 64, 32, 3, 4096)[2]
-    assert by[FINALIZE] == {"id": FINALIZE, "verdict": "fits", "stages": 3, "kernel_bytes": kernel,
-                            "headroom_bytes": CAPACITY - kernel, "runtime_candidate": True}
+    assert by[FINALIZE] == {
+        "id": FINALIZE,
+        "verdict": "fits",
+        "stages": 3,
+        "kernel_bytes": kernel,
+        "headroom_bytes": CAPACITY - kernel,
+        "runtime_candidate": True,
+    }
     assert approximation_lines(moe, "128x64x16B") == [
         "flashinfer-python 0.0.1+mini builds this config as (its audit, cached):",
-        f"  {FINALIZE}: 24576 B, 3 stages, fits, headroom {CAPACITY - 24576} B (tried by the runtime)"]
+        f"  {FINALIZE}: 24576 B, 3 stages, fits, headroom {CAPACITY - 24576} B (tried by the runtime)",
+    ]
     # the flashinfer preset: the JIT modules' tactics (the mini's dense stand-ins name no
     # element kinds, so none matches), audited all the same
     assert dense.audited is True and dense.family is None and dense.tactics == []
     assert approximation_lines(dense, "128x64x16B")[0].startswith(
-        "flashinfer-python 0.0.1+mini builds no JIT-module tactic of this config")
+        "flashinfer-python 0.0.1+mini builds no JIT-module tactic of this config"
+    )
     # another tile: audited, nothing of it
     (other,) = approximations([MOE.with_(tile=(256, 64, 32))], tree)
     assert other.audited is True and other.tactics == []
@@ -72,14 +88,16 @@ def test_a_tree_that_is_no_flashinfer_has_nothing_to_audit(mini, tmp_path):
     assert (appr.install, appr.audited, appr.arch, appr.tactics) == (None, None, None, [])
     assert approximation_head(appr) == (
         "approximation of the trtllm-moe preset's kernel, TensorRT-LLM's MoE grouped GEMM "
-        "(moe_gemm_tma_ws_launcher.inl): `cutlass-layout audit` of a flashinfer install lays out the real one")
+        "(moe_gemm_tma_ws_launcher.inl): `cutlass-layout audit` of a flashinfer install lays out the real one"
+    )
     assert approximation_lines(appr, "128x64x32") == []
 
 
 @pytest.mark.mini_shared
 def test_an_arch_the_audit_does_not_read(mini):
-    (appr,) = approximations([Config(arch="sm110", kernel="dense", a="bf16", tile=(128, 128, 64))],
-                             resolve_cutlass(str(mini)))
+    (appr,) = approximations(
+        [Config(arch="sm110", kernel="dense", a="bf16", tile=(128, 128, 64))], resolve_cutlass(str(mini))
+    )
     assert appr.install == "flashinfer-python 0.0.1+mini" and appr.arch is None and appr.audited is None
     assert "reads its sm120, sm121, sm100, sm103 and sm90 builds, not this arch's" in approximation_head(appr)
 

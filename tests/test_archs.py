@@ -24,7 +24,14 @@ def test_every_arch_has_a_capacity_source():
         assert (a.capacity is None) != (a.optin_bytes is None), a.name
         assert a.gpu_arch.startswith("sm_") and from_cc(a.cc) is a
     assert {a.name for a in ARCHS.values() if a.capacity is None} == {
-        "sm70", "sm72", "sm75", "sm80", "sm86", "sm87", "sm89"}
+        "sm70",
+        "sm72",
+        "sm75",
+        "sm80",
+        "sm86",
+        "sm87",
+        "sm89",
+    }
     assert arch("sm80").optin_bytes == 163 * 1024 == 166912
     assert arch("sm86").optin_bytes == arch("sm89").optin_bytes == 99 * 1024 == 101376
     assert arch("sm75").optin_bytes == 65536 and arch("sm70").optin_bytes == 98304
@@ -51,12 +58,22 @@ def test_arch_family_and_capacity_of_are_the_tables():
     assert arch_family(110) == ARCHS["sm110"].family == "sm100"
     # unchanged for the archs a flashinfer build has (the MainloopSm<N> of its headers: 70, 80,
     # 90, 100, 103, 120) and the audit's archs
-    assert [arch_family(cc) for cc in (70, 80, 90, 100, 103, 120, 121)] == \
-        [None, None, "sm90", "sm100", "sm100", "sm120", "sm120"]
+    assert [arch_family(cc) for cc in (70, 80, 90, 100, 103, 120, 121)] == [
+        None,
+        None,
+        "sm90",
+        "sm100",
+        "sm100",
+        "sm120",
+        "sm120",
+    ]
     assert {n: capacity_of(n) for n in ("sm90", "sm100", "sm103", "sm120", "sm121")} == {
         "sm90": "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
-        "sm100": "cutlass::arch::sm100_smem_capacity_bytes", "sm103": "cutlass::arch::sm100_smem_capacity_bytes",
-        "sm120": "cutlass::arch::sm120_smem_capacity_bytes", "sm121": "cutlass::arch::sm120_smem_capacity_bytes"}
+        "sm100": "cutlass::arch::sm100_smem_capacity_bytes",
+        "sm103": "cutlass::arch::sm100_smem_capacity_bytes",
+        "sm120": "cutlass::arch::sm120_smem_capacity_bytes",
+        "sm121": "cutlass::arch::sm120_smem_capacity_bytes",
+    }
     assert capacity_of("sm110") == "cutlass::arch::sm100_smem_capacity_bytes"
     assert capacity_of("sm80") is None and capacity_of("all") is None and arch_family(99) is None
 
@@ -77,7 +94,9 @@ def test_preset_archs_and_2x_archs(capsys):
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # a second version: the full tier
+@pytest.mark.parametrize(
+    "tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)]
+)  # a second version: the full tier
 def test_capacity_of_every_arch_from_the_headers(tree, request):
     """One type with a SharedStorage, laid out for each arch: the capacity is the tree's
     constant, with its file and line (4.2.0 and flashinfer 0.7.2.post1 keep them at the same
@@ -88,7 +107,9 @@ def test_capacity_of_every_arch_from_the_headers(tree, request):
         names = ["sm80", "sm90", "sm100", "sm120"]
     subjects = [UserType(TINY, "tiny::Plain", name) for name in names]
     want = {
-        "sm75": (None, 65536), "sm80": (None, 166912), "sm86": (None, 101376),
+        "sm75": (None, 65536),
+        "sm80": (None, 166912),
+        "sm86": (None, 101376),
         "sm90": ("sm90_smem_capacity_bytes", 232448, "cutlass/gemm/collective/builders/sm90_common.inl", 57),
         "sm100": ("sm100_smem_capacity_bytes", 232448, "cutlass/arch/arch.h", 44),
         "sm103": ("sm100_smem_capacity_bytes", 232448, "cutlass/arch/arch.h", 44),
@@ -117,10 +138,12 @@ def test_capacity_from_the_arch_tag(nc420, capsys):
     subjects = [UserType(TINY, f"tiny::Tagged{n}") for n in (80, 90, 100, 120)]
     reps = layouts(subjects, nc420)
     assert [(r.config["arch"], r.config["arch_from"], r.capacity_bytes) for r in reps] == [
-        ("sm80", "tag", 166912), ("sm90", "tag", 232448), ("sm100", "tag", 232448),
-        ("sm120", "tag", 101376)]
-    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(TINY),
-                 "--type", "tiny::Plain"])
+        ("sm80", "tag", 166912),
+        ("sm90", "tag", 232448),
+        ("sm100", "tag", 232448),
+        ("sm120", "tag", 101376),
+    ]
+    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(TINY), "--type", "tiny::Plain"])
     assert code == 2 and "no arch tag" in capsys.readouterr().err
 
 
@@ -128,9 +151,20 @@ def test_capacity_from_the_arch_tag(nc420, capsys):
 def test_include_dirs_and_defines(nc420, capsys):
     """-I DIR and -D NAME=VALUE reach the header: 3 * 256 bytes."""
     header = HEADERS / "needs_include.hpp"
-    argv = ["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(header),
-            "--type", "tiny::NeedsInclude", "-I", str(HEADERS / "extra"), "-D", "TINY_COPIES=3",
-            "--json"]
+    argv = [
+        "layout",
+        "--cutlass",
+        str(nc420.tree.include_root),
+        "--header",
+        str(header),
+        "--type",
+        "tiny::NeedsInclude",
+        "-I",
+        str(HEADERS / "extra"),
+        "-D",
+        "TINY_COPIES=3",
+        "--json",
+    ]
     assert main(argv) == 0
     import json
 

@@ -41,8 +41,10 @@ def mini_sizes(m: int, n: int, k: int, stages: int, epilogue: int) -> tuple[int,
     """(mainloop, epilogue, kernel) SharedStorage bytes of the fixture's stand-in, by hand:
     smem_A and smem_B alignas(1024), barriers 2 x stages x 8 bytes, struct aligned to 1024;
     the kernel holds mainloop, epilogue (alignas(128)) and 48 pipeline bytes, aligned to 1024."""
+
     def up(x, a):
         return -(-x // a) * a
+
     a = m * k * stages
     b = n * k * stages
     mainloop = up(up(a, 1024) + b + 16 * stages, 1024)
@@ -86,7 +88,8 @@ def test_mini_audit(mini):
     inl = "data/csrc/nv_internal/launchers/mini_launcher.inl"
     assert t.launcher_file == inl
     alias_line = 1 + (MINI / "flashinfer" / inl).read_text().split("\n").index(
-        next(ln for ln in (MINI / "flashinfer" / inl).read_text().split("\n") if "using GemmKernel" in ln))
+        next(ln for ln in (MINI / "flashinfer" / inl).read_text().split("\n") if "using GemmKernel" in ln)
+    )
     assert t.launcher_line == alias_line
     assert [f.name for f in r.kernel.fields] == ["mainloop", "epilogue", "pipelines"]
     assert r.kernel.find("epilogue").offset == 19456
@@ -106,18 +109,26 @@ def test_mini_audit(mini):
 
     # the runtime's candidate list (fixture heuristic): 128x128x32B pruned for grouped GEMMs,
     # 256x128x32B only for FP8 activations, 128x64x0B not a candidate at all
-    assert [by[i].runtime_candidate for i in (
-        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize",
-        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab", "moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none",
-    )] == [True, True, False, False]
+    assert [
+        by[i].runtime_candidate
+        for i in (
+            "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize",
+            "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize",
+            "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab",
+            "moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none",
+        )
+    ] == [True, True, False, False]
 
     # a dense GEMM macro: two kernels in a struct (the active one of two definitions)
     dense = [t for t in res.tactics if t.family == "fp4_gemm_cutlass_sm120"]
     assert sorted(t.name for t in dense) == sorted(
-        f"MiniDense_{d}_128_64_32true::GemmKernel{s}" for d in ("f16", "bf16") for s in ("Default", "StreamK"))
+        f"MiniDense_{d}_128_64_32true::GemmKernel{s}" for d in ("f16", "bf16") for s in ("Default", "StreamK")
+    )
     for t in dense:
-        assert (t.report.stages, t.report.mainloop.size, t.report.epilogue.size, t.report.kernel.size) == \
-            (2, *mini_sizes(128, 64, 32, 2, 2048))
+        assert (t.report.stages, t.report.mainloop.size, t.report.epilogue.size, t.report.kernel.size) == (
+            2,
+            *mini_sizes(128, 64, 32, 2, 2048),
+        )
         assert t.swap_ab is True and t.runtime_candidate is None
 
     # a function template instantiated explicitly: its body re-hosted
@@ -130,23 +141,47 @@ def test_mini_audit(mini):
     # what each source instantiates, against what was found (by hand from the fixture's
     # generator and templates: 4 MoE macro calls, one dense macro call per output type, one
     # explicit instantiation per groupwise source, two of the mixed launcher, none in the dispatch)
-    seen = {s["file"].rsplit("/", 1)[-1]: (s["instantiations"], s["kernels"], s["reason"], s["error"])
-            for s in res.sources if not s["skipped"]}
+    seen = {
+        s["file"].rsplit("/", 1)[-1]: (s["instantiations"], s["kernels"], s["reason"], s["error"])
+        for s in res.sources
+        if not s["skipped"]
+    }
     assert seen == {
         "mini_moe_sm120_group0.generated.cu": (4, 4, None, None),
         "mini_dense_f16.cu": (1, 2, None, None),  # one macro, two kernel aliases in its struct
         "mini_dense_bf16.cu": (1, 2, None, None),
         "mini_groupwise_sm120.cu": (1, 1, None, None),
         # its kernel alias inside a loop: a block the reader does not follow
-        "mini_mixed_sm120.cu": (2, 0, None, "instantiates 2 launcher(s) whose kernel this reader "
-                                            "cannot see: MiniMixedGEMM<...> (x2)"),
-        "mini_gemm_sm120_dispatch.cu": (0, 0, "calls kernels defined elsewhere: MiniGroupwiseGEMM "
-                                              "(instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)", None),
+        "mini_mixed_sm120.cu": (
+            2,
+            0,
+            None,
+            "instantiates 2 launcher(s) whose kernel this reader cannot see: MiniMixedGEMM<...> (x2)",
+        ),
+        "mini_gemm_sm120_dispatch.cu": (
+            0,
+            0,
+            "calls kernels defined elsewhere: MiniGroupwiseGEMM "
+            "(instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)",
+            None,
+        ),
     }
-    assert res.source_summary()["gemm_sm120"] == {"sources": 3, "skipped": 0, "instantiations": 3,
-                                                  "kernels": 1, "errors": 1, "without_kernel": 1}
-    assert res.source_summary()["moe"] == {"sources": 2, "skipped": 1, "instantiations": 4, "kernels": 4,
-                                           "errors": 0, "without_kernel": 0}
+    assert res.source_summary()["gemm_sm120"] == {
+        "sources": 3,
+        "skipped": 0,
+        "instantiations": 3,
+        "kernels": 1,
+        "errors": 1,
+        "without_kernel": 1,
+    }
+    assert res.source_summary()["moe"] == {
+        "sources": 2,
+        "skipped": 1,
+        "instantiations": 4,
+        "kernels": 4,
+        "errors": 0,
+        "without_kernel": 0,
+    }
     # where the install's code failed, named inside the install (a report for a PR shows no local path)
     assert any("broken on purpose (flashinfer/jit/gemm/core.py:" in n for n in res.notes)
     assert not any(str(mini) in n for n in res.notes)
@@ -176,9 +211,28 @@ def test_mini_audit_cached_and_json(mini):
     assert warm.to_dict() == cold.to_dict()
     doc = warm.to_dict()
     assert doc["schema"] == "cutlass-layout/audit/1" and doc["capacity_bytes"] == CAPACITY
-    keys = {"id", "family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "stages",
-            "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "headroom_bytes", "verdict",
-            "runtime_candidate", "file", "line", "error"}
+    keys = {
+        "id",
+        "family",
+        "name",
+        "a",
+        "b",
+        "out",
+        "fusion",
+        "swap_ab",
+        "tile",
+        "cluster",
+        "stages",
+        "kernel_bytes",
+        "mainloop_bytes",
+        "epilogue_bytes",
+        "headroom_bytes",
+        "verdict",
+        "runtime_candidate",
+        "file",
+        "line",
+        "error",
+    }
     assert all(keys <= set(t) for t in doc["tactics"])
 
 
@@ -235,22 +289,33 @@ def test_sources_without_a_kernel_in_the_report(mini, capsys):
     out = capsys.readouterr().out
     assert "sources with an error: 1" in out and "mini_mixed_sm120.cu" in out
     assert "MiniMixedGEMM<...> (x2)" in out
-    assert ("note: gemm_sm120: 1 source without a kernel (mini_gemm_sm120_dispatch.cu): calls kernels "
-            "defined elsewhere: MiniGroupwiseGEMM (instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)") in out
-    assert ("sources: gemm_sm120 1 kernel of 3 instantiations in 3 sources, 1 with an error, "
-            "1 without a kernel") in out
+    assert (
+        "note: gemm_sm120: 1 source without a kernel (mini_gemm_sm120_dispatch.cu): calls kernels "
+        "defined elsewhere: MiniGroupwiseGEMM (instantiated in gen_gemm_sm120/mini_groupwise_sm120.cu)"
+    ) in out
+    assert ("sources: gemm_sm120 1 kernel of 3 instantiations in 3 sources, 1 with an error, 1 without a kernel") in out
     assert main(["audit", str(mini)]) == 0  # a skipped source counted with why
-    assert "sources: moe 4 kernels of 4 instantiations in 1 source, 1 skipped (names no sm120 symbol)" \
+    assert (
+        "sources: moe 4 kernels of 4 instantiations in 1 source, 1 skipped (names no sm120 symbol)"
         in capsys.readouterr().out
+    )
     assert main(["audit", str(mini), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["summary"]["fp4_gemm_cutlass_sm120"] == {"sources": 2, "skipped": 0, "instantiations": 2,
-                                                        "kernels": 4, "errors": 0, "without_kernel": 0}
+    assert doc["summary"]["fp4_gemm_cutlass_sm120"] == {
+        "sources": 2,
+        "skipped": 0,
+        "instantiations": 2,
+        "kernels": 4,
+        "errors": 0,
+        "without_kernel": 0,
+    }
     assert all({"family", "instantiations", "kernels", "reason", "error"} <= set(s) for s in doc["sources"])
     assert main(["audit", str(mini), "--format", "github", "--family", "gemm_sm120"]) == 0
     out = capsys.readouterr().out
-    assert ("::warning title=cutlass-layout%3A sources with an error::gemm_sm120: 1 source with an error "
-            "(mini_mixed_sm120.cu): instantiates 2 launcher(s)") in out
+    assert (
+        "::warning title=cutlass-layout%3A sources with an error::gemm_sm120: 1 source with an error "
+        "(mini_mixed_sm120.cu): instantiates 2 launcher(s)"
+    ) in out
 
 
 def test_an_install_whose_builders_give_no_kernel_says_why(tmp_path, monkeypatch, capsys):
@@ -263,15 +328,19 @@ def test_an_install_whose_builders_give_no_kernel_says_why(tmp_path, monkeypatch
     (empty / "flashinfer/jit/gemm/core.py").unlink()
     gen = empty / "flashinfer/jit/gemm/cutlass/generate_kernels.py"
     text = gen.read_text()
-    gen.write_text(text[:text.index("OPS = [")] + "OPS = []\n" + text[text.index("]\n", text.index("OPS = [")) + 2:])
+    gen.write_text(text[: text.index("OPS = [")] + "OPS = []\n" + text[text.index("]\n", text.index("OPS = [")) + 2 :])
     with pytest.raises(BadInput) as exc:
         audit(str(empty), jobs=1)
     msg = str(exc.value)
     assert "\n" not in msg and "--" not in msg
-    assert msg.startswith("flashinfer 0.0.1+mini builds no kernel this reader can lay out for sm120: "
-                          "of the 2 source(s) of fused_moe_120: ")
-    assert ("1 (mini_moe_sm120_group0.generated.cu): instantiates no kernel: no launcher macro call, "
-            "explicit instantiation or kernel type in it") in msg
+    assert msg.startswith(
+        "flashinfer 0.0.1+mini builds no kernel this reader can lay out for sm120: "
+        "of the 2 source(s) of fused_moe_120: "
+    )
+    assert (
+        "1 (mini_moe_sm120_group0.generated.cu): instantiates no kernel: no launcher macro call, "
+        "explicit instantiation or kernel type in it"
+    ) in msg
     assert "1 (mini_sm90_group0.generated.cu): names no sm120 symbol" in msg
     assert main(["audit", str(empty)]) == 2
     err = messages(capsys.readouterr().err)
@@ -281,19 +350,21 @@ def test_an_install_whose_builders_give_no_kernel_says_why(tmp_path, monkeypatch
 
 
 def test_declared_functions_and_macro_calls():
-    src = ("#define LAUNCH(T) struct K_##T { using GemmKernel = cutlass::gemm::kernel::GemmUniversal<T>; };\n"
-           "namespace a { namespace b {\n"
-           "template <int M, typename T>\n"
-           "cudaError_t Launch(T* p, int m);  // declared: another file defines it\n"
-           "template cudaError_t Other<1, int>(int* p, int m);\n"
-           "}  // namespace b\n"
-           "LAUNCH(int)\n"
-           "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, Run);\n"
-           "void Run(int* p) { auto x = a::b::Launch<1, int>(p, 0); }\n"
-           "static int counter = f(2);\n"
-           "struct S { void member(); };\n"
-           "}\n"
-           "using Kernel = cutlass::gemm::kernel::GemmUniversal<int>;\n")
+    src = (
+        "#define LAUNCH(T) struct K_##T { using GemmKernel = cutlass::gemm::kernel::GemmUniversal<T>; };\n"
+        "namespace a { namespace b {\n"
+        "template <int M, typename T>\n"
+        "cudaError_t Launch(T* p, int m);  // declared: another file defines it\n"
+        "template cudaError_t Other<1, int>(int* p, int m);\n"
+        "}  // namespace b\n"
+        "LAUNCH(int)\n"
+        "TVM_FFI_DLL_EXPORT_TYPED_FUNC(run, Run);\n"
+        "void Run(int* p) { auto x = a::b::Launch<1, int>(p, 0); }\n"
+        "static int counter = f(2);\n"
+        "struct S { void member(); };\n"
+        "}\n"
+        "using Kernel = cutlass::gemm::kernel::GemmUniversal<int>;\n"
+    )
     assert declared_functions(src) == [("Launch", 3, False), ("Run", 9, True)]
     assert macro_calls(src) == [("LAUNCH", 7), ("TVM_FFI_DLL_EXPORT_TYPED_FUNC", 8)]
     assert macro_calls(src, {"LAUNCH"}) == [("LAUNCH", 7)]
@@ -313,9 +384,11 @@ def test_judge_source_names_where_called_kernels_are():
     from cutlass_layout.commands.audit import judge_source
 
     dispatch = source_facts("template <int M> int Run(int x);\nint Call(int x) { return Run<1>(x); }\n")
-    others = {"a.cu": source_facts("template int Run<1>(int x);\n"),
-              "b.cu": {**source_facts("LAUNCH(1)\n"), "owners": ["Run_1_false"]},
-              "c.cu": {**source_facts("LAUNCH(2)\n"), "owners": ["RunOther_2"]}}
+    others = {
+        "a.cu": source_facts("template int Run<1>(int x);\n"),
+        "b.cu": {**source_facts("LAUNCH(1)\n"), "owners": ["Run_1_false"]},
+        "c.cu": {**source_facts("LAUNCH(2)\n"), "owners": ["RunOther_2"]},
+    }
     entry = {"file": "d.cu", "kernels": 0, "error": None}
     judge_source(entry, dispatch, {"kernels": [], "error": None, "launcher_macros": []}, others, {"LAUNCH"})
     assert entry["instantiations"] == 0 and entry["error"] is None
@@ -325,8 +398,13 @@ def test_judge_source_names_where_called_kernels_are():
     assert (entry["instantiations"], entry["reason"]) == (1, None)
     assert entry["error"] == "instantiates 1 launcher(s) whose kernel this reader cannot see: LAUNCH"
     entry = {"file": "c.cu", "kernels": 0, "error": None}
-    judge_source(entry, others["c.cu"], {"kernels": [], "error": "x.h: file not found", "launcher_macros": None},
-                 others, {"LAUNCH"})
+    judge_source(
+        entry,
+        others["c.cu"],
+        {"kernels": [], "error": "x.h: file not found", "launcher_macros": None},
+        others,
+        {"LAUNCH"},
+    )
     assert (entry["instantiations"], entry["kernels"], entry["error"]) == (1, 0, "x.h: file not found")
 
 
@@ -362,14 +440,16 @@ def test_closers_and_comments():
     assert closers("void f() { if (x) { int y = 0;") == "} }"
     assert closers("int v[] = { 1,") == "};"
     assert closers("#if defined(X)\n using A = int;") == "\n#endif"
-    assert blank_comments('a = "x;{" + \'{\'; // c {\n/* } */ b') == 'a = "   " + \' \';       \n        b'
+    assert blank_comments("a = \"x;{\" + '{'; // c {\n/* } */ b") == "a = \"   \" + ' ';       \n        b"
 
 
 def test_rehost_and_instantiations():
-    tmpl = ("template <int M, typename T>\nint F(T* a) {\n  static_assert(M > 0, \"M\");\n"
-            "  using namespace cutlass::gemm;\n  constexpr int S = 2;\n"
-            "  using GemmKernel = kernel::GemmUniversal<T, S>;\n  int n = sizeof(GemmKernel);\n"
-            "  return n;\n}\n")
+    tmpl = (
+        'template <int M, typename T>\nint F(T* a) {\n  static_assert(M > 0, "M");\n'
+        "  using namespace cutlass::gemm;\n  constexpr int S = 2;\n"
+        "  using GemmKernel = kernel::GemmUniversal<T, S>;\n  int n = sizeof(GemmKernel);\n"
+        "  return n;\n}\n"
+    )
     usings, struct, alias = rehost_template(tmpl, 3)
     assert usings == "using namespace cutlass::gemm;" and alias == "GemmKernel"
     assert struct.startswith("template <int M, typename T>\nstruct cl_rehost_3 {")
@@ -392,13 +472,15 @@ def test_kernel_names():
     assert element_kind("cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue8m0_t>") == "mxfp4"
     assert element_kind("cute::tuple<cutlass::float_e4m3_t, cutlass::float_ue8m0_t>") == "mxfp8"
     assert element_kind("cutlass::bfloat16_t") == "bf16" and element_kind("weird") is None
-    spelled = ("cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, "
-               "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm120ArrayTmaWarpSpecializedBlockScaled"
-               "<3, 3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cutlass::gemm::KernelPtrArrayTmaWarpSpecialized"
-               "CooperativeBlockScaledSm120<3>>, cute::tuple<cute::C<256>, cute::C<128>, cute::C<128>>, "
-               "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, "
-               "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, T>, "
-               "cutlass::epilogue::collective::CollectiveEpilogue<P, T2, E2, cutlass::half_t, SC, void, SD, F>, void>")
+    spelled = (
+        "cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, "
+        "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm120ArrayTmaWarpSpecializedBlockScaled"
+        "<3, 3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, cutlass::gemm::KernelPtrArrayTmaWarpSpecialized"
+        "CooperativeBlockScaledSm120<3>>, cute::tuple<cute::C<256>, cute::C<128>, cute::C<128>>, "
+        "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, "
+        "cute::tuple<cutlass::float_e2m1_t, cutlass::float_ue4m3_t>, S, T>, "
+        "cutlass::epilogue::collective::CollectiveEpilogue<P, T2, E2, cutlass::half_t, SC, void, SD, F>, void>"
+    )
     parts = kernel_parts(spelled)
     assert parts["kernel"] == "grouped" and parts["tile"] == [256, 128, 128] and parts["cluster"] == [1, 1, 1]
     assert parts["a"] == parts["b"] == "nvfp4" and parts["d"] == "void"
@@ -407,6 +489,7 @@ def test_kernel_names():
 
 # -------------------------------------------------------------------------------------------
 # real installs (network: wheels cached after the first run)
+
 
 @pytest.mark.network
 def test_072_moe_matches_handed_e(audit_072):
@@ -434,8 +517,10 @@ def test_072_moe_matches_handed_e(audit_072):
     assert all(t.runtime_candidate is True for t in moe)
     assert find_tactic(audit_072, "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize").report.kernel.size == 102400
     # a part of the id shared with the /swap_ab twin: the id it ends picks the one without
-    assert find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4/bf16/finalize").id == \
-        "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize"
+    assert (
+        find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4/bf16/finalize").id
+        == "moe/CtaShape256x128x64B/nvfp4xnvfp4/bf16/finalize"
+    )
     assert find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4/bf16/finalize/swap").swap_ab
     with pytest.raises(BadInput, match="tactics match"):
         find_tactic(audit_072, "256x128x64B/nvfp4xnvfp4")
@@ -461,15 +546,20 @@ def test_mini_config_flags_filter_the_tactics(mini, capsys):
     assert [t.id for t in res.tactics] == ["moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
     assert res.tactics[0].report.kernel.size == mini_sizes(128, 64, 32, 3, 4096)[2] == 24576
     assert [t.id for t in audit(str(mini), jobs=1, tile="128x64x32").tactics] == [
-        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"]
+        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"
+    ]
     # braces expand; with swap_ab the activation is B (nvfp4 here too): 64 elements = 32 B
     assert [t.id for t in audit(str(mini), jobs=1, tile="128x{64,128}x32B").tactics] == [
-        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"
+    ]
     assert {t.id for t in audit(str(mini), jobs=1, stages="5").tactics} == {
-        "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"}
+        "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize",
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab",
+    }
     assert len(audit(str(mini), jobs=1, stages="auto").tactics) == len(audit(str(mini), jobs=1).tactics) == 9
     assert [t.id for t in audit(str(mini), jobs=1, d="bf16", a="nvfp4").tactics] == [
-        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"
+    ]
     assert audit(str(mini), jobs=1, kernel="grouped").tactics == []  # the stand-in kernels are dense
     assert audit(str(mini), jobs=1, a=["mxfp8"]).tactics == []
     # the command: same flags, one line for what cannot filter
@@ -487,8 +577,11 @@ def test_tactics_have_the_json_numbers_as_attributes(mini):
     by = {t.id: t for t in audit(str(mini), jobs=1).tactics}
     over = by["moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"]
     mainloop, epilogue, kernel = mini_sizes(256, 128, 64, 5, 4096)
-    assert (over.stages, over.mainloop_bytes, over.epilogue_bytes, over.kernel_bytes) == \
-        (5, mainloop, epilogue, kernel) == (5, 123904, 4096, 129024)
+    assert (
+        (over.stages, over.mainloop_bytes, over.epilogue_bytes, over.kernel_bytes)
+        == (5, mainloop, epilogue, kernel)
+        == (5, 123904, 4096, 129024)
+    )
     assert (over.capacity_bytes, over.headroom_bytes, over.verdict) == (CAPACITY, CAPACITY - 129024, "over_capacity")
     assert over.runtime_candidate is True and over.error is None
     bad = by["moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none"]
@@ -496,12 +589,22 @@ def test_tactics_have_the_json_numbers_as_attributes(mini):
     assert bad.error.kind == "static_assert" and bad.error.message == "The tile's K must be positive."
     for t in by.values():
         row = t.to_dict()
-        for k in ("stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
-                  "headroom_bytes", "verdict", "runtime_candidate"):
+        for k in (
+            "stages",
+            "kernel_bytes",
+            "mainloop_bytes",
+            "epilogue_bytes",
+            "capacity_bytes",
+            "headroom_bytes",
+            "verdict",
+            "runtime_candidate",
+        ):
             assert getattr(t, k) == row[k], (t.id, k)
-        assert row["error"] == (None if t.error is None else
-                                {"kind": t.error.kind, "message": t.error.message, "file": t.error.file,
-                                 "line": t.error.line})
+        assert row["error"] == (
+            None
+            if t.error is None
+            else {"kind": t.error.kind, "message": t.error.message, "file": t.error.file, "line": t.error.line}
+        )
     with pytest.raises(AttributeError):
         over.kernel_bytes = 1
 
@@ -522,6 +625,7 @@ def test_sm121_reads_what_sm120_laid_out(mini, monkeypatch, tmp_path):
             with open(log, "a") as fh:
                 fh.write(what + "\n")
             return real(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(ci.Index, "parse", counting("parse", ci.Index.parse))
@@ -548,6 +652,7 @@ def _count_parses(monkeypatch, log: Path) -> None:
         with open(log, "a") as fh:
             fh.write("parse\n")
         return real(*args, **kwargs)
+
     monkeypatch.setattr(ci.Index, "parse", counted)
 
 
@@ -561,8 +666,11 @@ def test_a_family_the_install_does_not_build_is_refused_before_any_parse(mini, m
     assert "--" not in msg and "\n" not in msg and "unknown family 'mo' (nearest: moe)" in msg
     # it lists the families the install builds: those of its tactics
     listed = set(msg.rsplit(": ", 1)[1].split(", "))
-    assert listed == {t.family for t in audit(str(mini), jobs=1).tactics} == \
-        {"moe", "fp4_gemm_cutlass_sm120", "gemm_sm120"}
+    assert (
+        listed
+        == {t.family for t in audit(str(mini), jobs=1).tactics}
+        == {"moe", "fp4_gemm_cutlass_sm120", "gemm_sm120"}
+    )
     capsys.readouterr()
     assert main(["audit", str(mini), "--family", "mo"]) == 2
     out, err = capsys.readouterr()
@@ -578,6 +686,7 @@ def test_a_family_with_no_kernel_says_so(mini):
     assert res.unmatched[0]["note"] in res.notes and "its 3 source(s) for sm120 gave no kernel" in res.notes[-1]
     # no kernel laid out, so no capacity read: the head leaves it out rather than guess
     from cutlass_layout.reports.audit import head_lines
+
     assert res.capacity is None and head_lines(res)[2] == "sm120: 0 tactics from 3 generated sources"
 
 
@@ -617,10 +726,13 @@ def test_a_filter_that_keeps_nothing_says_which_and_what_is_near(mini, capsys):
 @pytest.mark.mini_shared
 def test_grep_matches_ids_case_insensitively(mini):
     res = audit(str(mini), jobs=1, grep="NVFP4xnvfp4/F16/finalize")  # only in the ids
-    assert {t.id for t in res.tactics} == {"moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize",
-                                           "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize"}
+    assert {t.id for t in res.tactics} == {
+        "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize",
+        "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize",
+    }
     assert [t.id for t in audit(str(mini), jobs=1, grep="bf16/none").tactics] == [
-        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"]
+        "moe/CtaShape128x128x32B/nvfp4xnvfp4/bf16/none/swap_ab"
+    ]
     assert all("nvfp4" in t.id for t in audit(str(mini), jobs=1, grep="nvfp4").tactics)
     res = audit(str(mini), jobs=1, grep="finalise")
     assert res.tactics == [] and res.unmatched[0]["filter"] == "grep"
@@ -641,8 +753,12 @@ def test_cli_filter_notes_and_check(mini, capsys):
     out, err = capsys.readouterr()
     assert "finalise" not in out and err.startswith("note: --grep finalise: matched no tactic")
     # the arch's capacity is still the one its headers give (the fixture's arch.h, line 8)
-    assert re.search(r"^sm120: 0 tactics from \d+ generated sources; capacity 101376 B "
-                     r"\(sm120_smem_capacity_bytes, cutlass/arch/arch\.h:8\)$", out, re.M)
+    assert re.search(
+        r"^sm120: 0 tactics from \d+ generated sources; capacity 101376 B "
+        r"\(sm120_smem_capacity_bytes, cutlass/arch/arch\.h:8\)$",
+        out,
+        re.M,
+    )
     # --check: a filter that kept nothing fails it, saying so
     assert main(["audit", str(mini), "--tile", "128x128x32", "--check"]) == 1
     assert "check failed: 1 filter(s) matched no tactic" in capsys.readouterr().err
@@ -653,19 +769,22 @@ def test_check_says_why(mini, capsys):
     over = mini_sizes(256, 128, 64, 5, 4096)[2]
     assert main(["audit", str(mini), "--check", "--json"]) == 1
     out, err = capsys.readouterr()
-    tried_over = [t for t in json.loads(out)["tactics"]
-                  if t["verdict"] == "over_capacity" and t["runtime_candidate"] is not False]
+    tried_over = [
+        t for t in json.loads(out)["tactics"] if t["verdict"] == "over_capacity" and t["runtime_candidate"] is not False
+    ]
     lines = messages(err).splitlines()
     assert len(tried_over) == 1 and len(lines) == 2
     t = tried_over[0]
-    assert lines[0] == (f"check: {t['id']}: {over} B, over the {CAPACITY} B capacity by "
-                        f"{over - CAPACITY} B (tried by the runtime)")
+    assert lines[0] == (
+        f"check: {t['id']}: {over} B, over the {CAPACITY} B capacity by {over - CAPACITY} B (tried by the runtime)"
+    )
     assert lines[1].startswith("check failed: 1 tactic(s)")
     # layout --check of one tactic: one line too
     assert main(["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B", "--check", "--json"]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[-1] == (f"check failed: tactic {t['id']} is {over} B, over the {CAPACITY} B capacity by "
-                       f"{over - CAPACITY} B")
+    assert err[-1] == (
+        f"check failed: tactic {t['id']} is {over} B, over the {CAPACITY} B capacity by {over - CAPACITY} B"
+    )
 
 
 @pytest.mark.mini_shared
@@ -699,22 +818,38 @@ def test_072_seed_preset_names_the_finalize_tactic(audit_072, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["kernel"]["size"] == 98304 and doc["verdict"] == "fits"
     appr = doc["approximation"]
-    assert (appr["preset"], appr["install"], appr["source"], appr["family"], appr["audited"]) == \
-        ("trtllm-moe", "flashinfer-python 0.7.2.post1", "flashinfer-python==0.7.2.post1", "moe", True)
+    assert (appr["preset"], appr["install"], appr["source"], appr["family"], appr["audited"]) == (
+        "trtllm-moe",
+        "flashinfer-python 0.7.2.post1",
+        "flashinfer-python==0.7.2.post1",
+        "moe",
+        True,
+    )
     by = {t["id"]: t for t in appr["tactics"]}
-    assert set(by) == {finalize, f"{finalize}/swap_ab", finalize.replace("finalize", "none"),
-                       finalize.replace("finalize", "none/swap_ab")}
-    assert by[finalize] == {"id": finalize, "verdict": "over_capacity", "stages": 3, "kernel_bytes": 102400,
-                            "headroom_bytes": -1024, "runtime_candidate": True}
+    assert set(by) == {
+        finalize,
+        f"{finalize}/swap_ab",
+        finalize.replace("finalize", "none"),
+        finalize.replace("finalize", "none/swap_ab"),
+    }
+    assert by[finalize] == {
+        "id": finalize,
+        "verdict": "over_capacity",
+        "stages": 3,
+        "kernel_bytes": 102400,
+        "headroom_bytes": -1024,
+        "runtime_candidate": True,
+    }
     assert by[finalize.replace("finalize", "none")]["kernel_bytes"] == 98304  # what the preset lays out
     assert main(["layout", *src]) == 0
     out = capsys.readouterr().out
-    assert ("approximation of the trtllm-moe preset's kernel, TensorRT-LLM's MoE grouped GEMM "
-            "(moe_gemm_tma_ws_launcher.inl), which flashinfer-python 0.7.2.post1 may build differently: "
-            "`cutlass-layout audit flashinfer-python==0.7.2.post1 --family moe` / `cutlass-layout layout "
-            "--tactic ID --cutlass flashinfer-python==0.7.2.post1` lay out the real one") in out
-    assert (f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
-            in out.splitlines())
+    assert (
+        "approximation of the trtllm-moe preset's kernel, TensorRT-LLM's MoE grouped GEMM "
+        "(moe_gemm_tma_ws_launcher.inl), which flashinfer-python 0.7.2.post1 may build differently: "
+        "`cutlass-layout audit flashinfer-python==0.7.2.post1 --family moe` / `cutlass-layout layout "
+        "--tactic ID --cutlass flashinfer-python==0.7.2.post1` lay out the real one"
+    ) in out
+    assert f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)" in out.splitlines()
     assert main(["layout", *src, "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     assert f"- {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)" in md.splitlines()
@@ -722,8 +857,10 @@ def test_072_seed_preset_names_the_finalize_tactic(audit_072, capsys):
     (rec,) = json.loads(capsys.readouterr().out)["results"]
     assert rec["kernel_bytes"] == 98304 and rec["approximation"]["tactics"] == appr["tactics"]
     assert main(["sweep", *src]) == 0
-    assert (f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
-            in capsys.readouterr().out.splitlines())
+    assert (
+        f"  {finalize}: 102400 B, 3 stages, over capacity by 1024 B (tried by the runtime)"
+        in capsys.readouterr().out.splitlines()
+    )
 
 
 def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monkeypatch):
@@ -734,6 +871,7 @@ def test_warm_audit_scans_and_names_nothing_and_gives_the_same_answer(mini, monk
 
     def never(*a, **k):
         raise AssertionError("a warm audit scanned or named again")
+
     monkeypatch.setattr(audit_plan, "scan_source", never)
     monkeypatch.setattr(audit_tactics, "tactic_of", never)
     assert json.dumps(audit(str(mini), jobs=1).to_dict(), sort_keys=True) == cold
@@ -747,11 +885,22 @@ def test_batches_by_weight_one_unit_a_worker_at_least():
     times their weight (an SM90 MoE kernel 1, an SM100 MoE kernel 3, most others 6, the SM103
     dense FP4 GEMMs' 12), spread over the workers where there are enough; a unit holds one
     source at least."""
+
     def items(n):
         return [(Source(Path(f"/g/s{i}.cu"), (), Path("/inc"), "sm100"), f"k{i}") for i in range(n)]
-    assert [audit_mod.kernel_weight(m) for m in ("fused_moe_90", "fused_moe_120", "fused_moe_100",
-                                                 "fused_moe_103", "fp4_gemm_cutlass_sm103", "gemm_sm100",
-                                                 "fused_moe_1000")] == [1, 1, 3, 3, 12, 6, 6]
+
+    assert [
+        audit_mod.kernel_weight(m)
+        for m in (
+            "fused_moe_90",
+            "fused_moe_120",
+            "fused_moe_100",
+            "fused_moe_103",
+            "fp4_gemm_cutlass_sm103",
+            "gemm_sm100",
+            "fused_moe_1000",
+        )
+    ] == [1, 1, 3, 3, 12, 6, 6]
     est = {Path(f"/g/s{i}.cu"): 8 * 6 for i in range(12)}  # 8 kernels of weight 6 a source
     assert [len(b) for b in audit_run.batches(items(12), 2, est)] == [6, 6]
     assert [len(b) for b in audit_run.batches(items(12), 4, est)] == [3, 3, 3, 3]
@@ -768,8 +917,14 @@ def test_a_cold_audit_says_what_is_over_as_it_finds_it(mini, capsys):
     err = capsys.readouterr().err.splitlines()
     found = [ln for ln in err if ": found: " in ln]
     assert found and all(is_progress_line(ln) for ln in found)
-    assert any(re.fullmatch(r"audit sm120: found: \S+\.cu:\d+ \S+::\w+: 129024 B, "
-                            rf"{129024 - CAPACITY} B over capacity", ln) for ln in found)
+    assert any(
+        re.fullmatch(
+            r"audit sm120: found: \S+\.cu:\d+ \S+::\w+: 129024 B, "
+            rf"{129024 - CAPACITY} B over capacity",
+            ln,
+        )
+        for ln in found
+    )
     assert main(["audit", str(mini), "--family", "moe"]) == 0
     assert ": found: " not in capsys.readouterr().err
 
@@ -799,6 +954,7 @@ def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, cap
         printed.append(capsys.readouterr().out)
         seen_at_fixes.append(len(printed[-1].splitlines()))
         return real(tactics, *a, **k)
+
     monkeypatch.setattr(audit_command, "search_fixes", fixes)
 
     def run():
@@ -815,8 +971,9 @@ def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, cap
     rows = {r["id"]: r for r in closing["tactics"]}
     assert sorted(x["id"] for x in streamed) == sorted(rows)
     for x in streamed:
-        assert {k: v for k, v in x.items() if k not in ("event", "arch")} == \
-            {k: v for k, v in rows[x["id"]].items() if k not in audit_mod.STREAM_LATER}
+        assert {k: v for k, v in x.items() if k not in ("event", "arch")} == {
+            k: v for k, v in rows[x["id"]].items() if k not in audit_mod.STREAM_LATER
+        }
     assert any(x["kernel_bytes"] == 129024 and x["verdict"] == "over_capacity" for x in streamed)
     warm = run()
     key = lambda x: json.dumps(x, sort_keys=True)  # noqa: E731
@@ -826,4 +983,5 @@ def test_jsonl_streams_each_tactic_before_the_end_then_the_whole_audit(mini, cap
 def test_jsonl_is_for_a_flashinfer_install(mini_library):
     with pytest.raises(BadInput, match="--json"):
         from cutlass_layout import api
+
         api.audit(str(mini_library), "sm120", on_tactic=lambda *a: None)

@@ -85,23 +85,30 @@ def test_all_is_every_arch_with_builders(mini, capsys):
     code, out, err = _run(capsys, ["audit", str(mini), "--arch", "all", "--json"])
     assert code == 0
     assert [a["arch"] for a in json.loads(out)["audits"]] == ["sm120"]
-    assert ("note: all: flashinfer 0.0.1+mini has no JIT module builder that builds a CUTLASS GEMM "
-            "for sm90, sm100, sm103: not audited") in err
+    assert (
+        "note: all: flashinfer 0.0.1+mini has no JIT module builder that builds a CUTLASS GEMM "
+        "for sm90, sm100, sm103: not audited"
+    ) in err
     code, out, _ = _run(capsys, ["audit", str(mini), "--arch", "all", "--arch", "sm121", "--family", "moe"])
     assert code == 0 and re.findall(r"^(sm12[01]): \d+ tactics", out, re.M) == ["sm120", "sm121"]
 
 
 @pytest.mark.mini_shared
 def test_check_fails_if_any_arch_fails_naming_it(mini, capsys):
-    code, _, err = _run(capsys, ["audit", str(mini), "--arch", "sm120", "--arch", "sm121", "--check",
-                                 "--family", "moe"])
+    code, _, err = _run(
+        capsys, ["audit", str(mini), "--arch", "sm120", "--arch", "sm121", "--check", "--family", "moe"]
+    )
     assert code == 1
     for arch in ("sm120", "sm121"):
-        assert (f"check: {arch}: {OVER}: {OVER_BYTES} B, over the {CAPACITY} B capacity by "
-                f"{OVER_BYTES - CAPACITY} B (tried by the runtime)") in err
+        assert (
+            f"check: {arch}: {OVER}: {OVER_BYTES} B, over the {CAPACITY} B capacity by "
+            f"{OVER_BYTES - CAPACITY} B (tried by the runtime)"
+        ) in err
         assert f"check failed: 1 tactic(s) the runtime would try are over capacity on {arch}" in err
-    code, _, err = _run(capsys, ["audit", str(mini), "--arch", "sm120", "--arch", "sm121", "--check",
-                                 "--family", "fp4_gemm_cutlass_sm120"])
+    code, _, err = _run(
+        capsys,
+        ["audit", str(mini), "--arch", "sm120", "--arch", "sm121", "--check", "--family", "fp4_gemm_cutlass_sm120"],
+    )
     assert code == 0 and "check" not in err
 
 
@@ -125,8 +132,9 @@ def test_all_leaves_out_an_arch_whose_builders_give_nothing(tmp_path, monkeypatc
     site = tmp_path / "site"
     shutil.copytree(MINI, site)
     moe = site / "flashinfer/jit/fused_moe.py"
-    moe.write_text(moe.read_text().replace('raise RuntimeError("not for sm120")',
-                                           'raise RuntimeError("no sm90 gemm here")'))
+    moe.write_text(
+        moe.read_text().replace('raise RuntimeError("not for sm120")', 'raise RuntimeError("no sm90 gemm here")')
+    )
     code, out, err = _run(capsys, ["audit", str(site), "--arch", "all", "--json"])
     assert code == 0 and [a["arch"] for a in json.loads(out)["audits"]] == ["sm120"]
     assert "for sm100, sm103: not audited" in err
@@ -136,17 +144,33 @@ def test_all_leaves_out_an_arch_whose_builders_give_nothing(tmp_path, monkeypatc
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and "sm90" in err
 
 
-@pytest.mark.parametrize("argv,words", [
-    (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "all"], "name them, of sm120, sm121, sm100, sm101, sm103, sm110, sm90"),
-    (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "all"], "26,164 kernels for SM100 alone"),
-    (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "sm75"], "arch 'sm75': CUTLASS's library"),
-    (["audit", "/no/such/install", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),
-    (["audit", "/no/such/install", "--arch", "all", "--arch", "sm110"], "arch 'sm110': an audit takes"),
-    (["audit", "/no/such/install", "--arch", "sm90", "--arch", "sm120", "--blocklist", "b.json"],
-     "--blocklist with --arch sm90 sm120: flashinfer's tactics blocklist holds one arch's"),
-    (["audit", "/no/such/install", "--arch", "all", "--blocklist", "b.json"], "write one file per arch"),
-], ids=["library-all", "library-all-among", "library-unknown", "unknown", "unknown-with-all", "blocklist",
-        "blocklist-all"])
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (
+            ["audit", "nvidia-cutlass==4.2.0.0", "--arch", "all"],
+            "name them, of sm120, sm121, sm100, sm101, sm103, sm110, sm90",
+        ),
+        (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "all"], "26,164 kernels for SM100 alone"),
+        (["audit", "nvidia-cutlass==4.2.0.0", "--arch", "sm90", "--arch", "sm75"], "arch 'sm75': CUTLASS's library"),
+        (["audit", "/no/such/install", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),
+        (["audit", "/no/such/install", "--arch", "all", "--arch", "sm110"], "arch 'sm110': an audit takes"),
+        (
+            ["audit", "/no/such/install", "--arch", "sm90", "--arch", "sm120", "--blocklist", "b.json"],
+            "--blocklist with --arch sm90 sm120: flashinfer's tactics blocklist holds one arch's",
+        ),
+        (["audit", "/no/such/install", "--arch", "all", "--blocklist", "b.json"], "write one file per arch"),
+    ],
+    ids=[
+        "library-all",
+        "library-all-among",
+        "library-unknown",
+        "unknown",
+        "unknown-with-all",
+        "blocklist",
+        "blocklist-all",
+    ],
+)
 def test_bad_arches_one_line_before_any_work(argv, words, capsys, tmp_path, monkeypatch):
     """Refused before the source is read or fetched (nothing lands in the cache)."""
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
@@ -203,8 +227,9 @@ def test_ctrl_c_after_an_arch_prints_the_arches_done(mini_library, monkeypatch, 
     with pytest.raises(Interrupted, match="^interrupted: sm120 was interrupted$") as got:
         api.audit(str(mini_library), ["sm90", "sm120"], kernels="*x*")
     assert got.value.partial.archs == ["sm90"] and got.value.partial.notes == ["sm120 was interrupted (Ctrl-C)"]
-    code, out, err = _run(capsys, ["audit", str(mini_library), "--arch", "sm90", "--arch", "sm120",
-                                   "--kernels", "*x*", "--json"])
+    code, out, err = _run(
+        capsys, ["audit", str(mini_library), "--arch", "sm90", "--arch", "sm120", "--kernels", "*x*", "--json"]
+    )
     assert code == 130 and [a["arch"] for a in json.loads(out)["audits"]] == ["sm90"]
     assert err.strip().splitlines()[-1] == "error: interrupted: sm120 was interrupted", err
     with pytest.raises(KeyboardInterrupt):  # nothing done yet: Ctrl-C as it was
@@ -246,12 +271,17 @@ def test_several_arches_name_the_arch_and_its_place_on_every_progress_line(mini,
     lines = [ln for ln in err.splitlines() if is_progress_line(ln) and not ln.startswith("audit sm121: found: ")]
     version = "0.0.1+mini"
     assert lines[0] == f"arch 1 of 2 (sm121): auditing flashinfer {version} for sm121 ..."
-    assert f"arch 1 of 2 (sm121): running flashinfer {version}'s JIT module builders for sm120 " \
-           "(its kernel generator and templates) ..." in lines
+    assert (
+        f"arch 1 of 2 (sm121): running flashinfer {version}'s JIT module builders for sm120 "
+        "(its kernel generator and templates) ..." in lines
+    )
     assert "arch 1 of 2 (sm121): laying out sources: 0/6 (0 s)" in lines
     assert "arch 1 of 2 (sm121): searching fixes: 0/1 tactics (0 s)" in lines
     second = [i for i, ln in enumerate(lines) if ln.startswith("arch 2 of 2 (sm120): ")]
     assert len(second) == 1 and second[0] == len(lines) - 1, lines  # cached: its start alone
-    assert re.fullmatch(rf"arch 2 of 2 \(sm120\): auditing flashinfer {re.escape(version)} for sm120 "
-                        r"\(\d+ (s|min) so far, about \d+ (s|min) left\) \.\.\.", lines[-1])
+    assert re.fullmatch(
+        rf"arch 2 of 2 \(sm120\): auditing flashinfer {re.escape(version)} for sm120 "
+        r"\(\d+ (s|min) so far, about \d+ (s|min) left\) \.\.\.",
+        lines[-1],
+    )
     assert all(ln.startswith("arch 1 of 2 (sm121): ") for ln in lines[:-1])

@@ -31,8 +31,10 @@ def pair(tmp_path, monkeypatch):
     assert "? 3 : 5" in inl
     (new / INL).write_text(inl.replace("? 3 : 5", "? 3 : 4"))
     gen = (new / GEN).read_text()
-    gen = gen.replace('    (128, 64, 0, "NONE", "false", "half"),  # K = 0 fails the collective\'s static_assert\n',
-                      '    (128, 256, 32, "NONE", "false", "half"),\n')
+    gen = gen.replace(
+        '    (128, 64, 0, "NONE", "false", "half"),  # K = 0 fails the collective\'s static_assert\n',
+        '    (128, 256, 32, "NONE", "false", "half"),\n',
+    )
     (new / GEN).write_text(gen)
     return old, new
 
@@ -73,7 +75,10 @@ def test_mini_audit_diff(pair, capsys):
 
     assert main(["diff", str(old), str(new), "--audit", "--family", "moe", "--exit-code"]) == 1
     out = capsys.readouterr().out
-    assert "* moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize: 129024 B, 5 stages, over -> 104448 B, 4 stages, over" in out
+    assert (
+        "* moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize: 129024 B, 5 stages, over -> 104448 B, 4 stages, over"
+        in out
+    )
     assert "+ moe/CtaShape128x256x16B" in out and "- moe/CtaShape128x64x0B" in out
     assert main(["diff", str(old), str(new), "--audit", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -30,19 +30,40 @@ FAMILY = "fp4_gemm_cutlass_sm120"
 
 
 def tactic(name: str, *, tile=(128, 64, 32), cluster=(1, 1, 1), swap_ab=None, out="f16") -> Tactic:
-    return Tactic(family=FAMILY, name=name, a="nvfp4", b="nvfp4", out=out, fusion=None,
-                  swap_ab=swap_ab, tile=list(tile), cluster=None if cluster is None else list(cluster),
-                  kernel="dense", schedule="KernelTmaWarpSpecializedCooperative", file="x.cu", line=1,
-                  launcher=name.split("::")[0])
+    return Tactic(
+        family=FAMILY,
+        name=name,
+        a="nvfp4",
+        b="nvfp4",
+        out=out,
+        fusion=None,
+        swap_ab=swap_ab,
+        tile=list(tile),
+        cluster=None if cluster is None else list(cluster),
+        kernel="dense",
+        schedule="KernelTmaWarpSpecializedCooperative",
+        file="x.cu",
+        line=1,
+        launcher=name.split("::")[0],
+    )
 
 
 def test_configuration_leaves_out_the_name_and_counts_no_swap_as_not_swapped():
     t = tactic("S_1SM::GemmKernelDefault")
     cfg = tactic_configuration(t, "sm120")
-    assert cfg == {"family": FAMILY, "arch": "sm120", "a": "nvfp4", "b": "nvfp4", "out": "f16",
-                   "tile": [128, 64, 32], "cluster": [1, 1, 1],
-                   "schedule": "KernelTmaWarpSpecializedCooperative", "fusion": None,
-                   "swap_ab": False, "kernel": "dense"}
+    assert cfg == {
+        "family": FAMILY,
+        "arch": "sm120",
+        "a": "nvfp4",
+        "b": "nvfp4",
+        "out": "f16",
+        "tile": [128, 64, 32],
+        "cluster": [1, 1, 1],
+        "schedule": "KernelTmaWarpSpecializedCooperative",
+        "fusion": None,
+        "swap_ab": False,
+        "kernel": "dense",
+    }
     assert tactic_configuration(tactic("other name", swap_ab=False), "sm120") == cfg
     assert tactic_configuration(tactic("S", swap_ab=True), "sm120")["swap_ab"] is True
 
@@ -51,13 +72,20 @@ def test_pairing_is_by_configuration_then_by_the_rest_of_the_name():
     """Two tactics of one configuration on each side (a runtime cluster, no Tactic field tells
     Default from StreamK): the most alike ids pair; a third old one of that configuration is
     removed, not dropped; a unique configuration pairs whatever its name; equal ids say ``id``."""
-    olds = [tactic("S_1SM::GemmKernelStreamK", cluster=None), tactic("S_1SM::GemmKernelDefault", cluster=None),
-            tactic("S_1SM::GemmKernelExtra", cluster=None), tactic("T_a", tile=(256, 128, 64)),
-            tactic("U", tile=(128, 32, 64))]
-    news = [tactic("S_1SMfalse::GemmKernelDefault", cluster=None, swap_ab=False),
-            tactic("S_1SMfalse::GemmKernelStreamK", cluster=None, swap_ab=False),
-            tactic("T_b", tile=(256, 128, 64)), tactic("U", tile=(128, 32, 64)),
-            tactic("S_1SMtrue::GemmKernelDefault", cluster=None, swap_ab=True)]
+    olds = [
+        tactic("S_1SM::GemmKernelStreamK", cluster=None),
+        tactic("S_1SM::GemmKernelDefault", cluster=None),
+        tactic("S_1SM::GemmKernelExtra", cluster=None),
+        tactic("T_a", tile=(256, 128, 64)),
+        tactic("U", tile=(128, 32, 64)),
+    ]
+    news = [
+        tactic("S_1SMfalse::GemmKernelDefault", cluster=None, swap_ab=False),
+        tactic("S_1SMfalse::GemmKernelStreamK", cluster=None, swap_ab=False),
+        tactic("T_b", tile=(256, 128, 64)),
+        tactic("U", tile=(128, 32, 64)),
+        tactic("S_1SMtrue::GemmKernelDefault", cluster=None, swap_ab=True),
+    ]
     got = [(o and o.name, n and n.name, by) for o, n, by in pair_tactics(olds, news, "sm120")]
     assert got == [
         ("S_1SM::GemmKernelStreamK", "S_1SMfalse::GemmKernelStreamK", "name"),
@@ -73,9 +101,14 @@ def test_pairing_is_by_configuration_then_by_the_rest_of_the_name():
 
 
 def test_renamed_part_is_widened_to_words():
-    assert renamed_part(f"{FAMILY}/S_half_128_1_1_1_1SM::GemmKernelDefault/nvfp4xnvfp4/f16",
-                        f"{FAMILY}/S_half_128_1_1_1_1SMfalse::GemmKernelDefault/nvfp4xnvfp4/f16") == ("1SM", "1SMfalse")
-    assert renamed_part("moe/CtaShape128x64x32B/x", "moe/CtaShape128x64x64B/x") == ("CtaShape128x64x32B", "CtaShape128x64x64B")
+    assert renamed_part(
+        f"{FAMILY}/S_half_128_1_1_1_1SM::GemmKernelDefault/nvfp4xnvfp4/f16",
+        f"{FAMILY}/S_half_128_1_1_1_1SMfalse::GemmKernelDefault/nvfp4xnvfp4/f16",
+    ) == ("1SM", "1SMfalse")
+    assert renamed_part("moe/CtaShape128x64x32B/x", "moe/CtaShape128x64x64B/x") == (
+        "CtaShape128x64x32B",
+        "CtaShape128x64x64B",
+    )
     assert renamed_part("a/b", "a/b") == ("", "")
 
 
@@ -104,6 +137,7 @@ def respelled(tmp_path, monkeypatch):
         h = (new / HEADER).read_text()
         assert "MainloopSm120Mini<2>" in h
         (new / HEADER).write_text(h.replace("MainloopSm120Mini<2>", f"MainloopSm120Mini<{n}>"))
+
     return old, new, stages
 
 
@@ -145,21 +179,37 @@ def test_mini_respelled_dense_tactics_are_renamed(respelled, new_stages, capsys)
 
     assert main(["diff", str(old), str(new), "--audit", "--family", FAMILY, "--exit-code"]) == 1
     out = capsys.readouterr().out
-    counts = ("0 with other changes, 4 renamed" if new_stages == 2
-              else "4 with other changes, 0 renamed")
+    counts = "0 with other changes, 4 renamed" if new_stages == 2 else "4 with other changes, 0 renamed"
     assert counts in out
     flag = "~" if new_stages == 2 else "*"
     row = f"  {flag} {FAMILY}/MiniDense_f16_128_64_32false::GemmKernelDefault/NonexNone/None: "
-    nums = ("16384 B, 2 stages, fits on both sides (+0 B)" if new_stages == 2
-            else "16384 B, 2 stages, fits -> 22528 B, 3 stages, fits (+6144 B)")
+    nums = (
+        "16384 B, 2 stages, fits on both sides (+0 B)"
+        if new_stages == 2
+        else "16384 B, 2 stages, fits -> 22528 B, 3 stages, fits (+6144 B)"
+    )
     assert row + nums in out
-    assert (f"renamed: 32 -> 32false, was {FAMILY}/MiniDense_f16_128_64_32::GemmKernelDefault/NonexNone/None"
-            in out)
+    assert f"renamed: 32 -> 32false, was {FAMILY}/MiniDense_f16_128_64_32::GemmKernelDefault/NonexNone/None" in out
     assert main(["diff", str(old), str(new), "--audit", "--family", FAMILY, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     rows = doc["audit"]["tactics"]
-    keys = {"id", "family", "name", "change", "changed", "members", "old", "new",  # as before
-            "kinds", "old_id", "new_id", "rename", "paired_by", "config", "kernel_bytes_delta"}
+    keys = {
+        "id",
+        "family",
+        "name",
+        "change",
+        "changed",
+        "members",
+        "old",
+        "new",  # as before
+        "kinds",
+        "old_id",
+        "new_id",
+        "rename",
+        "paired_by",
+        "config",
+        "kernel_bytes_delta",
+    }
     assert all(set(t) == keys for t in rows)
     r = next(t for t in rows if t["old_id"] == f"{FAMILY}/MiniDense_bf16_128_64_32::GemmKernelStreamK/NonexNone/None")
     assert r["new_id"] == f"{FAMILY}/MiniDense_bf16_128_64_32false::GemmKernelStreamK/NonexNone/None"
@@ -174,20 +224,20 @@ def test_mini_respelled_dense_tactics_are_renamed(respelled, new_stages, capsys)
 # ---------------------------------------------------------------------------------------------
 # the real pair
 
+
 def _dense_fp4_instantiations(flashinfer: Path) -> set[tuple]:
     """(tile, dtype, swap, kernel alias) of every dense FP4 SM120 kernel a flashinfer wheel
     builds, read from its sources: the tiles and dtypes of ``gen_gemm_sm120_module_cutlass_fp4``
     (jit/gemm/core.py), the swap argument of each INSTANTIATE line of its jinja (None where the
     macro has none), and the GemmKernel* aliases the macro declares per struct."""
     core = (flashinfer / "jit/gemm/core.py").read_text()
-    body = core[core.index("def gen_gemm_sm120_module_cutlass_fp4"):]
-    body = body[:body.index("\ndef ", 1)]
+    body = core[core.index("def gen_gemm_sm120_module_cutlass_fp4") :]
+    body = body[: body.index("\ndef ", 1)]
     tiles = [tuple(map(int, t)) for t in re.findall(r"\((\d+), (\d+), (\d+)\)", body)]
     dtypes = re.findall(r'"(\w+)"', re.search(r"dtype_list = \[([^\]]*)\]", body).group(1))
     jinja = (flashinfer / "data/csrc/fp4_gemm_cutlass_sm120.jinja").read_text()
     lines = re.findall(r"^INSTANTIATE_FP4_GEMM_KERNEL_LAUNCHER\((.*)\)\s*$", jinja, re.M)
-    swaps = [a[-1] if a[-1] in ("true", "false") else None
-             for a in (re.split(r"\s*,\s*", x) for x in lines)]
+    swaps = [a[-1] if a[-1] in ("true", "false") else None for a in (re.split(r"\s*,\s*", x) for x in lines)]
     header = (flashinfer / "data/include/flashinfer/gemm/fp4_gemm_template_sm120.h").read_text()
     aliases = set(re.findall(r"using (GemmKernel\w+)\s*=", header))
     assert tiles and dtypes and swaps and aliases == {"GemmKernelDefault", "GemmKernelStreamK"}

@@ -38,8 +38,10 @@ def test_escapes_are_the_toolkits():
     %0A; escapeProperty also : and , into %3A %2C."""
     assert github_data("50%\r\nnext: a, b") == "50%25%0D%0Anext: a, b"
     assert github_property("50%\r\nnext: a, b") == "50%25%0D%0Anext%3A a%2C b"
-    assert github_command("error", "m: 1%", file="a,b.h", line=7, title="t: x") == \
-        "::error file=a%2Cb.h,line=7,title=t%3A x::m: 1%25"
+    assert (
+        github_command("error", "m: 1%", file="a,b.h", line=7, title="t: x")
+        == "::error file=a%2Cb.h,line=7,title=t%3A x::m: 1%25"
+    )
     assert github_command("notice", "plain") == "::notice::plain"
 
 
@@ -60,16 +62,20 @@ def test_mini_github_annotations(mini, capsys):
     --check (the stderr lines as without --format github), 0 without."""
     inl = MINI / "flashinfer/data/csrc/nv_internal/launchers/mini_launcher.inl"
     alias = _line_of(inl, "using GemmKernel")
-    assert_line = _line_of(MINI / "flashinfer/data/cutlass/include/cutlass/gemm/kernel/gemm_universal.hpp",
-                           "The tile's K must be positive.")
+    assert_line = _line_of(
+        MINI / "flashinfer/data/cutlass/include/cutlass/gemm/kernel/gemm_universal.hpp",
+        "The tile's K must be positive.",
+    )
     over = mini_sizes(256, 128, 64, 5, 4096)[2]  # 129024, 5 stages (test_audit.py)
     gen = "cutlass_instantiations/120/gemm_grouped/120/mini_moe_sm120_group0.generated.cu"
     big, bad = "moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape128x64x0B/nvfp4xnvfp4/f16/none"
     where = f"file=csrc/nv_internal/launchers/mini_launcher.inl,line={alias}"
     # the audit is incomplete: a source instantiates a launcher whose kernel is not laid out
-    mixed = ("::warning title=cutlass-layout%3A sources with an error::gemm_sm120: 1 source with an error "
-             "(mini_mixed_sm120.cu): instantiates 2 launcher(s) whose kernel this reader cannot see: "
-             "MiniMixedGEMM<...> (x2)")
+    mixed = (
+        "::warning title=cutlass-layout%3A sources with an error::gemm_sm120: 1 source with an error "
+        "(mini_mixed_sm120.cu): instantiates 2 launcher(s) whose kernel this reader cannot see: "
+        "MiniMixedGEMM<...> (x2)"
+    )
     assert main(["audit", str(mini), "--format", "github", "--check"]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
@@ -84,17 +90,20 @@ def test_mini_github_annotations(mini, capsys):
         "1 over capacity (1 of them tried by the runtime), 0 exact fits, 1 do not compile, 7 fit",
     ]
     lines = messages(err).splitlines()
-    assert lines == [f"check: {big}: {over} B, over the {CAPACITY} B capacity by {over - CAPACITY} B "
-                     "(tried by the runtime)",
-                     "check failed: 1 tactic(s) the runtime would try are over capacity on sm120"]
+    assert lines == [
+        f"check: {big}: {over} B, over the {CAPACITY} B capacity by {over - CAPACITY} B (tried by the runtime)",
+        "check failed: 1 tactic(s) the runtime would try are over capacity on sm120",
+    ]
     # without --check: the same annotations, exit 0; a family with no tactic to flag: its
     # incomplete source and the summary
     assert main(["audit", str(mini), "--format", "github"]) == 0
     assert capsys.readouterr().out == out
     assert main(["audit", str(mini), "--format", "github", "--family", "gemm_sm120", "--check"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        mixed, "cutlass-layout: flashinfer-python 0.0.1+mini (a directory), sm120: "
-        "0 over capacity (0 of them tried by the runtime), 0 exact fits, 0 do not compile, 1 fit"]
+        mixed,
+        "cutlass-layout: flashinfer-python 0.0.1+mini (a directory), sm120: "
+        "0 over capacity (0 of them tried by the runtime), 0 exact fits, 0 do not compile, 1 fit",
+    ]
     assert main(["audit", str(mini), "--format", "github", "--json"]) == 2
     assert "give one output format, not github and json" in capsys.readouterr().err
 
@@ -104,12 +113,18 @@ def _checkout_of(install_root: Path, dest: Path) -> Path:
     flashinfer/data/{csrc,include} -> csrc, include; data/{cutlass,spdlog,cccl} ->
     3rdparty/*; the rest of the package -> flashinfer/ (without data/); version.txt."""
     (dest / "3rdparty").mkdir(parents=True)
-    for part, there in (("csrc", "csrc"), ("include", "include"), ("cutlass", "3rdparty/cutlass"),
-                        ("spdlog", "3rdparty/spdlog"), ("cccl", "3rdparty/cccl")):
+    for part, there in (
+        ("csrc", "csrc"),
+        ("include", "include"),
+        ("cutlass", "3rdparty/cutlass"),
+        ("spdlog", "3rdparty/spdlog"),
+        ("cccl", "3rdparty/cccl"),
+    ):
         if (install_root / "data" / part).is_dir():
             shutil.copytree(install_root / "data" / part, dest / there)
-    shutil.copytree(install_root, dest / "flashinfer", ignore=lambda d, names:
-                    ["data"] if Path(d) == install_root else [])
+    shutil.copytree(
+        install_root, dest / "flashinfer", ignore=lambda d, names: ["data"] if Path(d) == install_root else []
+    )
     return dest
 
 
@@ -147,8 +162,9 @@ def test_mini_checkout_audits_as_the_install(mini, tmp_path):
 
 # -------------------------------------------------------------------------------------------
 # flashinfer 0.7.2.post1 (network: the wheel, cached after the first run)
-FINALIZE = [f"moe/CtaShape{t}/nvfp4xnvfp4/{o}/finalize" for t in ("128x256x64B", "256x128x64B")
-            for o in ("bf16", "f16")]
+FINALIZE = [
+    f"moe/CtaShape{t}/nvfp4xnvfp4/{o}/finalize" for t in ("128x256x64B", "256x128x64B") for o in ("bf16", "f16")
+]
 
 
 def _errors_072(out: str, install_root: Path, generated_root: Path, origin: str) -> None:
@@ -160,14 +176,16 @@ def _errors_072(out: str, install_root: Path, generated_root: Path, origin: str)
     errors = [ln for ln in out.splitlines() if ln.startswith("::error ")]
     assert len(errors) == 4
     for line, tid in zip(errors, FINALIZE):
-        head = (f"::error file={INL},line={alias},title=cutlass-layout%3A over capacity by 1024 B%3A {tid}::"
-                f"{tid}: SharedStorage 102400 B, over the 101376 B sm120 capacity by 1024 B "
-                f"(tried by the runtime; 3 stages); fits with StageCount<2> (74752 B) or "
-                f"StageCountAutoCarveout<17617>; instantiated at ")
+        head = (
+            f"::error file={INL},line={alias},title=cutlass-layout%3A over capacity by 1024 B%3A {tid}::"
+            f"{tid}: SharedStorage 102400 B, over the 101376 B sm120 capacity by 1024 B "
+            f"(tried by the runtime; 3 stages); fits with StageCount<2> (74752 B) or "
+            f"StageCountAutoCarveout<17617>; instantiated at "
+        )
         assert line.startswith(head)
-        gen, n = re.fullmatch(r"(.+\.generated\.cu):(\d+) \(generated by the JIT\)", line[len(head):]).groups()
-        rest = (generated_root / gen).read_text().split("\n")[int(n) - 1:]
-        text = " ".join(rest[:1 + next(i for i, ln in enumerate(rest) if ");" in ln)])  # the invocation
+        gen, n = re.fullmatch(r"(.+\.generated\.cu):(\d+) \(generated by the JIT\)", line[len(head) :]).groups()
+        rest = (generated_root / gen).read_text().split("\n")[int(n) - 1 :]
+        text = " ".join(rest[: 1 + next(i for i, ln in enumerate(rest) if ");" in ln)])  # the invocation
         m, nn = tid.split("CtaShape")[1].split("x")[:2]
         assert "INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM" in text and "FINALIZE" in text
         assert f"{m}, {nn}, 128, 1, 1, 1," in text  # the cute tile, K in elements (64 B of FP4)
@@ -180,11 +198,26 @@ def _errors_072(out: str, install_root: Path, generated_root: Path, origin: str)
 @pytest.mark.network
 def test_072_github_annotations(audit_072, capsys):
     res = audit_072
-    assert main(["audit", "flashinfer-python==0.7.2.post1", "--family", "moe", "--arch", "sm120",
-                 "--check", "--format", "github"]) == 1
+    assert (
+        main(
+            [
+                "audit",
+                "flashinfer-python==0.7.2.post1",
+                "--family",
+                "moe",
+                "--arch",
+                "sm120",
+                "--check",
+                "--format",
+                "github",
+            ]
+        )
+        == 1
+    )
     out, err = capsys.readouterr()
-    _errors_072(out, Path(res.provenance["root"]), Path(res.provenance["generated_root"]),
-                "flashinfer-python==0.7.2.post1 (")
+    _errors_072(
+        out, Path(res.provenance["root"]), Path(res.provenance["generated_root"]), "flashinfer-python==0.7.2.post1 ("
+    )
     assert [ln.split(": ")[1] for ln in messages(err).splitlines()[:4]] == FINALIZE
 
 
@@ -203,8 +236,11 @@ def test_072_checkout_audits_as_the_wheel(tmp_path, capsys, monkeypatch):
     res = audit(str(co), family="moe")
     assert len(res.tactics) == (8 + 3) * 2 * 2 * 2 == 88
     assert [t.id for t in res.tactics if t.verdict == "over_capacity"] == FINALIZE
-    assert all(t.kernel_bytes == 102400 and t.headroom_bytes == -1024 and t.stages == 3
-               for t in res.tactics if t.verdict == "over_capacity")
+    assert all(
+        t.kernel_bytes == 102400 and t.headroom_bytes == -1024 and t.stages == 3
+        for t in res.tactics
+        if t.verdict == "over_capacity"
+    )
     assert sorted(p.name for p in co.iterdir()) + sorted(p.name for p in (co / "flashinfer").iterdir()) == before
     assert not (co / "flashinfer" / "data").exists() and not list(co.rglob("__pycache__"))
     # docs/ci.md's CI step, run in the checkout (the cached answer: the same checkout)
@@ -252,8 +288,12 @@ def test_the_pre_commit_hook_is_well_formed_and_parses():
     assert {"id", "name", "entry", "language"} <= set(hook)
     assert (hook["id"], hook["language"], hook["pass_filenames"]) == ("cutlass-layout-audit", "python", False)
     files = re.compile(hook["files"])
-    for path in ("csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/launchers/moe_gemm_tma_ws_launcher.inl",
-                 "include/flashinfer/gemm/fp4_gemm_template_sm120.h", "flashinfer/jit/fused_moe.py", "3rdparty/cutlass"):
+    for path in (
+        "csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/moe_gemm/launchers/moe_gemm_tma_ws_launcher.inl",
+        "include/flashinfer/gemm/fp4_gemm_template_sm120.h",
+        "flashinfer/jit/fused_moe.py",
+        "3rdparty/cutlass",
+    ):
         assert files.search(path), path
     for path in ("docs/index.rst", "tests/moe/test_moe.py", "flashinfer/gemm/gemm_base.py", "3rdparty/cutlass2"):
         assert not files.search(path), path
@@ -272,7 +312,7 @@ def test_the_ci_recipe_parses_and_installs_what_exists():
 
     text = (ROOT / "docs" / "ci.md").read_text()
     commands = command_lines(text)
-    assert "pip install \"cutlass-layout @ git+https://" in text
+    assert 'pip install "cutlass-layout @ git+https://' in text
     assert '"cutlass-layout @ git+https://' in text.split("additional_dependencies:")[1].split("\n")[0]
     assert not re.search(r"pip install ['\"]?cutlass-layout(\[\w+\])?['\"]?(?=\s|$)(?!\s+@)", text)
     assert [".", "--arch", "sm120", "--check", "--format", "github"] in [c[1:] for c in commands if c[0] == "audit"]

@@ -33,10 +33,12 @@ SPEC = "flashinfer-python==0.7.4"
 NUMBERS = {"sm90": "90", "sm100": "100", "sm103": "103", "sm120": "12[01]"}
 #: per arch, the family the audit is asked for, and the generated sources it lays out (None: all
 #: of that family's; the whole install cold is tens of minutes, docs/performance.md)
-ASKED = {"sm90": ("fp8_blockscale_gemm_90", None),
-         "sm100": ("nvfp4_svdquant_gemm_cutlass", {"nvfp4_svdquant_gemm_cutlass_Tactic1Sm128x64x128Config.cu"}),
-         "sm103": ("fp4_gemm_cutlass_sm103", {"fp4_gemm_cutlass_half_128_64_128.cu"}),
-         "sm120": ("nvfp4_svdquant_gemm_cutlass_sm120", None)}
+ASKED = {
+    "sm90": ("fp8_blockscale_gemm_90", None),
+    "sm100": ("nvfp4_svdquant_gemm_cutlass", {"nvfp4_svdquant_gemm_cutlass_Tactic1Sm128x64x128Config.cu"}),
+    "sm103": ("fp4_gemm_cutlass_sm103", {"fp4_gemm_cutlass_half_128_64_128.cu"}),
+    "sm120": ("nvfp4_svdquant_gemm_cutlass_sm120", None),
+}
 
 
 def builders_named_for(root, arch: str) -> set[str]:
@@ -73,8 +75,9 @@ def test_every_builder_of_0_7_4_is_accounted_for(arch, only_sources):
     asked = [m for m in res.modules if m["family"] == family]
     assert asked and all(m["kernels"] is not None for m in asked)
     others = [m for m in res.modules if m["module"] is not None and m["family"] != family]
-    assert all(m["kernels"] is None and m["reason"] == f"not laid out: the audit asked for family {family}"
-               for m in others)
+    assert all(
+        m["kernels"] is None and m["reason"] == f"not laid out: the audit asked for family {family}" for m in others
+    )
     assert all(m["reason"].startswith("not run: ") for m in res.modules if m["module"] is None)
     # the JSON holds them as they are
     assert res.to_dict()["modules"] == res.modules
@@ -106,8 +109,10 @@ def test_a_family_whose_module_generates_nothing_says_why(capsys):
     got = capsys.readouterr()
     out, err = got.out, got.err
     assert "modules: 0 of 1 JIT module builders for sm120 give kernels; 1 gives none (the notes say why)" in out
-    assert ("note: --family cute_sm12x_gemm: matched no tactic: cute_sm12x_gemm: it generates no source: "
-            "its 6 source(s) are flashinfer's own") in out + err
+    assert (
+        "note: --family cute_sm12x_gemm: matched no tactic: cute_sm12x_gemm: it generates no source: "
+        "its 6 source(s) are flashinfer's own"
+    ) in out + err
 
 
 def test_modules_that_give_nothing_say_why_offline(mini):
@@ -136,29 +141,43 @@ def test_modules_that_give_nothing_say_why_offline(mini):
         "def gen_gemm_sm120_module_cutlass_args(dtype):  # a CUTLASS GEMM\n"
         "    return None\n\n\n"
         "def gen_norm_sm120_module():\n"
-        "    return None\n")
+        "    return None\n"
+    )
     res = audit(str(mini), jobs=1)
     by = {m["builder"].rsplit(".", 1)[-1]: m for m in res.modules}
     assert by["gen_gemm_sm120_module_cutlass_looped"]["module"] == "looped_gemm_sm120"
     assert by["gen_gemm_sm120_module_cutlass_looped"]["reason"].startswith(
         "its generator needs flashinfer.jit.gemm.extra_configs, which the harness does not run (it loops over "
-        "flashinfer.jit.gemm.extra_configs.CONFIGS")
+        "flashinfer.jit.gemm.extra_configs.CONFIGS"
+    )
     assert by["gen_gemm_sm120_module_cutlass_own"]["reason"] == (
         "it generates no source: its 1 source(s) are flashinfer's own (csrc/absent/x.cu), and the audit "
-        "lays out generated kernel instantiations only; none of them is in the install")
+        "lays out generated kernel instantiations only; none of them is in the install"
+    )
     assert by["gen_gemm_sm120_module_cutlass_args"]["reason"] == (
-        "not run: it takes arguments with no default (dtype): the audit cannot choose them")
+        "not run: it takes arguments with no default (dtype): the audit cannot choose them"
+    )
     assert by["gen_norm_sm120_module"]["reason"] == (
-        "not run: its builder names no CUTLASS: not a CUTLASS kernel to the audit")
+        "not run: its builder names no CUTLASS: not a CUTLASS kernel to the audit"
+    )
     assert by["gen_gemm_sm120_module_cutlass_broken"]["reason"].startswith(
-        "its builder failed: ValueError: this builder is broken on purpose")
+        "its builder failed: ValueError: this builder is broken on purpose"
+    )
     for name in ("gen_cutlass_fused_moe_sm120_module", "gen_gemm_sm120_module_cutlass_fp4", "gen_gemm_sm120_module"):
         assert by[name]["kernels"] > 0 and by[name]["reason"] is None
     assert len(by) == 8
-    assert any(n.startswith("module looped_gemm_sm120 (gen_gemm_sm120_module_cutlass_looped): no kernel: its "
-                            "generator needs flashinfer.jit.gemm.extra_configs") for n in res.notes)
-    assert "not run for sm120: gemm.extra.gen_gemm_sm120_module_cutlass_args: it takes arguments with no default " \
-           "(dtype): the audit cannot choose them" in res.notes
+    assert any(
+        n.startswith(
+            "module looped_gemm_sm120 (gen_gemm_sm120_module_cutlass_looped): no kernel: its "
+            "generator needs flashinfer.jit.gemm.extra_configs"
+        )
+        for n in res.notes
+    )
+    assert (
+        "not run for sm120: gemm.extra.gen_gemm_sm120_module_cutlass_args: it takes arguments with no default "
+        "(dtype): the audit cannot choose them" in res.notes
+    )
     # 3 give kernels; 5 do not: the broken, looped, own, args and norm builders
-    assert head_lines(res)[3] == ("modules: 3 of 8 JIT module builders for sm120 give kernels; 5 give none "
-                             "(the notes say why)")
+    assert head_lines(res)[3] == (
+        "modules: 3 of 8 JIT module builders for sm120 give kernels; 5 give none (the notes say why)"
+    )

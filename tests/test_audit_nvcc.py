@@ -28,7 +28,9 @@ def nvcc_host_pass_sizes(source: Path, nvcc_flags: list[str], work: Path) -> dic
     return nvcc_host_pass_all([source], nvcc_flags, work)[source]
 
 
-def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -> dict[Path, dict[int, tuple[int, ...]]]:
+def nvcc_host_pass_all(
+    sources: list[Path], nvcc_flags: list[str], work: Path
+) -> dict[Path, dict[int, tuple[int, ...]]]:
     """``{source: {launcher line: (kernel, mainloop, epilogue, stages)}}`` as nvcc's host pass
     computes them, the sources in one unit (:func:`cutlass_layout.checks.nvcc_probe.one_unit`)."""
     got, out = unit_sizes(sources, nvcc_flags, work)
@@ -38,16 +40,22 @@ def nvcc_host_pass_all(sources: list[Path], nvcc_flags: list[str], work: Path) -
 
 @pytest.mark.network
 @pytest.mark.nvcc
-@pytest.mark.parametrize("spec, files", [
-    ("flashinfer-python==0.7.2.post1", ("sm120_M256_BS_group0", "sm120_M128_BS_group8")),
-    pytest.param("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",), marks=pytest.mark.slow),  # the 2nd version
-])
+@pytest.mark.parametrize(
+    "spec, files",
+    [
+        ("flashinfer-python==0.7.2.post1", ("sm120_M256_BS_group0", "sm120_M128_BS_group8")),
+        pytest.param("flashinfer-python==0.6.8", ("sm120_M128_BS_group0",), marks=pytest.mark.slow),  # the 2nd version
+    ],
+)
 def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
     res = shared_audit(spec, family="moe")
     install = resolve_flashinfer(spec)
     tgt = engine.target(install.tree)
-    moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
+    moe = next(
+        m
+        for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+        if m.name.startswith("fused_moe")
+    )
     compared = 0
     sources = [next(p for p in moe.generated if part in p.name) for part in files]
     every = nvcc_host_pass_all(sources, nvcc_flags(moe, install.tree), tmp_path)
@@ -57,14 +65,17 @@ def test_moe_tactics_against_nvcc(spec, files, nvcc, tmp_path):
         assert got and set(got) == set(mine), (sorted(got), sorted(mine))
         for line, (kernel, mainloop, epilogue, stages) in got.items():
             r = mine[line].report
-            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
-                (kernel, mainloop, epilogue, stages), mine[line].id
+            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == (
+                kernel,
+                mainloop,
+                epilogue,
+                stages,
+            ), mine[line].id
             compared += 1
     assert compared >= 4
 
 
-def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int,
-                           sizes=None) -> int:
+def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int, sizes=None) -> int:
     """Compare every tactic of ``res`` from the generated sources of ``moe`` (a JIT module)
     with what nvcc computes of those sources for ``arch``, in one unit (``sizes(sources,
     flags, work)``: ``{source: {line: (kernel, mainloop, epilogue, stages)}}``, by default
@@ -80,7 +91,11 @@ def moe_sizes_against_nvcc(res, moe, tree, arch: str, work: Path, capacity: int,
         for line, (kernel, mainloop, epilogue, stages) in got.items():
             r = mine[line].report
             assert r.capacity.value == capacity
-            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == \
-                (kernel, mainloop, epilogue, stages), mine[line].id
+            assert (r.kernel.size, r.mainloop.size, r.epilogue.size, r.stages) == (
+                kernel,
+                mainloop,
+                epilogue,
+                stages,
+            ), mine[line].id
             compared += 1
     return compared

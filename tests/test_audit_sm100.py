@@ -31,13 +31,19 @@ def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -
     """``{i: (kernel, mainloop, epilogue, stages)}`` of ``structs[i]::GemmKernel`` as nvcc's
     host pass computes them, the source's own text with the probes appended."""
     probe = work / source.name
-    lines = [source.read_text(), "template <int I, unsigned long K, unsigned long M, unsigned long E, int S>",
-             "struct cl_show;", "namespace flashinfer { namespace gemm {"]
+    lines = [
+        source.read_text(),
+        "template <int I, unsigned long K, unsigned long M, unsigned long E, int S>",
+        "struct cl_show;",
+        "namespace flashinfer { namespace gemm {",
+    ]
     for i, s in enumerate(structs):
         k = f"{s}::GemmKernel"
-        lines.append(f"constexpr int cl_{i} = cl_show<{i}, sizeof({k}::SharedStorage), "
-                     f"sizeof({k}::CollectiveMainloop::SharedStorage), sizeof({k}::CollectiveEpilogue::SharedStorage), "
-                     f"{k}::CollectiveMainloop::DispatchPolicy::Stages>::value;")
+        lines.append(
+            f"constexpr int cl_{i} = cl_show<{i}, sizeof({k}::SharedStorage), "
+            f"sizeof({k}::CollectiveMainloop::SharedStorage), sizeof({k}::CollectiveEpilogue::SharedStorage), "
+            f"{k}::CollectiveMainloop::DispatchPolicy::Stages>::value;"
+        )
     lines.append("} }")
     probe.write_text("\n".join(lines) + "\n")
     out = host_pass(probe, flags, work)
@@ -47,10 +53,13 @@ def nvcc_sizes(source: Path, structs: list[str], flags: list[str], work: Path) -
 @pytest.mark.network
 @pytest.mark.nvcc
 @pytest.mark.slow
-@pytest.mark.parametrize("arch, family, part, nvcc_arch", [
-    ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_128.cu", "sm_100a"),
-    ("sm103", "fp4_gemm_cutlass_sm103", "_128_256_128.cu", "sm_103a"),
-])
+@pytest.mark.parametrize(
+    "arch, family, part, nvcc_arch",
+    [
+        ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_128.cu", "sm_100a"),
+        ("sm103", "fp4_gemm_cutlass_sm103", "_128_256_128.cu", "sm_103a"),
+    ],
+)
 def test_dense_fp4_tactics_against_nvcc(arch, family, part, nvcc_arch, nvcc, tmp_path, only_sources):
     """One generated source of the family, audited (the builders run, then only it is kept,
     so that the test parses one source) and compiled by nvcc's host pass."""

@@ -59,10 +59,13 @@ def test_macro_calls_that_expand_to_explicit_instantiations_are_found(tmp_path):
     source = Source(src, ("-x", "cuda", "-isystem", str(tmp_path / "inc")), tmp_path / "cutlass", "sm100")
     assert macro_instantiations(source, SOURCE) == [
         ("launcher", "half, 128, Shape<1, 1>", 3, "INSTANCE_LAUNCHER"),
-        ("launcher", "float, 256, Shape<2, 1>", 6, "INSTANCE_LAUNCHER")]
+        ("launcher", "float, 256, Shape<2, 1>", 6, "INSTANCE_LAUNCHER"),
+    ]
     assert source_instantiations(source, SOURCE) == [
-        ("launcher", "half, 128, Shape<1, 1>", 3), ("launcher", "float, 256, Shape<2, 1>", 6),
-        ("written", "int", 9)]
+        ("launcher", "half, 128, Shape<1, 1>", 3),
+        ("launcher", "float, 256, Shape<2, 1>", 6),
+        ("written", "int", 9),
+    ]
     # the header not found (no -I for it): the calls are not read as instantiations
     assert macro_instantiations(Source(src, ("-x", "cuda"), tmp_path / "cutlass", "sm100"), SOURCE) == []
 
@@ -98,21 +101,29 @@ def test_a_selection_among_builders_instantiates_only_the_one_chosen():
     out = deferred_selections(SELECTION)
     assert "using CollectiveEpilogueDefault = Builder<1>;" in " ".join(out.split())
     assert "typename std::conditional_t<IsFinalize" in out and "::CollectiveOp;" in out
-    uses = ("using x_f = launcher<true, false, 1>::Named;\n"
-            "using x_a = launcher<false, true, 1>::Named;\nusing x_d = launcher<false, false, 1>::Named;\n"
-            "using x_unused_broken = launcher<false, false, 1>::CollectiveEpilogue;\n")
+    uses = (
+        "using x_f = launcher<true, false, 1>::Named;\n"
+        "using x_a = launcher<false, true, 1>::Named;\nusing x_d = launcher<false, false, 1>::Named;\n"
+        "using x_unused_broken = launcher<false, false, 1>::CollectiveEpilogue;\n"
+    )
 
     def parse(text):
-        tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"],
-                                     unsaved_files=[("t.cpp", "#include <type_traits>\n" + text + uses)])
+        tu = ci.Index.create().parse(
+            "t.cpp",
+            args=["-x", "c++", "-std=c++17"],
+            unsaved_files=[("t.cpp", "#include <type_traits>\n" + text + uses)],
+        )
         return tu, [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
 
     # as written, the unused finalize builder (Builder<3> there) is instantiated and fails
     assert any("this builder does not build" in e for e in parse(SELECTION)[1])
     tu, errors = parse(out)
     assert not errors
-    sizes = {c.spelling: c.underlying_typedef_type.get_canonical().get_size()
-             for c in tu.cursor.get_children() if c.kind == ci.CursorKind.TYPE_ALIAS_DECL and c.spelling.startswith("x_")}
+    sizes = {
+        c.spelling: c.underlying_typedef_type.get_canonical().get_size()
+        for c in tu.cursor.get_children()
+        if c.kind == ci.CursorKind.TYPE_ALIAS_DECL and c.spelling.startswith("x_")
+    }
     assert sizes == {"x_f": 2, "x_a": 4, "x_d": 1, "x_unused_broken": 1}
     named_twice = SELECTION.replace("using Named", "using Also = CollectiveEpilogueDefault;\n  using Named")
     assert deferred_selections(named_twice) == named_twice
@@ -122,10 +133,14 @@ def test_a_selection_among_builders_instantiates_only_the_one_chosen():
 # the real modules against nvcc
 SPEC = "flashinfer-python==0.7.4"
 CAPACITY = 232448  # sm100_smem_capacity_bytes (cutlass/arch/arch.h)
-SAMPLE = {"fp8_gemm_cutlass": "fp8_gemm_cutlass___nv_bfloat16_128_128_128.cu",
-          "bf16_gemm_cutlass": "bf16_gemm_cutlass_half_128_128_128.cu"}
-SHOW = ("static_assert(cl_sizes<GemmKernel, CTA_M_ * 1000 + CTA_N_ + "
-        "100000 * cute::size<0>(ClusterShape_{}) + 1000000 * cute::size<1>(ClusterShape_{})>::value == 0, \"\");")
+SAMPLE = {
+    "fp8_gemm_cutlass": "fp8_gemm_cutlass___nv_bfloat16_128_128_128.cu",
+    "bf16_gemm_cutlass": "bf16_gemm_cutlass_half_128_128_128.cu",
+}
+SHOW = (
+    "static_assert(cl_sizes<GemmKernel, CTA_M_ * 1000 + CTA_N_ + "
+    '100000 * cute::size<0>(ClusterShape_{}) + 1000000 * cute::size<1>(ClusterShape_{})>::value == 0, "");'
+)
 
 
 @pytest.mark.network
@@ -162,12 +177,14 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
     header = include / "flashinfer" / "gemm" / f"{name}_gemm_template_sm100.h"
     text = header.read_text()
     alias = re.search(r"using GemmKernel =\s*cutlass::gemm::kernel::GemmUniversal<[^;]*;", text)
-    header.write_text(text[:alias.end()] + " " + SHOW + text[alias.end():])
+    header.write_text(text[: alias.end()] + " " + SHOW + text[alias.end() :])
     show = SIZES_SHOW
     flags = [f"-I{include}", *nvcc_flags(module, install.tree, "sm_100a")]
     _, out = unit_sizes(list(module.generated), flags, tmp_path, device=True, show=show)
-    got = {int(m.group(1)): tuple(int(x) for x in m.groups()[1:])
-           for m in re.finditer(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (-?\d+)>", out)}
+    got = {
+        int(m.group(1)): tuple(int(x) for x in m.groups()[1:])
+        for m in re.finditer(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (-?\d+)>", out)
+    }
     assert sorted(got) == sorted(mine), out[-3000:]
     for key, (kernel, mainloop, epilogue, stages) in got.items():
         r = mine[key].report
@@ -178,22 +195,26 @@ def test_dense_sm100_gemm_against_nvcc(family, nvcc, tmp_path, only_sources):
 @pytest.mark.network
 @pytest.mark.nvcc
 @pytest.mark.slow
-@pytest.mark.parametrize("arch, family, source, sample, kernels", [
-    ("sm100", "fp8_gemm_cutlass", SAMPLE["fp8_gemm_cutlass"], 2, 5),
-    # its three kernels, CutlassGroupwiseScaledGEMMSM100LowLatency's among them (it swaps m and n
-    # before declaring its kernel: all three were "does not compile" before that was read)
-    ("sm100", "gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
-    # SVDQuant's run_tactic<Config> names its kernel only as Gemm::GemmKernel (Gemm a device
-    # adapter): "a launcher whose kernel this reader cannot see" before that was read
-    ("sm100", "nvfp4_svdquant_gemm_cutlass", "nvfp4_svdquant_gemm_cutlass_Tactic2Sm256x256x256Config.cu", 1, 1),
-    # kernels declared in a struct that a header's macro defines where the source calls it
-    # (DeviceGemmFp4GemmSm100_<T>_<tile>_<cluster>_<1SM|2SM>::GemmKernel): every one of a source
-    ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_256.cu", 9, 9),
-    # SM120's: two kernels per call (GemmKernelDefault and the stream-K one), each its own alias line
-    ("sm120", "fp4_gemm_cutlass_sm120", "fp4_gemm_cutlass___nv_bfloat16_128_128_128.cu", 4, 4),
-])
-def test_verify_nvcc_reads_kernels_declared_in_headers(arch, family, source, sample, kernels, nvcc,
-                                                      only_sources, capsys):
+@pytest.mark.parametrize(
+    "arch, family, source, sample, kernels",
+    [
+        ("sm100", "fp8_gemm_cutlass", SAMPLE["fp8_gemm_cutlass"], 2, 5),
+        # its three kernels, CutlassGroupwiseScaledGEMMSM100LowLatency's among them (it swaps m and n
+        # before declaring its kernel: all three were "does not compile" before that was read)
+        ("sm100", "gemm_sm100", "gemm_groupwise_e4m3_f16_majortrue_mma1_sm100.cu", 3, 3),
+        # SVDQuant's run_tactic<Config> names its kernel only as Gemm::GemmKernel (Gemm a device
+        # adapter): "a launcher whose kernel this reader cannot see" before that was read
+        ("sm100", "nvfp4_svdquant_gemm_cutlass", "nvfp4_svdquant_gemm_cutlass_Tactic2Sm256x256x256Config.cu", 1, 1),
+        # kernels declared in a struct that a header's macro defines where the source calls it
+        # (DeviceGemmFp4GemmSm100_<T>_<tile>_<cluster>_<1SM|2SM>::GemmKernel): every one of a source
+        ("sm100", "fp4_gemm_cutlass", "fp4_gemm_cutlass___nv_bfloat16_128_256_256.cu", 9, 9),
+        # SM120's: two kernels per call (GemmKernelDefault and the stream-K one), each its own alias line
+        ("sm120", "fp4_gemm_cutlass_sm120", "fp4_gemm_cutlass___nv_bfloat16_128_128_128.cu", 4, 4),
+    ],
+)
+def test_verify_nvcc_reads_kernels_declared_in_headers(
+    arch, family, source, sample, kernels, nvcc, only_sources, capsys
+):
     """``audit --verify nvcc`` compiles a family whose kernels its headers declare, in function
     templates a source instantiates (the dense SM100 FP8 GEMM, the groupwise-scaled one,
     SVDQuant's) or in structs a header's macro defines (the dense FP4 GEMMs): nvcc agrees on
@@ -201,8 +222,7 @@ def test_verify_nvcc_reads_kernels_declared_in_headers(arch, family, source, sam
     from cutlass_layout.cli import main
 
     only_sources(lambda name: name == source)
-    assert main(["audit", SPEC, "--arch", arch, "--family", family, "--verify", "nvcc",
-                 "--sample", str(sample)]) == 0
+    assert main(["audit", SPEC, "--arch", arch, "--family", family, "--verify", "nvcc", "--sample", str(sample)]) == 0
     out = capsys.readouterr().out  # the report, then nvcc's lines
     assert f"nvcc agrees on {sample} of {sample} tactics" in out, out[-2000:]
     assert "not verified" not in out
@@ -232,7 +252,7 @@ def test_a_launcher_that_swaps_its_arguments_before_its_kernel_is_rehosted():
 
     from cutlass_layout.cpp.rehost import rehost_template
 
-    definition = LOW_LATENCY[LOW_LATENCY.index("template <int TileM"):]
+    definition = LOW_LATENCY[LOW_LATENCY.index("template <int TileM") :]
     usings, struct, alias = rehost_template(definition, 0)
     assert alias == "GemmKernel" and "swap" not in struct
     text = LOW_LATENCY + usings + struct + "using x = char[sizeof(cl_rehost_0<64, short>::GemmKernel)];\n"
@@ -271,7 +291,7 @@ def test_a_launcher_that_reads_its_kernel_through_a_device_adapter_is_rehosted()
     from cutlass_layout.cpp.text import adapter_alias
     from cutlass_layout.cpp.rehost import rehost_template
 
-    definition = SVDQUANT[SVDQUANT.index("template <class Config>"):SVDQUANT.index("template void")]
+    definition = SVDQUANT[SVDQUANT.index("template <class Config>") : SVDQUANT.index("template void")]
     usings, struct, alias = rehost_template(definition, 0)
     assert alias == "GemmKernel" and "using GemmKernel = typename Gemm::GemmKernel;" in struct
     assert "Arguments" not in struct and "gemm;" not in struct  # only what comes before the adapter's kernel

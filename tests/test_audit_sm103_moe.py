@@ -34,33 +34,82 @@ from cutlass_layout.installs.moe_runners import runner_flags
 #: (launcher arguments copied from the generated sources, expected identity)
 LINES = [
     # cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group11: FINALIZE 128x256, 2SM, static cluster
-    ("Sm103, SafeFP4, SafeFP4, __nv_bfloat16, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, FINALIZE, "
-     "128, 256, 256, 2, 1, 1, false, false, false, true",
-     dict(name="CtaShape128x256x128B", a="nvfp4", b="nvfp4", out="bf16", fusion="finalize", swap_ab=True,
-          tile=[128, 256, 256], mma_tile=[256, 256, 768], sm_version=103, cluster=[2, 1, 1], mma_sms=2,
-          dynamic_cluster=False, epilogue_schedule="tma",
-          id="moe/CtaShape128x256x128B/nvfp4xnvfp4/bf16/finalize/swap_ab/2sm/sm103")),
+    (
+        "Sm103, SafeFP4, SafeFP4, __nv_bfloat16, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, FINALIZE, "
+        "128, 256, 256, 2, 1, 1, false, false, false, true",
+        dict(
+            name="CtaShape128x256x128B",
+            a="nvfp4",
+            b="nvfp4",
+            out="bf16",
+            fusion="finalize",
+            swap_ab=True,
+            tile=[128, 256, 256],
+            mma_tile=[256, 256, 768],
+            sm_version=103,
+            cluster=[2, 1, 1],
+            mma_sms=2,
+            dynamic_cluster=False,
+            epilogue_schedule="tma",
+            id="moe/CtaShape128x256x128B/nvfp4xnvfp4/bf16/finalize/swap_ab/2sm/sm103",
+        ),
+    ),
     # ..._group0: NONE 128x128, 1SM, dynamic cluster, no shared-memory epilogue
-    ("Sm103, SafeFP4, SafeFP4, half, PtrArrayNoSmemWarpSpecialized, EpilogueOpDefault, NONE, "
-     "128, 128, 256, 1, 1, 1, false, true, false, true",
-     dict(name="CtaShape128x128x128B", out="f16", fusion="none", tile=[128, 128, 256], mma_tile=[128, 128, 768],
-          sm_version=103, cluster=None, mma_sms=1, dynamic_cluster=True, epilogue_schedule="nosmem",
-          id="moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103")),
+    (
+        "Sm103, SafeFP4, SafeFP4, half, PtrArrayNoSmemWarpSpecialized, EpilogueOpDefault, NONE, "
+        "128, 128, 256, 1, 1, 1, false, true, false, true",
+        dict(
+            name="CtaShape128x128x128B",
+            out="f16",
+            fusion="none",
+            tile=[128, 128, 256],
+            mma_tile=[128, 128, 768],
+            sm_version=103,
+            cluster=None,
+            mma_sms=1,
+            dynamic_cluster=True,
+            epilogue_schedule="nosmem",
+            id="moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103",
+        ),
+    ),
     # the same build's SM100 kernel of that enum and those types (gemm_grouped/100): its id as on SM100
-    ("Sm100, SafeFP4, SafeFP4, half, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, NONE, "
-     "128, 128, 256, 1, 1, 1, false, true, false, true",
-     dict(name="CtaShape128x128x128B", tile=[128, 128, 256], mma_tile=None, sm_version=100, mma_sms=1,
-          id="moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster")),
+    (
+        "Sm100, SafeFP4, SafeFP4, half, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, NONE, "
+        "128, 128, 256, 1, 1, 1, false, true, false, true",
+        dict(
+            name="CtaShape128x128x128B",
+            tile=[128, 128, 256],
+            mma_tile=None,
+            sm_version=100,
+            mma_sms=1,
+            id="moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster",
+        ),
+    ),
     # an SM100 2SM kernel: the MMA tile is 2M
-    ("Sm100, SafeFP4, SafeFP4, half, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, NONE, "
-     "128, 64, 256, 2, 1, 1, false, false, false, false",
-     dict(name="CtaShape128x64x128B", tile=[128, 64, 256], mma_tile=[256, 64, 256], sm_version=100, mma_sms=2,
-          id="moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm")),
+    (
+        "Sm100, SafeFP4, SafeFP4, half, PtrArrayTmaWarpSpecialized, EpilogueOpDefault, NONE, "
+        "128, 64, 256, 2, 1, 1, false, false, false, false",
+        dict(
+            name="CtaShape128x64x128B",
+            tile=[128, 64, 256],
+            mma_tile=[256, 64, 256],
+            sm_version=100,
+            mma_sms=2,
+            id="moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm",
+        ),
+    ),
     # SM120: one tile, no arch-tag choice
-    ("Sm120, SafeFP4, SafeFP4, half, void, EpilogueOpDefault, NONE, "
-     "128, 128, 128, 1, 1, 1, false, false, false, true",
-     dict(name="CtaShape128x128x64B", tile=[128, 128, 128], mma_tile=None, sm_version=None,
-          id="moe/CtaShape128x128x64B/nvfp4xnvfp4/f16/none/swap_ab")),
+    (
+        "Sm120, SafeFP4, SafeFP4, half, void, EpilogueOpDefault, NONE, "
+        "128, 128, 128, 1, 1, 1, false, false, false, true",
+        dict(
+            name="CtaShape128x128x64B",
+            tile=[128, 128, 128],
+            mma_tile=None,
+            sm_version=None,
+            id="moe/CtaShape128x128x64B/nvfp4xnvfp4/f16/none/swap_ab",
+        ),
+    ),
 ]
 
 
@@ -76,10 +125,12 @@ def test_sm103_launcher_lines_name_their_tactics(tmp_path, args, want):
 def test_the_kernels_type_gives_the_mma_tile(tmp_path):
     """The kernel's own mainloop tile (``CollectiveMma<Policy, TileShape, ...>``: the builder's
     ``TileShape_MNK``, the launcher's ``MmaTileShape``) is what ``mma_tile`` records."""
-    spelled = ("cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, "
-               "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm103ArrayTmaUmmaWarpSpecializedBlockScaled"
-               "<3, 3, 8, 2, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1>>>, "
-               "cute::tuple<cute::C<256>, cute::C<256>, cute::C<768>>, P, S, P, S, T>, E, void>")
+    spelled = (
+        "cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, "
+        "cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm103ArrayTmaUmmaWarpSpecializedBlockScaled"
+        "<3, 3, 8, 2, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1>>>, "
+        "cute::tuple<cute::C<256>, cute::C<256>, cute::C<768>>, P, S, P, S, T>, E, void>"
+    )
     t = _tactic(tmp_path, LINES[0][0], spelling=spelled)
     assert t.tile == [128, 256, 256] and t.mma_tile == [256, 256, 768]
     assert t.schedule == "MainloopSm103ArrayTmaUmmaWarpSpecializedBlockScaled"
@@ -91,20 +142,29 @@ def _pool(tmp_path):
     return {t.id: t for t in (_tactic(tmp_path, args) for args, _ in LINES)}
 
 
-@pytest.mark.parametrize("typed, want", [
-    # the enum's CTA tile (K in bytes, or in elements): every arch tag and 1SM/2SM of it
-    ("128x128x128B", {"moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103",
-                      "moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster"}),
-    ("128x64x256", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
-    # a 2SM kernel by its MMA tile (2M), either unit
-    ("256x64x128B", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
-    ("256x64x256", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
-    # an SM103 kernel by its MMA tile (3K: 768 FP4 = 384 B; 2SM: 2M too)
-    ("128x128x384B", {"moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103"}),
-    ("256x256x768", {"moe/CtaShape128x256x128B/nvfp4xnvfp4/bf16/finalize/swap_ab/2sm/sm103"}),
-    # neither: 2M with the CTA's K on SM103, 3K with the CTA's M on a 2SM kernel
-    ("256x256x128B", set()), ("128x256x384B", set()),
-])
+@pytest.mark.parametrize(
+    "typed, want",
+    [
+        # the enum's CTA tile (K in bytes, or in elements): every arch tag and 1SM/2SM of it
+        (
+            "128x128x128B",
+            {
+                "moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103",
+                "moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster",
+            },
+        ),
+        ("128x64x256", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
+        # a 2SM kernel by its MMA tile (2M), either unit
+        ("256x64x128B", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
+        ("256x64x256", {"moe/CtaShape128x64x128B/nvfp4xnvfp4/f16/none/2sm"}),
+        # an SM103 kernel by its MMA tile (3K: 768 FP4 = 384 B; 2SM: 2M too)
+        ("128x128x384B", {"moe/CtaShape128x128x128B/nvfp4xnvfp4/f16/none/swap_ab/1sm/dynamic_cluster/nosmem/sm103"}),
+        ("256x256x768", {"moe/CtaShape128x256x128B/nvfp4xnvfp4/bf16/finalize/swap_ab/2sm/sm103"}),
+        # neither: 2M with the CTA's K on SM103, 3K with the CTA's M on a 2SM kernel
+        ("256x256x128B", set()),
+        ("128x256x384B", set()),
+    ],
+)
 def test_a_tile_matches_the_cta_tile_or_the_mma_tile(tmp_path, typed, want):
     pool = _pool(tmp_path)
     keep = tactic_filter(tile=typed)
@@ -121,10 +181,12 @@ def test_a_tile_that_matches_nothing_names_both_tiles(tmp_path):
     (u,) = unmatched_filters(pool, None, filter_tests(tile="256x64x64B"))
     assert (u["filter"], u["value"]) == ("tile", "256x64x64B")
     assert u["nearest"][0] == "128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)"
-    assert ("nearest (K in bytes = K in elements of the element named): "
-            "128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)") in u["note"]
+    assert (
+        "nearest (K in bytes = K in elements of the element named): 128x64x128B = 128x64x256 nvfp4 (2SM MMA 256x64x256)"
+    ) in u["note"]
     assert "128x256x128B = 128x256x256 nvfp4 (Sm103 2SM MMA 256x256x768)" in " ".join(
-        unmatched_filters(pool, None, filter_tests(tile="256x256x512"))[0]["nearest"])
+        unmatched_filters(pool, None, filter_tests(tile="256x256x512"))[0]["nearest"]
+    )
 
 
 # -------------------------------------------------------------------------------------------
@@ -134,10 +196,20 @@ def _result(tmp_path, tactics):
 
     for t in tactics:  # no numbers: what is checked here is which row says what
         t.numbers = KernelNumbers(Verdict.FITS)
-    prov = {"library": "flashinfer-python", "version": "0.7.2.post1", "origin": SPEC, "cutlass_version": "4.5.0",
-            "cutlass_root": str(tmp_path), "tree_hash": "0"}
-    return AuditResult(provenance=prov, arch="sm103", tactics=tactics, capacity=Constant(
-        name="sm100_smem_capacity_bytes", value=CAPACITY, file="cutlass/arch/arch.h", line=46))
+    prov = {
+        "library": "flashinfer-python",
+        "version": "0.7.2.post1",
+        "origin": SPEC,
+        "cutlass_version": "4.5.0",
+        "cutlass_root": str(tmp_path),
+        "tree_hash": "0",
+    }
+    return AuditResult(
+        provenance=prov,
+        arch="sm103",
+        tactics=tactics,
+        capacity=Constant(name="sm100_smem_capacity_bytes", value=CAPACITY, file="cutlass/arch/arch.h", line=46),
+    )
 
 
 def test_the_head_counts_the_sm100_built_kernels_of_an_sm103_audit(tmp_path):
@@ -145,9 +217,11 @@ def test_the_head_counts_the_sm100_built_kernels_of_an_sm103_audit(tmp_path):
 
     res = _result(tmp_path, [_tactic(tmp_path, args) for args, _ in LINES])  # 2 Sm103, 2 Sm100, 1 Sm120
     assert built_elsewhere(res) == " (2 of them Sm100 kernels, which an sm103 build compiles too)"
-    assert head_lines(res)[2] == ("sm103: 5 tactics (2 of them Sm100 kernels, which an sm103 build compiles too) "
-                             "from 0 generated sources; capacity 232448 B (sm100_smem_capacity_bytes, "
-                             "cutlass/arch/arch.h:46)")
+    assert head_lines(res)[2] == (
+        "sm103: 5 tactics (2 of them Sm100 kernels, which an sm103 build compiles too) "
+        "from 0 generated sources; capacity 232448 B (sm100_smem_capacity_bytes, "
+        "cutlass/arch/arch.h:46)"
+    )
     res = _result(tmp_path, [_tactic(tmp_path, LINES[3][0])])
     res.arch = "sm100"  # an SM100 audit's own kernels are not counted
     assert built_elsewhere(res) == ""
@@ -171,7 +245,9 @@ def test_twin_rows_differ_in_a_column(tmp_path):
     cols, rows = columns_and_rows(_result(tmp_path, mixed).tactics)
     heads = [c.header for c in cols]
     assert [[r[heads.index(h)] for h in ("MMA", "cluster", "epi")] for r in rows] == [
-        ["2SM", "2x1x1", "tma"], ["1SM", "dynamic", "nosmem"]]
+        ["2SM", "2x1x1", "tma"],
+        ["1SM", "dynamic", "nosmem"],
+    ]
     assert "arch tag" not in heads  # both Sm103
 
 
@@ -183,21 +259,31 @@ def test_sm103_candidates_match_the_arch_tag(tmp_path):
     its tile, 1SM/2SM, cluster kind, epilogue schedule and arch tag, and the dispatch switch of
     that arch tag maps the tile (SM103's: 128x128 and 128x256 only)."""
     fp4 = str(runner_flags("nvfp4", "nvfp4"))
-    cand = Candidates(duplicated=True, finalize_needs_tma=True,
-                      dispatched=["CtaShape128x64x128B", "CtaShape128x128x128B", "CtaShape128x256x128B"],
-                      dispatched_by={"103": ["CtaShape128x128x128B", "CtaShape128x256x128B"],
-                                     "100": ["CtaShape128x64x128B", "CtaShape128x128x128B",
-                                             "CtaShape128x256x128B"]},
-                      sm100={fp4: [["CtaShape128x128x128B", "ClusterShape_1x1x1", True, "NO_SMEM", 103],
-                                   ["CtaShape128x256x128B", "ClusterShape_2x1x1", False, "TMA", 103],
-                                   ["CtaShape128x64x128B", "ClusterShape_2x1x1", False, "TMA", 100],
-                                   ["CtaShape128x128x128B", "ClusterShape_1x1x1", True, "TMA", 100]]})
-    line = ("Sm{sm}, SafeFP4, SafeFP4, half, {s}, EpilogueOpDefault, {f}, 128, {n}, 256, {c}, 1, 1, "
-            "false, {d}, false, {w}")
+    cand = Candidates(
+        duplicated=True,
+        finalize_needs_tma=True,
+        dispatched=["CtaShape128x64x128B", "CtaShape128x128x128B", "CtaShape128x256x128B"],
+        dispatched_by={
+            "103": ["CtaShape128x128x128B", "CtaShape128x256x128B"],
+            "100": ["CtaShape128x64x128B", "CtaShape128x128x128B", "CtaShape128x256x128B"],
+        },
+        sm100={
+            fp4: [
+                ["CtaShape128x128x128B", "ClusterShape_1x1x1", True, "NO_SMEM", 103],
+                ["CtaShape128x256x128B", "ClusterShape_2x1x1", False, "TMA", 103],
+                ["CtaShape128x64x128B", "ClusterShape_2x1x1", False, "TMA", 100],
+                ["CtaShape128x128x128B", "ClusterShape_1x1x1", True, "TMA", 100],
+            ]
+        },
+    )
+    line = (
+        "Sm{sm}, SafeFP4, SafeFP4, half, {s}, EpilogueOpDefault, {f}, 128, {n}, 256, {c}, 1, 1, false, {d}, false, {w}"
+    )
     nosmem, tma = "PtrArrayNoSmemWarpSpecialized", "PtrArrayTmaWarpSpecialized"
 
     def tried(**kw):
         return cand.get(_tactic(tmp_path, line.format(**kw)))
+
     assert tried(sm=103, s=nosmem, f="NONE", n=128, c=1, d="true", w="false") is True
     assert tried(sm=103, s=nosmem, f="NONE", n=128, c=1, d="true", w="true") is True  # swap_ab copy
     assert tried(sm=103, s=nosmem, f="FINALIZE", n=128, c=1, d="true", w="false") is False  # erased
@@ -233,8 +319,7 @@ METHOD = """
 
 def test_sm103_rules_from_the_runner_method():
     assert sm103_rules(_tokens(METHOD)) == {"to_sm100": "use_wfp4afp8", "append_sm100": "use_fp4"}
-    assert sm103_rules(_tokens("return get_candidate_configs(sm, 1, p);")) == \
-        {"to_sm100": None, "append_sm100": None}
+    assert sm103_rules(_tokens("return get_candidate_configs(sm, 1, p);")) == {"to_sm100": None, "append_sm100": None}
     # a 103 this reader does not follow, or a runner variable it does not know: not read
     for text in (METHOD + "if (sm == 103) { return {}; }", METHOD.replace("use_fp4", "use_fp4_mixed")):
         said = sm103_rules(_tokens(text))
@@ -243,8 +328,10 @@ def test_sm103_rules_from_the_runner_method():
 
 def test_the_sm103_switch_condition_as_the_dispatch_writes_it():
     """moe_gemm_template_dispatch_tma_ws.h 466-467, tokenized."""
-    text = ("gemm_config.sm_version == 103 && std::is_same_v<T, Fp4Type> &&\n"
-            "             std::is_same_v<WeightType, Fp4Type>")
+    text = (
+        "gemm_config.sm_version == 103 && std::is_same_v<T, Fp4Type> &&\n"
+        "             std::is_same_v<WeightType, Fp4Type>"
+    )
     assert " ".join(_tokens(text)) == SM103_CONDITION
 
 
@@ -254,8 +341,10 @@ SPEC = "flashinfer-python==0.7.2.post1"
 CAPACITY = 232448  # cutlass::arch::sm100_smem_capacity_bytes (cutlass/arch/arch.h; Sm103 takes SM100's)
 #: FINALIZE 128x256 2SM TMA (8 launchers) and NONE 128x128 1SM no-smem (8): both outputs,
 #: static and dynamic clusters, swap_ab and not
-SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group11.generated.cu",
-          "cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group0.generated.cu")
+SAMPLE = (
+    "cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group11.generated.cu",
+    "cutlass_kernel_file_gemm_grouped_sm103_M128_BS_group0.generated.cu",
+)
 
 
 @pytest.mark.network
@@ -285,18 +374,19 @@ def test_sm103_moe_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     res = audit(SPEC, "sm103", family="moe")
     install = resolve_flashinfer(SPEC)
     tgt = engine.target(install.tree)
-    moe = next(m for m in some(install, "sm103", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
+    moe = next(
+        m for m in some(install, "sm103", cuda_version=tgt.cuda.version).modules if m.name.startswith("fused_moe")
+    )
     assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
     assert len({t.id for t in res.tactics}) == len(res.tactics) == 16
     assert moe_sizes_against_nvcc(res, moe, install.tree, "sm_103a", tmp_path, CAPACITY) == 16
     by_file = {name: [t for t in res.tactics if t.file.endswith(name)] for name in SAMPLE}
-    assert {(t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule)
-            for t in by_file[SAMPLE[0]]} == {("CtaShape128x256x128B", (128, 256, 256), (256, 256, 768), 2,
-                                              "finalize", "tma")}
-    assert {(t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule)
-            for t in by_file[SAMPLE[1]]} == {("CtaShape128x128x128B", (128, 128, 256), (128, 128, 768), 1,
-                                              "none", "nosmem")}
+    assert {
+        (t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule) for t in by_file[SAMPLE[0]]
+    } == {("CtaShape128x256x128B", (128, 256, 256), (256, 256, 768), 2, "finalize", "tma")}
+    assert {
+        (t.name, tuple(t.tile), tuple(t.mma_tile), t.mma_sms, t.fusion, t.epilogue_schedule) for t in by_file[SAMPLE[1]]
+    } == {("CtaShape128x128x128B", (128, 128, 256), (128, 128, 768), 1, "none", "nosmem")}
     assert all(t.sm_version == 103 and t.id.endswith("/sm103") for t in res.tactics)
     assert all(t.runtime_candidate is True for t in res.tactics), [t.id for t in res.tactics]
     # found by the enum's tile and by the MMA tile
@@ -314,8 +404,12 @@ def test_an_sm103_build_is_judged_and_probed_with_sm100s_capacity():
     from cutlass_layout.installs.kernels import CAPACITY
     from cutlass_layout.subjects.archs import ARCHS, capacity_of
 
-    assert capacity_of("sm103") == capacity_of("sm100") == ARCHS["sm103"].capacity \
+    assert (
+        capacity_of("sm103")
+        == capacity_of("sm100")
+        == ARCHS["sm103"].capacity
         == "cutlass::arch::sm100_smem_capacity_bytes"
+    )
     assert capacity_of("sm121") == CAPACITY["sm120"] == "cutlass::arch::sm120_smem_capacity_bytes"
     assert capacity_of("sm90") == "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes"
     assert capacity_of("sm80") is None and capacity_of("all") is None

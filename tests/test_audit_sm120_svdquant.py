@@ -90,17 +90,26 @@ def test_a_guard_that_only_throws_before_the_kernel_does_not_stop_the_rehost():
     assert alias == "GemmKernel" and "throw" not in struct and "feasible" not in struct
     assert "using GemmKernel = typename Gemm::GemmKernel;" in struct
     assert forwarded_call(_definition("run_tactic")) == ("run_tactic_impl", "Config, true", "")
-    text = (LAUNCHER.replace("#include <type_traits>", "") + usings + struct
-            + "using x = char[sizeof(cl_rehost_0<TacticConfig<64, short>, true>::GemmKernel)];\n")
-    text = "namespace std { template <bool B, class T, class F> struct conditional { using type = T; };\n" \
-           "template <class T, class F> struct conditional<false, T, F> { using type = F; };\n" \
-           "template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type; }\n" + text
+    text = (
+        LAUNCHER.replace("#include <type_traits>", "")
+        + usings
+        + struct
+        + "using x = char[sizeof(cl_rehost_0<TacticConfig<64, short>, true>::GemmKernel)];\n"
+    )
+    text = (
+        "namespace std { template <bool B, class T, class F> struct conditional { using type = T; };\n"
+        "template <class T, class F> struct conditional<false, T, F> { using type = F; };\n"
+        "template <bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type; }\n" + text
+    )
     tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"], unsaved_files=[("t.cpp", text)])
     assert not [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     x = next(c for c in tu.cursor.get_children() if c.spelling == "x")
     assert x.underlying_typedef_type.get_canonical().get_size() == 4096
-    busy = (_definition("run_tactic_impl").replace("if (!feasible<Config>(m))\n", "if (!feasible<Config>(m)) {\n")
-            .replace('shape");', 'shape"); m = 1; }'))  # a block that assigns, then throws
+    busy = (
+        _definition("run_tactic_impl")
+        .replace("if (!feasible<Config>(m))\n", "if (!feasible<Config>(m)) {\n")
+        .replace('shape");', 'shape"); m = 1; }')
+    )  # a block that assigns, then throws
     assert rehost_template(busy, 0) is None
 
 
@@ -138,14 +147,17 @@ def test_a_macro_that_calls_an_instantiating_macro_is_followed(tmp_path):
     source = Source(src, ("-x", "cuda", "-I", str(tmp_path / "inc")), tmp_path / "cutlass", "sm120")
     assert macro_instantiations(source, SOURCE) == [
         ("run_tactic", "Tactic64x128x128StaticConfig", 3, "INSTANTIATE_STATIC_TACTIC"),
-        ("run_tactic_no_inline_down", "Tactic64x128x128StaticConfig", 4, "INSTANTIATE_NO_INLINE_DOWN_TACTIC")]
+        ("run_tactic_no_inline_down", "Tactic64x128x128StaticConfig", 4, "INSTANTIATE_NO_INLINE_DOWN_TACTIC"),
+    ]
 
 
 def test_the_svdquant_sm120_kernel_is_a_kernel():
     """``GemmUniversalLoRaSm120<...>`` (its canonical spelling) is a kernel of its own; its
     device adapter is not."""
-    k = ("flashinfer::gemm::svdquant_sm120::GemmUniversalLoRaSm120<cute::tuple<int, int, int, int>, "
-         "M, E, cutlass::gemm::PersistentScheduler>")
+    k = (
+        "flashinfer::gemm::svdquant_sm120::GemmUniversalLoRaSm120<cute::tuple<int, int, int, int>, "
+        "M, E, cutlass::gemm::PersistentScheduler>"
+    )
     assert kernel_core(k) == k
     assert kernel_core(f"cutlass::gemm::device::GemmUniversalAdapter<{k}>") is None
 
@@ -156,11 +168,14 @@ def _configs(root) -> tuple[list[str], list[str]]:
     import ast
 
     tree = ast.parse((root / "jit" / "gemm" / "svdquant_sm120_configs.py").read_text())
-    (configs,) = [ast.literal_eval(s.value) for s in tree.body
-                  if isinstance(s, ast.AnnAssign) and s.target.id == "SVDQUANT_SM120_CONFIGS"]
+    (configs,) = [
+        ast.literal_eval(s.value)
+        for s in tree.body
+        if isinstance(s, ast.AnnAssign) and s.target.id == "SVDQUANT_SM120_CONFIGS"
+    ]
     jinja = (root / "data" / "csrc" / "nvfp4_svdquant_gemm_cutlass_sm120.jinja").read_text()
-    listed = jinja[jinja.index("NO_INLINE_DOWN_CONFIGS = ["):]
-    no_inline = re.findall(r'"(\w+)"', listed[:listed.index("]")])
+    listed = jinja[jinja.index("NO_INLINE_DOWN_CONFIGS = [") :]
+    no_inline = re.findall(r'"(\w+)"', listed[: listed.index("]")])
     return list(configs), no_inline
 
 
@@ -170,14 +185,20 @@ def test_the_lora_overlap_epilogue_names_its_d():
     tenth argument (a kernel spelling shortened to what the reader looks at)."""
     from cutlass_layout.installs.naming import kernel_parts
 
-    epilogue = ("cutlass::epilogue::collective::Sm120LoRaOverlapEpilogue<2, 2, 4, true, false, "
-                "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cute::tuple<cute::C<64>, cute::C<32>>, "
-                "void, cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, "
-                "cute::tuple<long, cute::C<1>, long>, X>")
-    mainloop = ("Mma<Policy<3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, KernelTmaWarpSpecializedCooperative>, "
-                "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cutlass::float_e2m1_t, S, "
-                "cutlass::float_e2m1_t>")
-    parts = kernel_parts(f"cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, {mainloop}, {epilogue}>")
+    epilogue = (
+        "cutlass::epilogue::collective::Sm120LoRaOverlapEpilogue<2, 2, 4, true, false, "
+        "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cute::tuple<cute::C<64>, cute::C<32>>, "
+        "void, cute::tuple<long, cute::C<1>, long>, cutlass::bfloat16_t, "
+        "cute::tuple<long, cute::C<1>, long>, X>"
+    )
+    mainloop = (
+        "Mma<Policy<3, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>, KernelTmaWarpSpecializedCooperative>, "
+        "cute::tuple<cute::C<128>, cute::C<128>, cute::C<128>>, cutlass::float_e2m1_t, S, "
+        "cutlass::float_e2m1_t>"
+    )
+    parts = kernel_parts(
+        f"cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, {mainloop}, {epilogue}>"
+    )
     assert parts["d"] == "bf16" and parts["tile"] == [128, 128, 128]
 
 
@@ -211,8 +232,10 @@ def test_every_svdquant_sm120_config_of_0_7_4_is_laid_out():
     configs, no_inline = _configs(resolve_flashinfer(SPEC).root)
     assert len(configs) == 31 and len(no_inline) == 18 and set(no_inline) <= set(configs)
     by = {t.name: t for t in res.tactics}
-    assert set(by) == ({f"run_tactic<{c}>::GemmKernel" for c in configs}
-                       | {f"run_tactic_no_inline_down<{c}>::GemmKernel" for c in no_inline})
+    assert set(by) == (
+        {f"run_tactic<{c}>::GemmKernel" for c in configs}
+        | {f"run_tactic_no_inline_down<{c}>::GemmKernel" for c in no_inline}
+    )
     for c in no_inline:
         a, b = by[f"run_tactic<{c}>::GemmKernel"].numbers, by[f"run_tactic_no_inline_down<{c}>::GemmKernel"].numbers
         assert (a.kernel_bytes, a.stages) == (b.kernel_bytes, b.stages), c
@@ -238,8 +261,10 @@ def test_svdquant_sm120_kernels_agree_with_nvcc(nvcc, only_sources, capsys):
     epilogue and stages as the audit's."""
     from cutlass_layout.cli import main
 
-    keep = {"nvfp4_svdquant_gemm_cutlass_sm120_Tactic128x128x128Config.cu",
-            "nvfp4_svdquant_gemm_cutlass_sm120_Tactic64x128x128StaticConfig.cu"}
+    keep = {
+        "nvfp4_svdquant_gemm_cutlass_sm120_Tactic128x128x128Config.cu",
+        "nvfp4_svdquant_gemm_cutlass_sm120_Tactic64x128x128StaticConfig.cu",
+    }
     only_sources(lambda name: name in keep)
     assert main(["audit", SPEC, "--arch", "sm120", "--family", FAMILY, "--verify", "nvcc", "--sample", "3"]) == 0
     out = capsys.readouterr().out

@@ -95,16 +95,20 @@ def test_one_path_per_kernel_alias():
     """Two paths (one per branch of the runtime if), each with the declarations on its way and
     the else of the if constexpr as a condition; the loop, the early return, the runtime
     variable and the alias after the kernel left out."""
-    body = expand_macro_calls(blank_comments(_definition()[_definition().index("{") + 1:]), HEADER)
+    body = expand_macro_calls(blank_comments(_definition()[_definition().index("{") + 1 :]), HEADER)
     paths = kernel_paths(body)
     assert [labels for _, labels, _ in paths] == [["weight_column_major"], ["!weight_column_major"]]
     assert [alias for _, _, alias in paths] == ["GemmKernel", "GemmKernel"]
     for (pieces, _, _), layout in zip(paths, ("ColumnMajor", "RowMajor")):
         decls = [" ".join(t.split()) for kind, t in pieces if kind == "decl"]
         conds = [" ".join(t.split()) for kind, t in pieces if kind == "cond"]
-        assert decls == ["using ElementA = DTypeIn;", f"using WEIGHT_LAYOUT = {layout};",
-                         "constexpr bool is_fp8 = sizeof(DTypeIn) == 1;", "using Tile = char[is_fp8 ? 256 : 128];",
-                         "using GemmKernel = k::GemmUniversal<WEIGHT_LAYOUT, Tile, DTypeOut>;"]
+        assert decls == [
+            "using ElementA = DTypeIn;",
+            f"using WEIGHT_LAYOUT = {layout};",
+            "constexpr bool is_fp8 = sizeof(DTypeIn) == 1;",
+            "using Tile = char[is_fp8 ? 256 : 128];",
+            "using GemmKernel = k::GemmUniversal<WEIGHT_LAYOUT, Tile, DTypeOut>;",
+        ]
         assert conds == ["!(same<WEIGHT_LAYOUT, RowMajor> && sizeof(DTypeIn) == 1)"]
     # a kernel inside a loop is not followed
     looped = "for (int i = 0; i < 2; ++i) { using GemmKernel = k::GemmUniversal<int, int, int>; }"
@@ -123,9 +127,14 @@ def _compile(text: str) -> dict[str, str]:
     tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"], unsaved_files=[("t.cpp", text)])
     errors = [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     assert not errors, errors
-    return {c.spelling: c.underlying_typedef_type.get_canonical().spelling
-            for c in tu.cursor.get_children() if c.kind == ci.CursorKind.TYPE_ALIAS_DECL
-            and c.location.file is not None and c.location.file.name == "t.cpp" and c.spelling.startswith("x")}
+    return {
+        c.spelling: c.underlying_typedef_type.get_canonical().spelling
+        for c in tu.cursor.get_children()
+        if c.kind == ci.CursorKind.TYPE_ALIAS_DECL
+        and c.location.file is not None
+        and c.location.file.name == "t.cpp"
+        and c.spelling.startswith("x")
+    }
 
 
 def test_rehosted_paths_compile_to_the_kernels_each_branch_builds():
@@ -136,20 +145,31 @@ def test_rehosted_paths_compile_to_the_kernels_each_branch_builds():
     would not compile for it)."""
     paths = rehost_paths(_definition(), 0, HEADER, none_type="cl_detail::cl_none")
     assert [(alias, label) for _, _, alias, label in paths] == [
-        ("GemmKernel", "weight_column_major"), ("GemmKernel", "!weight_column_major")]
-    text = HEADER + "".join(p[1] for p in paths) + (
-        "using x16c = cl_rehost_0_p0<short, float>::GemmKernel;\n"
-        "using x16r = cl_rehost_0_p1<short, float>::GemmKernel;\n"
-        "using x8c = cl_rehost_0_p0<char, double>::GemmKernel;\n"
-        "using x8r = cl_rehost_0_p1<char, double>::GemmKernel;\n")
-    assert _compile(text) == {"x16c": "k::GemmUniversal<ColumnMajor, char[128], float>",
-                              "x16r": "k::GemmUniversal<RowMajor, char[128], float>",
-                              "x8c": "k::GemmUniversal<ColumnMajor, char[256], double>",
-                              "x8r": "cl_detail::cl_none"}
+        ("GemmKernel", "weight_column_major"),
+        ("GemmKernel", "!weight_column_major"),
+    ]
+    text = (
+        HEADER
+        + "".join(p[1] for p in paths)
+        + (
+            "using x16c = cl_rehost_0_p0<short, float>::GemmKernel;\n"
+            "using x16r = cl_rehost_0_p1<short, float>::GemmKernel;\n"
+            "using x8c = cl_rehost_0_p0<char, double>::GemmKernel;\n"
+            "using x8r = cl_rehost_0_p1<char, double>::GemmKernel;\n"
+        )
+    )
+    assert _compile(text) == {
+        "x16c": "k::GemmUniversal<ColumnMajor, char[128], float>",
+        "x16r": "k::GemmUniversal<RowMajor, char[128], float>",
+        "x8c": "k::GemmUniversal<ColumnMajor, char[256], double>",
+        "x8r": "cl_detail::cl_none",
+    }
     # the branch's own chain is not instantiated where its condition is false: a member that
     # cannot compile for a one-byte DTypeIn does not break the row-major path's class
-    broken = _definition().replace("using Tile = char[is_fp8 ? 256 : 128];",
-                                   "using Tile = char[is_fp8 && same<WEIGHT_LAYOUT, RowMajor> ? -1 : 128];")
+    broken = _definition().replace(
+        "using Tile = char[is_fp8 ? 256 : 128];",
+        "using Tile = char[is_fp8 && same<WEIGHT_LAYOUT, RowMajor> ? -1 : 128];",
+    )
     paths = rehost_paths(broken, 1, HEADER, none_type="cl_detail::cl_none")
     text = HEADER + "".join(p[1] for p in paths) + "using x8r = cl_rehost_1_p1<char, double>::GemmKernel;\n"
     assert _compile(text) == {"x8r": "cl_detail::cl_none"}
@@ -160,12 +180,18 @@ def test_rehosted_paths_compile_to_the_kernels_each_branch_builds():
 SPEC = "flashinfer-python==0.7.4"
 CAPACITY = 232448  # sm90_smem_capacity_bytes (gemm/collective/builders/sm90_common.inl)
 #: one 16-bit source (two kernels) and one FP8 source (one), and the module's two others
-SAMPLE = ("group_gemm_f16_f16_sm90.cu", "group_gemm_e4m3_bf16_sm90.cu", "group_gemm_sm90.cu",
-          "flashinfer_gemm_sm90_binding.cu")
+SAMPLE = (
+    "group_gemm_f16_f16_sm90.cu",
+    "group_gemm_e4m3_bf16_sm90.cu",
+    "group_gemm_sm90.cu",
+    "flashinfer_gemm_sm90_binding.cu",
+)
 #: what nvcc is asked to show, put after the kernel alias in a copy of the header: the
 #: kernel's numbers, its ``Line`` 1 for column-major B, 2 for row-major
-SHOW = ("static_assert(cl_sizes<GemmKernel, (std::is_same_v<WEIGHT_LAYOUT, cutlass::layout::ColumnMajor> "
-        "? 1 : 2)>::value == 0, \"\");")
+SHOW = (
+    "static_assert(cl_sizes<GemmKernel, (std::is_same_v<WEIGHT_LAYOUT, cutlass::layout::ColumnMajor> "
+    '? 1 : 2)>::value == 0, "");'
+)
 
 
 @pytest.mark.network
@@ -187,8 +213,7 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
     res = audit(SPEC, "sm90", family="gemm_sm90")
     install = resolve_flashinfer(SPEC)
     tgt = engine.target(install.tree)
-    module = next(m for m in some(install, "sm90", cuda_version=tgt.cuda.version).modules
-                  if m.name == "gemm_sm90")
+    module = next(m for m in some(install, "sm90", cuda_version=tgt.cuda.version).modules if m.name == "gemm_sm90")
     assert sorted(p.name for p in module.generated) == sorted(SAMPLE)
     assert not [e for e in res.sources if e["error"]]
     mine = {(t.file.split("/")[-1], t.name.endswith("[weight_column_major]")): t for t in res.tactics}
@@ -199,7 +224,7 @@ def test_group_gemm_sm90_against_nvcc(nvcc, tmp_path, only_sources):
     header = include / "flashinfer" / "gemm" / "group_gemm_sm90.cuh"
     text = header.read_text()
     alias = re.search(r"using GemmKernel = cutlass::gemm::kernel::GemmUniversal<[^;]*;", text)
-    header.write_text(text[:alias.end()] + " " + SHOW + text[alias.end():])
+    header.write_text(text[: alias.end()] + " " + SHOW + text[alias.end() :])
     show = SIZES_SHOW
     sources = [p for p in module.generated if p.name.startswith("group_gemm_") and p.name != "group_gemm_sm90.cu"]
     flags = [f"-I{include}", *nvcc_flags(module, install.tree, "sm_90a")]

@@ -100,7 +100,7 @@ def _definition(name: str) -> str:
     for i in range(m.end() - 1, len(LAUNCHERS)):
         depth += {"{": 1, "}": -1}.get(LAUNCHERS[i], 0)
         if depth == 0:
-            return LAUNCHERS[m.start():i + 1]
+            return LAUNCHERS[m.start() : i + 1]
     raise AssertionError(name)
 
 
@@ -112,13 +112,18 @@ def _compile(text: str) -> dict[str, str]:
     tu = ci.Index.create().parse("t.cpp", args=["-x", "c++", "-std=c++17"], unsaved_files=[("t.cpp", text)])
     errors = [d.spelling for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
     assert not errors, errors
-    return {c.spelling: c.underlying_typedef_type.get_canonical().spelling
-            for c in tu.cursor.get_children() if c.kind == ci.CursorKind.TYPE_ALIAS_DECL}
+    return {
+        c.spelling: c.underlying_typedef_type.get_canonical().spelling
+        for c in tu.cursor.get_children()
+        if c.kind == ci.CursorKind.TYPE_ALIAS_DECL
+    }
 
 
 def test_declarations_only_drops_macro_statements_and_hoists_if_constexpr():
-    body = ("  TLLM_LOG_DEBUG(__PRETTY_FUNCTION__);\n  using A = int;\n"
-            "  if constexpr (!filtered_v<A, 2>) {\n    using GemmKernel = X<A>;")
+    body = (
+        "  TLLM_LOG_DEBUG(__PRETTY_FUNCTION__);\n  using A = int;\n"
+        "  if constexpr (!filtered_v<A, 2>) {\n    using GemmKernel = X<A>;"
+    )
     out = declarations_only(body)
     assert "TLLM_LOG_DEBUG" not in out and out.count("\n") == body.count("\n")
     assert f'static_assert((!filtered_v<A, 2>), "{HOISTED_IF}");' in out and "if" not in out.replace(HOISTED_IF, "")
@@ -134,7 +139,9 @@ def test_rehost_by_gemm_kernel_alias_and_defaults():
     assert alias == "GemmKernel" and usings == ""
     assert "static constexpr bool small" in struct and "TLLM_LOG_DEBUG" not in struct
     assert "GemmKernel kernel" not in struct and "return" not in struct
-    declared = template_parameters(LAUNCHERS[LAUNCHERS.index("template <typename T, typename CTA, Mode ScaleMode = "):])[0]
+    declared = template_parameters(
+        LAUNCHERS[LAUNCHERS.index("template <typename T, typename CTA, Mode ScaleMode = ") :]
+    )[0]
     params = template_parameters(_definition("wrapper"))[0]
     assert with_defaults(params, declared) == "typename T, typename CTA, Mode ScaleMode = Mode::kPostMma"
     assert with_defaults(params, "typename T") == params  # another length: unchanged
@@ -158,23 +165,37 @@ def test_rehosted_launchers_compile_to_the_kernels_they_build():
     ``Selector<false, int, T, CTA>::Type`` is ``k::Precomputed<int, T, CTA>``, and the dense
     kernel's ``char[sizeof(CTA) * 8]``. A filtered tile fails with the hoisted assertion."""
     impl = rehost_template(_definition("impl"), 0, name="cl_rehost_0_callee")[1]
-    declared = template_parameters(LAUNCHERS[LAUNCHERS.index("template <typename T, typename CTA, Mode ScaleMode = "):])[0]
+    declared = template_parameters(
+        LAUNCHERS[LAUNCHERS.index("template <typename T, typename CTA, Mode ScaleMode = ") :]
+    )[0]
     wparams = with_defaults(template_parameters(_definition("wrapper"))[0], declared)
     callee, args, asserts = forwarded_call(_definition("wrapper"))
-    wrapper = (f"template <{wparams}>\nstruct cl_rehost_0 {{\n{asserts}\n"
-               f"using GemmKernel = typename cl_rehost_0_callee<{args}>::GemmKernel;\n}};\n")
+    wrapper = (
+        f"template <{wparams}>\nstruct cl_rehost_0 {{\n{asserts}\n"
+        f"using GemmKernel = typename cl_rehost_0_callee<{args}>::GemmKernel;\n}};\n"
+    )
     small = rehost_template(_definition("impl"), 1, name="cl_rehost_1_callee")[1]
     callee, sargs, sasserts = forwarded_call(_definition("small_k"))
-    small += (f"template <{template_parameters(_definition('small_k'))[0]}>\nstruct cl_rehost_1 {{\n{sasserts}\n"
-              f"using GemmKernel = typename cl_rehost_1_callee<{sargs}>::GemmKernel;\n}};\n")
+    small += (
+        f"template <{template_parameters(_definition('small_k'))[0]}>\nstruct cl_rehost_1 {{\n{sasserts}\n"
+        f"using GemmKernel = typename cl_rehost_1_callee<{sargs}>::GemmKernel;\n}};\n"
+    )
     dense = rehost_template(_definition("dense"), 2)[1]
-    text = (LAUNCHERS + impl + wrapper + small + dense
-            + "using w = cl_rehost_0<float, char[2]>::GemmKernel;\n"
-            + "using s = cl_rehost_1<float, char[2], Mode::kPreMma, Kind::SMALL>::GemmKernel;\n"
-            + "using d = cl_rehost_2<short, char[2]>::GemmKernel;\n")
-    assert _compile(text) == {"w": "k::Precomputed<int, float, char[2]>",
-                              "s": "k::Precomputed<int, float, char[2]>",
-                              "d": "k::GemmUniversal<char[16], short, char[2]>"}
+    text = (
+        LAUNCHERS
+        + impl
+        + wrapper
+        + small
+        + dense
+        + "using w = cl_rehost_0<float, char[2]>::GemmKernel;\n"
+        + "using s = cl_rehost_1<float, char[2], Mode::kPreMma, Kind::SMALL>::GemmKernel;\n"
+        + "using d = cl_rehost_2<short, char[2]>::GemmKernel;\n"
+    )
+    assert _compile(text) == {
+        "w": "k::Precomputed<int, float, char[2]>",
+        "s": "k::Precomputed<int, float, char[2]>",
+        "d": "k::GemmUniversal<char[16], short, char[2]>",
+    }
     import clang.cindex as ci
 
     bad = LAUNCHERS + dense + "using d = cl_rehost_2<short, char[3]>::GemmKernel;\n"
@@ -188,37 +209,60 @@ def test_rehosted_launchers_compile_to_the_kernels_they_build():
 #: as the generator writes them; expected identity, by hand)
 OWNERS = [
     # W4A8 MoE, int4 weights, post-MMA scales (ScaleMode left to the default)
-    ("sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_fp8_e4m3, cutlass::uint4b_t, half, "
-     "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<64>, cute::Int<16>, "
-     "cute::Int<256>>, cute::Shape<cute::Int<2>, cute::Int<1>, cute::Int<1>>, "
-     "cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecializedCooperative, "
-     "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY>",
-     dict(name="CtaShape64x16x256B_ClusterShape_2x1x1_PINGPONG", tile=[64, 16, 256], cluster=[2, 1, 1],
-          operands=["e4m3", "u4"], out="f16", swap_ab=True)),
+    (
+        "sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_fp8_e4m3, cutlass::uint4b_t, half, "
+        "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<64>, cute::Int<16>, "
+        "cute::Int<256>>, cute::Shape<cute::Int<2>, cute::Int<1>, cute::Int<1>>, "
+        "cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecializedCooperative, "
+        "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY>",
+        dict(
+            name="CtaShape64x16x256B_ClusterShape_2x1x1_PINGPONG",
+            tile=[64, 16, 256],
+            cluster=[2, 1, 1],
+            operands=["e4m3", "u4"],
+            out="f16",
+            swap_ab=True,
+        ),
+    ),
     # FP8 x MXFP4, pre-MMA E8M0 scales
-    ("sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_fp8_e4m3, SafeFP4, __nv_bfloat16, "
-     "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<128>, cute::Int<128>, "
-     "cute::Int<128>>, cute::Shape<cute::Int<1>, cute::Int<2>, cute::Int<1>>, "
-     "cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative, "
-     "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY, cutlass::gemm::collective::MixedInputScaleMode::kPreMmaE8M0>",
-     dict(name="CtaShape128x128x128B_ClusterShape_1x2x1_COOPERATIVE_PreMmaE8M0", tile=[128, 128, 128],
-          cluster=[1, 2, 1], out="bf16")),
+    (
+        "sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_fp8_e4m3, SafeFP4, __nv_bfloat16, "
+        "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<128>, cute::Int<128>, "
+        "cute::Int<128>>, cute::Shape<cute::Int<1>, cute::Int<2>, cute::Int<1>>, "
+        "cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative, "
+        "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY, cutlass::gemm::collective::MixedInputScaleMode::kPreMmaE8M0>",
+        dict(
+            name="CtaShape128x128x128B_ClusterShape_1x2x1_COOPERATIVE_PreMmaE8M0",
+            tile=[128, 128, 128],
+            cluster=[1, 2, 1],
+            out="bf16",
+        ),
+    ),
     # the small-K single-warpgroup kernel
-    ("sm90_generic_mixed_moe_small_k_kernelLauncher<__nv_fp8_e4m3, SafeFP4, half, "
-     "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<128>, cute::Int<40>, "
-     "cute::Int<128>>, cute::Shape<cute::Int<1>, cute::Int<1>, cute::Int<1>>, "
-     "cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecializedCooperative, "
-     "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY, cutlass::gemm::collective::MixedInputScaleMode::kPreMmaE8M0, "
-     "tensorrt_llm::cutlass_extensions::MainloopScheduleType::SINGLE_WARPGROUP_ROLLING>",
-     dict(name="CtaShape128x40x128B_ClusterShape_1x1x1_SINGLE_WARPGROUP_ROLLING_PreMmaE8M0", tile=[128, 40, 128])),
+    (
+        "sm90_generic_mixed_moe_small_k_kernelLauncher<__nv_fp8_e4m3, SafeFP4, half, "
+        "tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cute::Shape<cute::Int<128>, cute::Int<40>, "
+        "cute::Int<128>>, cute::Shape<cute::Int<1>, cute::Int<1>, cute::Int<1>>, "
+        "cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecializedCooperative, "
+        "cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_ONLY, cutlass::gemm::collective::MixedInputScaleMode::kPreMmaE8M0, "
+        "tensorrt_llm::cutlass_extensions::MainloopScheduleType::SINGLE_WARPGROUP_ROLLING>",
+        dict(name="CtaShape128x40x128B_ClusterShape_1x1x1_SINGLE_WARPGROUP_ROLLING_PreMmaE8M0", tile=[128, 40, 128]),
+    ),
     # fpA_intB: bf16 x uint8 with zeros; tile K 64 bf16 elements = 128 bytes (the enum's K)
-    ("sm90_generic_mixed_gemm_kernelLauncher<__nv_bfloat16, uint8_t, __nv_bfloat16, __nv_bfloat16, "
-     "__nv_bfloat16, cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_AND_ZEROS, "
-     "tensorrt_llm::cutlass_extensions::EpilogueOpBias, cute::Shape<cute::Int<128>, cute::Int<256>, "
-     "cute::Int<64>>, cute::Shape<cute::Int<1>, cute::Int<1>, cute::Int<1>>, "
-     "cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>",
-     dict(name="CtaShape128x256x128B_ClusterShape_1x1x1_COOPERATIVE_FINEGRAINED_SCALE_AND_ZEROS",
-          tile=[128, 256, 64], operands=["bf16", "u8"], out="bf16", family="moe")),
+    (
+        "sm90_generic_mixed_gemm_kernelLauncher<__nv_bfloat16, uint8_t, __nv_bfloat16, __nv_bfloat16, "
+        "__nv_bfloat16, cutlass::WeightOnlyQuantOp::FINEGRAINED_SCALE_AND_ZEROS, "
+        "tensorrt_llm::cutlass_extensions::EpilogueOpBias, cute::Shape<cute::Int<128>, cute::Int<256>, "
+        "cute::Int<64>>, cute::Shape<cute::Int<1>, cute::Int<1>, cute::Int<1>>, "
+        "cutlass::gemm::KernelTmaWarpSpecializedCooperative, cutlass::epilogue::TmaWarpSpecializedCooperative>",
+        dict(
+            name="CtaShape128x256x128B_ClusterShape_1x1x1_COOPERATIVE_FINEGRAINED_SCALE_AND_ZEROS",
+            tile=[128, 256, 64],
+            operands=["bf16", "u8"],
+            out="bf16",
+            family="moe",
+        ),
+    ),
 ]
 
 
@@ -238,12 +282,14 @@ def test_mixed_kernel_types():
     ``GemmKernelSelector`` and ``CollectiveBuilderMixedInput`` they name:
     ``CollectiveMmaArrayMixedInput<Policy, Tile, tuple<weight, scale>, S, activation, ...>``)."""
     for cls in ("GemmUniversalPrecomputedScheduler", "SingleWarpgroupPersistentGemm"):
-        spelled = (f"cutlass::gemm::kernel::{cls}<cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int>>, "
-                   "cutlass::gemm::collective::CollectiveMmaArrayMixedInput<cutlass::gemm::"
-                   "MainloopSm90ArrayTmaGmmaWarpSpecializedMixedInput<5, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1>>, "
-                   "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong>, cute::tuple<cute::C<64>, cute::C<16>, "
-                   "cute::C<256>>, cute::tuple<cutlass::int4b_t, cutlass::bfloat16_t>, S, cutlass::float_e4m3_t, S>, "
-                   "E, void>")
+        spelled = (
+            f"cutlass::gemm::kernel::{cls}<cutlass::gemm::GroupProblemShape<cute::tuple<int, int, int>>, "
+            "cutlass::gemm::collective::CollectiveMmaArrayMixedInput<cutlass::gemm::"
+            "MainloopSm90ArrayTmaGmmaWarpSpecializedMixedInput<5, cute::tuple<cute::C<2>, cute::C<1>, cute::C<1>>, "
+            "cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong>, cute::tuple<cute::C<64>, cute::C<16>, "
+            "cute::C<256>>, cute::tuple<cutlass::int4b_t, cutlass::bfloat16_t>, S, cutlass::float_e4m3_t, S>, "
+            "E, void>"
+        )
         assert kernel_core(spelled) == spelled
         parts = kernel_parts(spelled)
         assert parts["kernel"] == "grouped" and parts["tile"] == [64, 16, 256] and parts["cluster"] == [2, 1, 1]
@@ -265,9 +311,11 @@ CAPACITY = 232448  # sm90_smem_capacity_bytes (gemm/collective/builders/sm90_com
 #: 8 W4A16 BF16 x MXFP4 MoE launchers (128x128x512, four clusters, cooperative and pingpong: 2
 #: stages, 350208 and 366592 B by nvcc, over capacity), 8 small-K FP8 x MXFP4 ones (prefill and
 #: rolling, N 8 to 40) and 8 fpA_intB ones (FP8 x int4, per column)
-SAMPLE = ("cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group39.generated.cu",
-          "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group70.generated.cu",
-          "cutlass_kernel_file_gemm_sm90_M128_group0.generated.cu")
+SAMPLE = (
+    "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group39.generated.cu",
+    "cutlass_kernel_file_gemm_grouped_sm90_M128_Mixed_group70.generated.cu",
+    "cutlass_kernel_file_gemm_sm90_M128_group0.generated.cu",
+)
 
 
 def nvcc_sizes(sources, flags: list[str], work) -> dict:
@@ -306,8 +354,9 @@ def test_sm90_mixed_tactics_against_nvcc(nvcc, tmp_path, only_sources):
     res = audit(SPEC, "sm90", family="moe")
     install = resolve_flashinfer(SPEC)
     tgt = engine.target(install.tree)
-    moe = next(m for m in some(install, "sm90", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
+    moe = next(
+        m for m in some(install, "sm90", cuda_version=tgt.cuda.version).modules if m.name.startswith("fused_moe")
+    )
     assert sorted(p.name for p in moe.generated) == sorted(SAMPLE)
     assert len({t.id for t in res.tactics}) == len(res.tactics) == 24
     assert not [e for e in res.sources if e["error"]]

@@ -30,8 +30,10 @@ OVER = ["moe/CtaShape128x256x64B/nvfp4xnvfp4/f16/finalize", "moe/CtaShape128x256
 
 
 def test_blank_statements_keeps_lines_and_the_rest():
-    text = ("#include \"x.h\"\nnamespace n {\n#if 1\n    CALL(a, b,\n         c);\n#endif\n"
-            "    CALL(d,\n         e);\ntemplate void f<int>(\n    int);\n}\n")
+    text = (
+        '#include "x.h"\nnamespace n {\n#if 1\n    CALL(a, b,\n         c);\n#endif\n'
+        "    CALL(d,\n         e);\ntemplate void f<int>(\n    int);\n}\n"
+    )
     out = blank_statements(text, [4, 10])  # a call's first line; an instantiation's second
     assert out.count("\n") == text.count("\n") and len(out) == len(text)
     lines = out.split("\n")
@@ -45,8 +47,10 @@ def test_what_is_said_when_nothing_was_compared():
 
     assert AuditVerification().lines() == ["nvcc compared no tactic: the audit shows no tactic that compiles"]
     v = AuditVerification(not_verified=["gemm_sm120 (why)"])
-    assert v.lines() == ["nvcc compared no tactic: none could be verified (below)",
-                         "not verified: gemm_sm120 (why)"] and v.agree
+    assert (
+        v.lines() == ["nvcc compared no tactic: none could be verified (below)", "not verified: gemm_sm120 (why)"]
+        and v.agree
+    )
     assert audit_nvcc.spread(list(range(10)), 4) == [0, 3, 6, 9] and audit_nvcc.spread([1, 2], 4) == [1, 2]
 
 
@@ -57,16 +61,20 @@ def test_nvcc_missing_or_unusable_is_one_error_line(tmp_path, monkeypatch, capsy
     assert err == ["error: verifying with nvcc needs nvcc: nvcc is not on PATH"]
     assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: verifying with nvcc needs nvcc: the CUDA at {tmp_path / 'none'} (cuda_path) has no bin/nvcc"]
+        f"error: verifying with nvcc needs nvcc: the CUDA at {tmp_path / 'none'} (cuda_path) has no bin/nvcc"
+    ]
     # the CUDA header wheels have no nvcc: PATH's is asked
     assert main(["audit", str(mini), "--verify", "nvcc", "--cuda-path", "pip"]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["error: verifying with nvcc needs nvcc: nvcc is not on PATH"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: verifying with nvcc needs nvcc: nvcc is not on PATH"
+    ]
     fake = tmp_path / "nvcc"
     fake.write_text("#!/bin/sh\necho 'nvcc fatal   : broken install' >&2\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     assert main(["audit", str(mini), "--verify", "nvcc"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: nvcc at {fake} does not run: nvcc fatal   : broken install"]
+        f"error: nvcc at {fake} does not run: nvcc fatal   : broken install"
+    ]
     assert main(["audit", str(mini), "--sample", "2"]) == 2
     assert "give --verify nvcc too" in capsys.readouterr().err
 
@@ -110,8 +118,8 @@ def test_sm120_moe_sample_against_nvcc(verified):
     assert sorted(v.compared) == sorted(OVER) and v.agree and v.not_verified == []
     assert (v.families, v.sources, v.units) == (1, 1, 1)
     assert v.lines() == ["nvcc agrees on 2 of 2 tactics (1 family, 1 source)"]
-    (got, _), = answers
-    (source, lines), = got.items()
+    ((got, _),) = answers
+    ((source, lines),) = got.items()
     assert source.name == "cutlass_kernel_file_gemm_grouped_sm120_M128_BS_group6.generated.cu"
     # only the two sampled launchers were left in the unit: nvcc shows just them
     assert sorted(lines.values()) == [FINALIZE, FINALIZE]
@@ -147,9 +155,11 @@ def test_cli_agreement_and_a_disagreement(verified, monkeypatch, capsys):
     _replayed(monkeypatch, wrong, answers)
     assert main(argv) == 4
     out = capsys.readouterr().out.splitlines()
-    assert out[-2:] == ["nvcc agrees on 1 of 2 tactics (1 family, 1 source)",
-                        f"nvcc disagrees: {OVER[1]}: audit (kernel, mainloop, epilogue, stages) = "
-                        f"(103424, 83968, 17408, 3), nvcc {FINALIZE}"]
+    assert out[-2:] == [
+        "nvcc agrees on 1 of 2 tactics (1 family, 1 source)",
+        f"nvcc disagrees: {OVER[1]}: audit (kernel, mainloop, epilogue, stages) = "
+        f"(103424, 83968, 17408, 3), nvcc {FINALIZE}",
+    ]
 
 
 def test_two_kernels_of_one_call_are_told_apart_by_their_alias_lines():
@@ -163,14 +173,17 @@ def test_two_kernels_of_one_call_are_told_apart_by_their_alias_lines():
     from cutlass_layout.checks.nvcc_probe import shown_by_instantiation
 
     src = Path("/g/fp4_gemm.cu")
-    out = ('/i/fp4_gemm_template_sm120.h(273): error: class "cl_show<273, 100UL, 60UL, 30UL, 4>" has no member '
-           '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
-           f'"cl_sizes<K, 273, void>" at line 24 of "{src}"\n\n'
-           '/i/fp4_gemm_template_sm120.h(290): error: class "cl_show<290, 200UL, 60UL, 30UL, 5>" has no member '
-           '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
-           f'"cl_sizes<K, 290, void>" at line 24 of "{src}"\n')
+    out = (
+        '/i/fp4_gemm_template_sm120.h(273): error: class "cl_show<273, 100UL, 60UL, 30UL, 4>" has no member '
+        '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
+        f'"cl_sizes<K, 273, void>" at line 24 of "{src}"\n\n'
+        '/i/fp4_gemm_template_sm120.h(290): error: class "cl_show<290, 200UL, 60UL, 30UL, 5>" has no member '
+        '"the_sizes_are_in_this_name"\n          detected during:\n            instantiation of class '
+        f'"cl_sizes<K, 290, void>" at line 24 of "{src}"\n'
+    )
     assert shown_by_instantiation(out, [src], alias_lines=True) == {
-        src: {(24, 273): (100, 60, 30, 4), (24, 290): (200, 60, 30, 5)}}
+        src: {(24, 273): (100, 60, 30, 4), (24, 290): (200, 60, 30, 5)}
+    }
     assert shown_by_instantiation(out, [src]) == {src: {24: (200, 60, 30, 5)}}  # one line: the last
 
 
@@ -199,7 +212,10 @@ def test_a_step_that_cannot_be_run_says_so(tmp_path):
     tool.chmod(0o755)
     out = run_probe("cudafe-here", "/bin/true", tmp_path, here=str(tool.parent))
     assert out == "ran\n" and unanswered(out) is None
-    assert unanswered(run_probe("bash -c 'kill -9 $$'", "/bin/true", tmp_path)) == "bash was killed by signal 9 (out of memory?)"
+    assert (
+        unanswered(run_probe("bash -c 'kill -9 $$'", "/bin/true", tmp_path))
+        == "bash was killed by signal 9 (out of memory?)"
+    )
 
 
 def test_a_step_not_run_is_not_verified_not_a_disagreement(monkeypatch):
@@ -218,8 +234,10 @@ def test_a_step_not_run_is_not_verified_not_a_disagreement(monkeypatch):
     out = AuditVerification()
     audit_nvcc.run_units([audit_nvcc.Unit([a], [], [(a, 10, ta)])], "nvcc", 1, out)
     assert out.disagreements == [] and out.agree and out.compared == []
-    assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cudafe++ could not be run (not found in "
-                                "/w:/usr/bin:/bin) on a unit of 1 source(s)"]
+    assert out.not_verified == [
+        "1 tactic(s) of moe not compared: nvcc's cudafe++ could not be run (not found in "
+        "/w:/usr/bin:/bin) on a unit of 1 source(s)"
+    ]
     assert out.lines()[0] == "nvcc compared no tactic: none could be verified (below)"
 
 
@@ -276,5 +294,7 @@ def test_a_killed_nvcc_is_run_again_alone_then_not_compared(monkeypatch):
     audit_nvcc.run_units(units, "nvcc", 2, out)
     assert sorted(calls) == [a, a, b, b]  # each killed beside the other, then alone
     assert out.compared == ["moe/a"] and out.agree and out.disagreements == []
-    assert out.not_verified == ["1 tactic(s) of moe not compared: nvcc's cicc was killed by signal 9 (out of "
-                                "memory?) on a unit of 1 source(s), run alone as well"]
+    assert out.not_verified == [
+        "1 tactic(s) of moe not compared: nvcc's cicc was killed by signal 9 (out of "
+        "memory?) on a unit of 1 source(s), run alone as well"
+    ]

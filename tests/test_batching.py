@@ -90,7 +90,7 @@ def test_precompiled_header_falls_back_and_remembers_a_bad_preamble(fi072, tmp_p
     builds = []
     real = fc.build_pch
     monkeypatch.setattr(fc, "build_pch", lambda text, *a: builds.append(text) or real(text, *a))
-    broken, fine = "struct A { int x; };\nstatic_assert(sizeof(A) == 5, \"no\");\n", "struct A { int x; };\n"
+    broken, fine = 'struct A { int x; };\nstatic_assert(sizeof(A) == 5, "no");\n', "struct A { int x; };\n"
     flags = fi072.flags("sm120")
     first = fc.ensure_pch([broken, fine], flags, "k")
     assert first is not None and first.is_file() and builds == [broken, fine]

@@ -48,11 +48,23 @@ from cutlass_layout.sources.flashinfer import resolve_flashinfer
 MINI = Path(__file__).resolve().parent.parent / "fixtures" / "installs" / "mini_flashinfer"
 FI_074 = "flashinfer-python==0.7.4"
 FI_068 = "flashinfer-python==0.6.8"
-TILES = ["CtaShape128x128x128B", "CtaShape128x128x64B", "CtaShape256x128x64B", "CtaShape128x256x64B",
-         "CtaShape128x128x256B", "CtaShape256x128x128B", "CtaShape128x32x128B", "CtaShape128x32x64B",
-         "CtaShape128x64x128B", "CtaShape128x64x64B"]
-PRUNED = {"CtaShape128x128x256B": "always", "CtaShape256x128x128B": "always",
-          **{t: "fp8" for t in TILES if t.endswith("x64B")}}
+TILES = [
+    "CtaShape128x128x128B",
+    "CtaShape128x128x64B",
+    "CtaShape256x128x64B",
+    "CtaShape128x256x64B",
+    "CtaShape128x128x256B",
+    "CtaShape256x128x128B",
+    "CtaShape128x32x128B",
+    "CtaShape128x32x64B",
+    "CtaShape128x64x128B",
+    "CtaShape128x64x64B",
+]
+PRUNED = {
+    "CtaShape128x128x256B": "always",
+    "CtaShape256x128x128B": "always",
+    **{t: "fp8" for t in TILES if t.endswith("x64B")},
+}
 
 
 def _errors(err: str) -> list[str]:
@@ -62,20 +74,37 @@ def _errors(err: str) -> list[str]:
 def test_moe_configs_follow_the_runtime_order():
     """The order ``getConfigs`` builds (see the module docstring), on a candidate list as
     ``get_candidate_configs_sm120`` of 0.7.4 reads."""
-    cand = Candidates(tiles=TILES, pruned=PRUNED, dispatched=TILES, duplicated=True,
-                      duplication=["finalize", "swap_ab"], fallback_excludes_fp4=True, tma_first=True)
+    cand = Candidates(
+        tiles=TILES,
+        pruned=PRUNED,
+        dispatched=TILES,
+        duplicated=True,
+        duplication=["finalize", "swap_ab"],
+        fallback_excludes_fp4=True,
+        tma_first=True,
+    )
     nv = [t for t in TILES if PRUNED.get(t) != "always"]
-    assert moe_configs(cand, "nvfp4", "nvfp4", False) == \
-        [(t, "none", False) for t in nv] + [(t, "none", True) for t in nv]
+    assert moe_configs(cand, "nvfp4", "nvfp4", False) == [(t, "none", False) for t in nv] + [
+        (t, "none", True) for t in nv
+    ]
     gemm2 = moe_configs(cand, "nvfp4", "nvfp4", True)
-    assert len(gemm2) == 32 and gemm2[8 + 2] == ("CtaShape256x128x64B", "finalize", False) \
-        and gemm2[8 + 3] == ("CtaShape128x256x64B", "finalize", False) and gemm2[16] == (nv[0], "none", True)
+    assert (
+        len(gemm2) == 32
+        and gemm2[8 + 2] == ("CtaShape256x128x64B", "finalize", False)
+        and gemm2[8 + 3] == ("CtaShape128x256x64B", "finalize", False)
+        and gemm2[16] == (nv[0], "none", True)
+    )
     mixed = ["CtaShape128x128x128B", "CtaShape128x32x128B", "CtaShape128x64x128B"]
-    assert moe_configs(cand, "mxfp8", "mxfp4", True) == \
-        [(t, f, s) for s in (False, True) for f in ("none", "finalize") for t in mixed]
+    assert moe_configs(cand, "mxfp8", "mxfp4", True) == [
+        (t, f, s) for s in (False, True) for f in ("none", "finalize") for t in mixed
+    ]
     # an order the code does not show is no order
-    for change in ({"duplication": ["swap_ab", "finalize"]}, {"no_smem": True},
-                   {"fallback_excludes_fp4": False}, {"note": "not read"}):
+    for change in (
+        {"duplication": ["swap_ab", "finalize"]},
+        {"no_smem": True},
+        {"fallback_excludes_fp4": False},
+        {"note": "not read"},
+    ):
         assert moe_configs(Candidates(**{**cand.__dict__, **change}), "nvfp4", "nvfp4", True) is None
     assert moe_configs(cand, "bf16", "bf16", True) is None  # another runner: not the SM120 TMA list
 
@@ -117,11 +146,18 @@ def test_the_blocklist_file_has_the_mode_open_gives(tmp_path, umask_022):
     from cutlass_layout.commands.blocklist import write_blocklist
     from cutlass_layout.model import Blocklist, BlocklistFormat
 
-    fmt = BlocklistFormat(version="9.8.7", loader="tactics_blocklist.py", metadata_key="_metadata",
-                          tactics_key="invalid_tactics", metadata_fields=["flashinfer_version"],
-                          ops={1: "trtllm::fused_moe::gemm1"}, runner_class="MoERunner")
-    bl = Blocklist(format=fmt, arch="sm120", invalid_tactics={fmt.key(1): [3, 7]},
-                   metadata={"flashinfer_version": "9.8.7"})
+    fmt = BlocklistFormat(
+        version="9.8.7",
+        loader="tactics_blocklist.py",
+        metadata_key="_metadata",
+        tactics_key="invalid_tactics",
+        metadata_fields=["flashinfer_version"],
+        ops={1: "trtllm::fused_moe::gemm1"},
+        runner_class="MoERunner",
+    )
+    bl = Blocklist(
+        format=fmt, arch="sm120", invalid_tactics={fmt.key(1): [3, 7]}, metadata={"flashinfer_version": "9.8.7"}
+    )
     path = tmp_path / "bl.json"
     for _ in range(2):  # a new file, then one replaced
         assert write_blocklist(bl, path) == path
@@ -139,8 +175,10 @@ def test_068_has_no_loader(tmp_path, capsys):
     (0.7.2.post1's and 0.7.4's have the same tactics_blocklist.py)."""
     assert main(["audit", FI_068, "--family", "moe", "--blocklist", str(tmp_path / "bl.json")]) == 2
     lines = _errors(capsys.readouterr().err)
-    assert lines == ["error: flashinfer 0.6.8 has no tactics blocklist loader (flashinfer/"
-                     "tactics_blocklist.py): it cannot load a blocklist file"]
+    assert lines == [
+        "error: flashinfer 0.6.8 has no tactics blocklist loader (flashinfer/"
+        "tactics_blocklist.py): it cannot load a blocklist file"
+    ]
     assert not (tmp_path / "bl.json").exists()
 
 
@@ -156,11 +194,19 @@ def flashinfer_loader():
         pkg = types.ModuleType("flashinfer")
         pkg.__path__ = [str(root)]
         sys.modules["flashinfer"] = pkg
-        for name in ("torch", "tqdm", "flashinfer.autotune_cache", "flashinfer.tllm_utils",
-                     "flashinfer.utils", "flashinfer.jit", "flashinfer.jit.core",
-                     "flashinfer.jit.cute_dsl_core"):
+        for name in (
+            "torch",
+            "tqdm",
+            "flashinfer.autotune_cache",
+            "flashinfer.tllm_utils",
+            "flashinfer.utils",
+            "flashinfer.jit",
+            "flashinfer.jit.core",
+            "flashinfer.jit.cute_dsl_core",
+        ):
             sys.modules[name] = mock.MagicMock(name=name)
         return importlib.import_module("flashinfer.tactics_blocklist")
+
     yield load
     for name in [n for n in sys.modules if n not in before]:
         del sys.modules[name]
@@ -178,9 +224,17 @@ def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, cap
     assert doc["invalid_tactics"] == {"trtllm::fused_moe::gemm2::MoERunner": [26, 27]}
     meta = doc["_metadata"]
     assert meta["flashinfer_version"] == "0.7.4"
-    assert {k: v for k, v in meta.items() if k not in ("flashinfer_version", "generated_at", "generator")} == \
-        {k: "*" for k in ("cuda_version", "cublas_version", "cudnn_version", "cudnn_frontend_version",
-                          "cutlass_dsl_version", "gpu")}
+    assert {k: v for k, v in meta.items() if k not in ("flashinfer_version", "generated_at", "generator")} == {
+        k: "*"
+        for k in (
+            "cuda_version",
+            "cublas_version",
+            "cudnn_version",
+            "cudnn_frontend_version",
+            "cutlass_dsl_version",
+            "gpu",
+        )
+    }
 
     tb = flashinfer_loader(resolve_flashinfer(FI_074).root)
     bl = tb.TacticsBlocklist()
@@ -188,6 +242,7 @@ def test_074_blocklist_loads_and_removes_the_four_finalize_tactics(tmp_path, cap
 
     class MoERunner:  # the key is the runner's class name
         pass
+
     runner = MoERunner()
     nvfp4_gemm1, nvfp4_gemm2 = list(range(16)), list(range(16, 48))
     assert bl.filter("trtllm::fused_moe::gemm1", runner, nvfp4_gemm1) == nvfp4_gemm1
@@ -249,16 +304,22 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
     cand = res.candidates
     install = resolve_flashinfer(FI_074)
     tgt = engine.target(install.tree)
-    moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
-    names = "\n".join(f"  if (t == CutlassTileConfigSM120::{n}) return \"{n}\";" for n in cand.tiles)
-    runners = "\n".join(f"  show<MoeGemmRunner<{types}, __nv_bfloat16>>(\"{a}x{b}\");"
-                        for (a, b), types in RUNNERS.items())
+    moe = next(
+        m
+        for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+        if m.name.startswith("fused_moe")
+    )
+    names = "\n".join(f'  if (t == CutlassTileConfigSM120::{n}) return "{n}";' for n in cand.tiles)
+    runners = "\n".join(
+        f'  show<MoeGemmRunner<{types}, __nv_bfloat16>>("{a}x{b}");' for (a, b), types in RUNNERS.items()
+    )
     src = tmp_path / "order.cu"
     src.write_text(PROGRAM % {"names": names, "runners": runners})
     nv = install.root / "data" / "csrc" / "nv_internal"
-    helpers = [nv / "tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp",
-               *(nv / "cpp/common" / f"{n}.cpp" for n in ("logger", "tllmException", "stringUtils", "envUtils"))]
+    helpers = [
+        nv / "tensorrt_llm/kernels/cutlass_kernels/cutlass_heuristic.cpp",
+        *(nv / "cpp/common" / f"{n}.cpp" for n in ("logger", "tllmException", "stringUtils", "envUtils")),
+    ]
     exe = tmp_path / "order"
     flags = nvcc_flags(moe, install.tree)
     # the .cpp helpers by the host compiler, as flashinfer's JIT builds them (cpp_ext.py: $cxx
@@ -300,33 +361,65 @@ def test_tactic_ids_are_the_runtime_lists_indices(nvcc, tmp_path):
 SM90_CAPACITY = 232448  # cutlass/arch/arch.h: sm90_smem_capacity_bytes = 227 KiB
 
 
-def _sm90_tactic(name: str, *, kernel_bytes: int, family: str = "moe", tried: bool | None = True,
-                 guard: str | None = None):
+def _sm90_tactic(
+    name: str, *, kernel_bytes: int, family: str = "moe", tried: bool | None = True, guard: str | None = None
+):
     """A synthetic SM90 mixed-input MoE row (mxfp4 weight as A, bf16 activation as B, swap_ab),
     with the numbers given (what is checked is which rows the file holds, not the numbers)."""
     from cutlass_layout.model import KernelNumbers, Tactic, Verdict
 
     verdict = Verdict.OVER_CAPACITY if kernel_bytes > SM90_CAPACITY else Verdict.FITS
-    return Tactic(family=family, name=name, a="mxfp4", b="bf16", out="bf16", fusion=None, swap_ab=True,
-                  tile=None, cluster=[1, 1, 1], kernel=None, schedule=None, file="k.cu", line=1,
-                  launcher="sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4>",
-                  runtime_candidate=tried, runtime_guard=guard,
-                  numbers=KernelNumbers(verdict, 2, kernel_bytes, kernel_bytes - 1024, 1024, SM90_CAPACITY,
-                                        SM90_CAPACITY - kernel_bytes))
+    return Tactic(
+        family=family,
+        name=name,
+        a="mxfp4",
+        b="bf16",
+        out="bf16",
+        fusion=None,
+        swap_ab=True,
+        tile=None,
+        cluster=[1, 1, 1],
+        kernel=None,
+        schedule=None,
+        file="k.cu",
+        line=1,
+        launcher="sm90_generic_mixed_moe_gemm_kernelLauncher<__nv_bfloat16, SafeFP4>",
+        runtime_candidate=tried,
+        runtime_guard=guard,
+        numbers=KernelNumbers(
+            verdict, 2, kernel_bytes, kernel_bytes - 1024, 1024, SM90_CAPACITY, SM90_CAPACITY - kernel_bytes
+        ),
+    )
 
 
 def _sm90_result(tactics):
     from cutlass_layout.model import AuditResult, Constant
 
-    prov = {"library": "flashinfer-python", "version": "0.7.4", "origin": FI_074, "cutlass_version": "4.5.0",
-            "cutlass_root": "/nowhere", "tree_hash": "0"}
-    return AuditResult(provenance=prov, arch="sm90", tactics=tactics, capacity=Constant(
-        name="sm90_smem_capacity_bytes", value=SM90_CAPACITY, file="cutlass/arch/arch.h", line=40))
+    prov = {
+        "library": "flashinfer-python",
+        "version": "0.7.4",
+        "origin": FI_074,
+        "cutlass_version": "4.5.0",
+        "cutlass_root": "/nowhere",
+        "tree_hash": "0",
+    }
+    return AuditResult(
+        provenance=prov,
+        arch="sm90",
+        tactics=tactics,
+        capacity=Constant(name="sm90_smem_capacity_bytes", value=SM90_CAPACITY, file="cutlass/arch/arch.h", line=40),
+    )
 
 
-FMT_074 = dict(version="0.7.4", loader="tactics_blocklist.py", metadata_key="_metadata",
-               tactics_key="invalid_tactics", metadata_fields=["flashinfer_version", "gpu"],
-               ops={1: "trtllm::fused_moe::gemm1", 2: "trtllm::fused_moe::gemm2"}, runner_class="MoERunner")
+FMT_074 = dict(
+    version="0.7.4",
+    loader="tactics_blocklist.py",
+    metadata_key="_metadata",
+    tactics_key="invalid_tactics",
+    metadata_fields=["flashinfer_version", "gpu"],
+    ops={1: "trtllm::fused_moe::gemm1", 2: "trtllm::fused_moe::gemm2"},
+    runner_class="MoERunner",
+)
 
 
 def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path, monkeypatch, capsys):
@@ -340,8 +433,10 @@ def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path
     from cutlass_layout.model import BlocklistFormat
 
     fmt = BlocklistFormat(**FMT_074)
-    over = [_sm90_tactic(f"CtaShape128x128x128B_ClusterShape_{c}_PINGPONG", kernel_bytes=SM90_CAPACITY + 1)
-            for c in ("1x1x1", "2x1x1")]
+    over = [
+        _sm90_tactic(f"CtaShape128x128x128B_ClusterShape_{c}_PINGPONG", kernel_bytes=SM90_CAPACITY + 1)
+        for c in ("1x1x1", "2x1x1")
+    ]
     guarded = _sm90_tactic("t", family="moe_sm80", kernel_bytes=SM90_CAPACITY + 1, guard="occupancy check")
     fits = _sm90_tactic("CtaShape64x128x128B_ClusterShape_1x1x1_PINGPONG", kernel_bytes=SM90_CAPACITY)
     bl = tactics_blocklist(_sm90_result([*over, guarded, fits]), fmt)
@@ -382,18 +477,46 @@ def test_a_blocklist_that_leaves_out_a_tried_tactic_says_so_and_exits_1(tmp_path
 # The over-capacity tiles: 64x128x512B (tile 11, PINGPONG: M 64), 128x128x512B (23, PINGPONG:
 # K 512 with N 128), 128x256x256B (25, COOPERATIVE), 256x128x256B (27, COOPERATIVE); config index
 # 4 * tile + cluster: 44-47, 92-95, 100-103, 108-111 in GEMM1, each + 116 in GEMM2.
-SM90_WEIGHT_ONLY_TILES = [f"CtaShape{m}x{n}x{k}B" for m, n, k in (
-    (64, 16, 128), (64, 16, 256), (64, 16, 512), (64, 32, 128), (64, 32, 256), (64, 32, 512),
-    (64, 64, 128), (64, 64, 256), (64, 64, 512), (64, 128, 128), (64, 128, 256), (64, 128, 512),
-    (128, 16, 128), (128, 16, 256), (128, 16, 512), (128, 32, 128), (128, 32, 256), (128, 32, 512),
-    (128, 64, 128), (128, 64, 256), (128, 64, 512), (128, 128, 128), (128, 128, 256), (128, 128, 512),
-    (128, 256, 128), (128, 256, 256), (256, 128, 128), (256, 128, 256), (256, 256, 128))]
+SM90_WEIGHT_ONLY_TILES = [
+    f"CtaShape{m}x{n}x{k}B"
+    for m, n, k in (
+        (64, 16, 128),
+        (64, 16, 256),
+        (64, 16, 512),
+        (64, 32, 128),
+        (64, 32, 256),
+        (64, 32, 512),
+        (64, 64, 128),
+        (64, 64, 256),
+        (64, 64, 512),
+        (64, 128, 128),
+        (64, 128, 256),
+        (64, 128, 512),
+        (128, 16, 128),
+        (128, 16, 256),
+        (128, 16, 512),
+        (128, 32, 128),
+        (128, 32, 256),
+        (128, 32, 512),
+        (128, 64, 128),
+        (128, 64, 256),
+        (128, 64, 512),
+        (128, 128, 128),
+        (128, 128, 256),
+        (128, 128, 512),
+        (128, 256, 128),
+        (128, 256, 256),
+        (256, 128, 128),
+        (256, 128, 256),
+        (256, 256, 128),
+    )
+]
 SM90_CLUSTERS = ["ClusterShape_1x1x1", "ClusterShape_2x1x1", "ClusterShape_1x2x1", "ClusterShape_2x2x1"]
 
 
 def _sm90_coop(tile: str) -> bool:
     """``sm90_supports_coop`` (cutlass_heuristic.cpp), by hand."""
-    m, n, k = map(int, tile[len("CtaShape"):-1].split("x"))
+    m, n, k = map(int, tile[len("CtaShape") : -1].split("x"))
     if m == 128 and n in (16, 32, 64):
         return k in (128, 256, 512)
     if (m == 128 and n in (128, 256)) or (m == 256 and n == 128):
@@ -407,11 +530,17 @@ def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinf
     from cutlass_layout.installs.candidates import sm90_moe_configs
 
     res = audit(FI_074, arch="sm90", family="moe")
-    want_list = [(t, c, "COOPERATIVE" if _sm90_coop(t) else "PINGPONG", True)
-                 for t in SM90_WEIGHT_ONLY_TILES for c in SM90_CLUSTERS]
+    want_list = [
+        (t, c, "COOPERATIVE" if _sm90_coop(t) else "PINGPONG", True)
+        for t in SM90_WEIGHT_ONLY_TILES
+        for c in SM90_CLUSTERS
+    ]
     assert len(want_list) == 116 and sm90_moe_configs(res.candidates, "bf16xfp4") == want_list
-    over = [4 * SM90_WEIGHT_ONLY_TILES.index(t) + c for t in ("CtaShape64x128x512B", "CtaShape128x128x512B",
-            "CtaShape128x256x256B", "CtaShape256x128x256B") for c in range(4)]
+    over = [
+        4 * SM90_WEIGHT_ONLY_TILES.index(t) + c
+        for t in ("CtaShape64x128x512B", "CtaShape128x128x512B", "CtaShape128x256x256B", "CtaShape256x128x256B")
+        for c in range(4)
+    ]
     assert over == [44, 45, 46, 47, 92, 93, 94, 95, 100, 101, 102, 103, 108, 109, 110, 111]
 
     path = tmp_path / "bl.json"
@@ -419,8 +548,10 @@ def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinf
     err = capsys.readouterr().err
     assert "16 over-capacity tactic(s) the runtime would try" in err and "not in it" not in err
     doc = json.loads(path.read_text())
-    assert doc["invalid_tactics"] == {"trtllm::fused_moe::gemm1::MoERunner": over,
-                                      "trtllm::fused_moe::gemm2::MoERunner": [116 + i for i in over]}
+    assert doc["invalid_tactics"] == {
+        "trtllm::fused_moe::gemm1::MoERunner": over,
+        "trtllm::fused_moe::gemm2::MoERunner": [116 + i for i in over],
+    }
 
     tb = flashinfer_loader(resolve_flashinfer(FI_074).root)
     bl = tb.TacticsBlocklist()
@@ -428,6 +559,7 @@ def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinf
 
     class MoERunner:  # the key is the runner's class name
         pass
+
     runner = MoERunner()
     gemm1, gemm2 = list(range(116)), list(range(116, 232))  # get_valid_tactics' two ranges
     assert bl.filter("trtllm::fused_moe::gemm1", runner, gemm1) == [t for t in gemm1 if t not in over]
@@ -445,8 +577,14 @@ def test_074_sm90_blocklist_holds_the_mixed_input_ids(tmp_path, capsys, flashinf
 # gemm/gemm_base.py: ``class CutlassMxfp8GemmRunner`` (get_valid_tactics: range(module.
 # mxfp8_gemm_tactic_num())), made by ``cutlass_mxfp8_gemm_runner()``, which mm_mxfp8 tunes with
 # ``tuner.choose_one(custom_op="mxfp8_gemm", ...)``: key "mxfp8_gemm::CutlassMxfp8GemmRunner".
-MXFP8_SM120_IDS = {((128, 32, 128), False): 0, ((128, 32, 128), True): 1, ((128, 64, 128), False): 2,
-                   ((128, 64, 128), True): 3, ((128, 128, 128), False): 4, ((128, 128, 128), True): 5}
+MXFP8_SM120_IDS = {
+    ((128, 32, 128), False): 0,
+    ((128, 32, 128), True): 1,
+    ((128, 64, 128), False): 2,
+    ((128, 64, 128), True): 3,
+    ((128, 128, 128), False): 4,
+    ((128, 128, 128), True): 5,
+}
 
 
 @pytest.mark.network
@@ -457,16 +595,19 @@ def test_074_sm120_mxfp8_dense_ids_and_key_load(tmp_path, capsys, flashinfer_loa
     res = audit(FI_074, "sm120", family="mxfp8_gemm_cutlass_sm120")
     configs = res.dense_runners["mxfp8_gemm_cutlass_sm120"]
     assert configs.note is None
-    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == \
-        sorted(MXFP8_SM120_IDS, key=MXFP8_SM120_IDS.get)
+    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == sorted(
+        MXFP8_SM120_IDS, key=MXFP8_SM120_IDS.get
+    )
     assert len(res.tactics) == 12  # 3 tiles x swap_ab x {bf16, f16}
     for t in res.tactics:
         assert t.runtime_candidate is True
         assert configs.ids(t) == [MXFP8_SM120_IDS[(tuple(t.tile), bool(t.swap_ab))]]
     # all 12 fit 0.7.4's SM120 capacity: the file has no entry for them, and nothing is left out
     path = tmp_path / "bl.json"
-    assert main(["audit", FI_074, "--arch", "sm120", "--family", "mxfp8_gemm_cutlass_sm120",
-                 "--blocklist", str(path)]) == 0
+    assert (
+        main(["audit", FI_074, "--arch", "sm120", "--family", "mxfp8_gemm_cutlass_sm120", "--blocklist", str(path)])
+        == 0
+    )
     assert json.loads(path.read_text())["invalid_tactics"] == {}
     root = resolve_flashinfer(FI_074).root
     fmt = blocklist_format(root, "0.7.4")
@@ -481,6 +622,7 @@ def test_074_sm120_mxfp8_dense_ids_and_key_load(tmp_path, capsys, flashinfer_loa
 
     class CutlassMxfp8GemmRunner:  # the key is the runner's class name
         pass
+
     assert bl.filter("mxfp8_gemm", CutlassMxfp8GemmRunner(), list(range(6))) == [0, 1, 2, 3]
 
 
@@ -498,10 +640,10 @@ def test_0618_sm120_mxfp8_over_capacity_tactics_are_the_reported_ids():
     res = audit("flashinfer-python==0.6.18", "sm120", family="mxfp8_gemm_cutlass_sm120")
     configs = res.dense_runners["mxfp8_gemm_cutlass_sm120"]
     tiles = [(128, 32, 128), (128, 64, 128), (128, 128, 128), (256, 128, 128), (128, 256, 128)]
-    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == \
-        [(t, swap) for t in tiles for swap in (False, True)]
+    assert [(tuple(tile), swap) for _enum, tile, swap, _sk in configs.configs] == [
+        (t, swap) for t in tiles for swap in (False, True)
+    ]
     over = [t for t in res.tactics if t.verdict == "over_capacity"]
     assert len(over) == 8 and {t.kernel_bytes for t in over} == {111616}
     assert all(t.runtime_candidate is True for t in over)
     assert sorted(i for t in over for i in configs.ids(t)) == [6, 6, 7, 7, 8, 8, 9, 9]  # bf16 and f16
-

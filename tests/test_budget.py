@@ -35,8 +35,9 @@ def test_sm120_builder_overshoots_on_4_4_2(fi068):
 
 
 def test_sm90_builder_budget(nc420):
-    cfg = Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16",
-                 schedule="cooperative", epilogue_schedule="tma")
+    cfg = Config(
+        arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative", epilogue_schedule="tma"
+    )
     rep = layout(cfg, nc420)
     b = rep.builder_budget
     assert (b.capacity.name, b.capacity.value) == ("Sm90ReducedSmemCapacityBytes", 232448)
@@ -104,7 +105,9 @@ def test_a_budget_that_does_not_compile_leaves_the_layout(fi072, monkeypatch):
     def broken(cfg, index):
         text = real(cfg, index)
         if cfg.tile == (128, 128, 128):
-            text += f"namespace {aliases.NAMESPACE}{index} {{ using Broken = typename MainloopBuilder::NoSuchMember; }}\n"
+            text += (
+                f"namespace {aliases.NAMESPACE}{index} {{ using Broken = typename MainloopBuilder::NoSuchMember; }}\n"
+            )
         return text
 
     monkeypatch.setattr(budgets, "budget_block", broken)

@@ -71,8 +71,12 @@ def test_cached_report_is_the_report(fi072, parses):
     assert back == fresh and back.to_dict() == fresh.to_dict()
     assert LayoutReport.from_dict(fresh.to_dict()) == fresh
     stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 256, 128), "trtllm-moe")]
-    assert (back.stages, back.mainloop.size, back.epilogue.size, back.kernel.size) == \
-        (stages, mainloop, epilogue, kernel)
+    assert (back.stages, back.mainloop.size, back.epilogue.size, back.kernel.size) == (
+        stages,
+        mainloop,
+        epilogue,
+        kernel,
+    )
 
 
 @pytest.mark.network
@@ -82,8 +86,11 @@ def test_keys(fi072, tmp_path):
     header's includes are not tracked)."""
     tgt = target(fi072.tree)
     cfg = Config()
-    keys = {report_key(tgt, cfg), report_key(tgt, cfg, checked="kernel"),
-            report_key(tgt, cfg.with_(preset="trtllm-moe"))}
+    keys = {
+        report_key(tgt, cfg),
+        report_key(tgt, cfg, checked="kernel"),
+        report_key(tgt, cfg.with_(preset="trtllm-moe")),
+    }
     assert len(keys) == 3 and None not in keys
     header = tmp_path / "k.hpp"
     header.write_text("struct K {};\n")
@@ -166,9 +173,11 @@ def test_every_fingerprinted_module_changes_the_key(fi072, tmp_path, monkeypatch
 
     def keys():
         cache.code_fingerprint.cache_clear()
-        return (engine.report_key(tgt, cfg),
-                audit.AUDIT.key(subject=[], target=[], code=audit.STANDINS),
-                preludes.prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"))
+        return (
+            engine.report_key(tgt, cfg),
+            audit.AUDIT.key(subject=[], target=[], code=audit.STANDINS),
+            preludes.prelude_key(source, "LAUNCH(a, b);\n", pch, "cap"),
+        )
 
     before = keys()
     monkeypatch.setattr(cache, "PACKAGE", copy)
@@ -193,8 +202,17 @@ def test_a_member_read_back_is_the_member():
     missing, is refused as the constructor refuses it (``TypeError``: a cache miss)."""
     from cutlass_layout.model import FieldLayout, StructLayout, plain
 
-    inner = FieldLayout("smem_A", "cute::ArrayEngine<...>", 1024, 32768, 128, declared_alignas=128,
-                        padding_before=1024, file="cute/container/array_aligned.hpp", line=12)
+    inner = FieldLayout(
+        "smem_A",
+        "cute::ArrayEngine<...>",
+        1024,
+        32768,
+        128,
+        declared_alignas=128,
+        padding_before=1024,
+        file="cute/container/array_aligned.hpp",
+        line=12,
+    )
     outer = FieldLayout("mainloop", "SharedStorage", 0, 33792, 1024, fields=[inner], tail_padding=0)
     s = StructLayout("S", 33792, 1024, 0, [outer])
     back = StructLayout.from_dict(plain(s))
@@ -274,8 +292,11 @@ def test_every_cache_entry_goes_through_the_kinds_table():
                 if name == "ResultCache":
                     made.append(f"{rel}:{node.lineno}")
             if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("core.cache"):
-                keyed += [f"{rel}:{node.lineno} {a.name}" for a in node.names
-                          if a.name in ("key", "ResultCache", "code_fingerprint")]
+                keyed += [
+                    f"{rel}:{node.lineno} {a.name}"
+                    for a in node.names
+                    if a.name in ("key", "ResultCache", "code_fingerprint")
+                ]
     assert made == []
     assert [k.split()[1] for k in keyed] == ["code_fingerprint"] and keyed[0].startswith("commands/audit/plan.py")
     assert all(name == kind.name for name, kind in KINDS.items())

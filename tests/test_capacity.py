@@ -20,8 +20,7 @@ def test_patched_arch_h_is_read(nc420, tmp_path):
     text = arch_h.read_text()
     assert "sm120_smem_capacity_bytes = 101376;" in text
     # exactly the size of the default kernel (84992 B, tests/handed.md section A)
-    arch_h.write_text(re.sub(r"sm120_smem_capacity_bytes = 101376;",
-                             "sm120_smem_capacity_bytes = 84992;", text))
+    arch_h.write_text(re.sub(r"sm120_smem_capacity_bytes = 101376;", "sm120_smem_capacity_bytes = 84992;", text))
     tree = resolve_cutlass(str(inc))
     assert tree.tree_hash != nc420.tree.tree_hash
     rep = layout(Config(), Target(tree=tree, cuda=nc420.cuda))

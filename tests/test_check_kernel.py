@@ -11,8 +11,9 @@ pytestmark = pytest.mark.network
 
 
 def sm90_coop(m):
-    return Config(arch="sm90", kernel="dense", tile=(m, 128, 64), c="bf16",
-                  schedule="cooperative", epilogue_schedule="tma")
+    return Config(
+        arch="sm90", kernel="dense", tile=(m, 128, 64), c="bf16", schedule="cooperative", epilogue_schedule="tma"
+    )
 
 
 def test_types_only_does_not_see_the_body_assert(nc420):
@@ -21,9 +22,24 @@ def test_types_only_does_not_see_the_body_assert(nc420):
 
 
 def test_cooperative_tile_m_64_is_not_valid(nc420, capsys):
-    argv = ["layout", "--cutlass", str(nc420.tree.include_root), "--arch", "sm90", "--kernel", "dense",
-            "--tile", "64x128x64", "--c", "bf16", "--schedule", "cooperative",
-            "--epilogue-schedule", "tma", "--check-kernel"]
+    argv = [
+        "layout",
+        "--cutlass",
+        str(nc420.tree.include_root),
+        "--arch",
+        "sm90",
+        "--kernel",
+        "dense",
+        "--tile",
+        "64x128x64",
+        "--c",
+        "bf16",
+        "--schedule",
+        "cooperative",
+        "--epilogue-schedule",
+        "tma",
+        "--check-kernel",
+    ]
     assert main(argv) == 3
     out = capsys.readouterr().out
     # sm90_gemm_tma_warpspecialized_cooperative.hpp, in operator(): "Cooperative kernel

@@ -65,8 +65,7 @@ def test_tactic_refuses_what_it_cannot_honour(extra, words, capsys):
 def test_show_is_checked_before_anything_runs(capsys):
     assert main(["layout", "--cutlass", "/no/such/dir/include", "--show", "kernels"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("error: --show 'kernels': choose kernel, mainloop, epilogue or all "
-                   "(or several, comma-separated)")
+    assert err == ("error: --show 'kernels': choose kernel, mainloop, epilogue or all (or several, comma-separated)")
 
 
 def test_tactic_honours_no_cache_and_show(tmp_path, capsys):
@@ -96,6 +95,7 @@ def test_tree_without_cutlass(tmp_path, capsys):
 
 def test_wheel_without_cutlass(tmp_path, capsys):
     import zipfile
+
     whl = tmp_path / "x-1.0-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w") as zf:
         zf.writestr("x/__init__.py", "")
@@ -106,7 +106,8 @@ def test_wheel_without_cutlass(tmp_path, capsys):
 def test_console_script_has_no_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "cutlass_layout.cli", "layout", "--cutlass", str(tmp_path / "missing")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: path does not exist")
@@ -121,13 +122,16 @@ def test_the_console_entry_point_ends_as_sys_exit_does(tmp_path):
     from cutlass_layout import cli
 
     header = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm100_grouped.hpp"
-    run = ("import atexit, sys; atexit.register(lambda: print('atexit ran', file=sys.stderr)); "
-           "from cutlass_layout.cli import main; main()")
+    run = (
+        "import atexit, sys; atexit.register(lambda: print('atexit ran', file=sys.stderr)); "
+        "from cutlass_layout.cli import main; main()"
+    )
     ok = subprocess.run([sys.executable, "-c", run, "scan", str(header), "--json"], capture_output=True, text=True)
     assert ok.returncode == 0 and ok.stderr.strip().endswith("atexit ran"), ok.stderr
     assert json.loads(ok.stdout) == json.loads(cli_json(["scan", str(header), "--json"]))
-    bad = subprocess.run([sys.executable, "-c", run, "scan", str(tmp_path / "missing.hpp")],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-c", run, "scan", str(tmp_path / "missing.hpp")], capture_output=True, text=True
+    )
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "atexit ran" in bad.stderr
     assert cli.main(["scan", str(tmp_path / "missing.hpp")]) == 2 and cli.KEPT == []
 
@@ -146,8 +150,10 @@ def test_an_internal_error_has_its_own_exit_code_and_one_line(monkeypatch, capsy
     assert main(["layout", "--arch", "sm120"]) == 5
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.splitlines() == ["error: internal error: RuntimeError: a bug spread over two lines "
-                                "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)"]
+    assert err.splitlines() == [
+        "error: internal error: RuntimeError: a bug spread over two lines "
+        "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)"
+    ]
     monkeypatch.setenv("CUTLASS_LAYOUT_DEBUG", "1")
     with pytest.raises(RuntimeError, match="a bug"):
         main(["layout", "--arch", "sm120"])
@@ -186,8 +192,20 @@ def test_layout_json_schema(capsys):
     assert main(["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "cutlass-layout/layout/1"
-    for key in ("provenance", "config", "stages", "capacity_bytes", "kernel", "mainloop", "epilogue",
-                "tma_transaction_bytes", "checked", "fits", "headroom_bytes", "error"):
+    for key in (
+        "provenance",
+        "config",
+        "stages",
+        "capacity_bytes",
+        "kernel",
+        "mainloop",
+        "epilogue",
+        "tma_transaction_bytes",
+        "checked",
+        "fits",
+        "headroom_bytes",
+        "error",
+    ):
         assert key in doc
     for key in ("cutlass_root", "cutlass_version", "tree_hash", "libclang_version", "cuda_path", "flags"):
         assert key in doc["provenance"]
@@ -195,8 +213,7 @@ def test_layout_json_schema(capsys):
     assert doc["config"]["tile"] == [128, 128, 128] and doc["config"]["stages"] == "auto"
     assert doc["kernel"]["size"] == 84992 and doc["checked"] == "types"
     f = doc["mainloop"]["fields"][0]["fields"][0]
-    assert set(f) >= {"name", "type", "offset", "size", "type_align", "declared_alignas",
-                      "padding_before", "fields"}
+    assert set(f) >= {"name", "type", "offset", "size", "type_align", "declared_alignas", "padding_before", "fields"}
     assert (f["name"], f["offset"], f["size"], f["declared_alignas"]) == ("smem_A", 0, 32768, 1024)
     assert doc["tma_transaction_bytes"]["total"] == 18432
     assert doc["tma_transaction_bytes"]["expressions"]["total"]["line"] > 0
@@ -229,13 +246,27 @@ def test_does_not_compile_json(capsys):
 @pytest.mark.network
 def test_check_exits_1_over_capacity(capsys):
     # tests/handed.md section B: 2 stages, 111616 B > 101376
-    argv = ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--kernel", "dense",
-            "--a", "mxfp8", "--b", "mxfp8", "--tile", "256x128x128", "--stages", "2"]
+    argv = [
+        "layout",
+        "--cutlass",
+        "flashinfer-python==0.7.2.post1",
+        "--kernel",
+        "dense",
+        "--a",
+        "mxfp8",
+        "--b",
+        "mxfp8",
+        "--tile",
+        "256x128x128",
+        "--stages",
+        "2",
+    ]
     assert main(argv + ["--check"]) == 1
     out, err = capsys.readouterr()
     assert "111616" in out and "over capacity by 10240" in out
-    assert err.splitlines()[-1] == ("check failed: the kernel's SharedStorage is 111616 B, over the "
-                                    "101376 B capacity by 10240 B")
+    assert err.splitlines()[-1] == (
+        "check failed: the kernel's SharedStorage is 111616 B, over the 101376 B capacity by 10240 B"
+    )
     assert main(argv) == 0
 
 
@@ -302,6 +333,7 @@ def test_audit_help_lists_exactly_what_is_accepted():
     def listed(flag):  # the values after "...: " up to the sentence's end, asides dropped
         part = re.search(r"(?:is this|kernel): ([^.]*)\.", _option_help(text, flag)).group(1)
         return re.split(r",\s*|\s+or\s+", re.sub(r"\s*\([^)]*\)", "", part))
+
     assert listed("--a") == list(ELEMENT_BITS)
     assert "(a kind --a takes)" in _option_help(text, "--b")
     assert "(a kind --a takes, or void)" in _option_help(text, "--d") and list(OUTPUTS) == [*ELEMENT_BITS, "void"]

@@ -25,17 +25,20 @@ def test_stages_and_cluster():
     assert parse_shape("1x1x1") == (1, 1, 1)
 
 
-@pytest.mark.parametrize("kwargs,word", [
-    (dict(arch="sm80"), "arch"),
-    (dict(a="fp4"), "element"),
-    (dict(kernel="batched"), "kernel"),
-    (dict(cluster=(2, 1, 1)), "1x1x1"),
-    (dict(a="nvfp4", b="mxfp8"), "pair"),
-    (dict(arch="sm90", a="nvfp4"), "pair"),
-    (dict(schedule="pingpong"), "auto"),
-    (dict(c="int8"), "element"),
-    (dict(preset="vllm"), "preset"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        (dict(arch="sm80"), "arch"),
+        (dict(a="fp4"), "element"),
+        (dict(kernel="batched"), "kernel"),
+        (dict(cluster=(2, 1, 1)), "1x1x1"),
+        (dict(a="nvfp4", b="mxfp8"), "pair"),
+        (dict(arch="sm90", a="nvfp4"), "pair"),
+        (dict(schedule="pingpong"), "auto"),
+        (dict(c="int8"), "element"),
+        (dict(preset="vllm"), "preset"),
+    ],
+)
 def test_bad_configs_say_what_is_wrong(kwargs, word):
     with pytest.raises(BadInput) as exc:
         Config(**kwargs)

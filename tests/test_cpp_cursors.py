@@ -49,13 +49,31 @@ def test_namespace_scope_yields_each_declaration_with_its_namespaces(tmp_path):
     got = [(path, c.spelling) for path, c in cc.namespace_scope(unit.tu.cursor, (unit.filename,))]
     # a namespace (and the extern block, spelled "") comes before what it holds; S and f are
     # not walked into; the extern block adds no name
-    assert got == [((), "a"), (("a",), "b"), (("a", "b"), "S"), (("a", "b"), "X"), (("a", "b"), "twice"),
-                   (("a",), ""), (("a",), "InExtern"), (("a",), "f"), ((), "Top"),
-                   ((), "cl_flag_one"), ((), "cl_flag_two"), ((), "other")]
+    assert got == [
+        ((), "a"),
+        (("a",), "b"),
+        (("a", "b"), "S"),
+        (("a", "b"), "X"),
+        (("a", "b"), "twice"),
+        (("a",), ""),
+        (("a",), "InExtern"),
+        (("a",), "f"),
+        ((), "Top"),
+        ((), "cl_flag_one"),
+        ((), "cl_flag_two"),
+        ((), "other"),
+    ]
     assert [c.spelling for _, c in cc.namespace_scope(unit.tu.cursor, ("elsewhere.cpp",))] == []
-    kinds = {c.spelling: (cc.is_alias(c), cc.is_scope_owner(c), cc.is_function_template(c),
-                          cc.is_namespace(c), cc.is_namespace_scope(c))
-             for _, c in cc.namespace_scope(unit.tu.cursor, (unit.filename,))}
+    kinds = {
+        c.spelling: (
+            cc.is_alias(c),
+            cc.is_scope_owner(c),
+            cc.is_function_template(c),
+            cc.is_namespace(c),
+            cc.is_namespace_scope(c),
+        )
+        for _, c in cc.namespace_scope(unit.tu.cursor, (unit.filename,))
+    }
     assert kinds["X"] == (True, False, False, False, False)
     assert kinds["S"] == (False, True, False, False, False)
     assert kinds["twice"] == (False, True, True, False, False)
@@ -87,8 +105,10 @@ def test_body_declarations_walk_blocks_and_lambdas_in_order(tmp_path):
 
 def test_function_templates_of_the_longest_namespace_path(tmp_path):
     header = tmp_path / "h.h"
-    header.write_text("template <class T> void run();\n"
-                      "namespace a { template <class T> void run(); template <class T> void run() {} }\n")
+    header.write_text(
+        "template <class T> void run();\n"
+        "namespace a { template <class T> void run(); template <class T> void run() {} }\n"
+    )
     unit = _unit(tmp_path, '#include "h.h"\nnamespace a { void g(); }\n')
     hits = cc.function_templates(unit.tu.cursor, "run", {(), ("a",)}, unit.filename)
     assert [(c.location.line, c.is_definition()) for c in hits] == [(2, False), (2, True)]
@@ -143,7 +163,7 @@ def test_switches_their_guards_and_case_labels(tmp_path):
     assert [cc.condition_names(sw, "tile") for sw, _ in found] == [True, True, False]
     assert [[n for n, _ in cc.case_constants(sw, "Tile")] for sw, _ in found] == [["T64", "Undefined"], ["T256"], []]
     assert [n for n, _ in cc.case_constants(found[2][0], "Cluster")] == ["C2"]
-    (_, ref), = cc.case_constants(found[1][0], "Tile")
+    ((_, ref),) = cc.case_constants(found[1][0], "Tile")
     assert cc.type_qualifiers(ref) == ["TileSM103"]  # the alias the label is qualified with
     assert cc.enumerators_referenced(disp, "Tile") == {"Undefined": 0, "T64": 1, "T128": 2, "T256": 3}
     assert cc.enumerators_referenced(disp, "Other") == {}
@@ -165,9 +185,11 @@ def test_enum_references_outside_lambdas_and_the_lambda_switch(tmp_path):
 
 
 def test_functions_of_a_namespace_and_aliases_of_a_file(tmp_path):
-    text = ("namespace cl_probe_0 { namespace in { void f() { using cl_k0_A = int; { int cl_k0_B = 2; } } } }\n"
-            "namespace other { void g() { using cl_k1_C = int; } }\n"
-            "namespace n1 { using Alias = int; namespace n2 { typedef char T; } }\n")
+    text = (
+        "namespace cl_probe_0 { namespace in { void f() { using cl_k0_A = int; { int cl_k0_B = 2; } } } }\n"
+        "namespace other { void g() { using cl_k1_C = int; } }\n"
+        "namespace n1 { using Alias = int; namespace n2 { typedef char T; } }\n"
+    )
     unit = _unit(tmp_path, text)
     fns = list(cc.namespace_functions(unit.tu.cursor, unit.filename, "cl_probe_0"))
     assert [f.spelling for f in fns] == ["f"]
@@ -178,15 +200,17 @@ def test_functions_of_a_namespace_and_aliases_of_a_file(tmp_path):
 
 
 def test_eval_runs_a_function_and_refuses_what_it_does_not_follow(tmp_path):
-    text = ("enum class Tile { A = 1, B = 4 };\n"
-            "struct Config { Tile tile; int cluster; };\n"
-            "int pick(int sm, bool big) {\n"
-            "  int n = sm == 90 ? 2 : 1;\n"
-            "  if (big) { n = n * 10; }\n"
-            "  return n + 3;\n"
-            "}\n"
-            "Tile choose(bool big) { return big ? Tile::B : Tile::A; }\n"
-            "int loop(int x) { while (x) { --x; } return x; }\n")
+    text = (
+        "enum class Tile { A = 1, B = 4 };\n"
+        "struct Config { Tile tile; int cluster; };\n"
+        "int pick(int sm, bool big) {\n"
+        "  int n = sm == 90 ? 2 : 1;\n"
+        "  if (big) { n = n * 10; }\n"
+        "  return n + 3;\n"
+        "}\n"
+        "Tile choose(bool big) { return big ? Tile::B : Tile::A; }\n"
+        "int loop(int x) { while (x) { --x; } return x; }\n"
+    )
     unit = _unit(tmp_path, text)
     assert Eval().call(_named(unit, "pick"), [90, True]) == 23  # (2 * 10) + 3
     assert Eval().call(_named(unit, "pick"), [80, False]) == 4

@@ -34,12 +34,15 @@ def kept(text: str, defined) -> list[str]:
     return [ln.strip() for ln in active_text(text, defined).split("\n") if ln.strip()]
 
 
-@pytest.mark.parametrize("defined, stages", [
-    ({"CUTLASS_ARCH_MMA_SM90_SUPPORTED"}, "4"),  # the #if branch
-    ({"CUTLASS_ARCH_MMA_SM80_SUPPORTED"}, "3"),  # the #elif branch
-    ({"CUTLASS_ARCH_MMA_SM90_SUPPORTED", "CUTLASS_ARCH_MMA_SM80_SUPPORTED"}, "4"),  # the first that holds
-    (set(), "2"),  # neither: #else
-])
+@pytest.mark.parametrize(
+    "defined, stages",
+    [
+        ({"CUTLASS_ARCH_MMA_SM90_SUPPORTED"}, "4"),  # the #if branch
+        ({"CUTLASS_ARCH_MMA_SM80_SUPPORTED"}, "3"),  # the #elif branch
+        ({"CUTLASS_ARCH_MMA_SM90_SUPPORTED", "CUTLASS_ARCH_MMA_SM80_SUPPORTED"}, "4"),  # the first that holds
+        (set(), "2"),  # neither: #else
+    ],
+)
 def test_one_branch_of_an_elif_chain(defined, stages):
     assert kept(ARCH_GUARD, defined) == ["struct Mma {", f"static int const kStages = {stages};", "};"]
 
@@ -78,17 +81,24 @@ constexpr bool isValidHopperMOESpecialisation() {
 }"""
 
 
-@pytest.mark.parametrize("defined, body", [
-    # the outer #if taken, the nested #ifdef taken, the #ifndef not
-    ({"CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED", "ENABLE_FP4"},
-     ["return (is_same<T, WeightType>::value", "|| is_same<Fp4Type, WeightType>::value", ")", ";"]),
-    # the outer #if taken, the nested #ifdef not, the #ifndef taken
-    ({"CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED"},
-     ["return (is_same<T, WeightType>::value", ")", "&& true", ";"]),
-    # the outer #if not taken: nothing nested counts, whatever is defined; the #else kept
-    ({"ENABLE_FP4"}, ["return false;"]),
-    (set(), ["return false;"]),
-])
+@pytest.mark.parametrize(
+    "defined, body",
+    [
+        # the outer #if taken, the nested #ifdef taken, the #ifndef not
+        (
+            {"CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED", "ENABLE_FP4"},
+            ["return (is_same<T, WeightType>::value", "|| is_same<Fp4Type, WeightType>::value", ")", ";"],
+        ),
+        # the outer #if taken, the nested #ifdef not, the #ifndef taken
+        (
+            {"CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED"},
+            ["return (is_same<T, WeightType>::value", ")", "&& true", ";"],
+        ),
+        # the outer #if not taken: nothing nested counts, whatever is defined; the #else kept
+        ({"ENABLE_FP4"}, ["return false;"]),
+        (set(), ["return false;"]),
+    ],
+)
 def test_nested_groups(defined, body):
     assert kept(FP4_TRAITS, defined)[1:-1] == body
 
@@ -100,27 +110,30 @@ def test_continuation_lines_and_other_directives():
     assert active_text(text, {"A"}) == "\n\n\n\n\n#include <y>"
 
 
-@pytest.mark.parametrize("expr, value", [
-    ("defined(A)", True),
-    ("defined A", True),
-    ("!defined(B)", True),
-    ("defined(A) && defined(B)", False),
-    ("defined(A) || defined(B)", True),
-    ("defined(A) or defined(B)", True),  # moe_sm80._pp_true: SyntaxError
-    ("defined(A) || round", True),  # moe_sm80._pp_true: NameError ('round' is a Python name)
-    ("not defined(A) and defined(A)", False),
-    ("(defined(A) || defined(B)) && !(defined(B))", True),
-    ("CUTLASS_VERSION >= 300", False),  # not defined: 0
-    ("__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)", False),
-    ("1 + 2 * 3 == 7", True),  # precedence: 1 + 6
-    ("0x10 >> 2", 4),
-    ("-7 / 2", -3),  # C truncates toward zero
-    ("-7 % 2", -1),
-    ("defined(A) ? 10 : 20", 10),
-    ("1 ? 2 : 0 ? 3 : 4", 2),
-    ("10UL > 9", True),
-    ("true && !false", True),
-])
+@pytest.mark.parametrize(
+    "expr, value",
+    [
+        ("defined(A)", True),
+        ("defined A", True),
+        ("!defined(B)", True),
+        ("defined(A) && defined(B)", False),
+        ("defined(A) || defined(B)", True),
+        ("defined(A) or defined(B)", True),  # moe_sm80._pp_true: SyntaxError
+        ("defined(A) || round", True),  # moe_sm80._pp_true: NameError ('round' is a Python name)
+        ("not defined(A) and defined(A)", False),
+        ("(defined(A) || defined(B)) && !(defined(B))", True),
+        ("CUTLASS_VERSION >= 300", False),  # not defined: 0
+        ("__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)", False),
+        ("1 + 2 * 3 == 7", True),  # precedence: 1 + 6
+        ("0x10 >> 2", 4),
+        ("-7 / 2", -3),  # C truncates toward zero
+        ("-7 % 2", -1),
+        ("defined(A) ? 10 : 20", 10),
+        ("1 ? 2 : 0 ? 3 : 4", 2),
+        ("10UL > 9", True),
+        ("true && !false", True),
+    ],
+)
 def test_evaluate(expr, value):
     got = evaluate(expr, {"A"})
     assert got == value and type(got) is type(value)
@@ -129,8 +142,9 @@ def test_evaluate(expr, value):
 def test_evaluate_with_values():
     # -D__CUDACC_VER_MAJOR__=12 -D__CUDACC_VER_MINOR__=8
     ver = {"__CUDACC_VER_MAJOR__": "12", "__CUDACC_VER_MINOR__": 8}
-    assert evaluate("__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)",
-                    ver) is True
+    assert (
+        evaluate("__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)", ver) is True
+    )
     assert evaluate("defined(__CUDACC_VER_MINOR__)", ver) is True
 
 
@@ -151,12 +165,15 @@ def test_directives():
     ds = directives(text)
     assert [(d.kind, d.line, d.lines) for d in ds] == [("if", 2, 2), ("endif", 4, 1)]
     assert ds[0].rest.split() == ["A", "&&", "B"]
-    assert text[ds[0].start:ds[0].end] == "  #  if A \\\n  && B"
+    assert text[ds[0].start : ds[0].end] == "  #  if A \\\n  && B"
 
 
 def test_command_line_defines():
     assert command_line_defines(["-DENABLE_BF16", "-D", "ENABLE_FP8", "-DX=1", "-I/x"]) == {
-        "ENABLE_BF16", "ENABLE_FP8", "X"}
+        "ENABLE_BF16",
+        "ENABLE_FP8",
+        "X",
+    }
 
 
 def test_moe_conditions_read_cpp_literals():
@@ -167,13 +184,17 @@ def test_moe_conditions_read_cpp_literals():
     assert moe_sm80.holds("std::is_same_v<T, half> || round", {"T": "float"}) is None
     # cutlass_heuristic.cpp's stage range: for sm 120, not int8: min 2 (sm != 89, int8 false),
     # max 4 (sm >= 80); int8: 3..6; for sm 89, not int8: 3..4
-    heuristic = ("int const min_stages = (sm == 89) ? 3 : int8_configs_only ? 3 : 2;\n"
-                 "int const max_stages = int8_configs_only ? 6 : (sm >= 80 ? 4 : 2);\n")
+    heuristic = (
+        "int const min_stages = (sm == 89) ? 3 : int8_configs_only ? 3 : 2;\n"
+        "int const max_stages = int8_configs_only ? 6 : (sm >= 80 ? 4 : 2);\n"
+    )
     assert moe_sm80.candidate_stages(heuristic, 120, set()) == range(2, 5)
     assert moe_sm80.candidate_stages(heuristic, 120, {"INT8_ONLY"}) == range(3, 7)
     assert moe_sm80.candidate_stages(heuristic, 89, set()) == range(3, 5)
     # a truth value is not a stage count
-    assert moe_sm80.candidate_stages(heuristic.replace("? 6 : (sm >= 80 ? 4 : 2)", "? 6 : sm >= 80"), 120, set()) is None
+    assert (
+        moe_sm80.candidate_stages(heuristic.replace("? 6 : (sm >= 80 ? 4 : 2)", "? 6 : sm >= 80"), 120, set()) is None
+    )
 
 
 AMPERE_TRAITS = """\
@@ -207,8 +228,10 @@ def test_the_traits_header_reader(tmp_path):
     assert "".join(body.split()) == "returntrue;"
     # an #elif the old inline reader did not follow, and a #define it does not
     header.write_text(AMPERE_TRAITS.replace("#else", "#elif defined(X)\n  return false;\n#else"))
-    assert "".join(candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, {"X"}).split()) == \
-        "returnfalse;"
+    assert (
+        "".join(candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, {"X"}).split())
+        == "returnfalse;"
+    )
     header.write_text(AMPERE_TRAITS.replace("#else", "#else\n#define Y 1"))
     assert candidate_lists.traits_function("isValidAmpereMOESpecialisation", tmp_path, set()) is None
     header.write_text(AMPERE_TRAITS.replace("#endif\n}", "}"))  # unbalanced

@@ -9,11 +9,13 @@ import pytest
 from cutlass_layout.cpp.arguments import arguments, call_args, template_args, trimmed
 from cutlass_layout.cpp.brackets import brace_pairs, matching, statement_end
 
-BUILDER = ("cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
-           "cutlass::half_t, cutlass::layout::RowMajor, 8, cutlass::half_t, cutlass::layout::ColumnMajor, 8, "
-           "float, cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_2, cute::_1>, "
-           "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>, "
-           "cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp")
+BUILDER = (
+    "cutlass::gemm::collective::CollectiveBuilder<cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, "
+    "cutlass::half_t, cutlass::layout::RowMajor, 8, cutlass::half_t, cutlass::layout::ColumnMajor, 8, "
+    "float, cute::Shape<cute::_128, cute::_128, cute::_64>, cute::Shape<cute::_1, cute::_2, cute::_1>, "
+    "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>, "
+    "cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp"
+)
 
 
 def test_template_args_of_a_builder():
@@ -21,23 +23,29 @@ def test_template_args_of_a_builder():
     # ArchTag .. KernelSchedule: 13 arguments; the shapes' and the carveout's commas are nested
     assert len(args) == 13
     assert args[9] == "cute::Shape<cute::_128, cute::_128, cute::_64>"
-    assert args[11] == "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>"
+    assert (
+        args[11]
+        == "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(Epilogue::SharedStorage))>"
+    )
     assert template_args(BUILDER, 2) == ["cutlass::arch::Sm90", "cutlass::arch::OpClassTensorOp"]
 
 
-@pytest.mark.parametrize("spelled, args", [
-    # parentheses protect a '>': candidates._first_args gave ['(x'] (it ignored parentheses)
-    ("A<(x>y), b>", ["(x>y)", "b"]),
-    ("A<(x < y), b>", ["(x < y)", "b"]),
-    # brackets and braces nest too
-    ("f<a[1, 2], {3, 4}>", ["a[1, 2]", "{3, 4}"]),
-    ("A<B<C<D>>, E>", ["B<C<D>>", "E"]),
-    # empty arguments left out; an unclosed list runs to the end
-    ("A<, x, , y, z", ["x", "y", "z"]),
-    ("A", []),
-    # only the first list
-    ("A<x>::B<y, z>", ["x"]),
-])
+@pytest.mark.parametrize(
+    "spelled, args",
+    [
+        # parentheses protect a '>': candidates._first_args gave ['(x'] (it ignored parentheses)
+        ("A<(x>y), b>", ["(x>y)", "b"]),
+        ("A<(x < y), b>", ["(x < y)", "b"]),
+        # brackets and braces nest too
+        ("f<a[1, 2], {3, 4}>", ["a[1, 2]", "{3, 4}"]),
+        ("A<B<C<D>>, E>", ["B<C<D>>", "E"]),
+        # empty arguments left out; an unclosed list runs to the end
+        ("A<, x, , y, z", ["x", "y", "z"]),
+        ("A", []),
+        # only the first list
+        ("A<x>::B<y, z>", ["x"]),
+    ],
+)
 def test_template_args(spelled, args):
     assert template_args(spelled) == args
 
@@ -91,10 +99,10 @@ def test_matching():
     gt = matching(LAUNCHER, lt, "<", ">")
     # the builder's closing '>' is the one before '::CollectiveOp': the '>' of 'sizeof(X) > 8' is in
     # parentheses, StageCount's own '<...>' nests
-    assert LAUNCHER[gt + 1:].startswith("::CollectiveOp;")
+    assert LAUNCHER[gt + 1 :].startswith("::CollectiveOp;")
     brace = LAUNCHER.index("{")
     close = matching(LAUNCHER, brace, "{", "}")
-    assert LAUNCHER[brace:close + 1] == "{{M, N, K}, {ptr_a, stride_a}}"
+    assert LAUNCHER[brace : close + 1] == "{{M, N, K}, {ptr_a, stride_a}}"
     assert matching("f(a, (b)", 1, "(", ")") is None  # never closed
 
 
@@ -104,7 +112,7 @@ def test_statement_end():
     assert LAUNCHER[:end].endswith("::CollectiveOp;")
     # the next one: its braces are brackets of the statement, the ';' after them ends it
     start = LAUNCHER.index("auto")
-    assert LAUNCHER[start:statement_end(LAUNCHER, start)] == "auto args = Arguments{{M, N, K}, {ptr_a, stride_a}};"
+    assert LAUNCHER[start : statement_end(LAUNCHER, start)] == "auto args = Arguments{{M, N, K}, {ptr_a, stride_a}};"
     # from 'if': its only ';' is inside the block's braces, and the text ends before another
     assert statement_end(LAUNCHER, LAUNCHER.index("if")) is None
     # from inside the block, its '}' closes a bracket not opened: None
@@ -116,8 +124,7 @@ def test_brace_pairs():
     text = "namespace a { struct S { int x; }; void f() { if (x) { } } }"
     pairs = brace_pairs(text)
     # four '{' (the namespace's at 12), each paired with its own '}'
-    assert {text[o:c + 1] for o, c in pairs.items()} == {
-        text[12:], "{ int x; }", "{ if (x) { } }", "{ }"}
+    assert {text[o : c + 1] for o, c in pairs.items()} == {text[12:], "{ int x; }", "{ if (x) { } }", "{ }"}
     assert brace_pairs("{ }}") is None and brace_pairs("{ { }") is None
 
 
@@ -128,6 +135,8 @@ def test_a_macro_calls_arguments():
 
     text = "x;\nINSTANTIATE_GEMM(half, cute::Shape<_128, _64>,\n    p->q, (a > b), 3);\n"
     # line 2: the call; the shape's comma nested, '->' and the parenthesized '>' operators
-    assert kernels.macro_call(text, 2) == ("INSTANTIATE_GEMM", ["half", "cute::Shape<_128, _64>", "p->q",
-                                                                 "(a > b)", "3"])
+    assert kernels.macro_call(text, 2) == (
+        "INSTANTIATE_GEMM",
+        ["half", "cute::Shape<_128, _64>", "p->q", "(a > b)", "3"],
+    )
     assert kernels.macro_call(text, 1) is None  # no call on line 1

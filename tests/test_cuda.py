@@ -19,8 +19,7 @@ def no_toolkit(monkeypatch):
     monkeypatch.delenv("CUDA_PATH", raising=False)
     nvcc = shutil.which("nvcc")
     if nvcc:
-        keep = [p for p in os.environ["PATH"].split(os.pathsep)
-                if not os.path.exists(os.path.join(p, "nvcc"))]
+        keep = [p for p in os.environ["PATH"].split(os.pathsep) if not os.path.exists(os.path.join(p, "nvcc"))]
         monkeypatch.setenv("PATH", os.pathsep.join(keep))
     assert shutil.which("nvcc") is None
 

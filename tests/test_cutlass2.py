@@ -65,12 +65,29 @@ def test_max_stages_that_fit_on_sm86(nc420, capsys):
     r = res.records[0]
     assert (r.stages, r.kernel_bytes, r.verdict) == (8, 131088, "over_capacity")
     assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (6, 98320)
-    assert main(["sweep", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADER),
-                 "--type", "legacy::Grouped", "--arch", "sm86", "--arch", "sm80", "--jobs", "1",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--cutlass",
+                str(nc420.tree.include_root),
+                "--header",
+                str(HEADER),
+                "--type",
+                "legacy::Grouped",
+                "--arch",
+                "sm86",
+                "--arch",
+                "sm80",
+                "--jobs",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
-    got = {d["config"]["arch"]: (d["max_stages_that_fit"], d["max_stages_kernel_bytes"])
-           for d in doc["results"]}
+    got = {d["config"]["arch"]: (d["max_stages_that_fit"], d["max_stages_kernel_bytes"]) for d in doc["results"]}
     # sm80: 10 * 16384 + 16 = 163856 fits 166912, 11 stages (180240) do not
     assert got == {"sm86": (6, 98320), "sm80": (10, 163856)}
 
@@ -78,8 +95,17 @@ def test_max_stages_that_fit_on_sm86(nc420, capsys):
 def test_sweep_header_plot(nc420, tmp_path, capsys):
     """A sweep of a user type draws its chart (two arches) and its memory map (one)."""
     pytest.importorskip("matplotlib")
-    base = ["sweep", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADER),
-            "--type", "legacy::Grouped", "--jobs", "1"]
+    base = [
+        "sweep",
+        "--cutlass",
+        str(nc420.tree.include_root),
+        "--header",
+        str(HEADER),
+        "--type",
+        "legacy::Grouped",
+        "--jobs",
+        "1",
+    ]
     assert main(base + ["--arch", "sm86", "--arch", "sm80", "--plot", str(tmp_path / "a.png")]) == 0
     assert main(base + ["--arch", "sm86", "--format", "markdown", "--plot", str(tmp_path / "b.svg")]) == 0
     assert "legacy::Grouped" in capsys.readouterr().out
@@ -112,8 +138,9 @@ def _checkouts() -> list[str]:
 
 @pytest.mark.checkout
 @pytest.mark.nvcc
-@pytest.mark.skipif(not _checkouts(), reason="name CUTLASS checkouts (e.g. tags v2.10.0, v2.11.0) "
-                    "in CUTLASS_LAYOUT_TEST_CHECKOUTS")
+@pytest.mark.skipif(
+    not _checkouts(), reason="name CUTLASS checkouts (e.g. tags v2.10.0, v2.11.0) in CUTLASS_LAYOUT_TEST_CHECKOUTS"
+)
 @pytest.mark.parametrize("checkout", _checkouts() or [None])
 def test_real_2x_checkout(checkout, nvcc):
     """A real CUTLASS 2.x checkout (no include/cutlass/version.h, no cute/): its version from
@@ -157,7 +184,7 @@ def f32_reports(nc420):
 
 
 def _spec_lines(include_root: Path, rel: str, line: int, n: int = 60) -> str:
-    return "".join((include_root / rel).read_text().splitlines(keepends=True)[line - 1:line - 1 + n])
+    return "".join((include_root / rel).read_text().splitlines(keepends=True)[line - 1 : line - 1 + n])
 
 
 def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
@@ -168,11 +195,12 @@ def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
     assert (two.stages, two.kernel.size, two.mainloop.size) == (2, 32768, 32768)
     m = two.mainloop_class
     assert m.type == "cutlass::gemm::threadblock::MmaPipelined<...>"
-    assert (m.smem_a, m.smem_b, m.element_a, m.element_b) == \
-        ("cutlass::half_t", "cutlass::half_t", "float", "float")
+    assert (m.smem_a, m.smem_b, m.element_a, m.element_b) == ("cutlass::half_t", "cutlass::half_t", "float", "float")
     assert not m.staged_as_loaded
-    assert m.note.startswith("A and B staged as cutlass::half_t in shared memory, the kernel's "
-                             "A and B are float: CUTLASS's DefaultMma for float A, B and C")
+    assert m.note.startswith(
+        "A and B staged as cutlass::half_t in shared memory, the kernel's "
+        "A and B are float: CUTLASS's DefaultMma for float A, B and C"
+    )
     # the cited lines are the specializations, in this tree's headers
     root = nc420.tree.include_root
     mma_line = int(m.note.split(f"{DEFAULT_MMA}:")[1].split(")")[0])
@@ -187,8 +215,13 @@ def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
     # the arch is the device-level Gemm's Sm80, not the SM75 f16 MMA's of the mainloop
     assert (two.config["arch"], two.config["arch_from"], two.capacity_bytes) == ("sm80", "tag", 166912)
     assert two.to_dict()["mainloop_class"] == {
-        "type": m.type, "smem_a": "cutlass::half_t", "smem_b": "cutlass::half_t",
-        "element_a": "float", "element_b": "float", "note": m.note}
+        "type": m.type,
+        "smem_a": "cutlass::half_t",
+        "smem_b": "cutlass::half_t",
+        "element_a": "float",
+        "element_b": "float",
+        "note": m.note,
+    }
     assert f"Mainloop (the kernel's Mma): {m.type}; A and B staged as cutlass::half_t" in to_markdown(two)
 
     assert (three.stages, three.kernel.size) == (3, 98304)
@@ -199,11 +232,12 @@ def test_f32_two_stages_mainloop_switch_shown(f32_reports, nc420, capsys):
     assert mh.type == "cutlass::gemm::threadblock::MmaMultistage<...>" and mh.smem_a == "cutlass::half_t"
     assert mh.staged_as_loaded
 
-    assert main(["layout", "--cutlass", str(root), "--header", str(F32), "--type",
-                 "legacy_f32::Gemm"]) == 0
+    assert main(["layout", "--cutlass", str(root), "--header", str(F32), "--type", "legacy_f32::Gemm"]) == 0
     out = capsys.readouterr().out
-    assert ("Mainloop (the kernel's Mma): cutlass::gemm::threadblock::MmaPipelined<...>; A and B "
-            "staged as cutlass::half_t in shared memory, the kernel's A and B are float") in out
+    assert (
+        "Mainloop (the kernel's Mma): cutlass::gemm::threadblock::MmaPipelined<...>; A and B "
+        "staged as cutlass::half_t in shared memory, the kernel's A and B are float"
+    ) in out
 
 
 @pytest.mark.nvcc
@@ -232,10 +266,24 @@ static_assert(std::is_same_v<Mma::IteratorA::Element, float>, "global A");
 static_assert(std::is_same_v<Mma::IteratorB::Element, float>, "global B");
 constexpr auto named = sizeof(Show<Mma>);
 """)
-        proc = subprocess.run([nvcc, "-std=c++17", "-w", "-arch=sm_80", f"-DSTAGES={stages}",
-                               f"-I{tgt.tree.include_root}", "-c", str(src), "-o", str(tmp_path / "x.o")],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                nvcc,
+                "-std=c++17",
+                "-w",
+                "-arch=sm_80",
+                f"-DSTAGES={stages}",
+                f"-I{tgt.tree.include_root}",
+                "-c",
+                str(src),
+                "-o",
+                str(tmp_path / "x.o"),
+            ],
+            capture_output=True,
+            text=True,
+        )
         errors = [ln for ln in proc.stderr.splitlines() if ": error:" in ln]
         assert len(errors) == 1, proc.stderr[-2000:]
-        assert f'incomplete type "Show<Mma>" (aka "Show<cutlass::gemm::threadblock::{mainloop}<' \
-            in errors[0], errors[0][:300]
+        assert f'incomplete type "Show<Mma>" (aka "Show<cutlass::gemm::threadblock::{mainloop}<' in errors[0], errors[
+            0
+        ][:300]

@@ -51,9 +51,10 @@ def cluster(install):
     distributed = pytest.importorskip("distributed")
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
-            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                     dashboard_address=":0") as c:
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c,
+    ):
         yield c.scheduler_address.replace("tcp://", "dask://")
 
 
@@ -69,6 +70,7 @@ def test_a_cluster_gives_the_local_json(install, local_json, cluster):
 def _killing(marker: str, log: str):
     """``_lay_out`` that writes ``start``/``done`` lines (its sources' names) to ``log``, and
     whose first call anywhere kills its own worker process (SIGKILL, before any work)."""
+
     def lay_out(sources, provenance, pch):
         names = ",".join(sorted(s.path.name for s in sources))
         with open(log, "a") as f:
@@ -84,6 +86,7 @@ def _killing(marker: str, log: str):
         with open(log, "a") as f:
             f.write(f"done {names}\n")
         return out
+
     return lay_out
 
 
@@ -145,8 +148,9 @@ def _one_error(capsys) -> str:
 def test_bad_executors_are_one_error_line(mini, monkeypatch, capsys):
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     assert main(["audit", str(mini), "--executor", "ray://x:1"]) == 2
-    assert _one_error(capsys) == ("error: executor 'ray://x:1': give local or dask://HOST:PORT "
-                                  "(a Dask scheduler's address)")
+    assert _one_error(capsys) == (
+        "error: executor 'ray://x:1': give local or dask://HOST:PORT (a Dask scheduler's address)"
+    )
     assert main(["audit", str(mini), "--executor", "dask://host:70000"]) == 2
     assert "give local or dask://HOST:PORT" in _one_error(capsys)
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "somewhere")
@@ -160,14 +164,18 @@ def test_bad_executors_are_one_error_line(mini, monkeypatch, capsys):
 def test_without_distributed_the_error_names_the_extra(mini, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed: ImportError
     assert main(["audit", str(mini), "--executor", "dask://127.0.0.1:8786"]) == 2
-    assert _one_error(capsys) == ("error: executor tcp://127.0.0.1:8786: Dask's distributed is not "
-                                  "installed (the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)")
+    assert _one_error(capsys) == (
+        "error: executor tcp://127.0.0.1:8786: Dask's distributed is not "
+        "installed (the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)"
+    )
     # DASK_SCHEDULER_ADDRESS names the cluster unless told to run here
     from cutlass_layout.core.dask import executor, scheduler_address
 
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:8786")
     assert executor("local") is None and scheduler_address(None) == "tcp://127.0.0.1:8786"
-    with pytest.raises(BadInput, match=r"\(the dask extra: pip install distributed, or pip install -e '\.\[dask\]' in the clone\)"):
+    with pytest.raises(
+        BadInput, match=r"\(the dask extra: pip install distributed, or pip install -e '\.\[dask\]' in the clone\)"
+    ):
         executor(None)
 
 
@@ -188,15 +196,26 @@ def test_a_scheduler_that_does_not_answer_is_an_error_not_a_hang(mini, monkeypat
 def test_a_sweep_on_a_cluster(nc420, cluster):
     # tests/handed.md section A (nvcc 13.0, the same on nvidia-cutlass 4.2.0.0): SM120 grouped
     # NVFP4, (stages, mainloop, epilogue, kernel) bytes
-    handed = {("128x128x128", "flashinfer"): (4, 74752, 9216, 84992),
-              ("128x256x128", "flashinfer"): (3, 83968, 9216, 94208),
-              ("128x128x128", "trtllm-moe"): (4, 74752, 13312, 89088),
-              ("128x256x128", "trtllm-moe"): (3, 83968, 13312, 98304)}
+    handed = {
+        ("128x128x128", "flashinfer"): (4, 74752, 9216, 84992),
+        ("128x256x128", "flashinfer"): (3, 83968, 9216, 94208),
+        ("128x128x128", "trtllm-moe"): (4, 74752, 13312, 89088),
+        ("128x256x128", "trtllm-moe"): (3, 83968, 13312, 98304),
+    }
     grid = {"tile": "128x{128,256}x128", "preset": ["flashinfer", "trtllm-moe"]}
     res = api.sweep(grid, nc420, use_cache=False, executor=cluster)
-    assert res.stats["chunks"] >= 1 and res.stats["laid_out"] >= 4  # the grid and the search's guesses (chunks: as many workers as had joined)
-    got = {("x".join(map(str, r.config.tile)), r.config.preset):
-           (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) for r in res.records}
+    assert (
+        res.stats["chunks"] >= 1 and res.stats["laid_out"] >= 4
+    )  # the grid and the search's guesses (chunks: as many workers as had joined)
+    got = {
+        ("x".join(map(str, r.config.tile)), r.config.preset): (
+            r.stages,
+            r.mainloop_bytes,
+            r.epilogue_bytes,
+            r.kernel_bytes,
+        )
+        for r in res.records
+    }
     assert got == handed
     # the reports came back here: the same sweep reads them all from this cache
     again = api.sweep(grid, nc420, executor=cluster)
@@ -222,8 +241,9 @@ def test_a_cluster_left_without_workers_is_an_error_not_a_hang(monkeypatch):
     from cutlass_layout.core.pool import Pool
 
     monkeypatch.setenv("CUTLASS_LAYOUT_DASK_TIMEOUT_S", "1")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://",
-                                  dashboard_address=":0") as c:
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", dashboard_address=":0"
+    ) as c:
         ex = executor(c.scheduler_address)
         ex.poll_s = 0.2
         try:

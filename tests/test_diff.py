@@ -52,6 +52,7 @@ def _nothing_computed(monkeypatch, *, scans: bool = False) -> None:
     def fail(what):
         def f(*a, **k):
             raise AssertionError(f"{what} was called")
+
         return f
 
     monkeypatch.setattr(ci.Index, "create", fail("a libclang parse (Index.create)"))
@@ -149,28 +150,41 @@ def _tree(root, major, files):
 @pytest.fixture()
 def synthetic(tmp_path, monkeypatch):
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    old = _tree(tmp_path / "old", 3, {
-        "cutlass/gemm/mma.hpp": OLD_MMA,
-        # only a line shift (a comment above): never a difference
-        "cutlass/epilogue/epi.hpp": UNCHANGED,
-        # file renamed in the new tree: the struct moves
-        "cutlass/old_place.hpp": "struct Mover { struct SharedStorage { int x; }; };\n",
-        "cutlass/gone.hpp": "struct Gone { struct SharedStorage { int y; }; };\n",
-        "cutlass/arch/arch.h": "constexpr int sm120_smem_capacity_bytes = 102400;\n",
-    })
-    new = _tree(tmp_path / "new", 4, {
-        "cutlass/gemm/mma.hpp": NEW_MMA,
-        "cutlass/epilogue/epi.hpp": "// moved down one line\n" + UNCHANGED,
-        "cutlass/new_place.hpp": "struct Mover { struct SharedStorage { int x; }; };\n",
-        "cutlass/fresh.hpp": "struct Fresh { struct SharedStorage { int z; }; };\n",
-        "cutlass/arch/arch.h": "constexpr int sm120_smem_capacity_bytes = 101376;\n",
-    })
+    old = _tree(
+        tmp_path / "old",
+        3,
+        {
+            "cutlass/gemm/mma.hpp": OLD_MMA,
+            # only a line shift (a comment above): never a difference
+            "cutlass/epilogue/epi.hpp": UNCHANGED,
+            # file renamed in the new tree: the struct moves
+            "cutlass/old_place.hpp": "struct Mover { struct SharedStorage { int x; }; };\n",
+            "cutlass/gone.hpp": "struct Gone { struct SharedStorage { int y; }; };\n",
+            "cutlass/arch/arch.h": "constexpr int sm120_smem_capacity_bytes = 102400;\n",
+        },
+    )
+    new = _tree(
+        tmp_path / "new",
+        4,
+        {
+            "cutlass/gemm/mma.hpp": NEW_MMA,
+            "cutlass/epilogue/epi.hpp": "// moved down one line\n" + UNCHANGED,
+            "cutlass/new_place.hpp": "struct Mover { struct SharedStorage { int x; }; };\n",
+            "cutlass/fresh.hpp": "struct Fresh { struct SharedStorage { int z; }; };\n",
+            "cutlass/arch/arch.h": "constexpr int sm120_smem_capacity_bytes = 101376;\n",
+        },
+    )
     return old, new
 
 
 def _find(changes, change, field=None, file=None):
-    return [c for c in changes if c.change == change and (field is None or c.field == field)
-            and (file is None or file in (c.old_file, c.new_file))]
+    return [
+        c
+        for c in changes
+        if c.change == change
+        and (field is None or c.field == field)
+        and (file is None or file in (c.old_file, c.new_file))
+    ]
 
 
 def test_structural_synthetic(synthetic):
@@ -234,13 +248,16 @@ def test_structural_json_cli_and_exit_code(synthetic, main, capsys):
     capsys.readouterr()
 
 
-@pytest.mark.parametrize("extra,words", [
-    (["--structural-only", "--numeric-only"], "exclude each other"),
-    (["--structural-only", "--tile", "128x32x256"], "--structural-only"),
-    (["--grid", "g.toml", "--tile", "128x32x256"], "--grid FILE cannot be combined"),
-    (["--grid", "/no/such/grid.toml"], "cannot read grid file"),
-    (["--tile", "128x0x128"], "tile"),
-])
+@pytest.mark.parametrize(
+    "extra,words",
+    [
+        (["--structural-only", "--numeric-only"], "exclude each other"),
+        (["--structural-only", "--tile", "128x32x256"], "--structural-only"),
+        (["--grid", "g.toml", "--tile", "128x32x256"], "--grid FILE cannot be combined"),
+        (["--grid", "/no/such/grid.toml"], "cannot read grid file"),
+        (["--tile", "128x0x128"], "tile"),
+    ],
+)
 def test_bad_flags(synthetic, main, capsys, extra, words):
     old, new = synthetic
     assert main(["diff", str(old), str(new)] + extra) == 2
@@ -251,8 +268,10 @@ def test_bad_flags(synthetic, main, capsys, extra, words):
 def test_bad_sides_offline(tmp_path, main, capsys, synthetic):
     old, _ = synthetic
     (tmp_path / "nocutlass" / "include").mkdir(parents=True)
-    for argv, words in ([str(tmp_path / "missing"), str(old)], "old ("), \
-                       ([str(old), str(tmp_path / "nocutlass")], "no CUTLASS headers"):
+    for argv, words in (
+        ([str(tmp_path / "missing"), str(old)], "old ("),
+        ([str(old), str(tmp_path / "nocutlass")], "no CUTLASS headers"),
+    ):
         assert main(["diff", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and words in err and len(err.splitlines()) == 1
@@ -264,18 +283,40 @@ def test_compare_rows_offline():
     """Row logic on hand-made records: what changed, verdict changes first."""
     from dataclasses import replace
 
-    base = NumericRecord(verdict="fits", stages=3, kernel_bytes=84992, mainloop_bytes=74752,
-                         epilogue_bytes=9216, capacity_bytes=101376, headroom_bytes=16384,
-                         tma_bytes=TmaValues(mk=18432, nk=6144, total=24576), error=None,
-                         members={"tensors.mainloop.smem_SFB": MemberSpan(offset=67584, size=6144)})
-    old = replace(base, verdict="over_capacity", stages=4, kernel_bytes=102400,
-                  tma_bytes=TmaValues(mk=18432, nk=4096, total=22528),
-                  members={"tensors.mainloop.smem_SFB": MemberSpan(offset=90112, size=16)})
+    base = NumericRecord(
+        verdict="fits",
+        stages=3,
+        kernel_bytes=84992,
+        mainloop_bytes=74752,
+        epilogue_bytes=9216,
+        capacity_bytes=101376,
+        headroom_bytes=16384,
+        tma_bytes=TmaValues(mk=18432, nk=6144, total=24576),
+        error=None,
+        members={"tensors.mainloop.smem_SFB": MemberSpan(offset=67584, size=6144)},
+    )
+    old = replace(
+        base,
+        verdict="over_capacity",
+        stages=4,
+        kernel_bytes=102400,
+        tma_bytes=TmaValues(mk=18432, nk=4096, total=22528),
+        members={"tensors.mainloop.smem_SFB": MemberSpan(offset=90112, size=16)},
+    )
     row = compare(Config(tile=(128, 32, 256)), old, base)
-    assert row.changed == ["verdict", "stages", "kernel_bytes", "tma_bytes.nk", "tma_bytes.total",
-                           "kernel.tensors.mainloop.smem_SFB"]
-    assert row.members == [MemberChange("tensors.mainloop.smem_SFB", old=MemberSpan(offset=90112, size=16),
-                                        new=MemberSpan(offset=67584, size=6144))]
+    assert row.changed == [
+        "verdict",
+        "stages",
+        "kernel_bytes",
+        "tma_bytes.nk",
+        "tma_bytes.total",
+        "kernel.tensors.mainloop.smem_SFB",
+    ]
+    assert row.members == [
+        MemberChange(
+            "tensors.mainloop.smem_SFB", old=MemberSpan(offset=90112, size=16), new=MemberSpan(offset=67584, size=6144)
+        )
+    ]
     assert compare(Config(), base, replace(base)).changed == []
     broken = NumericRecord(verdict="does_not_compile", error="does not compile: ...", members={})
     row = compare(Config(), base, broken)
@@ -308,9 +349,11 @@ def test_050_to_068_structural():
 
     (red,) = _find(ch, "constant_added", "ReducedSmemCapacityBytes", BUILDER)
     assert red.new_line == 248 and red.old_file is None
-    assert red.new.replace(" ", "") == ("detail::sm120_smem_capacity_bytes-SchedulerPipelineStorage"
-                                        "-TensorMapStorage-TensorMapReadyPipelineStorage"
-                                        "-CLCResponseStorage")
+    assert red.new.replace(" ", "") == (
+        "detail::sm120_smem_capacity_bytes-SchedulerPipelineStorage"
+        "-TensorMapStorage-TensorMapReadyPipelineStorage"
+        "-CLCResponseStorage"
+    )
     (st,) = _find(ch, "constant_changed", "PipelineStages", BUILDER)
     assert (st.old_line, st.new_line) == (212, 254)
     assert "blockscaled< detail::sm120_smem_capacity_bytes," in st.old
@@ -332,15 +375,32 @@ def test_050_to_068_structural():
 # SharedStorage: tests/handed.md section A, "tensors.mainloop ... @0")
 NVCC = {
     (128, 32, 256): {
-        "old": dict(stages=4, kernel_bytes=102400, mainloop_bytes=92160, mk=18432, nk=4096,
-                    total=22528, sfb=(90112, 16), sfa=(81920, 8192)),
-        "new": dict(stages=3, kernel_bytes=84992, mainloop_bytes=74752, mk=18432, nk=6144,
-                    total=24576, sfb=(67584, 6144), sfa=(61440, 6144)),
+        "old": dict(
+            stages=4,
+            kernel_bytes=102400,
+            mainloop_bytes=92160,
+            mk=18432,
+            nk=4096,
+            total=22528,
+            sfb=(90112, 16),
+            sfa=(81920, 8192),
+        ),
+        "new": dict(
+            stages=3,
+            kernel_bytes=84992,
+            mainloop_bytes=74752,
+            mk=18432,
+            nk=6144,
+            total=24576,
+            sfb=(67584, 6144),
+            sfa=(61440, 6144),
+        ),
     },
     (128, 64, 128): {
         "old": dict(stages=6, kernel_bytes=92160, mk=9216, nk=4096, sfb=(79872, 16)),
-        "new": dict(stages=6, kernel_bytes=97280, mainloop_bytes=87040, mk=9216, nk=5120,
-                    total=14336, sfb=(79872, 6144)),
+        "new": dict(
+            stages=6, kernel_bytes=97280, mainloop_bytes=87040, mk=9216, nk=5120, total=14336, sfb=(79872, 6144)
+        ),
     },
 }
 # tests/handed.md section A: N >= 128 tiles are the same on 0.6.8 and 0.7.2.post1
@@ -349,9 +409,22 @@ HANDED_A = {(128, 128, 128): (4, 74752, 9216, 84992), (128, 256, 128): (3, 83968
 
 @pytest.fixture(scope="module")
 def numeric_068_072(main):
-    out = CliRunner().invoke(cli_mod.cli, [
-        "diff", FI_068, FI_072, "--numeric-only", "--json", "--kernel", "grouped",
-        "--tile", "128x{32,64}x{128,256}", "--tile", "128x{128,256}x128"])
+    out = CliRunner().invoke(
+        cli_mod.cli,
+        [
+            "diff",
+            FI_068,
+            FI_072,
+            "--numeric-only",
+            "--json",
+            "--kernel",
+            "grouped",
+            "--tile",
+            "128x{32,64}x{128,256}",
+            "--tile",
+            "128x{128,256}x128",
+        ],
+    )
     assert out.exit_code == 0, out.output
     return json.loads(out.output)
 
@@ -370,16 +443,29 @@ def test_068_to_072_numeric(numeric_068_072):
     for side in ("old", "new"):
         want = NVCC[(128, 32, 256)][side]
         got = r[side]
-        assert (got["stages"], got["kernel_bytes"], got["mainloop_bytes"]) == \
-            (want["stages"], want["kernel_bytes"], want["mainloop_bytes"])
-        assert (got["tma_bytes"]["mk"], got["tma_bytes"]["nk"], got["tma_bytes"]["total"]) == \
-            (want["mk"], want["nk"], want["total"])
+        assert (got["stages"], got["kernel_bytes"], got["mainloop_bytes"]) == (
+            want["stages"],
+            want["kernel_bytes"],
+            want["mainloop_bytes"],
+        )
+        assert (got["tma_bytes"]["mk"], got["tma_bytes"]["nk"], got["tma_bytes"]["total"]) == (
+            want["mk"],
+            want["nk"],
+            want["total"],
+        )
         sfb = got["members"]["tensors.mainloop.smem_SFB"]
         sfa = got["members"]["tensors.mainloop.smem_SFA"]
         assert (sfb["offset"], sfb["size"]) == want["sfb"]
         assert (sfa["offset"], sfa["size"]) == want["sfa"]
-    for name in ("verdict", "stages", "kernel_bytes", "mainloop_bytes", "tma_bytes.nk",
-                 "tma_bytes.total", "kernel.tensors.mainloop.smem_SFB"):
+    for name in (
+        "verdict",
+        "stages",
+        "kernel_bytes",
+        "mainloop_bytes",
+        "tma_bytes.nk",
+        "tma_bytes.total",
+        "kernel.tensors.mainloop.smem_SFB",
+    ):
         assert name in r["changed"]
     assert "tma_bytes.mk" not in r["changed"] and "epilogue_bytes" not in r["changed"]
     sfb_row = next(m for m in r["members"] if m["name"] == "tensors.mainloop.smem_SFB")
@@ -401,8 +487,13 @@ def test_068_to_072_numeric(numeric_068_072):
         r = rows[tile]
         assert r["changed"] == [] and r["members"] == []
         for side in ("old", "new"):
-            assert (r[side]["stages"], r[side]["mainloop_bytes"], r[side]["epilogue_bytes"],
-                    r[side]["kernel_bytes"], r[side]["verdict"]) == (stages, ml, epi, kernel, "fits")
+            assert (
+                r[side]["stages"],
+                r[side]["mainloop_bytes"],
+                r[side]["epilogue_bytes"],
+                r[side]["kernel_bytes"],
+                r[side]["verdict"],
+            ) == (stages, ml, epi, kernel, "fits")
 
     # verdict changes first, unchanged rows last
     order = [("verdict" in r["changed"], bool(r["changed"])) for r in data["numeric"]]
@@ -415,8 +506,18 @@ def test_068_to_072_text_and_exit_code(numeric_068_072, main, capsys, monkeypatc
     """Warm cache now: nothing is parsed again (every layout comes from the results cache);
     the text report flags the verdict change first; --exit-code gives 1."""
     _nothing_computed(monkeypatch)
-    argv = ["diff", FI_068, FI_072, "--numeric-only", "--kernel", "grouped",
-            "--tile", "128x{32,64}x{128,256}", "--tile", "128x{128,256}x128"]
+    argv = [
+        "diff",
+        FI_068,
+        FI_072,
+        "--numeric-only",
+        "--kernel",
+        "grouped",
+        "--tile",
+        "128x{32,64}x{128,256}",
+        "--tile",
+        "128x{128,256}x128",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     rows = [ln for ln in out.splitlines() if ln.lstrip().startswith(("!", "*"))]
@@ -436,7 +537,8 @@ def test_default_grid_068_072():
     assert len(grid) == 2 * 2 * 4 * 2  # grouped and dense x M{128,256} x N{32..256} x K{128,256}
     assert {c.kernel for c in grid} == {"grouped", "dense"}
     assert {c.tile for c in grid if c.kernel == "grouped"} == {
-        (m, n, k) for m in (128, 256) for n in (32, 64, 128, 256) for k in (128, 256)}
+        (m, n, k) for m in (128, 256) for n in (32, 64, 128, 256) for k in (128, 256)
+    }
     assert all(c.preset == "flashinfer" and c.stages is None and c.a == "nvfp4" for c in grid)
 
 
@@ -445,14 +547,22 @@ def test_380_to_420():
     res = diff(NC_380, NC_420)
     assert res.grid == [] and res.numeric == []
     assert any("default grid is empty" in n for n in res.notes)
-    for rel, spec in ((ARRAY_TMA, "MainloopSm120ArrayTmaWarpSpecializedBlockScaled"),
-                      (DENSE_TMA, "MainloopSm120TmaWarpSpecializedBlockScaled")):
-        added = [c for c in _find(res.structural, "struct_added", file=rel)
-                 if c.struct.endswith("CollectiveMma::SharedStorage")]
+    for rel, spec in (
+        (ARRAY_TMA, "MainloopSm120ArrayTmaWarpSpecializedBlockScaled"),
+        (DENSE_TMA, "MainloopSm120TmaWarpSpecializedBlockScaled"),
+    ):
+        added = [
+            c
+            for c in _find(res.structural, "struct_added", file=rel)
+            if c.struct.endswith("CollectiveMma::SharedStorage")
+        ]
         assert len(added) == 1 and spec in added[0].specialization
         assert added[0].old_file is None
         assert {c.field for c in _find(res.structural, "constant_added", file=rel)} >= {
-            "TmaTransactionBytesMK", "TmaTransactionBytesNK", "TmaTransactionBytes"}
+            "TmaTransactionBytesMK",
+            "TmaTransactionBytesNK",
+            "TmaTransactionBytes",
+        }
     text = render_text(res)
     assert "default grid: (empty)" in text
 
@@ -483,10 +593,13 @@ def test_structural_cache_matches_fresh():
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("old,new,words", [
-    ("flashinfer-python==0.2.5", FI_068, "no wheel for flashinfer-python==0.2.5"),
-    (FI_068, "/no/such/cutlass", "path does not exist"),
-])
+@pytest.mark.parametrize(
+    "old,new,words",
+    [
+        ("flashinfer-python==0.2.5", FI_068, "no wheel for flashinfer-python==0.2.5"),
+        (FI_068, "/no/such/cutlass", "path does not exist"),
+    ],
+)
 def test_bad_sides_network(main, capsys, old, new, words):
     assert main(["diff", old, new]) == 2
     # besides the progress line of the download it tried
@@ -502,8 +615,7 @@ def test_bad_sides_network(main, capsys, old, new, words):
 def _ch(file, struct="X::SharedStorage", spec=None):
     from cutlass_layout.model import StructuralChange
 
-    return StructuralChange("field_added", struct, "f", new="int", new_file=file, new_line=1,
-                            specialization=spec)
+    return StructuralChange("field_added", struct, "f", new="int", new_file=file, new_line=1, specialization=spec)
 
 
 def test_keep_arch_offline():
@@ -534,14 +646,28 @@ def test_keep_arch_offline():
 def test_capacity_line_only_when_both_sides_have_one():
     from cutlass_layout.model import DiffResult, Provenance, Side
 
-    ok = NumericRecord(verdict="fits", stages=3, kernel_bytes=84992, mainloop_bytes=74752,
-                       epilogue_bytes=9216, capacity_bytes=101376, headroom_bytes=16384,
-                       tma_bytes=TmaValues(mk=18432, nk=6144, total=24576), error=None, members={})
+    ok = NumericRecord(
+        verdict="fits",
+        stages=3,
+        kernel_bytes=84992,
+        mainloop_bytes=74752,
+        epilogue_bytes=9216,
+        capacity_bytes=101376,
+        headroom_bytes=16384,
+        tma_bytes=TmaValues(mk=18432, nk=6144, total=24576),
+        error=None,
+        members={},
+    )
     broken = NumericRecord(verdict="does_not_compile", error="does not compile: static_assert", members={})
     prov = Provenance("r", "4.5.0", "h", "o", "c", "p", "s", [])
-    res = DiffResult(old=Side("a", prov), new=Side("b", prov), identical=False,
-                     grid=[Config()], grid_source="python",
-                     numeric=[compare(Config(), ok, broken)])
+    res = DiffResult(
+        old=Side("a", prov),
+        new=Side("b", prov),
+        identical=False,
+        grid=[Config()],
+        grid_source="python",
+        numeric=[compare(Config(), ok, broken)],
+    )
     text = render_text(res)
     assert "capacity:" not in text and "-> - B" not in text
     assert "fits -> does not compile" in text
@@ -555,8 +681,13 @@ def test_068_to_072_arch_keeps_what_concerns_sm120(main, capsys):
     files = [c.new_file or c.old_file for c in full.structural]
     assert len(files) == 21
     assert sum(f.startswith("cutlass/conv/") for f in files) == 3
-    assert sum(f.startswith(("cutlass/gemm/collective/builders/sm100_",
-                             "cutlass/gemm/collective/builders/sm103_")) for f in files) == 18
+    assert (
+        sum(
+            f.startswith(("cutlass/gemm/collective/builders/sm100_", "cutlass/gemm/collective/builders/sm103_"))
+            for f in files
+        )
+        == 18
+    )
     res = diff(FI_068, FI_072, numeric=False, arch="sm120")
     assert res.structural == [] and res.structural_others == {"sm100": 18, "conv": 3}
     assert not res.has_differences
@@ -577,8 +708,21 @@ def test_sm90_mixed_flags_diff(main, capsys):
     against nvcc on every run): 7 stages, mainloop 229504 (7 x 32768 B of A and B tiles, 7 x
     16 B of full and empty barriers, rounded up to 128), epilogue 1 (no shared memory: the
     builder's auto epilogue), kernel 229760 of 232448."""
-    argv = ["diff", NC_420, FI_072, "--arch", "sm90", "--kernel", "dense", "--a", "bf16", "--b", "bf16",
-            "--tile", "128x128x64"]
+    argv = [
+        "diff",
+        NC_420,
+        FI_072,
+        "--arch",
+        "sm90",
+        "--kernel",
+        "dense",
+        "--a",
+        "bf16",
+        "--b",
+        "bf16",
+        "--tile",
+        "128x128x64",
+    ]
     assert main(argv + ["--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (row,) = doc["numeric"]
@@ -586,8 +730,14 @@ def test_sm90_mixed_flags_diff(main, capsys):
     assert (c["arch"], c["kernel"], c["a"], c["b"], c["tile"]) == ("sm90", "dense", "bf16", "bf16", [128, 128, 64])
     for side in ("old", "new"):
         r = row[side]
-        assert (r["verdict"], r["stages"], r["mainloop_bytes"], r["epilogue_bytes"], r["kernel_bytes"],
-                r["capacity_bytes"]) == ("fits", 7, 229504, 1, 229760, 232448)
+        assert (
+            r["verdict"],
+            r["stages"],
+            r["mainloop_bytes"],
+            r["epilogue_bytes"],
+            r["kernel_bytes"],
+            r["capacity_bytes"],
+        ) == ("fits", 7, 229504, 1, 229760, 232448)
     assert doc["structural_arch"] == ["sm90"]
     assert all("sm100" not in (s["new_file"] or s["old_file"]) for s in doc["structural"])
     assert main(argv + ["--format", "markdown"]) == 0

@@ -43,8 +43,10 @@ pytestmark = pytest.mark.network
 
 
 def test_direct_conv_launch_size_matches_nvcc(nc420, nvcc, capsys):
-    subjects = [UserType(HEADER, "depthwise::Fixed", "sm86"),
-                UserType(HEADER, "depthwise::FixedDevice", "sm86")]  # the device wrapper stands for it
+    subjects = [
+        UserType(HEADER, "depthwise::Fixed", "sm86"),
+        UserType(HEADER, "depthwise::FixedDevice", "sm86"),
+    ]  # the device wrapper stands for it
     fixed, device = reps = layouts(subjects, nc420)
     for r in reps:
         assert r.error is None, r.error
@@ -55,8 +57,10 @@ def test_direct_conv_launch_size_matches_nvcc(nc420, nvcc, capsys):
         assert r.launch.value == 13312 and r.smem_bytes == 13312
         assert r.headroom_bytes == 101376 - 13312
         assert (r.launch.file, r.launch.line) == ("cutlass/conv/kernel/direct_convolution.h", 159)
-        assert r.launch.expression == ("max(IteratorA::kActivationSize 4096, sizeof(Epilogue::SharedStorage) "
-                                       "2048) * kStages 3 + IteratorB::kFilterSize 1024")
+        assert r.launch.expression == (
+            "max(IteratorA::kActivationSize 4096, sizeof(Epilogue::SharedStorage) "
+            "2048) * kStages 3 + IteratorB::kFilterSize 1024"
+        )
     doc = fixed.to_dict()
     assert doc["subject_kind"] == "direct_conv" and doc["smem_bytes"] == 13312
     assert doc["launch"]["value"] == 13312 and doc["headroom_bytes"] == 88064
@@ -75,12 +79,24 @@ def test_direct_conv_launch_size_matches_nvcc(nc420, nvcc, capsys):
 def test_runtime_sized_direct_conv_is_refused(nc420, capsys):
     """The kOptimized activation iterator sizes its tile from the problem's stride, dilation
     and filter at run time (``depthwise_direct_conv_params.h:124-137``): no compile-time answer."""
-    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--arch", "sm86",
-                 "--header", str(HEADER), "--type", "depthwise::Runtime"])
+    code = main(
+        [
+            "layout",
+            "--cutlass",
+            str(nc420.tree.include_root),
+            "--arch",
+            "sm86",
+            "--header",
+            str(HEADER),
+            "--type",
+            "depthwise::Runtime",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: depthwise::Runtime: a direct convolution "
-                                                   "launches with Params::get_smem_size() = ")
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: depthwise::Runtime: a direct convolution launches with Params::get_smem_size() = "
+    )
     assert "(cutlass/conv/kernel/direct_convolution.h:159), not sizeof(SharedStorage)" in lines[0]
     assert lines[0].endswith("not supported")

@@ -61,8 +61,9 @@ def test_the_page_names_every_flag(name):
     assert not missing, missing
 
 
-@pytest.mark.parametrize("args", [c for page in sorted(PAGES.glob("*.md"))
-                                  for c in command_lines(page.read_text())], ids=" ".join)
+@pytest.mark.parametrize(
+    "args", [c for page in sorted(PAGES.glob("*.md")) for c in command_lines(page.read_text())], ids=" ".join
+)
 def test_every_command_line_of_the_pages_parses(args):
     try:
         parse(args)
@@ -85,8 +86,9 @@ def test_every_api_function_has_its_section_in_python_api_md():
 
     page = (PAGES.parent / "python-api.md").read_text()
     sections = set(re.findall(r"^## (\w+)$", page, re.M))
-    functions = {n for n in api.__all__ if inspect.isfunction(getattr(api, n))
-                 and getattr(api, n).__module__ == api.__name__}
+    functions = {
+        n for n in api.__all__ if inspect.isfunction(getattr(api, n)) and getattr(api, n).__module__ == api.__name__
+    }
     assert functions <= sections, sorted(functions - sections)
     for anchor in re.findall(r"docs/python-api\.md#(\w+)", inspect.getsource(api)):
         assert anchor in sections, anchor
@@ -129,7 +131,9 @@ def test_ci_runs_the_readme_test_command_and_checks_the_distributions():
     assert len(readme) == 1
     run = (ROOT / ".ci" / "run").read_text()
     for step in readme[0].split(" && "):
-        step = step.replace("'.[test]'", "'.[test,docs,dist]'").replace("pip install -c", "pip install -q --no-compile -c")
+        step = step.replace("'.[test]'", "'.[test,docs,dist]'").replace(
+            "pip install -c", "pip install -q --no-compile -c"
+        )
         assert step in run, step
     assert "python -m build -q --sdist --wheel" in run and "twine check --strict" in run
     pyproject = (ROOT / "pyproject.toml").read_text()
@@ -143,8 +147,13 @@ def test_no_install_from_the_package_index_is_written_anywhere():
     import re
 
     bad = re.compile(r"pip install ['\"]?cutlass-layout(\[\w+\])?['\"]?(?=\s|$|\)|`)(?!\s+@)")
-    files = [README_PATH, *(ROOT / "docs").rglob("*.md"), *(ROOT / "src").rglob("*.py"),
-             ROOT / ".pre-commit-hooks.yaml", ROOT / "pyproject.toml"]
+    files = [
+        README_PATH,
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "src").rglob("*.py"),
+        ROOT / ".pre-commit-hooks.yaml",
+        ROOT / "pyproject.toml",
+    ]
     found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in bad.finditer(p.read_text())]
     assert not found, found
     assert "cutlass-layout[" not in " ".join(p.read_text() for p in files if p.suffix == ".py")
@@ -154,13 +163,18 @@ def test_python_m_cutlass_layout_is_the_command():
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, "-m", "cutlass_layout", "layout", "--help"], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "cutlass_layout", "layout", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("Usage: cutlass-layout layout [OPTIONS]")
     assert "Full reference: docs/commands/layout.md" in res.stdout
-    res = subprocess.run([sys.executable, "-m", "cutlass_layout", "layout", "--no-such-flag"], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "cutlass_layout", "layout", "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "no-such-flag" in res.stderr
 
 

@@ -63,17 +63,36 @@ SOURCE = '#include "launcher.h"\ntemplate void launcher<Sm100>(int);\nstruct K {
 
 #: shapes the rule refuses: (header, why, what libclang gives for sizeof(K) without M, with M)
 REFUSED = {
-    "constexpr": ("constexpr int stages() {\n#ifdef M\n  return 3;\n#else\n  return 4;\n#endif\n}\n"
-                  "struct K { char smem[stages() * 1024]; };\n", "in a constexpr function", (4096, 3072)),
-    "namespace": ("#ifdef M\nusing T = int;\n#else\nusing T = double;\n#endif\nstruct K { T t; };\n",
-                  "outside any function body", (8, 4)),
-    "deduced": ("inline auto stages() {\n#ifdef M\n  return 'a';\n#else\n  return 1.0;\n#endif\n}\n"
-                "struct K { decltype(stages()) s; };\n", "return type is deduced", (8, 1)),
-    "directive": ("inline void f() {\n#ifdef M\n#define STAGES 3\n#endif\n}\n#ifndef STAGES\n#define STAGES 4\n#endif\n"
-                  "struct K { char smem[STAGES * 1024]; };\n", "holds other directives", (4096, 3072)),
-    "alias": ("template <int N> struct Storage { char smem[N * 1024]; };\ntemplate <class A> void f() {\n"
-              "#ifdef M\n  using GemmKernel = Storage<3>;\n#else\n  using GemmKernel = Storage<4>;\n#endif\n}\n"
-              "struct K { char c; };\n", "declares an alias", (1, 1)),
+    "constexpr": (
+        "constexpr int stages() {\n#ifdef M\n  return 3;\n#else\n  return 4;\n#endif\n}\n"
+        "struct K { char smem[stages() * 1024]; };\n",
+        "in a constexpr function",
+        (4096, 3072),
+    ),
+    "namespace": (
+        "#ifdef M\nusing T = int;\n#else\nusing T = double;\n#endif\nstruct K { T t; };\n",
+        "outside any function body",
+        (8, 4),
+    ),
+    "deduced": (
+        "inline auto stages() {\n#ifdef M\n  return 'a';\n#else\n  return 1.0;\n#endif\n}\n"
+        "struct K { decltype(stages()) s; };\n",
+        "return type is deduced",
+        (8, 1),
+    ),
+    "directive": (
+        "inline void f() {\n#ifdef M\n#define STAGES 3\n#endif\n}\n#ifndef STAGES\n#define STAGES 4\n#endif\n"
+        "struct K { char smem[STAGES * 1024]; };\n",
+        "holds other directives",
+        (4096, 3072),
+    ),
+    "alias": (
+        "template <int N> struct Storage { char smem[N * 1024]; };\ntemplate <class A> void f() {\n"
+        "#ifdef M\n  using GemmKernel = Storage<3>;\n#else\n  using GemmKernel = Storage<4>;\n#endif\n}\n"
+        "struct K { char c; };\n",
+        "declares an alias",
+        (1, 1),
+    ),
 }
 
 
@@ -125,7 +144,8 @@ def test_a_define_outside_any_condition_or_in_a_macro_is_not_inert(tmp_path):
 def test_a_body_whose_macro_declares_an_alias_is_not_inert(tmp_path):
     (tmp_path / "h.h").write_text(
         "#define KERNEL(n) using GemmKernel = int[n]\ntemplate <class A> void f() {\n#ifdef M\n  KERNEL(3);\n"
-        "#else\n  KERNEL(4);\n#endif\n}\n")
+        "#else\n  KERNEL(4);\n#endif\n}\n"
+    )
     src = tmp_path / "a.cu"
     src.write_text('#include "h.h"\n')
     assert "declares an alias" in inert_reason("M", include_closure(src, [f"-I{tmp_path}"]))
@@ -156,10 +176,13 @@ def test_a_computed_include_is_followed_to_every_name_it_can_expand_to(tmp_path)
     closure = include_closure(src, [f"-I{tmp_path}"])
     assert (tmp_path / "cuda" / "std" / "type_traits") in closure.files
     # thrust: a root of several definitions, each followed, and a macro left as it is
-    defines = {"ROOT": [(None, "thrust/system/NS")], "NS": [(None, "cpp"), (None, "omp")],
-               "INC": [(["f"], "<ROOT/f>")]}
-    assert computed_names("INC(sort.h)", defines) == {"<thrust/system/cpp/sort.h>", "<thrust/system/omp/sort.h>",
-                                                      "<thrust/system/NS/sort.h>", "<ROOT/sort.h>"}
+    defines = {"ROOT": [(None, "thrust/system/NS")], "NS": [(None, "cpp"), (None, "omp")], "INC": [(["f"], "<ROOT/f>")]}
+    assert computed_names("INC(sort.h)", defines) == {
+        "<thrust/system/cpp/sort.h>",
+        "<thrust/system/omp/sort.h>",
+        "<thrust/system/NS/sort.h>",
+        "<ROOT/sort.h>",
+    }
     assert computed_names("UNDEFINED", defines) == set()
     (tmp_path / "b.cu").write_text("#include HEADER_OF_NOTHING\n")
     assert include_closure(tmp_path / "b.cu", []) is None  # nothing to follow: the source keeps its flags
@@ -204,11 +227,13 @@ def test_the_gpu_arch_counts_unless_the_parse_is_host_only(tmp_path):
     src = tmp_path / "a.cu"
     src.write_text("struct K { char c; };\n")
     host = ["-x", "cuda", "--cuda-host-only"]
-    assert canonical_flags(src, host + ["--cuda-gpu-arch=sm_100a"], None, "sm100") == \
-        canonical_flags(src, host + ["--cuda-gpu-arch=sm_103a"], None, "sm100")
+    assert canonical_flags(src, host + ["--cuda-gpu-arch=sm_100a"], None, "sm100") == canonical_flags(
+        src, host + ["--cuda-gpu-arch=sm_103a"], None, "sm100"
+    )
     device = ["-x", "cuda", "--cuda-gpu-arch=sm_100a"]
-    assert canonical_flags(src, device, None, "sm100") != \
-        canonical_flags(src, ["-x", "cuda", "--cuda-gpu-arch=sm_103a"], None, "sm100")
+    assert canonical_flags(src, device, None, "sm100") != canonical_flags(
+        src, ["-x", "cuda", "--cuda-gpu-arch=sm_103a"], None, "sm100"
+    )
 
 
 def test_a_generated_path_is_named_by_its_place_and_back(tmp_path):
@@ -237,15 +262,29 @@ def test_sm103_reads_the_sm100_builds_layouts_of_their_common_sources(tmp_path, 
     assert fresh.stats["parsed"] == 3
 
     def rows(r):
-        return sorted(json.dumps([t.file, t.line, t.name, t.launcher_file, t.launcher_line,
-                                  t.report.to_dict(), t.verdict], sort_keys=True, default=str) for t in r.tactics)
+        return sorted(
+            json.dumps(
+                [t.file, t.line, t.name, t.launcher_file, t.launcher_line, t.report.to_dict(), t.verdict],
+                sort_keys=True,
+                default=str,
+            )
+            for t in r.tactics
+        )
 
     assert rows(shared) == rows(fresh)
     assert len(shared.tactics) == 24 and all(t.file.startswith("cutlass_instantiations/103/") for t in shared.tactics)
 
     def layouts(r):  # each report but where it was made and what it is called (the file names the build)
-        return {hashlib.sha256(json.dumps({k: v for k, v in t.report.to_dict().items() if k not in ("provenance", "config")},
-                                          sort_keys=True, default=str).encode()).hexdigest() for t in r.tactics}
+        return {
+            hashlib.sha256(
+                json.dumps(
+                    {k: v for k, v in t.report.to_dict().items() if k not in ("provenance", "config")},
+                    sort_keys=True,
+                    default=str,
+                ).encode()
+            ).hexdigest()
+            for t in r.tactics
+        }
 
     assert layouts(shared) <= layouts(sm100)
 

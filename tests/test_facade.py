@@ -65,13 +65,16 @@ def test_diff_takes_two_sources_old_and_new():
     assert list(inspect.signature(cl.diff).parameters)[:3] == ["old", "new", "grid"]
 
 
-@pytest.mark.parametrize("call,old", [
-    (lambda **kw: layout(**kw), "cutlass"),
-    (lambda **kw: layouts(["128x128x128"], **kw), "cutlass"),
-    (lambda **kw: sweep(tile="128x128x128", **kw), "cutlass"),
-    (lambda **kw: cl.target(**kw), "cutlass"),
-    (lambda **kw: scan(**kw), "path"),
-])
+@pytest.mark.parametrize(
+    "call,old",
+    [
+        (lambda **kw: layout(**kw), "cutlass"),
+        (lambda **kw: layouts(["128x128x128"], **kw), "cutlass"),
+        (lambda **kw: sweep(tile="128x128x128", **kw), "cutlass"),
+        (lambda **kw: cl.target(**kw), "cutlass"),
+        (lambda **kw: scan(**kw), "path"),
+    ],
+)
 def test_the_old_keyword_names_still_work_and_warn(call, old):
     with pytest.warns(DeprecationWarning, match=f"{old}="), pytest.raises(BadInput, match="does not exist"):
         call(**{old: "/no/such/dir/include"})
@@ -107,11 +110,13 @@ def test_config_values_as_the_command_line_takes_them():
 
     assert config_from("128x256x128", preset="trtllm-moe") == Config(tile=(128, 256, 128), preset="trtllm-moe")
     assert config_from(tile="128x128x64B") == Config()  # K in bytes of nvfp4: 128 elements
-    assert config_from({"arch": "SM90", "kernel": "dense", "stages": "3"}) == \
-        Config(arch="sm90", kernel="dense", stages=3)
+    assert config_from({"arch": "SM90", "kernel": "dense", "stages": "3"}) == Config(
+        arch="sm90", kernel="dense", stages=3
+    )
     assert config_from(tile=(128, 64, 128), stages=3) == Config(tile=(128, 64, 128), stages=3)
-    assert repr(Config(tile=(128, 256, 128), preset="trtllm-moe")) == \
-        "Config(tile=(128, 256, 128), preset='trtllm-moe')"
+    assert (
+        repr(Config(tile=(128, 256, 128), preset="trtllm-moe")) == "Config(tile=(128, 256, 128), preset='trtllm-moe')"
+    )
 
 
 BAD = [
@@ -155,8 +160,7 @@ def test_bad_values_are_one_line_without_flag_names(call, words):
 def test_layout_takes_flag_values_and_reads_the_budget_by_default(fi068, fi072):
     rep = layout("128x256x128", fi072, preset="trtllm-moe")
     stages, mainloop, epilogue, kernel, _ = SECTION_A[((128, 256, 128), "trtllm-moe")]
-    assert (rep.stages, rep.mainloop.size, rep.epilogue.size, rep.kernel.size) == \
-        (stages, mainloop, epilogue, kernel)
+    assert (rep.stages, rep.mainloop.size, rep.epilogue.size, rep.kernel.size) == (stages, mainloop, epilogue, kernel)
     assert rep.builder_budget is not None  # on by default, as in the CLI
     assert len(repr(rep)) < 200 and "98304" in repr(rep)
     # test_budget.py: flashinfer 0.6.8 budgets 4 stages of 22656 B for grouped NVFP4 128x32x256
@@ -176,8 +180,7 @@ def test_sweep_and_diff_take_grid_values(fi068, fi072):
     d = diff(fi068.tree, fi072.tree, structural=False, tile="128x32x256", kernel="grouped")
     (row,) = d.numeric
     # tests/handed.md C and test_diff.py (nvcc): 4 stages, 102400 B -> 3 stages, 84992 B
-    assert (row.old.stages, row.old.kernel_bytes, row.new.stages, row.new.kernel_bytes) == \
-        (4, 102400, 3, 84992)
+    assert (row.old.stages, row.old.kernel_bytes, row.new.stages, row.new.kernel_bytes) == (4, 102400, 3, 84992)
     assert d.grid_source == "python" and "1 of 1 configs differ" in repr(d)
 
 

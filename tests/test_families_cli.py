@@ -78,10 +78,14 @@ def test_every_family_with_default_flags(nc420, capsys, flags, code, kernel, sta
 
 @pytest.mark.nvcc
 @pytest.mark.slow
-@pytest.mark.parametrize("flags", [
-    ["--arch", "sm100", "--kernel", "dense", "--a", "bf16", "--tile", "128x128x64"],
-    ["--a", "e4m3", "--scales", "1x128x128"],
-], ids=["sm100-dense-bf16", "sm120-blockwise-fp8"])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--arch", "sm100", "--kernel", "dense", "--a", "bf16", "--tile", "128x128x64"],
+        ["--a", "e4m3", "--scales", "1x128x128"],
+    ],
+    ids=["sm100-dense-bf16", "sm120-blockwise-fp8"],
+)
 def test_the_commands_that_crashed_equal_nvcc(nc420, nvcc, capsys, flags):
     """The two commands of the report, default flags plus ``--verify nvcc``: nvcc compiles the
     same probe and every size, stage count and member offset agrees (exit 0, not 4)."""

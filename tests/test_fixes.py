@@ -45,19 +45,25 @@ def test_the_stage_count_argument_alone_is_replaced():
     fixed = with_stage_count(body, 2)
     assert fixed == body[:s] + "cutlass::gemm::collective::StageCount<2>" + body[e:]
     macro = stage_count_macro("LAUNCH", params, body, "CL_FIX_X")
-    assert macro.splitlines()[1:3] == ["#ifndef CL_FIX_X", "#define CL_FIX_X(CL_STAGES, T, M) " +
-                                       with_stage_count(body, "CL_STAGES")]
+    assert macro.splitlines()[1:3] == [
+        "#ifndef CL_FIX_X",
+        "#define CL_FIX_X(CL_STAGES, T, M) " + with_stage_count(body, "CL_STAGES"),
+    ]
     # a kernel whose mainloop is written in place, and one that names no builder
-    inline = ("using GemmKernel = cutlass::gemm::kernel::GemmUniversal<P, typename cutlass::gemm::"
-              "collective::CollectiveBuilder<a, b, c, d, e, f, g, h, i, j, k, StageCountAuto, l>::"
-              "CollectiveOp, E>;")
+    inline = (
+        "using GemmKernel = cutlass::gemm::kernel::GemmUniversal<P, typename cutlass::gemm::"
+        "collective::CollectiveBuilder<a, b, c, d, e, f, g, h, i, j, k, StageCountAuto, l>::"
+        "CollectiveOp, E>;"
+    )
     assert "StageCount<3>, l>" in with_stage_count(inline, 3)
     assert with_stage_count("using GemmKernel = cutlass::gemm::kernel::GemmUniversal<P, M, E>;", 2) is None
 
 
 def test_namespaces_and_blanked_calls():
-    src = ("#include \"x.inl\"\nnamespace a {\nnamespace b::c {\n#if 1\nLAUNCH(t,\n  m);\n#endif\n}\n}\n"
-           "struct S {\nLAUNCH(u, v);\n};\n")
+    src = (
+        '#include "x.inl"\nnamespace a {\nnamespace b::c {\n#if 1\nLAUNCH(t,\n  m);\n#endif\n}\n}\n'
+        "struct S {\nLAUNCH(u, v);\n};\n"
+    )
     assert enclosing_namespaces(src, 5) == ["a", "b", "c"]
     assert enclosing_namespaces(src, 11) is None  # inside a class
     out = blank_calls(src, ["LAUNCH"])
@@ -88,8 +94,11 @@ def test_mini_over_capacity_tactic_says_why_it_has_no_fix(mini):
 #: 16384 (or the other way round for 256x128) + round_up(16-byte pipeline, 128) = 128 + SFA
 #: 128x128/16 = 1024 + SFB 256x128/16 = 2048: 27776 B, and gives (100944 - C) / 27776 stages.
 REDUCED, STAGE_BYTES = 100944, 8192 + 16384 + 128 + 1024 + 2048
-FINALIZE = [f"moe/CtaShape{tile}/nvfp4xnvfp4/{out}/finalize"
-            for tile in ("128x256x64B", "256x128x64B") for out in ("bf16", "f16")]
+FINALIZE = [
+    f"moe/CtaShape{tile}/nvfp4xnvfp4/{out}/finalize"
+    for tile in ("128x256x64B", "256x128x64B")
+    for out in ("bf16", "f16")
+]
 
 
 def least_carveout(stages: int) -> int:
@@ -109,8 +118,14 @@ def test_an_exact_fit_is_a_fix():
     cap = Constant(name="sm120_smem_capacity_bytes", value=101376)
 
     def rep(size, error=None):
-        return LayoutReport(config={}, provenance=Provenance("/r", "4.5.0", "h", "o"), capacity=cap,
-                            kernel=None if error else StructLayout("SharedStorage", size, 1024, 0), error=error)
+        return LayoutReport(
+            config={},
+            provenance=Provenance("/r", "4.5.0", "h", "o"),
+            capacity=cap,
+            kernel=None if error else StructLayout("SharedStorage", size, 1024, 0),
+            error=error,
+        )
+
     exact = rep(101376)
     assert exact.fits and exact.exact_fit and is_fix(exact)
     assert not is_fix(rep(102400)) and is_fix(rep(74752))
@@ -133,6 +148,7 @@ def test_predicted_stages_by_hand():
     fit 4 stages at that rate (84992 B; 5 take 103424 B); one stage less that fits is S - 1;
     no prediction without the size of S - 1, or where it is not smaller."""
     from cutlass_layout.installs.fixes import predicted_stages
+
     assert 128 * 32 * 4 + 16 * 32 * 4 == 18432 == 195584 - 177152
     assert predicted_stages(195584, 177152, 10, 101376) == 4
     assert 177152 - 5 * 18432 == 84992 <= 101376 < 177152 - 4 * 18432 == 103424
@@ -172,13 +188,17 @@ def test_every_fix_fits_and_one_more_stage_does_not(moe_072):
         assert (b.capacity.value - f.carveout_bytes + 1) // b.stage_bytes == f.stages + 1
     assert all(t.fix is None for t in moe_072.tactics if t.verdict == "fits")
     row = next(t for t in needing if t.id == FINALIZE[0]).to_dict()["fix"]
-    assert {k: row[k] for k in ("stages", "kernel_bytes", "headroom_bytes", "carveout_bytes")} == \
-        {"stages": 2, "kernel_bytes": 74752, "headroom_bytes": 101376 - 74752, "carveout_bytes": 17617}
+    assert {k: row[k] for k in ("stages", "kernel_bytes", "headroom_bytes", "carveout_bytes")} == {
+        "stages": 2,
+        "kernel_bytes": 74752,
+        "headroom_bytes": 101376 - 74752,
+        "carveout_bytes": 17617,
+    }
 
 
 def _invocation(text: str, line: int) -> list[str]:
     """The arguments of the macro invocation starting on ``line`` of a generated source."""
-    rest = "\n".join(text.split("\n")[line - 1:])
+    rest = "\n".join(text.split("\n")[line - 1 :])
     m = re.match(r"\s*\w+\s*\(([^()]*)\)", rest)
     return [" ".join(a.split()) for a in m.group(1).split(",")]
 
@@ -203,16 +223,21 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)
-    moe = next(m for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
-               if m.name.startswith("fused_moe"))
+    moe = next(
+        m
+        for m in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+        if m.name.startswith("fused_moe")
+    )
     by = {t.id: t for t in moe_072.tactics}
     inl = install.root / by[FINALIZE[0]].launcher_file
-    params, body, _ = macro_definition(inl.read_text(), "INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM",
-                                       near_line=by[FINALIZE[0]].launcher_line)
+    params, body, _ = macro_definition(
+        inl.read_text(), "INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM", near_line=by[FINALIZE[0]].launcher_line
+    )
     fix = stage_count_macro("INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM", params, body, "CL_FIX_STAGES")
     carve = fix.replace("CL_FIX_STAGES", "CL_FIX_CARVE").replace(
         "cutlass::gemm::collective::StageCount<CL_STAGES>",
-        "cutlass::gemm::collective::StageCountAutoCarveout<CL_STAGES>")
+        "cutlass::gemm::collective::StageCountAutoCarveout<CL_STAGES>",
+    )
     (tmp_path / "cl_fix.h").write_text(fix + carve)
     lines, want = [], {}
     for tid in FINALIZE:
@@ -221,17 +246,35 @@ def test_finalize_fixes_against_nvcc(moe_072, nvcc, tmp_path):
         source = next(p for p in moe.generated if str(p).endswith(t.file))
         text = source.read_text()
         args = ", ".join(_invocation(text, t.line))
-        for macro, n, stages in (("CL_FIX_STAGES", 2, 2), ("CL_FIX_STAGES", 3, 3),
-                                 ("CL_FIX_CARVE", least_carveout(2), 2), ("CL_FIX_CARVE", 17616, 3)):
+        for macro, n, stages in (
+            ("CL_FIX_STAGES", 2, 2),
+            ("CL_FIX_STAGES", 3, 3),
+            ("CL_FIX_CARVE", least_carveout(2), 2),
+            ("CL_FIX_CARVE", 17616, 3),
+        ):
             lines.append(f"namespace cl_{len(lines)} {{ {macro}({n}, {args}); }}")
             want[len(lines)] = (tid, macro, n, stages)
         head = text.split("\n")[0]
     assert head.startswith("#include")
     n_head = 6  # the lines before the first candidate
     src = tmp_path / "fixes.cu"
-    src.write_text("\n".join([head, f'#include "{tmp_path / "cl_fix.h"}"', "namespace tensorrt_llm {",
-                              "namespace kernels {", "namespace cutlass_kernels_oss {", "", *lines,
-                              "}", "}", "}", ""]))
+    src.write_text(
+        "\n".join(
+            [
+                head,
+                f'#include "{tmp_path / "cl_fix.h"}"',
+                "namespace tensorrt_llm {",
+                "namespace kernels {",
+                "namespace cutlass_kernels_oss {",
+                "",
+                *lines,
+                "}",
+                "}",
+                "}",
+                "",
+            ]
+        )
+    )
     got = nvcc_host_pass_sizes(src, nvcc_flags(moe, install.tree), tmp_path)
     assert len(got) == len(want) == 16, sorted(got)
     for k, (tid, macro, n, stages) in want.items():
@@ -275,8 +318,10 @@ def test_a_tactic_at_the_fewest_stages_has_nothing_to_search():
     assert Fix.from_dict(fix.to_dict()) == fix and fix.to_dict()["fewest_stages"] == 2
     t = SimpleNamespace(fix=fix)
     assert fix_cell(t) == "none: 2 st is the fewest"
-    assert fix_lines(t) == ["What fits instead: nothing found: it has 2 stages, the fewest its collective "
-                            "takes (static_assert Stages >= 2): no stage count fits"]
+    assert fix_lines(t) == [
+        "What fits instead: nothing found: it has 2 stages, the fewest its collective "
+        "takes (static_assert Stages >= 2): no stage count fits"
+    ]
     assert fix_cell(SimpleNamespace(fix=Fix(error="not searched"))) == "?"
 
 

@@ -55,23 +55,35 @@ def test_fmha_storage_is_named_and_matches_nvcc(nc420, nvcc, capsys):
         assert r.capacity.value == 232448
     assert [r.subject_kind for r in reps] == ["fmha", "fmha", "storage"]
     assert fwd.storage.size == 164080 and fwd.smem_bytes == 164080
-    assert _top(fwd.storage) == [("<anonymous>", 0, 163840), ("pipelines", 163840, 224),
-                                 ("barrier_o", 164064, 8), ("tmem_base_ptr", 164072, 4)]
+    assert _top(fwd.storage) == [
+        ("<anonymous>", 0, 163840),
+        ("pipelines", 163840, 224),
+        ("barrier_o", 164064, 8),
+        ("tmem_base_ptr", 164072, 4),
+    ]
     assert fwd.storage.find("<anonymous>.mainloop.smem_q").size == 65536
     assert fwd.storage.find("<anonymous>.epilogue.smem_o").offset == 0
     assert persistent.storage.size == 229616
-    assert _top(persistent.storage) == [("mainloop_epilogue", 0, 229376), ("pipelines", 229376, 224),
-                                        ("tmem_base_ptr", 229600, 4)]
+    assert _top(persistent.storage) == [
+        ("mainloop_epilogue", 0, 229376),
+        ("pipelines", 229376, 224),
+        ("tmem_base_ptr", 229600, 4),
+    ]
     assert persistent.storage.find("mainloop_epilogue.epilogue").offset == 163840
     assert [(f.name, f.offset, f.size) for f in persistent.storage.fields[1].fields][:3] == [
-        ("load_q", 229376, 32), ("load_kv", 229408, 48), ("mma_s0", 229456, 16)]
+        ("load_q", 229376, 32),
+        ("load_kv", 229408, 48),
+        ("mma_s0", 229456, 16),
+    ]
     assert reduce.storage.size == 1032
 
     layout_report.render(fwd)
     out = capsys.readouterr().out
-    assert ("SharedStorage of attention::Forward: an FMHA (fused multi-head attention) kernel's own "
-            "SharedStorage, not a GEMM's mainloop + epilogue (Q, K/V tiles: mainloop.smem_q, "
-            "mainloop.smem_k, mainloop.smem_v)") in out
+    assert (
+        "SharedStorage of attention::Forward: an FMHA (fused multi-head attention) kernel's own "
+        "SharedStorage, not a GEMM's mainloop + epilogue (Q, K/V tiles: mainloop.smem_q, "
+        "mainloop.smem_k, mainloop.smem_v)"
+    ) in out
     assert "SharedStorage of attention::Forward 164080 B of 232448 B" in out
     assert "alone" not in out and "Stages:" not in out and "SharedStorage sizes" not in out
     layout_report.render(reduce)
@@ -88,13 +100,24 @@ def test_fmha_storage_is_named_and_matches_nvcc(nc420, nvcc, capsys):
 
 
 def test_cli_fmha_json(nc420, capsys):
-    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--arch", "sm100",
-                 "--header", str(HEADER), "--type", "attention::Forward", "--json"])
+    code = main(
+        [
+            "layout",
+            "--cutlass",
+            str(nc420.tree.include_root),
+            "--arch",
+            "sm100",
+            "--header",
+            str(HEADER),
+            "--type",
+            "attention::Forward",
+            "--json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["subject_kind"] == "fmha"
     assert doc["kernel"] is None and doc["mainloop"] is None and doc["epilogue"] is None
     assert doc["storage"]["size"] == 164080 and doc["smem_bytes"] == 164080
-    assert [f["name"] for f in doc["storage"]["fields"]] == ["<anonymous>", "pipelines", "barrier_o",
-                                                            "tmem_base_ptr"]
+    assert [f["name"] for f in doc["storage"]["fields"]] == ["<anonymous>", "pipelines", "barrier_o", "tmem_base_ptr"]
     assert doc["headroom_bytes"] == 232448 - 164080

@@ -30,10 +30,19 @@ def git_env(tmp_path, monkeypatch):
     allowed for submodules (git refuses it by default since 2.38.1: the test's repositories
     are its own)."""
     monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
-    for k, v in {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                 "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-                 "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "protocol.file.allow", "GIT_CONFIG_VALUE_0": "always",
-                 "GIT_CONFIG_KEY_1": "init.defaultBranch", "GIT_CONFIG_VALUE_1": "main"}.items():
+    for k, v in {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "protocol.file.allow",
+        "GIT_CONFIG_VALUE_0": "always",
+        "GIT_CONFIG_KEY_1": "init.defaultBranch",
+        "GIT_CONFIG_VALUE_1": "main",
+    }.items():
         monkeypatch.setenv(k, v)
     gitsource.forget_checkouts()
     yield
@@ -60,7 +69,8 @@ def cutlass_repo(tmp_path) -> tuple[Path, str, str]:
     tagged = commit_all(repo, "4.7.0")
     git(repo, "tag", "-a", "v4.7.0", "-m", "v4.7.0")
     (repo / "include" / "cutlass" / "version.h").write_text(
-        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 8\n#define CUTLASS_PATCH 0\n")
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 8\n#define CUTLASS_PATCH 0\n"
+    )
     head = commit_all(repo, "4.8.0")
     return repo, tagged, head
 
@@ -110,9 +120,9 @@ def test_bad_refs_and_urls_are_one_error_line(cutlass_repo, tmp_path, capsys):
     cases = {
         f"git+file://{repo}@v9.9.9": f"error: file://{repo} has no tag or branch 'v9.9.9' (a commit is named by all 40 hex digits)",
         f"git+file://{tmp_path}/nothere@v1": f"error: cannot read file://{tmp_path}/nothere: fatal: '{tmp_path}/nothere' "
-                                             "does not appear to be a git repository",
+        "does not appear to be a git repository",
         "git+github.com/NVIDIA/cutlass": "error: git+github.com/NVIDIA/cutlass: a git URL source is git+SCHEME://HOST/PATH[@REF] "
-                                         "(git+https://github.com/NVIDIA/cutlass@v4.7.0, git+file:///path/to/repo@TAG)",
+        "(git+https://github.com/NVIDIA/cutlass@v4.7.0, git+file:///path/to/repo@TAG)",
         f"git+file://{repo}@": f"error: git+file://{repo}@: empty ref after '@' (a tag, a branch or a 40-digit commit)",
     }
     for src, want in cases.items():

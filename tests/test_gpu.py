@@ -112,12 +112,16 @@ def test_user_types_are_not_launched(no_gpu, tmp_path, capsys):
     assert "--verify nvcc" in line
 
 
-@pytest.mark.parametrize("argv", [
-    ["layout", "--verify", "gpu"],  # SM120 NVFP4: block-scaled
-    ["layout", "--a", "e4m3", "--scales", "1x128x128", "--kernel", "dense", "--verify", "gpu"],
-    ["sweep", "--kernel", "sparse", "--tile", "128x128x256", "--verify", "gpu"],
-    ["sweep", "--arch", "sm100", "--a", "nvfp4", "--d", "nvfp4", "--c", "bf16", "--verify", "gpu"],
-], ids=["block-scaled", "blockwise", "sparse", "sfd"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["layout", "--verify", "gpu"],  # SM120 NVFP4: block-scaled
+        ["layout", "--a", "e4m3", "--scales", "1x128x128", "--kernel", "dense", "--verify", "gpu"],
+        ["sweep", "--kernel", "sparse", "--tile", "128x128x256", "--verify", "gpu"],
+        ["sweep", "--arch", "sm100", "--a", "nvfp4", "--d", "nvfp4", "--c", "bf16", "--verify", "gpu"],
+    ],
+    ids=["block-scaled", "blockwise", "sparse", "sfd"],
+)
 def test_families_the_program_does_not_fill_are_refused(no_gpu, argv, capsys):
     """Before any GPU or nvcc check: the program fills only A, B and their strides."""
     line = _one_error_line(argv, capsys)
@@ -134,30 +138,44 @@ DEVICE = 'device name="NVIDIA H200" cc=9.0 optin=232448\n'
 
 
 def _kernel_line(sizeof, init, run="Success", sync="no error", correct=1):
-    return (f'kernel 0 sizeof={sizeof} static=0 attr=ok can_implement="Success" initialize="{init}" '
-            f'run="{run}" sync="{sync}" correct={correct} max_err=0\n')
+    return (
+        f'kernel 0 sizeof={sizeof} static=0 attr=ok can_implement="Success" initialize="{init}" '
+        f'run="{run}" sync="{sync}" correct={correct} max_err=0\n'
+    )
 
 
 def _checks(tmp_path, expected, outputs):
     folder = tmp_path / "checks"
     folder.mkdir()
-    rows = [{"config": Config(arch="sm90", kernel="dense").to_dict(), "label": "", "verdict": v, "bytes": b}
-            for v, b in expected]
+    rows = [
+        {"config": Config(arch="sm90", kernel="dense").to_dict(), "label": "", "verdict": v, "bytes": b}
+        for v, b in expected
+    ]
     (folder / "expected.json").write_text(json.dumps(rows))
     (folder / "results.json").write_text(json.dumps({f"c{i:03d}": o for i, o in enumerate(outputs)}))
     return folder
 
 
 def test_read_checks_agreement(tmp_path):
-    folder = _checks(tmp_path, [("fits", 214016), ("over_capacity", 246784), ("fits", 214016),
-                                ("fits", 214016), ("over_capacity", 246784), ("fits", 214016)], [
-        {"stdout": DEVICE + _kernel_line(214016, "Success")},
-        {"stdout": DEVICE + _kernel_line(246784, "Error Internal", run="Error Not Supported", correct=-1)},
-        {"stdout": DEVICE + _kernel_line(214016, "Error Internal", run="Error Not Supported", correct=-1)},
-        {"stdout": DEVICE + _kernel_line(214016, "Success", correct=0)},
-        {"stdout": DEVICE + _kernel_line(246800, "Error Internal", correct=-1)},
-        {"error": "c005.cu(12): error: identifier \"x\" is undefined\n1 error detected"},
-    ])
+    folder = _checks(
+        tmp_path,
+        [
+            ("fits", 214016),
+            ("over_capacity", 246784),
+            ("fits", 214016),
+            ("fits", 214016),
+            ("over_capacity", 246784),
+            ("fits", 214016),
+        ],
+        [
+            {"stdout": DEVICE + _kernel_line(214016, "Success")},
+            {"stdout": DEVICE + _kernel_line(246784, "Error Internal", run="Error Not Supported", correct=-1)},
+            {"stdout": DEVICE + _kernel_line(214016, "Error Internal", run="Error Not Supported", correct=-1)},
+            {"stdout": DEVICE + _kernel_line(214016, "Success", correct=0)},
+            {"stdout": DEVICE + _kernel_line(246800, "Error Internal", correct=-1)},
+            {"error": 'c005.cu(12): error: identifier "x" is undefined\n1 error detected'},
+        ],
+    )
     v = read_checks(folder)
     assert v.device.name == "NVIDIA H200" and v.device.cc == (9, 0) and v.device.arch == "sm90"
     assert [r.agree for r in v.runs] == [True, True, False, False, False, False]
@@ -193,18 +211,25 @@ def test_runner_builds_runs_and_writes_results(tmp_path):
     (bin_dir / "nvcc").write_text(
         f"#!{sys.executable}\nimport os, sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
         f"open(out, 'w').write('#!/bin/sh\\ncat <<' + chr(39) + 'EOF' + chr(39) + '\\n' + {text!r} + 'EOF\\n')\n"
-        "os.chmod(out, 0o755)\n")
+        "os.chmod(out, 0o755)\n"
+    )
     (bin_dir / "nvcc").chmod(0o755)
-    cfgs = [Config(arch="sm90", kernel="dense", tile=(128, 128, 64)),
-            Config(arch="sm90", kernel="grouped", tile=(128, 128, 64))]
+    cfgs = [
+        Config(arch="sm90", kernel="dense", tile=(128, 128, 64)),
+        Config(arch="sm90", kernel="grouped", tile=(128, 128, 64)),
+    ]
     folder = tmp_path / "checks"
     write_checks(cfgs, [("fits", 214016), ("fits", 215040)], Path("include"), folder, arch="sm90", jobs=2)
     assert sorted(p.name for p in folder.iterdir()) == [
-        "build.json", "c000.cu", "c001.cu", "expected.json", "runner.py"]
+        "build.json",
+        "c000.cu",
+        "c001.cu",
+        "expected.json",
+        "runner.py",
+    ]
     assert json.loads((folder / "build.json").read_text())["nvcc"][:3] == ["nvcc", "-std=c++17", "-arch=sm_90a"]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run([sys.executable, str(folder / "runner.py"), str(folder)], env=env, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(folder / "runner.py"), str(folder)], env=env, check=True, capture_output=True)
     v = read_checks(folder)
     assert [(r.sizeof, r.launched, r.correct) for r in v.runs] == [(214016, True, True), (214016, True, True)]
     assert [r.agree for r in v.runs] == [True, False]  # the second expected 215040
@@ -228,10 +253,12 @@ def test_program_text():
 def test_programs_build_for_sm90(nc420, nvcc, tmp_path):
     """nvcc builds a dense (pingpong, no-smem epilogue, e4m3) and a grouped (cooperative, TMA
     epilogue, bf16) program for sm_90a; without a GPU they print ``device none``."""
-    cfgs = [Config(arch="sm90", kernel="dense", a="e4m3", tile=(64, 128, 128), schedule="pingpong",
-                   epilogue_schedule="nosmem"),
-            Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), schedule="cooperative",
-                   epilogue_schedule="tma")]
+    cfgs = [
+        Config(
+            arch="sm90", kernel="dense", a="e4m3", tile=(64, 128, 128), schedule="pingpong", epilogue_schedule="nosmem"
+        ),
+        Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), schedule="cooperative", epilogue_schedule="tma"),
+    ]
     folder = tmp_path / "checks"
     write_checks(cfgs, [("fits", 0), ("fits", 0)], nc420.tree.include_root, folder, arch="sm90", jobs=2)
     subprocess.run([sys.executable, str(folder / "runner.py"), str(folder)], check=True, capture_output=True)
@@ -255,8 +282,9 @@ def test_launch_agrees_on_an_sm90_gpu(nc420):
     over = fit.with_(stages=7)
     reps = [layout(c, nc420) for c in (fit, over)]
     assert [r.verdict for r in reps] == ["fits", "over_capacity"]
-    v = verify_on_gpu([fit, over], [(r.verdict, r.kernel.size) for r in reps], nc420.tree.include_root,
-                      arch="sm90", device=device)
+    v = verify_on_gpu(
+        [fit, over], [(r.verdict, r.kernel.size) for r in reps], nc420.tree.include_root, arch="sm90", device=device
+    )
     assert [r.sizeof for r in v.runs] == [r.kernel.size for r in reps]  # nvcc's sizeof, the engine's
     assert v.runs[0].launched and v.runs[0].correct
     assert v.runs[1].initialize == "Error Internal"
@@ -264,7 +292,9 @@ def test_launch_agrees_on_an_sm90_gpu(nc420):
 
 
 def test_gpu_run_describe():
-    r = GpuRun(config={}, tool_verdict="over_capacity", tool_bytes=246784, sizeof=246784, static=0,
-               initialize="Error Internal")
-    assert r.describe() == ("engine over capacity (246784 B); nvcc sizeof 246784 B; static smem 0 B; "
-                            "initialize: Error Internal")
+    r = GpuRun(
+        config={}, tool_verdict="over_capacity", tool_bytes=246784, sizeof=246784, static=0, initialize="Error Internal"
+    )
+    assert r.describe() == (
+        "engine over capacity (246784 B); nvcc sizeof 246784 B; static smem 0 B; initialize: Error Internal"
+    )

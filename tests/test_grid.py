@@ -7,8 +7,7 @@ from cutlass_layout.subjects.grid import expand_braces, grid_configs, load_grid_
 
 
 def test_braces():
-    assert expand_braces("128x{32,64}x{128,256}") == [
-        "128x32x128", "128x32x256", "128x64x128", "128x64x256"]
+    assert expand_braces("128x{32,64}x{128,256}") == ["128x32x128", "128x32x256", "128x64x128", "128x64x256"]
     assert expand_braces("256x128x128") == ["256x128x128"]
     for bad in ("128x{32,64x128", "128x{}x128", "128x{32,}x128"):
         with pytest.raises(BadInput):

@@ -22,7 +22,7 @@ def test_tests_handed_py_holds_tests_handed_md_values():
     table, and the table has no row handed.py lacks (the 128x256x256 row aside: it does not
     compile, test_section_a_128x256x256_does_not_compile)."""
     text = HANDED_MD.read_text()
-    section = text[text.index("## A."):text.index("## B.")]
+    section = text[text.index("## A.") : text.index("## B.")]
     flavours = {"flashinfer": "flashinfer", "TRT-LLM MoE": "trtllm-moe"}
     rows = {}
     for line in section.splitlines():
@@ -41,7 +41,7 @@ def section_a(fi072, nc420):
     out = {}
     for name, tgt in (("fi072", fi072), ("nc420", nc420)):
         reps = layouts(configs + bad, tgt)
-        out[name] = (dict(zip(keys, reps[: len(keys)])), reps[len(keys):])
+        out[name] = (dict(zip(keys, reps[: len(keys)])), reps[len(keys) :])
     return out
 
 
@@ -145,7 +145,11 @@ def test_tma_bytes_and_capacity_from_the_headers(section_a):
     assert tma.total.expression == "TmaTransactionBytesMK + TmaTransactionBytesNK"
     cap = rep.capacity
     assert (cap.name, cap.value, cap.file, cap.expression) == (
-        "sm120_smem_capacity_bytes", 101376, "cutlass/arch/arch.h", "101376")
+        "sm120_smem_capacity_bytes",
+        101376,
+        "cutlass/arch/arch.h",
+        "101376",
+    )
 
 
 # Section B: a public report, SM120 MXFP8 dense, StageCount<2>, C void, D bf16
@@ -153,11 +157,14 @@ def test_tma_bytes_and_capacity_from_the_headers(section_a):
 @pytest.mark.parametrize("tile", [(256, 128, 128), (128, 256, 128)])
 def test_section_b_mxfp8_dense_error_internal(fi072, tile):
     forced, auto = layouts(
-        [Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile, stages=2),
-         Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile)], fi072)
+        [
+            Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile, stages=2),
+            Config(kernel="dense", a="mxfp8", b="mxfp8", tile=tile),
+        ],
+        fi072,
+    )
     assert forced.error is None
-    assert (forced.stages, forced.mainloop.size, forced.epilogue.size, forced.kernel.size) == (
-        2, 102400, 9216, 111616)
+    assert (forced.stages, forced.mainloop.size, forced.epilogue.size, forced.kernel.size) == (2, 102400, 9216, 111616)
     assert forced.fits is False and forced.headroom_bytes == 101376 - 111616
     assert forced.verdict == "over_capacity"
     assert auto.verdict == "does_not_compile"
@@ -168,8 +175,8 @@ def test_section_b_mxfp8_dense_error_internal(fi072, tile):
 @pytest.mark.network
 def test_section_c_128x32x256(fi068, fi072):
     cfg = Config(tile=(128, 32, 256))
-    old, = layouts([cfg], fi068)
-    new, = layouts([cfg], fi072)
+    (old,) = layouts([cfg], fi068)
+    (new,) = layouts([cfg], fi072)
     assert (old.stages, old.kernel.size, old.fits) == (4, 102400, False)
     assert (new.stages, new.kernel.size, new.fits) == (3, 84992, True)
 
@@ -177,32 +184,52 @@ def test_section_c_128x32x256(fi068, fi072):
 # Section D: SM90 dense, nvidia-cutlass 4.2.0.0, bf16, cooperative, TMA epilogue, C = D = bf16
 @pytest.mark.network
 def test_section_d_sm90_dense_cooperative(nc420):
-    cfg = Config(arch="sm90", kernel="dense", a="bf16", b="bf16", tile=(128, 128, 64), c="bf16",
-                 d="bf16", schedule="cooperative", epilogue_schedule="tma")
-    rep, = layouts([cfg], nc420)
+    cfg = Config(
+        arch="sm90",
+        kernel="dense",
+        a="bf16",
+        b="bf16",
+        tile=(128, 128, 64),
+        c="bf16",
+        d="bf16",
+        schedule="cooperative",
+        epilogue_schedule="tma",
+    )
+    (rep,) = layouts([cfg], nc420)
     assert (rep.stages, rep.mainloop.size, rep.epilogue.size, rep.kernel.size) == (6, 196736, 33792, 230400)
     assert rep.mainloop.align == 128 and rep.kernel.align == 512
     assert rep.capacity.value == 232448 and rep.capacity.name == "sm90_smem_capacity_bytes"
     assert rep.capacity.file == "cutlass/gemm/collective/builders/sm90_common.inl"
     k = rep.kernel
     for name, off, size in [
-        ("pipelines", 0, 176), ("pipelines.mainloop", 0, 96), ("pipelines.epi_load", 96, 64),
-        ("pipelines.load_order", 160, 16), ("scheduler", 176, 1), ("tensors", 512, 229888),
-        ("tensors.epilogue", 512, 33280), ("tensors.epilogue.collective", 512, 32768),
-        ("tensors.epilogue.thread", 33280, 1), ("tensors.mainloop", 33792, 196608),
-        ("tensors.mainloop.smem_A", 33792, 98304), ("tensors.mainloop.smem_B", 132096, 98304),
+        ("pipelines", 0, 176),
+        ("pipelines.mainloop", 0, 96),
+        ("pipelines.epi_load", 96, 64),
+        ("pipelines.load_order", 160, 16),
+        ("scheduler", 176, 1),
+        ("tensors", 512, 229888),
+        ("tensors.epilogue", 512, 33280),
+        ("tensors.epilogue.collective", 512, 32768),
+        ("tensors.epilogue.thread", 33280, 1),
+        ("tensors.mainloop", 33792, 196608),
+        ("tensors.mainloop.smem_A", 33792, 98304),
+        ("tensors.mainloop.smem_B", 132096, 98304),
     ]:
         f = k.find(name)
         assert (f.offset, f.size) == (off, size), name
     # smem_C and smem_D share 32768 bytes at 512 as a union
-    assert (k.find("tensors.epilogue.collective.smem_C").offset,
-            k.find("tensors.epilogue.collective.smem_C").size) == (512, 32768)
-    assert (k.find("tensors.epilogue.collective.smem_D").offset,
-            k.find("tensors.epilogue.collective.smem_D").size) == (512, 32768)
+    assert (k.find("tensors.epilogue.collective.smem_C").offset, k.find("tensors.epilogue.collective.smem_C").size) == (
+        512,
+        32768,
+    )
+    assert (k.find("tensors.epilogue.collective.smem_D").offset, k.find("tensors.epilogue.collective.smem_D").size) == (
+        512,
+        32768,
+    )
 
 
 @pytest.mark.network
 def test_section_d_grouped_auto_epilogue_does_not_compile(nc420):
-    rep, = layouts([Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), epilogue_schedule="auto")], nc420)
+    (rep,) = layouts([Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), epilogue_schedule="auto")], nc420)
     assert rep.verdict == "does_not_compile"
     assert "StrideCD must be rank-3" in rep.error.message

@@ -48,8 +48,7 @@ MOE_FINALIZE = "moe/CtaShape128x64x16B/nvfp4xnvfp4/f16/finalize"
 def run(*argv, cache, user=(), timeout=180, env=None) -> subprocess.CompletedProcess:
     """The command line in a fresh process (its own cache), as ``user`` (a command prefix)."""
     e = {**os.environ, "CUTLASS_LAYOUT_CACHE": str(cache), **(env or {})}
-    return subprocess.run([*user, *PY, *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, env=e)
+    return subprocess.run([*user, *PY, *map(str, argv)], capture_output=True, text=True, timeout=timeout, env=e)
 
 
 def expect(proc, code: int, *words: str) -> None:
@@ -186,16 +185,29 @@ def test_three_processes_lay_out_from_the_same_new_wheel(tmp_path, nc420):
     shutil.copy(fetch_wheel("nvidia-cutlass==4.2.0.0"), whl)
     cache = tmp_path / "cache"  # empty: the wheel is unpacked, the header built, by one of them
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": str(cache)}
-    procs = [subprocess.Popen([*PY, "layout", "--cutlass", str(whl), "--json"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [*PY, "layout", "--cutlass", str(whl), "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0 and "error" not in err, err
     docs = [json.loads(out) for out, _ in outs]
     assert docs[0] == docs[1] == docs[2]
     stages, mainloop, epilogue, kernel, fits = SECTION_A[((128, 128, 128), "flashinfer")]
-    assert (docs[0]["stages"], docs[0]["mainloop"]["size"], docs[0]["epilogue"]["size"],
-            docs[0]["kernel"]["size"], docs[0]["fits"]) == (stages, mainloop, epilogue, kernel, fits)
+    assert (
+        docs[0]["stages"],
+        docs[0]["mainloop"]["size"],
+        docs[0]["epilogue"]["size"],
+        docs[0]["kernel"]["size"],
+        docs[0]["fits"],
+    ) == (stages, mainloop, epilogue, kernel, fits)
     assert len(list((cache / "pch").glob("*.pch"))) == 1  # built once, not three times
     assert not list((cache / "trees").glob(".unpack-*"))
 
@@ -203,13 +215,20 @@ def test_three_processes_lay_out_from_the_same_new_wheel(tmp_path, nc420):
 def test_three_processes_audit_the_same_new_wheel(tmp_path, wheel):
     cache = tmp_path / "cache"
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": str(cache)}
-    procs = [subprocess.Popen([*PY, "audit", str(wheel), "--json", "--jobs", "1"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [*PY, "audit", str(wheel), "--json", "--jobs", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0 and "error" not in err, err
-    tactics = [{t["id"]: (t["verdict"], t["kernel_bytes"]) for t in json.loads(out)["tactics"]}
-               for out, _ in outs]
+    tactics = [{t["id"]: (t["verdict"], t["kernel_bytes"]) for t in json.loads(out)["tactics"]} for out, _ in outs]
     assert tactics[0] == tactics[1] == tactics[2]
     assert tactics[0][MOE_FINALIZE] == ("fits", mini_sizes(128, 64, 32, 3, 4096)[2])
 
@@ -273,11 +292,17 @@ def test_fifo_or_device_named_as_an_input(tmp_path, cache, tree):
     fifo = tmp_path / "grid.toml"
     os.mkfifo(fifo)
     expect(run("sweep", "--grid", fifo, cache=cache, timeout=60), 2, f"grid file {fifo} is a FIFO")
-    expect(run("layout", "--cutlass", tree, "--header", fifo, "--type", "T", cache=cache, timeout=60),
-           2, f"header {fifo} is a FIFO")
+    expect(
+        run("layout", "--cutlass", tree, "--header", fifo, "--type", "T", cache=cache, timeout=60),
+        2,
+        f"header {fifo} is a FIFO",
+    )
     if os.path.exists("/dev/zero"):
-        expect(run("layout", "--cutlass", tree, "--header", "/dev/zero", "--type", "T", cache=cache,
-                   timeout=60), 2, "header /dev/zero is a character device")
+        expect(
+            run("layout", "--cutlass", tree, "--header", "/dev/zero", "--type", "T", cache=cache, timeout=60),
+            2,
+            "header /dev/zero is a character device",
+        )
     whl = tmp_path / "x.whl"
     os.mkfifo(whl)
     expect(run("layout", "--cutlass", whl, cache=cache, timeout=60), 2, f"{whl} is a FIFO")
@@ -314,15 +339,17 @@ def test_unreadable_file_in_a_tree(shared, other_user, tree):
     cache = shared / "cache"
     writable_by(cache, other_user)
     for cmd in ("source", "layout"):
-        expect(run(cmd, "--cutlass", dest, cache=cache, user=other_user), 2,
-               f"cannot read {dest / 'cutlass' / 'arch' / 'arch.h'}: Permission denied")
+        expect(
+            run(cmd, "--cutlass", dest, cache=cache, user=other_user),
+            2,
+            f"cannot read {dest / 'cutlass' / 'arch' / 'arch.h'}: Permission denied",
+        )
     # scan reads what it can and says what it could not, even when grepping for what was there
     proc = run("scan", dest, "--grep", "sm120_smem_capacity_bytes", "--json", cache=cache, user=other_user)
     expect(proc, 0)
     doc = json.loads(proc.stdout)
     assert doc["constants"] == []
-    assert doc["diagnostics"] == [{"file": "cutlass/arch/arch.h", "line": 0,
-                                   "message": "not read: Permission denied"}]
+    assert doc["diagnostics"] == [{"file": "cutlass/arch/arch.h", "line": 0, "message": "not read: Permission denied"}]
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,17 +378,17 @@ def test_wheel_cut_short(tmp_path, cache, wheel):
 def test_wheel_with_a_file_and_a_folder_of_the_same_name(tmp_path, cache):
     whl = make_wheel(tmp_path / "dup-1.0-py3-none-any.whl", extra=[(INCLUDE + "cutlass/arch", b"a file")])
     for argv in (["source", "--cutlass", whl], ["audit", whl]):
-        expect(run(*argv, cache=cache), 2, f"{whl} is a damaged wheel",
-               "cutlass/arch is both a file and a folder")
+        expect(run(*argv, cache=cache), 2, f"{whl} is a damaged wheel", "cutlass/arch is both a file and a folder")
 
 
 def test_wheel_members_that_climb_out_or_link_stay_inside(tmp_path, cache):
     """(Already harmless before issue 13.)"""
     link = zipfile.ZipInfo(INCLUDE + "cutlass/link.h")
     link.external_attr = (stat.S_IFLNK | 0o777) << 16
-    whl = make_wheel(tmp_path / "evil-1.0-py3-none-any.whl",
-                     extra=[(INCLUDE + "../../../../../evil.h", b"x"), ("/tmp/evil-absolute.h", b"x"),
-                            (link, b"/etc/passwd")])
+    whl = make_wheel(
+        tmp_path / "evil-1.0-py3-none-any.whl",
+        extra=[(INCLUDE + "../../../../../evil.h", b"x"), ("/tmp/evil-absolute.h", b"x"), (link, b"/etc/passwd")],
+    )
     proc = run("source", "--cutlass", whl, cache=cache)
     expect(proc, 0)
     assert not (tmp_path / "evil.h").exists() and not [p for p in cache.rglob("evil*")]
@@ -381,12 +408,12 @@ def _declared_size(whl: Path, name: str, size: int) -> None:
         info = zf.getinfo(name)
     pos = data.index(b"PK\x01\x02")
     while True:  # the central directory entry of `name`
-        n = int.from_bytes(data[pos + 28:pos + 30], "little")
-        if data[pos + 46:pos + 46 + n] == name.encode():
+        n = int.from_bytes(data[pos + 28 : pos + 30], "little")
+        if data[pos + 46 : pos + 46 + n] == name.encode():
             break
         pos = data.index(b"PK\x01\x02", pos + 46)
-    data[pos + 24:pos + 28] = size.to_bytes(4, "little")
-    data[info.header_offset + 22:info.header_offset + 26] = size.to_bytes(4, "little")
+    data[pos + 24 : pos + 28] = size.to_bytes(4, "little")
+    data[info.header_offset + 22 : info.header_offset + 26] = size.to_bytes(4, "little")
     whl.write_bytes(bytes(data))
 
 
@@ -395,16 +422,25 @@ def test_zip_bomb_is_refused_before_anything_is_written(tmp_path, cache):
     whl = make_wheel(tmp_path / "bomb-1.0-py3-none-any.whl", extra=[(name, b"\0" * 1000)])
     _declared_size(whl, name, 2100 << 20)  # 2.1 GB, as the 8.5 MB bomb of the issue
     for argv in (["source", "--cutlass", whl], ["audit", whl]):
-        expect(run(*argv, cache=cache), 2, f"what {whl} unpacks is", "over the limit of 512 MiB",
-               "(--no-limits lifts the limits)")
+        expect(
+            run(*argv, cache=cache),
+            2,
+            f"what {whl} unpacks is",
+            "over the limit of 512 MiB",
+            "(--no-limits lifts the limits)",
+        )
     assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) < 1 << 20
 
 
 def test_header_over_the_size_limit(tmp_path, cache):
     big = (b"// filler\n" * (1 << 20))[: 9 << 20]  # 9 MiB of comments
     whl = make_wheel(tmp_path / "big-1.0-py3-none-any.whl", extra=[(INCLUDE + "cutlass/big.h", big)])
-    expect(run("source", "--cutlass", whl, cache=cache), 2,
-           f"{INCLUDE}cutlass/big.h in {whl} is 9 MiB, over the limit of 8 MiB", "--no-limits")
+    expect(
+        run("source", "--cutlass", whl, cache=cache),
+        2,
+        f"{INCLUDE}cutlass/big.h in {whl} is 9 MiB, over the limit of 8 MiB",
+        "--no-limits",
+    )
     proc = run("source", "--cutlass", whl, "--no-limits", cache=cache)
     expect(proc, 0)
     assert "version.h:    9.8.7" in proc.stdout
@@ -416,7 +452,8 @@ def test_header_over_the_size_limit(tmp_path, cache):
     proc = run("scan", folder, "--json", cache=cache)
     expect(proc, 0)
     assert json.loads(proc.stdout)["diagnostics"] == [
-        {"file": "big.hpp", "line": 0, "message": "not read: 9.0 MiB, over the limit of 8 MiB on one file"}]
+        {"file": "big.hpp", "line": 0, "message": "not read: 9.0 MiB, over the limit of 8 MiB on one file"}
+    ]
     proc = run("scan", folder, "--json", "--no-limits", cache=cache)
     expect(proc, 0)
     assert [(c["name"], c["value"]) for c in json.loads(proc.stdout)["constants"]] == [("kStages", 3)]
@@ -443,24 +480,30 @@ def test_grid_over_the_size_limit(capsys):
 # bad values and grids
 
 
-@pytest.mark.parametrize("argv,words", [
-    (["--tile", "4294967424x128x128"], "tile 4294967424x128x128: M, N and K must be at most 2147483647"),
-    (["--tile", "128x128x4294967424B"], "must be at most 2147483647"),
-    (["--stages", "99999999999"], "stages 99999999999: at most 2147483647"),
-])
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--tile", "4294967424x128x128"], "tile 4294967424x128x128: M, N and K must be at most 2147483647"),
+        (["--tile", "128x128x4294967424B"], "must be at most 2147483647"),
+        (["--stages", "99999999999"], "stages 99999999999: at most 2147483647"),
+    ],
+)
 def test_out_of_range_tiles_and_stages_are_bad_input(argv, words, capsys):
     code, _, err = cli(capsys, "layout", *argv)
     assert code == 2
     one_error(err, words)
 
 
-@pytest.mark.parametrize("name,text,words", [
-    ("empty.toml", "", "is empty"),
-    ("comments.toml", "# a grid\n\n# nothing yet\n", "is empty"),
-    ("empty.json", "{}", "is empty"),
-    ("grid.json", '{"grid": {}}', "is empty"),
-    ("configs.json", '{"configs": []}', "the grid is empty"),  # (said so before issue 13)
-])
+@pytest.mark.parametrize(
+    "name,text,words",
+    [
+        ("empty.toml", "", "is empty"),
+        ("comments.toml", "# a grid\n\n# nothing yet\n", "is empty"),
+        ("empty.json", "{}", "is empty"),
+        ("grid.json", '{"grid": {}}', "is empty"),
+        ("configs.json", '{"configs": []}', "the grid is empty"),  # (said so before issue 13)
+    ],
+)
 def test_empty_grid_file_says_it_is_empty(tmp_path, name, text, words, capsys):
     (tmp_path / name).write_text(text)
     code, _, err = cli(capsys, "sweep", "--grid", tmp_path / name)
@@ -499,12 +542,22 @@ def test_scan_evaluates_constants_in_their_declared_type(tmp_path):
     # unsigned int, -1 as int32_t; signed overflow, a narrowing brace and a literal too large
     # for any type do not compile (no value)
     assert {c.name: c.value for c in res.constants} == {
-        "TmaTransactionBytesX": 1, "ShortStages": 4464, "NumStages": None, "ByteStages": 255,
-        "AutoStages": 4294967295, "HexStages": -1, "MinStages": -2147483648, "BraceStages": None,
-        "BigStages": None, "kStages": 16, "sm120_smem_capacity_bytes": 101376}
+        "TmaTransactionBytesX": 1,
+        "ShortStages": 4464,
+        "NumStages": None,
+        "ByteStages": 255,
+        "AutoStages": 4294967295,
+        "HexStages": -1,
+        "MinStages": -2147483648,
+        "BraceStages": None,
+        "BigStages": None,
+        "kStages": 16,
+        "sm120_smem_capacity_bytes": 101376,
+    }
     said = {d.line: d.message for d in res.diagnostics}
-    assert said[2] == ("constant TmaTransactionBytesX = 4294967295u + 2u: 4294967297 does not fit "
-                       "uint32_t: the compiler makes it 1")
+    assert said[2] == (
+        "constant TmaTransactionBytesX = 4294967295u + 2u: 4294967297 does not fit uint32_t: the compiler makes it 1"
+    )
     assert said[3] == "constant ShortStages = 70000: 70000 does not fit int16_t: the compiler makes it 4464"
     assert said[4].endswith("2147483647 + 1 overflows int: not a constant expression (it does not compile)")
     assert "a narrowing brace initializer does not compile" in said[9]
@@ -556,9 +609,11 @@ def _numbers(doc: dict) -> dict:
     return {t["id"]: (t["verdict"], t["stages"], t["kernel_bytes"], t["mainloop_bytes"]) for t in doc["tactics"]}
 
 
-@pytest.mark.parametrize("change,resign", [(_grow_kernel, False), (_grow_kernel, True), (_garble, True),
-                                           (lambda p: [1, 2], True), (None, None)],
-                         ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"])
+@pytest.mark.parametrize(
+    "change,resign",
+    [(_grow_kernel, False), (_grow_kernel, True), (_garble, True), (lambda p: [1, 2], True), (None, None)],
+    ids=["grown", "grown-resigned", "garbled-resigned", "a-list-resigned", "cut-short"],
+)
 def test_altered_results_are_misses(wheel, audited, change, resign):
     from cutlass_layout.commands.audit.run import load_source
     from cutlass_layout.core.cache import ResultCache
@@ -586,14 +641,15 @@ def test_a_report_whose_numbers_disagree_does_not_load(audited):
     _, doc = audited
     payloads = [json.loads(e.read_bytes().partition(b"\n")[2]) for e in _entries(audited[0], "audit")]
     # a source's entry that holds a kernel (the fixture's dispatch source gives none)
-    report = next(item["report"] for payload in payloads for item in payload["kernels"]
-                  if item["report"]["kernel"])
+    report = next(item["report"] for payload in payloads for item in payload["kernels"] if item["report"]["kernel"])
     assert load_report(report).kernel.size == report["kernel"]["size"]
-    for change in (lambda r: r["kernel"].update(size=r["kernel"]["size"] + 1),  # verdict/headroom disagree
-                   lambda r: r["kernel"]["fields"][0].update(offset=10 ** 9),    # a member outside it
-                   lambda r: r["kernel"].update(size="big"),
-                   lambda r: r.update(stages=-1),
-                   lambda r: r.update(error={"kind": "error", "message": "x", "file": None, "line": None})):
+    for change in (
+        lambda r: r["kernel"].update(size=r["kernel"]["size"] + 1),  # verdict/headroom disagree
+        lambda r: r["kernel"]["fields"][0].update(offset=10**9),  # a member outside it
+        lambda r: r["kernel"].update(size="big"),
+        lambda r: r.update(stages=-1),
+        lambda r: r.update(error={"kind": "error", "message": "x", "file": None, "line": None}),
+    ):
         bad = json.loads(json.dumps(report))
         change(bad)
         with pytest.raises((KeyError, TypeError, ValueError, AttributeError)):
@@ -681,8 +737,21 @@ def test_sweep_prints_progress_lines_when_stderr_is_not_a_terminal(nc420, monkey
             super().__init__(what, total, **{**kw, "every": 0.0})
 
     monkeypatch.setattr(schedule_module, "Progress", Often)
-    code, _, err = cli(capsys, "sweep", "--cutlass", nc420.tree.include_root, "--no-cache",
-                       "--tile", "128x{64,128}x128", "--kernel", "dense", "--kernel", "grouped", "--jobs", "1")
+    code, _, err = cli(
+        capsys,
+        "sweep",
+        "--cutlass",
+        nc420.tree.include_root,
+        "--no-cache",
+        "--tile",
+        "128x{64,128}x128",
+        "--kernel",
+        "dense",
+        "--kernel",
+        "grouped",
+        "--jobs",
+        "1",
+    )
     assert code == 0
     assert any(ln.startswith("laying out: ") for ln in err.splitlines()), err
 
@@ -716,9 +785,22 @@ def test_layouts_are_stored_as_their_parse_gives_them(nc420, cache, monkeypatch)
 def test_ctrl_c_during_a_sweep_is_clean(nc420):
     """(Already clean before issue 13.) Ctrl-C once the sweep's two worker processes are
     there, i.e. while configs are being laid out."""
-    proc = subprocess.Popen([*PY, "sweep", "--cutlass", str(nc420.tree.include_root), "--no-cache",
-                             "--tile", "128x{32,64,128,256}x{128,256}", "--jobs", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *PY,
+            "sweep",
+            "--cutlass",
+            str(nc420.tree.include_root),
+            "--no-cache",
+            "--tile",
+            "128x{32,64,128,256}x{128,256}",
+            "--jobs",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert _children(proc, 2, within=300), "the sweep started no worker processes"
     except BaseException:

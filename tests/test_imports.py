@@ -25,6 +25,7 @@ import cutlass_layout
 PKG = Path(cutlass_layout.__file__).resolve().parent
 NAME = "cutlass_layout"
 
+
 def _modules() -> dict[str, Path]:
     out = {}
     for path in sorted(PKG.rglob("*.py")):
@@ -38,7 +39,8 @@ def _modules() -> dict[str, Path]:
 def _is_type_checking(node: ast.If) -> bool:
     t = node.test
     return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(mod: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int, str | None]]:
@@ -98,7 +100,7 @@ def test_no_import_cycle():
         stack.append(m)
         for t in sorted(edges.get(m, ())):
             if state.get(t) == 1:
-                cycle = stack[stack.index(t):] + [t]
+                cycle = stack[stack.index(t) :] + [t]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if t not in state:
                 dfs(t)
@@ -112,8 +114,13 @@ def test_no_import_cycle():
 
 def test_nothing_imports_the_cli():
     _, graph = _graph()
-    bad = [f"{m} (line {line})" for m, imps in graph.items() if m not in (f"{NAME}.cli", f"{NAME}.__main__")
-           for t, line, _ in imps if t == f"{NAME}.cli"]
+    bad = [
+        f"{m} (line {line})"
+        for m, imps in graph.items()
+        if m not in (f"{NAME}.cli", f"{NAME}.__main__")
+        for t, line, _ in imps
+        if t == f"{NAME}.cli"
+    ]
     assert not bad, "imports cutlass_layout.cli: " + ", ".join(bad)
 
 
@@ -123,8 +130,13 @@ CLI_MAY_IMPORT = {f"{NAME}.api", f"{NAME}.options", f"{NAME}.errors", f"{NAME}.r
 
 def test_cli_calls_the_library_through_api_only():
     _, graph = _graph()
-    bad = sorted({f"{t} (line {line})" for t, line, _ in graph[f"{NAME}.cli"]
-                  if t not in CLI_MAY_IMPORT and not t.startswith(f"{NAME}.reports.")})
+    bad = sorted(
+        {
+            f"{t} (line {line})"
+            for t, line, _ in graph[f"{NAME}.cli"]
+            if t not in CLI_MAY_IMPORT and not t.startswith(f"{NAME}.reports.")
+        }
+    )
     assert not bad, "cli imports the library beside cutlass_layout.api: " + ", ".join(bad)
     assert f"{NAME}.api" in {t for t, _, _ in graph[f"{NAME}.cli"]}
 
@@ -140,28 +152,33 @@ def test_no_module_reaches_a_command_through_the_facade():
     """``from . import sweep`` would get the facade's function, not the module."""
     _, graph = _graph()
     facade = set(cutlass_layout.__all__)
-    bad = [f"{m}: from . import {name} (line {line})" for m, imps in graph.items() if m != NAME
-           for _, line, name in imps if name is not None and name in facade]
+    bad = [
+        f"{m}: from . import {name} (line {line})"
+        for m, imps in graph.items()
+        if m != NAME
+        for _, line, name in imps
+        if name is not None and name in facade
+    ]
     assert not bad, bad
 
 
 #: The folders (and the modules left in the package root), bottom first: a module imports only
 #: modules of its own folder or of folders before it.
 FOLDERS = [
-    "errors",    # the errors every layer raises
-    "core",      # bottom services: cache and key, files and limits, pool, progress, Dask
-    "model",     # the data model: what every command returns
-    "cpp",       # the one reader of C++: libclang, tree-sitter, text-level C++
+    "errors",  # the errors every layer raises
+    "core",  # bottom services: cache and key, files and limits, pool, progress, Dask
+    "model",  # the data model: what every command returns
+    "cpp",  # the one reader of C++: libclang, tree-sitter, text-level C++
     "subjects",  # what is laid out: configs, user types, probe text, the arch table
-    "sources",   # where a kernel comes from: trees, wheels, installs, checkouts, the JIT harness
-    "engine",    # the one engine
+    "sources",  # where a kernel comes from: trees, wheels, installs, checkouts, the JIT harness
+    "engine",  # the one engine
     "installs",  # what flashinfer, TensorRT-LLM and cutlass_library build
-    "checks",    # nvcc and GPU cross-checks
+    "checks",  # nvcc and GPU cross-checks
     "commands",  # the use cases
-    "reports",   # tables, JSON, CSV, Markdown, GitHub, plots
-    "api",       # the library's top
-    "",          # the facade, cutlass_layout/__init__.py
-    "options",   # the command line's shared flags
+    "reports",  # tables, JSON, CSV, Markdown, GitHub, plots
+    "api",  # the library's top
+    "",  # the facade, cutlass_layout/__init__.py
+    "options",  # the command line's shared flags
     "cli",
     "__main__",  # python -m cutlass_layout: the command line
 ]
@@ -181,9 +198,15 @@ def test_folders_are_layers():
     flat = sorted(m for m, p in modules.items() if p.parent == PKG and p.name != "__init__.py")
     assert flat == [f"{NAME}.{m}" for m in ("__main__", "api", "cli", "errors", "options")], flat
     missing = sorted({_folder(m) for m in modules} - set(rank))
-    assert not missing, f"folders {missing}: add them to FOLDERS here and to the module map of the README's How it works"
-    bad = [f"{m} (line {line}) imports {t}" for m, imps in graph.items() for t, line, _ in imps
-           if rank[_folder(t)] > rank[_folder(m)]]
+    assert not missing, (
+        f"folders {missing}: add them to FOLDERS here and to the module map of the README's How it works"
+    )
+    bad = [
+        f"{m} (line {line}) imports {t}"
+        for m, imps in graph.items()
+        for t, line, _ in imps
+        if rank[_folder(t)] > rank[_folder(m)]
+    ]
     assert not bad, bad
 
 
@@ -200,9 +223,13 @@ def _raw_imports(path: Path):
 def test_clang_cindex_only_in_cpp():
     """libclang is read in one folder: the one reader of C++."""
     modules = _modules()
-    bad = [f"{m} (line {line})" for m, p in modules.items() if not m.startswith(f"{NAME}.cpp")
-           for mod, line, names in _raw_imports(p)
-           if mod == "clang" or mod.startswith("clang.")]
+    bad = [
+        f"{m} (line {line})"
+        for m, p in modules.items()
+        if not m.startswith(f"{NAME}.cpp")
+        for mod, line, names in _raw_imports(p)
+        if mod == "clang" or mod.startswith("clang.")
+    ]
     assert not bad, "imports clang outside cutlass_layout.cpp: " + ", ".join(bad)
 
 
@@ -213,8 +240,11 @@ def test_no_private_name_crosses_modules():
     for m, p in modules.items():
         for node in ast.walk(ast.parse(p.read_text(), str(p))):
             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(NAME)):
-                bad += [f"{m} (line {node.lineno}): {a.name}" for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")]
+                bad += [
+                    f"{m} (line {node.lineno}): {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not bad, "private names imported from another module: " + ", ".join(bad)
 
 
@@ -252,8 +282,13 @@ def test_no_function_import_shadows_a_module_name():
                 own.add(n.name)
         for f in ast.walk(tree):
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                bad += [f"{m}.{f.name} (line {n.lineno}): {a.asname or a.name}" for n in ast.walk(f)
-                        if isinstance(n, ast.ImportFrom) for a in n.names if (a.asname or a.name) in own]
+                bad += [
+                    f"{m}.{f.name} (line {n.lineno}): {a.asname or a.name}"
+                    for n in ast.walk(f)
+                    if isinstance(n, ast.ImportFrom)
+                    for a in n.names
+                    if (a.asname or a.name) in own
+                ]
     assert not bad, "a function's import hides a module-level name: " + ", ".join(bad)
 
 
@@ -279,8 +314,13 @@ def _private_uses(path: Path) -> list[str]:
                 base = base.value
             if isinstance(base, ast.Name) and base.id in bound:
                 out.append(f"{path.name}:{n.lineno} {ast.unparse(n)}")
-        elif (isinstance(n, ast.Call) and ast.unparse(n.func).endswith("setattr") and len(n.args) > 1
-              and isinstance(n.args[1], ast.Constant) and _private(str(n.args[1].value))):
+        elif (
+            isinstance(n, ast.Call)
+            and ast.unparse(n.func).endswith("setattr")
+            and len(n.args) > 1
+            and isinstance(n.args[1], ast.Constant)
+            and _private(str(n.args[1].value))
+        ):
             out.append(f"{path.name}:{n.lineno} setattr {n.args[1].value}")
     return out
 

@@ -65,9 +65,23 @@ def test_occupancy_round_trips_through_report_and_tactic_json():
     assert o.to_dict()["registers"]["per_cta"] == 64512
     rep = LayoutReport(config={"type": "K"}, provenance=Provenance("/r", "4.5.0", "h", "o"), occupancy=o)
     assert LayoutReport.from_dict(rep.to_dict()).occupancy == o
-    t = Tactic(family="moe", name="T", a="nvfp4", b="nvfp4", out="bf16", fusion=None, swap_ab=None,
-               tile=None, cluster=None, kernel="grouped", schedule=None, file="f", line=1, launcher="L",
-               report=rep)
+    t = Tactic(
+        family="moe",
+        name="T",
+        a="nvfp4",
+        b="nvfp4",
+        out="bf16",
+        fusion=None,
+        swap_ab=None,
+        tile=None,
+        cluster=None,
+        kernel="grouped",
+        schedule=None,
+        file="f",
+        line=1,
+        launcher="L",
+        report=rep,
+    )
     row = t.to_dict()
     assert row["occupancy"]["ctas_per_sm"] == 1
     assert Tactic.from_dict(row).occupancy == o
@@ -91,9 +105,19 @@ def test_per_sm_limits_read_from_flashinfers_cccl(fi072):
     for want in (SM120, SM90):
         got = per_sm_limits(header, want.arch_id)
         assert got is not None
-        assert (got.smem_per_sm, got.reserved_smem_per_block, got.max_blocks_per_sm, got.max_threads_per_sm,
-                got.registers_per_sm) == (want.smem_per_sm, want.reserved_smem_per_block,
-                                          want.max_blocks_per_sm, want.max_threads_per_sm, want.registers_per_sm)
+        assert (
+            got.smem_per_sm,
+            got.reserved_smem_per_block,
+            got.max_blocks_per_sm,
+            got.max_threads_per_sm,
+            got.registers_per_sm,
+        ) == (
+            want.smem_per_sm,
+            want.reserved_smem_per_block,
+            want.max_blocks_per_sm,
+            want.max_threads_per_sm,
+            want.registers_per_sm,
+        )
     assert per_sm_limits(header, "sm_999") is None  # an arch the header does not know
 
 
@@ -107,13 +131,20 @@ def test_per_sm_limits_equal_nvcc(fi072, nvcc, tmp_path):
     assert header is not None
     for arch in ("sm_90a", "sm_100a", "sm_120a", "sm_121a"):
         src = tmp_path / f"{arch}.cu"
-        src.write_text(probe_text(arch) + "#include <cstdio>\nint main() {\n" + "".join(
-            f'  std::printf("%s %d\\n", "{a}", (int)sizeof(cl_sm::{a}) - 1);\n' for a in FIELDS) + "}\n")
+        src.write_text(
+            probe_text(arch)
+            + "#include <cstdio>\nint main() {\n"
+            + "".join(f'  std::printf("%s %d\\n", "{a}", (int)sizeof(cl_sm::{a}) - 1);\n' for a in FIELDS)
+            + "}\n"
+        )
         exe = tmp_path / arch
-        subprocess.run([nvcc, "-std=c++17", "-I", str(_cccl(fi072)), str(src), "-o", str(exe)], check=True,
-                       capture_output=True)
-        out = dict(line.split() for line in subprocess.run([str(exe)], check=True, capture_output=True,
-                                                           text=True).stdout.splitlines())
+        subprocess.run(
+            [nvcc, "-std=c++17", "-I", str(_cccl(fi072)), str(src), "-o", str(exe)], check=True, capture_output=True
+        )
+        out = dict(
+            line.split()
+            for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+        )
         got = per_sm_limits(header, arch)
         assert got is not None
         assert {a: getattr(got, a) for a in FIELDS} == {a: int(v) for a, v in out.items()}
@@ -149,8 +180,9 @@ def test_no_arch_traits_header_gives_no_count(nc420, monkeypatch, tmp_path):
     from cutlass_layout.engine import numbers
 
     monkeypatch.setattr(numbers, "cccl_dirs", lambda unit: [tmp_path])
-    cfg = Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="pingpong",
-                 epilogue_schedule="tma")
+    cfg = Config(
+        arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="pingpong", epilogue_schedule="tma"
+    )
     o = layouts([cfg], nc420, use_cache=False)[0].occupancy
     assert o is not None
     assert (o.threads_per_block, o.registers) == (384, COOPERATIVE)
@@ -165,16 +197,17 @@ def test_params_findings():
     from cutlass_layout.model.launch import param_limit
 
     assert (param_limit((12, 0)), param_limit((12, 1)), param_limit((13, 0))) == (4096, 32764, 32764)
-    good = ParamsLayout(2176, 128, (DescriptorAt("mainloop.tma_load_a.tma_desc_", 128, "TmaDescriptor"),),
-                        32764, "13.0")
+    good = ParamsLayout(
+        2176, 128, (DescriptorAt("mainloop.tma_load_a.tma_desc_", 128, "TmaDescriptor"),), 32764, "13.0"
+    )
     assert good.findings() == []
     bad = ParamsLayout(5000, 16, (DescriptorAt("mainloop.x.tma_desc_", 1168, "TmaDescriptor"),), 4096, "12.0")
     assert bad.findings() == [
         "TMA descriptor mainloop.x.tma_desc_ at offset 1168 of Params is not 64-byte aligned",
         "Params is 16-byte aligned: its TMA descriptors are not 64-byte aligned wherever it is placed",
-        "sizeof(Params) 5000 B is over the kernel parameter limit of 4096 B (CUDA 12.0)"]
+        "sizeof(Params) 5000 B is over the kernel parameter limit of 4096 B (CUDA 12.0)",
+    ]
     assert ParamsLayout.from_dict(bad.to_dict()) == bad
-
 
 
 def _access(path: str) -> str:
@@ -199,7 +232,8 @@ def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
     configs = [Config(), Config(kernel="dense")]
     text = probe.render(configs) + "".join(
         f"namespace cl_params_{i} {{\n{aliases.subject_block(f'cl_probe_{i}::Subject', '1', params=True)}}}\n"
-        for i in range(len(configs)))
+        for i in range(len(configs))
+    )
     unit = ProbeUnit(text, fi072.flags("sm120"), fi072.tree.include_root)
     assert unit.errors() == []
     main = ["#include <cstdio>", "#include <cstddef>", "int main() {"]
@@ -214,13 +248,15 @@ def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
         main.append(f"  {{ alignas({t}) static char buf[sizeof({t})]; auto* p = reinterpret_cast<{t}*>(buf);")
         for d in p.descriptors:
             want.append(f"{i} {_access(d.path)} {d.offset}")
-            main.append(f'    std::printf("{i} {_access(d.path)} %d\\n", '
-                        f"(int)((char*)&p->{_access(d.path)} - buf));")
+            main.append(f'    std::printf("{i} {_access(d.path)} %d\\n", (int)((char*)&p->{_access(d.path)} - buf));')
         main.append("  }")
     src = tmp_path / "params.cu"
     src.write_text(text + "\n".join(main) + "\n  return 0;\n}\n")
     exe = tmp_path / "params"
-    subprocess.run([nvcc, "-std=c++17", "-arch=sm_120a", "-w", f"-I{fi072.tree.include_root}", str(src),
-                    "-o", str(exe)], check=True, capture_output=True)
+    subprocess.run(
+        [nvcc, "-std=c++17", "-arch=sm_120a", "-w", f"-I{fi072.tree.include_root}", str(src), "-o", str(exe)],
+        check=True,
+        capture_output=True,
+    )
     got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
     assert got == want

@@ -114,9 +114,12 @@ def test_the_generator_runs_in_its_sandbox_with_the_selection_as_its_own_flags(m
     lib = resolve_kernel_library(mini_library)
     kernels, filters = enumerate_kernels(lib, "sm120")
     assert [k.name for k in kernels] == [
-        "fake_sm120_gemm_e4m3_128x128x128_auto", "fake_sm120_gemm_e4m3_128x256x128_3stage",
-        "fake_sm120_gemm_grouped_e4m3_64x128x128_auto", "fake_sm120_gemm2x_e4m3_128x128x64",
-        "fake_sm120_gemm_broken_e4m3_128x128x128"]
+        "fake_sm120_gemm_e4m3_128x128x128_auto",
+        "fake_sm120_gemm_e4m3_128x256x128_3stage",
+        "fake_sm120_gemm_grouped_e4m3_64x128x128_auto",
+        "fake_sm120_gemm2x_e4m3_128x128x64",
+        "fake_sm120_gemm_broken_e4m3_128x128x128",
+    ]
     auto, three, grouped, old, _ = kernels
     # the library's own figures: (128*128 + 128*128) e4m3 bytes per stage, times its stages
     assert (auto.estimate_kib, three.estimate_kib) == (0, (128 * 128 + 256 * 128) * 3 >> 10)
@@ -125,8 +128,7 @@ def test_the_generator_runs_in_its_sandbox_with_the_selection_as_its_own_flags(m
     assert auto.instance.startswith("struct fake_sm120_gemm_e4m3_128x128x128_auto_base {\n")
     assert auto.includes == ["cutlass/cutlass.h"] and auto.elements["A"] == "e4m3"
     assert filters["kernels"] == [] and (mini_library / "cutlass_library" / "__pycache__").exists() is False
-    chosen, filters = enumerate_kernels(lib, "sm120", Selection(kernels="fake*auto,*3stage",
-                                                                ignore_kernels="grouped"))
+    chosen, filters = enumerate_kernels(lib, "sm120", Selection(kernels="fake*auto,*3stage", ignore_kernels="grouped"))
     assert [k.name for k in chosen] == [auto.name, three.name]
     assert filters["kernels"] == ["fake*auto", "*3stage"] and filters["ignore"] == ["grouped"]
 
@@ -137,8 +139,11 @@ def test_a_generator_past_its_cpu_limit_or_failing_is_one_line(mini_library, mon
     monkeypatch.setenv("CUTLASS_LAYOUT_GENERATOR_CPU_S", "1")
     monkeypatch.setattr(flashinfer_jit, "HARNESS_TIMEOUT", 60)
     lib = resolve_kernel_library(mini_library)
-    with pytest.raises(BadInput, match=r"CUTLASS's kernel generator \(.*GenerateSM90\) ran past its "
-                                       r"CPU-time limit of 1 s"):
+    with pytest.raises(
+        BadInput,
+        match=r"CUTLASS's kernel generator \(.*GenerateSM90\) ran past its "
+        r"CPU-time limit of 1 s",
+    ):
         enumerate_kernels(lib, "sm90")
     with pytest.raises(BadInput, match=r"GenerateSM100\) failed: RuntimeError: no SM100 kernels"):
         enumerate_kernels(lib, "sm100")
@@ -180,8 +185,10 @@ using k_mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     main_args, epi_args = builder_args(instance, "gemm"), builder_args(instance, "epilogue")
     assert len(main_args) == 13 and len(epi_args) == 15
     assert main_args[2] == "cutlass::float_e4m3_t" and epi_args[10] == "cutlass::bfloat16_t"
-    assert stage_spec(LibraryKernel(name="k"), main_args[11]) == \
-        "StageCountAutoCarveout<sizeof(<epilogue>::SharedStorage)>"
+    assert (
+        stage_spec(LibraryKernel(name="k"), main_args[11])
+        == "StageCountAutoCarveout<sizeof(<epilogue>::SharedStorage)>"
+    )
 
 
 @pytest.mark.network
@@ -197,15 +204,22 @@ def test_each_kernel_is_laid_out_or_has_its_own_error(mini_library):
     lib = replace(resolve_kernel_library(mini_library), tree=resolve_cutlass(SPEC))
     res = audit_library(lib, "sm120", jobs=1)
     by = {t.id: t for t in res.tactics}
-    assert sorted(by) == ["fake_sm120_gemm_broken_e4m3_128x128x128", "fake_sm120_gemm_e4m3_128x128x128_auto",
-                          "fake_sm120_gemm_e4m3_128x256x128_3stage", "fake_sm120_gemm_grouped_e4m3_64x128x128_auto"]
+    assert sorted(by) == [
+        "fake_sm120_gemm_broken_e4m3_128x128x128",
+        "fake_sm120_gemm_e4m3_128x128x128_auto",
+        "fake_sm120_gemm_e4m3_128x256x128_3stage",
+        "fake_sm120_gemm_grouped_e4m3_64x128x128_auto",
+    ]
     broken = by.pop("fake_sm120_gemm_broken_e4m3_128x128x128")
     assert broken.verdict == "does_not_compile" and "a kernel that does not compile" in broken.error.message
     # not GemmUniversal types: the probe lays each out as a storage of no GEMM shape
     assert all(t.report.storage.size == 16 and t.headroom_bytes == 101376 - 16 for t in by.values())
     assert res.tactics[0] is broken  # not fitting comes first
-    assert any(n.startswith("1 of the 5 kernels the generator keeps are not CUTLASS 3.x GEMMs") and
-               "Gemm/Universal (EmitGemmUniversalInstance)" in n for n in res.notes)
+    assert any(
+        n.startswith("1 of the 5 kernels the generator keeps are not CUTLASS 3.x GEMMs")
+        and "Gemm/Universal (EmitGemmUniversalInstance)" in n
+        for n in res.notes
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,8 +252,11 @@ def test_the_default_filter_keeps_386_sm120_kernels_and_all_572(library):
     from cutlass_layout.sources.wheels import fetch_wheel
 
     whl = resolve_kernel_library(fetch_wheel(SPEC))  # the same library, named by its wheel's path
-    assert (whl.root, whl.fingerprint, whl.tree.tree_hash) == (library.root, library.fingerprint,
-                                                               library.tree.tree_hash)
+    assert (whl.root, whl.fingerprint, whl.tree.tree_hash) == (
+        library.root,
+        library.fingerprint,
+        library.tree.tree_hash,
+    )
     kernels, _ = enumerate_kernels(library, "sm120")
     assert len(kernels) == 386 and len({k.name for k in kernels}) == 386
     assert all(k.layable and k.stages == 0 and k.estimate_kib == 0 and k.capacity_kib == {} for k in kernels)
@@ -251,10 +268,15 @@ def test_kernels_globs_select_as_the_librarys_own_manifest_filter(library):
     every = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels="all"))[0]]
     want, ignore = ["*bstensorop*ue4m3xe2m1*pingpong*", "*spgemm_e4m3*"], ["*_f16_*"]
     matches = _library_module(library).Manifest._filter_string_matches
-    chosen = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=",".join(want),
-                                                                              ignore_kernels=",".join(ignore)))[0]]
-    expected = [n for n in every if any(matches(None, f, n) for f in want)
-                and not any(matches(None, f, n) for f in ignore)]
+    chosen = [
+        k.name
+        for k in enumerate_kernels(
+            library, "sm120", Selection(kernels=",".join(want), ignore_kernels=",".join(ignore))
+        )[0]
+    ]
+    expected = [
+        n for n in every if any(matches(None, f, n) for f in want) and not any(matches(None, f, n) for f in ignore)
+    ]
     assert chosen == expected and 0 < len(chosen) < len(every)
 
 
@@ -265,8 +287,14 @@ def test_the_sample_is_laid_out_and_named_as_the_library_names_it(sample_audit):
     assert res.capacity_bytes == 101376 and res.provenance["generators"] == ["GenerateSM120"]
     by = {t.id: t for t in res.tactics}
     nvfp4 = by[SAMPLE[4]]
-    assert (nvfp4.a, nvfp4.b, nvfp4.out, nvfp4.tile, nvfp4.cluster, nvfp4.kernel) == \
-        ("nvfp4", "nvfp4", "e5m2", [128, 128, 128], [1, 1, 1], "dense")
+    assert (nvfp4.a, nvfp4.b, nvfp4.out, nvfp4.tile, nvfp4.cluster, nvfp4.kernel) == (
+        "nvfp4",
+        "nvfp4",
+        "e5m2",
+        [128, 128, 128],
+        [1, 1, 1],
+        "dense",
+    )
     assert by[SAMPLE[7]].kernel == "grouped" and by[SAMPLE[5]].kernel == "sparse"
     # the sparse collective's three pipelines (StagesA, StagesB, StagesE) are in its row; its
     # ``stages`` is A's; a dense kernel has one pipeline (stage_counts null)

@@ -32,8 +32,10 @@ NAME_38 = "cutlass3x_sm90_tensorop_s64x128x16gemm_f16_f16_f32_f32_f32_128x128x64
 NAME_42 = "cutlass3x_sm90_tensorop_gemm_f16_f16_f32_f32_f32_128x128x64_1x2x1_0_nnn_align8_warpspecialized_epi_nosmem"
 #: The SM90 kernels of one tile, cluster and layout, of each schedule and epilogue, dense and grouped
 SM90_TILE = "cutlass3x_sm90_tensorop_*gemm*_f16_f16_f32_f16_f16_128x128x64_1x2x1_0_nnn_align8*"
-GROUPED_COOP_TMA = ("cutlass3x_sm90_tensorop_{}gemm_grouped_f16_f16_f32_f16_f16_128x128x64_1x2x1_0_nnn_align8_"
-                    "warpspecialized_cooperative_epi_tma")
+GROUPED_COOP_TMA = (
+    "cutlass3x_sm90_tensorop_{}gemm_grouped_f16_f16_f32_f16_f16_128x128x64_1x2x1_0_nnn_align8_"
+    "warpspecialized_cooperative_epi_tma"
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -42,28 +44,47 @@ GROUPED_COOP_TMA = ("cutlass3x_sm90_tensorop_{}gemm_grouped_f16_f16_f32_f16_f16_
 
 def test_a_pre_4x_name_is_the_4x_name_with_its_instruction_shape():
     assert library_name(NAME_38) == NAME_42 and library_name(NAME_42) == NAME_42
-    assert library_name("cutlass3x_sm100_bstensorop_s128x128x32gemm_ue8m0xe2m1_ue8m0xe2m1_f32_f16_e5m2_128x128x128"
-                        "_1x1x1_0_tnt_align128_q_1sm") == ("cutlass3x_sm100_bstensorop_gemm_ue8m0xe2m1_ue8m0xe2m1_"
-                                                           "f32_f16_e5m2_128x128x128_1x1x1_0_tnt_align128_q_1sm")
-    assert library_name("cutlass3x_sm90_sptensorop_h64x128x32spgemm_f16_f16_f16_f16_f16_128x128x64") == \
-        "cutlass3x_sm90_sptensorop_spgemm_f16_f16_f16_f16_f16_128x128x64"
-    assert library_name("cutlass3x_sm90_tensorop_s64x128x8tf32gemm_f32_f32") == "cutlass3x_sm90_tensorop_tf32gemm_f32_f32"
+    assert library_name(
+        "cutlass3x_sm100_bstensorop_s128x128x32gemm_ue8m0xe2m1_ue8m0xe2m1_f32_f16_e5m2_128x128x128"
+        "_1x1x1_0_tnt_align128_q_1sm"
+    ) == ("cutlass3x_sm100_bstensorop_gemm_ue8m0xe2m1_ue8m0xe2m1_f32_f16_e5m2_128x128x128_1x1x1_0_tnt_align128_q_1sm")
+    assert (
+        library_name("cutlass3x_sm90_sptensorop_h64x128x32spgemm_f16_f16_f16_f16_f16_128x128x64")
+        == "cutlass3x_sm90_sptensorop_spgemm_f16_f16_f16_f16_f16_128x128x64"
+    )
+    assert (
+        library_name("cutlass3x_sm90_tensorop_s64x128x8tf32gemm_f32_f32") == "cutlass3x_sm90_tensorop_tf32gemm_f32_f32"
+    )
     two_x = "cutlass_sm90_tensorop_d1684gemm_f64_f64_f64_f64_f64_128x128x16_1x1x1_3_nnn_align1"
     assert library_name(two_x) == two_x  # 2.x kernels keep their instruction shape in 4.x
 
 
 def test_kernels_are_paired_by_name_then_by_their_4x_name():
     k = SimpleNamespace
-    same, moved, gone, twin_a, twin_b = (k(id="a_kernel"), k(id=NAME_38), k(id="gone"),
-                                         k(id=NAME_38.replace("s64x128x16", "s64x256x16")), k(id="new_one"))
+    same, moved, gone, twin_a, twin_b = (
+        k(id="a_kernel"),
+        k(id=NAME_38),
+        k(id="gone"),
+        k(id=NAME_38.replace("s64x128x16", "s64x256x16")),
+        k(id="new_one"),
+    )
     # two old kernels whose 4.x name is the same new kernel's: neither is paired with it
     pairs = pair_library_kernels([same, gone, twin_a, moved], [k(id=NAME_42), k(id="a_kernel"), twin_b])
     got = [(o and o.id, n and n.id, by) for o, n, by in pairs]
-    assert got == [("a_kernel", "a_kernel", "id"), ("gone", None, None), (twin_a.id, None, None),
-                   (NAME_38, None, None), (None, NAME_42, None), (None, "new_one", None)]
+    assert got == [
+        ("a_kernel", "a_kernel", "id"),
+        ("gone", None, None),
+        (twin_a.id, None, None),
+        (NAME_38, None, None),
+        (None, NAME_42, None),
+        (None, "new_one", None),
+    ]
     pairs = pair_library_kernels([same, moved, gone], [k(id=NAME_42), k(id="a_kernel")])
     assert [(o and o.id, n and n.id, by) for o, n, by in pairs] == [
-        ("a_kernel", "a_kernel", "id"), (NAME_38, NAME_42, "core_name"), ("gone", None, None)]
+        ("a_kernel", "a_kernel", "id"),
+        (NAME_38, NAME_42, "core_name"),
+        ("gone", None, None),
+    ]
 
 
 def test_a_library_beside_a_flashinfer_install_and_misplaced_filters_are_one_line(capsys, tmp_path):
@@ -74,12 +95,14 @@ def test_a_library_beside_a_flashinfer_install_and_misplaced_filters_are_one_lin
     assert f"{lib} is CUTLASS's kernel library, flashinfer-python==0.7.2.post1 a flashinfer install" in line
     line = _error_line(capsys, ["diff", "flashinfer-python==0.6.8", str(lib), "--audit"])
     assert "not one of each" in line
-    line = _error_line(capsys, ["diff", "flashinfer-python==0.6.8", "flashinfer-python==0.7.2.post1", "--audit",
-                                "--kernels", "*gemm*"])
+    line = _error_line(
+        capsys, ["diff", "flashinfer-python==0.6.8", "flashinfer-python==0.7.2.post1", "--audit", "--kernels", "*gemm*"]
+    )
     assert "--kernels '*gemm*': the kernel library's own filters, for two CUTLASS kernel libraries" in line
     line = _error_line(capsys, ["diff", str(lib), str(lib), "--exclude-kernels", "x"])
-    assert line == ("error: --exclude-kernels: the kernel library's own filters, for diff --audit of two "
-                    "CUTLASS kernel libraries")
+    assert line == (
+        "error: --exclude-kernels: the kernel library's own filters, for diff --audit of two CUTLASS kernel libraries"
+    )
     line = _error_line(capsys, ["diff", str(lib), str(lib), "--audit", "--family", "moe"])
     assert "one family, cutlass_library" in line
 
@@ -90,8 +113,9 @@ def test_a_selection_neither_library_keeps_says_why(capsys, tmp_path, monkeypatc
     shutil.copytree(MINI_LIBRARY, old)
     shutil.copytree(MINI_LIBRARY, new)
     line = _error_line(capsys, ["diff", str(old), str(new), "--audit", "--kernels", "*nothing_like_it*"])
-    assert line.startswith("error: neither library has a CUTLASS 3.x kernel for sm120 to compare with "
-                           "--kernels '*nothing_like_it*': old (")
+    assert line.startswith(
+        "error: neither library has a CUTLASS 3.x kernel for sm120 to compare with --kernels '*nothing_like_it*': old ("
+    )
     assert line.count("keeps no kernel for sm120 with --kernels '*nothing_like_it*'") == 2
 
 
@@ -109,7 +133,8 @@ KERNEL_SHAPED = (
     "{STAGES.get(name, 2)}; }}; struct SharedStorage {{ char smem[{MAIN.get(name, 1024)}]; }}; }}; "
     "struct CollectiveEpilogue {{ struct StrideD {{}}; struct SharedStorage {{ char smem[16]; }}; }}; "
     "struct SharedStorage {{ CollectiveMainloop::SharedStorage mainloop; "
-    "CollectiveEpilogue::SharedStorage epilogue; }};")
+    "CollectiveEpilogue::SharedStorage epilogue; }};"
+)
 
 
 def _variant(dest, tree, main_bytes: dict, stages: dict, drop=(), add=()) -> str:
@@ -124,8 +149,10 @@ def _variant(dest, tree, main_bytes: dict, stages: dict, drop=(), add=()) -> str
     text = emitter.read_text()
     assert text.count("struct SharedStorage {{ char x[16]; }};") == 1
     text = text.replace("struct SharedStorage {{ char x[16]; }};", KERNEL_SHAPED)
-    text = text.replace("class EmitGemmUniversal3xInstance:",
-                        f"MAIN = {main_bytes!r}\nSTAGES = {stages!r}\n\n\nclass EmitGemmUniversal3xInstance:")
+    text = text.replace(
+        "class EmitGemmUniversal3xInstance:",
+        f"MAIN = {main_bytes!r}\nSTAGES = {stages!r}\n\n\nclass EmitGemmUniversal3xInstance:",
+    )
     emitter.write_text(text)
     gen = dest / "cutlass_library" / "generator.py"
     text = gen.read_text()
@@ -133,8 +160,9 @@ def _variant(dest, tree, main_bytes: dict, stages: dict, drop=(), add=()) -> str
         text, n = re.subn(rf"    manifest.append\(_Op\(\"{name}\".*\n", "", text)
         assert n == 1, name
     more = "".join(f"    manifest.append(_Op({name!r}, GemmKind.Universal3x, {tile!r}, 0))\n" for name, tile in add)
-    text = text.replace("def GenerateSM120(manifest, cuda_version):\n",
-                        "def GenerateSM120(manifest, cuda_version):\n" + more)
+    text = text.replace(
+        "def GenerateSM120(manifest, cuda_version):\n", "def GenerateSM120(manifest, cuda_version):\n" + more
+    )
     gen.write_text(text)
     return str(dest)
 
@@ -154,37 +182,62 @@ def test_two_miniature_libraries_through_the_command_line(tmp_path, capsys):
     new_style = library_name(old_style)
     assert new_style == "cutlass3x_sm120_tensorop_gemm_e4m3_e4m3_f32_void_f16_64x64x64_1x1x1_0_tnt_align16"
     old = _variant(tmp_path / "old", tree, {}, {}, add=[(old_style, [64, 64, 64])])
-    new = _variant(tmp_path / "new", tree, {auto: 101376 - 16 + 1, grouped: 2048}, {grouped: 4},
-                   drop=["fake_sm120_gemm_e4m3_128x256x128_3stage"],
-                   add=[("fake_sm120_gemm_e4m3_256x128x128_auto", [256, 128, 128]), (new_style, [64, 64, 64])])
+    new = _variant(
+        tmp_path / "new",
+        tree,
+        {auto: 101376 - 16 + 1, grouped: 2048},
+        {grouped: 4},
+        drop=["fake_sm120_gemm_e4m3_128x256x128_3stage"],
+        add=[("fake_sm120_gemm_e4m3_256x128x128_auto", [256, 128, 128]), (new_style, [64, 64, 64])],
+    )
     assert main(["diff", old, new, "--audit", "--exit-code"]) == 1
     out = capsys.readouterr().out
-    assert ("Audit (sm120, CUTLASS's kernel library, the default kernel filter, paired by procedural name): "
-            "5 kernels on the old side, 5 on the new") in out
-    assert ("1 verdict changes (1 fits -> over capacity), 1 with other changes, 1 renamed, 1 only new, "
-            "1 only old, 1 the same") in out
+    assert (
+        "Audit (sm120, CUTLASS's kernel library, the default kernel filter, paired by procedural name): "
+        "5 kernels on the old side, 5 on the new"
+    ) in out
+    assert (
+        "1 verdict changes (1 fits -> over capacity), 1 with other changes, 1 renamed, 1 only new, "
+        "1 only old, 1 the same"
+    ) in out
     lines = [ln.strip() for ln in out.splitlines()]
     first = next(i for i, ln in enumerate(lines) if ln.startswith(("!", "*", "~", "+", "-")))
-    assert lines[first:first + 4] == [  # the epilogue (and its array) after the mainloop move
+    assert lines[first : first + 4] == [  # the epilogue (and its array) after the mainloop move
         f"! {auto}: 1040 B, 2 stages, fits -> 101377 B, 2 stages, over (+100337 B)",
-        "mainloop.smem: 1024 B @ 0 -> 101361 B @ 0", "mainloop: 1024 B @ 0 -> 101361 B @ 0",
-        "(2 more members only move)"]
+        "mainloop.smem: 1024 B @ 0 -> 101361 B @ 0",
+        "mainloop: 1024 B @ 0 -> 101361 B @ 0",
+        "(2 more members only move)",
+    ]
     assert f"* {grouped}: 1040 B, 2 stages, fits -> 2064 B, 4 stages, fits (+1024 B)" in lines
     assert "+ fake_sm120_gemm_e4m3_256x128x128_auto: 1040 B, 2 stages, fits" in lines
     assert "- fake_sm120_gemm_e4m3_128x256x128_3stage: 1040 B, 2 stages, fits" in lines
-    assert ("~ 1 kernels renamed by CUTLASS 4.x's naming only, numbers the same (s64x64x16gemm -> gemm; "
-            "--json lists them)") in lines
+    assert (
+        "~ 1 kernels renamed by CUTLASS 4.x's naming only, numbers the same (s64x64x16gemm -> gemm; --json lists them)"
+    ) in lines
     # a note both libraries' audits have is said once
-    assert ("note: both: 1 of the 6 kernels the generator keeps are not CUTLASS 3.x GEMMs and were not laid out: "
-            "Gemm/Universal (EmitGemmUniversalInstance)") in lines
+    assert (
+        "note: both: 1 of the 6 kernels the generator keeps are not CUTLASS 3.x GEMMs and were not laid out: "
+        "Gemm/Universal (EmitGemmUniversalInstance)"
+    ) in lines
     assert main(["diff", old, new, "--audit", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)["audit"]
     assert doc["kind"] == "cutlass_library" and doc["selection"] == {} and doc["arch"] == "sm120"
-    assert doc["summary"] == {"verdict": 1, "numbers": 1, "renamed": 1, "added": 1, "removed": 1, "same": 1,
-                              "verdict_changes": [{"old": "fits", "new": "over_capacity", "count": 1}]}
+    assert doc["summary"] == {
+        "verdict": 1,
+        "numbers": 1,
+        "renamed": 1,
+        "added": 1,
+        "removed": 1,
+        "same": 1,
+        "verdict_changes": [{"old": "fits", "new": "over_capacity", "count": 1}],
+    }
     rows = {t["id"]: t for t in doc["tactics"]}
     over = rows[auto]
-    assert (over["old"]["kernel_bytes"], over["new"]["kernel_bytes"], over["kernel_bytes_delta"]) == (1040, 101377, 100337)
+    assert (over["old"]["kernel_bytes"], over["new"]["kernel_bytes"], over["kernel_bytes_delta"]) == (
+        1040,
+        101377,
+        100337,
+    )
     assert over["new"]["headroom_bytes"] == -1 and over["paired_by"] == "id"
     assert {"verdict", "kernel_bytes", "mainloop_bytes"} <= set(over["changed"])
     assert rows[grouped]["change"] == "numbers" and "stages" in rows[grouped]["changed"]
@@ -225,8 +278,9 @@ def test_sm90_kernels_are_paired_across_the_4x_rename(sm90_diff):
     assert (first.old.verdict, first.new.verdict) == ("fits", "exact_fit")
     grouped = [r for r in a.rows if "_gemm_grouped_" in r.id]
     assert len(grouped) == 4 and all(r.kernel_bytes_delta > 0 for r in grouped)
-    assert all({"pipelines.scheduler", "scheduler_response"} <= {m.name for m in r.members if m.old is None}
-               for r in grouped)
+    assert all(
+        {"pipelines.scheduler", "scheduler_response"} <= {m.name for m in r.members if m.old is None} for r in grouped
+    )
     # the dense kernels' SharedStorage did not change size, and neither did any stage count
     assert all(r.kernel_bytes_delta == 0 for r in a.rows if r not in grouped)
     assert all(r.old.stages == r.new.stages for r in a.rows)
@@ -244,7 +298,10 @@ def test_the_verdict_change_against_nvcc(sm90_diff, nvcc, tmp_path):
     from cutlass_layout.sources.library import resolve_kernel_library
 
     row = sm90_diff.audit.rows[0]
-    for side, spec, name in (("old", OLD, GROUPED_COOP_TMA.format("s64x128x16")), ("new", NEW, GROUPED_COOP_TMA.format(""))):
+    for side, spec, name in (
+        ("old", OLD, GROUPED_COOP_TMA.format("s64x128x16")),
+        ("new", NEW, GROUPED_COOP_TMA.format("")),
+    ):
         work = tmp_path / side
         work.mkdir()
         got = _nvcc_sizes(resolve_kernel_library(spec), "sm90", [name], work)
@@ -264,8 +321,9 @@ def test_sm120_of_a_library_without_its_generator():
     a = api.diff(OLD, NEW, audit=True, kernels=",".join(SAMPLE), jobs=1).audit
     assert (a.arch, a.old_tactics, a.new_tactics) == ("sm120", 0, 8)
     assert [r.change for r in a.rows] == ["added"] * 8 and {r.id for r in a.rows} == set(SAMPLE)
-    assert a.notes[0] == ("old: CUTLASS 3.8.0's kernel library has no GenerateSM120 (its generator.py): it emits "
-                          "no sm120 kernel")
+    assert a.notes[0] == (
+        "old: CUTLASS 3.8.0's kernel library has no GenerateSM120 (its generator.py): it emits no sm120 kernel"
+    )
     exact = [r for r in a.rows if r.new.verdict == "exact_fit"]
     assert len(exact) == 2 and SAMPLE[5] in {r.id for r in exact}
     assert all(r.new.kernel_bytes == 101376 for r in exact)

@@ -50,26 +50,36 @@ def test_an_arch_the_generator_does_not_take_is_named_with_those_it_does(mini_li
     assert main(["audit", str(mini_library), "--arch", "sm110"]) == 2
     assert _errors(capsys.readouterr().err) == [
         "error: arch 'sm110': CUTLASS 4.2.0's kernel generator does not take --architectures 110a (its "
-        "generator.py's blackwell_arch_list); it takes sm120, sm100, sm90"]
+        "generator.py's blackwell_arch_list); it takes sm120, sm100, sm90"
+    ]
     # an arch no library is audited for: the table's list, before the library is read
     assert main(["audit", str(mini_library), "--arch", "sm107"]) == 2
     assert _errors(capsys.readouterr().err) == [
-        "error: arch 'sm107': CUTLASS's library is audited for " + ", ".join(EVERY)]
+        "error: arch 'sm107': CUTLASS's library is audited for " + ", ".join(EVERY)
+    ]
 
 
 def test_the_exclude_list_flag_is_for_one_arch_of_the_library(mini_library, tmp_path, capsys):
     cases = [
-        (["audit", str(MINI_FLASHINFER), "--exclude-list", str(tmp_path / "x.cmake")],
-         "error: --exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
-         "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist"),
-        (["audit", str(mini_library), "--arch", "sm120", "--arch", "sm121", "--exclude-list", "x.cmake"],
-         "error: --exclude-list with several arches: the list is one arch's (--architectures): write one "
-         "file per arch, --arch A --exclude-list FILE"),
-        (["audit", str(mini_library), "--shard", "1/2", "--exclude-list", "x.cmake"],
-         "error: --exclude-list with --shard: a shard has some of the kernels; write it from the audit "
-         "without --shard"),
-        (["audit", str(mini_library), "--exclude-list", str(tmp_path / "no" / "x.cmake")],
-         f"error: cannot write the exclude list {tmp_path / 'no' / 'x.cmake'}: no folder {tmp_path / 'no'}"),
+        (
+            ["audit", str(MINI_FLASHINFER), "--exclude-list", str(tmp_path / "x.cmake")],
+            "error: --exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
+            "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist",
+        ),
+        (
+            ["audit", str(mini_library), "--arch", "sm120", "--arch", "sm121", "--exclude-list", "x.cmake"],
+            "error: --exclude-list with several arches: the list is one arch's (--architectures): write one "
+            "file per arch, --arch A --exclude-list FILE",
+        ),
+        (
+            ["audit", str(mini_library), "--shard", "1/2", "--exclude-list", "x.cmake"],
+            "error: --exclude-list with --shard: a shard has some of the kernels; write it from the audit "
+            "without --shard",
+        ),
+        (
+            ["audit", str(mini_library), "--exclude-list", str(tmp_path / "no" / "x.cmake")],
+            f"error: cannot write the exclude list {tmp_path / 'no' / 'x.cmake'}: no folder {tmp_path / 'no'}",
+        ),
     ]
     for argv, want in cases:
         assert main(argv) == 2
@@ -130,14 +140,33 @@ def test_the_exclude_list_drops_exactly_its_kernels_in_the_librarys_own_manifest
 
     kernels = SM90_ALIGN8 + "*"
     path = tmp_path / "exclude.cmake"
-    assert main(["audit", SPEC, "--arch", "sm90", "--kernels", kernels, "--jobs", "1",
-                 "--exclude-list", str(path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                SPEC,
+                "--arch",
+                "sm90",
+                "--kernels",
+                kernels,
+                "--jobs",
+                "1",
+                "--exclude-list",
+                str(path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     err = "\n".join(_errors(capsys.readouterr().err))
-    assert f"exclude list: wrote {path} (CUTLASS_LIBRARY_EXCLUDE_KERNELS, sm90): 0 over capacity, 0 that do " \
-           "not compile" in err
+    assert (
+        f"exclude list: wrote {path} (CUTLASS_LIBRARY_EXCLUDE_KERNELS, sm90): 0 over capacity, 0 that do "
+        "not compile" in err
+    )
     text = path.read_text()
-    assert text.startswith(f"# {VARIABLE}: CUTLASS 4.2.0's kernel library (nvidia-cutlass==4.2.0.0), sm90 "
-                           "(--architectures 90a)\n")
+    assert text.startswith(
+        f"# {VARIABLE}: CUTLASS 4.2.0's kernel library (nvidia-cutlass==4.2.0.0), sm90 (--architectures 90a)\n"
+    )
     assert read_value(text) == ""
     res = api.audit(library, "sm90", kernels=kernels, jobs=1)
     assert api.exclude_list(res).text == text  # the same audit writes the same file (no date, no cache state)
@@ -145,14 +174,20 @@ def test_the_exclude_list_drops_exactly_its_kernels_in_the_librarys_own_manifest
     assert sorted(t.id for t in res.tactics) == sorted(before) and len(before) == 8
     pingpong = SM90_ALIGN8 + "_warpspecialized_pingpong_epi_tma"
     given = {SM90_ALIGN8: Verdict.OVER_CAPACITY, pingpong: Verdict.DOES_NOT_COMPILE}
-    marked = replace(res, tactics=[replace(t, report=None, numbers=KernelNumbers(given[t.id]))
-                                   if t.id in given else t for t in res.tactics])
+    marked = replace(
+        res,
+        tactics=[
+            replace(t, report=None, numbers=KernelNumbers(given[t.id])) if t.id in given else t for t in res.tactics
+        ],
+    )
     el = api.write_exclude_list(marked, path)
     text = path.read_text()
     assert sorted(el.names) == sorted(given) and el.counts == {"over_capacity": 1, "does_not_compile": 1}
     assert set(el.also_dropped) == set(before) - set(given) and set(el.also_dropped.values()) == {SM90_ALIGN8}
-    after = [k.name for k in enumerate_kernels(library, "sm90", Selection(kernels=kernels,
-                                                                         exclude_kernels=read_value(text)))[0]]
+    after = [
+        k.name
+        for k in enumerate_kernels(library, "sm90", Selection(kernels=kernels, exclude_kernels=read_value(text)))[0]
+    ]
     assert set(before) - set(after) == set(el.names) | set(el.also_dropped) and after == []
     for kept in el.also_dropped:
         assert f"# note: also drops {kept}, which fits: its name contains {SM90_ALIGN8}" in text
@@ -160,8 +195,10 @@ def test_the_exclude_list_drops_exactly_its_kernels_in_the_librarys_own_manifest
     only = replace(marked, tactics=[t for t in marked.tactics if t.id != SM90_ALIGN8])
     el = api.exclude_list(only)
     assert el.names == [pingpong] and el.also_dropped == {}
-    after = [k.name for k in enumerate_kernels(library, "sm90", Selection(
-        kernels=kernels, exclude_kernels=read_value(el.text)))[0]]
+    after = [
+        k.name
+        for k in enumerate_kernels(library, "sm90", Selection(kernels=kernels, exclude_kernels=read_value(el.text)))[0]
+    ]
     assert after == [n for n in before if n != pingpong]
 
 
@@ -175,11 +212,17 @@ def test_an_exclude_list_of_chosen_names_drops_exactly_them(library):
     before = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels))[0]]
     assert len(before) > 2
     chosen = [before[0], before[-1]]
-    res = AuditResult(provenance={"library": "cutlass_library", "version": "4.2.0", "origin": SPEC,
-                                  "architectures": "120a"}, arch="sm120", capacity=None, tactics=[])
+    res = AuditResult(
+        provenance={"library": "cutlass_library", "version": "4.2.0", "origin": SPEC, "architectures": "120a"},
+        arch="sm120",
+        capacity=None,
+        tactics=[],
+    )
     text = cmake_script(res, chosen, {}, {"over_capacity": 1, "does_not_compile": 1})
-    after = [k.name for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels,
-                                                                          exclude_kernels=read_value(text)))[0]]
+    after = [
+        k.name
+        for k in enumerate_kernels(library, "sm120", Selection(kernels=kernels, exclude_kernels=read_value(text)))[0]
+    ]
     assert after == before[1:-1]
 
 
@@ -187,15 +230,20 @@ def test_an_exclude_list_of_chosen_names_drops_exactly_them(library):
 # a CUTLASS 4.7.0 checkout (newer than any wheel: the package index stops at 4.2.0.0)
 
 CHECKOUT_470 = os.environ.get("CUTLASS_LAYOUT_TEST_CUTLASS_470", "")
-needs_470 = pytest.mark.skipif(not CHECKOUT_470, reason="needs a CUTLASS v4.7.0 checkout (newer than any "
-                               "nvidia-cutlass wheel): name it in CUTLASS_LAYOUT_TEST_CUTLASS_470")
+needs_470 = pytest.mark.skipif(
+    not CHECKOUT_470,
+    reason="needs a CUTLASS v4.7.0 checkout (newer than any "
+    "nvidia-cutlass wheel): name it in CUTLASS_LAYOUT_TEST_CUTLASS_470",
+)
 #: One element pair of 4.7.0's grouped block-scaled SM120 128x16x128 pingpong kernels: the
 #: ``void`` C, E5M2 D one is over capacity (issue 46, which nvcc 13.0 checked on all 610 SM120
 #: kernels: 102400 B at 5 stages, 1024 B over the 101376 B capacity); the FP16 C ones with
 #: block-scaled D (``epiVs32t``) do not compile (``EpilogueTileN should be divisible by
 #: SFVecSize``, ``CTA tile for FP6 ElementD ...``)
-GROUPED_470 = "cutlass3x_sm120_bstensorop_gemm_grouped_ue8m0xe4m3_ue8m0xe4m3_f32_*_128x16x128_1x1x1_0_tnt_align128_" \
+GROUPED_470 = (
+    "cutlass3x_sm120_bstensorop_gemm_grouped_ue8m0xe4m3_ue8m0xe4m3_f32_*_128x16x128_1x1x1_0_tnt_align128_"
     "warpspecialized_pingpong*"
+)
 
 
 @needs_470
@@ -208,8 +256,24 @@ def test_the_470_generator_takes_every_arch():
 def test_a_470_exclude_list_drops_exactly_what_does_not_fit_or_compile(tmp_path, capsys):
     lib = resolve_kernel_library(CHECKOUT_470)
     path = tmp_path / "exclude.cmake"
-    assert main(["audit", CHECKOUT_470, "--arch", "sm120", "--kernels", GROUPED_470, "--jobs", "1",
-                 "--exclude-list", str(path), "--json"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                CHECKOUT_470,
+                "--arch",
+                "sm120",
+                "--kernels",
+                GROUPED_470,
+                "--jobs",
+                "1",
+                "--exclude-list",
+                str(path),
+                "--json",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     res = api.audit(lib, "sm120", kernels=GROUPED_470, jobs=1)
     over = [t for t in res.tactics if t.verdict == "over_capacity"]
@@ -220,6 +284,8 @@ def test_a_470_exclude_list_drops_exactly_what_does_not_fit_or_compile(tmp_path,
     text = path.read_text()
     assert set(read_value(text).split(",")) == bad
     before = [k.name for k in enumerate_kernels(lib, "sm120", Selection(kernels=GROUPED_470))[0]]
-    after = [k.name for k in enumerate_kernels(lib, "sm120", Selection(kernels=GROUPED_470,
-                                                                      exclude_kernels=read_value(text)))[0]]
+    after = [
+        k.name
+        for k in enumerate_kernels(lib, "sm120", Selection(kernels=GROUPED_470, exclude_kernels=read_value(text)))[0]
+    ]
     assert after == [n for n in before if n not in bad]

@@ -65,15 +65,18 @@ def test_float_staged_as_half_at_two_stages_cites_both(tmp_path):
         f"CUTLASS's DefaultMma for float A, B and C on tensor cores with 2 stages ({DEFAULT_MMA}:3) "
         f"builds its MmaPipelined on DefaultMmaCore<..., arch::OpMultiplyAddFastF16> "
         f"({DEFAULT_MMA_CORE_SM75}:4), which stages half_t and multiplies in f16 (accumulating "
-        "in float), whatever the kernel's Operator")
+        "in float), whatever the kernel's Operator"
+    )
 
 
 def test_without_the_specialization_the_note_is_generic(tmp_path):
     tree = _tree(tmp_path, mma=None, core=None)
     c = mainloop_choice(PIPELINED, (HALF, F32), (F32, F32), 2, tree)
-    assert c.note == ("A staged as cutlass::half_t in shared memory, the kernel's A is float: the "
-                      "mainloop CUTLASS's DefaultMma / DefaultMmaCore picked for these types, "
-                      "stages and arch (MmaPipelined) stages them so")
+    assert c.note == (
+        "A staged as cutlass::half_t in shared memory, the kernel's A is float: the "
+        "mainloop CUTLASS's DefaultMma / DefaultMmaCore picked for these types, "
+        "stages and arch (MmaPipelined) stages them so"
+    )
     c = mainloop_choice(PIPELINED, (HALF, HALF), (F32, F32), 3, _tree(tmp_path / "b"))
     assert "DefaultMma / DefaultMmaCore picked" in c.note  # not the 2-stage specialization
 

@@ -239,10 +239,14 @@ def _reading():
 def test_runners_follow_the_defines():
     found = m.runners(RUNNERS, "x.cu", DEFINED)
     assert [r.args for r in found] == [
-        ("half", "half", "half"), ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half"),
-        ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half", "half", "true"), ("Fp4Type", "Fp4Type", "half"),
-        ("half", "uint8_t", "half"), ("__nv_fp8_e4m3", "cutlass::uint4b_t", "half"),
-        ("__nv_bfloat16", "__nv_fp8_e4m3", "__nv_bfloat16")]
+        ("half", "half", "half"),
+        ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half"),
+        ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "half", "half", "true"),
+        ("Fp4Type", "Fp4Type", "half"),
+        ("half", "uint8_t", "half"),
+        ("__nv_fp8_e4m3", "cutlass::uint4b_t", "half"),
+        ("__nv_bfloat16", "__nv_fp8_e4m3", "__nv_bfloat16"),
+    ]
     assert [r.line for r in found] == [3, 5, 6, 9, 12, 13, 14]
     no_fp8 = m.runners(RUNNERS, "x.cu", {"ENABLE_FP4"})
     assert [r.t for r in no_fp8] == ["half", "Fp4Type", "half", "__nv_fp8_e4m3", "__nv_bfloat16"]
@@ -260,8 +264,10 @@ def test_conditions_pick_one_overload():
     bare = m.overloads(m.active_text(DISPATCH, set()), "dispatchMoeGemmToCutlass")
     assert len(bare) == 2 and m.pick(bare, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is bare[0]
     assert m.pick(bare, {"T": "__nv_fp8_e4m3", "WeightType": "__nv_fp8_e4m3"}) is bare[0]
-    assert m.holds("std::is_same_v<T, WeightType> && !std::is_same<T, float>::value",
-                   {"T": "half", "WeightType": "half"}) is True
+    assert (
+        m.holds("std::is_same_v<T, WeightType> && !std::is_same<T, float>::value", {"T": "half", "WeightType": "half"})
+        is True
+    )
     assert m.holds("sizeof(T) == 2", {"T": "half"}) is None
 
 
@@ -271,7 +277,8 @@ def test_switches_read_as_written():
     cases = m.tile_cases(first.body, first.line)
     assert [(c.enum, c.threadblock, c.warp) for c in cases] == [
         ("CtaShape32x128x64_WarpShape32x32x64", (32, 128, 64), (32, 32, 64)),
-        ("CtaShape128x128x64_WarpShape64x32x64", (128, 128, 64), (64, 32, 64))]
+        ("CtaShape128x128x64_WarpShape64x32x64", (128, 128, 64), (64, 32, 64)),
+    ]
     assert [text.split("\n")[c.line - 1].strip().startswith("case") for c in cases] == [True, True]
     stages = [m.stage_cases(o.body) for o in m.overloads(text, "dispatchGemmConfig")]
     assert stages == [{2: 3, 3: 3}, {2: 2, 3: 3}]
@@ -279,7 +286,8 @@ def test_switches_read_as_written():
     consts = m.body_constants(mixed.body, {"T": "half"})
     assert consts == {"tile_shape_k": 64}  # 128 * 8 / 16
     assert [(c.threadblock, c.warp) for c in m.tile_cases(mixed.body, mixed.line, consts)] == [
-        ((16, 128, 64), (16, 32, 64))]
+        ((16, 128, 64), (16, 32, 64))
+    ]
     assert m.tile_cases(mixed.body, mixed.line) == []  # K not known: left out
     assert m.quant_ops(text) == ["UNDEFINED", "FINEGRAINED_SCALE_ONLY"]
     assert m.empty_launchers(text) == {("__nv_bfloat16", "__nv_fp8_e4m3")}
@@ -292,11 +300,12 @@ def test_switches_read_as_written():
 
 
 def test_candidates_for_sm120():
-    assert m.candidate_tiles(HEURISTIC, 120, {"GROUPED_GEMM", "FP8_ONLY"}) == [
-        "CtaShape16x256x128_WarpShape16x64x128"]
+    assert m.candidate_tiles(HEURISTIC, 120, {"GROUPED_GEMM", "FP8_ONLY"}) == ["CtaShape16x256x128_WarpShape16x64x128"]
     assert m.candidate_tiles(HEURISTIC, 90, {"GROUPED_GEMM", "FP8_ONLY"}) == []
     assert m.candidate_tiles(HEURISTIC, 120, {"GROUPED_GEMM"}) == [
-        "CtaShape32x128x64_WarpShape32x32x64", "CtaShape128x128x64_WarpShape64x32x64"]
+        "CtaShape32x128x64_WarpShape32x32x64",
+        "CtaShape128x128x64_WarpShape64x32x64",
+    ]
     assert m.candidate_tiles(HEURISTIC, 70, {"GROUPED_GEMM"}) == ["CtaShape32x128x64_WarpShape32x32x64"]
     assert m.candidate_stages(HEURISTIC, 120, {"GROUPED_GEMM"}) == range(2, 4)
     assert m.candidate_stages(HEURISTIC, 89, {"GROUPED_GEMM"}) == range(3, 4)
@@ -304,23 +313,30 @@ def test_candidates_for_sm120():
 
 def test_the_kernel_set():
     _, reading = _reading()
-    got = sorted((k.t, k.arch, k.case.threadblock, k.stages, k.config_stages, k.tried, len(k.runners))
-                 for k in reading.kernels)
-    assert got == sorted([
-        ("half", "Sm80", (32, 128, 64), 2, (2,), True, 1),
-        ("half", "Sm80", (32, 128, 64), 3, (3,), True, 1),
-        ("half", "Sm80", (128, 128, 64), 2, (2,), True, 1),
-        ("half", "Sm80", (128, 128, 64), 3, (3,), True, 1),
-        # the FP8 runner and its MXFP8 twin build the same kernels; FP4 has no SM80 path
-        ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 2, (2,), True, 2),
-        ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 3, (3,), True, 2),
-        # weight-only: K from tile_shape_k, one kernel per quantization the dispatch names;
-        # not in the heuristic's default list
-        ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
-        ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
-        ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1),
-        ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1)])
-    assert sorted({k.quant for k in reading.kernels if k.weight == "uint8_t"}) == ["FINEGRAINED_SCALE_ONLY", "UNDEFINED"]
+    got = sorted(
+        (k.t, k.arch, k.case.threadblock, k.stages, k.config_stages, k.tried, len(k.runners)) for k in reading.kernels
+    )
+    assert got == sorted(
+        [
+            ("half", "Sm80", (32, 128, 64), 2, (2,), True, 1),
+            ("half", "Sm80", (32, 128, 64), 3, (3,), True, 1),
+            ("half", "Sm80", (128, 128, 64), 2, (2,), True, 1),
+            ("half", "Sm80", (128, 128, 64), 3, (3,), True, 1),
+            # the FP8 runner and its MXFP8 twin build the same kernels; FP4 has no SM80 path
+            ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 2, (2,), True, 2),
+            ("__nv_fp8_e4m3", "Sm89", (16, 256, 128), 3, (3,), True, 2),
+            # weight-only: K from tile_shape_k, one kernel per quantization the dispatch names;
+            # not in the heuristic's default list
+            ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
+            ("half", "Sm80", (16, 128, 64), 2, (2,), False, 1),
+            ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1),
+            ("half", "Sm80", (16, 128, 64), 3, (3,), False, 1),
+        ]
+    )
+    assert sorted({k.quant for k in reading.kernels if k.weight == "uint8_t"}) == [
+        "FINEGRAINED_SCALE_ONLY",
+        "UNDEFINED",
+    ]
     assert len(reading.notes) == 1 and "2 runner(s) with no SM80 path on sm 120" in reading.notes[0]
     assert "<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in reading.notes[0]
     assert "<__nv_bfloat16, __nv_fp8_e4m3, __nv_bfloat16> (its genericMoeGemmKernelLauncher" in reading.notes[0]
@@ -343,7 +359,11 @@ def test_kernel_header_rehosts_the_type_chain():
 def test_defines_of_a_command_line():
     from cutlass_layout.cpp.preprocessor import command_line_defines
 
-    assert command_line_defines(["-DENABLE_BF16", "-D", "ENABLE_FP8", "-DX=1", "-I/x"]) == {"ENABLE_BF16", "ENABLE_FP8", "X"}
+    assert command_line_defines(["-DENABLE_BF16", "-D", "ENABLE_FP8", "-DX=1", "-I/x"]) == {
+        "ENABLE_BF16",
+        "ENABLE_FP8",
+        "X",
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -351,14 +371,16 @@ def test_defines_of_a_command_line():
 
 #: the sample: (A, out, tile enum, stages): the over-capacity FP8 and 16-bit tiles, fits of
 #: each kind (the f16 and bf16 epilogues differ), the SIMT float kernel
-SAMPLE = [("e4m3", "bf16", "CtaShape16x256x128_WarpShape16x64x128", 4),
-          ("e4m3", "f16", "CtaShape256x128x64_WarpShape64x64x64", 4),
-          ("bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64", 4),
-          ("f16", "f16", "CtaShape128x128x64_WarpShape64x32x64", 3),
-          ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3),
-          ("f32", "f32", "CtaShape128x128x8_WarpShape64x64x8", 2),
-          ("bf16", "bf16", "CtaShape128x128x64_WarpShape128x32x64", 4, "u8", "FINEGRAINED_SCALE_AND_ZEROS"),
-          ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3, "u4", "UNDEFINED")]
+SAMPLE = [
+    ("e4m3", "bf16", "CtaShape16x256x128_WarpShape16x64x128", 4),
+    ("e4m3", "f16", "CtaShape256x128x64_WarpShape64x64x64", 4),
+    ("bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64", 4),
+    ("f16", "f16", "CtaShape128x128x64_WarpShape64x32x64", 3),
+    ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3),
+    ("f32", "f32", "CtaShape128x128x8_WarpShape64x64x8", 2),
+    ("bf16", "bf16", "CtaShape128x128x64_WarpShape128x32x64", 4, "u8", "FINEGRAINED_SCALE_AND_ZEROS"),
+    ("f16", "f16", "CtaShape16x256x64_WarpShape16x64x64", 3, "u4", "UNDEFINED"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -375,30 +397,36 @@ def test_audit_reports_the_family(audited):
     # 7 tiles x 3 stages x {f16, bf16} FP8; 5 x 3 per 16-bit runner; 1 x 3 float; the four
     # weight-only runners (bf16/f16 x u4/u8): 5 x 3 x 3 quantizations each
     assert len(audited.tactics) == 42 + 15 + 15 + 3 + 4 * 45
-    assert any("MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in n
-               for n in audited.notes)
+    assert any("MoeGemmRunner<__nv_fp8_e4m3, cutlass::uint4b_t, half> (getAmpereConfigs" in n for n in audited.notes)
     assert audited.capacity.value == 101376
     from cutlass_layout.reports.audit import head_lines  # the head line says where they come from
-    assert head_lines(audited)[2].startswith("sm120: 255 tactics from the MoE runner's SM80-path headers "
-                                        "(no generated source); capacity 101376 B")
+
+    assert head_lines(audited)[2].startswith(
+        "sm120: 255 tactics from the MoE runner's SM80-path headers (no generated source); capacity 101376 B"
+    )
     from cutlass_layout.reports.audit import tail_parts  # the 10 over capacity: why their fix cell says "?"
-    assert "note: fix ?: 10 tactics not searched: its kernel is not declared in a launcher of the install's " \
-           "generated or JIT sources" in tail_parts(audited)[1]
+
+    assert (
+        "note: fix ?: 10 tactics not searched: its kernel is not declared in a launcher of the install's "
+        "generated or JIT sources" in tail_parts(audited)[1]
+    )
     assert any("rejected at run time" in n and "maximum_active_blocks" in n for n in audited.notes)
     # the head count: 10 over 101376 B, 6 of them in the runners' candidate lists (FP8 16x256x128
     # at 3 and 4 stages...: README), and every one of those 6 rejected by the occupancy check
     # first (runtime_guard), so none launches: counted apart from tactics the runtime launches
     assert tail_parts(audited)[2].startswith(
         "10 over capacity (0 of them tried by the runtime, 6 more tried but rejected by the runner's "
-        "own check before launch), ")
+        "own check before launch), "
+    )
     by = {(t.a, t.b, t.out, t.name): t for t in audited.tactics}
     assert len(by) == len(audited.tactics)
     t = by[("bf16", "bf16", "bf16", "CtaShape128x128x64_WarpShape64x32x64_Stages4_Sm80")]
     assert t.verdict == "over_capacity" and t.runtime_candidate is True
     # the occupancy check rejects it before launch: --check does not fail on it
     assert "maximum_active_blocks" in t.runtime_guard and t not in audited.check_failures()
-    assert not audited.check_failures() and all(u.runtime_guard is None for u in audited.tactics
-                                                if u.verdict != "over_capacity")
+    assert not audited.check_failures() and all(
+        u.runtime_guard is None for u in audited.tactics if u.verdict != "over_capacity"
+    )
     # not in get_candidate_tiles' default list: compiled, never tried
     assert by[("f16", "f16", "f16", "CtaShape16x256x64_WarpShape16x64x64_Stages3_Sm80")].runtime_candidate is False
     # the weight-only runners' list (WEIGHT_ONLY) has it
@@ -422,19 +450,32 @@ def test_sample_against_nvcc(audited, nvcc, tmp_path):
 
     install = resolve_flashinfer("flashinfer-python==0.7.2.post1")
     tgt = engine.target(install.tree)
-    moe = next(mod for mod in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
-               if mod.name.startswith("fused_moe"))
+    moe = next(
+        mod
+        for mod in jit_modules(install, "sm120", cuda_version=tgt.cuda.version).modules
+        if mod.name.startswith("fused_moe")
+    )
     sample = []
     for a, out, enum, stages, *weight in SAMPLE:
         b, quant = weight or (a, "UNDEFINED")
-        sample.append(next(t for t in audited.tactics if t.a == a and t.b == b and t.out == out
-                           and t.name.startswith(f"{enum}_Stages{stages}_") and t.report.config["quant"] == quant))
+        sample.append(
+            next(
+                t
+                for t in audited.tactics
+                if t.a == a
+                and t.b == b
+                and t.out == out
+                and t.name.startswith(f"{enum}_Stages{stages}_")
+                and t.report.config["quant"] == quant
+            )
+        )
     text, tactics = sm80_instantiations(sample)  # the launcher instantiated as the runners do
     src = tmp_path / "cl_sm80.cu"
     src.write_text(text)
     # a 2.x kernel: Mma, Epilogue, Mma::kStages; the launcher's line is the instantiation's
-    got, out = unit_sizes([src], nvcc_flags(moe, install.tree), tmp_path, by_instantiation=True,
-                          show=show_header(cutlass2=True))
+    got, out = unit_sizes(
+        [src], nvcc_flags(moe, install.tree), tmp_path, by_instantiation=True, show=show_header(cutlass2=True)
+    )
     got = got[src]
     assert set(got) == set(tactics), out[-3000:]
     for line, (kernel, mainloop, epilogue, stages) in got.items():

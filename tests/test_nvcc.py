@@ -29,20 +29,35 @@ SM120 = [
 ]
 
 SM90 = [
-    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative",
-           epilogue_schedule="tma"),
-    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="pingpong",
-           epilogue_schedule="tma"),
-    Config(arch="sm90", kernel="dense", a="f16", tile=(128, 256, 64), c="f16", d="f16",
-           schedule="cooperative", epilogue_schedule="tma", cluster=(2, 1, 1)),
-    Config(arch="sm90", kernel="dense", a="e4m3", tile=(128, 128, 128), schedule="cooperative",
-           epilogue_schedule="tma", cluster=(1, 2, 1)),
-    Config(arch="sm90", kernel="grouped", tile=(128, 128, 64), c="bf16", schedule="cooperative",
-           epilogue_schedule="tma"),
-    Config(arch="sm90", kernel="grouped", tile=(64, 128, 64), c="bf16", schedule="pingpong",
-           epilogue_schedule="tma"),
-    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative",
-           epilogue_schedule="nosmem"),
+    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative", epilogue_schedule="tma"),
+    Config(arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="pingpong", epilogue_schedule="tma"),
+    Config(
+        arch="sm90",
+        kernel="dense",
+        a="f16",
+        tile=(128, 256, 64),
+        c="f16",
+        d="f16",
+        schedule="cooperative",
+        epilogue_schedule="tma",
+        cluster=(2, 1, 1),
+    ),
+    Config(
+        arch="sm90",
+        kernel="dense",
+        a="e4m3",
+        tile=(128, 128, 128),
+        schedule="cooperative",
+        epilogue_schedule="tma",
+        cluster=(1, 2, 1),
+    ),
+    Config(
+        arch="sm90", kernel="grouped", tile=(128, 128, 64), c="bf16", schedule="cooperative", epilogue_schedule="tma"
+    ),
+    Config(arch="sm90", kernel="grouped", tile=(64, 128, 64), c="bf16", schedule="pingpong", epilogue_schedule="tma"),
+    Config(
+        arch="sm90", kernel="dense", tile=(128, 128, 64), c="bf16", schedule="cooperative", epilogue_schedule="nosmem"
+    ),
     # every default but the arch (auto schedule and epilogue): test_diff's SM90 numbers
     Config(arch="sm90", kernel="dense", tile=(128, 128, 64)),
 ]
@@ -56,8 +71,7 @@ def check_against_nvcc(configs, tgt, nvcc):
     expected, paths = {}, []
     for i, r in enumerate(reps):
         mine = []
-        for alias, s in (("KernelStorage", r.kernel), ("MainloopStorage", r.mainloop),
-                         ("EpilogueStorage", r.epilogue)):
+        for alias, s in (("KernelStorage", r.kernel), ("MainloopStorage", r.mainloop), ("EpilogueStorage", r.epilogue)):
             for path, off, size in member_paths(s):
                 mine.append((alias, path))
                 expected[(i, alias, path)] = (off, size)
@@ -92,14 +106,35 @@ def test_the_front_end_numbers_are_the_built_probes(fi072, nvcc, tmp_path):
 
     configs = [SM120[0], SM120[7], KERNEL]
     reps = layouts(configs, fi072)
-    paths = [[(alias, p) for alias, s in (("KernelStorage", r.kernel), ("MainloopStorage", r.mainloop),
-                                         ("EpilogueStorage", r.epilogue)) for p, _, _ in member_paths(s)]
-             for r in reps]
+    paths = [
+        [
+            (alias, p)
+            for alias, s in (
+                ("KernelStorage", r.kernel),
+                ("MainloopStorage", r.mainloop),
+                ("EpilogueStorage", r.epilogue),
+            )
+            for p, _, _ in member_paths(s)
+        ]
+        for r in reps
+    ]
     sizes, fields = nvcc_numbers(configs, fi072.tree.include_root, "sm120", nvcc=nvcc, paths=paths)
     src = tmp_path / "probe.cu"
     src.write_text(probe.render(configs, with_main=True, offsets=paths))
-    subprocess.run([nvcc, "-std=c++17", f"-arch={ARCHS['sm120']}", "-w", f"-I{fi072.tree.include_root}",
-                    str(src), "-o", str(tmp_path / "probe")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            nvcc,
+            "-std=c++17",
+            f"-arch={ARCHS['sm120']}",
+            "-w",
+            f"-I{fi072.tree.include_root}",
+            str(src),
+            "-o",
+            str(tmp_path / "probe"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     printed = subprocess.run([str(tmp_path / "probe")], check=True, capture_output=True, text=True).stdout
     built_sizes, built_fields = {}, {}
     for line in printed.splitlines():

@@ -19,8 +19,21 @@ CONFIG = {flag for flag, _, _, _ in CONFIG_FLAGS}
 
 
 def test_config_flags_are_the_same_for_every_command_that_takes_a_config():
-    assert CONFIG == {"--arch", "--kernel", "--a", "--b", "--tile", "--cluster", "--stages", "--c",
-                      "--d", "--preset", "--schedule", "--epilogue-schedule", "--scales"}
+    assert CONFIG == {
+        "--arch",
+        "--kernel",
+        "--a",
+        "--b",
+        "--tile",
+        "--cluster",
+        "--stages",
+        "--c",
+        "--d",
+        "--preset",
+        "--schedule",
+        "--epilogue-schedule",
+        "--scales",
+    }
     missing = {name: CONFIG - _flags(name) for name in ("layout", "sweep", "diff", "audit")}
     assert not any(missing.values()), missing
 
@@ -53,13 +66,17 @@ def test_output_format():
         output_format("markdown", ("text", "markdown", "json"), as_json=True)
 
 
-@pytest.mark.parametrize("argv", [
-    # what the shell makes of --tile 128x{128,256}x64B (unquoted)
-    ["layout", "--tile", "128x128x64B", "128x256x64B"],
-    ["sweep", "--tile", "128x128x64B", "128x256x64B"],
-    ["diff", "a", "b", "--tile", "128x128x64B", "128x256x64B"],
-    ["audit", "src", "--tile", "128x128x64B", "128x256x64B"],
-], ids=["layout", "sweep", "diff", "audit"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # what the shell makes of --tile 128x{128,256}x64B (unquoted)
+        ["layout", "--tile", "128x128x64B", "128x256x64B"],
+        ["sweep", "--tile", "128x128x64B", "128x256x64B"],
+        ["diff", "a", "b", "--tile", "128x128x64B", "128x256x64B"],
+        ["audit", "src", "--tile", "128x128x64B", "128x256x64B"],
+    ],
+    ids=["layout", "sweep", "diff", "audit"],
+)
 def test_unquoted_braces_get_a_hint(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -67,11 +84,15 @@ def test_unquoted_braces_get_a_hint(argv, capsys):
     assert "unexpected extra argument" in err and "quote them" in err and "'128x{128,256}x64B'" in err
 
 
-@pytest.mark.parametrize("argv", [
-    # what the shell makes of --arch sm{90,120} (unquoted)
-    ["audit", "src", "--arch", "sm90", "sm120"],
-    ["sweep", "--arch", "sm90", "sm120"],
-], ids=["audit", "sweep"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # what the shell makes of --arch sm{90,120} (unquoted)
+        ["audit", "src", "--arch", "sm90", "sm120"],
+        ["sweep", "--arch", "sm90", "sm120"],
+    ],
+    ids=["audit", "sweep"],
+)
 def test_unquoted_braces_in_an_arch_get_a_hint(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -85,20 +106,23 @@ def test_other_extra_arguments_get_no_tile_hint(capsys):
     assert "unexpected extra argument" in err and "quote" not in err
 
 
-@pytest.mark.parametrize("argv,words", [
-    (["layout", "--tile", "128x256x64b"], "capital B (128x256x64B)"),
-    (["layout", "--tile", "128x{128,256}x64B"], "layout takes one tile"),
-    (["sweep", "--tile", "128x{128,256}x64b"], "capital B"),
-    (["layout", "--format", "csv"], "--format csv: choose text, markdown, json"),
-    (["layout", "--format", "markdown", "--json"], "one output format"),
-    (["scan"], "give what to scan"),
-    (["scan", "x.hpp", "--cutlass", "y"], "PATH or --cutlass SRC, not both"),
-    (["audit", "a", "--cutlass", "b"], "not both"),
-    (["audit", "a", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),
-    (["audit", "a", "--preset", "trtllm-moe"], "not recorded for a tactic"),
-    (["audit", "a", "--a", "fp5"], "unknown element kind 'fp5'"),
-    (["audit", "a", "--tile", "128x64x16b"], "capital B"),
-])
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["layout", "--tile", "128x256x64b"], "capital B (128x256x64B)"),
+        (["layout", "--tile", "128x{128,256}x64B"], "layout takes one tile"),
+        (["sweep", "--tile", "128x{128,256}x64b"], "capital B"),
+        (["layout", "--format", "csv"], "--format csv: choose text, markdown, json"),
+        (["layout", "--format", "markdown", "--json"], "one output format"),
+        (["scan"], "give what to scan"),
+        (["scan", "x.hpp", "--cutlass", "y"], "PATH or --cutlass SRC, not both"),
+        (["audit", "a", "--cutlass", "b"], "not both"),
+        (["audit", "a", "--arch", "sm120", "--arch", "sm75"], "arch 'sm75': an audit takes"),
+        (["audit", "a", "--preset", "trtllm-moe"], "not recorded for a tactic"),
+        (["audit", "a", "--a", "fp5"], "unknown element kind 'fp5'"),
+        (["audit", "a", "--tile", "128x64x16b"], "capital B"),
+    ],
+)
 def test_bad_values_one_line(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

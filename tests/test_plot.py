@@ -33,10 +33,17 @@ ORIGIN = "flashinfer-python==0.7.2.post1 (wheel flashinfer_python-0.7.2.post1-py
 
 def _struct():
     """A small kernel struct: a big member with two children, two small ones, padding."""
-    tensors = FieldLayout("tensors", "TensorStorage", 0, 82944, 128, fields=[
-        FieldLayout("mainloop", "M", 0, 73728, 1024),
-        FieldLayout("epilogue", "E", 73728, 8704, 128),
-    ])
+    tensors = FieldLayout(
+        "tensors",
+        "TensorStorage",
+        0,
+        82944,
+        128,
+        fields=[
+            FieldLayout("mainloop", "M", 0, 73728, 1024),
+            FieldLayout("epilogue", "E", 73728, 8704, 128),
+        ],
+    )
     pipes = FieldLayout("pipelines", "P", 82944, 240, 16)
     maps = FieldLayout("tensormaps", "T", 83328, 896, 128, padding_before=144)
     return StructLayout("SharedStorage", 84992, 1024, 768, [tensors, pipes, maps])
@@ -48,7 +55,7 @@ def _prov(origin=ORIGIN):
 
 def _texts(fig, axes=None):
     out = []
-    for ax in (fig.axes if axes is None else [fig.axes[axes]]):
+    for ax in fig.axes if axes is None else [fig.axes[axes]]:
         out += [t.get_text() for t in ax.texts]
         leg = ax.get_legend()
         if leg is not None:
@@ -58,7 +65,7 @@ def _texts(fig, axes=None):
 
 def _by_gid(fig, gid, axes=None):
     out = []
-    for ax in (fig.axes if axes is None else [fig.axes[axes]]):
+    for ax in fig.axes if axes is None else [fig.axes[axes]]:
         out += [a for a in ax.patches + ax.lines + ax.texts if a.get_gid() == gid]
     return out
 
@@ -97,8 +104,9 @@ def test_memory_map_members_padding_capacity():
 
 
 def test_memory_map_over_capacity_and_no_zoom_when_all_is_large():
-    big = StructLayout("S", 110000, 16, 0, [FieldLayout("a", "A", 0, 60000, 16),
-                                            FieldLayout("b", "B", 60000, 50000, 16)])
+    big = StructLayout(
+        "S", 110000, 16, 0, [FieldLayout("a", "A", 0, 60000, 16), FieldLayout("b", "B", 60000, 50000, 16)]
+    )
     fig = memory_map(big, CAP, depth=2)
     assert len(fig.axes) == 1
     assert _by_gid(fig, "overshoot") and not _by_gid(fig, "headroom")
@@ -115,8 +123,13 @@ def test_memory_map_depth_1_has_no_children():
 def _report():
     from cutlass_layout.model import Constant
 
-    return LayoutReport(config=Config(tile=(128, 128, 128)).to_dict(), provenance=_prov(), stages=4,
-                        capacity=Constant("sm120_smem_capacity_bytes", CAP), kernel=_struct())
+    return LayoutReport(
+        config=Config(tile=(128, 128, 128)).to_dict(),
+        provenance=_prov(),
+        stages=4,
+        capacity=Constant("sm120_smem_capacity_bytes", CAP),
+        kernel=_struct(),
+    )
 
 
 def test_svg_text_png_dpi_and_title(tmp_path):
@@ -141,8 +154,11 @@ def test_svg_text_png_dpi_and_title(tmp_path):
 
 
 def test_plot_layout_refuses_error_and_bad_names(tmp_path):
-    rep = LayoutReport(config=Config().to_dict(), provenance=_prov(),
-                       error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."))
+    rep = LayoutReport(
+        config=Config().to_dict(),
+        provenance=_prov(),
+        error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."),
+    )
     with pytest.raises(DoesNotCompile):
         plot_layout(rep, tmp_path / "x.svg")
     rep = replace(rep, error=None, kernel=_struct())
@@ -158,7 +174,11 @@ def test_without_matplotlib_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # import fails as if absent
     with pytest.raises(BadInput) as exc:
         check_plot_path(tmp_path / "x.png")
-    assert str(exc.value) == MISSING == "plots need matplotlib (the plot extra): pip install matplotlib, or pip install -e '.[plot]' in the clone"
+    assert (
+        str(exc.value)
+        == MISSING
+        == "plots need matplotlib (the plot extra): pip install matplotlib, or pip install -e '.[plot]' in the clone"
+    )
     # the command says so before any work (no CUTLASS tree is even looked for)
     assert main(["layout", "--cutlass", str(tmp_path / "nowhere"), "--plot", str(tmp_path / "x.png")]) == 2
     err = capsys.readouterr().err.strip()
@@ -166,15 +186,27 @@ def test_without_matplotlib_one_line(monkeypatch, tmp_path, capsys):
 
 
 def _rec(tile, kernel, verdict, stages=3, mx=None, mxb=None, cfg=None):
-    return SweepRecord(cfg or Config(tile=tile), stages, None, None, kernel,
-                       CAP if kernel else None, (CAP - kernel) if kernel else None, verdict, mx, mxb)
+    return SweepRecord(
+        cfg or Config(tile=tile),
+        stages,
+        None,
+        None,
+        kernel,
+        CAP if kernel else None,
+        (CAP - kernel) if kernel else None,
+        verdict,
+        mx,
+        mxb,
+    )
 
 
 def test_sweep_chart_bars_by_verdict_and_capacity():
-    recs = [_rec((128, 128, 128), 84992, "fits", 4, 4, 84992),
-            _rec((128, 32, 256), 102400, "over_capacity", 4, 3, 79872),
-            _rec((128, 256, 256), None, "does_not_compile", None),
-            _rec((128, 64, 128), CAP, "exact_fit", 3, 3, CAP)]
+    recs = [
+        _rec((128, 128, 128), 84992, "fits", 4, 4, 84992),
+        _rec((128, 32, 256), 102400, "over_capacity", 4, 3, 79872),
+        _rec((128, 256, 256), None, "does_not_compile", None),
+        _rec((128, 64, 128), CAP, "exact_fit", 3, 3, CAP),
+    ]
     fig = sweep_chart(recs)
     ax = fig.axes[0]
     bars = [p for p in ax.patches if (p.get_gid() or "").startswith("bar:")]
@@ -182,15 +214,15 @@ def test_sweep_chart_bars_by_verdict_and_capacity():
     from matplotlib.colors import to_rgba
 
     assert [b.get_facecolor() for b in bars] == [
-        to_rgba(VERDICT_COLORS[v]) for v in ("fits", "over_capacity", "does_not_compile", "exact_fit")]
+        to_rgba(VERDICT_COLORS[v]) for v in ("fits", "over_capacity", "does_not_compile", "exact_fit")
+    ]
     assert VERDICT_COLORS["exact_fit"] != VERDICT_COLORS["fits"]
     assert bars[3].get_hatch() == "//"  # an exact fit is drawn apart from a fit
     # the config that does not compile: a hatched column over the whole band, labelled
     (nc,) = _by_gid(fig, "ncbar:2")
     assert nc.get_hatch() == "xx" and nc.get_height() > 0
     assert "does not compile" in [t.get_text() for t in ax.texts]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["128x128x128", "128x32x256",
-                                                          "128x256x256", "128x64x128"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128x128x128", "128x32x256", "128x256x256", "128x64x128"]
     (cap,) = [ln for ln in ax.lines if ln.get_gid() == "capacity"]
     assert list(cap.get_ydata()) == [CAP, CAP]
     (label,) = _by_gid(fig, "capacity-label")
@@ -207,8 +239,10 @@ def test_sweep_chart_bars_by_verdict_and_capacity():
 
 
 def test_sweep_chart_cuts_outliers_and_labels_tiles_in_bytes():
-    recs = [_rec((128, 128, 128), 84992, "fits", 4),
-            _rec((128, 256, 128), 236544, "over_capacity", 4, cfg=Config(tile=(128, 256, 128), stages=4))]
+    recs = [
+        _rec((128, 128, 128), 84992, "fits", 4),
+        _rec((128, 256, 128), 236544, "over_capacity", 4, cfg=Config(tile=(128, 256, 128), stages=4)),
+    ]
     fig = sweep_chart(recs, tile_bytes=True)
     ax = fig.axes[0]
     assert ax.get_ylim()[1] < 236544  # the band stays readable
@@ -224,8 +258,9 @@ def test_sweep_result_title_and_one_config_is_a_memory_map(tmp_path):
     assert "tensors\n82944 B" in _texts(fig)
     assert fig.get_suptitle().startswith("flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)")
     two = [r, _rec((128, 32, 256), 102400, "over_capacity")]
-    fig = plot_sweep_result(SweepResult(_prov("directory /tmp/cutlass/include"),
-                                        [Config(), Config(tile=(128, 32, 256))], two))
+    fig = plot_sweep_result(
+        SweepResult(_prov("directory /tmp/cutlass/include"), [Config(), Config(tile=(128, 32, 256))], two)
+    )
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["128x128x128", "128x32x256"]
     # a directory of CUTLASS, no distribution named: its version, never the path
     assert fig.get_suptitle().startswith("CUTLASS 4.5.0: kernel SharedStorage per config")
@@ -239,17 +274,24 @@ def test_plot_real_layout(fi072, tmp_path):
 
     rep = layout(Config(preset="trtllm-moe"), fi072)
     fig = plot_layout(rep, tmp_path / "real.png")
-    expect = {"tensors.mainloop": (0, 73728), "tensors.epilogue": (73728, 12800),
-              "pipelines": (87040, 256), "scheduler_response": (87296, 128),
-              "tensormaps": (87424, 896)}
+    expect = {
+        "tensors.mainloop": (0, 73728),
+        "tensors.epilogue": (73728, 12800),
+        "pipelines": (87040, 256),
+        "scheduler_response": (87296, 128),
+        "tensormaps": (87424, 896),
+    }
     for name, (off, size) in expect.items():
         (box,) = _by_gid(fig, f"member:{name}")
         assert (box.get_x(), box.get_width()) == (off, size), name
     texts = _texts(fig)
     assert "mainloop\n73728 B" in texts and "epilogue\n12800 B" in texts
     # small at full scale, labelled in the zoom (or listed beside it with bytes and offset)
-    for name, (off, size) in (("pipelines", (87040, 256)), ("tensormaps", (87424, 896)),
-                              ("scheduler_response", (87296, 128))):
+    for name, (off, size) in (
+        ("pipelines", (87040, 256)),
+        ("tensormaps", (87424, 896)),
+        ("scheduler_response", (87296, 128)),
+    ):
         (box,) = _by_gid(fig, f"zoom:member:{name}")
         assert (box.get_x(), box.get_width()) == (off, size)
         shown = [x.replace("\n", " ") for x in _labels(fig, f"zoom:label:{name}")]
@@ -261,8 +303,7 @@ def _sm90_struct():
     """An SM90-sized kernel (the mixed-input MoE tactics of issue 43 are ~358 KiB): 366592 B =
     358 KiB, over the 232448 B (227 KiB) an SM90 block can opt in to; members at 1024-byte
     offsets, a small tail the zoom shows."""
-    tensors = FieldLayout("tensors", "T", 0, 364544, 1024,
-                          fields=[FieldLayout("mainloop", "M", 0, 364544, 1024)])
+    tensors = FieldLayout("tensors", "T", 0, 364544, 1024, fields=[FieldLayout("mainloop", "M", 0, 364544, 1024)])
     pipes = FieldLayout("pipelines", "P", 364544, 256, 16)
     maps = FieldLayout("tensormaps", "TM", 364800, 896, 128)
     return StructLayout("SharedStorage", 366592, 1024, 896, [tensors, pipes, maps])
@@ -323,13 +364,18 @@ def test_sweep_over_presets_names_each_bars_c_type():
     def rec(preset, tile, kernel, verdict):
         return _rec(tile, kernel, verdict, cfg=Config(preset=preset, tile=tile))
 
-    recs = [rec("flashinfer", (128, 128, 128), 84992, "fits"),
-            rec("trtllm-moe", (128, 128, 128), 91136, "fits"),
-            rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity")]
+    recs = [
+        rec("flashinfer", (128, 128, 128), 84992, "fits"),
+        rec("trtllm-moe", (128, 128, 128), 91136, "fits"),
+        rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity"),
+    ]
     fig = plot_sweep_result(SweepResult(_prov(), [r.config for r in recs], recs))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "128x128x128 flashinfer C=void", "128x128x128 trtllm-moe C=bf16", "128x256x128 trtllm-moe C=bf16"]
+        "128x128x128 flashinfer C=void",
+        "128x128x128 trtllm-moe C=bf16",
+        "128x256x128 trtllm-moe C=bf16",
+    ]
     shared = fig.get_suptitle().split("\n")[1]
     assert "C " not in shared and "D bf16" in shared  # D is bf16 for both presets
     # the labels are parallel strips at 45 degrees: apart when the distance between
@@ -343,7 +389,10 @@ def test_sweep_over_presets_names_each_bars_c_type():
     for (_, ta, a), (_, tb, b) in zip(ticks, ticks[1:]):
         assert (b.x1 - a.x1) * math.sin(math.radians(45)) > line_px, (ta, tb)
     # one preset: its C stays in the title, off the bars
-    one = [rec("trtllm-moe", (128, 128, 128), 91136, "fits"), rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity")]
+    one = [
+        rec("trtllm-moe", (128, 128, 128), 91136, "fits"),
+        rec("trtllm-moe", (128, 256, 128), 117760, "over_capacity"),
+    ]
     fig = plot_sweep_result(SweepResult(_prov(), [r.config for r in one], one))
     assert "C bf16" in fig.get_suptitle()
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["128x128x128", "128x256x128"]

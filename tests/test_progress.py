@@ -33,9 +33,14 @@ def run(*argv, cache: Path, merged: bool = False) -> subprocess.CompletedProcess
     """The command line in a fresh process with its own cache; ``merged``: stderr into
     stdout, in the order they were written."""
     env = {**os.environ, "CUTLASS_LAYOUT_CACHE": str(cache)}
-    proc = subprocess.run([*PY, *map(str, argv)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT if merged else subprocess.PIPE, text=True,
-                          env=env, timeout=600)
+    proc = subprocess.run(
+        [*PY, *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert "Traceback" not in proc.stdout + (proc.stderr or ""), proc.stdout + (proc.stderr or "")
     return proc
 
@@ -107,9 +112,16 @@ def test_a_cold_layout_says_download_unpack_parse_and_header(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["provenance"]["origin"].endswith(", downloaded into the cache)")
     # a preset is an approximation; nvidia-cutlass is no flashinfer: nothing to audit
-    assert doc["approximation"] == {"preset": "flashinfer", "kernel": "the CUTLASS GEMMs of flashinfer's JIT modules",
-                                    "install": None, "source": None, "family": None, "arch": None,
-                                    "audited": None, "tactics": []}
+    assert doc["approximation"] == {
+        "preset": "flashinfer",
+        "kernel": "the CUTLASS GEMMs of flashinfer's JIT modules",
+        "install": None,
+        "source": None,
+        "family": None,
+        "arch": None,
+        "audited": None,
+        "tactics": [],
+    }
     again = run("layout", "--cutlass", "nvidia-cutlass==4.2.0.0", "--json", cache=cache)
     assert progress(again.stderr) == [] and again.stderr == ""
     assert json.loads(again.stdout)["provenance"]["origin"].endswith(", cached)")
@@ -120,11 +132,26 @@ def test_a_cold_layout_says_download_unpack_parse_and_header(tmp_path):
 def test_verify_nvcc_says_it_compiles(nvcc, nc420, capsys):  # nvcc first: it skips before the download
     from cutlass_layout.cli import main
 
-    assert main(["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADERS / "tiny_storage.hpp"),
-                 "--type", "tiny::Tagged120", "--verify", "nvcc"]) == 0
+    assert (
+        main(
+            [
+                "layout",
+                "--cutlass",
+                str(nc420.tree.include_root),
+                "--header",
+                str(HEADERS / "tiny_storage.hpp"),
+                "--type",
+                "tiny::Tagged120",
+                "--verify",
+                "nvcc",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
-    assert ("nvcc on the probe of 1 config(s) for sm_120a (its front end's numbers: nothing "
-            "compiled, linked or run) ...") in err.splitlines()
+    assert (
+        "nvcc on the probe of 1 config(s) for sm_120a (its front end's numbers: nothing compiled, linked or run) ..."
+    ) in err.splitlines()
     assert "nvcc agrees" in out
 
 

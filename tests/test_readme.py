@@ -47,8 +47,11 @@ def page_commands() -> list[tuple[str, list[str]]]:
 
 def python_blocks(path: Path) -> list[str]:
     """The ``python`` blocks of a page to run (signatures aside)."""
-    return [code for lang, code in code_blocks(path.read_text())
-            if lang == "python" and not SIGNATURE.fullmatch(code.strip())]
+    return [
+        code
+        for lang, code in code_blocks(path.read_text())
+        if lang == "python" and not SIGNATURE.fullmatch(code.strip())
+    ]
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
@@ -64,7 +67,7 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
             j = i + 1
             while j < len(lines) and not lines[j].startswith("```"):
                 j += 1
-            out.append((m.group(1), "\n".join(lines[i + 1:j])))
+            out.append((m.group(1), "\n".join(lines[i + 1 : j])))
             i = j + 1
             continue
         if line.startswith("    ") and line.strip() and (i == 0 or not lines[i - 1].strip()):
@@ -98,7 +101,7 @@ def command_lines(text: str) -> list[list[str]]:
                     continue
                 for stop in (">", "2>", ">>"):
                     if stop in words:
-                        words = words[:words.index(stop)]
+                        words = words[: words.index(stop)]
                 if any(w.startswith("[") for w in words):  # a synopsis, not a command
                     continue
                 out.append(words[1:])
@@ -118,17 +121,38 @@ def test_the_pages_have_what_these_tests_read():
     text = README.read_text()
     readme = command_lines(text)
     assert {c[0] for c in readme} >= {"audit", "layout"} and len(readme) >= 6
-    assert ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--preset", "trtllm-moe",
-            "--tile", "128x256x64B"] in readme
-    assert ["layout", "--cutlass", "flashinfer-python==0.7.2.post1", "--tactic",
-            "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize"] in readme
+    assert [
+        "layout",
+        "--cutlass",
+        "flashinfer-python==0.7.2.post1",
+        "--preset",
+        "trtllm-moe",
+        "--tile",
+        "128x256x64B",
+    ] in readme
+    assert [
+        "layout",
+        "--cutlass",
+        "flashinfer-python==0.7.2.post1",
+        "--tactic",
+        "moe/CtaShape128x256x64B/nvfp4xnvfp4/bf16/finalize",
+    ] in readme
     assert len(python_blocks(README)) >= 1
     commands = [args for _, args in page_commands()]
     assert len(commands) >= 40
     assert {c[0] for c in commands} >= {"audit", "layout", "sweep", "diff", "scan"}
     pages = {_rel(p) for p in PAGES}
-    assert {"docs/index.md", "docs/faq.md", "docs/findings.md", "docs/how-it-works.md", "docs/schemas.md",
-            "docs/sources.md", "docs/performance.md", "docs/python-api.md", "docs/guides/audit.md"} <= pages
+    assert {
+        "docs/index.md",
+        "docs/faq.md",
+        "docs/findings.md",
+        "docs/how-it-works.md",
+        "docs/schemas.md",
+        "docs/sources.md",
+        "docs/performance.md",
+        "docs/python-api.md",
+        "docs/guides/audit.md",
+    } <= pages
     assert len(python_blocks(ROOT / "docs" / "python-api.md")) >= 2
 
 
@@ -146,8 +170,12 @@ def test_every_signature_is_the_functions():
 
     from cutlass_layout import api
 
-    shown = [code.strip() for p in PAGES for lang, code in code_blocks(p.read_text())
-             if lang == "python" and SIGNATURE.fullmatch(code.strip())]
+    shown = [
+        code.strip()
+        for p in PAGES
+        for lang, code in code_blocks(p.read_text())
+        if lang == "python" and SIGNATURE.fullmatch(code.strip())
+    ]
     assert len(shown) >= 20
     for text in shown:
         name = SIGNATURE.fullmatch(text).group(1)

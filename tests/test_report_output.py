@@ -46,18 +46,30 @@ def test_titles_name_the_install_not_its_path(mini, tmp_path, capsys):
 
 
 def test_source_name_and_origin_words():
-    assert source_name("directory /home/me/sp", "4.5.0", library="flashinfer-python", version="0.7.4") == \
-        "flashinfer-python 0.7.4 (CUTLASS 4.5.0)"
-    assert source_name("checkout /home/me/fi", "4.1.0", library="flashinfer-python", version="unknown") == \
-        "flashinfer-python (version unknown) (CUTLASS 4.1.0)"
+    assert (
+        source_name("directory /home/me/sp", "4.5.0", library="flashinfer-python", version="0.7.4")
+        == "flashinfer-python 0.7.4 (CUTLASS 4.5.0)"
+    )
+    assert (
+        source_name("checkout /home/me/fi", "4.1.0", library="flashinfer-python", version="unknown")
+        == "flashinfer-python (version unknown) (CUTLASS 4.1.0)"
+    )
     # the distribution the user named wins over the library's own name (nvidia-cutlass's cutlass_library)
-    assert source_name("nvidia-cutlass==4.2.0.0 (wheel nvidia_cutlass-4.2.0.0-py3-none-any.whl, cached)",
-                       "4.2.0", library="CUTLASS's kernel library", version="4.2.0") == \
-        "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"
+    assert (
+        source_name(
+            "nvidia-cutlass==4.2.0.0 (wheel nvidia_cutlass-4.2.0.0-py3-none-any.whl, cached)",
+            "4.2.0",
+            library="CUTLASS's kernel library",
+            version="4.2.0",
+        )
+        == "nvidia-cutlass 4.2.0.0 (CUTLASS 4.2.0)"
+    )
     assert origin_words("directory /home/me/sp") == "a directory"
     assert origin_words("checkout /home/me/fi") == "a git checkout"
-    assert origin_words("wheel /tmp/w/flashinfer_python-0.6.8-py3-none-any.whl") == \
-        "wheel flashinfer_python-0.6.8-py3-none-any.whl"
+    assert (
+        origin_words("wheel /tmp/w/flashinfer_python-0.6.8-py3-none-any.whl")
+        == "wheel flashinfer_python-0.6.8-py3-none-any.whl"
+    )
     assert origin_words("installed flashinfer-python 0.7.4") == "installed flashinfer-python 0.7.4"
 
 
@@ -68,19 +80,39 @@ def _no_trailing_space(outs: list[str]) -> None:
 
 @pytest.mark.mini_shared
 def test_no_text_line_ends_in_a_space(mini, capsys):
-    _no_trailing_space([_out(capsys, ["audit", str(mini)]), _out(capsys, ["audit", str(mini), "--wide"]),
-                        _out(capsys, ["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B"])])
+    _no_trailing_space(
+        [
+            _out(capsys, ["audit", str(mini)]),
+            _out(capsys, ["audit", str(mini), "--wide"]),
+            _out(capsys, ["layout", "--cutlass", str(mini), "--tactic", "CtaShape256x128x32B"]),
+        ]
+    )
 
 
 def test_no_library_audit_line_ends_in_a_space(mini_library_laid_out, capsys):  # noqa: F811
     _no_trailing_space([_out(capsys, ["audit", str(mini_library_laid_out)])])
 
 
-_COLUMNS = [Column("verdict"), Column("name", wrap=True), Column("kernel", right=True),
-            Column("mainloop", right=True, drop=5), Column("epilogue", right=True, drop=5),
-            Column("fix", drop=4), Column("tried")]
-_ROWS = [["over capacity", "CtaShape128x128x512B_ClusterShape_1x1x1_COOPERATIVE", "366592", "332800", "34816",
-          "none: 2 st is the fewest", "no"]]
+_COLUMNS = [
+    Column("verdict"),
+    Column("name", wrap=True),
+    Column("kernel", right=True),
+    Column("mainloop", right=True, drop=5),
+    Column("epilogue", right=True, drop=5),
+    Column("fix", drop=4),
+    Column("tried"),
+]
+_ROWS = [
+    [
+        "over capacity",
+        "CtaShape128x128x512B_ClusterShape_1x1x1_COOPERATIVE",
+        "366592",
+        "332800",
+        "34816",
+        "none: 2 st is the fewest",
+        "no",
+    ]
+]
 
 
 def _printed(width: int, terminal: bool) -> str:

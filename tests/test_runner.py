@@ -64,7 +64,6 @@ class _Executor:
         self.read += list(paths)
 
 
-
 def _pid_and(x):
     import os
 
@@ -85,6 +84,7 @@ def test_run_tags_every_result_and_threads_fork_nothing(kind):
         assert (pids == {os.getpid()}) is (kind != "forked")
         with pytest.raises(ZeroDivisionError):
             list(pool.run([("bad", divmod, (1, 0))]))
+
 
 def test_a_pool_on_another_executor():
     import threading
@@ -204,7 +204,11 @@ def test_steps_say_when_they_start_only_where_progress_is_shown(capsys):
     with step("after the call"):
         pass
     assert capsys.readouterr().err.splitlines() == [
-        "downloading x (pip download) ...", "unpacking x ...", "work", "asked for by a call ..."]
+        "downloading x (pip download) ...",
+        "unpacking x ...",
+        "work",
+        "asked for by a call ...",
+    ]
 
 
 def test_a_long_step_says_it_still_runs(monkeypatch, capsys):

@@ -27,12 +27,21 @@ from cutlass_layout.sources.flashinfer import resolve_flashinfer
 
 #: What the child's environment may hold: what flashinfer_jit.child_env passes, the harness's
 #: own FLASHINFER_DISABLE_JIT, and LC_CTYPE, which Python sets itself under a C locale (PEP 538)
-ALLOWED_ENV = {"PATH", "HOME", "LANG", "LC_ALL", "CUTLASS_LAYOUT_CACHE", "TMPDIR", "PYTHONPATH",
-               "FLASHINFER_DISABLE_JIT", "LC_CTYPE"}
+ALLOWED_ENV = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "CUTLASS_LAYOUT_CACHE",
+    "TMPDIR",
+    "PYTHONPATH",
+    "FLASHINFER_DISABLE_JIT",
+    "LC_CTYPE",
+}
 
 #: Records what the builder sees: its environment, cwd, stdin, temporary folder; then writes a
 #: file into its cwd and one through ``tempfile`` (both must go with the scratch folder)
-PROBE = '''
+PROBE = """
     import json, os, sys, tempfile
     seen = {"env": sorted(os.environ), "secret": os.environ.get("CUTLASS_LAYOUT_TEST_SECRET"),
             "github": os.environ.get("GITHUB_TOKEN"), "aws": os.environ.get("AWS_SECRET_ACCESS_KEY"),
@@ -41,7 +50,7 @@ PROBE = '''
         f.write("x")
     tempfile.NamedTemporaryFile(delete=False).close()
     return gen_jit_spec("probe_sm120", [], extra_cuda_cflags=["-DSEEN=" + json.dumps(seen)])
-'''
+"""
 
 
 def fake_install(site: Path, body: str) -> Path:
@@ -60,7 +69,8 @@ def fake_install(site: Path, body: str) -> Path:
     (jit / "probe.py").write_text(
         "from .core import gen_jit_spec\n\n\n"
         "def gen_gemm_sm120_cutlass_module():\n"
-        "    # builds a CUTLASS GEMM (what arch_builders() looks for)\n" + body)
+        "    # builds a CUTLASS GEMM (what arch_builders() looks for)\n" + body
+    )
     return site
 
 
@@ -94,8 +104,7 @@ def audit_error(capsys, site: Path) -> str:
     return lines[0]
 
 
-def test_the_child_sees_a_scrubbed_environment_closed_stdin_and_a_scratch_cwd(tmp_path, cache, workdir,
-                                                                              monkeypatch):
+def test_the_child_sees_a_scrubbed_environment_closed_stdin_and_a_scratch_cwd(tmp_path, cache, workdir, monkeypatch):
     """(a) variables set here are absent there (only ALLOWED_ENV are); (d) stdin reads EOF at
     once; (e) its cwd and TMPDIR are one scratch folder under the cache, removed after, and
     nothing is written into the install or the user's cwd."""
@@ -106,7 +115,7 @@ def test_the_child_sees_a_scrubbed_environment_closed_stdin_and_a_scratch_cwd(tm
     before = _files(site)
     (mod,) = jit_modules(resolve_flashinfer(str(site)), use_cache=False).modules
     (flag,) = [d for d in mod.defines if d.startswith("-DSEEN=")]
-    seen = json.loads(flag[len("-DSEEN="):])
+    seen = json.loads(flag[len("-DSEEN=") :])
 
     assert seen["secret"] is None and seen["github"] is None and seen["aws"] is None
     assert set(seen["env"]) <= ALLOWED_ENV, set(seen["env"]) - ALLOWED_ENV
@@ -144,8 +153,7 @@ def test_a_generator_that_catches_sigxcpu_is_still_stopped(tmp_path, cache, monk
         jit_modules(install, use_cache=False)
 
 
-def test_a_generator_that_allocates_without_end_runs_out_of_its_memory_limit(tmp_path, cache, monkeypatch,
-                                                                             capsys):
+def test_a_generator_that_allocates_without_end_runs_out_of_its_memory_limit(tmp_path, cache, monkeypatch, capsys):
     """(c) endless allocation under a 512 MB address-space limit: exit 2, one line naming it.
     The blocks are ``bytes(n)``, calloc'd and never touched: were the limit broken, they would
     take address space, not the machine's memory (the CPU limit, lowered, ends them then)."""
@@ -170,19 +178,27 @@ def test_a_generator_that_blocks_times_out(tmp_path, cache, monkeypatch, capsys)
     assert list((cache / "generator-runs").iterdir()) == []
 
 
-@pytest.mark.parametrize("body,words", [
-    ("    import os, sys\n    sys.stderr.write('first\\nthe last words\\n')\n    sys.stderr.flush()\n"
-     "    os._exit(7)\n", "failed: the last words"),
-    ("    import os\n    os.write(1, b'not json')\n    os._exit(0)\n", "failed: it wrote no answer"),
-    ("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "failed: killed by SIGSEGV"),
-], ids=["exit-status", "garbage-answer", "signal"])
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        (
+            "    import os, sys\n    sys.stderr.write('first\\nthe last words\\n')\n    sys.stderr.flush()\n"
+            "    os._exit(7)\n",
+            "failed: the last words",
+        ),
+        ("    import os\n    os.write(1, b'not json')\n    os._exit(0)\n", "failed: it wrote no answer"),
+        ("    import os, signal\n    os.kill(os.getpid(), signal.SIGSEGV)\n", "failed: killed by SIGSEGV"),
+    ],
+    ids=["exit-status", "garbage-answer", "signal"],
+)
 def test_a_generator_that_dies_fails_in_one_line(tmp_path, cache, capsys, body, words):
     line = audit_error(capsys, fake_install(tmp_path / "site-packages", body))
     assert "the install's generator" in line and words in line, line
 
 
-@pytest.mark.parametrize("name,value", [("CUTLASS_LAYOUT_GENERATOR_CPU_S", "0"),
-                                        ("CUTLASS_LAYOUT_GENERATOR_MEMORY_MB", "lots")])
+@pytest.mark.parametrize(
+    "name,value", [("CUTLASS_LAYOUT_GENERATOR_CPU_S", "0"), ("CUTLASS_LAYOUT_GENERATOR_MEMORY_MB", "lots")]
+)
 def test_a_bad_limit_is_one_line(tmp_path, cache, monkeypatch, capsys, name, value):
     monkeypatch.setenv(name, value)
     line = audit_error(capsys, fake_install(tmp_path / "site-packages", PROBE))
@@ -216,17 +232,20 @@ def test_docs_state_the_sandbox_and_its_default_bounds():
         assert f.CPU_ENV in text and f.MEMORY_ENV in text
 
 
-@pytest.mark.parametrize("text, runs", [
-    ('"""Tactic names."""\nfrom typing import Final\n\nCONFIGS: Final[tuple[str, ...]] = ("A", "B")\n', True),
-    ('from __future__ import annotations\nimport typing\nN = 3\nM = {"a": [1, -2.0]}\n', True),
-    ('CONFIGS = tuple(["A", "B"])\n', False),  # a call
-    ('import os\nCONFIGS = ("A",)\n', False),  # an import other than typing
-    ('from .other import X\n', False),  # a relative import
-    ('def f():\n    pass\n', False),
-    ('for c in "ab":\n    pass\n', False),
-    ('x.y = 1\n', False),  # an attribute assignment
-    ('CONFIGS = (\n', False),  # does not parse
-])
+@pytest.mark.parametrize(
+    "text, runs",
+    [
+        ('"""Tactic names."""\nfrom typing import Final\n\nCONFIGS: Final[tuple[str, ...]] = ("A", "B")\n', True),
+        ('from __future__ import annotations\nimport typing\nN = 3\nM = {"a": [1, -2.0]}\n', True),
+        ('CONFIGS = tuple(["A", "B"])\n', False),  # a call
+        ('import os\nCONFIGS = ("A",)\n', False),  # an import other than typing
+        ("from .other import X\n", False),  # a relative import
+        ("def f():\n    pass\n", False),
+        ('for c in "ab":\n    pass\n', False),
+        ("x.y = 1\n", False),  # an attribute assignment
+        ("CONFIGS = (\n", False),  # does not parse
+    ],
+)
 def test_a_data_only_flashinfer_module_runs_from_the_install_and_nothing_else_does(tmp_path, text, runs):
     """The harness runs a flashinfer module from the install when it holds data only (0.7.4's
     ``jit/gemm/svdquant_sm120_configs.py``: a docstring, ``from typing import Final`` and one

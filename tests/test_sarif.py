@@ -56,15 +56,26 @@ def test_mini_sarif(mini, capsys):
     rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
     results = run["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
-        ("over-capacity", "error"), ("does-not-compile", "warning"), ("incomplete", "warning")]
+        ("over-capacity", "error"),
+        ("does-not-compile", "warning"),
+        ("incomplete", "warning"),
+    ]
     assert all(rules[r["ruleIndex"]] == r["ruleId"] for r in results)
-    where = {"artifactLocation": {"uri": "csrc/nv_internal/launchers/mini_launcher.inl", "uriBaseId": "%SRCROOT%"},
-             "region": {"startLine": alias}}
+    where = {
+        "artifactLocation": {"uri": "csrc/nv_internal/launchers/mini_launcher.inl", "uriBaseId": "%SRCROOT%"},
+        "region": {"startLine": alias},
+    }
     assert results[0]["locations"] == [{"physicalLocation": where}]
-    assert results[0]["properties"] == {"tactic": big, "kernel_bytes": over, "capacity_bytes": CAPACITY,
-                                        "headroom_bytes": CAPACITY - over, "stages": 5}
+    assert results[0]["properties"] == {
+        "tactic": big,
+        "kernel_bytes": over,
+        "capacity_bytes": CAPACITY,
+        "headroom_bytes": CAPACITY - over,
+        "stages": 5,
+    }
     assert results[0]["message"]["text"].startswith(
-        f"{big}: SharedStorage {over} B, over the {CAPACITY} B sm120 capacity by {over - CAPACITY} B")
+        f"{big}: SharedStorage {over} B, over the {CAPACITY} B sm120 capacity by {over - CAPACITY} B"
+    )
     assert results[1]["locations"] == [{"physicalLocation": where}] and results[1]["properties"] == {"tactic": bad}
     assert "locations" not in results[2] and "mini_mixed_sm120.cu" in results[2]["message"]["text"]
     assert str(mini) not in json.dumps(doc)  # no local path in a report for a PR
@@ -80,8 +91,13 @@ def _schema(cache: Path) -> dict:
             pytest.skip("no npm on PATH: the SARIF schema comes from the npm registry")
         work = cache / "sarif-schema" / "pack"
         work.mkdir(parents=True, exist_ok=True)
-        name = subprocess.run([npm, "pack", SCHEMA_PACKAGE, "--silent"], cwd=work, check=True,
-                              capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        name = (
+            subprocess.run(
+                [npm, "pack", SCHEMA_PACKAGE, "--silent"], cwd=work, check=True, capture_output=True, text=True
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         with tarfile.open(work / name) as tar:
             target.write_bytes(tar.extractfile(SCHEMA_FILE).read())
     return json.loads(target.read_text())

@@ -25,12 +25,16 @@ SM90_EPILOGUE = "cutlass/epilogue/collective/sm90_epilogue_tma_warpspecialized.h
 
 # Initializers of the three TMA transaction-byte constants of the SM120 block-scaled grouped
 # mainloop, whitespace collapsed (same text in 4.2.0 and in flashinfer's 4.5 tree).
-TMA_MK = ("static_cast<uint32_t>(cutlass::bits_to_bytes(cosize(take<0,2>(SmemLayoutSFA{})) * "
-          "cute::sizeof_bits_v<ElementSF>) + cutlass::bits_to_bytes(size(take<0,2>(SmemLayoutA{})) * "
-          "sizeof_bits<ElementA>::value))")
-TMA_NK = ("static_cast<uint32_t>(cutlass::bits_to_bytes(cosize(take<0,2>(SmemLayoutSFB{})) * "
-          "cute::sizeof_bits_v<ElementSF>) + cutlass::bits_to_bytes(size(take<0,2>(SmemLayoutB{})) * "
-          "sizeof_bits<ElementB>::value))")
+TMA_MK = (
+    "static_cast<uint32_t>(cutlass::bits_to_bytes(cosize(take<0,2>(SmemLayoutSFA{})) * "
+    "cute::sizeof_bits_v<ElementSF>) + cutlass::bits_to_bytes(size(take<0,2>(SmemLayoutA{})) * "
+    "sizeof_bits<ElementA>::value))"
+)
+TMA_NK = (
+    "static_cast<uint32_t>(cutlass::bits_to_bytes(cosize(take<0,2>(SmemLayoutSFB{})) * "
+    "cute::sizeof_bits_v<ElementSF>) + cutlass::bits_to_bytes(size(take<0,2>(SmemLayoutB{})) * "
+    "sizeof_bits<ElementB>::value))"
+)
 TMA_SUM = "TmaTransactionBytesMK + TmaTransactionBytesNK"
 
 
@@ -64,10 +68,8 @@ def c42_scan():
 
 
 def _struct(result, file, qualified_name) -> Struct:
-    found = [s for top in result.structs for s in top.walk()
-             if s.file == file and s.qualified_name == qualified_name]
-    assert len(found) == 1, (file, qualified_name, [s.qualified_name for s in result.structs
-                                                    if s.file == file])
+    found = [s for top in result.structs for s in top.walk() if s.file == file and s.qualified_name == qualified_name]
+    assert len(found) == 1, (file, qualified_name, [s.qualified_name for s in result.structs if s.file == file])
     return found[0]
 
 
@@ -130,8 +132,7 @@ def test_sm120_blockscaled_grouped_mainloop(case, request):
         ("tensormaps", "TensorMapStorage", None),
         ("pipeline_storage", "PipelineStorage", "16"),
     ]
-    assert [(a.name, a.type) for a in ss.aliases] == [
-        ("PipelineStorage", "typename MainloopPipeline::SharedStorage")]
+    assert [(a.name, a.type) for a in ss.aliases] == [("PipelineStorage", "typename MainloopPipeline::SharedStorage")]
 
     mk = _const(result, SM120_ARRAY, "TmaTransactionBytesMK")
     nk = _const(result, SM120_ARRAY, "TmaTransactionBytesNK")
@@ -168,9 +169,12 @@ def test_sm90_grouped_cooperative_kernel_storage(case, request):
     ts = _struct(result, SM90_ARRAY_COOP, qn + "::TensorStorage")
     assert ts.bases == ["cute::aligned_struct<128, _1>"]
     assert [(f.name, f.type) for f in ts.fields] == [
-        ("mainloop", "MainloopTensorStorage"), ("epilogue", "EpilogueTensorStorage")]
+        ("mainloop", "MainloopTensorStorage"),
+        ("epilogue", "EpilogueTensorStorage"),
+    ]
     assert ("MainloopTensorStorage", "typename CollectiveMainloop::TensorStorage") in [
-        (a.name, a.type) for a in ts.aliases]
+        (a.name, a.type) for a in ts.aliases
+    ]
 
     ps = _struct(result, SM90_ARRAY_COOP, qn + "::PipelineStorage")
     assert ps.bases == ["cute::aligned_struct<16, _1>"]
@@ -196,13 +200,13 @@ def test_sm90_tma_epilogue_storage(fixture, request):
     scope = "cutlass::epilogue::collective::CollectiveEpilogue"
     with_c = _struct(result, SM90_EPILOGUE, scope + "::CollectiveStorageWithC")
     assert (with_c.kind, with_c.line) == ("struct", 189)
-    assert [(f.name, f.alignas) for f in with_c.fields] == [
-        ("smem_C", "SmemAlignmentC"), ("smem_D", "SmemAlignmentD")]
+    assert [(f.name, f.alignas) for f in with_c.fields] == [("smem_C", "SmemAlignmentC"), ("smem_D", "SmemAlignmentD")]
     without_c = _struct(result, SM90_EPILOGUE, scope + "::CollectiveStorageWithoutC")
     assert without_c.kind == "union"
     assert [(f.name, f.type, f.alignas) for f in without_c.fields] == [
         ("smem_C", "cute::array<SmemElementC, 0>", None),
-        ("smem_D", "ArrayEngine<SmemElementD, cosize_v<SmemLayoutD>>", "SmemAlignmentD")]
+        ("smem_D", "ArrayEngine<SmemElementD, cosize_v<SmemLayoutD>>", "SmemAlignmentD"),
+    ]
     reuse = _struct(result, SM90_EPILOGUE, scope + "::CollectiveStorageReuseC")
     assert reuse.kind == "union"
     assert [f.alignas for f in reuse.fields] == ["MaxSmemAlignment", "MaxSmemAlignment"]
@@ -210,15 +214,17 @@ def test_sm90_tma_epilogue_storage(fixture, request):
     ss = _struct(result, SM90_EPILOGUE, scope + "::SharedStorage")
     assert ss.line == 218
     assert [(f.name, f.type, f.line) for f in ss.fields] == [
-        ("tensors", "TensorStorage", 226), ("pipeline", "PipelineStorage", 229)]
+        ("tensors", "TensorStorage", 226),
+        ("pipeline", "PipelineStorage", 229),
+    ]
     ts = _struct(result, SM90_EPILOGUE, scope + "::SharedStorage::TensorStorage")
-    assert [(f.name, f.type) for f in ts.fields] == [
-        ("collective", "CollectiveStorage"), ("thread", "FusionStorage")]
+    assert [(f.name, f.type) for f in ts.fields] == [("collective", "CollectiveStorage"), ("thread", "FusionStorage")]
 
     tma = _const(result, SM90_EPILOGUE, "TmaTransactionBytes")
     assert tma.line == 208
-    assert tma.expression == ("(size(take<0,2>(SmemLayoutC{})) * "
-                              "static_cast<uint32_t>(sizeof_bits<SmemElementC>::value)) / 8")
+    assert tma.expression == (
+        "(size(take<0,2>(SmemLayoutC{})) * static_cast<uint32_t>(sizeof_bits<SmemElementC>::value)) / 8"
+    )
 
 
 @pytest.mark.network
@@ -227,16 +233,14 @@ def test_capacity_constants(fixture, request):
     result = request.getfixturevalue(fixture)
     sm120 = _const(result, "cutlass/arch/arch.h", "sm120_smem_capacity_bytes")
     sm100 = _const(result, "cutlass/arch/arch.h", "sm100_smem_capacity_bytes")
-    sm90 = _const(result, "cutlass/gemm/collective/builders/sm90_common.inl",
-                  "sm90_smem_capacity_bytes")
+    sm90 = _const(result, "cutlass/gemm/collective/builders/sm90_common.inl", "sm90_smem_capacity_bytes")
     assert (sm120.value, sm120.expression, sm120.line) == (101376, "101376", 45)
     assert (sm100.value, sm100.line) == (232448, 44)
     assert sm100.qualified_name == "cutlass::arch::sm100_smem_capacity_bytes"
     assert (sm90.value, sm90.line) == (232448, 57)
     assert sm90.qualified_name == "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes"
     # an alias of another constant has an expression but no literal value
-    alias = _const(result, "cutlass/gemm/collective/builders/sm100_common.inl",
-                   "sm100_smem_capacity_bytes")
+    alias = _const(result, "cutlass/gemm/collective/builders/sm100_common.inl", "sm100_smem_capacity_bytes")
     assert (alias.expression, alias.value) == ("cutlass::arch::sm100_smem_capacity_bytes", None)
 
 
@@ -285,8 +289,7 @@ def test_cut_off_excerpt(fi_tree, tmp_path, capsys):
     assert (ss.qualified_name, ss.line, ss.cut) == ("SharedStorage", 15, True)
     (ts,) = ss.children
     assert (ts.name, ts.line, ts.cut, ts.end_line) == ("TensorStorage", 16, True, 18)
-    assert [(f.name, f.alignas, f.line) for f in ts.fields] == [
-        ("smem_A", "1024", 17), ("smem_B", "1024", 18)]
+    assert [(f.name, f.alignas, f.line) for f in ts.fields] == [("smem_A", "1024", 17), ("smem_B", "1024", 18)]
     (diag,) = result.diagnostics
     assert diag.line == 18 and diag.line + 254 == 272  # excerpt line 18 is file line 272
     assert "cut" in diag.message and "SharedStorage::TensorStorage" in diag.message
@@ -345,7 +348,9 @@ def test_truncated_struct(capsys):
     assert (tensors.cut, [f.name for f in tensors.fields]) == (False, ["smem_A"])
     assert (pipes.name, pipes.cut, pipes.end_line) == ("PipelineStorage", True, 13)
     assert [(f.name, f.alignas, f.extent) for f in pipes.fields] == [
-        ("full_barrier", "8", "Stages"), ("empty_barrier", "8", "Stages")]
+        ("full_barrier", "8", "Stages"),
+        ("empty_barrier", "8", "Stages"),
+    ]
     (d,) = result.diagnostics
     assert d.line == 13 and "demo::SharedStorage::PipelineStorage" in d.message
     assert run_scan_cli(str(path), json_out=False, grep=None, file_only=False) == 0
@@ -408,25 +413,24 @@ def test_directory_with_broken_headers_exits_0(tmp_path, capsys):
 
 
 def test_json_schema_keys(capsys):
-    assert run_scan_cli(str(FIXTURES / "storage_demo.hpp"), json_out=True, grep=None,
-                        file_only=False) == 0
+    assert run_scan_cli(str(FIXTURES / "storage_demo.hpp"), json_out=True, grep=None, file_only=False) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["schema"] == SCHEMA == "cutlass-layout/scan/1"
     assert {"schema", "root", "structs", "constants", "diagnostics"} <= set(out)
     s = out["structs"][0]
-    assert {"name", "qualified_name", "file", "line", "kind", "bases", "cut", "fields",
-            "children"} <= set(s)
+    assert {"name", "qualified_name", "file", "line", "kind", "bases", "cut", "fields", "children"} <= set(s)
     assert set(s["fields"][0]) == {"name", "type", "alignas", "extent", "line", "condition"}
-    assert set(out["constants"][0]) >= {"name", "qualified_name", "file", "line", "expression",
-                                        "value"}
-    assert to_json(scan(FIXTURES / "truncated_struct.hpp"))["diagnostics"][0].keys() == {
-        "file", "line", "message"}
+    assert set(out["constants"][0]) >= {"name", "qualified_name", "file", "line", "expression", "value"}
+    assert to_json(scan(FIXTURES / "truncated_struct.hpp"))["diagnostics"][0].keys() == {"file", "line", "message"}
 
 
 def test_grep_and_file_only(capsys):
     result = scan(FIXTURES, grep="PipelineStorage")
     assert sorted({s.file for s in result.structs}) == [
-        "missing_brace.hpp", "truncated_struct.hpp", "unbalanced_braces.hpp"]
+        "missing_brace.hpp",
+        "truncated_struct.hpp",
+        "unbalanced_braces.hpp",
+    ]
     assert result.constants == []
     assert run_scan_cli(str(FIXTURES), json_out=False, grep="demo::Mainloop", file_only=True) == 0
     assert capsys.readouterr().out == "storage_demo.hpp\n"
@@ -461,7 +465,7 @@ def _stdin(monkeypatch, data: bytes):
 
 def _lines(path: Path, first: int, last: int) -> bytes:
     """``sed -n FIRST,LASTp PATH``."""
-    return b"".join(path.read_bytes().splitlines(keepends=True)[first - 1:last])
+    return b"".join(path.read_bytes().splitlines(keepends=True)[first - 1 : last])
 
 
 def test_stdin_excerpt_with_line_offset(monkeypatch, capsys):
@@ -503,8 +507,13 @@ def test_line_offset_on_a_file_and_bad_uses(monkeypatch, tmp_path, capsys):
 
     assert parse_line_offset("249") == (None, 249)
     assert parse_line_offset("x.hpp:250") == ("x.hpp", 249)
-    for bad, words in (("abc", "give N"), ("x.hpp:0", "between 1"), (":5", "needs the file"),
-                       ("-3", "between 0"), ("99999999", "between 0")):
+    for bad, words in (
+        ("abc", "give N"),
+        ("x.hpp:0", "between 1"),
+        (":5", "needs the file"),
+        ("-3", "between 0"),
+        ("99999999", "between 0"),
+    ):
         with pytest.raises(BadInput, match=words):
             parse_line_offset(bad)
     assert run_scan_cli(str(FIXTURES), line_offset="3") == 2
@@ -529,8 +538,11 @@ def test_sed_excerpt_of_the_real_header_through_the_command(fi_tree):
 
     header = Path(fi_tree.include_root) / SM120_ARRAY
     excerpt = subprocess.run(["sed", "-n", "250,300p", str(header)], capture_output=True, check=True).stdout
-    proc = subprocess.run([sys.executable, "-m", "cutlass_layout.cli", "scan", "-", "--line-offset", "249",
-                           "--json"], input=excerpt, capture_output=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cutlass_layout.cli", "scan", "-", "--line-offset", "249", "--json"],
+        input=excerpt,
+        capture_output=True,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     (s,) = [x for x in doc["structs"] if x["name"] == "SharedStorage"]
@@ -546,7 +558,8 @@ def test_cutlass_flag_on_a_folder_scans_its_cutlass_tree(tmp_path, capsys):
     (inc / "cutlass").mkdir(parents=True)
     (inc / "cute").mkdir()
     (inc / "cutlass" / "version.h").write_text(
-        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n")
+        "#define CUTLASS_MAJOR 4\n#define CUTLASS_MINOR 2\n#define CUTLASS_PATCH 0\n"
+    )
     (inc / "cute" / "tensor.hpp").write_text("#pragma once\n")
     (inc / "cutlass" / "kernel.hpp").write_text("struct SharedStorage { float smem[4]; };\n")
     other = tmp_path / "torch" / "include"

@@ -31,9 +31,15 @@ from cutlass_layout.core.progress import is_progress_line
 #: it names no sm120 symbol: 0), the dense f16 and bf16 sources (mini_dense.jinja: one
 #: INSTANTIATE_MINI_DENSE each), the groupwise source (one ``template int ...`` instantiation),
 #: the mixed one (two), the dispatch (one ``template <int TileM, ...>`` declaration).
-MINI_WEIGHTS = [("mini_moe_sm120_group0.generated.cu", 4 * 1), ("mini_sm90_group0.generated.cu", 0),
-                ("mini_dense_f16.cu", 1 * 6), ("mini_dense_bf16.cu", 1 * 6), ("mini_groupwise_sm120.cu", 1 * 6),
-                ("mini_mixed_sm120.cu", 2 * 6), ("mini_gemm_sm120_dispatch.cu", 1 * 6)]
+MINI_WEIGHTS = [
+    ("mini_moe_sm120_group0.generated.cu", 4 * 1),
+    ("mini_sm90_group0.generated.cu", 0),
+    ("mini_dense_f16.cu", 1 * 6),
+    ("mini_dense_bf16.cu", 1 * 6),
+    ("mini_groupwise_sm120.cu", 1 * 6),
+    ("mini_mixed_sm120.cu", 2 * 6),
+    ("mini_gemm_sm120_dispatch.cu", 1 * 6),
+]
 
 
 def _err_line(capsys, argv) -> str:
@@ -113,8 +119,10 @@ def test_mini_shards_merge_into_the_whole_audit(mini, tmp_path, capsys):
     # shard 1/2: the MoE file, the SM90 file (skipped: a source of no kernel is in a shard too),
     # the dense f16 and bf16 sources and the groupwise one; 2/2 the mixed and dispatch sources,
     # which lay out no tactic (a shard of none merges too) (MINI_WEIGHTS)
-    assert [[s["file"].rsplit("/", 1)[-1] for s in d["sources"]] for d in docs] == \
-        [[f for f, _ in MINI_WEIGHTS[:5]], [f for f, _ in MINI_WEIGHTS[5:]]]
+    assert [[s["file"].rsplit("/", 1)[-1] for s in d["sources"]] for d in docs] == [
+        [f for f, _ in MINI_WEIGHTS[:5]],
+        [f for f, _ in MINI_WEIGHTS[5:]],
+    ]
     assert [d["shard"]["index"] for d in docs] == [1, 2] and {d["shard"]["count"] for d in docs} == {2}
     # the 4 MoE tactics, the dense f16 and bf16 sources' two kernels each (a struct of two
     # aliases) and the groupwise one; none of the mixed and dispatch sources
@@ -129,19 +137,24 @@ def test_mini_shards_merge_into_the_whole_audit(mini, tmp_path, capsys):
     assert _out(capsys, ["audit", "--merge", *three, "--json"]) == whole
     # every format, and --check (the 256x128 FINALIZE tactic the runtime tries is over capacity)
     for fmt in ("text", "markdown", "github"):
-        assert _out(capsys, ["audit", "--merge", *two, "--format", fmt]) == \
-            _out(capsys, ["audit", str(mini), "--format", fmt])
+        assert _out(capsys, ["audit", "--merge", *two, "--format", fmt]) == _out(
+            capsys, ["audit", str(mini), "--format", fmt]
+        )
     assert main(["audit", "--merge", *three, "--check"]) == 1
     err = capsys.readouterr().err
     assert "check: moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize: 129024 B, over the 101376 B capacity" in err
     # a shard's own report says which it is, in its head line
-    assert _out(capsys, ["audit", str(mini), "--shard", "2/3"]).splitlines()[0] == \
-        "flashinfer-python 0.0.1+mini (a directory), shard 2/3"
+    assert (
+        _out(capsys, ["audit", str(mini), "--shard", "2/3"]).splitlines()[0]
+        == "flashinfer-python 0.0.1+mini (a directory), shard 2/3"
+    )
     assert _out(capsys, ["audit", str(mini), "--shard", "1/3", "--format", "markdown"]).startswith(
-        "#### Audit: flashinfer-python 0.0.1+mini (CUTLASS 9.8.7), sm120, shard 1/3\n")
-    assert _out(capsys, ["audit", str(mini), "--shard", "3/3", "--format", "github"]).splitlines()[-1] == \
-        ("cutlass-layout: flashinfer-python 0.0.1+mini (a directory), sm120, shard 3/3: 0 over capacity "
-         "(0 of them tried by the runtime), 0 exact fits, 0 do not compile, 0 fit")
+        "#### Audit: flashinfer-python 0.0.1+mini (CUTLASS 9.8.7), sm120, shard 1/3\n"
+    )
+    assert _out(capsys, ["audit", str(mini), "--shard", "3/3", "--format", "github"]).splitlines()[-1] == (
+        "cutlass-layout: flashinfer-python 0.0.1+mini (a directory), sm120, shard 3/3: 0 over capacity "
+        "(0 of them tried by the runtime), 0 exact fits, 0 do not compile, 0 fit"
+    )
     # from Python, the same
     assert json.dumps(api.merge_audits(two).to_dict(), indent=2) + "\n" == whole
 
@@ -175,7 +188,8 @@ def test_filters_are_applied_to_every_shard_s_tactics(mini, tmp_path, capsys):
     assert [len(json.loads(Path(p).read_text())["tactics"]) for p in stages] == [1, 0]
     assert "note: --stages 3" not in messages_of(capsys, ["audit", str(mini), "--stages", "3", "--shard", "2/2"])
     assert "note: --stages 2: matched no tactic; the tactics have: 3" not in messages_of(
-        capsys, ["audit", str(mini), "--stages", "2", "--shard", "1/2"])  # 1/2 has both
+        capsys, ["audit", str(mini), "--stages", "2", "--shard", "1/2"]
+    )  # 1/2 has both
 
 
 def messages_of(capsys, argv) -> str:
@@ -190,8 +204,10 @@ def test_several_arches_are_each_cut_alike(mini, tmp_path, capsys):
     whole = _out(capsys, ["audit", *args, "--json"])
     parts = _shards(capsys, tmp_path, args, 2)
     doc = json.loads(Path(parts[0]).read_text())
-    assert [(a["arch"], a["shard"]["index"], a["shard"]["asked"]["archs"]) for a in doc["audits"]] == \
-        [("sm120", 1, ["sm120", "sm121"]), ("sm121", 1, ["sm120", "sm121"])]
+    assert [(a["arch"], a["shard"]["index"], a["shard"]["asked"]["archs"]) for a in doc["audits"]] == [
+        ("sm120", 1, ["sm120", "sm121"]),
+        ("sm121", 1, ["sm120", "sm121"]),
+    ]
     assert _out(capsys, ["audit", "--merge", *parts, "--json"]) == whole
     with pytest.raises(BadInput, match="the shards of one audit hold the same arches"):
         api.merge_audits([parts[0], _shards(capsys, tmp_path, [str(mini)], 2, name="one")[1]])
@@ -202,15 +218,22 @@ def test_what_merge_refuses(mini, tmp_path, capsys):
     parts = _shards(capsys, tmp_path, [str(mini)], 3)
     whole = tmp_path / "whole.json"
     whole.write_text(_out(capsys, ["audit", str(mini), "--json"]))
-    assert _err_line(capsys, ["audit", "--merge", parts[0], parts[2]]) == \
-        f"error: shard 2/3 of the sm120 audit missing (given: 1/3 in {parts[0]}, 3/3 in {parts[2]})"
-    assert _err_line(capsys, ["audit", "--merge", *parts, parts[1]]) == \
-        f"error: shard 2/3 (sm120) given twice: {parts[1]} and {parts[1]}"
+    assert (
+        _err_line(capsys, ["audit", "--merge", parts[0], parts[2]])
+        == f"error: shard 2/3 of the sm120 audit missing (given: 1/3 in {parts[0]}, 3/3 in {parts[2]})"
+    )
+    assert (
+        _err_line(capsys, ["audit", "--merge", *parts, parts[1]])
+        == f"error: shard 2/3 (sm120) given twice: {parts[1]} and {parts[1]}"
+    )
     assert _err_line(capsys, ["audit", "--merge", parts[0], str(whole)]).endswith(
-        "the audit of sm120 is not a shard's (no \"shard\" object: audit --shard I/N --json writes one)")
+        'the audit of sm120 is not a shard\'s (no "shard" object: audit --shard I/N --json writes one)'
+    )
     halves = _shards(capsys, tmp_path, [str(mini)], 2, name="half")
-    assert _err_line(capsys, ["audit", "--merge", parts[0], halves[1]]) == \
-        f"error: {halves[1]} is shard 2/2, {parts[0]} shard 1/3: the shards of one audit are cut alike"
+    assert (
+        _err_line(capsys, ["audit", "--merge", parts[0], halves[1]])
+        == f"error: {halves[1]} is shard 2/2, {parts[0]} shard 1/3: the shards of one audit are cut alike"
+    )
     moe = _shards(capsys, tmp_path, [str(mini), "--family", "moe"], 2, name="moe")
     assert "was asked other family than" in _err_line(capsys, ["audit", "--merge", halves[0], moe[1]])
 
@@ -220,31 +243,37 @@ def test_what_merge_refuses(mini, tmp_path, capsys):
         out = tmp_path / name
         out.write_text(json.dumps(doc))
         return str(out)
+
     assert [len(json.loads(Path(p).read_text())["tactics"]) for p in halves] == [9, 0]
     other = edited(halves[1], lambda d: d["provenance"].update(fingerprint="0123456789abcdef"), "other.json")
     mine = json.loads(Path(halves[0]).read_text())["provenance"]["fingerprint"]
     assert _err_line(capsys, ["audit", "--merge", halves[0], other]) == (
         f"error: {other} audits flashinfer-python 0.0.1+mini (fingerprint 0123456789abcdef), {halves[0]} "
-        f"flashinfer-python 0.0.1+mini (fingerprint {mine}): the shards of one audit come from one install")
+        f"flashinfer-python 0.0.1+mini (fingerprint {mine}): the shards of one audit come from one install"
+    )
     sm121 = edited(halves[1], lambda d: d.update(arch="sm121"), "sm121.json")
     assert "audits sm121" in _err_line(capsys, ["audit", "--merge", halves[0], sm121])
     bytes_ = edited(halves[0], lambda d: d["tactics"][0].update(kernel_bytes=1), "bytes.json")
     assert _err_line(capsys, ["audit", "--merge", bytes_, halves[1]]) == (
         f"error: {bytes_}: its sm120 audit does not read back as written (edited, or written by another "
-        "version of cutlass-layout)")
+        "version of cutlass-layout)"
+    )
     for name, text in (("list.json", "[1, 2]"), ("other-schema.json", '{"schema": "cutlass-layout/scan/1"}')):
         (tmp_path / name).write_text(text)
         assert "not the JSON of cutlass-layout audit" in _err_line(capsys, ["audit", "--merge", str(tmp_path / name)])
     (tmp_path / "text.json").write_text("not json")
     assert "is not JSON" in _err_line(capsys, ["audit", "--merge", str(tmp_path / "text.json")])
     assert "cannot read audit JSON" in _err_line(capsys, ["audit", "--merge", str(tmp_path / "missing.json")])
-    assert _err_line(capsys, ["audit", "--merge"]) == \
-        "error: no audit JSON to merge: give every shard's file (audit --shard I/N --json)"
+    assert (
+        _err_line(capsys, ["audit", "--merge"])
+        == "error: no audit JSON to merge: give every shard's file (audit --shard I/N --json)"
+    )
     # the flags --merge does not take, and --shard's own refusals
     assert "--family does not go with it" in _err_line(capsys, ["audit", "--merge", *halves, "--family", "moe"])
     assert "--shard does not go with it" in _err_line(capsys, ["audit", "--merge", *halves, "--shard", "1/2"])
     assert "flashinfer's tactics blocklist holds every" in _err_line(
-        capsys, ["audit", str(mini), "--shard", "1/2", "--blocklist", str(tmp_path / "bl.json")])
+        capsys, ["audit", str(mini), "--shard", "1/2", "--blocklist", str(tmp_path / "bl.json")]
+    )
     assert not (tmp_path / "bl.json").exists()
     assert _err_line(capsys, ["audit", str(mini), "x.json"]) == "error: Got unexpected extra argument (x.json)"
 
@@ -262,23 +291,43 @@ def test_the_merge_judges_sources_with_every_shard_s_parses():
     """A source that did not parse still counts its calls of a launcher macro another source's
     parse found (``launchers``), and names the source whose kernels it calls (``owners``): what
     one shard alone cannot see."""
-    sources = [{"module": "m", "builder": "b", "family": "m", "file": f, "instantiations": None,
-                "kernels": 0, "skipped": None, "reason": None, "error": None} for f in ("a.cu", "b.cu", "c.cu")]
-    facts = [{"explicit": [], "defined": [], "calls": [], "aliases": [], "macro_calls": [["LAUNCH", 3]]},
-             {"explicit": [], "defined": [], "calls": [], "aliases": [], "macro_calls": [["LAUNCH", 5], ["LAUNCH", 9]]},
-             {"explicit": [], "defined": [], "calls": ["Kern"], "aliases": [], "macro_calls": []}]
-    parsed = {0: {"error": None, "launcher_macros": ["LAUNCH"], "kernels": [{"found": {"line": 3, "owner": "Kern_1"}}]},
-              1: {"error": "x.h: file not found", "launcher_macros": None, "kernels": []},
-              2: {"error": None, "launcher_macros": [], "kernels": []}}
+    sources = [
+        {
+            "module": "m",
+            "builder": "b",
+            "family": "m",
+            "file": f,
+            "instantiations": None,
+            "kernels": 0,
+            "skipped": None,
+            "reason": None,
+            "error": None,
+        }
+        for f in ("a.cu", "b.cu", "c.cu")
+    ]
+    facts = [
+        {"explicit": [], "defined": [], "calls": [], "aliases": [], "macro_calls": [["LAUNCH", 3]]},
+        {"explicit": [], "defined": [], "calls": [], "aliases": [], "macro_calls": [["LAUNCH", 5], ["LAUNCH", 9]]},
+        {"explicit": [], "defined": [], "calls": ["Kern"], "aliases": [], "macro_calls": []},
+    ]
+    parsed = {
+        0: {"error": None, "launcher_macros": ["LAUNCH"], "kernels": [{"found": {"line": 3, "owner": "Kern_1"}}]},
+        1: {"error": "x.h: file not found", "launcher_macros": None, "kernels": []},
+        2: {"error": None, "launcher_macros": [], "kernels": []},
+    }
     whole = [dict(s) for s in sources]
     judge_sources(whole, facts, parsed)
     assert [(s["instantiations"], s["kernels"], s["error"], s["reason"]) for s in whole] == [
-        (1, 1, None, None), (2, 0, "x.h: file not found", None),
-        (0, 0, None, "calls kernels defined elsewhere: Kern (instantiated in a.cu)")]
+        (1, 1, None, None),
+        (2, 0, "x.h: file not found", None),
+        (0, 0, None, "calls kernels defined elsewhere: Kern (instantiated in a.cu)"),
+    ]
     alone = [dict(s) for s in sources]  # a shard that parsed b.cu and c.cu only
     judge_sources(alone, facts, {1: parsed[1], 2: parsed[2]})
-    assert [(s["instantiations"], s["reason"]) for s in alone[1:]] == \
-        [(0, None), (0, "calls kernels defined elsewhere: Kern (in none of the module's sources)")]
+    assert [(s["instantiations"], s["reason"]) for s in alone[1:]] == [
+        (0, None),
+        (0, "calls kernels defined elsewhere: Kern (in none of the module's sources)"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -293,7 +342,8 @@ def mini_library_laid_out(mini_library):
     (include / "arch").mkdir(parents=True, exist_ok=True)
     (include / "cutlass.h").write_text('#pragma once\n#include "cutlass/arch/arch.h"\n')
     (include / "arch" / "arch.h").write_text(
-        "#pragma once\nnamespace cutlass { namespace arch {\nconstexpr int sm120_smem_capacity_bytes = 101376;\n} }\n")
+        "#pragma once\nnamespace cutlass { namespace arch {\nconstexpr int sm120_smem_capacity_bytes = 101376;\n} }\n"
+    )
     return mini_library
 
 
@@ -304,25 +354,35 @@ def test_library_shards_merge_into_the_whole_audit(mini_library_laid_out, tmp_pa
     # the stand-in's four 3.x kernels (its 2.x one is a note); each struct SharedStorage of 16
     # bytes, laid out as a storage of no GEMM shape, but the one that does not compile
     assert sorted((t["id"], t["headroom_bytes"]) for t in doc["tactics"]) == [
-        ("fake_sm120_gemm_broken_e4m3_128x128x128", None), ("fake_sm120_gemm_e4m3_128x128x128_auto", 101360),
-        ("fake_sm120_gemm_e4m3_128x256x128_3stage", 101360), ("fake_sm120_gemm_grouped_e4m3_64x128x128_auto", 101360)]
+        ("fake_sm120_gemm_broken_e4m3_128x128x128", None),
+        ("fake_sm120_gemm_e4m3_128x128x128_auto", 101360),
+        ("fake_sm120_gemm_e4m3_128x256x128_3stage", 101360),
+        ("fake_sm120_gemm_grouped_e4m3_64x128x128_auto", 101360),
+    ]
     two = _shards(capsys, tmp_path, [lib], 2)
     three = _shards(capsys, tmp_path, [lib], 3)
     # by procedural name, sorted: broken, e4m3_128x128x128_auto, e4m3_128x256x128_3stage, grouped
-    assert [sorted(t["id"][len("fake_sm120_gemm_"):] for t in json.loads(Path(p).read_text())["tactics"])
-            for p in two + three] == [["broken_e4m3_128x128x128", "e4m3_128x128x128_auto"],
-                                      ["e4m3_128x256x128_3stage", "grouped_e4m3_64x128x128_auto"],
-                                      ["broken_e4m3_128x128x128"],
-                                      ["e4m3_128x128x128_auto", "e4m3_128x256x128_3stage"],
-                                      ["grouped_e4m3_64x128x128_auto"]]
+    assert [
+        sorted(t["id"][len("fake_sm120_gemm_") :] for t in json.loads(Path(p).read_text())["tactics"])
+        for p in two + three
+    ] == [
+        ["broken_e4m3_128x128x128", "e4m3_128x128x128_auto"],
+        ["e4m3_128x256x128_3stage", "grouped_e4m3_64x128x128_auto"],
+        ["broken_e4m3_128x128x128"],
+        ["e4m3_128x128x128_auto", "e4m3_128x256x128_3stage"],
+        ["grouped_e4m3_64x128x128_auto"],
+    ]
     assert _out(capsys, ["audit", "--merge", *two, "--json"]) == whole
     assert _out(capsys, ["audit", "--merge", *reversed(three), "--json"]) == whole
     for fmt in ("text", "markdown", "github"):
-        assert _out(capsys, ["audit", "--merge", *three, "--format", fmt]) == \
-            _out(capsys, ["audit", lib, "--format", fmt])
+        assert _out(capsys, ["audit", "--merge", *three, "--format", fmt]) == _out(
+            capsys, ["audit", lib, "--format", fmt]
+        )
     _out(capsys, ["audit", "--merge", *two, "--check"], 0)  # none over capacity
-    assert _out(capsys, ["audit", lib, "--shard", "1/2"]).splitlines()[0] == \
-        "CUTLASS's kernel library 4.2.0 (a directory), shard 1/2"
+    assert (
+        _out(capsys, ["audit", lib, "--shard", "1/2"]).splitlines()[0]
+        == "CUTLASS's kernel library 4.2.0 (a directory), shard 1/2"
+    )
     # --stages 3: a stand-in kernel has no stage count laid out (a storage of no GEMM shape),
     # so none matches: the note names what the kernels of all shards have
     whole3 = _out(capsys, ["audit", lib, "--stages", "3", "--json"])
@@ -336,8 +396,9 @@ def _reads_back(res: AuditResult) -> AuditResult:
     doc = res.to_dict()
     back = AuditResult.from_dict(json.loads(json.dumps(doc)))
     assert back.to_dict() == doc
-    assert [(t.verdict, t.kernel_bytes, t.headroom_bytes) for t in back.tactics] == \
-        [(t.verdict, t.kernel_bytes, t.headroom_bytes) for t in res.tactics]
+    assert [(t.verdict, t.kernel_bytes, t.headroom_bytes) for t in back.tactics] == [
+        (t.verdict, t.kernel_bytes, t.headroom_bytes) for t in res.tactics
+    ]
     return back
 
 

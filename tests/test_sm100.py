@@ -24,8 +24,7 @@ HEADER = Path(__file__).resolve().parent.parent / "fixtures" / "headers" / "sm10
 SM100 = [
     Config(arch="sm100", kernel="dense", tile=(128, 128, 64)),
     Config(arch="sm100", kernel="grouped", tile=(256, 128, 64), schedule="2sm", cluster=(2, 1, 1)),
-    Config(arch="sm100", kernel="dense", a="e4m3", tile=(128, 256, 128), cluster=(1, 2, 1),
-           preset="trtllm-moe"),
+    Config(arch="sm100", kernel="dense", a="e4m3", tile=(128, 256, 128), cluster=(1, 2, 1), preset="trtllm-moe"),
     Config(arch="sm100", kernel="grouped", a="nvfp4", tile=(128, 128, 256)),
     Config(arch="sm100", kernel="dense", a="nvfp4", tile=(256, 256, 256), cluster=(2, 1, 1)),
     Config(arch="sm100", kernel="grouped", a="mxfp8", b="mxfp4", tile=(128, 128, 128)),
@@ -47,8 +46,10 @@ def test_schedules_name_the_real_tags():
     mixed = Config(arch="sm100", a="mxfp8", b="mxfp4", schedule="1sm", cluster=(2, 1, 1))
     assert kernel_schedule(mixed).endswith("1SmMxf8f6f4Sm100")
     sfd = config_block(Config(arch="sm100", a="nvfp4", d="nvfp4"), 0)
-    assert ("LinCombBlockScaleFactor<16, cutlass::float_e2m1_t, float, cutlass::float_ue4m3_t, "
-            "cutlass::layout::RowMajor, void>") in sfd
+    assert (
+        "LinCombBlockScaleFactor<16, cutlass::float_e2m1_t, float, cutlass::float_ue4m3_t, "
+        "cutlass::layout::RowMajor, void>"
+    ) in sfd
     with pytest.raises(BadInput, match="even cluster M"):
         Config(arch="sm100", schedule="2sm")
     with pytest.raises(BadInput, match="SM90's"):
@@ -59,8 +60,22 @@ def test_schedules_name_the_real_tags():
 def test_sm100_default_capacity_from_the_tag(nc420, capsys):
     """An SM100 ptr-array kernel at auto stages (CUTLASS example 75's 1SM config) without
     --arch: judged against 232448, the tree's sm100_smem_capacity_bytes, not SM120's."""
-    assert main(["layout", "--cutlass", str(nc420.tree.include_root), "--header", str(HEADER),
-                 "--type", "blackwell::GroupedKernel", "--depth", "1"]) == 0
+    assert (
+        main(
+            [
+                "layout",
+                "--cutlass",
+                str(nc420.tree.include_root),
+                "--header",
+                str(HEADER),
+                "--type",
+                "blackwell::GroupedKernel",
+                "--depth",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "(sm100, from the type's arch tag" in out
     assert "B of 232448 B (sm100_smem_capacity_bytes, cutlass/arch/arch.h:44)" in out

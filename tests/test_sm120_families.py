@@ -33,8 +33,7 @@ SM120 = [
 
 def test_blockwise_and_sparse_c_plus_plus():
     fi = config_block(SM120[0], 0)
-    assert ("cutlass::detail::Sm120BlockwiseScaleConfig<1, 128, 128, cute::UMMA::Major::K, "
-            "cute::UMMA::Major::K>") in fi
+    assert ("cutlass::detail::Sm120BlockwiseScaleConfig<1, 128, 128, cute::UMMA::Major::K, cute::UMMA::Major::K>") in fi
     assert "cutlass::gemm::KernelScheduleSm120Blockwise" in fi and SM120[0].element_c == "bf16"
     vl = config_block(SM120[2], 0)
     assert "Sm120BlockwiseScaleConfig<1, 128, 128, cute::UMMA::Major::MN" in vl
@@ -45,16 +44,19 @@ def test_blockwise_and_sparse_c_plus_plus():
     assert SM120[6].alignment("a") == 64 and SM120[6].alignment("b") == 32  # as example 80b
 
 
-@pytest.mark.parametrize("kw,words", [
-    (dict(a="e4m3"), "scale granularity"),
-    (dict(a="e4m3", scales=(128, 64, 128)), "take 1x128x128, 128x128x128"),
-    (dict(a="nvfp4", scales=(1, 128, 128)), "FP8 one"),
-    (dict(kernel="sparse", a="mxfp8", b="mxfp4"), "A = B"),
-    (dict(arch="sm90", kernel="sparse"), "SM120's block-scaled"),
-    (dict(arch="sm90", kernel="dense", d="nvfp4"), "SM100's and SM120's"),
-    (dict(preset="vllm"), "blockwise FP8"),
-    (dict(c="nvfp4"), "for D"),
-])
+@pytest.mark.parametrize(
+    "kw,words",
+    [
+        (dict(a="e4m3"), "scale granularity"),
+        (dict(a="e4m3", scales=(128, 64, 128)), "take 1x128x128, 128x128x128"),
+        (dict(a="nvfp4", scales=(1, 128, 128)), "FP8 one"),
+        (dict(kernel="sparse", a="mxfp8", b="mxfp4"), "A = B"),
+        (dict(arch="sm90", kernel="sparse"), "SM120's block-scaled"),
+        (dict(arch="sm90", kernel="dense", d="nvfp4"), "SM100's and SM120's"),
+        (dict(preset="vllm"), "blockwise FP8"),
+        (dict(c="nvfp4"), "for D"),
+    ],
+)
 def test_bad_family_values(kw, words):
     with pytest.raises(BadInput, match=words):
         Config(**kw)
@@ -105,8 +107,10 @@ def test_sparse_stage_search_could_not_run(sparse_swept):
     assert (auto.verdict, auto.stages, auto.kernel_bytes) == ("fits", 3, 96256)
     assert two.verdict == "does_not_compile" and two.error.message == "Index out of range"
     assert two.error.file == "cute/int_tuple.hpp" and two.error.line == 56
-    reason = ("StageCount<N> does not compile for this builder (N = 2, 3; static_assert failed: "
-              "Index out of range (cute/int_tuple.hpp:56))")
+    reason = (
+        "StageCount<N> does not compile for this builder (N = 2, 3; static_assert failed: "
+        "Index out of range (cute/int_tuple.hpp:56))"
+    )
     for r in (auto, two):
         assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
         assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": reason}
@@ -124,8 +128,22 @@ def test_sparse_stage_search_could_not_run_cli(sparse_swept, nc420, capsys):
     """The command's text, from the layouts the fixture cached."""
     from cutlass_layout.cli import main
 
-    assert main(["sweep", "--cutlass", str(nc420.tree.include_root), "--kernel", "sparse",
-                 "--tile", "128x128x256", "--jobs", "1"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--cutlass",
+                str(nc420.tree.include_root),
+                "--kernel",
+                "sparse",
+                "--tile",
+                "128x128x256",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "could not search: StageCount<N> does not compile for this builder" in out
     assert "no stage count fits" not in out
@@ -140,8 +158,11 @@ def test_sparse_search_against_nvcc(sparse_swept, nc420, nvcc):
     from cutlass_layout.checks.verify import nvcc_numbers
 
     for n in (2, 3):
-        with pytest.raises(BadInput, match=r'int_tuple\.hpp\(56\): error: static assertion '
-                                            r'failed with "Index out of range"'):
+        with pytest.raises(
+            BadInput,
+            match=r"int_tuple\.hpp\(56\): error: static assertion "
+            r'failed with "Index out of range"',
+        ):
             nvcc_numbers([SPARSE.with_(stages=n)], nc420.tree.include_root, "sm120", nvcc=nvcc)
     sizes, _ = nvcc_numbers([SPARSE], nc420.tree.include_root, "sm120", nvcc=nvcc)
     auto = sparse_swept.records[0]

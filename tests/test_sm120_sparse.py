@@ -43,7 +43,9 @@ def test_stage_counts(fi072):
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)])  # a second version: the full tier
+@pytest.mark.parametrize(
+    "tree", ["nc420", pytest.param("fi072", marks=pytest.mark.slow)]
+)  # a second version: the full tier
 def test_sparse_equals_nvcc(tree, request, nvcc):
     tgt = request.getfixturevalue(tree)
     reps = layouts([KERNEL], tgt)
@@ -67,8 +69,21 @@ def test_check_kernel_is_not_does_not_compile(fi072, capsys, monkeypatch):
 
     real = api.layout
     monkeypatch.setattr(api, "layout", spy)
-    assert main(["layout", "--cutlass", str(fi072.tree.include_root), "--header", str(HEADER),
-                 "--type", "example80b::GemmKernel", "--check-kernel"]) == 0
+    assert (
+        main(
+            [
+                "layout",
+                "--cutlass",
+                str(fi072.tree.include_root),
+                "--header",
+                str(HEADER),
+                "--type",
+                "example80b::GemmKernel",
+                "--check-kernel",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "clang-only diagnostic" in out and "does not compile" not in out
     [rep] = seen
@@ -84,8 +99,21 @@ def test_nvcc_front_end_accepts_the_kernel(fi072, nvcc, tmp_path):
     """The same device entry point through nvcc's front end (cicc, to PTX): no error."""
     src = tmp_path / "kernel.cu"
     src.write_text(probe.render([KERNEL.with_(arch="sm120")]) + probe.kernel_instantiation(0))
-    proc = subprocess.run([nvcc, "-std=c++17", "-w", "-gencode", "arch=compute_120a,code=compute_120a",
-                           "--ptx", f"-I{fi072.tree.include_root}", str(src), "-o", str(tmp_path / "k.ptx")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            nvcc,
+            "-std=c++17",
+            "-w",
+            "-gencode",
+            "arch=compute_120a,code=compute_120a",
+            "--ptx",
+            f"-I{fi072.tree.include_root}",
+            str(src),
+            "-o",
+            str(tmp_path / "k.ptx"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "ValTypeE" not in proc.stderr and shutil.os.path.getsize(tmp_path / "k.ptx") > 0

@@ -98,8 +98,7 @@ def make_wheel(path: Path, prefix: str, version=(4, 2, 0), extra: dict | None = 
 
 
 def test_wheel_unpacks_only_the_include_tree_once(tmp_path):
-    whl = make_wheel(tmp_path / "nvidia_cutlass-4.2.0.0-py3-none-any.whl",
-                     "cutlass_library/source/include/")
+    whl = make_wheel(tmp_path / "nvidia_cutlass-4.2.0.0-py3-none-any.whl", "cutlass_library/source/include/")
     t = resolve_cutlass(str(whl))
     assert t.version == "4.2.0"
     assert (t.include_root / "cute" / "tensor.hpp").is_file()
@@ -149,6 +148,7 @@ def test_tree_hash_follows_content_not_version(tmp_path):
     assert tree_hash(a) == tree_hash(b)
     (b / "cutlass" / "cutlass.h").write_text("#pragma once\n// changed\n")
     from cutlass_layout.sources import digests
+
     digests.TREE_HASHES.clear()
     assert tree_hash(a) != tree_hash(b)
 
@@ -161,11 +161,11 @@ def test_installed_distribution_by_name(tmp_path, monkeypatch):
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flashinfer-python\nVersion: 0.6.8\n")
     (info / "RECORD").write_text(
-        "flashinfer/data/cutlass/include/cutlass/version.h,,\n"
-        "flashinfer_python-0.6.8.dist-info/METADATA,,\n"
+        "flashinfer/data/cutlass/include/cutlass/version.h,,\nflashinfer_python-0.6.8.dist-info/METADATA,,\n"
     )
     monkeypatch.syspath_prepend(str(sp))
     import importlib
+
     importlib.invalidate_caches()
     for name in ("flashinfer", "flashinfer-python"):
         t = resolve_cutlass(name)
@@ -194,12 +194,16 @@ def test_short_pip_error_keeps_the_oldest_and_newest_versions():
     """pip's "Could not find a version" line (its own wording), a version list of 9 cut to the
     oldest and the 5 newest; a short list, or a line without one, as pip wrote it."""
     from cutlass_layout.sources.wheels import short_pip_error
+
     versions = ", ".join(["0.1.0", "0.1.1", "0.2.0", "0.2.5", "0.3.0", "0.6.8", "0.7.2.post1", "0.7.3", "0.7.4"])
-    line = ("Could not find a version that satisfies the requirement flashinfer-python==9.9.9 "
-            f"(from versions: {versions})")
-    assert short_pip_error(line) == ("Could not find a version that satisfies the requirement "
-                                     "flashinfer-python==9.9.9 (from versions: 0.1.0, ..., 0.3.0, 0.6.8, "
-                                     "0.7.2.post1, 0.7.3, 0.7.4; 9 in all)")
+    line = (
+        f"Could not find a version that satisfies the requirement flashinfer-python==9.9.9 (from versions: {versions})"
+    )
+    assert short_pip_error(line) == (
+        "Could not find a version that satisfies the requirement "
+        "flashinfer-python==9.9.9 (from versions: 0.1.0, ..., 0.3.0, 0.6.8, "
+        "0.7.2.post1, 0.7.3, 0.7.4; 9 in all)"
+    )
     short = "Could not find a version that satisfies the requirement x==2 (from versions: 1.0, 1.1)"
     assert short_pip_error(short) == short
     assert short_pip_error("No matching distribution found for x==2") == "No matching distribution found for x==2"
@@ -211,16 +215,22 @@ def test_short_pip_error_keeps_the_oldest_and_newest_versions():
 # cmake/version.h.in into the build folder). The markers below are those of tag v2.10.0
 # (CMakeLists.txt line 41, CHANGELOG.md line 3) and v3.1.0 (python/setup.py line 122), as
 # `git show <tag>:<file>` prints them.
-CMAKE_210 = ('cmake_minimum_required(VERSION 3.12.4 FATAL_ERROR)\n'
-             'message(STATUS "CMake Version: ${CMAKE_VERSION}")\n\n'
-             'project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n'
-             'include(${CMAKE_CURRENT_SOURCE_DIR}/CUDA.cmake)\n')
-CMAKE_341 = ('project(CUTLASS VERSION ${_CUTLASS_VERSION_MAJOR}.${_CUTLASS_VERSION_MINOR}.'
-             '${_CUTLASS_VERSION_PATCH} LANGUAGES CXX)\n')
-CHANGELOG_211 = ("# NVIDIA CUTLASS Changelog\n\n"
-                 "## [2.11.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.11.0) (2022-11-19)\n"
-                 "* Stream-K\n\n"
-                 "## [2.10.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.10.0) (2022-08-23)\n")
+CMAKE_210 = (
+    "cmake_minimum_required(VERSION 3.12.4 FATAL_ERROR)\n"
+    'message(STATUS "CMake Version: ${CMAKE_VERSION}")\n\n'
+    "project(CUTLASS VERSION 2.10.0 LANGUAGES CXX)\n"
+    "include(${CMAKE_CURRENT_SOURCE_DIR}/CUDA.cmake)\n"
+)
+CMAKE_341 = (
+    "project(CUTLASS VERSION ${_CUTLASS_VERSION_MAJOR}.${_CUTLASS_VERSION_MINOR}."
+    "${_CUTLASS_VERSION_PATCH} LANGUAGES CXX)\n"
+)
+CHANGELOG_211 = (
+    "# NVIDIA CUTLASS Changelog\n\n"
+    "## [2.11.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.11.0) (2022-11-19)\n"
+    "* Stream-K\n\n"
+    "## [2.10.0](https://github.com/NVIDIA/cutlass/releases/tag/v2.10.0) (2022-08-23)\n"
+)
 SETUP_310 = "setup_args = dict(\n    name='cutlass',\n    version='3.1.0',\n)\n"
 
 
@@ -236,17 +246,26 @@ def make_checkout_2x(root: Path, **markers) -> Path:
     return root
 
 
-@pytest.mark.parametrize("markers, want", [
-    ({"CMakeLists.txt": CMAKE_210, "CHANGELOG.md": CHANGELOG_211}, ("2.10.0", "CMakeLists.txt project()")),
-    ({"CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
-    # v3.4.1's project() names no number: passed over
-    ({"CMakeLists.txt": CMAKE_341, "CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
-    ({"python/setup.py": SETUP_310}, ("3.1.0", "python/setup.py version")),
-    # the first heading is no version (v3.3.0 writes "## [3.3]"): passed over, not the next one
-    ({"CHANGELOG.md": "## [3.3](https://github.com/NVIDIA/cutlass/releases/tag/v3.3) (2023-10-31)\n"
-                      "## [3.2.2]\n"}, ("unknown", "none")),
-    ({}, ("unknown", "none")),
-], ids=["cmake", "changelog", "cmake-3.4.1", "setup.py", "changelog-3.3", "none"])
+@pytest.mark.parametrize(
+    "markers, want",
+    [
+        ({"CMakeLists.txt": CMAKE_210, "CHANGELOG.md": CHANGELOG_211}, ("2.10.0", "CMakeLists.txt project()")),
+        ({"CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
+        # v3.4.1's project() names no number: passed over
+        ({"CMakeLists.txt": CMAKE_341, "CHANGELOG.md": CHANGELOG_211}, ("2.11.0", "CHANGELOG.md heading")),
+        ({"python/setup.py": SETUP_310}, ("3.1.0", "python/setup.py version")),
+        # the first heading is no version (v3.3.0 writes "## [3.3]"): passed over, not the next one
+        (
+            {
+                "CHANGELOG.md": "## [3.3](https://github.com/NVIDIA/cutlass/releases/tag/v3.3) (2023-10-31)\n"
+                "## [3.2.2]\n"
+            },
+            ("unknown", "none"),
+        ),
+        ({}, ("unknown", "none")),
+    ],
+    ids=["cmake", "changelog", "cmake-3.4.1", "setup.py", "changelog-3.3", "none"],
+)
 def test_checkout_without_version_h(tmp_path, markers, want):
     from cutlass_layout.sources.trees import tree_version
 
@@ -296,8 +315,7 @@ def test_checkout_2x_from_the_cli(tmp_path, capsys):
 
     root = make_checkout_2x(tmp_path / "c", **{"CMakeLists.txt": CMAKE_210})
     assert main(["source", "--cutlass", str(root)]) == 0
-    assert "version:      2.10.0 (from CMakeLists.txt project(); no cutlass/version.h)" in \
-        capsys.readouterr().out
+    assert "version:      2.10.0 (from CMakeLists.txt project(); no cutlass/version.h)" in capsys.readouterr().out
     (root / "include" / "cutlass" / "cutlass.h").unlink()
     assert main(["source", "--cutlass", str(root)]) == 2
     err = capsys.readouterr().err
@@ -323,4 +341,3 @@ def test_wheel_with_cutlass_h_only(tmp_path):
     t = resolve_cutlass(str(whl))
     assert t.include_root.as_posix().endswith("pkg/include")
     assert (t.version, t.version_from) == ("unknown", "none")
-

@@ -31,8 +31,7 @@ from cutlass_layout.reports.sweep import summary, to_csv
 
 CAP = 101376  # sm120_smem_capacity_bytes in every tree tested here (tests/handed.md)
 
-GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"],
-          "preset": ["flashinfer", "trtllm-moe"]}
+GRID_A = {"tile": ["128x128x128", "128x256x128", "256x128x128", "128x256x256"], "preset": ["flashinfer", "trtllm-moe"]}
 
 
 # ---------------------------------------------------------------------------------------
@@ -51,8 +50,9 @@ def test_section_a_values(swept_a):
     for key, (stages, mainloop, epilogue, kernel, fits) in SECTION_A.items():
         r = by_key[key]
         assert r.verdict == ("fits" if fits else "over_capacity"), key
-        assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) == \
-            (stages, mainloop, epilogue, kernel), key
+        assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes) == (stages, mainloop, epilogue, kernel), (
+            key
+        )
         assert r.capacity_bytes == CAP and r.headroom_bytes == CAP - kernel
         assert r.error is None
     # 128x128x128 flashinfer: a 5th stage would add at least the 18432 TMA bytes of a
@@ -81,15 +81,30 @@ def test_section_a_json_schema(swept_a):
     assert d["provenance"]["tree_hash"] and d["provenance"]["cutlass_version"] == "4.5.0"
     assert len(d["grid"]) == len(d["results"]) == 8
     assert d["grid"][0] == Config(tile=(128, 128, 128)).to_dict()
-    keys = {"config", "stages", "mainloop_bytes", "epilogue_bytes", "kernel_bytes",
-            "capacity_bytes", "headroom_bytes", "verdict", "max_stages_that_fit",
-            "max_stages_kernel_bytes", "stage_search", "exact_fit", "error", "approximation"}
+    keys = {
+        "config",
+        "stages",
+        "mainloop_bytes",
+        "epilogue_bytes",
+        "kernel_bytes",
+        "capacity_bytes",
+        "headroom_bytes",
+        "verdict",
+        "max_stages_that_fit",
+        "max_stages_kernel_bytes",
+        "stage_search",
+        "exact_fit",
+        "error",
+        "approximation",
+    }
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys
         assert r["config"] == g
         # a preset: an approximation of flashinfer's kernels, on that install's own tree
         assert (r["approximation"]["preset"], r["approximation"]["install"]) == (
-            g["preset"], "flashinfer-python 0.7.2.post1")
+            g["preset"],
+            "flashinfer-python 0.7.2.post1",
+        )
         assert r["verdict"] in ("fits", "over_capacity", "does_not_compile")
 
 
@@ -121,8 +136,7 @@ def test_section_b_mxfp8_dense_no_stage_count_fits(fi072):
     assert auto.verdict == "does_not_compile"
     assert "Stages set to value 2 or more" in auto.error.message
     # tests/handed.md B: StageCount<2> -> mainloop 102400, epilogue 9216, kernel 111616 > 101376
-    assert (two.stages, two.mainloop_bytes, two.epilogue_bytes, two.kernel_bytes) == \
-        (2, 102400, 9216, 111616)
+    assert (two.stages, two.mainloop_bytes, two.epilogue_bytes, two.kernel_bytes) == (2, 102400, 9216, 111616)
     assert two.verdict == "over_capacity" and two.headroom_bytes == 101376 - 111616
     for r in (auto, two):
         assert r.max_stages_that_fit is None and r.max_stages_kernel_bytes is None
@@ -148,8 +162,20 @@ def test_command_json_csv_and_table(swept_a, fi072, tmp_path):
     from click.testing import CliRunner
 
     root = str(fi072.tree.include_root)
-    args = ["--tile", "128x{128,256}x128", "--tile", "256x128x128", "--tile", "128x256x256",
-            "--preset", "flashinfer", "--preset", "trtllm-moe", "--cutlass", root]
+    args = [
+        "--tile",
+        "128x{128,256}x128",
+        "--tile",
+        "256x128x128",
+        "--tile",
+        "128x256x256",
+        "--preset",
+        "flashinfer",
+        "--preset",
+        "trtllm-moe",
+        "--cutlass",
+        root,
+    ]
     runner = CliRunner()
     out = runner.invoke(command, args + ["--json"], catch_exceptions=False)
     assert out.exit_code == 0
@@ -185,8 +211,9 @@ def test_grid_file(fi072, tmp_path, swept_a):
 
     g = tmp_path / "grid.toml"
     g.write_text('tile = ["128x128x128", "128x256x128"]\npreset = "trtllm-moe"\n')
-    out = CliRunner().invoke(command, ["--grid", str(g), "--cutlass", str(fi072.tree.include_root),
-                                       "--json"], catch_exceptions=False)
+    out = CliRunner().invoke(
+        command, ["--grid", str(g), "--cutlass", str(fi072.tree.include_root), "--json"], catch_exceptions=False
+    )
     assert out.exit_code == 0
     kernels = [r["kernel_bytes"] for r in json.loads(out.stdout)["results"]]
     assert kernels == [89088, 98304]  # tests/handed.md A, TRT-LLM MoE flavour
@@ -199,16 +226,23 @@ _PROV = Provenance("root", "4.5.0", "hash", "test", "clang", "cuda", "test", [])
 
 
 def _rep(stages, kernel, mainloop=None, cap=CAP):
-    return LayoutReport(config={}, provenance=_PROV, stages=stages,
-                        capacity=Constant("sm120_smem_capacity_bytes", cap),
-                        kernel=StructLayout("K", kernel, 1024, 0),
-                        mainloop=StructLayout("M", mainloop or kernel - 10000, 1024, 0),
-                        epilogue=StructLayout("E", 9216, 128, 0))
+    return LayoutReport(
+        config={},
+        provenance=_PROV,
+        stages=stages,
+        capacity=Constant("sm120_smem_capacity_bytes", cap),
+        kernel=StructLayout("K", kernel, 1024, 0),
+        mainloop=StructLayout("M", mainloop or kernel - 10000, 1024, 0),
+        epilogue=StructLayout("E", 9216, 128, 0),
+    )
 
 
 def _bad():
-    return LayoutReport(config={}, provenance=_PROV,
-                        error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."))
+    return LayoutReport(
+        config={},
+        provenance=_PROV,
+        error=CompileError("static_assert", "Specialization requires Stages set to value 2 or more."),
+    )
 
 
 def _run_search(kernel_of, start, *, search=None):
@@ -255,7 +289,7 @@ def test_search_builder_leaves_stages_on_the_table():
 def test_search_auto_does_not_compile():
     f = _linear(12000, 50000)  # StageCount<2> -> 112000 over
     assert _run_search(f, _bad()) == ((None, None), 1)
-    f = _linear(1000, 40000)   # StageCount<2> -> 81000 fits, 3 -> 121000 over
+    f = _linear(1000, 40000)  # StageCount<2> -> 81000 fits, 3 -> 121000 over
     assert _run_search(f, _bad())[0] == (2, 81000)
 
 
@@ -304,9 +338,19 @@ def test_could_not_run_record_summary_and_csv():
     from cutlass_layout.model import StageSearch
 
     why = "StageCount<N> does not compile for this builder (N = 2, 3; static_assert failed: x)"
-    r = SweepRecord(Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)), 3, 87040, 10240,
-                    96256, CAP, CAP - 96256, "fits", None, None,
-                    stage_search=StageSearch("could not run", why))
+    r = SweepRecord(
+        Config(kernel="sparse", a="nvfp4", tile=(128, 128, 256)),
+        3,
+        87040,
+        10240,
+        96256,
+        CAP,
+        CAP - 96256,
+        "fits",
+        None,
+        None,
+        stage_search=StageSearch("could not run", why),
+    )
     assert summary(r) == f"auto: 3 stages, 96256 B, fits, headroom 5120; could not search: {why}"
     assert r.to_dict()["stage_search"] == {"status": "could not run", "reason": why}
     (row,) = csv.DictReader(io.StringIO(to_csv(SweepResult(_PROV, [r.config], [r]))))
@@ -353,8 +397,7 @@ def test_chunks_spread_over_workers():
     ok = [c for c in cfgs if c not in fails]
     assert [len(ch) for ch in chunks(ok[:8], 2)] == [4, 4]
     assert len(chunks(cfgs[:3], 2)) == 1
-    assert all(len({c.arch for c in ch}) == 1
-               for ch in chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
+    assert all(len({c.arch for c in ch}) == 1 for ch in chunks(cfgs[:8] + [c.with_(arch="sm121") for c in cfgs[:8]], 2))
 
 
 @pytest.mark.network
@@ -362,8 +405,10 @@ def test_search_guesses_need_one_round(swept_a):
     """Section A's search candidates (auto + 1 for the six that compile; StageCount<2> for
     the pair that does not) are guessed right, so a cold sweep lays out 8 + 8 configs in
     one round."""
-    assert [first_candidate(Config(tile=(128, 128, 128), preset=p)).stages
-            for p in ("flashinfer", "trtllm-moe")] == [5, 5]  # tests/handed.md: auto 4 stages
+    assert [first_candidate(Config(tile=(128, 128, 128), preset=p)).stages for p in ("flashinfer", "trtllm-moe")] == [
+        5,
+        5,
+    ]  # tests/handed.md: auto 4 stages
     assert first_candidate(Config(tile=(128, 256, 256))).stages == 2
     assert swept_a.stats["laid_out"] == 16
 
@@ -371,11 +416,20 @@ def test_search_guesses_need_one_round(swept_a):
 def test_csv_and_summary_from_records():
     from cutlass_layout.commands.sweep import SweepResult
 
-    ok = SweepRecord(Config(tile=(128, 32, 256)), 4, 92160, 9216, 102400, CAP, -1024,
-                     "over_capacity", 3, 79872)
-    bad = SweepRecord(Config(tile=(128, 256, 256)), None, None, None, None, None, None,
-                      "does_not_compile", None, None,
-                      CompileError("static_assert", "Stages set to value 2 or more.", "x.hpp", 225))
+    ok = SweepRecord(Config(tile=(128, 32, 256)), 4, 92160, 9216, 102400, CAP, -1024, "over_capacity", 3, 79872)
+    bad = SweepRecord(
+        Config(tile=(128, 256, 256)),
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        "does_not_compile",
+        None,
+        None,
+        CompileError("static_assert", "Stages set to value 2 or more.", "x.hpp", 225),
+    )
     res = SweepResult(_PROV, [Config()], [bad, ok])
     rows = list(csv.DictReader(io.StringIO(to_csv(res))))
     assert rows[1]["tile"] == "128x32x256" and rows[1]["max_stages_that_fit"] == "3"
@@ -385,17 +439,20 @@ def test_csv_and_summary_from_records():
     assert summary(bad).endswith("; no stage count fits")
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["--grid", "g.toml", "--tile", "128x128x128"], "either --grid"),
-    (["--json", "--csv"], "one output format, not json and csv"),
-    (["--format", "csv", "--json"], "one output format, not csv and json"),
-    (["--format", "html"], "--format html: choose text, markdown, json, csv"),
-    (["--jobs", "0"], "--jobs"),
-    (["--plot", "out.pdf"], ".svg or .png"),
-    (["--tile", "128x{64,0}x128"], "tile"),
-    (["--tile", "128x{64,128x128"], "unbalanced"),
-    (["--grid", "/nonexistent/grid.toml"], "cannot read grid file"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--grid", "g.toml", "--tile", "128x128x128"], "either --grid"),
+        (["--json", "--csv"], "one output format, not json and csv"),
+        (["--format", "csv", "--json"], "one output format, not csv and json"),
+        (["--format", "html"], "--format html: choose text, markdown, json, csv"),
+        (["--jobs", "0"], "--jobs"),
+        (["--plot", "out.pdf"], ".svg or .png"),
+        (["--tile", "128x{64,0}x128"], "tile"),
+        (["--tile", "128x{64,128x128"], "unbalanced"),
+        (["--grid", "/nonexistent/grid.toml"], "cannot read grid file"),
+    ],
+)
 def test_command_bad_input(args, msg):
     with pytest.raises(BadInput, match=msg.replace("{", r"\{").replace(".", r"\.")):
         command.main(args, standalone_mode=False)
@@ -415,11 +472,24 @@ def test_section_d_sm90(nc420):
     """tests/handed.md D (nvidia-cutlass 4.2.0.0): SM90 dense bf16 128x128x64, cooperative, TMA
     epilogue, C = D = bf16: 6 stages, mainloop 196736, epilogue 33792, kernel 230400 of
     232448."""
-    grid = {"arch": "sm90", "kernel": "dense", "a": "bf16", "tile": "128x128x64",
-            "schedule": "cooperative", "epilogue_schedule": "tma", "c": "bf16", "d": "bf16"}
+    grid = {
+        "arch": "sm90",
+        "kernel": "dense",
+        "a": "bf16",
+        "tile": "128x128x64",
+        "schedule": "cooperative",
+        "epilogue_schedule": "tma",
+        "c": "bf16",
+        "d": "bf16",
+    }
     (r,) = sweep(grid, nc420, use_cache=False).records
-    assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes, r.capacity_bytes) == \
-        (6, 196736, 33792, 230400, 232448)
+    assert (r.stages, r.mainloop_bytes, r.epilogue_bytes, r.kernel_bytes, r.capacity_bytes) == (
+        6,
+        196736,
+        33792,
+        230400,
+        232448,
+    )
     assert r.verdict == "fits" and r.headroom_bytes == 2048
     # a 7th stage adds at least its A and B tiles (2 x 128 x 64 x 2 bytes = 32768) > 2048
     assert (r.max_stages_that_fit, r.max_stages_kernel_bytes) == (6, 230400)

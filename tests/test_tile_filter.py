@@ -9,9 +9,22 @@ from cutlass_layout.model import Tactic
 
 
 def tactic(name: str, a: str, b: str, tile) -> Tactic:
-    return Tactic(family="moe", name=name, a=a, b=b, out="bf16", fusion="none", swap_ab=True,
-                  tile=list(tile), cluster=[1, 1, 1], kernel="grouped",
-                  schedule="KernelTmaWarpSpecializedCooperative", file="x.cu", line=1, launcher=name)
+    return Tactic(
+        family="moe",
+        name=name,
+        a=a,
+        b=b,
+        out="bf16",
+        fusion="none",
+        swap_ab=True,
+        tile=list(tile),
+        cluster=[1, 1, 1],
+        kernel="grouped",
+        schedule="KernelTmaWarpSpecializedCooperative",
+        file="x.cu",
+        line=1,
+        launcher=name,
+    )
 
 
 # flashinfer 0.7.4's SM90 mixed-input MoE (swap_ab: the activation is B):
@@ -35,7 +48,8 @@ def test_a_name_spelling_of_another_tactic_gets_a_note():
     assert tile_spelling_notes(POOL, filter_tests(tile="128x128x512B")) == [
         "tile 128x128x512B: K counts bytes of the activation; 1 tactic(s) named "
         "CtaShape128x128x512B_... have CTA tile 128x128x512 (K in elements) and are not kept: "
-        "for them give --tile 128x128x512; it keeps 1 named CtaShape128x128x256B_..."]
+        "for them give --tile 128x128x512; it keeps 1 named CtaShape128x128x256B_..."
+    ]
     # K in elements, or a B tile whose name spelling means the same bytes: no note
     assert tile_spelling_notes(POOL, filter_tests(tile="128x128x512")) == []
     assert tile_spelling_notes([FP8], filter_tests(tile="128x128x512B")) == []

@@ -20,9 +20,11 @@ HEADER = "#include <tvm/ffi/container/tensor.h>\n"
 def test_the_requirement_read_from_metadata():
     """flashinfer-python 0.7.2.post1's METADATA (its own lines): the plain requirement, not
     the one of the ``ptx`` extra; the older ``name (spec)`` spelling too."""
-    meta = ("Name: flashinfer-python\nRequires-Dist: apache-tvm-ffi<0.2,>=0.1.11\n"
-            "Requires-Dist: click\n"
-            'Requires-Dist: apache-tvm-ffi<0.2,>=0.1.12; extra == "ptx"\n')
+    meta = (
+        "Name: flashinfer-python\nRequires-Dist: apache-tvm-ffi<0.2,>=0.1.11\n"
+        "Requires-Dist: click\n"
+        'Requires-Dist: apache-tvm-ffi<0.2,>=0.1.12; extra == "ptx"\n'
+    )
     assert requirement_of(meta) == "apache-tvm-ffi<0.2,>=0.1.11"
     assert requirement_of('Requires-Dist: apache-tvm-ffi>=0.1.12; extra == "ptx"\n') is None
     assert requirement_of("Requires-Dist: apache_tvm_ffi (>=0.1.0, <0.2)\n") == "apache-tvm-ffi>=0.1.0,<0.2"
@@ -58,8 +60,7 @@ def test_headers_beside_the_install_are_used(mini_tvm):
     res = audit(str(mini), family="gemm_sm120", jobs=1)
     assert _groupwise(res)["error"] is None
     # the same tactics, one line lower (the include added at the top of the source)
-    assert [t.to_dict() | {"line": t.line - 1} for t in res.tactics] == \
-        [t.to_dict() for t in plain.tactics]
+    assert [t.to_dict() | {"line": t.line - 1} for t in res.tactics] == [t.to_dict() for t in plain.tactics]
     assert res.provenance["tvm_ffi"]["include"] == str(found.include)
 
 

@@ -17,9 +17,11 @@ pytestmark = pytest.mark.network
 
 
 def test_user_kernel_and_collectives_match_nvcc(nc420, nvcc):
-    subjects = [UserType(HEADER, "my_project::ReluGemm", "sm90"),
-                UserType(HEADER, "my_project::Mainloop", "sm90"),
-                UserType(HEADER, "my_project::ReluEpilogue", "sm90")]
+    subjects = [
+        UserType(HEADER, "my_project::ReluGemm", "sm90"),
+        UserType(HEADER, "my_project::Mainloop", "sm90"),
+        UserType(HEADER, "my_project::ReluEpilogue", "sm90"),
+    ]
     kernel, mainloop, epilogue = reps = layouts(subjects, nc420)
     assert all(r.error is None for r in reps)
     # the kernel has all three parts; a collective alone has only its own
@@ -36,8 +38,20 @@ def test_user_kernel_and_collectives_match_nvcc(nc420, nvcc):
 
 
 def test_cli_header_type_json(nc420, capsys):
-    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--arch", "sm90",
-                 "--header", str(HEADER), "--type", "my_project::ReluGemm", "--json"])
+    code = main(
+        [
+            "layout",
+            "--cutlass",
+            str(nc420.tree.include_root),
+            "--arch",
+            "sm90",
+            "--header",
+            str(HEADER),
+            "--type",
+            "my_project::ReluGemm",
+            "--json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     assert doc["config"] == {"header": str(HEADER), "type": "my_project::ReluGemm", "arch": "sm90"}
@@ -45,8 +59,19 @@ def test_cli_header_type_json(nc420, capsys):
 
 
 def test_unknown_type_does_not_compile(nc420, capsys):
-    code = main(["layout", "--cutlass", str(nc420.tree.include_root), "--arch", "sm90",
-                 "--header", str(HEADER), "--type", "my_project::NoSuchKernel"])
+    code = main(
+        [
+            "layout",
+            "--cutlass",
+            str(nc420.tree.include_root),
+            "--arch",
+            "sm90",
+            "--header",
+            str(HEADER),
+            "--type",
+            "my_project::NoSuchKernel",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 3
     assert "NoSuchKernel" in out

@@ -44,7 +44,6 @@ a GPU) -> :mod:`~cutlass_layout.commands` -> :mod:`~cutlass_layout.reports` ->
 :mod:`~cutlass_layout.api` (this facade) -> :mod:`~cutlass_layout.cli`.
 """
 
-
 from .api import (
     LIMITS,
     VERSION,
@@ -81,9 +80,33 @@ from .api import (
 __version__ = VERSION  # the one version: pyproject.toml's
 
 __all__ = [
-    "layout", "layouts", "sweep", "diff", "scan", "audit", "merge_audits", "tactic", "target", "resolve_cutlass",
-    "parse_tile", "show_progress", "LIMITS",
-    "AuditResult", "AuditSet", "BadInput", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
-    "DoesNotCompile", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord", "SweepResult",
-    "Tactic", "Target", "UserType",
+    "layout",
+    "layouts",
+    "sweep",
+    "diff",
+    "scan",
+    "audit",
+    "merge_audits",
+    "tactic",
+    "target",
+    "resolve_cutlass",
+    "parse_tile",
+    "show_progress",
+    "LIMITS",
+    "AuditResult",
+    "AuditSet",
+    "BadInput",
+    "Config",
+    "CutlassLayoutError",
+    "CutlassTree",
+    "DiffResult",
+    "DoesNotCompile",
+    "LayoutReport",
+    "OverLimit",
+    "ScanResult",
+    "SweepRecord",
+    "SweepResult",
+    "Tactic",
+    "Target",
+    "UserType",
 ]

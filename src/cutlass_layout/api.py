@@ -64,6 +64,7 @@ def _renamed(**old_names: str):
     """Keep an argument's former keyword name working: ``@_renamed(cutlass="source")``
     passes ``cutlass=X`` on as ``source=X`` with a :class:`DeprecationWarning`; both at once
     are bad input."""
+
     def decorate(f):
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
@@ -72,11 +73,14 @@ def _renamed(**old_names: str):
                     value = kwargs.pop(old)
                     if new in kwargs:
                         raise BadInput(f"{f.__name__}(): give {new}= alone ({old}= is its old name)")
-                    warnings.warn(f"{f.__name__}({old}=...) is now {f.__name__}({new}=...)",
-                                  DeprecationWarning, stacklevel=2)
+                    warnings.warn(
+                        f"{f.__name__}({old}=...) is now {f.__name__}({new}=...)", DeprecationWarning, stacklevel=2
+                    )
                     kwargs[new] = value
             return f(*args, **kwargs)
+
         return wrapper
+
     return decorate
 
 
@@ -118,9 +122,17 @@ def target(source=None, cuda_path=None) -> Target:
 
 
 @_renamed(cutlass="source")
-def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = False,
-           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
-           **config_values) -> LayoutReport:
+def layout(
+    config=None,
+    source=None,
+    *,
+    cuda_path=None,
+    raise_on_error: bool = False,
+    check_kernel_body: bool = False,
+    budget: bool = True,
+    use_cache: bool = True,
+    **config_values,
+) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config (``cutlass-layout layout``),
     compared with the arch's capacity (docs/python-api.md#layout: which CUTLASS types).
 
@@ -154,14 +166,21 @@ def layout(config=None, source=None, *, cuda_path=None, raise_on_error: bool = F
     """
     subject = engine.subject(config, **config_values)
     tgt = engine.target(source, cuda_path)
-    rep = engine.layout(subject, tgt, raise_on_error=raise_on_error,
-                        check_kernel_body=check_kernel_body, budget=budget, use_cache=use_cache)
+    rep = engine.layout(
+        subject,
+        tgt,
+        raise_on_error=raise_on_error,
+        check_kernel_body=check_kernel_body,
+        budget=budget,
+        use_cache=use_cache,
+    )
     return replace(rep, approximation=_approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0])
 
 
 @_renamed(cutlass="source")
-def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = False,
-            use_cache: bool = True) -> list[LayoutReport]:
+def layouts(
+    configs, source=None, *, cuda_path=None, check_kernel_body: bool = False, use_cache: bool = True
+) -> list[LayoutReport]:
     """:func:`layout` for several configs with as few libclang parses as possible (one
     translation unit per arch; an auto-stage preset config's builder budget comes from the
     same parse, a user type gets none).
@@ -182,14 +201,24 @@ def layouts(configs, source=None, *, cuda_path=None, check_kernel_body: bool = F
     subjects = [engine.subject(c) for c in configs]
     tgt = engine.target(source, cuda_path)
     reps = engine.layouts(subjects, tgt, check_kernel_body=check_kernel_body, use_cache=use_cache)
-    return [replace(rep, approximation=appr)
-            for rep, appr in zip(reps, _approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path))]
+    return [
+        replace(rep, approximation=appr)
+        for rep, appr in zip(reps, _approximations(subjects, tgt.tree, cuda_path=tgt.cuda.path))
+    ]
 
 
 @_renamed(cutlass="source")
-def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
-          use_cache: bool = True, progress: bool = False, executor: str | None = None,
-          **grid_values) -> SweepResult:
+def sweep(
+    grid=None,
+    source=None,
+    *,
+    cuda_path=None,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+    executor: str | None = None,
+    **grid_values,
+) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest ``StageCount<N>`` whose
     kernel SharedStorage fits the capacity (``cutlass-layout sweep``; docs/python-api.md#sweep).
 
@@ -220,15 +249,38 @@ def sweep(grid=None, source=None, *, cuda_path=None, jobs: int | None = None,
     Example: ``sweep(tile="128x{32,64}x256", source="flashinfer-python==0.7.2.post1").records``
     """
     with runner.showing(progress), executors.session(executor) as ex:
-        return _sweep.sweep(grid, source, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-                            progress=progress, executor=ex, **grid_values)
+        return _sweep.sweep(
+            grid,
+            source,
+            cuda_path=cuda_path,
+            jobs=jobs,
+            use_cache=use_cache,
+            progress=progress,
+            executor=ex,
+            **grid_values,
+        )
 
 
-def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
-         audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
-         kernels: str | None = None, ignore_kernels: str | None = None, exclude_kernels: str | None = None,
-         instantiation_level: str | None = None, cuda_path=None, use_cache: bool = True,
-         jobs: int | None = None, grid_source: str | None = None, **grid_values) -> DiffResult:
+def diff(
+    old,
+    new,
+    grid=None,
+    *,
+    structural: bool | None = None,
+    numeric: bool | None = None,
+    audit: bool = False,
+    arch: str | list[str] | None = None,
+    family: str | None = None,
+    kernels: str | None = None,
+    ignore_kernels: str | None = None,
+    exclude_kernels: str | None = None,
+    instantiation_level: str | None = None,
+    cuda_path=None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    grid_source: str | None = None,
+    **grid_values,
+) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS sources, OLD -> NEW (``cutlass-layout diff``):
     the structural view (tree-sitter: changed ``*Storage`` structs and TMA-bytes, stage and
     capacity constants) and the numeric one (the engine: each config's layout on both sides).
@@ -263,20 +315,39 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
 
     Example: ``diff("flashinfer-python==0.6.8", "flashinfer-python==0.7.2.post1").numeric``
     """
-    chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
-              "instantiation_level": instantiation_level}
+    chosen = {
+        "kernels": kernels,
+        "ignore_kernels": ignore_kernels,
+        "exclude_kernels": exclude_kernels,
+        "instantiation_level": instantiation_level,
+    }
     selection = None
     if any(chosen.values()):
         if not audit:
             given = ", ".join(k for k, v in chosen.items() if v)
-            raise BadInput(f"{given}: the kernel library's own filters, for an audit diff (audit=True) of two "
-                           "CUTLASS kernel libraries")
+            raise BadInput(
+                f"{given}: the kernel library's own filters, for an audit diff (audit=True) of two "
+                "CUTLASS kernel libraries"
+            )
         from .installs.kernel_library import Selection
 
         selection = Selection(**{k: v or "" for k, v in chosen.items()})
-    return _diff.diff(old, new, grid, structural=structural, numeric=numeric, audit=audit,
-                      arch=arch, family=family, selection=selection, cuda_path=cuda_path,
-                      use_cache=use_cache, jobs=jobs, grid_source=grid_source, **grid_values)
+    return _diff.diff(
+        old,
+        new,
+        grid,
+        structural=structural,
+        numeric=numeric,
+        audit=audit,
+        arch=arch,
+        family=family,
+        selection=selection,
+        cuda_path=cuda_path,
+        use_cache=use_cache,
+        jobs=jobs,
+        grid_source=grid_source,
+        **grid_values,
+    )
 
 
 @_renamed(path="source")
@@ -308,12 +379,25 @@ def scan(source, grep: str | None = None, *, line_offset: int = 0, as_cutlass: b
 
 
 @_renamed(src="source")
-def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | None = None,
-          grep: str | None = None, cuda_path=None, jobs: int | None = None, use_cache: bool = True,
-          progress: bool = False, kernels: str | None = None, ignore_kernels: str | None = None,
-          exclude_kernels: str | None = None, instantiation_level: str | None = None,
-          executor: str | None = None, shard: tuple[int, int] | None = None,
-          on_tactic=None, **config_values) -> AuditResult | AuditSet:
+def audit(
+    source=None,
+    arch: str | Sequence[str] = "sm120",
+    *,
+    family: str | None = None,
+    grep: str | None = None,
+    cuda_path=None,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+    kernels: str | None = None,
+    ignore_kernels: str | None = None,
+    exclude_kernels: str | None = None,
+    instantiation_level: str | None = None,
+    executor: str | None = None,
+    shard: tuple[int, int] | None = None,
+    on_tactic=None,
+    **config_values,
+) -> AuditResult | AuditSet:
     """Lay out every CUTLASS GEMM kernel a flashinfer install builds for ``arch``
     (``cutlass-layout audit``), read from its own code (its JIT module builders and
     TensorRT-LLM's MoE kernel generator, run in a child process); or, where ``source`` is
@@ -363,22 +447,40 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
 
     Example: ``audit("flashinfer-python==0.7.2.post1", family="moe").tactics``
     """
-    chosen = {"kernels": kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
-              "instantiation_level": instantiation_level}
-    several = isinstance(arch, str) and arch.strip().lower() == _audit.ALL or \
-        not isinstance(arch, str) and isinstance(arch, Iterable)
+    chosen = {
+        "kernels": kernels,
+        "ignore_kernels": ignore_kernels,
+        "exclude_kernels": exclude_kernels,
+        "instantiation_level": instantiation_level,
+    }
+    several = (
+        isinstance(arch, str)
+        and arch.strip().lower() == _audit.ALL
+        or not isinstance(arch, str)
+        and isinstance(arch, Iterable)
+    )
     if shard is not None:
         shard = _shard.check_shard(shard)  # before any work
     with runner.showing(progress), executors.session(executor) as ex:
-        common = dict(grep=grep, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, progress=progress,
-                      executor=ex, shard=shard, **config_values)
+        common = dict(
+            grep=grep,
+            cuda_path=cuda_path,
+            jobs=jobs,
+            use_cache=use_cache,
+            progress=progress,
+            executor=ex,
+            shard=shard,
+            **config_values,
+        )
         if is_kernel_library(source):
             from .commands.library_audit import audit_library, audit_library_archs
             from .installs.kernel_library import FAMILY, Selection
 
             if on_tactic is not None:
-                raise BadInput("tactics stream as they come in from a flashinfer install's audit; CUTLASS's "
-                               "kernel library gives its tactics at the end (give --json)")
+                raise BadInput(
+                    "tactics stream as they come in from a flashinfer install's audit; CUTLASS's "
+                    "kernel library gives its tactics at the end (give --json)"
+                )
             if family is not None and family != FAMILY:
                 raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
             selection = Selection(**{k: v or "" for k, v in chosen.items()})
@@ -388,9 +490,11 @@ def audit(source=None, arch: str | Sequence[str] = "sm120", *, family: str | Non
             return audit_library(source, cast(str, arch), selection=selection, **common)
         given = [k for k, v in chosen.items() if v]
         if given:
-            raise BadInput(f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
-                           "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
-                           "checkout), not a flashinfer install")
+            raise BadInput(
+                f"{', '.join(given)}: the kernel library's own filters, for CUTLASS's library "
+                "(nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
+                "checkout), not a flashinfer install"
+            )
         if on_tactic is not None:
             common["on_tactic"] = on_tactic
         if several:
@@ -496,8 +600,9 @@ def tactics_blocklist(result: AuditResult, path=None, *, fmt: BlocklistFormat | 
 _MOE_TILE = re.compile(r"ctashape|^\d+x\d+x\d+b(/|$)", re.I)
 
 
-def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cache: bool = True,
-           progress: bool = False) -> Tactic:
+def tactic(
+    id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cache: bool = True, progress: bool = False
+) -> Tactic:
     """One kernel a flashinfer install builds, by its :func:`audit` id or a unique part of it
     (``cutlass-layout layout --tactic ID``); from the results cache when the audit has run. For
     CUTLASS's kernel library, ``id`` is a procedural name (or a ``--kernels`` filter that keeps
@@ -521,18 +626,30 @@ def tactic(id: str, source=None, arch: str = "sm120", *, cuda_path=None, use_cac
         from .installs.kernel_library import Selection
 
         with runner.showing(progress):
-            res = audit_library(source, arch, selection=Selection(kernels=id), cuda_path=cuda_path,
-                                use_cache=use_cache, progress=progress)
+            res = audit_library(
+                source,
+                arch,
+                selection=Selection(kernels=id),
+                cuda_path=cuda_path,
+                use_cache=use_cache,
+                progress=progress,
+            )
         return _audit.find_tactic(res, id)
     family = id.split("/", 1)[0] if "/" in id else None
     if _MOE_TILE.search(id):  # a 2.x tile enum names its warp shape: the SM80 path's
         family = _audit.SM80_FAMILY if family == _audit.SM80_FAMILY or "_warpshape" in id.lower() else "moe"
     with runner.showing(progress):
-        found = _audit.audit(source, arch, family=family, cuda_path=cuda_path, use_cache=use_cache,
-                             progress=progress, strict_family=False)
+        found = _audit.audit(
+            source,
+            arch,
+            family=family,
+            cuda_path=cuda_path,
+            use_cache=use_cache,
+            progress=progress,
+            strict_family=False,
+        )
         if found is not None and family is not None and family not in found.families:  # not a family name
-            found = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache,
-                                 progress=progress)
+            found = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress)
         assert found is not None  # None: only for cached_only
         res = found
     return _audit.find_tactic(res, id)
@@ -578,8 +695,7 @@ def config(value=None, **config_values):
     return engine.subject(value, **config_values)
 
 
-def user_type(header, type: str, *, arch: str | None = None, stages=None, includes=(),
-              defines=()) -> UserType:
+def user_type(header, type: str, *, arch: str | None = None, stages=None, includes=(), defines=()) -> UserType:
     """Your own kernel or collective type (``layout --header FILE --type NAME``) as typed:
     ``arch`` in any case (``None``: the type's arch tag decides), ``stages`` ``"auto"``
     (``None``) or N (the header's ``STAGES`` macro is defined as N).
@@ -587,8 +703,14 @@ def user_type(header, type: str, *, arch: str | None = None, stages=None, includ
     Raises:
         BadInput: see :class:`UserType` (missing or binary header, bad name, arch or define).
     """
-    return UserType(header=header, type=type, arch=arch.lower() if arch else None,
-                    stages=parse_stages(stages), includes=tuple(includes), defines=tuple(defines))
+    return UserType(
+        header=header,
+        type=type,
+        arch=arch.lower() if arch else None,
+        stages=parse_stages(stages),
+        includes=tuple(includes),
+        defines=tuple(defines),
+    )
 
 
 def grid(values: dict) -> list[Config]:
@@ -627,8 +749,7 @@ def parse_line_offset(text) -> tuple[str | None, int]:
     return _scan.parse_line_offset(text)
 
 
-def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
-              grep: str | None = None) -> ScanResult:
+def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0, grep: str | None = None) -> ScanResult:
     """:func:`scan` of one header's text (``cutlass-layout scan -``: bytes read from stdin, or
     an excerpt), reported as file ``name`` with its lines counted from ``line_offset + 1``.
 
@@ -691,8 +812,9 @@ def find_nvcc(cuda_path=None) -> str:
     return _find_nvcc(cuda_path)
 
 
-def verify_audit(result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None,
-                 cuda_path=None):
+def verify_audit(
+    result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None, cuda_path=None
+):
     """Compile a sample of an audit's tactics with nvcc's front end (``audit --verify nvcc``)
     and compare every size: the kernel's, mainloop's and epilogue's ``sizeof(SharedStorage)``
     (bytes) and the stage count, from the install's generated sources with its JIT's flags
@@ -773,23 +895,67 @@ def verify_gpu(configs: list, results: list, source=None, *, device=None):
 
     configs = list(configs)
     device = device or gpu_device(configs)
-    return verify_on_gpu(configs, [_expected(r) for r in results], _include_root(source),
-                         arch=device.arch, device=device)
+    return verify_on_gpu(
+        configs, [_expected(r) for r in results], _include_root(source), arch=device.arch, device=device
+    )
 
 
 __all__ = [
     # the questions
-    "layout", "layouts", "sweep", "diff", "scan", "audit", "tactic", "target", "resolve_cutlass",
-    "show_progress", "blocklist_format", "tactics_blocklist", "is_kernel_library", "merge_audits",
-    "stream_row", "exclude_list", "write_exclude_list",
+    "layout",
+    "layouts",
+    "sweep",
+    "diff",
+    "scan",
+    "audit",
+    "tactic",
+    "target",
+    "resolve_cutlass",
+    "show_progress",
+    "blocklist_format",
+    "tactics_blocklist",
+    "is_kernel_library",
+    "merge_audits",
+    "stream_row",
+    "exclude_list",
+    "write_exclude_list",
     # values as typed, the probe, the cross-checks
-    "config", "user_type", "grid", "grid_file", "expand_braces", "parse_stages", "parse_tile",
-    "parse_line_offset", "parse_shard", "scan_text", "probe_text", "verify_nvcc", "gpu_device", "verify_gpu", "verify_audit",
+    "config",
+    "user_type",
+    "grid",
+    "grid_file",
+    "expand_braces",
+    "parse_stages",
+    "parse_tile",
+    "parse_line_offset",
+    "parse_shard",
+    "scan_text",
+    "probe_text",
+    "verify_nvcc",
+    "gpu_device",
+    "verify_gpu",
+    "verify_audit",
     "find_nvcc",
     # the data model and the errors
-    "AuditResult", "AuditSet", "BadInput", "Blocklist", "BlocklistFormat", "Config", "CutlassLayoutError", "CutlassTree", "DiffResult",
-    "DoesNotCompile", "LIMITS", "LayoutReport", "OverLimit", "ScanResult", "SweepRecord",
-    "SweepResult", "Tactic", "Target", "UserType",
+    "AuditResult",
+    "AuditSet",
+    "BadInput",
+    "Blocklist",
+    "BlocklistFormat",
+    "Config",
+    "CutlassLayoutError",
+    "CutlassTree",
+    "DiffResult",
+    "DoesNotCompile",
+    "LIMITS",
+    "LayoutReport",
+    "OverLimit",
+    "ScanResult",
+    "SweepRecord",
+    "SweepResult",
+    "Tactic",
+    "Target",
+    "UserType",
     # the package's version
     "VERSION",
 ]

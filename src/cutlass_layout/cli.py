@@ -71,29 +71,42 @@ def cli():
 @config_options()
 @source_options
 @header_options
-@click.option("--tactic", default=None, metavar="ID",
-              help="A tactic an audit listed (id or unique part).")
+@click.option("--tactic", default=None, metavar="ID", help="A tactic an audit listed (id or unique part).")
 @format_options("text", "markdown", "json")
-@click.option("--check", is_flag=True,
-              help="Exit 1 when over capacity.")
-@click.option("--check-kernel", is_flag=True,
-              help="Also instantiate the kernel body (~20 s).")
-@click.option("--verify", type=str, default=None, metavar="nvcc|gpu",
-              help="Cross-check with nvcc, or on the local GPU.")
-@click.option("--emit-probe", type=str, default=None, metavar="FILE",
-              help="Write the probe's C++ (for nvcc) to FILE.")
-@click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw a memory map (.svg or .png).")
-@click.option("--no-budget", is_flag=True,
-              help="Leave out the builder's stage budget.")
+@click.option("--check", is_flag=True, help="Exit 1 when over capacity.")
+@click.option("--check-kernel", is_flag=True, help="Also instantiate the kernel body (~20 s).")
+@click.option(
+    "--verify", type=str, default=None, metavar="nvcc|gpu", help="Cross-check with nvcc, or on the local GPU."
+)
+@click.option("--emit-probe", type=str, default=None, metavar="FILE", help="Write the probe's C++ (for nvcc) to FILE.")
+@click.option("--plot", "plot_file", default=None, metavar="FILE", help="Draw a memory map (.svg or .png).")
+@click.option("--no-budget", is_flag=True, help="Leave out the builder's stage budget.")
 @click.option("--no-cache", is_flag=True, help="Lay out again (the result is still stored).")
-@click.option("--depth", default=3, show_default=True, type=click.IntRange(min=0),
-              help="Member levels shown (0 = all).")
-@click.option("--show", default="kernel", show_default=True,
-              help="kernel, mainloop, epilogue or all (a,b,...).")
-def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tactic, fmt, as_json,
-               check, check_kernel, verify, emit_probe, plot_file, no_budget, no_cache, depth, show,
-               **flags):
+@click.option(
+    "--depth", default=3, show_default=True, type=click.IntRange(min=0), help="Member levels shown (0 = all)."
+)
+@click.option("--show", default="kernel", show_default=True, help="kernel, mainloop, epilogue or all (a,b,...).")
+def layout_cmd(
+    cutlass_src,
+    cuda_path,
+    header,
+    type_name,
+    includes,
+    defines,
+    tactic,
+    fmt,
+    as_json,
+    check,
+    check_kernel,
+    verify,
+    emit_probe,
+    plot_file,
+    no_budget,
+    no_cache,
+    depth,
+    show,
+    **flags,
+):
     """Lay out one kernel config's SharedStorage and compare it with the capacity.
 
     A preset (the config flags, each once), your own type (--header FILE --type NAME), or a
@@ -113,8 +126,9 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
     structs = show_structs(show)
     if tactic is not None:
         tactic_takes_no_more()
-        return _layout_tactic(tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt,
-                              check, depth, structs, plot_file, no_cache)
+        return _layout_tactic(
+            tactic, cutlass_src, cuda_path, flags["arch"].lower(), fmt, check, depth, structs, plot_file, no_cache
+        )
     if header is not None or type_name is not None or includes or defines:
         subject = user_type_from_flags(header, type_name, includes, defines, flags)
     else:
@@ -128,8 +142,7 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         except OSError as exc:
             raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
     try:
-        rep = api.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget,
-                         use_cache=not no_cache)
+        rep = api.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget, use_cache=not no_cache)
     except BadInput as exc:
         if check_kernel and "kernel body" in str(exc):
             raise BadInput(f"--check-kernel: {exc}") from None
@@ -138,9 +151,17 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         doc = rep.to_dict()
         if verify and rep.error is None:
             v = _verify(verify, device, subject, rep, tgt)
-            doc["verification"] = (v.to_dict() if verify == "gpu" else
-                                   {"tool": "nvcc", "agree": v.agree, "sizes": v.sizes,
-                                    "fields": v.fields, "mismatches": v.mismatches})
+            doc["verification"] = (
+                v.to_dict()
+                if verify == "gpu"
+                else {
+                    "tool": "nvcc",
+                    "agree": v.agree,
+                    "sizes": v.sizes,
+                    "fields": v.fields,
+                    "mismatches": v.mismatches,
+                }
+            )
         click.echo(json_text(doc))
     else:
         _show_layout(rep, fmt, depth, structs, tile_bytes=typed_in_bytes([flags["tile"]]))
@@ -153,8 +174,11 @@ def layout_cmd(cutlass_src, cuda_path, header, type_name, includes, defines, tac
         plot_layout(rep, plot_file, tile_bytes=typed_in_bytes([flags["tile"]]))
         plot_written(plot_file)
     if emit_probe:
-        click.echo(f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
-                   f"-I{tgt.tree.include_root} {emit_probe})", err=True)
+        click.echo(
+            f"probe written to {emit_probe} (compile: nvcc -std=c++17 -arch=... "
+            f"-I{tgt.tree.include_root} {emit_probe})",
+            err=True,
+        )
     if rep.error is not None:
         if fmt == "json":
             click.echo(f"error: {rep.error.one_line()}", err=True)
@@ -169,8 +193,11 @@ def _check_failed(rep, what: str = "the kernel's SharedStorage") -> None:
     """``layout --check`` failed: say why on stderr (the bytes, the capacity, by how much), exit 1."""
     if rep.launch is not None:
         what = "its launch size"
-    click.echo(f"check failed: {what} is {rep.smem_bytes} B, over the {rep.capacity_bytes} B "
-               f"capacity by {-rep.headroom_bytes} B", err=True)
+    click.echo(
+        f"check failed: {what} is {rep.smem_bytes} B, over the {rep.capacity_bytes} B "
+        f"capacity by {-rep.headroom_bytes} B",
+        err=True,
+    )
     sys.exit(1)
 
 
@@ -178,8 +205,9 @@ def _show_layout(rep, fmt: str, depth: int, structs: tuple[str, ...], tile_bytes
     """A layout report as Markdown or as the terminal's table (``--depth 0``: every level);
     ``tile_bytes``: the tile was typed with K in bytes."""
     if fmt == "markdown":
-        click.echo(layout_report.to_markdown(rep, max_depth=depth or None, structs=structs,
-                                             tile_bytes=tile_bytes), nl=False)
+        click.echo(
+            layout_report.to_markdown(rep, max_depth=depth or None, structs=structs, tile_bytes=tile_bytes), nl=False
+        )
     else:
         layout_report.render(rep, text_console(), max_depth=depth or None, structs=structs, tile_bytes=tile_bytes)
 
@@ -205,16 +233,16 @@ def user_type_from_flags(header, type_name, includes, defines, flags, stages=Non
     ``STAGES`` macro. The preset flags do not go with it."""
     if header is None or type_name is None:
         raise BadInput("--header and --type go together (and -I/-D go with them)")
-    extra = [flag for flag, name, _, _ in CONFIG_FLAGS
-             if name not in ("arch", "stages") and was_given(name)]
+    extra = [flag for flag, name, _, _ in CONFIG_FLAGS if name not in ("arch", "stages") and was_given(name)]
     if extra:
-        raise BadInput(f"{extra[0]} describes a preset; with --header the type in the header is "
-                       "what is laid out (only --arch and --stages go with it)")
+        raise BadInput(
+            f"{extra[0]} describes a preset; with --header the type in the header is "
+            "what is laid out (only --arch and --stages go with it)"
+        )
     arch = flags["arch"] if was_given("arch") else None
     if stages is None and isinstance(flags["stages"], str):
         stages = flags["stages"]
-    return api.user_type(header, type_name, arch=arch, stages=stages, includes=includes,
-                         defines=defines)
+    return api.user_type(header, type_name, arch=arch, stages=stages, includes=includes, defines=defines)
 
 
 def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plot_file, no_cache):
@@ -247,21 +275,33 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
 @cli.command("sweep")
 @limits_option
 @config_options(repeatable=True)
-@click.option("--grid", "grid_file", default=None, metavar="FILE",
-              help="A TOML or JSON grid (not with config flags).")
+@click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid (not with config flags).")
 @header_options
 @source_options
 @format_options("text", "markdown", "json", "csv")
-@click.option("--plot", "plot_file", default=None, metavar="FILE",
-              help="Draw bytes per config (.svg or .png).")
+@click.option("--plot", "plot_file", default=None, metavar="FILE", help="Draw bytes per config (.svg or .png).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
-@click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes [default: the CPUs].")
+@click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes [default: the CPUs].")
 @executor_option
-@click.option("--verify", type=click.Choice(["gpu"]), default=None,
-              help="Check the verdicts on the local GPU.")
-def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda_path, fmt, as_json,
-              as_csv, plot_file, no_cache, jobs, executor, verify, **flags):
+@click.option("--verify", type=click.Choice(["gpu"]), default=None, help="Check the verdicts on the local GPU.")
+def sweep_cmd(
+    grid_file,
+    header,
+    type_name,
+    includes,
+    defines,
+    cutlass_src,
+    cuda_path,
+    fmt,
+    as_json,
+    as_csv,
+    plot_file,
+    no_cache,
+    jobs,
+    executor,
+    verify,
+    **flags,
+):
     """Lay out a grid of configs: which tiles and stage counts fit, and the largest stage
     count that fits for each. Exit 0 whatever the verdicts (4 when --verify gpu disagrees).
 
@@ -286,14 +326,16 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
         if grid_file:
             raise BadInput("give either --grid FILE or --header/--type, not both")
         if verify:
-            raise BadInput("--verify gpu launches preset configs; for your own type use "
-                           "layout --header ... --verify nvcc")
-        stages = [api.parse_stages(v) for raw in given.get("stages", ["auto"])
-                  for v in api.expand_braces(raw)]
+            raise BadInput(
+                "--verify gpu launches preset configs; for your own type use layout --header ... --verify nvcc"
+            )
+        stages = [api.parse_stages(v) for raw in given.get("stages", ["auto"]) for v in api.expand_braces(raw)]
         archs_: list[str | None] = [v for raw in given.get("arch", []) for v in api.expand_braces(raw)] or [None]
-        user = [user_type_from_flags(header, type_name, includes, defines,
-                                     {"arch": a, "stages": None}, stages=n)
-                for a in archs_ for n in dict.fromkeys(stages)]
+        user = [
+            user_type_from_flags(header, type_name, includes, defines, {"arch": a, "stages": None}, stages=n)
+            for a in archs_
+            for n in dict.fromkeys(stages)
+        ]
     check_jobs_flag(jobs)
     check_plot_flag(plot_file)
     if user is not None:
@@ -306,12 +348,12 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
     if verify:
         archs = {c.arch for c in configs if isinstance(c, api.Config)}
         if len(archs) > 1:
-            raise BadInput(f"--verify gpu: the grid mixes archs ({', '.join(sorted(archs))}); "
-                           "a GPU runs one")
+            raise BadInput(f"--verify gpu: the grid mixes archs ({', '.join(sorted(archs))}); a GPU runs one")
         device = api.gpu_device(configs)
     src = api.target(cutlass_src, cuda_path) if verify else cutlass_src  # nvcc reads it too
-    result = api.sweep(configs, src, cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache,
-                       progress=True, executor=executor)
+    result = api.sweep(
+        configs, src, cuda_path=cuda_path, jobs=jobs, use_cache=not no_cache, progress=True, executor=executor
+    )
     checks = None
     if verify:
         built = [r for r in result.records if r.error is None]  # those that compile
@@ -353,14 +395,28 @@ def sweep_cmd(grid_file, header, type_name, includes, defines, cutlass_src, cuda
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid file.")
 @click.option("--structural-only", is_flag=True, help="Only the diff of storage structs and constants.")
 @click.option("--numeric-only", is_flag=True, help="Only the layouts of the config grid.")
-@click.option("--audit", "with_audit", is_flag=True,
-              help="Compare what two installs build instead.")
+@click.option("--audit", "with_audit", is_flag=True, help="Compare what two installs build instead.")
 @click.option("--family", default=None, metavar="NAME", help="With --audit: keep one family (moe, ...).")
 @library_options("--audit: the libraries'")
 @cuda_path_option
-def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, numeric_only,
-             with_audit, family, library_kernels, ignore_kernels, exclude_kernels, instantiation_level,
-             cuda_path, **flags):
+def diff_cmd(
+    old,
+    new,
+    fmt,
+    as_json,
+    exit_code,
+    grid_file,
+    structural_only,
+    numeric_only,
+    with_audit,
+    family,
+    library_kernels,
+    ignore_kernels,
+    exclude_kernels,
+    instantiation_level,
+    cuda_path,
+    **flags,
+):
     """Diff the shared-memory layouts of two CUTLASS trees (OLD -> NEW).
 
     OLD and NEW are anything --cutlass accepts. Structural: the storage structs and
@@ -385,14 +441,25 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
     library = library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiation_level)
     if with_audit:
         if structural_only or numeric_only or grid_file or set(values) - {"arch"}:
-            raise BadInput("--audit compares the kernels the installs build: it takes --arch "
-                           "and --family, no grid flags, --structural-only or --numeric-only")
-        res = api.diff(old, new, audit=True, arch=_arch_values(values.get("arch")) or None,
-                       family=family, cuda_path=cuda_path, **library)
+            raise BadInput(
+                "--audit compares the kernels the installs build: it takes --arch "
+                "and --family, no grid flags, --structural-only or --numeric-only"
+            )
+        res = api.diff(
+            old,
+            new,
+            audit=True,
+            arch=_arch_values(values.get("arch")) or None,
+            family=family,
+            cuda_path=cuda_path,
+            **library,
+        )
     else:
         if library:
-            raise BadInput(f"{', '.join('--' + k.replace('_', '-') for k in library)}: the kernel library's own "
-                           "filters, for diff --audit of two CUTLASS kernel libraries")
+            raise BadInput(
+                f"{', '.join('--' + k.replace('_', '-') for k in library)}: the kernel library's own "
+                "filters, for diff --audit of two CUTLASS kernel libraries"
+            )
         archs = _arch_values(values.get("arch")) or None
         if grid_file and values:
             raise BadInput("--grid FILE cannot be combined with config flags")
@@ -405,8 +472,17 @@ def diff_cmd(old, new, fmt, as_json, exit_code, grid_file, structural_only, nume
         elif values and not structural_only:
             # laid out on both trees (their families); the arch goes in as arch=
             grid_values, source = {k: v for k, v in values.items() if k != "arch"}, "flags"
-        res = api.diff(old, new, configs, structural=not numeric_only, numeric=not structural_only,
-                       arch=archs, cuda_path=cuda_path, grid_source=source, **grid_values)
+        res = api.diff(
+            old,
+            new,
+            configs,
+            structural=not numeric_only,
+            numeric=not structural_only,
+            arch=archs,
+            cuda_path=cuda_path,
+            grid_source=source,
+            **grid_values,
+        )
     res.old.source, res.new.source = old, new
     tile_bytes = typed_in_bytes(values.get("tile"))
     if fmt == "json":
@@ -428,8 +504,14 @@ def _arch_values(raw) -> list[str]:
 # scan
 
 
-def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
-                 file_only: bool = False, line_offset: str | None = None, as_cutlass: bool = False) -> int:
+def run_scan_cli(
+    path,
+    json_out: bool = False,
+    grep: str | None = None,
+    file_only: bool = False,
+    line_offset: str | None = None,
+    as_cutlass: bool = False,
+) -> int:
     """``cutlass-layout scan PATH [--json] [--grep NAME] [--file-only] [--line-offset N|FILE:START]``.
 
     ``as_cutlass``: PATH came as ``--cutlass SRC`` (a folder is read as a CUTLASS source).
@@ -445,14 +527,16 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
         name, offset = api.parse_line_offset(line_offset)
         if path == "-":
             if sys.stdin is None or sys.stdin.isatty():
-                raise BadInput("scan -: pipe a header's text into stdin "
-                               "(sed -n 250,300p FILE | cutlass-layout scan - --line-offset 249)")
-            result = api.scan_text(sys.stdin.buffer.read(), name or "<stdin>", line_offset=offset,
-                                   grep=grep)
+                raise BadInput(
+                    "scan -: pipe a header's text into stdin "
+                    "(sed -n 250,300p FILE | cutlass-layout scan - --line-offset 249)"
+                )
+            result = api.scan_text(sys.stdin.buffer.read(), name or "<stdin>", line_offset=offset, grep=grep)
         else:
             if name is not None:
-                raise BadInput("--line-offset FILE:START names the real file of stdin's text; "
-                               "for a file give --line-offset N")
+                raise BadInput(
+                    "--line-offset FILE:START names the real file of stdin's text; for a file give --line-offset N"
+                )
             result = api.scan(path, grep=grep, line_offset=offset, as_cutlass=as_cutlass)
     except BadInput as exc:
         print(f"error: {in_flag_words(exc)}", file=sys.stderr)
@@ -465,21 +549,24 @@ def run_scan_cli(path, json_out: bool = False, grep: str | None = None,
     else:
         sys.stdout.write(render_text(result, file_only=file_only))
     if grep and not result.structs and not result.constants:  # as audit names a filter that kept nothing
-        print(f"note: --grep {grep}: matched no storage struct (nor a member of one) or constant's name "
-              f"in {result.files_scanned} header(s) (case-sensitive)", file=sys.stderr)
+        print(
+            f"note: --grep {grep}: matched no storage struct (nor a member of one) or constant's name "
+            f"in {result.files_scanned} header(s) (case-sensitive)",
+            file=sys.stderr,
+        )
     return 0
 
 
 @cli.command("scan")
 @limits_option
 @click.argument("path", required=False)
-@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="A CUTLASS source (instead of PATH).")
+@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help="A CUTLASS source (instead of PATH).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (cutlass-layout/scan/1).")
 @click.option("--grep", default=None, metavar="NAME", help="Keep structs and constants whose name has NAME.")
 @click.option("--file-only", is_flag=True, help="Print only the files that match.")
-@click.option("--line-offset", default=None, metavar="N|FILE:START",
-              help="An excerpt: N lines (or FILE:START) precede it.")
+@click.option(
+    "--line-offset", default=None, metavar="N|FILE:START", help="An excerpt: N lines (or FILE:START) precede it."
+)
 def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
     """List every *Storage struct and TMA-bytes/stages/capacity constant, without compiling.
 
@@ -495,44 +582,58 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
         raise BadInput("give PATH or --cutlass SRC, not both")
     target = path if path is not None else cutlass_src
     if target is None:
-        raise BadInput("give what to scan: PATH (a header, a directory, a source), - for stdin, "
-                       "or --cutlass SRC")
+        raise BadInput("give what to scan: PATH (a header, a directory, a source), - for stdin, or --cutlass SRC")
     sys.exit(run_scan_cli(target, as_json, grep, file_only, line_offset, as_cutlass=cutlass_src is not None))
 
 
 @cli.command("audit")
 @limits_option
 @click.argument("src", nargs=-1, metavar="[SRC | --merge FILE...]")
-@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC",
-              help="The flashinfer install (instead of SRC).")
+@click.option("--cutlass", "cutlass_src", default=None, metavar="SRC", help="The flashinfer install (instead of SRC).")
 @config_options(filters=True)
-@click.option("--family", default=None, metavar="NAME",
-              help="Keep one family: moe or a JIT module.")
-@click.option("--grep", default=None, metavar="TEXT",
-              help="Keep tactics whose id, name, launcher or file has TEXT.")
+@click.option("--family", default=None, metavar="NAME", help="Keep one family: moe or a JIT module.")
+@click.option("--grep", default=None, metavar="TEXT", help="Keep tactics whose id, name, launcher or file has TEXT.")
 @library_options("The kernel library's")
 @format_options("text", "markdown", "json", "github", "jsonl", "sarif")
-@click.option("--check", is_flag=True,
-              help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none.")
-@click.option("--blocklist", "blocklist_file", default=None, metavar="FILE",
-              help="Also write flashinfer's tactics blocklist.")
+@click.option(
+    "--check", is_flag=True, help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none."
+)
+@click.option(
+    "--blocklist", "blocklist_file", default=None, metavar="FILE", help="Also write flashinfer's tactics blocklist."
+)
 @exclude_list_option
-@click.option("--verify", type=click.Choice(["nvcc"]), default=None,
-              help="Cross-check a sample with nvcc's front end.")
-@click.option("--sample", type=int, default=None, metavar="K",
-              help="With --verify: K tactics per family.")
-@click.option("--jobs", type=int, default=None, metavar="N",
-              help="Worker processes [default: the CPUs].")
+@click.option("--verify", type=click.Choice(["nvcc"]), default=None, help="Cross-check a sample with nvcc's front end.")
+@click.option("--sample", type=int, default=None, metavar="K", help="With --verify: K tactics per family.")
+@click.option("--jobs", type=int, default=None, metavar="N", help="Worker processes [default: the CPUs].")
 @executor_option
-@click.option("--shard", "shard_text", default=None, metavar="I/N",
-              help="Lay out shard I of N alone (see --merge).")
-@click.option("--merge", is_flag=True,
-              help="Join the shards' --json FILEs (not SRC).")
+@click.option("--shard", "shard_text", default=None, metavar="I/N", help="Lay out shard I of N alone (see --merge).")
+@click.option("--merge", is_flag=True, help="Join the shards' --json FILEs (not SRC).")
 @click.option("--no-cache", is_flag=True, help="Recompute (results are still stored).")
 @cuda_path_option
-def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, exclude_kernels,
-              instantiation_level, fmt, as_json, check, blocklist_file, exclude_list_file, verify, sample, jobs,
-              executor, shard_text, merge, no_cache, cuda_path, **flags):
+def audit_cmd(
+    src,
+    cutlass_src,
+    family,
+    grep,
+    library_kernels,
+    ignore_kernels,
+    exclude_kernels,
+    instantiation_level,
+    fmt,
+    as_json,
+    check,
+    blocklist_file,
+    exclude_list_file,
+    verify,
+    sample,
+    jobs,
+    executor,
+    shard_text,
+    merge,
+    no_cache,
+    cuda_path,
+    **flags,
+):
     """Lay out every CUTLASS GEMM kernel an installed flashinfer builds for an arch (or several).
 
     SRC: a flashinfer install (default: the one installed here; its generator code runs in
@@ -586,13 +687,17 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     if blocklist_file and api.is_kernel_library(source):
         raise BadInput("--blocklist writes flashinfer's tactics blocklist: CUTLASS's kernel library has none")
     if blocklist_file and shard is not None:
-        raise BadInput(f"--blocklist with --shard {shard_text}: flashinfer's tactics blocklist holds every "
-                       "over-capacity tactic the runtime would try, and a shard has some of them: write it from "
-                       "the audit without --shard")
+        raise BadInput(
+            f"--blocklist with --shard {shard_text}: flashinfer's tactics blocklist holds every "
+            "over-capacity tactic the runtime would try, and a shard has some of them: write it from "
+            "the audit without --shard"
+        )
     if blocklist_file and several:
-        raise BadInput(f"--blocklist with --arch {' '.join(archs)}: flashinfer's tactics blocklist holds one "
-                       "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
-                       "GPU): write one file per arch, --arch A --blocklist FILE")
+        raise BadInput(
+            f"--blocklist with --arch {' '.join(archs)}: flashinfer's tactics blocklist holds one "
+            "arch's tactic ids (one _metadata block, keys naming the MoE runner's GEMMs, not the "
+            "GPU): write one file per arch, --arch A --blocklist FILE"
+        )
     bl_format = api.blocklist_format(source, blocklist_file) if blocklist_file else None  # the folder checked
     check_exclude_list(exclude_list_file, source, several, shard)  # none given: nothing to check
     if sample is not None and verify is None:
@@ -602,23 +707,50 @@ def audit_cmd(src, cutlass_src, family, grep, library_kernels, ignore_kernels, e
     if verify:
         api.find_nvcc(cuda_path)  # missing or unusable: one line before any work
     if fmt == "jsonl" and api.is_kernel_library(source):
-        raise BadInput("--format jsonl streams a flashinfer install's tactics as they come in; CUTLASS's "
-                       "kernel library gives its tactics at the end: give --json")
+        raise BadInput(
+            "--format jsonl streams a flashinfer install's tactics as they come in; CUTLASS's "
+            "kernel library gives its tactics at the end: give --json"
+        )
     streamed = _stream_tactics if fmt == "jsonl" else None
     try:
-        res = api.audit(source, arch, family=family, grep=grep, cuda_path=cuda_path, jobs=jobs,
-                        use_cache=not no_cache, progress=True, executor=executor, shard=shard,
-                        on_tactic=streamed, **library, **filters)
+        res = api.audit(
+            source,
+            arch,
+            family=family,
+            grep=grep,
+            cuda_path=cuda_path,
+            jobs=jobs,
+            use_cache=not no_cache,
+            progress=True,
+            executor=executor,
+            shard=shard,
+            on_tactic=streamed,
+            **library,
+            **filters,
+        )
     except Interrupted as exc:  # Ctrl-C after an arch was done: what is done, then exit 130
         _print_audits(exc.partial, True, fmt, typed_in_bytes(filters.get("tile")), False)
         raise
     KEPT.append(res)  # freed by no one when the console entry point ends the process
     results = res.results if several else [res]
-    checked = [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path)
-               for one in results] if verify else []
-    _print_audits(res, several, fmt, typed_in_bytes(filters.get("tile")), check, checked,
-                  (lambda: _write_blocklist(res, blocklist_file, bl_format)) if blocklist_file else
-                  (lambda: exclude_list_written(res, exclude_list_file)) if exclude_list_file else None)
+    checked = (
+        [api.verify_audit(one, source, sample=sample, jobs=jobs, cuda_path=cuda_path) for one in results]
+        if verify
+        else []
+    )
+    _print_audits(
+        res,
+        several,
+        fmt,
+        typed_in_bytes(filters.get("tile")),
+        check,
+        checked,
+        (lambda: _write_blocklist(res, blocklist_file, bl_format))
+        if blocklist_file
+        else (lambda: exclude_list_written(res, exclude_list_file))
+        if exclude_list_file
+        else None,
+    )
 
 
 def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
@@ -647,7 +779,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
         for u in one.unmatched:  # a filter that kept nothing: which, and what there is
             named = f"--{u['filter'].replace('_', '-')} {u['value']}" if u["filter"] else "the filters"
             click.echo(f"note: {f'{one.arch}: ' if several else ''}{named}: {u['detail']}", err=True)
-    for note in (res.notes if several else ()):  # arches `all` left out, and why
+    for note in res.notes if several else ():  # arches `all` left out, and why
         click.echo(f"note: {note}", err=True)
     incomplete = after() if after is not None else False
     if fmt not in ("json", "jsonl"):  # after the report (stderr beside annotations and SARIF)
@@ -698,10 +830,15 @@ def _write_blocklist(res, path: str, fmt) -> bool:
     held = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in bl.invalid_tactics.items()) or "no tactic"
     n = len({b["tactic"] for b in bl.blocked if b["key"] is not None})
     ids = sum(len(v) for v in bl.invalid_tactics.values())  # a tactic may be an id of GEMM1 and of GEMM2,
-    as_ids = f", as {ids} id(s)" if ids != n else ""          # or one id the f16 and bf16 runners share
-    click.echo(f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
-               f"tactic(s) the runtime would try{as_ids}; {held}", err=True)
-    for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(bl.left_out):
+    as_ids = f", as {ids} id(s)" if ids != n else ""  # or one id the f16 and bf16 runners share
+    click.echo(
+        f"blocklist: wrote {path} (flashinfer {bl.format.version}, {res.arch}): {n} over-capacity "
+        f"tactic(s) the runtime would try{as_ids}; {held}",
+        err=True,
+    )
+    for line in [f"note: blocklist: {note}" for note in bl.notes] + [f"blocklist: {bl.left_out_line()}"] * bool(
+        bl.left_out
+    ):
         click.echo(line, err=True)
     return bool(bl.left_out)
 
@@ -784,8 +921,10 @@ def main(argv=None) -> int:
         if os.environ.get("CUTLASS_LAYOUT_DEBUG"):
             raise
         text = " ".join(str(exc).split())  # one line, whatever the message holds
-        click.echo(f"error: internal error: {type(exc).__name__}: {text} "
-                   "(set CUTLASS_LAYOUT_DEBUG=1 for the traceback)", err=True)
+        click.echo(
+            f"error: internal error: {type(exc).__name__}: {text} (set CUTLASS_LAYOUT_DEBUG=1 for the traceback)",
+            err=True,
+        )
         code = INTERNAL_ERROR_EXIT
     finally:
         api.LIMITS.__dict__.update(limits.__dict__)

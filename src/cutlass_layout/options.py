@@ -29,47 +29,49 @@ CUDA_PATH_HELP = "CUDA root, or 'pip' for the header wheels."
 
 #: (flag, parameter name, ``layout``'s default, help), in the order ``--help`` lists them.
 CONFIG_FLAGS = (
-    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110; sm70 to sm89 "
-                                "with --header."),
+    ("--arch", "arch", "sm120", "sm120, sm121, sm90, sm100, sm101, sm103, sm110; sm70 to sm89 with --header."),
     ("--kernel", "kernel", "grouped", "dense, grouped (ptr-array) or sparse."),
-    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100); bf16, f16, e4m3, e5m2 "
-                       "(SM90, SM100)."),
+    ("--a", "a", None, "A element: nvfp4, mxfp4, mxfp8 (SM120, SM100); bf16, f16, e4m3, e5m2 (SM90, SM100)."),
     ("--b", "b", None, "B element (default: same as A)."),
-    ("--tile", "tile", None, "TileShape MxNxK, or MxNxKB with K in bytes of A "
-                             "[default: 128x128x128; sparse: 128x128x256]."),
+    (
+        "--tile",
+        "tile",
+        None,
+        "TileShape MxNxK, or MxNxKB with K in bytes of A [default: 128x128x128; sparse: 128x128x256].",
+    ),
     ("--cluster", "cluster", "1x1x1", "ClusterShape MxNxK."),
     ("--stages", "stages", "auto", "auto or N (StageCount<N>)."),
     ("--c", "c", None, "C element: void, bf16, f16, f32."),
-    ("--d", "d", None, "D element: bf16 (default), f16, f32; nvfp4, mxfp4, mxfp8 with scale "
-                       "factors (SFD)."),
+    ("--d", "d", None, "D element: bf16 (default), f16, f32; nvfp4, mxfp4, mxfp8 with scale factors (SFD)."),
     ("--preset", "preset", "flashinfer", "Epilogue: flashinfer, trtllm-moe or vllm."),
     ("--schedule", "schedule", "auto", "auto, cooperative or pingpong (SM90); 1sm or 2sm (SM100)."),
     ("--epilogue-schedule", "epilogue_schedule", None, "auto (the preset's), tma or nosmem."),
-    ("--scales", "scales", None, "SM120 FP8 blockwise scales MxNxK: 1x128x128 or 128x128x128 "
-                                 "(with --a e4m3)."),
+    ("--scales", "scales", None, "SM120 FP8 blockwise scales MxNxK: 1x128x128 or 128x128x128 (with --a e4m3)."),
 )
 
 #: The element kinds an audit's tactics are named with (``commands.audit.ELEMENT_BITS``;
 #: tests/test_cli.py checks that the two agree).
-_AUDIT_ELEMENTS = ("nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mxfp8-e5m2, e4m3, e5m2, "
-                   "s8, bf16, f16, f32, tf32")
+_AUDIT_ELEMENTS = (
+    "nvfp4, mxfp4, e2m1, mxfp6, mxfp6-e2m3, e3m2, e2m3, mxfp8, mxfp8-e5m2, e4m3, e5m2, s8, bf16, f16, f32, tf32"
+)
 #: What the config flags say as ``audit``'s filters: what each keeps, and exactly the values
 #: it accepts (layout's defaults do not apply; ``--b`` and ``--d`` take ``--a``'s kinds); the
 #: flags that do not filter (:data:`NOT_FILTERS`) are refused, and left out of ``--help``.
-_FILTER_HELP = {"arch": "The arch audited: sm120 (default), sm121, sm100, sm103 or sm90; "
-                        "repeatable, or all.",
-                "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
-                "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
-                "b": "Keep tactics of this B element (a kind --a takes).",
-                "tile": "Keep tactics of this tile (MxNxK, or MxNxKB).",
-                "cluster": "Keep tactics of this ClusterShape MxNxK.",
-                "stages": "Keep tactics of N stages (auto keeps all).",
-                "d": "Keep tactics of this D (a kind --a takes, or void).",
-                "schedule": "Keep tactics of schedule cooperative or pingpong.",
-                "c": "Not recorded per tactic: refused here.",
-                "preset": "Not recorded per tactic: refused here (see --family moe).",
-                "epilogue_schedule": "Not recorded per tactic: refused here.",
-                "scales": "Not recorded per tactic: refused here."}
+_FILTER_HELP = {
+    "arch": "The arch audited: sm120 (default), sm121, sm100, sm103 or sm90; repeatable, or all.",
+    "kernel": "Keep the tactics of this kernel: dense, grouped (ptr-array) or sparse.",
+    "a": f"Keep the tactics whose A element (with swap_ab: the weight) is this: {_AUDIT_ELEMENTS}.",
+    "b": "Keep tactics of this B element (a kind --a takes).",
+    "tile": "Keep tactics of this tile (MxNxK, or MxNxKB).",
+    "cluster": "Keep tactics of this ClusterShape MxNxK.",
+    "stages": "Keep tactics of N stages (auto keeps all).",
+    "d": "Keep tactics of this D (a kind --a takes, or void).",
+    "schedule": "Keep tactics of schedule cooperative or pingpong.",
+    "c": "Not recorded per tactic: refused here.",
+    "preset": "Not recorded per tactic: refused here (see --family moe).",
+    "epilogue_schedule": "Not recorded per tactic: refused here.",
+    "scales": "Not recorded per tactic: refused here.",
+}
 #: The config flags ``audit`` refuses (not recorded per tactic): hidden from its ``--help``
 #: (docs/commands/audit.md names them).
 NOT_FILTERS = ("c", "preset", "epilogue_schedule", "scales")
@@ -80,17 +82,17 @@ def config_options(*, repeatable: bool = False, filters: bool = False):
     (``repeatable``) any number of times each, braces expanding (a grid), or (``filters``,
     for ``audit``) any number of times each, as filters of what was found. That they repeat
     is said once, in the command's help (docs/commands/ has the whole of each)."""
+
     def decorate(f):
         for flag, name, default, help_ in reversed(CONFIG_FLAGS):
             if filters:
-                f = click.option(flag, name, multiple=True, help=_FILTER_HELP[name],
-                                 hidden=name in NOT_FILTERS)(f)
+                f = click.option(flag, name, multiple=True, help=_FILTER_HELP[name], hidden=name in NOT_FILTERS)(f)
             elif repeatable:
                 f = click.option(flag, name, multiple=True, help=help_)(f)
             else:
-                f = click.option(flag, name, default=default, show_default=default is not None,
-                                 help=help_)(f)
+                f = click.option(flag, name, default=default, show_default=default is not None, help=help_)(f)
         return f
+
     return decorate
 
 
@@ -98,14 +100,18 @@ def header_options(f):
     """Decorator adding ``--header FILE``, ``--type NAME``, ``-I DIR`` (parameter
     ``includes``) and ``-D NAME[=VALUE]`` (parameter ``defines``), both repeatable: a user's
     own kernel type instead of a preset."""
-    f = click.option("-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]",
-                     help="A macro for --header (repeatable).")(f)
-    f = click.option("-I", "--include", "includes", multiple=True, metavar="DIR",
-                     help="An include folder for --header (repeatable).")(f)
-    f = click.option("--type", "type_name", default=None, metavar="NAME",
-                     help="The type to lay out (with --header).")(f)
-    return click.option("--header", type=str, default=None, metavar="FILE",
-                        help="A header declaring your own kernel type.")(f)
+    f = click.option(
+        "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]", help="A macro for --header (repeatable)."
+    )(f)
+    f = click.option(
+        "-I", "--include", "includes", multiple=True, metavar="DIR", help="An include folder for --header (repeatable)."
+    )(f)
+    f = click.option("--type", "type_name", default=None, metavar="NAME", help="The type to lay out (with --header).")(
+        f
+    )
+    return click.option(
+        "--header", type=str, default=None, metavar="FILE", help="A header declaring your own kernel type."
+    )(f)
 
 
 def cuda_path_option(f):
@@ -115,9 +121,12 @@ def cuda_path_option(f):
 
 def executor_option(f):
     """Decorator adding ``--executor local|dask://HOST:PORT`` (parameter ``executor``)."""
-    return click.option("--executor", default=None, metavar="local|dask://HOST:PORT",
-                        help="Where the parses run: local, or a Dask cluster "
-                             "[default: DASK_SCHEDULER_ADDRESS, else local].")(f)
+    return click.option(
+        "--executor",
+        default=None,
+        metavar="local|dask://HOST:PORT",
+        help="Where the parses run: local, or a Dask cluster [default: DASK_SCHEDULER_ADDRESS, else local].",
+    )(f)
 
 
 def source_options(f):
@@ -131,23 +140,29 @@ def library_options(where: str):
     ``--kernels`` (parameter ``library_kernels``), ``--ignore-kernels``, ``--exclude-kernels``
     and ``--instantiation-level`` (``generator.py``'s flags of those names); ``where`` begins
     each help text (whose flag it is: ``"The kernel library's"``). :func:`library_filters` gathers them."""
+
     def decorate(f):
-        f = click.option("--instantiation-level", default=None, metavar="LEVEL",
-                         help=f"{where} --instantiation-level.")(f)
-        f = click.option("--exclude-kernels", default=None, metavar="FILTERS",
-                         help=f"{where} --exclude-kernels.")(f)
-        f = click.option("--ignore-kernels", default=None, metavar="FILTERS",
-                         help=f"{where} --ignore-kernels.")(f)
-        return click.option("--kernels", "library_kernels", default=None, metavar="FILTERS",
-                            help=f"{where} --kernels.")(f)
+        f = click.option(
+            "--instantiation-level", default=None, metavar="LEVEL", help=f"{where} --instantiation-level."
+        )(f)
+        f = click.option("--exclude-kernels", default=None, metavar="FILTERS", help=f"{where} --exclude-kernels.")(f)
+        f = click.option("--ignore-kernels", default=None, metavar="FILTERS", help=f"{where} --ignore-kernels.")(f)
+        return click.option(
+            "--kernels", "library_kernels", default=None, metavar="FILTERS", help=f"{where} --kernels."
+        )(f)
+
     return decorate
 
 
 def library_filters(library_kernels, ignore_kernels, exclude_kernels, instantiation_level) -> dict:
     """The filters of :func:`library_options` that were given, as :func:`cutlass_layout.api.audit`
     and :func:`cutlass_layout.api.diff` take them (``kernels``, ``ignore_kernels``, ...)."""
-    given = {"kernels": library_kernels, "ignore_kernels": ignore_kernels, "exclude_kernels": exclude_kernels,
-             "instantiation_level": instantiation_level}
+    given = {
+        "kernels": library_kernels,
+        "ignore_kernels": ignore_kernels,
+        "exclude_kernels": exclude_kernels,
+        "instantiation_level": instantiation_level,
+    }
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -174,23 +189,34 @@ def format_options(*formats: str, wide: bool = True):
     ``text``) and the shorthands ``--json`` (``as_json``) and, where CSV is a format,
     ``--csv`` (``as_csv``); :func:`output_format` reconciles them. ``wide``: also ``--wide``
     (:func:`text_console`: the text tables keep every column on a terminal too narrow)."""
+
     def decorate(f):
         if wide:
-            f = click.option("--wide", is_flag=True, expose_value=False, callback=_note_wide,
-                             help="Text tables: every column, however wide the terminal is "
-                                  "(a narrow one leaves some out, and says which).")(f)
+            f = click.option(
+                "--wide",
+                is_flag=True,
+                expose_value=False,
+                callback=_note_wide,
+                help="Text tables: every column, however wide the terminal is "
+                "(a narrow one leaves some out, and says which).",
+            )(f)
         if "csv" in formats:
             f = click.option("--csv", "as_csv", is_flag=True, help="Same as --format csv.")(f)
         f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
-        return click.option("--format", "fmt", default=None, metavar="|".join(formats),
-                            help="Output: text (the default), markdown, "
-                                 + ", ".join(x for x in formats if x not in ("text", "markdown"))
-                                 + ".")(f)
+        return click.option(
+            "--format",
+            "fmt",
+            default=None,
+            metavar="|".join(formats),
+            help="Output: text (the default), markdown, "
+            + ", ".join(x for x in formats if x not in ("text", "markdown"))
+            + ".",
+        )(f)
+
     return decorate
 
 
-def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = False,
-                  as_csv: bool = False) -> str:
+def output_format(fmt: str | None, formats: tuple[str, ...], as_json: bool = False, as_csv: bool = False) -> str:
     """The one output format of ``--format``, ``--json`` and ``--csv``.
 
     Raises:
@@ -255,15 +281,18 @@ def _limits_help() -> str:
 
     d = Limits()
     assert d.archive_bytes is not None and d.file_bytes is not None  # the defaults: limits
-    return (f"Lift the limits ({size_text(d.archive_bytes)} a wheel, {size_text(d.file_bytes)} a file, "
-            f"{d.grid_configs} configs).")
+    return (
+        f"Lift the limits ({size_text(d.archive_bytes)} a wheel, {size_text(d.file_bytes)} a file, "
+        f"{d.grid_configs} configs)."
+    )
 
 
 def limits_option(f):
     """Decorator adding ``--no-limits`` (docs/exit-codes.md, "Limits"; handled here, the command does not
     see it): what a wheel may unpack, a header weigh and a grid hold."""
-    return click.option("--no-limits", is_flag=True, expose_value=False, is_eager=True,
-                        callback=_lift_limits, help=_limits_help())(f)
+    return click.option(
+        "--no-limits", is_flag=True, expose_value=False, is_eager=True, callback=_lift_limits, help=_limits_help()
+    )(f)
 
 
 # ------------------------------------------------------------------------------------------
@@ -287,8 +316,20 @@ def given_beyond(takes: set[str]) -> str | None:
 
 #: What ``layout --tactic`` honours besides the tactic: the install, the arch its kernels are
 #: built for, the cache, and how the report is shown. Every other parameter is refused.
-TACTIC_TAKES = {"tactic", "cutlass_src", "cuda_path", "arch", "no_cache", "no_budget", "fmt", "as_json",
-                "check", "depth", "show", "plot_file"}
+TACTIC_TAKES = {
+    "tactic",
+    "cutlass_src",
+    "cuda_path",
+    "arch",
+    "no_cache",
+    "no_budget",
+    "fmt",
+    "as_json",
+    "check",
+    "depth",
+    "show",
+    "plot_file",
+}
 
 
 def tactic_takes_no_more() -> None:
@@ -301,9 +342,11 @@ def tactic_takes_no_more() -> None:
     """
     flag = given_beyond(TACTIC_TAKES)
     if flag is not None:
-        raise BadInput(f"--tactic lays out the kernel as the install builds it: {flag} does not go "
-                       "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
-                       "--show, --depth, --format/--json and --plot)")
+        raise BadInput(
+            f"--tactic lays out the kernel as the install builds it: {flag} does not go "
+            "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
+            "--show, --depth, --format/--json and --plot)"
+        )
 
 
 #: What ``audit --merge`` honours besides the files: how the result is shown and checked.
@@ -319,8 +362,10 @@ def merge_takes_no_more() -> None:
     """
     flag = given_beyond(MERGE_TAKES)
     if flag is not None:
-        raise BadInput(f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
-                       "takes the files, --format/--json and --check; give the audit's own flags to each shard)")
+        raise BadInput(
+            f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
+            "takes the files, --format/--json and --check; give the audit's own flags to each shard)"
+        )
 
 
 #: What ``--show`` tabulates.
@@ -337,8 +382,7 @@ def show_structs(show: str) -> tuple[str, ...]:
     parts = [s.strip() for s in show.split(",")]
     for s in parts:
         if s not in (*STRUCTS, "all"):
-            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all "
-                           "(or several, comma-separated)")
+            raise BadInput(f"--show {s!r}: choose kernel, mainloop, epilogue or all (or several, comma-separated)")
     return STRUCTS if "all" in parts else tuple(dict.fromkeys(parts))
 
 
@@ -361,16 +405,27 @@ def audit_check_fails(res, name_arch: bool = False) -> bool:
     library = res.provenance.get("library") == "cutlass_library"
     arch = f"{res.arch}: " if name_arch else ""
     for t in over:
-        tried = "kept by the library's generator" if library else "tried by the runtime" if t.runtime_candidate \
+        tried = (
+            "kept by the library's generator"
+            if library
+            else "tried by the runtime"
+            if t.runtime_candidate
             else "the runtime may try it: its candidate list could not be read"
-        click.echo(f"check: {arch}{t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
-                   f"{-t.headroom_bytes} B ({tried})", err=True)
+        )
+        click.echo(
+            f"check: {arch}{t.id}: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity by "
+            f"{-t.headroom_bytes} B ({tried})",
+            err=True,
+        )
     if over:
         what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
         click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
     elif res.unmatched:
-        click.echo(f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
-                   f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked", err=True)
+        click.echo(
+            f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
+            f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked",
+            err=True,
+        )
     return bool(over or res.unmatched)
 
 
@@ -383,11 +438,15 @@ def usage_hint(exc: click.ClickException) -> str:
     extra = re.findall(r"\(([^)]*)\)", msg)
     words = extra[-1].split() if extra else []
     if any(_SHAPE_WORD.match(w) for w in words):
-        return (" (the shell expanded unquoted braces in a tile into several words: quote "
-                "them, --tile '128x{128,256}x64B', or repeat --tile)")
+        return (
+            " (the shell expanded unquoted braces in a tile into several words: quote "
+            "them, --tile '128x{128,256}x64B', or repeat --tile)"
+        )
     if words and all(_ARCH_WORD.match(w) for w in words):
-        return (" (the shell expanded unquoted braces in an arch into several words: quote "
-                "them, --arch 'sm{90,120}', or repeat --arch)")
+        return (
+            " (the shell expanded unquoted braces in an arch into several words: quote "
+            "them, --arch 'sm{90,120}', or repeat --arch)"
+        )
     return ""
 
 
@@ -396,13 +455,16 @@ _ARCH_WORD = re.compile(r"^sm_?\d+[af]?$")
 
 
 #: The library's words for what the command names by a flag (library messages name none).
-FLAG_WORDS = (("GPU check: ", "--verify gpu: "), ("a GPU check ", "--verify gpu "),
-              ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
-              ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
-              ("give the arch of the local GPU", "give --arch of the local GPU"),
-              ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
-              ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
-              ("give the arch (arch=)", "give --arch"))
+FLAG_WORDS = (
+    ("GPU check: ", "--verify gpu: "),
+    ("a GPU check ", "--verify gpu "),
+    ("check your own type with nvcc (verify_nvcc)", "for your own type use --verify nvcc"),
+    ("check it with nvcc: verify_nvcc", "use --verify nvcc"),
+    ("give the arch of the local GPU", "give --arch of the local GPU"),
+    ("from its header instead (a user type; ", "with --header FILE --type NAME ("),
+    ("an audit diff compares one arch's kernels", "diff --audit compares one arch's kernels"),
+    ("give the arch (arch=)", "give --arch"),
+)
 
 
 def in_flag_words(exc: Exception) -> str:
@@ -416,9 +478,13 @@ def in_flag_words(exc: Exception) -> str:
 
 def exclude_list_option(f):
     """``audit --exclude-list FILE`` (:mod:`cutlass_layout.commands.exclude_list`)."""
-    return click.option("--exclude-list", "exclude_list_file", default=None, metavar="FILE",
-                        help="Also write CUTLASS_LIBRARY_EXCLUDE_KERNELS (the library's kernels over "
-                             "capacity or not compiling).")(f)
+    return click.option(
+        "--exclude-list",
+        "exclude_list_file",
+        default=None,
+        metavar="FILE",
+        help="Also write CUTLASS_LIBRARY_EXCLUDE_KERNELS (the library's kernels over capacity or not compiling).",
+    )(f)
 
 
 def check_exclude_list(path, source, several: bool, shard) -> None:
@@ -433,14 +499,19 @@ def check_exclude_list(path, source, several: bool, shard) -> None:
     if path is None:
         return
     if not is_kernel_library(source):
-        raise BadInput("--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
-                       "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist")
+        raise BadInput(
+            "--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
+            "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist"
+        )
     if several:
-        raise BadInput("--exclude-list with several arches: the list is one arch's (--architectures): "
-                       "write one file per arch, --arch A --exclude-list FILE")
+        raise BadInput(
+            "--exclude-list with several arches: the list is one arch's (--architectures): "
+            "write one file per arch, --arch A --exclude-list FILE"
+        )
     if shard is not None:
-        raise BadInput("--exclude-list with --shard: a shard has some of the kernels; write it from the "
-                       "audit without --shard")
+        raise BadInput(
+            "--exclude-list with --shard: a shard has some of the kernels; write it from the audit without --shard"
+        )
     check_exclude_path(path)
 
 
@@ -450,10 +521,16 @@ def exclude_list_written(res, path) -> bool:
     from .commands.exclude_list import write_exclude_list
 
     el = write_exclude_list(res, path)
-    click.echo(f"exclude list: wrote {path} (CUTLASS_LIBRARY_EXCLUDE_KERNELS, {res.arch}): "
-               f"{el.counts['over_capacity']} over capacity, {el.counts['does_not_compile']} that do not "
-               "compile", err=True)
+    click.echo(
+        f"exclude list: wrote {path} (CUTLASS_LIBRARY_EXCLUDE_KERNELS, {res.arch}): "
+        f"{el.counts['over_capacity']} over capacity, {el.counts['does_not_compile']} that do not "
+        "compile",
+        err=True,
+    )
     for kept, name in el.also_dropped.items():
-        click.echo(f"note: exclude list: it also drops {kept}, which fits (its name contains {name}: "
-                   "the library's filter matches a part of the name)", err=True)
+        click.echo(
+            f"note: exclude list: it also drops {kept}, which fits (its name contains {name}: "
+            "the library's filter matches a part of the name)",
+            err=True,
+        )
     return False

@@ -187,8 +187,10 @@ def gpu_program(cfg: Config) -> str:
     m, n, k = cfg.mnk
     body = probe.render([cfg])
     grouped = "true" if cfg.kernel == "grouped" else "false"
-    return (body + _MAIN + f"  cl_run<{aliases.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"
-            "  return 0;\n}\n")
+    return (
+        body + _MAIN + f"  cl_run<{aliases.NAMESPACE}0::GemmKernel, {grouped}>(0, {2 * m}, {2 * n}, {2 * k});\n"
+        "  return 0;\n}\n"
+    )
 
 
 @dataclass
@@ -246,7 +248,9 @@ class GpuRun:
         if self.launched:
             what = "launched, product " + ("correct" if self.correct else "WRONG")
         else:
-            what = f"initialize: {self.initialize}" + ("" if self.initialize != "Success" else f", run: {self.run}, {self.sync}")
+            what = f"initialize: {self.initialize}" + (
+                "" if self.initialize != "Success" else f", run: {self.run}, {self.sync}"
+            )
         return f"{tool}; {size}; static smem {self.static} B; {what}"
 
 
@@ -265,20 +269,30 @@ class GpuVerification:
     def to_dict(self) -> dict:
         """``{"tool": "gpu", "device", "agree", "runs"}`` (the ``verification`` object of
         ``layout --json --verify gpu``)."""
-        return {"tool": "gpu", "device": plain(self.device), "agree": self.agree,
-                "runs": [{**plain(r), "launched": r.launched} for r in self.runs]}
+        return {
+            "tool": "gpu",
+            "device": plain(self.device),
+            "agree": self.agree,
+            "runs": [{**plain(r), "launched": r.launched} for r in self.runs],
+        }
 
     def summary(self) -> str:
         """A few lines for the terminal: the device, then one line per config."""
         optin = next((r.optin for r in self.runs if r.optin), None)
-        head = (f"GPU check on {self.device.name} (sm_{self.device.cc[0]}{self.device.cc[1]}"
-                + (f", {optin} B opt-in shared memory per block" if optin else "") + "):")
+        head = (
+            f"GPU check on {self.device.name} (sm_{self.device.cc[0]}{self.device.cc[1]}"
+            + (f", {optin} B opt-in shared memory per block" if optin else "")
+            + "):"
+        )
         lines = [head]
         for r in self.runs:
             lines.append(("  agrees: " if r.agree else "  DISAGREES: ") + r.describe())
         n_bad = sum(not r.agree for r in self.runs)
-        lines.append(f"verdict holds on the GPU for all {len(self.runs)} config(s)" if not n_bad
-                     else f"{n_bad} of {len(self.runs)} config(s) disagree with the engine")
+        lines.append(
+            f"verdict holds on the GPU for all {len(self.runs)} config(s)"
+            if not n_bad
+            else f"{n_bad} of {len(self.runs)} config(s) disagree with the engine"
+        )
         return "\n".join(lines)
 
 
@@ -288,8 +302,9 @@ def find_gpu() -> GpuDevice:
     if smi is None:
         raise BadInput("GPU check: no NVIDIA GPU here (nvidia-smi is not on PATH)")
     try:
-        proc = subprocess.run([smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [smi, "--query-gpu=name,compute_cap", "--format=csv,noheader"], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BadInput(f"GPU check: nvidia-smi did not answer ({exc})") from None
     line = next((ln for ln in proc.stdout.splitlines() if ln.strip()), "")
@@ -348,8 +363,15 @@ with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
 """
 
 
-def write_checks(configs: list[Config], expected: list[tuple], include_root: Path,
-                 folder: Path, *, arch: str, jobs: int | None = None) -> None:
+def write_checks(
+    configs: list[Config],
+    expected: list[tuple],
+    include_root: Path,
+    folder: Path,
+    *,
+    arch: str,
+    jobs: int | None = None,
+) -> None:
     """Write the checks of ``configs`` into ``folder``: one program per config
     (``c000.cu``, ... from :func:`gpu_program`), ``expected.json`` (the engine's verdict and
     kernel SharedStorage bytes, ``expected[i] = (verdict, bytes[, stages])``), ``build.json`` (the nvcc
@@ -359,13 +381,18 @@ def write_checks(configs: list[Config], expected: list[tuple], include_root: Pat
     rows = []
     for i, (cfg, exp) in enumerate(zip(configs, expected, strict=True)):
         (folder / f"c{i:03d}.cu").write_text(gpu_program(cfg))
-        rows.append({"config": cfg.to_dict(), "label": cfg.label(), "verdict": exp[0], "bytes": exp[1],
-                     "stages": exp[2] if len(exp) > 2 else None})
+        rows.append(
+            {
+                "config": cfg.to_dict(),
+                "label": cfg.label(),
+                "verdict": exp[0],
+                "bytes": exp[1],
+                "stages": exp[2] if len(exp) > 2 else None,
+            }
+        )
     (folder / "expected.json").write_text(json.dumps(rows, indent=1))
-    nvcc = ["nvcc", "-std=c++17", f"-arch={ARCHS[arch]}", "-O2", "-w", "--expt-relaxed-constexpr",
-            "-DNDEBUG"]
-    (folder / "build.json").write_text(json.dumps({"nvcc": nvcc, "jobs": jobs,
-                                                   "include": str(include_root)}))
+    nvcc = ["nvcc", "-std=c++17", f"-arch={ARCHS[arch]}", "-O2", "-w", "--expt-relaxed-constexpr", "-DNDEBUG"]
+    (folder / "build.json").write_text(json.dumps({"nvcc": nvcc, "jobs": jobs, "include": str(include_root)}))
     (folder / "runner.py").write_text(RUNNER)
 
 
@@ -382,8 +409,9 @@ def read_checks(folder: Path, device: GpuDevice | None = None) -> GpuVerificatio
         raise BadInput(f"GPU checks in {folder}: {exc}") from None
     runs = []
     for i, exp in enumerate(expected):
-        run = GpuRun(config=exp["config"], tool_verdict=exp["verdict"], tool_bytes=exp["bytes"],
-                     tool_stages=exp.get("stages"))
+        run = GpuRun(
+            config=exp["config"], tool_verdict=exp["verdict"], tool_bytes=exp["bytes"], tool_stages=exp.get("stages")
+        )
         res = results.get(f"c{i:03d}", {"error": "not built"})
         if "error" in res:
             lines = [ln for ln in res["error"].splitlines() if "error" in ln] or res["error"].splitlines()
@@ -393,8 +421,7 @@ def read_checks(folder: Path, device: GpuDevice | None = None) -> GpuVerificatio
             if line.startswith("device "):
                 major, minor = (int(x) for x in kv.get("cc", "0.0").split("."))
                 if device is None:
-                    device = GpuDevice(name=kv.get("name", "?"), cc=(major, minor),
-                                       arch=CC_ARCH.get((major, minor)))
+                    device = GpuDevice(name=kv.get("name", "?"), cc=(major, minor), arch=CC_ARCH.get((major, minor)))
                 run.optin = int(kv.get("optin", 0)) or None
             elif line.startswith("kernel "):
                 run.sizeof, run.static = int(kv["sizeof"]), int(kv["static"])
@@ -403,8 +430,9 @@ def read_checks(folder: Path, device: GpuDevice | None = None) -> GpuVerificatio
                 run.correct = None if kv["correct"] == "-1" else kv["correct"] == "1"
                 run.max_error = None if kv["max_err"] == "-1" else float(kv["max_err"])
         if run.error is None and run.sizeof is None:
-            run.error = (f"the program printed no result (exit {res.get('returncode')}): "
-                         f"{res.get('stderr', '').strip()[-200:]}")
+            run.error = (
+                f"the program printed no result (exit {res.get('returncode')}): {res.get('stderr', '').strip()[-200:]}"
+            )
         run.agree = _agree(run)
         runs.append(run)
     return GpuVerification(device=device or GpuDevice("?", (0, 0), None), runs=runs)
@@ -424,13 +452,22 @@ def check_launchable(configs) -> None:
     for cfg in configs:
         if not isinstance(cfg, Config):
             raise BadInput("a GPU check launches preset configs; check your own type with nvcc (verify_nvcc)")
-        why = ("block-scaled A/B (scale factors)" if cfg.block_scaled else
-               "a sparse A" if cfg.kernel == "sparse" else
-               "blockwise scales" if cfg.scales is not None else
-               "a D with scale factors" if cfg.element_d in SCALED_OUTPUTS else None)
+        why = (
+            "block-scaled A/B (scale factors)"
+            if cfg.block_scaled
+            else "a sparse A"
+            if cfg.kernel == "sparse"
+            else "blockwise scales"
+            if cfg.scales is not None
+            else "a D with scale factors"
+            if cfg.element_d in SCALED_OUTPUTS
+            else None
+        )
         if why is not None:
-            raise BadInput(f"a GPU check launches GEMMs of plain element types; {cfg.label()} has "
-                           f"{why}, which its program does not fill (check it with nvcc: verify_nvcc)")
+            raise BadInput(
+                f"a GPU check launches GEMMs of plain element types; {cfg.label()} has "
+                f"{why}, which its program does not fill (check it with nvcc: verify_nvcc)"
+            )
 
 
 def preflight(arch: str) -> GpuDevice:
@@ -443,15 +480,24 @@ def preflight(arch: str) -> GpuDevice:
     device = find_gpu()
     if device.arch != arch:  # an sm_XXa image loads only on that compute capability
         have = f"sm_{device.cc[0]}{device.cc[1]}"
-        raise BadInput(f"GPU check: the GPU here is {device.name} ({have}); {arch} kernels "
-                       "do not run on it (give the arch of the local GPU)")
+        raise BadInput(
+            f"GPU check: the GPU here is {device.name} ({have}); {arch} kernels "
+            "do not run on it (give the arch of the local GPU)"
+        )
     if shutil.which("nvcc") is None:
         raise BadInput("GPU check: nvcc is not on PATH (it builds the check programs)")
     return device
 
 
-def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Path, *,
-                  arch: str, jobs: int | None = None, device: GpuDevice | None = None) -> GpuVerification:
+def verify_on_gpu(
+    configs: list[Config],
+    expected: list[tuple],
+    include_root: Path,
+    *,
+    arch: str,
+    jobs: int | None = None,
+    device: GpuDevice | None = None,
+) -> GpuVerification:
     """Build and launch each config's kernel on the local GPU (see the module docstring).
 
     Args:
@@ -483,14 +529,25 @@ def verify_on_gpu(configs: list[Config], expected: list[tuple], include_root: Pa
         write_checks(configs, expected, include_root, work, arch=arch, jobs=jobs)
         from ..core.progress import step
 
-        with step(f"building {len(configs)} kernel(s) with nvcc for {device.name} and launching "
-                  "them (about a minute each)"):
-            subprocess.run([sys.executable, str(work / "runner.py"), str(work)],
-                           stdout=subprocess.DEVNULL, check=True)
+        with step(
+            f"building {len(configs)} kernel(s) with nvcc for {device.name} and launching them (about a minute each)"
+        ):
+            subprocess.run([sys.executable, str(work / "runner.py"), str(work)], stdout=subprocess.DEVNULL, check=True)
         return read_checks(work, device)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-__all__ = ["GpuDevice", "GpuRun", "GpuVerification", "RUNNER", "check_launchable", "find_gpu", "gpu_program",
-           "preflight", "read_checks", "verify_on_gpu", "write_checks"]
+__all__ = [
+    "GpuDevice",
+    "GpuRun",
+    "GpuVerification",
+    "RUNNER",
+    "check_launchable",
+    "find_gpu",
+    "gpu_program",
+    "preflight",
+    "read_checks",
+    "verify_on_gpu",
+    "write_checks",
+]

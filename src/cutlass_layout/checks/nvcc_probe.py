@@ -48,21 +48,26 @@ SHOWN = re.compile(r"cl_show<(\d+), (\d+)UL, (\d+)UL, (\d+)UL, (-?\d+)>")
 #: ``cl_show``'s line of a source of a unit: ``index * LINES + line`` (:func:`one_unit`)
 LINES = 1000000
 #: The class whose name spells the numbers (:data:`SHOWN`): asking it for any member is an error
-SHOW_TEMPLATE = ("template <int Line, unsigned long Kernel, unsigned long Mainloop, unsigned long Epilogue, "
-                 "int Stages>\nstruct cl_show {};\n")
+SHOW_TEMPLATE = (
+    "template <int Line, unsigned long Kernel, unsigned long Mainloop, unsigned long Epilogue, "
+    "int Stages>\nstruct cl_show {};\n"
+)
 #: A header for code that shows a 3.x kernel's numbers itself: ``static_assert(cl_sizes<GemmKernel,
 #: LINE>::value == 0, "");`` put right after its alias (in a copy of the header declaring it) is an
 #: error naming ``cl_show<LINE, kernel, mainloop, epilogue, stages>`` (``LINE`` defaults to 0: the
 #: instantiation notes then say which source line it was); a type without ``SharedStorage``
 #: shows nothing.
-SIZES_SHOW = ("#pragma once\n#include <type_traits>\n" + SHOW_TEMPLATE +
-              "template <class K, int Line = 0, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
-              "template <class K, int Line>\n"
-              "struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage>> {\n"
-              "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
-              "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
-              "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
-              "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n")
+SIZES_SHOW = (
+    "#pragma once\n#include <type_traits>\n"
+    + SHOW_TEMPLATE
+    + "template <class K, int Line = 0, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
+    "template <class K, int Line>\n"
+    "struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage>> {\n"
+    "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
+    "      sizeof(typename K::CollectiveMainloop::SharedStorage),\n"
+    "      sizeof(typename K::CollectiveEpilogue::SharedStorage),\n"
+    "      K::CollectiveMainloop::DispatchPolicy::Stages>::the_sizes_are_in_this_name;\n};\n"
+)
 
 
 def show_header(macros: Iterable[str] = HOST_MACROS, *, cutlass2: bool = False) -> str:
@@ -72,28 +77,32 @@ def show_header(macros: Iterable[str] = HOST_MACROS, *, cutlass2: bool = False) 
     2.x kernel, whose ``Mma`` and ``Epilogue`` and ``Mma::kStages`` stand where a 3.x kernel
     has collectives and a dispatch policy (TensorRT-LLM's SM80-path ``MoeFCGemm``)."""
     macros = list(macros)
-    mma, epi, stages = (("Mma", "Epilogue", "K::Mma::kStages") if cutlass2 else
-                        ("CollectiveMainloop", "CollectiveEpilogue", "K::CollectiveMainloop::DispatchPolicy::Stages"))
+    mma, epi, stages = (
+        ("Mma", "Epilogue", "K::Mma::kStages")
+        if cutlass2
+        else ("CollectiveMainloop", "CollectiveEpilogue", "K::CollectiveMainloop::DispatchPolicy::Stages")
+    )
     includes = ["tensorrt_llm/common/assert.h", *(_MACRO_HEADERS[m] for m in macros if m in _MACRO_HEADERS)]
-    return ("#pragma once\n" + "".join(f'#include "{i}"\n' for i in includes) + "#include <type_traits>\n"
-            "struct cl_none {};\n"
-            "using GemmKernel = cl_none;  // before a launcher declares its own\n"
-            + SHOW_TEMPLATE +
-            "template <class K, int Line, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
-            "template <class K, int Line>\n"
-            f"struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage, typename K::{mma}>> {{\n"
-            "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
-            f"      sizeof(typename K::{mma}::SharedStorage),\n"
-            f"      sizeof(typename K::{epi}::SharedStorage),\n"
-            f"      {stages}>::the_sizes_are_in_this_name;\n"
-            "};\n"
-            + "".join(f"#undef {m}\n" for m in macros) +
-            "#ifndef CL_SOURCE_INDEX  // which source of a unit of several (one_unit)\n"
-            "#define CL_SOURCE_INDEX 0\n"
-            "#endif\n"
-            f"#define CL_SHOW do {{ static_assert(cl_sizes<GemmKernel, CL_SOURCE_INDEX * {LINES} + __LINE__>"
-            '::value == 0, ""); } while (0)\n'
-            + "".join(f"#define {m}(...) CL_SHOW\n" for m in macros))
+    return (
+        "#pragma once\n" + "".join(f'#include "{i}"\n' for i in includes) + "#include <type_traits>\n"
+        "struct cl_none {};\n"
+        "using GemmKernel = cl_none;  // before a launcher declares its own\n"
+        + SHOW_TEMPLATE
+        + "template <class K, int Line, class = void> struct cl_sizes { static constexpr int value = 0; };\n"
+        "template <class K, int Line>\n"
+        f"struct cl_sizes<K, Line, std::void_t<typename K::SharedStorage, typename K::{mma}>> {{\n"
+        "  static constexpr int value = cl_show<Line, sizeof(typename K::SharedStorage),\n"
+        f"      sizeof(typename K::{mma}::SharedStorage),\n"
+        f"      sizeof(typename K::{epi}::SharedStorage),\n"
+        f"      {stages}>::the_sizes_are_in_this_name;\n"
+        "};\n"
+        + "".join(f"#undef {m}\n" for m in macros)
+        + "#ifndef CL_SOURCE_INDEX  // which source of a unit of several (one_unit)\n"
+        "#define CL_SOURCE_INDEX 0\n"
+        "#endif\n"
+        f"#define CL_SHOW do {{ static_assert(cl_sizes<GemmKernel, CL_SOURCE_INDEX * {LINES} + __LINE__>"
+        '::value == 0, ""); } while (0)\n' + "".join(f"#define {m}(...) CL_SHOW\n" for m in macros)
+    )
 
 
 def find_nvcc(cuda_path=None) -> str:
@@ -114,8 +123,7 @@ def find_nvcc(cuda_path=None) -> str:
     if nvcc is None:
         raise BadInput(f"verifying with nvcc needs nvcc: {where}")
     try:
-        proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BadInput(f"nvcc at {nvcc} does not run: {exc}") from None
     if proc.returncode != 0:
@@ -131,16 +139,28 @@ def nvcc_flags(module, tree, arch: str = "sm_120a") -> list[str]:
     cuBLAS stand-ins where the CUDA toolkit has none."""
     from ..cpp.clang import STUB_DIR
 
-    return ["-std=c++17", f"-arch={arch}", "-w", "--expt-relaxed-constexpr", f"-I{tree.include_root}",
-            *module.clang_flags(), f"-I{STUB_DIR}"]
+    return [
+        "-std=c++17",
+        f"-arch={arch}",
+        "-w",
+        "--expt-relaxed-constexpr",
+        f"-I{tree.include_root}",
+        *module.clang_flags(),
+        f"-I{STUB_DIR}",
+    ]
 
 
 def _steps(nvcc: str, source: Path, flags: list[str], work: Path) -> tuple[list[str], str | None]:
     """The commands ``nvcc --dryrun`` lists for compiling ``source`` with ``flags``, and nvcc's
     own folder as it names it (``_HERE_=/usr/local/cuda-13.0/bin``: where its ``cudafe++``
     lies, also when the ``nvcc`` asked is a wrapper script in another folder), or None."""
-    listed = subprocess.run([nvcc, "--dryrun", *flags, "-c", "-o", str(work / "x.o"), str(source)],
-                            capture_output=True, text=True, cwd=work, stdin=subprocess.DEVNULL).stderr
+    listed = subprocess.run(
+        [nvcc, "--dryrun", *flags, "-c", "-o", str(work / "x.o"), str(source)],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+    ).stderr
     steps = [ln[3:] for ln in listed.splitlines() if ln.startswith("#$ ")]
     if not steps:
         raise BadInput(f"nvcc --dryrun listed no steps: {listed.strip()[-300:]}")
@@ -165,8 +185,14 @@ def run_probe(script: str, nvcc: str, work: Path, here: str | None = None) -> st
     ``PATH``; a line :data:`KILLED` or :data:`NOT_RUN` added where the step was killed or
     could not be run."""
     path = ":".join(dict.fromkeys([*([here] if here else []), str(Path(nvcc).parent), "/usr/bin", "/bin"]))
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=work,
-                          stdin=subprocess.DEVNULL, env={"PATH": path, "TMPDIR": str(work)})
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        env={"PATH": path, "TMPDIR": str(work)},
+    )
     out = proc.stdout + proc.stderr
     step = Path(script.strip().split("\n")[-1].split()[0].strip('"')).name
     if proc.returncode in (126, 127):  # bash: the command was not found, or cannot be executed
@@ -202,8 +228,10 @@ def host_pass(source: Path, flags: list[str], work: Path, nvcc: str | None = Non
     nvcc = nvcc or find_nvcc()
     steps, here = _steps(nvcc, source, flags, work)
     try:
-        host = [next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
-                next(s for s in steps if s.startswith("cudafe++"))]
+        host = [
+            next(s for s in steps if s.startswith("gcc") and " -E " in s and "__CUDA_ARCH__=" not in s),
+            next(s for s in steps if s.startswith("cudafe++")),
+        ]
     except StopIteration:
         raise BadInput(f"nvcc --dryrun lists no host gcc -E and cudafe++ steps ({nvcc})") from None
     return "".join(run_probe(step, nvcc, work, here) for step in host)
@@ -292,8 +320,9 @@ def one_unit(sources: list[Path], work: Path, blank: dict | None = None) -> Path
                 if line.strip() in seen:
                     lines[k] = ""
                 seen.add(line.strip())
-        parts.append(f'#undef CL_SOURCE_INDEX\n#define CL_SOURCE_INDEX {i}\n#line 1 "{source}"\n'
-                     + "\n".join(lines) + "\n")
+        parts.append(
+            f'#undef CL_SOURCE_INDEX\n#define CL_SOURCE_INDEX {i}\n#line 1 "{source}"\n' + "\n".join(lines) + "\n"
+        )
     unit = work / "cl_unit.cu"
     unit.write_text("".join(parts))
     return unit
@@ -329,9 +358,18 @@ def shown_by_instantiation(out: str, sources: list[Path], *, alias_lines: bool =
     return got
 
 
-def unit_sizes(sources: list[Path], flags: list[str], work: Path, *, device: bool = False,
-               by_instantiation: bool | None = None, show: str | None = None, nvcc: str | None = None,
-               blank: dict | None = None, alias_lines: bool = False) -> tuple[dict, str]:
+def unit_sizes(
+    sources: list[Path],
+    flags: list[str],
+    work: Path,
+    *,
+    device: bool = False,
+    by_instantiation: bool | None = None,
+    show: str | None = None,
+    nvcc: str | None = None,
+    blank: dict | None = None,
+    alias_lines: bool = False,
+) -> tuple[dict, str]:
     """What nvcc computes of the kernels of ``sources`` (one module's, compiled as one unit:
     :func:`one_unit`, ``blank`` left out), through its host pass, or with ``device`` its device
     front end.
@@ -372,6 +410,21 @@ def first_error(messages: str) -> str | None:
     return None
 
 
-__all__ = ["DEVICE_MACROS", "HOST_MACROS", "SHOWN", "SHOW_TEMPLATE", "blank_statements", "device_front_end", "find_nvcc",
-           "first_error", "host_pass", "killed", "nvcc_flags", "one_unit", "show_header", "shown_by_instantiation",
-           "shown_by_line", "unit_sizes"]
+__all__ = [
+    "DEVICE_MACROS",
+    "HOST_MACROS",
+    "SHOWN",
+    "SHOW_TEMPLATE",
+    "blank_statements",
+    "device_front_end",
+    "find_nvcc",
+    "first_error",
+    "host_pass",
+    "killed",
+    "nvcc_flags",
+    "one_unit",
+    "show_header",
+    "shown_by_instantiation",
+    "shown_by_line",
+    "unit_sizes",
+]

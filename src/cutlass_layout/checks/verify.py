@@ -22,8 +22,12 @@ from ..core.progress import step
 from ..subjects import probe, user_type
 from ..subjects.config import ARCHS
 
-_ALIASES = (("KernelStorage", "kernel"), ("MainloopStorage", "mainloop"), ("EpilogueStorage", "epilogue"),
-            ("Storage", "storage"))
+_ALIASES = (
+    ("KernelStorage", "kernel"),
+    ("MainloopStorage", "mainloop"),
+    ("EpilogueStorage", "epilogue"),
+    ("Storage", "storage"),
+)
 
 
 def member_paths(struct: StructLayout) -> list[tuple[str, int, int]]:
@@ -72,13 +76,21 @@ class Verification:
         ``nvcc DISAGREES on K of N numbers: ...`` with the first five mismatches."""
         if self.agree:
             return f"nvcc agrees: {self.sizes} sizes and stage counts, {self.fields} member offsets and sizes"
-        return f"nvcc DISAGREES on {len(self.mismatches)} of {self.sizes + self.fields} numbers: " + \
-            "; ".join(self.mismatches[:5])
+        return f"nvcc DISAGREES on {len(self.mismatches)} of {self.sizes + self.fields} numbers: " + "; ".join(
+            self.mismatches[:5]
+        )
 
 
-def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | None = None,
-                 paths: list[list[tuple[str, str]]] | None = None, workdir: Path | None = None,
-                 run: bool = False):
+def nvcc_numbers(
+    subjects: list,
+    include_root: Path,
+    arch: str,
+    *,
+    nvcc: str | None = None,
+    paths: list[list[tuple[str, str]]] | None = None,
+    workdir: Path | None = None,
+    run: bool = False,
+):
     """What nvcc computes for the probe of ``subjects`` (all of one ``arch``).
 
     By default from nvcc's front end: the probe (:func:`cutlass_layout.subjects.probe.render` with
@@ -110,11 +122,9 @@ def nvcc_numbers(subjects: list, include_root: Path, arch: str, *, nvcc: str | N
     if not nvcc:
         raise BadInput("verifying with nvcc needs nvcc, and it is not on PATH")
     work = Path(workdir or tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
-    extra = list(dict.fromkeys(f for s in subjects if isinstance(s, user_type.UserType)
-                               for f in s.extra_flags()))
+    extra = list(dict.fromkeys(f for s in subjects if isinstance(s, user_type.UserType) for f in s.extra_flags()))
     cmd = [nvcc, "-std=c++17", f"-arch={ARCHS[arch]}", "-w", *extra, f"-I{include_root}"]
-    how = ("built (host and device pass) and run" if run else
-           "its front end's numbers: nothing compiled, linked or run")
+    how = "built (host and device pass) and run" if run else "its front end's numbers: nothing compiled, linked or run"
     try:
         with step(f"nvcc on the probe of {len(subjects)} config(s) for {ARCHS[arch]} ({how})"):
             lines = (_built if run else _shown)(subjects, paths, work, cmd)
@@ -137,18 +147,19 @@ def _shown(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
     src = work / "probe.cu"
     src.write_text(probe.render(subjects, shown=True, offsets=paths))
     checks = probe.checks(subjects, paths)
-    proc = subprocess.run([*cmd, "-Xcudafe", f"--error_limit={len(checks) + 100}", "-c", str(src),
-                           "-o", str(work / "probe.o")], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*cmd, "-Xcudafe", f"--error_limit={len(checks) + 100}", "-c", str(src), "-o", str(work / "probe.o")],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     text = proc.stdout + proc.stderr
-    shown = {int(m[1]): [int(v) for v in re.findall(r"-?\d+", m[2])]
-             for m in _SHOWN.finditer(text)}
+    shown = {int(m[1]): [int(v) for v in re.findall(r"-?\d+", m[2])] for m in _SHOWN.finditer(text)}
     others = [ln.strip() for ln in text.splitlines() if re.search(r"\berror\b", ln) and probe.SHOW not in ln]
     if others or len(shown) != len(checks):
         tail = " | ".join(others)[:400] or text[-400:]
         raise BadInput(f"nvcc failed on the probe: {tail}")
-    return [" ".join([tag, *map(str, shown[j][1:])]) for j, (tag, _, _) in enumerate(checks)
-            if shown[j][0]]
+    return [" ".join([tag, *map(str, shown[j][1:])]) for j, (tag, _, _) in enumerate(checks) if shown[j][0]]
 
 
 def _built(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
@@ -156,8 +167,7 @@ def _built(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
     src = work / "probe.cu"
     src.write_text(probe.render(subjects, with_main=True, offsets=paths))
     exe = work / "probe"
-    proc = subprocess.run([*cmd, str(src), "-o", str(exe)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run([*cmd, str(src), "-o", str(exe)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         tail = " | ".join(ln.strip() for ln in proc.stderr.splitlines() if "error" in ln)[:400]
         raise BadInput(f"nvcc failed on the probe: {tail or proc.stderr[-400:]}")
@@ -169,8 +179,9 @@ def _built(subjects, paths, work: Path, cmd: list[str]) -> list[str]:
 _SHOWN = re.compile(r'incomplete type "' + re.escape(probe.SHOW) + r'<(\d+)L((?:, *-?\d+U?L*)*)>"')
 
 
-def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: Path, *,
-                     nvcc: str | None = None) -> Verification:
+def verify_with_nvcc(
+    subjects: list, reports: list[LayoutReport], include_root: Path, *, nvcc: str | None = None
+) -> Verification:
     """Compare the engine's ``reports`` for ``subjects`` with what nvcc computes.
 
     Every struct size, stage count, and member offset and size that C++ can name is
@@ -201,13 +212,16 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
             paths.append(mine)
         # a direct convolution's Params::get_smem_size() is known only to a run
         run = any(reports[i].launch is not None for i in idxs)
-        sizes, fields = nvcc_numbers([subjects[i] for i in idxs], include_root, arch, nvcc=nvcc,
-                                     paths=paths, run=run)
+        sizes, fields = nvcc_numbers([subjects[i] for i in idxs], include_root, arch, nvcc=nvcc, paths=paths, run=run)
         for k, i in enumerate(idxs):
             r = reports[i]
             got = sizes.get(k)
-            ours = (r.kernel and r.kernel.size or 1, r.mainloop and r.mainloop.size or 1,
-                    r.epilogue and r.epilogue.size or 1, r.stages or 0)
+            ours = (
+                r.kernel and r.kernel.size or 1,
+                r.mainloop and r.mainloop.size or 1,
+                r.epilogue and r.epilogue.size or 1,
+                r.stages or 0,
+            )
             result.sizes += 4
             if got != ours:
                 result.mismatches.append(f"{subjects[i].label()}: sizes {ours} vs nvcc {got}")
@@ -215,8 +229,10 @@ def verify_with_nvcc(subjects: list, reports: list[LayoutReport], include_root: 
             if r.storage is not None:
                 checks.append((("Size", "Storage"), r.storage.size, "sizeof(SharedStorage)"))
             if r.launch is not None:
-                checks += [(("Launch", "expr"), r.launch.value, "launch size (expression)"),
-                           (("Launch", "params"), r.launch.value, "launch size (Params::get_smem_size())")]
+                checks += [
+                    (("Launch", "expr"), r.launch.value, "launch size (expression)"),
+                    (("Launch", "params"), r.launch.value, "launch size (Params::get_smem_size())"),
+                ]
             for (alias, path), n, what in checks:
                 result.sizes += 1
                 theirs = fields.get((k, alias, path), (None,))[0]

@@ -104,8 +104,15 @@ class Unit:
     alias_lines: bool = False
 
 
-def verify_audit(result: AuditResult, source=None, *, sample: int | None = None, jobs: int | None = None,
-                 cuda_path=None, nvcc: str | None = None) -> AuditVerification:
+def verify_audit(
+    result: AuditResult,
+    source=None,
+    *,
+    sample: int | None = None,
+    jobs: int | None = None,
+    cuda_path=None,
+    nvcc: str | None = None,
+) -> AuditVerification:
     """Compile a sample of ``result``'s tactics (:func:`sample_tactics`) with nvcc and compare
     each one's kernel, mainloop and epilogue ``sizeof(SharedStorage)`` (bytes) and stage count.
 
@@ -151,15 +158,18 @@ def verify_audit(result: AuditResult, source=None, *, sample: int | None = None,
             units += _library_units(chosen.pop(LIBRARY_FAMILY, []), result, source, cuda_path, scratch)
         else:
             if chosen.get(MOE) or chosen.get(SM80_FAMILY):
-                units += _install_units(chosen.pop(MOE, []), chosen.pop(SM80_FAMILY, []), result, source,
-                                        cuda_path, jobs, scratch, out)
+                units += _install_units(
+                    chosen.pop(MOE, []), chosen.pop(SM80_FAMILY, []), result, source, cuda_path, jobs, scratch, out
+                )
             for family in [f for f in chosen if all(_in_a_template(t) for t in chosen[f])]:
                 units += _template_units(chosen.pop(family), result, source, cuda_path, scratch, out)
         for family in chosen:
-            out.not_verified.append(f"{family} (the nvcc check reads the numbers of TensorRT-LLM's MoE "
-                                    "launchers, kernels declared in function templates or macro-made structs "
-                                    "of headers and CUTLASS's library kernels only: this family's are not "
-                                    "read yet)")
+            out.not_verified.append(
+                f"{family} (the nvcc check reads the numbers of TensorRT-LLM's MoE "
+                "launchers, kernels declared in function templates or macro-made structs "
+                "of headers and CUTLASS's library kernels only: this family's are not "
+                "read yet)"
+            )
         run_units(units, nvcc, jobs, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -180,8 +190,10 @@ def run_units(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerifica
     out.compared = [t.id for t in tactics]
     at_once = max(1, min(default_jobs(jobs), len(units)))
     t0 = time.perf_counter()
-    with step(f"nvcc: {len(tactics)} tactic(s) from {out.sources} source(s) in {len(units)} unit(s), "
-              f"{at_once} at a time (nvcc's front end only: nothing built or run)"):
+    with step(
+        f"nvcc: {len(tactics)} tactic(s) from {out.sources} source(s) in {len(units)} unit(s), "
+        f"{at_once} at a time (nvcc's front end only: nothing built or run)"
+    ):
         with Schedule(at_once, threads=True) as s:  # each waits on its nvcc child
             done = dict(s.run((i, run_unit, (u, nvcc)) for i, u in enumerate(units)))
         answers = [done[i] for i in range(len(units))]
@@ -205,13 +217,16 @@ def run_units(units: list[Unit], nvcc: str, jobs: int | None, out: AuditVerifica
                 err = first_error(messages) or "and no error"
                 out.disagreements.append(f"{t.id}: nvcc shows no numbers for it ({err})")
             elif tuple(theirs) != mine:
-                out.disagreements.append(f"{t.id}: audit (kernel, mainloop, epilogue, stages) = {mine}, "
-                                         f"nvcc {tuple(theirs)}")
+                out.disagreements.append(
+                    f"{t.id}: audit (kernel, mainloop, epilogue, stages) = {mine}, nvcc {tuple(theirs)}"
+                )
         if skipped:
             out.compared = [i for i in out.compared if i not in skipped]
-            out.not_verified.append(f"{len(skipped)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
-                                    f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
-                                    + (", run alone as well" if at_once > 1 else ""))
+            out.not_verified.append(
+                f"{len(skipped)} tactic(s) of {', '.join(sorted({t.family for _, _, t in unit.want}))} "
+                f"not compared: nvcc's {why} on a unit of {len(unit.sources)} source(s)"
+                + (", run alone as well" if at_once > 1 else "")
+            )
 
 
 def _install_context(result: AuditResult, source, cuda_path) -> tuple:
@@ -234,12 +249,26 @@ def _install_context(result: AuditResult, source, cuda_path) -> tuple:
 
     def flags(mod):
         return nvcc_flags(mod, install.tree, ARCHS[arch]) + (["-isystem", tvm] if tvm else [])
-    return (install, modules, Path(result.provenance["generated_root"] or "."),
-            {p: m for m in modules for p in m.generated}, flags)
+
+    return (
+        install,
+        modules,
+        Path(result.provenance["generated_root"] or "."),
+        {p: m for m in modules for p in m.generated},
+        flags,
+    )
 
 
-def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, source, cuda_path,
-                   jobs: int | None, scratch: Path, out: AuditVerification) -> list[Unit]:
+def _install_units(
+    moe: list[Tactic],
+    sm80: list[Tactic],
+    result: AuditResult,
+    source,
+    cuda_path,
+    jobs: int | None,
+    scratch: Path,
+    out: AuditVerification,
+) -> list[Unit]:
     """The units of a flashinfer install's sampled MoE tactics: each generated source's module
     with its flags, at most ``jobs`` units per module and kind of front end; the SM80-path
     kernels in one unit of their own."""
@@ -264,16 +293,29 @@ def _install_units(moe: list[Tactic], sm80: list[Tactic], result: AuditResult, s
         n = max(1, min(default_jobs(jobs), len(paths), math.ceil(sum(map(len, by_source.values())) / UNIT_TACTICS)))
         for i in range(n):
             part = paths[i::n]
-            units.append(Unit(part, flags(next(m for m in modules if m.name == name)),
-                              [(p, t.line, t) for p in part for t in by_source[p]], device=device,
-                              blank={p: every.get(p, set()) - {t.line for t in by_source[p]} for p in part}))
+            units.append(
+                Unit(
+                    part,
+                    flags(next(m for m in modules if m.name == name)),
+                    [(p, t.line, t) for p in part for t in by_source[p]],
+                    device=device,
+                    blank={p: every.get(p, set()) - {t.line for t in by_source[p]} for p in part},
+                )
+            )
     if sm80:
         mod = next(m for m in modules if m.name.startswith("fused_moe"))
         path = scratch / "cl_sm80.cu"
         text, at = sm80_instantiations(sm80)
         path.write_text(text)
-        units.append(Unit([path], flags(mod), [(path, line, t) for line, t in at.items()],
-                          by_instantiation=True, show=show_header(cutlass2=True)))
+        units.append(
+            Unit(
+                [path],
+                flags(mod),
+                [(path, line, t) for line, t in at.items()],
+                by_instantiation=True,
+                show=show_header(cutlass2=True),
+            )
+        )
     return units
 
 
@@ -285,8 +327,13 @@ def _in_a_template(t: Tactic) -> bool:
     ``DeviceGemmFp4GemmSm100___nv_bfloat16_128_256_256_2_1_1_2SM::GemmKernel``); one alias of
     each path to a kernel where a template declares several under a runtime branch (SM90's
     ``CutlassSegmentGEMMSM90Run<...>::GemmKernel [weight_column_major]``)."""
-    return bool(t.launcher_file and t.launcher_line and t.line and not Path(t.launcher_file).is_absolute()
-                and re.fullmatch(r"[\w:]+(?:<.*>)?::\w+(?: \[[^\]]*\])?", t.name or "", re.S))
+    return bool(
+        t.launcher_file
+        and t.launcher_line
+        and t.line
+        and not Path(t.launcher_file).is_absolute()
+        and re.fullmatch(r"[\w:]+(?:<.*>)?::\w+(?: \[[^\]]*\])?", t.name or "", re.S)
+    )
 
 
 def _alias_of(t: Tactic) -> str:
@@ -295,8 +342,9 @@ def _alias_of(t: Tactic) -> str:
     return re.sub(r" \[[^\]]*\]$", "", t.name).rsplit("::", 1)[-1]
 
 
-def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path,
-                    out: AuditVerification) -> list[Unit]:
+def _template_units(
+    tactics: list[Tactic], result: AuditResult, source, cuda_path, scratch: Path, out: AuditVerification
+) -> list[Unit]:
     """The units of a family whose kernels are declared in headers, in function templates or
     macro-made structs (:func:`_in_a_template`): each source's module flags, with a copy of the
     headers' folder found first, in which each launcher shows its kernel's numbers and its
@@ -323,8 +371,9 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
             roots += [Path(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
             root = next((r for r in roots if header.is_relative_to(r)), None)
             if root is None:
-                out.disagreements.append(f"{t.id}: its launcher's header {t.launcher_file} is on none of the "
-                                         "module's include paths")
+                out.disagreements.append(
+                    f"{t.id}: its launcher's header {t.launcher_file} is on none of the module's include paths"
+                )
                 continue
             top = header.relative_to(root).parts[0]
             if not (include / top).exists():
@@ -350,15 +399,23 @@ def _template_units(tactics: list[Tactic], result: AuditResult, source, cuda_pat
             subject = m.group(1) if m.group(1) == kernel else f"typename {m.group(1)}::{ADAPTER_KERNEL}"
             # shown with its alias line: one call of a macro can declare two kernels (SM120's
             # dense FP4: GemmKernelDefault and a stream-K one)
-            inserts.append((end, f" static_assert(cl_sizes<{subject}, {line}>::value == 0, \"\");"))
+            inserts.append((end, f' static_assert(cl_sizes<{subject}, {line}>::value == 0, "");'))
         for at, piece in sorted(inserts, reverse=True):
             text = text[:at] + piece + text[at:]
         copy.write_text(text)
     units = []
     for path, ts in sorted(by_source.items()):
-        units.append(Unit([path], [f"-I{include}", *module_flags(of_path[path])],
-                          [(path, (t.line, t.launcher_line), t) for t in ts], device=True, by_instantiation=True,
-                          show=SIZES_SHOW, alias_lines=True))
+        units.append(
+            Unit(
+                [path],
+                [f"-I{include}", *module_flags(of_path[path])],
+                [(path, (t.line, t.launcher_line), t) for t in ts],
+                device=True,
+                by_instantiation=True,
+                show=SIZES_SHOW,
+                alias_lines=True,
+            )
+        )
     return units
 
 
@@ -371,8 +428,10 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
     from ..installs.moe_sm80 import DISPATCH, ELEMENT_KINDS, LAUNCHER
 
     cpp = {v: k for k, v in ELEMENT_KINDS.items()}
-    lines = [f'#include "tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"',
-             "namespace tensorrt_llm::kernels::cutlass_kernels_oss {"]
+    lines = [
+        f'#include "tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"',
+        "namespace tensorrt_llm::kernels::cutlass_kernels_oss {",
+    ]
     at = {}
     for t in tactics:
         # laid out here (verify_audit takes an audit of the install, not its JSON)
@@ -383,10 +442,12 @@ def sm80_instantiations(tactics: list[Tactic]) -> tuple[str, dict[int, Tactic]]:
         m = re.search(r"_Stages(\d+)_", t.name)
         assert m is not None  # the dispatch's stage count, as the id names it
         stages = m.group(1)
-        lines.append(f"template struct {LAUNCHER}<{cpp[t.a]}, {cpp[t.b]}, {cpp[t.out]}, "
-                     f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::{cfg['quant']}, "
-                     f"tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, "
-                     f"{tb[1]}, {tb[2]}>, cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {stages}>;")
+        lines.append(
+            f"template struct {LAUNCHER}<{cpp[t.a]}, {cpp[t.b]}, {cpp[t.out]}, "
+            f"cutlass::arch::{cfg['arch_tag']}, cutlass::WeightOnlyQuantOp::{cfg['quant']}, "
+            f"tensorrt_llm::cutlass_extensions::EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, "
+            f"{tb[1]}, {tb[2]}>, cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {stages}>;"
+        )
         at[len(lines)] = t
     lines.append("}")
     return "\n".join(lines) + "\n", at
@@ -404,8 +465,12 @@ def _library_units(tactics: list[Tactic], result: AuditResult, source, cuda_path
     lib = resolve_kernel_library(source)
     tgt = engine.target(lib.tree, cuda_path)
     names = [t.id for t in tactics]
-    kernels = {k.name: k for k in enumerate_kernels(lib, result.arch, Selection(kernels=",".join(names)),
-                                                    cuda_version=tgt.cuda.version)[0]}
+    kernels = {
+        k.name: k
+        for k in enumerate_kernels(lib, result.arch, Selection(kernels=",".join(names)), cuda_version=tgt.cuda.version)[
+            0
+        ]
+    }
     path = scratch / "cl_library.cu"
     path.write_text(library_instances([kernels[n] for n in names]))
     return [Unit([path], library_flags(lib, result.arch), [(path, j, t) for j, t in enumerate(tactics)], show="")]
@@ -420,8 +485,13 @@ def library_flags(lib, arch: str) -> list[str]:
     from ..installs.kernel_library import LIBRARY_ARCHS
     from ..subjects.config import ARCHS
 
-    flags = ["-std=c++17", f"-arch={ARCHS[LIBRARY_ARCHS[arch][2]]}", "-w", "--expt-relaxed-constexpr",
-             f"-I{lib.tree.include_root}"]
+    flags = [
+        "-std=c++17",
+        f"-arch={ARCHS[LIBRARY_ARCHS[arch][2]]}",
+        "-w",
+        "--expt-relaxed-constexpr",
+        f"-I{lib.tree.include_root}",
+    ]
     return flags + [f"-I{d}" for d in (lib.util_include, STUB_DIR) if d is not None]
 
 
@@ -434,16 +504,23 @@ def library_instances(kernels) -> str:
     profiler's own wrapper includes them (:func:`cutlass_layout.installs.kernel_library.includes_head`)."""
     from ..installs.kernel_library import includes_head
 
-    out = [includes_head(kernels), "#include <cstddef>\n#include <type_traits>\n", SHOW_TEMPLATE, "template <class T, class = void> struct cl_stages { static constexpr int value = -1; };\n"
-           "template <class T> struct cl_stages<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {\n"
-           "  static constexpr int value = T::DispatchPolicy::Stages; };\n"]
+    out = [
+        includes_head(kernels),
+        "#include <cstddef>\n#include <type_traits>\n",
+        SHOW_TEMPLATE,
+        "template <class T, class = void> struct cl_stages { static constexpr int value = -1; };\n"
+        "template <class T> struct cl_stages<T, std::void_t<decltype(T::DispatchPolicy::Stages)>> {\n"
+        "  static constexpr int value = T::DispatchPolicy::Stages; };\n",
+    ]
     out += [k.instance for k in kernels]
     out.append("#if !defined(__CUDA_ARCH__)\n")
     for j, k in enumerate(kernels):
         n = k.name
-        out.append(f"constexpr int cl_shown_{j} = cl_show<{j}, sizeof({n}_base::SharedStorage), "
-                   f"sizeof({n}_mainloop::SharedStorage), sizeof({n}_epilogue::SharedStorage), "
-                   f"cl_stages<{n}_mainloop>::value>::the_sizes_are_in_this_name;\n")
+        out.append(
+            f"constexpr int cl_shown_{j} = cl_show<{j}, sizeof({n}_base::SharedStorage), "
+            f"sizeof({n}_mainloop::SharedStorage), sizeof({n}_epilogue::SharedStorage), "
+            f"cl_stages<{n}_mainloop>::value>::the_sizes_are_in_this_name;\n"
+        )
     out.append("#endif\n")
     return "".join(out)
 
@@ -453,11 +530,27 @@ def run_unit(unit: Unit, nvcc: str):
     scratch folder of its own."""
     work = Path(tempfile.mkdtemp(prefix="cutlass-layout-nvcc-"))
     try:
-        return unit_sizes(unit.sources, unit.flags, work, device=unit.device,
-                          by_instantiation=unit.by_instantiation, show=unit.show, nvcc=nvcc, blank=unit.blank,
-                          alias_lines=unit.alias_lines)
+        return unit_sizes(
+            unit.sources,
+            unit.flags,
+            work,
+            device=unit.device,
+            by_instantiation=unit.by_instantiation,
+            show=unit.show,
+            nvcc=nvcc,
+            blank=unit.blank,
+            alias_lines=unit.alias_lines,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-__all__ = ["SPREAD", "Unit", "library_flags", "library_instances", "sample_tactics", "sm80_instantiations", "verify_audit"]
+__all__ = [
+    "SPREAD",
+    "Unit",
+    "library_flags",
+    "library_instances",
+    "sample_tactics",
+    "sm80_instantiations",
+    "verify_audit",
+]

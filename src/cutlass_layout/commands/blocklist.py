@@ -52,13 +52,16 @@ def _parse(root: Path, rel: str, version: str) -> ast.Module:
     try:
         return ast.parse(path.read_text(errors="replace"), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:
-        raise BadInput(f"flashinfer {version}: cannot read {rel} ({exc.__class__.__name__}): "
-                       "its tactics blocklist format is not known") from None
+        raise BadInput(
+            f"flashinfer {version}: cannot read {rel} ({exc.__class__.__name__}): "
+            "its tactics blocklist format is not known"
+        ) from None
 
 
 def _function(tree: ast.AST, name: str):
-    return next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                 and n.name == name), None)
+    return next(
+        (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None
+    )
 
 
 def _strings(node: ast.AST) -> set[str]:
@@ -82,8 +85,10 @@ def blocklist_format(root: Path, version: str) -> BlocklistFormat:
     """
     root = Path(root)
     if not (root / LOADER).is_file():
-        raise BadInput(f"flashinfer {version} has no tactics blocklist loader (flashinfer/{LOADER}): "
-                       "it cannot load a blocklist file")
+        raise BadInput(
+            f"flashinfer {version} has no tactics blocklist loader (flashinfer/{LOADER}): "
+            "it cannot load a blocklist file"
+        )
     loader = _parse(root, LOADER, version)
     cls = next((n for n in loader.body if isinstance(n, ast.ClassDef) and n.name == "TacticsBlocklist"), None)
     methods = {n.name: n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)}
@@ -91,8 +96,10 @@ def blocklist_format(root: Path, version: str) -> BlocklistFormat:
         raise BadInput(f"flashinfer {version}: {LOADER} has no TacticsBlocklist.load and .filter")
     load = methods["load"]
     if WILDCARD not in _strings(load):
-        raise BadInput(f"flashinfer {version}: TacticsBlocklist.load takes no '*' metadata wildcard, "
-                       "so a file written without its GPU would not load")
+        raise BadInput(
+            f"flashinfer {version}: TacticsBlocklist.load takes no '*' metadata wildcard, "
+            "so a file written without its GPU would not load"
+        )
     tactics_key = next((s for s in ("invalid_tactics",) if s in _strings(load)), None)
     if tactics_key is None:
         raise BadInput(f"flashinfer {version}: TacticsBlocklist.load reads no 'invalid_tactics'")
@@ -100,25 +107,46 @@ def blocklist_format(root: Path, version: str) -> BlocklistFormat:
     if auto_rel is None:
         raise BadInput(f"flashinfer {version}: no autotuner ({' or '.join(AUTOTUNER)}) beside {LOADER}")
     auto = _parse(root, auto_rel, version)
-    metadata_key = next((n.value.value for n in auto.body if isinstance(n, ast.Assign)
-                         and any(isinstance(t, ast.Name) and t.id == "_METADATA_KEY" for t in n.targets)
-                         and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)), None)
+    metadata_key = next(
+        (
+            n.value.value
+            for n in auto.body
+            if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_METADATA_KEY" for t in n.targets)
+            and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str)
+        ),
+        None,
+    )
     collect = _function(auto, "_collect_metadata")
     fields = []
     for n in ast.walk(collect) if collect is not None else ():
         if isinstance(n, ast.Assign):
             for t in n.targets:
-                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "meta" \
-                        and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str):
+                if (
+                    isinstance(t, ast.Subscript)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == "meta"
+                    and isinstance(t.slice, ast.Constant)
+                    and isinstance(t.slice.value, str)
+                ):
                     fields.append(t.slice.value)
     fields = list(dict.fromkeys(fields))
     if metadata_key is None or "flashinfer_version" not in fields:
-        raise BadInput(f"flashinfer {version}: {auto_rel} has no _METADATA_KEY or no _collect_metadata "
-                       "setting flashinfer_version")
+        raise BadInput(
+            f"flashinfer {version}: {auto_rel} has no _METADATA_KEY or no _collect_metadata setting flashinfer_version"
+        )
     ops, runner_class = _moe_runner(root, version)
-    return BlocklistFormat(version=version, loader=LOADER, metadata_key=metadata_key,
-                           tactics_key=tactics_key, metadata_fields=fields, ops=ops,
-                           runner_class=runner_class, dense=dense_keys(root))
+    return BlocklistFormat(
+        version=version,
+        loader=LOADER,
+        metadata_key=metadata_key,
+        tactics_key=tactics_key,
+        metadata_fields=fields,
+        ops=ops,
+        runner_class=runner_class,
+        dense=dense_keys(root),
+    )
 
 
 def dense_keys(root: Path) -> dict[str, str]:
@@ -157,12 +185,15 @@ def _dense_op(tree: ast.Module, cls_name: str, tactic_num: str) -> str | None:
                 factories.add(fn.name)
     ops = set()
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
-        calls = [(n, n.func.attr) for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+        calls = [
+            (n, n.func.attr) for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
         if not any(attr in factories for _, attr in calls):
             continue
         chosen = [c for c, attr in calls if attr == "choose_one"]
-        args = [next((k.value for k in c.keywords if k.arg == "custom_op"), c.args[0] if c.args else None)
-                for c in chosen]
+        args = [
+            next((k.value for k in c.keywords if k.arg == "custom_op"), c.args[0] if c.args else None) for c in chosen
+        ]
         if len(args) != 1 or not (isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)):
             return None
         ops.add(args[0].value)
@@ -180,8 +211,11 @@ def _moe_runner(root: Path, version: str) -> tuple[dict[int, str], str]:
         if valid is None:
             continue
         text = ast.unparse(valid)
-        if "get_gemm1_tactic_count" in text and "range(gemm1_count, gemm1_count + gemm2_count)" in text \
-                and "range(gemm1_count)" in text:
+        if (
+            "get_gemm1_tactic_count" in text
+            and "range(gemm1_count, gemm1_count + gemm2_count)" in text
+            and "range(gemm1_count)" in text
+        ):
             runner = cls.name
             break
     ops: dict[int, str] = {}
@@ -191,13 +225,19 @@ def _moe_runner(root: Path, version: str) -> tuple[dict[int, str], str]:
             continue
         op = call.args[0]
         idx = next((k.value for k in call.keywords if k.arg == "gemm_idx"), None)
-        if isinstance(op, ast.Constant) and isinstance(op.value, str) and isinstance(idx, ast.Constant) \
-                and idx.value in (1, 2):
+        if (
+            isinstance(op, ast.Constant)
+            and isinstance(op.value, str)
+            and isinstance(idx, ast.Constant)
+            and idx.value in (1, 2)
+        ):
             ops.setdefault(cast(int, idx.value), op.value)  # cast: one of (1, 2), checked
     if runner is None or set(ops) != {1, 2}:
-        raise BadInput(f"flashinfer {version}: {MOE_RUNNER} has no CUTLASS MoE runner numbering its "
-                       "tactics range(gemm1_count) and range(gemm1_count, gemm1_count + gemm2_count), "
-                       "tuned as gemm_idx 1 and 2")
+        raise BadInput(
+            f"flashinfer {version}: {MOE_RUNNER} has no CUTLASS MoE runner numbering its "
+            "tactics range(gemm1_count) and range(gemm1_count, gemm1_count + gemm2_count), "
+            "tuned as gemm_idx 1 and 2"
+        )
     return ops, runner
 
 
@@ -222,8 +262,11 @@ def _sm90_ids(cand, t: Tactic) -> list[tuple[int, int]] | None:
     configs = sm90_moe_configs(cand, runner)
     if configs is None:
         return None
-    at = [i for i, (c_tile, c_cluster, c_schedule, swap) in enumerate(configs)
-          if (c_tile, c_cluster) == (tile, cluster) and c_schedule in ("AUTO", schedule) and swap == bool(t.swap_ab)]
+    at = [
+        i
+        for i, (c_tile, c_cluster, c_schedule, swap) in enumerate(configs)
+        if (c_tile, c_cluster) == (tile, cluster) and c_schedule in ("AUTO", schedule) and swap == bool(t.swap_ab)
+    ]
     return [(1, i) for i in at] + [(2, len(configs) + i) for i in at]
 
 
@@ -276,25 +319,32 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
         return None if table is None else table.get((t.name, t.fusion or "none", bool(t.swap_ab)), [])
 
     for t in result.over_capacity_candidates():
-        base = {"tactic": t.id, "runner": "x".join(_runner_of(t)), "kernel_bytes": t.kernel_bytes,
-                "capacity_bytes": t.capacity_bytes}
+        base = {
+            "tactic": t.id,
+            "runner": "x".join(_runner_of(t)),
+            "kernel_bytes": t.kernel_bytes,
+            "capacity_bytes": t.capacity_bytes,
+        }
         if t.family in fmt.dense and result.dense_runners.get(t.family) is not None:
             key, ids = fmt.dense[t.family], result.dense_runners[t.family].ids(t) or []
             for tid in ids:
                 invalid.setdefault(key, set()).add(tid)
                 blocked.append({**base, "key": key, "tactic_id": tid, "gemm": None})
             if not ids:
-                notes.append(f"{t.id}: over capacity, not in the file: its id in the runner's "
-                             "getConfigs could not be read from the install's code")
+                notes.append(
+                    f"{t.id}: over capacity, not in the file: its id in the runner's "
+                    "getConfigs could not be read from the install's code"
+                )
             continue
         if t.family != "moe":
-            notes.append(f"{t.id}: over capacity, not in the file: its family has no tactic ids "
-                         "the autotuner knows")
+            notes.append(f"{t.id}: over capacity, not in the file: its family has no tactic ids the autotuner knows")
             continue
         found = ids_of(t)
         if not found:
-            notes.append(f"{t.id}: over capacity, not in the file: its id in the runtime's list "
-                         "could not be read from the install's code")
+            notes.append(
+                f"{t.id}: over capacity, not in the file: its id in the runtime's list "
+                "could not be read from the install's code"
+            )
             blocked.append({**base, "key": None, "tactic_id": None, "gemm": None})
             continue
         for gemm, tid in found:
@@ -310,30 +360,51 @@ def tactics_blocklist(result: AuditResult, fmt: BlocklistFormat) -> Blocklist:
         for gemm in (1, 2):
             for tid in sorted(invalid[fmt.key(gemm)]):
                 c = where.get((gemm, tid))
-                fits = [t for t in moe if c is not None and _runner_of(t) == r and t.verdict in (Verdict.FITS, Verdict.EXACT_FIT)
-                        and (t.name, t.fusion or "none", bool(t.swap_ab)) == c]
+                fits = [
+                    t
+                    for t in moe
+                    if c is not None
+                    and _runner_of(t) == r
+                    and t.verdict in (Verdict.FITS, Verdict.EXACT_FIT)
+                    and (t.name, t.fusion or "none", bool(t.swap_ab)) == c
+                ]
                 if fits:
-                    notes.append(f"id {tid} under {fmt.key(gemm)} is also {fits[0].id}, which fits: the key "
-                                 "does not name the runner's types, so the file removes it too")
+                    notes.append(
+                        f"id {tid} under {fmt.key(gemm)} is also {fits[0].id}, which fits: the key "
+                        "does not name the runner's types, so the file removes it too"
+                    )
     if any(invalid.values()) and sm90:
-        notes.append("the ids are the SM90 mixed-input runners' (FP4 weights; GEMM1's and GEMM2's lists alike); "
-                     "every CUTLASS MoE runner of a process reads the same keys, so they also remove the tactics "
-                     "of those numbers in the other SM90 runners' lists (FP8, BF16, F16 weights), not numbered here")
+        notes.append(
+            "the ids are the SM90 mixed-input runners' (FP4 weights; GEMM1's and GEMM2's lists alike); "
+            "every CUTLASS MoE runner of a process reads the same keys, so they also remove the tactics "
+            "of those numbers in the other SM90 runners' lists (FP8, BF16, F16 weights), not numbered here"
+        )
     elif any(invalid.values()):
-        notes.append("the ids are for cutlass_fused_moe's default use_fused_finalize=True (with it False "
-                     "GEMM2 has no FINALIZE tactics and the same ids name other tactics); every CUTLASS MoE "
-                     "runner of a process reads the same keys, including those of data types this audit "
-                     "does not lay out (BF16 and FP8 activations: SM80-path tactics on SM120)")
+        notes.append(
+            "the ids are for cutlass_fused_moe's default use_fused_finalize=True (with it False "
+            "GEMM2 has no FINALIZE tactics and the same ids name other tactics); every CUTLASS MoE "
+            "runner of a process reads the same keys, including those of data types this audit "
+            "does not lay out (BF16 and FP8 activations: SM80-path tactics on SM120)"
+        )
     held = {b["tactic"] for b in blocked if b["key"] is not None}
-    left_out = [{"tactic": t.id, "reason": _why_left_out(t, result.arch)}
-                for t in result.check_failures() if t.id not in held]
+    left_out = [
+        {"tactic": t.id, "reason": _why_left_out(t, result.arch)} for t in result.check_failures() if t.id not in held
+    ]
     metadata = {f: (fmt.version if f == "flashinfer_version" else WILDCARD) for f in fmt.metadata_fields}
-    metadata.update(generated_at=datetime.now(timezone.utc).isoformat(),
-                    generator=f"cutlass-layout {_version()} audit --blocklist (shared-memory layout, "
-                              f"{result.arch}, capacity {result.capacity_bytes} B; no GPU)")
-    return Blocklist(format=fmt, arch=result.arch,
-                     invalid_tactics={k: sorted(v) for k, v in invalid.items() if v},
-                     blocked=blocked, notes=notes, metadata=metadata, left_out=left_out)
+    metadata.update(
+        generated_at=datetime.now(timezone.utc).isoformat(),
+        generator=f"cutlass-layout {_version()} audit --blocklist (shared-memory layout, "
+        f"{result.arch}, capacity {result.capacity_bytes} B; no GPU)",
+    )
+    return Blocklist(
+        format=fmt,
+        arch=result.arch,
+        invalid_tactics={k: sorted(v) for k, v in invalid.items() if v},
+        blocked=blocked,
+        notes=notes,
+        metadata=metadata,
+        left_out=left_out,
+    )
 
 
 def _why_left_out(t: Tactic, arch: str) -> str:

@@ -124,21 +124,36 @@ def resolve_side(src, which: str):
 def _provenance(tree, tgt) -> Provenance:
     if tgt is not None:
         return tgt.provenance("sm120")
-    return Provenance(cutlass_root=str(tree.include_root), cutlass_version=tree.version,
-                      tree_hash=tree.tree_hash, origin=tree.origin)
+    return Provenance(
+        cutlass_root=str(tree.include_root), cutlass_version=tree.version, tree_hash=tree.tree_hash, origin=tree.origin
+    )
 
 
 def _describe(src) -> str:
     return str(getattr(src, "origin", None) or src)
 
+
 # ============================================================================================
 # the diff
 
 
-def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool | None = None,
-         audit: bool = False, arch: str | list[str] | None = None, family: str | None = None,
-         selection=None, cuda_path=None, use_cache: bool = True, jobs: int | None = None,
-         grid_source: str | None = None, **grid_values) -> DiffResult:
+def diff(
+    old,
+    new,
+    grid=None,
+    *,
+    structural: bool | None = None,
+    numeric: bool | None = None,
+    audit: bool = False,
+    arch: str | list[str] | None = None,
+    family: str | None = None,
+    selection=None,
+    cuda_path=None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    grid_source: str | None = None,
+    **grid_values,
+) -> DiffResult:
     """Diff the shared-memory layouts of two CUTLASS trees.
 
     Args:
@@ -218,9 +233,11 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
     from ..engine.loop import target
 
     tgts = [target(old_tree, cuda_path), target(new_tree, cuda_path)] if numeric else [None, None]
-    res = DiffResult(old=Side(_describe(old), _provenance(old_tree, tgts[0])),
-                     new=Side(_describe(new), _provenance(new_tree, tgts[1])),
-                     identical=old_tree.tree_hash == new_tree.tree_hash)
+    res = DiffResult(
+        old=Side(_describe(old), _provenance(old_tree, tgts[0])),
+        new=Side(_describe(new), _provenance(new_tree, tgts[1])),
+        identical=old_tree.tree_hash == new_tree.tree_hash,
+    )
 
     if grid is None:
         if numeric:
@@ -235,8 +252,9 @@ def diff(old, new, grid=None, *, structural: bool | None = None, numeric: bool |
         res.grid = list(grid)
         res.grid_source = grid_source or "python"
     if res.identical:
-        res.notes.append(f"the trees are identical (tree hash {old_tree.tree_hash}): "
-                         "nothing to compare, nothing computed")
+        res.notes.append(
+            f"the trees are identical (tree hash {old_tree.tree_hash}): nothing to compare, nothing computed"
+        )
 
     if structural:
         res.structural, res.files_compared = structural_diff(old_tree, new_tree, use_cache=use_cache)
@@ -265,8 +283,9 @@ def _one_arch(arch) -> str:
     return str(archs[0]).lower()
 
 
-def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs
-            ) -> tuple[AuditDiff, AuditResult, AuditResult]:
+def _audits(
+    old, new, arch, family, selection, cuda_path, use_cache, jobs
+) -> tuple[AuditDiff, AuditResult, AuditResult]:
     """``(the diff, old's audit, new's audit)``."""
     from ..sources.library import is_kernel_library
     from .audit.command import audit
@@ -276,18 +295,24 @@ def _audits(old, new, arch, family, selection, cuda_path, use_cache, jobs
     if any(libraries):
         return _library_audits(old, new, libraries, arch, family, selection, cuda_path, use_cache, jobs)
     if selection is not None and any(selection.request().values()):
-        raise BadInput(f"{selection.words()}: the kernel library's own filters, for two CUTLASS kernel "
-                       "libraries (nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
-                       "checkout), not flashinfer installs")
+        raise BadInput(
+            f"{selection.words()}: the kernel library's own filters, for two CUTLASS kernel "
+            "libraries (nvidia-cutlass==VERSION, its wheel, a cutlass_library folder or a CUTLASS "
+            "checkout), not flashinfer installs"
+        )
     # a family may be built by one install only (added, removed): one neither builds is bad input
-    a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-              strict_family=False)
-    b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache,
-              strict_family=False)
+    a = audit(old, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, strict_family=False)
+    b = audit(new, arch, family=family, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, strict_family=False)
     assert a is not None and b is not None  # None: only for cached_only
     if family is not None and family not in a.families + b.families:
-        raise BadInput(unknown_family(family, list(dict.fromkeys(a.families + b.families)),
-                                      f"{a.provenance['version']} or {b.provenance['version']}", arch))
+        raise BadInput(
+            unknown_family(
+                family,
+                list(dict.fromkeys(a.families + b.families)),
+                f"{a.provenance['version']} or {b.provenance['version']}",
+                arch,
+            )
+        )
     out = audit_diff(a, b)
     out.family = family
     return out, a, b
@@ -302,23 +327,27 @@ def _library_audits(old, new, libraries, arch, family, selection, cuda_path, use
 
     if not all(libraries):
         lib, fi = (old, new) if libraries[0] else (new, old)
-        raise BadInput(f"diff --audit compares two flashinfer installs or two CUTLASS kernel libraries, not one "
-                       f"of each: {lib} is CUTLASS's kernel library, {fi} a flashinfer install")
+        raise BadInput(
+            f"diff --audit compares two flashinfer installs or two CUTLASS kernel libraries, not one "
+            f"of each: {lib} is CUTLASS's kernel library, {fi} a flashinfer install"
+        )
     if family is not None and family != FAMILY:
         raise BadInput(f"unknown family {family!r}: CUTLASS's kernel library is one family, {FAMILY}")
     sel = selection if selection is not None else Selection()
     sides = []
     for src, which in ((old, "old"), (new, "new")):
         try:
-            sides.append(audit_library(src, arch, selection=sel, cuda_path=cuda_path, jobs=jobs,
-                                       use_cache=use_cache, strict=False))
+            sides.append(
+                audit_library(
+                    src, arch, selection=sel, cuda_path=cuda_path, jobs=jobs, use_cache=use_cache, strict=False
+                )
+            )
         except BadInput as exc:
             raise BadInput(f"{which} ({src}): {exc}") from None
     a, b = sides
     if not a.tactics and not b.tactics:
         why = "; ".join(f"{w} ({s}): {r.notes[0]}" for w, s, r in (("old", old, a), ("new", new, b)) if r.notes)
-        raise BadInput(f"neither library has a CUTLASS 3.x kernel for {arch} to compare with "
-                       f"{sel.words()}: {why}")
+        raise BadInput(f"neither library has a CUTLASS 3.x kernel for {arch} to compare with {sel.words()}: {why}")
     out = audit_diff(a, b)
     out.family = family
     return out, a, b
@@ -334,10 +363,15 @@ def _audit_only(old, new, arch, family, selection, cuda_path, use_cache, jobs, t
         keep = {f.name for f in fields(Provenance)}
         return Side(_describe(src), Provenance(**{k: v for k, v in res.provenance.items() if k in keep}))
 
-    res = DiffResult(old=side(old, a), new=side(new, b),
-                     identical=(a.provenance["fingerprint"] == b.provenance["fingerprint"]
-                                and a.provenance.get("tree_hash") == b.provenance.get("tree_hash")),
-                     audit=out)
+    res = DiffResult(
+        old=side(old, a),
+        new=side(new, b),
+        identical=(
+            a.provenance["fingerprint"] == b.provenance["fingerprint"]
+            and a.provenance.get("tree_hash") == b.provenance.get("tree_hash")
+        ),
+        audit=out,
+    )
     res.seconds = time.perf_counter() - t0
     return res
 

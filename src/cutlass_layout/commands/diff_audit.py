@@ -43,8 +43,10 @@ def tactic_configuration(tactic, arch: str) -> dict:
     cfg["swap_ab"] = bool(cfg["swap_ab"])
     for k in ("tile", "cluster"):
         cfg[k] = None if cfg[k] is None else list(cfg[k])
-    return {k: cfg[k] for k in ("family", "arch", "a", "b", "out", "tile", "cluster", "schedule",
-                                "fusion", "swap_ab", "kernel")}
+    return {
+        k: cfg[k]
+        for k in ("family", "arch", "a", "b", "out", "tile", "cluster", "schedule", "fusion", "swap_ab", "kernel")
+    }
 
 
 def _config_key(cfg: dict) -> tuple:
@@ -116,8 +118,9 @@ def pair_tactics(olds: list, news: list, arch: str) -> list[tuple]:
             i, j = os_[0], ns[0]
             paired[i] = (j, "id" if olds[i].id == news[j].id else "configuration")
             continue
-        scored = sorted(((-SequenceMatcher(None, olds[i].id, news[j].id, autojunk=False).ratio(), i, j)
-                         for i in os_ for j in ns))
+        scored = sorted(
+            ((-SequenceMatcher(None, olds[i].id, news[j].id, autojunk=False).ratio(), i, j) for i in os_ for j in ns)
+        )
         used_o: set[int] = set()
         used_n: set[int] = set()
         for _, i, j in scored:
@@ -193,39 +196,78 @@ def audit_diff(old_audit, new_audit) -> AuditDiff:
 
     arch = new_audit.arch
     library = is_library_audit(old_audit) and is_library_audit(new_audit)
-    pairs = (pair_library_kernels(old_audit.tactics, new_audit.tactics) if library
-             else pair_tactics(old_audit.tactics, new_audit.tactics, arch))
+    pairs = (
+        pair_library_kernels(old_audit.tactics, new_audit.tactics)
+        if library
+        else pair_tactics(old_audit.tactics, new_audit.tactics, arch)
+    )
     rows = []
     for o, n, by in pairs:
         t = n or o
         cfg = tactic_configuration(t, arch)
         ids: dict[str, Any] = {"old_id": None if o is None else o.id, "new_id": None if n is None else n.id}
         if o is None or n is None:
-            rows.append(TacticChange(t.id, t.family, t.name, "added" if o is None else "removed",
-                                     old=o, new=n, config=cfg, **ids))
+            rows.append(
+                TacticChange(
+                    t.id, t.family, t.name, "added" if o is None else "removed", old=o, new=n, config=cfg, **ids
+                )
+            )
             continue
         # the members too: both audits were laid out here (their tactics have reports, not JSON rows)
         changed, members = changes(NumericRecord.from_report(o.report), NumericRecord.from_report(n.report))
         if o.verdict != n.verdict and "verdict" not in changed:
             changed.insert(0, "verdict")  # fits <-> exact fit
         rename = None if o.id == n.id else Rename(*renamed_part(o.id, n.id))
-        kind = ("verdict" if "verdict" in changed else "numbers" if changed
-                else "renamed" if rename else "same")
-        delta = (None if o.kernel_bytes is None or n.kernel_bytes is None
-                 else n.kernel_bytes - o.kernel_bytes)
-        rows.append(TacticChange(t.id, t.family, t.name, kind, old=o, new=n, changed=changed,
-                                 members=members, rename=rename, paired_by=by, config=cfg,
-                                 kernel_bytes_delta=delta, **ids))
-    rows.sort(key=lambda r: (AUDIT_ORDER.index(r.change),
-                             VERDICT_ORDER.index(r.new.verdict) if r.change == "verdict" and r.new is not None else 0))
+        kind = "verdict" if "verdict" in changed else "numbers" if changed else "renamed" if rename else "same"
+        delta = None if o.kernel_bytes is None or n.kernel_bytes is None else n.kernel_bytes - o.kernel_bytes
+        rows.append(
+            TacticChange(
+                t.id,
+                t.family,
+                t.name,
+                kind,
+                old=o,
+                new=n,
+                changed=changed,
+                members=members,
+                rename=rename,
+                paired_by=by,
+                config=cfg,
+                kernel_bytes_delta=delta,
+                **ids,
+            )
+        )
+    rows.sort(
+        key=lambda r: (
+            AUDIT_ORDER.index(r.change),
+            VERDICT_ORDER.index(r.new.verdict) if r.change == "verdict" and r.new is not None else 0,
+        )
+    )
     sel = old_audit.provenance.get("selection") if library else None
-    return AuditDiff(arch=arch, family=None, rows=rows, old_tactics=len(old_audit.tactics),
-                     new_tactics=len(new_audit.tactics),
-                     notes=([f"{'both' if x in new_audit.notes else 'old'}: {x}" for x in old_audit.notes]
-                            + [f"new: {x}" for x in new_audit.notes if x not in old_audit.notes]),
-                     kind="cutlass_library" if library else "flashinfer",
-                     selection={k: v for k, v in (sel or {}).items() if v})
+    return AuditDiff(
+        arch=arch,
+        family=None,
+        rows=rows,
+        old_tactics=len(old_audit.tactics),
+        new_tactics=len(new_audit.tactics),
+        notes=(
+            [f"{'both' if x in new_audit.notes else 'old'}: {x}" for x in old_audit.notes]
+            + [f"new: {x}" for x in new_audit.notes if x not in old_audit.notes]
+        ),
+        kind="cutlass_library" if library else "flashinfer",
+        selection={k: v for k, v in (sel or {}).items() if v},
+    )
 
 
-__all__ = ["AUDIT_ORDER", "CONFIG_FIELDS", "tactic_configuration", "common_affixes", "renamed_part",
-           "pair_tactics", "library_name", "pair_library_kernels", "is_library_audit", "audit_diff"]
+__all__ = [
+    "AUDIT_ORDER",
+    "CONFIG_FIELDS",
+    "tactic_configuration",
+    "common_affixes",
+    "renamed_part",
+    "pair_tactics",
+    "library_name",
+    "pair_library_kernels",
+    "is_library_audit",
+    "audit_diff",
+]

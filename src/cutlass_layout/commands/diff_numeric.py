@@ -26,8 +26,7 @@ FAMILY_FILES = {
 
 #: Default grid values (besides the kernel families): tiles M in {128, 256}, N in
 #: {32, 64, 128, 256}, K in {128, 256}; NVFP4; flashinfer flavour; stages auto.
-DEFAULT_GRID = {"a": "nvfp4", "tile": "{128,256}x{32,64,128,256}x{128,256}",
-                "preset": "flashinfer", "stages": "auto"}
+DEFAULT_GRID = {"a": "nvfp4", "tile": "{128,256}x{32,64,128,256}x{128,256}", "preset": "flashinfer", "stages": "auto"}
 
 
 def record(rep) -> NumericRecord:
@@ -60,8 +59,7 @@ def changes(old: NumericRecord | None, new: NumericRecord | None) -> tuple[list[
 def compare(cfg: Config, old: NumericRecord | None, new: NumericRecord | None) -> NumericRow:
     """A :class:`~cutlass_layout.model.NumericRow` for one config from its two records."""
     changed, members = changes(old, new)
-    return NumericRow(config=cfg, label=cfg.label(), old=old, new=new, changed=changed,
-                      members=members)
+    return NumericRow(config=cfg, label=cfg.label(), old=old, new=new, changed=changed, members=members)
 
 
 def compute_records(job) -> list[NumericRecord]:
@@ -72,8 +70,9 @@ def compute_records(job) -> list[NumericRecord]:
     return [record(r) for r in layouts(configs, tgt, use_cache=False)]
 
 
-def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = True,
-                    jobs: int | None = None) -> list[list[NumericRecord]]:
+def numeric_records(
+    targets: list, configs: list[Config], *, use_cache: bool = True, jobs: int | None = None
+) -> list[list[NumericRecord]]:
     """Records (see :func:`record`) of every config on each :class:`~cutlass_layout.engine.loop.Target`.
 
     Layouts come from the engine's results cache where it has them (written by ``layout``,
@@ -95,8 +94,9 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
     if work:
         n = min(len(work), default_jobs(jobs))
         configs_left = sum(len(t) for _, t, _ in work)
-        with Schedule(n, parallel=n > 1,
-                      spinner=f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang") as s:
+        with Schedule(
+            n, parallel=n > 1, spinner=f"laying out {configs_left} config(s) on {len(work)} tree(s) with libclang"
+        ) as s:
             done = {i: recs for i, recs in s.run((i, compute_records, (job,)) for i, (_, _, job) in enumerate(work))}
         for j, (side, todo, _) in enumerate(work):
             for i, rec in zip(todo, done[j]):
@@ -105,7 +105,7 @@ def numeric_records(targets: list, configs: list[Config], *, use_cache: bool = T
 
 
 def sort_rows(rows: list[NumericRow]) -> list[NumericRow]:
-    return sorted(rows, key=lambda r: (0 if r.verdict_changed else 1 if r.changed else 2))
+    return sorted(rows, key=lambda r: 0 if r.verdict_changed else 1 if r.changed else 2)
 
 
 # ============================================================================================
@@ -132,8 +132,10 @@ def default_grid(old_tree, new_tree) -> tuple[list[Config], list[str]]:
     for k in FAMILY_FILES:
         if k not in both:
             missing = [side for side, fam in (("old", fo), ("new", fn)) if k not in fam]
-            notes.append(f"no SM120 block-scaled {k} family in the {' and '.join(missing)} tree "
-                         f"({FAMILY_FILES[k]} missing): not in the default grid")
+            notes.append(
+                f"no SM120 block-scaled {k} family in the {' and '.join(missing)} tree "
+                f"({FAMILY_FILES[k]} missing): not in the default grid"
+            )
     if not both:
         notes.append("default grid is empty: the numeric diff has nothing to compare")
         return [], notes
@@ -157,11 +159,20 @@ def grid_from_values(values: dict, old_tree, new_tree) -> list[Config]:
     merged = dict(defaults, **values)
     if "kernel" not in values:
         sm120 = all(FAMILY.get(str(a).lower()) == "sm120" for a in archs)
-        fams = [k for k in FAMILY_FILES
-                if k in supported_families(old_tree) and k in supported_families(new_tree)]
+        fams = [k for k in FAMILY_FILES if k in supported_families(old_tree) and k in supported_families(new_tree)]
         merged["kernel"] = (fams or list(FAMILY_FILES)) if sm120 else list(FAMILY_FILES)
     return grid_configs(merged)
 
 
-__all__ = ["FAMILY_FILES", "DEFAULT_GRID", "record", "changes", "compare", "numeric_records", "sort_rows",
-           "supported_families", "default_grid", "grid_from_values"]
+__all__ = [
+    "FAMILY_FILES",
+    "DEFAULT_GRID",
+    "record",
+    "changes",
+    "compare",
+    "numeric_records",
+    "sort_rows",
+    "supported_families",
+    "default_grid",
+    "grid_from_values",
+]

@@ -115,17 +115,25 @@ class _Structural:
         self.changes: list[StructuralChange] = []
 
     def add(self, change, o, n, *, struct: str, spec=None, field=None, old=None, new=None):
-        self.changes.append(StructuralChange(
-            change=change, struct=struct, field=field, old=old, new=new,
-            old_file=o.file if o else None, old_line=o.line if o else None,
-            new_file=n.file if n else None, new_line=n.line if n else None,
-            specialization=spec))
+        self.changes.append(
+            StructuralChange(
+                change=change,
+                struct=struct,
+                field=field,
+                old=old,
+                new=new,
+                old_file=o.file if o else None,
+                old_line=o.line if o else None,
+                new_file=n.file if n else None,
+                new_line=n.line if n else None,
+                specialization=spec,
+            )
+        )
 
     # -- structs ----------------------------------------------------------------------------
     @staticmethod
     def _struct_keys():
-        return (lambda s: (s.qualified_name, _scope_sig(s.enclosing), s.name),
-                lambda s: (s.qualified_name, s.name))
+        return (lambda s: (s.qualified_name, _scope_sig(s.enclosing), s.name), lambda s: (s.qualified_name, s.name))
 
     def structs(self, olds: list, news: list) -> tuple[list, list]:
         """Compare matched structs; return the unmatched (removed, added) ones."""
@@ -138,11 +146,11 @@ class _Structural:
         name = n.qualified_name or n.name or "(anonymous)"
         ctx: dict[str, Any] = {"struct": name, "spec": _spec(n.enclosing)}
         if _norm(o.alignas) != _norm(n.alignas):
-            self.add("struct_realigned", o, n, **ctx, old=_align_text(o.alignas),
-                     new=_align_text(n.alignas))
+            self.add("struct_realigned", o, n, **ctx, old=_align_text(o.alignas), new=_align_text(n.alignas))
         if [_norm(b) for b in o.bases] != [_norm(b) for b in n.bases]:
-            self.add("struct_bases_changed", o, n, **ctx, old=", ".join(o.bases) or None,
-                     new=", ".join(n.bases) or None)
+            self.add(
+                "struct_bases_changed", o, n, **ctx, old=", ".join(o.bases) or None, new=", ".join(n.bases) or None
+            )
         if o.kind != n.kind:
             self.add("struct_kind_changed", o, n, **ctx, old=o.kind, new=n.kind)
         if _norm(o.condition) != _norm(n.condition):
@@ -151,31 +159,46 @@ class _Structural:
         self.aliases(o, n, ctx)
         rem, add = self.structs(o.children, n.children)
         for c in rem:
-            self.add("struct_removed", c, None, struct=c.qualified_name or name,
-                     spec=_spec(c.enclosing), old=c.name or "(anonymous)")
+            self.add(
+                "struct_removed",
+                c,
+                None,
+                struct=c.qualified_name or name,
+                spec=_spec(c.enclosing),
+                old=c.name or "(anonymous)",
+            )
         for c in add:
-            self.add("struct_added", None, c, struct=c.qualified_name or name,
-                     spec=_spec(c.enclosing), new=c.name or "(anonymous)")
+            self.add(
+                "struct_added",
+                None,
+                c,
+                struct=c.qualified_name or name,
+                spec=_spec(c.enclosing),
+                new=c.name or "(anonymous)",
+            )
 
     def fields(self, o, n, ctx: dict) -> None:
         of = [_Member(f, o.file, i) for i, f in enumerate(o.fields)]
         nf = [_Member(f, n.file, i) for i, f in enumerate(n.fields)]
-        pairs, rem, add = pair(of, nf, (lambda m: (m.decl.name, _norm(m.decl.condition)),
-                                         lambda m: m.decl.name))
-        sig = (lambda m: (_norm(m.decl.type), _norm(m.decl.alignas),
-                          _norm(m.decl.extent), _norm(m.decl.condition)))
+        pairs, rem, add = pair(of, nf, (lambda m: (m.decl.name, _norm(m.decl.condition)), lambda m: m.decl.name))
+        sig = lambda m: (_norm(m.decl.type), _norm(m.decl.alignas), _norm(m.decl.extent), _norm(m.decl.condition))
         renames, rem, add = pair(rem, add, (sig,))
         for a, b in pairs:
             fa, fb = a.decl, b.decl
             if _norm(_type_text(fa)) != _norm(_type_text(fb)):
-                self.add("field_retyped", a, b, **ctx, field=fb.name, old=_type_text(fa),
-                         new=_type_text(fb))
+                self.add("field_retyped", a, b, **ctx, field=fb.name, old=_type_text(fa), new=_type_text(fb))
             if _norm(fa.alignas) != _norm(fb.alignas):
-                self.add("field_realigned", a, b, **ctx, field=fb.name,
-                         old=_align_text(fa.alignas), new=_align_text(fb.alignas))
+                self.add(
+                    "field_realigned",
+                    a,
+                    b,
+                    **ctx,
+                    field=fb.name,
+                    old=_align_text(fa.alignas),
+                    new=_align_text(fb.alignas),
+                )
             if _norm(fa.condition) != _norm(fb.condition):
-                self.add("field_condition_changed", a, b, **ctx, field=fb.name,
-                         old=fa.condition, new=fb.condition)
+                self.add("field_condition_changed", a, b, **ctx, field=fb.name, old=fa.condition, new=fb.condition)
         for a, b in renames:
             self.add("field_renamed", a, b, **ctx, field=b.decl.name, old=a.decl.name, new=b.decl.name)
         for a in rem:
@@ -185,19 +208,22 @@ class _Structural:
         both = sorted(pairs + renames, key=lambda p: p[1].i)
         old_order = [a.i for a, _ in both]
         if old_order != sorted(old_order):
-            self.add("fields_reordered", o, n, **ctx,
-                     old=", ".join(a.decl.name for a, _ in sorted(both, key=lambda p: p[0].i)),
-                     new=", ".join(b.decl.name for _, b in both))
+            self.add(
+                "fields_reordered",
+                o,
+                n,
+                **ctx,
+                old=", ".join(a.decl.name for a, _ in sorted(both, key=lambda p: p[0].i)),
+                new=", ".join(b.decl.name for _, b in both),
+            )
 
     def aliases(self, o, n, ctx: dict) -> None:
         oa = [_Member(a, o.file) for a in o.aliases]
         na = [_Member(a, n.file) for a in n.aliases]
-        pairs, rem, add = pair(oa, na, (lambda m: (m.decl.name, _norm(m.decl.condition)),
-                                         lambda m: m.decl.name))
+        pairs, rem, add = pair(oa, na, (lambda m: (m.decl.name, _norm(m.decl.condition)), lambda m: m.decl.name))
         for a, b in pairs:
             if _norm(a.decl.type) != _norm(b.decl.type):
-                self.add("alias_changed", a, b, **ctx, field=b.decl.name, old=a.decl.type,
-                         new=b.decl.type)
+                self.add("alias_changed", a, b, **ctx, field=b.decl.name, old=a.decl.type, new=b.decl.type)
         for a in rem:
             self.add("alias_removed", a, None, **ctx, field=a.decl.name, old=a.decl.type)
         for b in add:
@@ -205,8 +231,7 @@ class _Structural:
 
     # -- constants --------------------------------------------------------------------------
     def constants(self, olds: list, news: list) -> tuple[list, list]:
-        keys = (lambda c: (c.file, _scope_sig(c.enclosing), c.name),
-                lambda c: (c.file, c.qualified_name))
+        keys = (lambda c: (c.file, _scope_sig(c.enclosing), c.name), lambda c: (c.file, c.qualified_name))
         pairs, rem, add = pair(olds, news, keys)
         for a, b in pairs:
             self.constant(a, b)
@@ -230,10 +255,8 @@ def unique_moves(removed: list, added: list, key) -> tuple[list[tuple], list, li
     for x in added:
         count_n[key(x)] = count_n.get(key(x), 0) + 1
     unique = {k for k, n in count_o.items() if n == 1 and count_n.get(k) == 1}
-    moves, rem, add = pair([x for x in removed if key(x) in unique],
-                            [x for x in added if key(x) in unique], (key,))
-    return (moves, rem + [x for x in removed if key(x) not in unique],
-            add + [x for x in added if key(x) not in unique])
+    moves, rem, add = pair([x for x in removed if key(x) in unique], [x for x in added if key(x) in unique], (key,))
+    return (moves, rem + [x for x in removed if key(x) not in unique], add + [x for x in added if key(x) not in unique])
 
 
 def _constant_scope(c) -> str:
@@ -264,30 +287,51 @@ def compare_trees(old_tree, new_tree) -> tuple[list[StructuralChange], int]:
     move_key = _Structural._struct_keys()[0]
     real_moves, removed, added = unique_moves(removed, added, move_key)
     for o, n in real_moves:
-        acc.add("struct_moved", o, n, struct=n.qualified_name, spec=_spec(n.enclosing),
-                old=o.file, new=n.file)
+        acc.add("struct_moved", o, n, struct=n.qualified_name, spec=_spec(n.enclosing), old=o.file, new=n.file)
         acc.struct(o, n)
     for s in sorted(removed, key=lambda s: (s.file, s.line)):
-        acc.add("struct_removed", s, None, struct=s.qualified_name, spec=_spec(s.enclosing),
-                old=s.name or "(anonymous)")
+        acc.add(
+            "struct_removed", s, None, struct=s.qualified_name, spec=_spec(s.enclosing), old=s.name or "(anonymous)"
+        )
     for s in sorted(added, key=lambda s: (s.file, s.line)):
-        acc.add("struct_added", None, s, struct=s.qualified_name, spec=_spec(s.enclosing),
-                new=s.name or "(anonymous)")
+        acc.add("struct_added", None, s, struct=s.qualified_name, spec=_spec(s.enclosing), new=s.name or "(anonymous)")
 
     # constants: same file first, then moves (same scope and name, unique)
     crem, cadd = acc.constants(old_scan.constants, new_scan.constants)
-    ckey = (lambda c: (_scope_sig(c.enclosing), c.name))
+    ckey = lambda c: (_scope_sig(c.enclosing), c.name)
     cmoves, crem, cadd = unique_moves(crem, cadd, ckey)
     for a, b in cmoves:
-        acc.add("constant_moved", a, b, struct=_constant_scope(b), spec=_spec(b.enclosing),
-                field=b.name, old=a.file, new=b.file)
+        acc.add(
+            "constant_moved",
+            a,
+            b,
+            struct=_constant_scope(b),
+            spec=_spec(b.enclosing),
+            field=b.name,
+            old=a.file,
+            new=b.file,
+        )
         acc.constant(a, b)
     for c in crem:
-        acc.add("constant_removed", c, None, struct=_constant_scope(c), spec=_spec(c.enclosing),
-                field=c.name, old=c.expression)
+        acc.add(
+            "constant_removed",
+            c,
+            None,
+            struct=_constant_scope(c),
+            spec=_spec(c.enclosing),
+            field=c.name,
+            old=c.expression,
+        )
     for c in cadd:
-        acc.add("constant_added", None, c, struct=_constant_scope(c), spec=_spec(c.enclosing),
-                field=c.name, new=c.expression)
+        acc.add(
+            "constant_added",
+            None,
+            c,
+            struct=_constant_scope(c),
+            spec=_spec(c.enclosing),
+            field=c.name,
+            new=c.expression,
+        )
 
     def order(c: StructuralChange):
         return (c.new_file or c.old_file or "", c.new_line or c.old_line or 0, c.change, c.field or "")
@@ -312,9 +356,13 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
     def load(d):
         return [StructuralChange(**c) for c in d["changes"]], d["files_compared"]
 
-    changes, n = kind.memo(kind.key(subject=[SCAN_SCHEMA], target=[old_tree.tree_hash, new_tree.tree_hash]),
-                           lambda: compare_trees(old_tree, new_tree), load=load, use_cache=use_cache,
-                           dump=lambda r: {"changes": [c.to_dict() for c in r[0]], "files_compared": r[1]})
+    changes, n = kind.memo(
+        kind.key(subject=[SCAN_SCHEMA], target=[old_tree.tree_hash, new_tree.tree_hash]),
+        lambda: compare_trees(old_tree, new_tree),
+        load=load,
+        use_cache=use_cache,
+        dump=lambda r: {"changes": [c.to_dict() for c in r[0]], "files_compared": r[1]},
+    )
     return changes, n
 
 
@@ -327,8 +375,12 @@ def structural_diff(old_tree, new_tree, *, use_cache: bool = True) -> tuple[list
 #: SM101/SM103/SM110 run SM100's kernels (arch tag ``Sm100``), so they keep the SM100 family's.
 _SM120_WORDS = ("sm120", "sm121", "sm12x", "sm90")
 _SM100_WORDS = ("sm100", "sm101", "sm103", "sm110", "sm10x", "sm11x")
-ARCH_WORDS = {"sm120": _SM120_WORDS, "sm121": _SM120_WORDS, "sm90": ("sm90",),
-              **{a: _SM100_WORDS for a in ("sm100", "sm101", "sm103", "sm110")}}
+ARCH_WORDS = {
+    "sm120": _SM120_WORDS,
+    "sm121": _SM120_WORDS,
+    "sm90": ("sm90",),
+    **{a: _SM100_WORDS for a in ("sm100", "sm101", "sm103", "sm110")},
+}
 #: ``sm100_umma_builder.inl``, ``arch::Sm100``, ``MainloopSm100TmaUmma...``, ``SM90``
 _ARCH_TOKEN = re.compile(r"(?:(?<![A-Za-z0-9])sm|Sm|SM)_?(\d+[a-z]?)")
 
@@ -338,7 +390,7 @@ def _token_family(token: str) -> str:
     m = re.match(r"\d+", token)
     assert m is not None  # an arch token's number (callers pass what follows sm)
     digits = m.group()
-    if token[len(digits):].startswith("x"):  # sm10x, sm12x
+    if token[len(digits) :].startswith("x"):  # sm10x, sm12x
         digits += "0"
     if len(digits) == 3 and digits[:2] in ("10", "11", "12"):
         return "sm" + digits[:2] + "0"

@@ -62,7 +62,7 @@ def _matches(filter_string: str, name: str) -> bool:
         i = name.find(part)
         if i < 0:
             return False
-        name = name[i + len(part):]
+        name = name[i + len(part) :]
     return True
 
 
@@ -76,8 +76,10 @@ def exclude_list(res: AuditResult) -> ExcludeList:
     """
     prov = res.provenance or {}
     if prov.get("library") != "cutlass_library":
-        raise BadInput("--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
-                       "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist")
+        raise BadInput(
+            "--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
+            "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist"
+        )
     left = [t for t in res.tactics if t.verdict in LEFT_OUT]
     names = list(dict.fromkeys(t.id for t in left))
     listed = set(names)
@@ -110,11 +112,15 @@ def cmake_script(res: AuditResult, names: list[str], also: dict[str, str], count
     if selection:
         head.append("# the audit's selection: " + ", ".join(f"{k}={v}" for k, v in sorted(selection.items())))
     for kept, name in also.items():
-        head.append(f"# note: also drops {kept}, which fits: its name contains {name} "
-                    "(Manifest.filter matches a part of the name)")
+        head.append(
+            f"# note: also drops {kept}, which fits: its name contains {name} "
+            "(Manifest.filter matches a part of the name)"
+        )
     value = ",".join(names)
-    return "\n".join(head) + f'\nset({VARIABLE} "{value}" CACHE STRING "Kernels over capacity or not ' \
+    return (
+        "\n".join(head) + f'\nset({VARIABLE} "{value}" CACHE STRING "Kernels over capacity or not '
         f'compiling for {res.arch}")\n'
+    )
 
 
 def read_value(text: str) -> str:
@@ -126,7 +132,7 @@ def read_value(text: str) -> str:
     """
     m = re.search(rf'^set\({VARIABLE} "([^"]*)"', text, re.M)
     if m is None:
-        raise BadInput(f"no set({VARIABLE} \"...\") line: not an exclude list")
+        raise BadInput(f'no set({VARIABLE} "...") line: not an exclude list')
     return m.group(1)
 
 

@@ -61,33 +61,68 @@ def tactic_of(k: LibraryKernel, generators: tuple[str, ...]) -> LibraryTactic:
     tile = emitted_shape(get(main, 9) or "") or (list(k.tile) or None)
     cluster = list(k.cluster) if k.cluster and all(c > 0 for c in k.cluster) else None
     return LibraryTactic(
-        family=FAMILY, name=k.name, a=element_kind(get(main, 2) or ""), b=element_kind(get(main, 5) or ""),
-        out=element_kind(get(epi, 10) or ""), fusion=None, swap_ab=None, tile=tile, cluster=cluster,
-        kernel=("grouped" if str(k.gemm_kind).startswith("Grouped") else
-                "sparse" if str(k.gemm_kind).startswith("Sparse") else "dense"),
+        family=FAMILY,
+        name=k.name,
+        a=element_kind(get(main, 2) or ""),
+        b=element_kind(get(main, 5) or ""),
+        out=element_kind(get(epi, 10) or ""),
+        fusion=None,
+        swap_ab=None,
+        tile=tile,
+        cluster=cluster,
+        kernel=(
+            "grouped"
+            if str(k.gemm_kind).startswith("Grouped")
+            else "sparse"
+            if str(k.gemm_kind).startswith("Sparse")
+            else "dense"
+        ),
         schedule=tag_name(get(main, 12) or "") or k.kernel_schedule,
         epilogue_schedule=tag_name(get(epi, 13) or "") or k.epilogue_schedule,
-        file="generator.py:" + ",".join(generators), line=None, launcher=k.base,
-        gemm_kind=k.gemm_kind, stage_spec=stage_spec(k, get(main, 11)), library_stages=k.stages,
-        tile_scheduler=k.tile_scheduler, estimate_kib=k.estimate_kib, estimate_error=k.estimate_error,
-        estimate_capacity_kib=dict(k.capacity_kib or {}))
+        file="generator.py:" + ",".join(generators),
+        line=None,
+        launcher=k.base,
+        gemm_kind=k.gemm_kind,
+        stage_spec=stage_spec(k, get(main, 11)),
+        library_stages=k.stages,
+        tile_scheduler=k.tile_scheduler,
+        estimate_kib=k.estimate_kib,
+        estimate_error=k.estimate_error,
+        estimate_capacity_kib=dict(k.capacity_kib or {}),
+    )
 
 
 def nothing_kept(version: str, arch: str, selection: Selection, generators) -> str:
     """The line for a selection the library's manifest keeps no kernel of."""
     how = selection.words()
-    why = (" (--ignore-kernels takes effect only with --kernels set)"
-           if selection.ignore_kernels and not selection.kernels else "")
-    return (f"CUTLASS {version}'s kernel generator ({', '.join(generators)}) keeps no kernel for {arch} "
-            f"with {how}{why}: its Manifest.filter matched none of the names it generates (each filter "
-            "is *-separated parts that must appear in the name in order, comma-separated filters are "
-            "alternatives)")
+    why = (
+        " (--ignore-kernels takes effect only with --kernels set)"
+        if selection.ignore_kernels and not selection.kernels
+        else ""
+    )
+    return (
+        f"CUTLASS {version}'s kernel generator ({', '.join(generators)}) keeps no kernel for {arch} "
+        f"with {how}{why}: its Manifest.filter matched none of the names it generates (each filter "
+        "is *-separated parts that must appear in the name in order, comma-separated filters are "
+        "alternatives)"
+    )
 
 
-def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(), grep: str | None = None,
-                  cuda_path=None, jobs: int | None = None, use_cache: bool = True, progress: bool = False,
-                  executor=None, strict: bool = True, shard: tuple[int, int] | None = None,
-                  **config_values) -> AuditResult:
+def audit_library(
+    src,
+    arch: str = "sm120",
+    *,
+    selection: Selection = Selection(),
+    grep: str | None = None,
+    cuda_path=None,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+    executor=None,
+    strict: bool = True,
+    shard: tuple[int, int] | None = None,
+    **config_values,
+) -> AuditResult:
     """Lay out every kernel CUTLASS's kernel library at ``src`` keeps for ``arch``.
 
     Args:
@@ -141,21 +176,33 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     kernels, filters = _generated_kernels(lib, arch, selection, generators, tgt, use_cache, strict, notes)
     t_enum = time.perf_counter()
     chosen, ranks, unmatched = _chosen_kernels(kernels, generators, grep, tests, early, shard, notes)
-    reps: list[LayoutReport | None] = (cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include)
-                                       if use_cache else [None] * len(chosen))
+    reps: list[LayoutReport | None] = (
+        cached_reports(tgt, [k for k, _ in chosen], clang_arch, lib.util_include) if use_cache else [None] * len(chosen)
+    )
     todo = [i for i, r in enumerate(reps) if r is None]
-    stats = {"kernels": len(kernels), "laid_out": len(chosen), "cached": len(chosen) - len(todo),
-             "parsed": 0, "batches": 0, "parse_cpu_seconds": 0.0,
-             "enumerate_seconds": round(t_enum - t0, 2)}
+    stats = {
+        "kernels": len(kernels),
+        "laid_out": len(chosen),
+        "cached": len(chosen) - len(todo),
+        "parsed": 0,
+        "batches": 0,
+        "parse_cpu_seconds": 0.0,
+        "enumerate_seconds": round(t_enum - t0, 2),
+    }
     prov = tgt.provenance(clang_arch)
     if todo:
-        with Schedule(min(default_jobs(jobs, executor), len(todo)), executor=executor,
-                      reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])],
-                      label=f"audit {arch}: laying out CUTLASS library kernels", total=len(todo),
-                      progress=progress) as workers:
-            tasks = ((group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch,
-                                             lib.util_include))
-                     for group in batches(todo, workers.jobs))
+        with Schedule(
+            min(default_jobs(jobs, executor), len(todo)),
+            executor=executor,
+            reads=[lib.tree.include_root, tgt.cuda.path, *filter(None, [lib.util_include])],
+            label=f"audit {arch}: laying out CUTLASS library kernels",
+            total=len(todo),
+            progress=progress,
+        ) as workers:
+            tasks = (
+                (group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch, lib.util_include))
+                for group in batches(todo, workers.jobs)
+            )
             for group, (dicts, cpu) in workers.run(tasks):
                 stats["batches"] += 1
                 stats["parse_cpu_seconds"] += cpu
@@ -168,11 +215,19 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     ranked = [(rank, replace(t, report=rep)) for rank, (_, t), rep in zip(ranks, chosen, reps)]
     tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside
-    provenance = {**tree, "cutlass_origin": tree["origin"], "library": "cutlass_library",
-                  "version": lib.version, "origin": lib.origin,
-                  "root": str(lib.root), "fingerprint": lib.fingerprint,
-                  "generators": list(generators), "architectures": LIBRARY_ARCHS[arch][0],
-                  "selection": selection.request(), "manifest_filters": filters}
+    provenance = {
+        **tree,
+        "cutlass_origin": tree["origin"],
+        "library": "cutlass_library",
+        "version": lib.version,
+        "origin": lib.origin,
+        "root": str(lib.root),
+        "fingerprint": lib.fingerprint,
+        "generators": list(generators),
+        "architectures": LIBRARY_ARCHS[arch][0],
+        "selection": selection.request(),
+        "manifest_filters": filters,
+    }
     asked = asked_of(config_values, archs=[arch], selection=selection.request(), grep=grep)
     parts = {"notes": notes, "unmatched": unmatched}  # the same in every shard: read before the layouts
     result = finish_library(provenance, arch, ranked, asked, parts)
@@ -183,9 +238,9 @@ def audit_library(src, arch: str = "sm120", *, selection: Selection = Selection(
     return result
 
 
-
-def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, use_cache: bool, strict: bool,
-                       notes: list[str]) -> tuple[list, dict]:
+def _generated_kernels(
+    lib, arch: str, selection: Selection, generators, tgt, use_cache: bool, strict: bool, notes: list[str]
+) -> tuple[list, dict]:
     """``(kernels, manifest filters)``: what the library's generator keeps for ``arch``
     (:func:`~cutlass_layout.installs.kernel_library.enumerate_kernels`); none, with the reason
     in ``notes`` (or raised as :class:`BadInput` where ``strict``), for a library without the
@@ -194,12 +249,16 @@ def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, us
     known = generator_archs(lib)
     why = None
     if missing:  # an older library than the arch: its generator would fail on the arch's name
-        why = (f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
-               f"emits no {arch} kernel")
+        why = (
+            f"CUTLASS {lib.version}'s kernel library has no {', '.join(missing)} (its generator.py): it "
+            f"emits no {arch} kernel"
+        )
     elif known is not None and arch not in known:  # a generator that does not know the arch
-        why = (f"arch {arch!r}: CUTLASS {lib.version}'s kernel generator does not take --architectures "
-               f"{LIBRARY_ARCHS[arch][0]} (its generator.py's blackwell_arch_list); it takes "
-               f"{', '.join(known) or 'none of ' + ', '.join(LIBRARY_ARCHS)}")
+        why = (
+            f"arch {arch!r}: CUTLASS {lib.version}'s kernel generator does not take --architectures "
+            f"{LIBRARY_ARCHS[arch][0]} (its generator.py's blackwell_arch_list); it takes "
+            f"{', '.join(known) or 'none of ' + ', '.join(LIBRARY_ARCHS)}"
+        )
     if why is not None:
         if strict:
             raise BadInput(why)
@@ -207,8 +266,7 @@ def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, us
         filters: dict = {}
         notes.append(why)
     else:
-        kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version,
-                                             use_cache=use_cache)
+        kernels, filters = enumerate_kernels(lib, arch, selection, cuda_version=tgt.cuda.version, use_cache=use_cache)
         if not kernels:
             if strict:
                 raise BadInput(nothing_kept(lib.version, arch, selection, generators))
@@ -216,8 +274,9 @@ def _generated_kernels(lib, arch: str, selection: Selection, generators, tgt, us
     return kernels, filters
 
 
-def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, early, shard,
-                    notes: list[str]) -> tuple[list, list, list]:
+def _chosen_kernels(
+    kernels: list, generators, grep: str | None, tests: dict, early, shard, notes: list[str]
+) -> tuple[list, list, list]:
     """``(chosen, ranks, unmatched)``: the CUTLASS 3.x GEMMs of ``kernels`` (the others
     counted in ``notes``) that the filters (``early``), ``grep`` and the ``shard`` keep, as
     ``(kernel, tactic)``; each one's place in the generator's list (``[i]``); and the filters
@@ -226,12 +285,17 @@ def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, ea
     others = [k for k in kernels if not k.layable]
     if others:
         kinds = sorted({f"{k.operation_kind}/{k.gemm_kind} ({k.emitter})" for k in others})
-        notes.append(f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
-                     f"GEMMs and were not laid out: {'; '.join(kinds)}")
+        notes.append(
+            f"{len(others)} of the {len(kernels)} kernels the generator keeps are not CUTLASS 3.x "
+            f"GEMMs and were not laid out: {'; '.join(kinds)}"
+        )
     pool = [tactic_of(k, generators) for k in layable]
     unmatched = unmatched_filters(pool, grep, {k: v for k, v in tests.items() if k != "stages"})
-    numbered = [(i, k, t) for i, (k, t) in enumerate(zip(layable, pool))
-                if early(t) and (not grep or grep.lower() in t.id.lower())]
+    numbered = [
+        (i, k, t)
+        for i, (k, t) in enumerate(zip(layable, pool))
+        if early(t) and (not grep or grep.lower() in t.id.lower())
+    ]
     if shard is not None:  # by procedural name
         names = sorted(range(len(numbered)), key=lambda j: numbered[j][2].id)
         mine = {names[p] for p in shard_of([1] * len(names), shard)}
@@ -241,8 +305,14 @@ def _chosen_kernels(kernels: list, generators, grep: str | None, tests: dict, ea
     return chosen, ranks, unmatched
 
 
-def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, LibraryTactic]], asked: dict,
-                   parts: dict, capacities: dict[int, Constant] | None = None) -> AuditResult:
+def finish_library(
+    provenance: dict,
+    arch: str,
+    ranked: list[tuple[list, LibraryTactic]],
+    asked: dict,
+    parts: dict,
+    capacities: dict[int, Constant] | None = None,
+) -> AuditResult:
     """The :class:`~cutlass_layout.model.AuditResult` of the kernels of CUTLASS's library laid
     out (``ranked``: ``(rank, kernel)``, rank its place in the generator's list) for an audit,
     a shard of one or the merge of all of them: ``--stages`` applied (it needs the layouts),
@@ -260,16 +330,29 @@ def finish_library(provenance: dict, arch: str, ranked: list[tuple[list, Library
         keep = tactic_filter(stages=stages)
         tactics = [t for t in tactics if keep(t)]
     if tactics and not any(t.estimate_capacity_kib for t in tactics):
-        notes.append(f"the generator's own pruning (CalculateSmemUsage against SharedMemPerCC) has no "
-                     f"capacity for {arch}'s kernels: it dropped none of them")
+        notes.append(
+            f"the generator's own pruning (CalculateSmemUsage against SharedMemPerCC) has no "
+            f"capacity for {arch}'s kernels: it dropped none of them"
+        )
     auto = sum(1 for t in tactics if t.library_stages == 0)
     if auto:
-        notes.append(f"{auto} kernel(s) let the builder choose the stage count: the generator's estimate "
-                     "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)")
+        notes.append(
+            f"{auto} kernel(s) let the builder choose the stage count: the generator's estimate "
+            "for them is 0 KiB (CalculateSmemUsage multiplies by the library's stage count, 0)"
+        )
     notes += [u["note"] for u in unmatched]
     capacity = first_capacity(tactics, capacities)
-    return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
-                       sources=[], notes=notes, families=[FAMILY], unmatched=unmatched, asked=asked)
+    return AuditResult(
+        provenance=provenance,
+        arch=arch,
+        capacity=capacity,
+        tactics=sort_tactics(tactics),
+        sources=[],
+        notes=notes,
+        families=[FAMILY],
+        unmatched=unmatched,
+        asked=asked,
+    )
 
 
 def merge_shards(shards: list[AuditResult]) -> AuditResult:
@@ -280,8 +363,9 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
     first = shards[0]
     # a library audit's shards hold its tactics (LibraryTactic.from_dict, by their family)
     ranked = cast(list[tuple[list, LibraryTactic]], ranked_tactics(shards))
-    return finish_library(first.provenance, first.arch, ranked, part_of(first).asked,
-                          part_of(first).parts, shard_capacities(shards))
+    return finish_library(
+        first.provenance, first.arch, ranked, part_of(first).asked, part_of(first).parts, shard_capacities(shards)
+    )
 
 
 def library_arch(arch) -> str:
@@ -293,9 +377,11 @@ def library_arch(arch) -> str:
     """
     arch = str(arch).strip().lower()
     if arch == ALL:
-        raise BadInput(f"arch {ALL!r}: CUTLASS's kernel library is audited for the arches named "
-                       f"(its generator keeps 26,164 kernels for SM100 alone, nvidia-cutlass 4.2.0.0's "
-                       f"default set): name them, of {', '.join(LIBRARY_ARCHS)}")
+        raise BadInput(
+            f"arch {ALL!r}: CUTLASS's kernel library is audited for the arches named "
+            f"(its generator keeps 26,164 kernels for SM100 alone, nvidia-cutlass 4.2.0.0's "
+            f"default set): name them, of {', '.join(LIBRARY_ARCHS)}"
+        )
     if arch not in LIBRARY_ARCHS:
         raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
     return arch
@@ -340,5 +426,4 @@ def audit_library_archs(src, archs, **kwargs) -> AuditSet:
     return AuditSet(results=results)
 
 
-__all__ = ["audit_library", "audit_library_archs", "finish_library", "library_arch", "merge_shards",
-           "tactic_of"]
+__all__ = ["audit_library", "audit_library_archs", "finish_library", "library_arch", "merge_shards", "tactic_of"]

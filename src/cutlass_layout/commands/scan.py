@@ -46,19 +46,19 @@ from ..sources.digests import HEADER_SUFFIXES, header_files
 
 #: A file is parsed only if its bytes match this (cheap prefilter, about 250 of 820 headers
 #: of a CUTLASS 4.x tree).
-_PREFILTER_WORDS = (b"Storage", b"TmaTransactionBytes", b"_smem_capacity_bytes", b"SmemCapacity",
-                    b"Stages")
+_PREFILTER_WORDS = (b"Storage", b"TmaTransactionBytes", b"_smem_capacity_bytes", b"SmemCapacity", b"Stages")
 _PREFILTER_RES = (
-    re.compile(rb"(?:struct|union|class)\s+(?:(?:CUTE_ALIGNAS|alignas|__align__)\s*\([^)]*\)\s*)?"
-               rb"\w*Storage"),
+    re.compile(
+        rb"(?:struct|union|class)\s+(?:(?:CUTE_ALIGNAS|alignas|__align__)\s*\([^)]*\)\s*)?"
+        rb"\w*Storage"
+    ),
     re.compile(rb"(?:TmaTransactionBytes|Stages|_smem_capacity_bytes|SmemCapacity)\w*\s*[={]"),
 )
 
 
 def _wanted(data: bytes) -> bool:
     """Cheap byte prefilter: may this file hold a storage struct or a wanted constant?"""
-    return (any(w in data for w in _PREFILTER_WORDS)
-            and any(r.search(data) for r in _PREFILTER_RES))
+    return any(w in data for w in _PREFILTER_WORDS) and any(r.search(data) for r in _PREFILTER_RES)
 
 
 _POOL_MIN_FILES = 24  # fewer files than this are scanned in-process
@@ -149,19 +149,21 @@ def parse_line_offset(text: str | int | None) -> tuple[str | None, int]:
         try:
             num = int(tail)
         except ValueError:
-            raise BadInput(f"line offset {text!r}: give N (lines of the real file before the "
-                           "excerpt) or FILE:START (the real file and the excerpt's first line)") from None
+            raise BadInput(
+                f"line offset {text!r}: give N (lines of the real file before the "
+                "excerpt) or FILE:START (the real file and the excerpt's first line)"
+            ) from None
         if sep and not name:
             raise BadInput(f"line offset {text!r}: FILE:START needs the file's name")
     offset = num - 1 if start else num
     if offset < 0 or (start and num < 1) or offset > MAX_LINE_OFFSET:
-        raise BadInput(f"line offset {text!r}: give a line between "
-                       f"{1 if start else 0} and {MAX_LINE_OFFSET}")
+        raise BadInput(f"line offset {text!r}: give a line between {1 if start else 0} and {MAX_LINE_OFFSET}")
     return name, offset
 
 
-def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
-              grep: str | None = None, root: str = "-") -> ScanResult:
+def scan_text(
+    data: bytes, name: str = "<stdin>", *, line_offset: int = 0, grep: str | None = None, root: str = "-"
+) -> ScanResult:
     """Scan the text of one header (bytes, e.g. read from stdin or a ``sed -n 250,300p``
     excerpt), reported as file ``name``, its lines counted from ``line_offset + 1`` (the
     lines of the real file before the excerpt), so that every line number, in the records
@@ -171,8 +173,7 @@ def scan_text(data: bytes, name: str = "<stdin>", *, line_offset: int = 0,
         BadInput: empty, binary or non-UTF-8 text, or a bad ``line_offset``.
     """
     t0 = time.perf_counter()
-    if isinstance(line_offset, bool) or not isinstance(line_offset, int) or not (
-            0 <= line_offset <= MAX_LINE_OFFSET):
+    if isinstance(line_offset, bool) or not isinstance(line_offset, int) or not (0 <= line_offset <= MAX_LINE_OFFSET):
         raise BadInput(f"line offset {line_offset!r}: give a number from 0 to {MAX_LINE_OFFSET}")
     why = _check_text(data, name)
     if why:
@@ -239,8 +240,9 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0, as_cutlass: boo
             root = p
         elif p.exists() and not p.is_dir() and not p.is_file():
             raise BadInput(f"not a file or directory: {text} is {file_kind(p)}")
-        elif not p.exists() and (text.endswith(HEADER_SUFFIXES) or os.sep in text
-                                 or text.startswith(".") or text.startswith("~")):
+        elif not p.exists() and (
+            text.endswith(HEADER_SUFFIXES) or os.sep in text or text.startswith(".") or text.startswith("~")
+        ):
             raise BadInput(f"path does not exist: {text}")
         else:
             from ..sources.trees import resolve_cutlass
@@ -257,7 +259,8 @@ def scan(path, grep: str | None = None, *, line_offset: int = 0, as_cutlass: boo
         result.files_scanned += len(special)
         result.diagnostics += [
             Diagnostic(rel, 0, _UNREAD + (kind if "folder" in kind else f"{kind}, not a regular file"))
-            for rel, kind in special]
+            for rel, kind in special
+        ]
     _sort(result)
     if grep:
         _apply_grep(result, grep)
@@ -304,12 +307,12 @@ def _sort(result: ScanResult) -> None:
 
 
 def _apply_grep(result: ScanResult, grep: str) -> None:
-    result.structs = [s for s in result.structs
-                      if any(grep in x.name or grep in x.qualified_name for x in s.walk())]
+    result.structs = [s for s in result.structs if any(grep in x.name or grep in x.qualified_name for x in s.walk())]
     result.constants = [c for c in result.constants if grep in c.name or grep in c.qualified_name]
     keep = {s.file for s in result.structs} | {c.file for c in result.constants}
-    result.diagnostics = [d for d in result.diagnostics
-                          if d.file in keep or grep in d.message or d.message.startswith(_UNREAD)]
+    result.diagnostics = [
+        d for d in result.diagnostics if d.file in keep or grep in d.message or d.message.startswith(_UNREAD)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,5 +325,4 @@ def to_json(result: ScanResult, file_only: bool = False) -> dict:
     return result.to_dict(file_only=file_only)
 
 
-__all__ = ["SCHEMA", "ScanResult", "Struct", "parse_line_offset", "scan", "scan_files", "scan_text",
-           "to_json"]
+__all__ = ["SCHEMA", "ScanResult", "Struct", "parse_line_offset", "scan", "scan_files", "scan_text", "to_json"]

@@ -107,21 +107,27 @@ def _audits(path: str, doc) -> tuple[bool, list[AuditResult]]:
     several = isinstance(doc, dict) and isinstance(doc.get("audits"), list)
     items = doc["audits"] if several else [doc]
     if not items or not all(isinstance(a, dict) and a.get("schema") == AUDIT_SCHEMA for a in items):
-        raise BadInput(f"{path}: not the JSON of cutlass-layout audit (schema {AUDIT_SCHEMA}, or "
-                       '{"audits": [...]} of several arches)')
+        raise BadInput(
+            f"{path}: not the JSON of cutlass-layout audit (schema {AUDIT_SCHEMA}, or "
+            '{"audits": [...]} of several arches)'
+        )
     out = []
     for a in items:
         if not isinstance(a.get("shard"), dict):
-            raise BadInput(f"{path}: the audit of {a.get('arch')} is not a shard's (no \"shard\" object: "
-                           "audit --shard I/N --json writes one)")
+            raise BadInput(
+                f'{path}: the audit of {a.get("arch")} is not a shard\'s (no "shard" object: '
+                "audit --shard I/N --json writes one)"
+            )
         try:
             res = AuditResult.from_dict(a)
             same = res.to_dict() == {k: v for k, v in a.items() if k != "verification"}
         except (KeyError, TypeError, ValueError, AttributeError):
             same = False
         if not same:
-            raise BadInput(f"{path}: its {a.get('arch')} audit does not read back as written (edited, or "
-                           "written by another version of cutlass-layout)")
+            raise BadInput(
+                f"{path}: its {a.get('arch')} audit does not read back as written (edited, or "
+                "written by another version of cutlass-layout)"
+            )
         out.append(res)
     return several, out
 
@@ -140,35 +146,47 @@ def _one_audit(given: list[tuple[str, AuditResult]]) -> list[AuditResult]:
     """
     path0, first = given[0]
     for path, res in given[1:]:
-        if res.provenance.get("fingerprint") != first.provenance.get("fingerprint") or \
-                res.provenance.get("library") != first.provenance.get("library"):
-            raise BadInput(f"{path} audits {_install(res)}, {path0} {_install(first)}: the shards of one "
-                           "audit come from one install")
+        if res.provenance.get("fingerprint") != first.provenance.get("fingerprint") or res.provenance.get(
+            "library"
+        ) != first.provenance.get("library"):
+            raise BadInput(
+                f"{path} audits {_install(res)}, {path0} {_install(first)}: the shards of one "
+                "audit come from one install"
+            )
         if res.arch != first.arch:
-            raise BadInput(f"{path} audits {res.arch}, {path0} {first.arch}: the shards of one audit are of "
-                           "one arch")
+            raise BadInput(f"{path} audits {res.arch}, {path0} {first.arch}: the shards of one audit are of one arch")
         if part_of(res).asked != part_of(first).asked:
-            diff = sorted(k for k in set(part_of(res).asked) | set(part_of(first).asked)
-                          if part_of(res).asked.get(k) != part_of(first).asked.get(k))
-            raise BadInput(f"{path} was asked other {', '.join(diff)} than {path0} "
-                           f"({json.dumps({k: part_of(res).asked.get(k) for k in diff})} and "
-                           f"{json.dumps({k: part_of(first).asked.get(k) for k in diff})}): the shards of one "
-                           "audit are asked alike")
+            diff = sorted(
+                k
+                for k in set(part_of(res).asked) | set(part_of(first).asked)
+                if part_of(res).asked.get(k) != part_of(first).asked.get(k)
+            )
+            raise BadInput(
+                f"{path} was asked other {', '.join(diff)} than {path0} "
+                f"({json.dumps({k: part_of(res).asked.get(k) for k in diff})} and "
+                f"{json.dumps({k: part_of(first).asked.get(k) for k in diff})}): the shards of one "
+                "audit are asked alike"
+            )
         if part_of(res).count != part_of(first).count:
-            raise BadInput(f"{path} is shard {part_of(res).index}/{part_of(res).count}, {path0} shard "
-                           f"{part_of(first).index}/{part_of(first).count}: the shards of one audit are cut alike")
+            raise BadInput(
+                f"{path} is shard {part_of(res).index}/{part_of(res).count}, {path0} shard "
+                f"{part_of(first).index}/{part_of(first).count}: the shards of one audit are cut alike"
+            )
     count = part_of(first).count
     seen: dict[int, str] = {}
     for path, res in given:
         if part_of(res).index in seen:
-            raise BadInput(f"shard {part_of(res).index}/{count} ({first.arch}) given twice: {seen[part_of(res).index]} "
-                           f"and {path}")
+            raise BadInput(
+                f"shard {part_of(res).index}/{count} ({first.arch}) given twice: {seen[part_of(res).index]} and {path}"
+            )
         seen[part_of(res).index] = path
     missing = [f"{i}/{count}" for i in range(1, count + 1) if i not in seen]
     if missing:
         what = "shard " + missing[0] if len(missing) == 1 else "shards " + ", ".join(missing)
-        raise BadInput(f"{what} of the {first.arch} audit missing (given: "
-                       f"{', '.join(f'{i}/{count} in {p}' for i, p in sorted(seen.items()))})")
+        raise BadInput(
+            f"{what} of the {first.arch} audit missing (given: "
+            f"{', '.join(f'{i}/{count} in {p}' for i, p in sorted(seen.items()))})"
+        )
     return [res for _, res in sorted(given, key=lambda x: part_of(x[1]).index)]
 
 
@@ -240,8 +258,10 @@ def merge(docs: list[tuple[str, dict]], mergers: dict) -> AuditResult | AuditSet
     path0, several, first = read[0]
     for path, sev, audits in read[1:]:  # (one arch's audit: its arch is checked with its shards')
         if sev != several or several and [a.arch for a in audits] != [a.arch for a in first]:
-            raise BadInput(f"{path} holds the audits of {', '.join(a.arch for a in audits)}, {path0} of "
-                           f"{', '.join(a.arch for a in first)}: the shards of one audit hold the same arches")
+            raise BadInput(
+                f"{path} holds the audits of {', '.join(a.arch for a in audits)}, {path0} of "
+                f"{', '.join(a.arch for a in first)}: the shards of one audit hold the same arches"
+            )
     results, left, notes = [], [], []
     for k, res0 in enumerate(first):
         shards = _one_audit([(path, audits[k]) for path, _, audits in read])
@@ -263,5 +283,13 @@ def merge(docs: list[tuple[str, dict]], mergers: dict) -> AuditResult | AuditSet
     return AuditSet(results=results, notes=notes)
 
 
-__all__ = ["check_shard", "first_capacity", "merge", "parse_shard", "ranked_tactics", "read_shards",
-           "shard_capacities", "shard_of"]
+__all__ = [
+    "check_shard",
+    "first_capacity",
+    "merge",
+    "parse_shard",
+    "ranked_tactics",
+    "read_shards",
+    "shard_capacities",
+    "shard_of",
+]

@@ -153,15 +153,14 @@ def chunks(configs: list[Config], jobs: int) -> list[list[Config]]:
     instantiates the mainloop once, and the second config costs a fraction of the first.
     """
     groups: dict[tuple, list[Config]] = {}
-    for c in sorted(configs, key=lambda c: (_arch(c), likely_fails(c), _stage_bytes_guess(c),
-                                            repr(_mainloop_key(c)))):
+    for c in sorted(configs, key=lambda c: (_arch(c), likely_fails(c), _stage_bytes_guess(c), repr(_mainloop_key(c)))):
         groups.setdefault((_arch(c), likely_fails(c)), []).append(c)
     out = []
     for group in groups.values():
         n = len(group)
         k = max(1, min(math.ceil(n / MIN_CHUNK), jobs * math.ceil(n / (jobs * MAX_CHUNK))))
         size = math.ceil(n / k)
-        out += [group[i:i + size] for i in range(0, n, size)]
+        out += [group[i : i + size] for i in range(0, n, size)]
     return out
 
 
@@ -238,9 +237,15 @@ class _Layouts:
         first = chunks(todo, self.jobs)
         remote = self.executor if len(first) > 1 else None
         try:
-            with Schedule(self.jobs, parallel=len(first) > 1, executor=remote,
-                          reads=[self.tgt.tree.include_root, self.tgt.cuda.path],
-                          label="laying out", total=len(todo), progress=self.progress) as s:
+            with Schedule(
+                self.jobs,
+                parallel=len(first) > 1,
+                executor=remote,
+                reads=[self.tgt.tree.include_root, self.tgt.cuda.path],
+                label="laying out",
+                total=len(todo),
+                progress=self.progress,
+            ) as s:
                 sched.append(s)
                 parallel = s.parallel
                 if parallel:
@@ -261,8 +266,11 @@ class _Layouts:
                     look_up()
         except KeyboardInterrupt:
             if self.progress and self.laid_out:
-                print(f"sweep interrupted: the {self.laid_out} layouts it finished are kept in the "
-                      "results cache; the same sweep again starts from them", file=sys.stderr)
+                print(
+                    f"sweep interrupted: the {self.laid_out} layouts it finished are kept in the "
+                    "results cache; the same sweep again starts from them",
+                    file=sys.stderr,
+                )
             raise
         if not parallel:  # the parses ran here
             self.peak_mb = max(self.peak_mb, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
@@ -280,7 +288,7 @@ class _Layouts:
             if idle <= 0 and (not s.parallel or len(todo) < MAX_CHUNK):
                 return
             n = MAX_CHUNK if idle <= 0 else max(1, math.ceil(len(todo) / idle))
-            ch = chunks(todo, 1)[0][:min(n, MAX_CHUNK)]
+            ch = chunks(todo, 1)[0][: min(n, MAX_CHUNK)]
             taken = set(ch)
             todo[:] = [c for c in todo if c not in taken]
             self._submit(s, ch)
@@ -388,14 +396,17 @@ class StageSearcher:
             tried = sorted(self.errors)
             # the auto config's own count tells the most: it compiles, StageCount<S> does not
             n = self.auto[0] if self.auto[0] in self.errors else tried[0]
-            what = ("STAGES=N does not compile for this type" if isinstance(self.base, UserType)
-                    else "StageCount<N> does not compile for this builder")
+            what = (
+                "STAGES=N does not compile for this type"
+                if isinstance(self.base, UserType)
+                else "StageCount<N> does not compile for this builder"
+            )
             err = self.errors[n]
             kind = "static_assert failed" if err.kind == "static_assert" else "error"
             where = f" ({err.file}:{err.line})" if err.file else ""
-            return StageSearch("could not run",
-                               f"{what} (N = {', '.join(map(str, tried))}; {kind}: "
-                               f"{err.message}{where})")
+            return StageSearch(
+                "could not run", f"{what} (N = {', '.join(map(str, tried))}; {kind}: {err.message}{where})"
+            )
         return StageSearch("none fits" if self.result()[0] is None else "found")
 
     def result(self) -> tuple[int | None, int | None]:
@@ -479,8 +490,7 @@ def _as_configs(grid, values: dict) -> Sequence[Config | UserType]:
             raise BadInput("give either configs or grid values, not both")
         return grid_configs({**(grid or {}), **values})
     if grid is None:
-        raise BadInput("give a grid: configs, a dict of grid values, or grid values "
-                       "such as tile='128x{32,64}x128'")
+        raise BadInput("give a grid: configs, a dict of grid values, or grid values such as tile='128x{32,64}x128'")
     if isinstance(grid, dict):
         return grid_configs(grid)
     if isinstance(grid, (Config, UserType, str)):
@@ -492,8 +502,17 @@ def _as_configs(grid, values: dict) -> Sequence[Config | UserType]:
     return [c if isinstance(c, UserType) else config_from(c) for c in items]
 
 
-def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, executor=None,
-          use_cache: bool = True, progress: bool = False, **values) -> SweepResult:
+def sweep(
+    grid=None,
+    cutlass=None,
+    *,
+    cuda_path=None,
+    jobs: int | None = None,
+    executor=None,
+    use_cache: bool = True,
+    progress: bool = False,
+    **values,
+) -> SweepResult:
     """Lay out every config of a grid and find, for each, the largest stage count that fits.
 
     Args:
@@ -547,8 +566,7 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
     waiting: dict[Config, int] = {}  # base -> its configs in flight
     # the search's likely first candidates go in the first round too
     grid_set = set(unique)
-    guesses = [g for g in dict.fromkeys(map(first_candidate, unique))
-               if g is not None and g not in grid_set]
+    guesses = [g for g in dict.fromkeys(map(first_candidate, unique)) if g is not None and g not in grid_set]
     for c in unique + guesses:
         base = c.with_(stages=None)
         searches.setdefault(base, StageSearcher(base))
@@ -570,21 +588,25 @@ def sweep(grid=None, cutlass=None, *, cuda_path=None, jobs: int | None = None, e
                 want += new
         return want
 
-    runner = _Layouts(tgt, default_jobs(jobs, executor), use_cache=use_cache, progress=progress,
-                      executor=executor)
+    runner = _Layouts(tgt, default_jobs(jobs, executor), use_cache=use_cache, progress=progress, executor=executor)
     reps = runner.run(unique + guesses, follow_up)
     found = {c: sweep_record(c, reps[c], searches[c.with_(stages=None)]) for c in unique}
     from .audit.presets import approximations
 
     for c, appr in zip(unique, approximations(unique, tgt.tree, cuda_path=tgt.cuda.path)):
         found[c].approximation = appr
-    stats = {"configs": len(grid), "cached": sum(c in runner.hits for c in unique),
-             "laid_out": runner.laid_out, "chunks": runner.chunks,
-             "parse_cpu_seconds": round(runner.cpu, 2),
-             "worker_peak_rss_mb": round(runner.peak_mb, 1),
-             "seconds": round(time.perf_counter() - t0, 3)}
-    return SweepResult(provenance=tgt.provenance(_arch(grid[0])), grid=grid,
-                       records=[found[c] for c in grid], stats=stats)
+    stats = {
+        "configs": len(grid),
+        "cached": sum(c in runner.hits for c in unique),
+        "laid_out": runner.laid_out,
+        "chunks": runner.chunks,
+        "parse_cpu_seconds": round(runner.cpu, 2),
+        "worker_peak_rss_mb": round(runner.peak_mb, 1),
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    return SweepResult(
+        provenance=tgt.provenance(_arch(grid[0])), grid=grid, records=[found[c] for c in grid], stats=stats
+    )
 
 
 __all__ = ["MAX_CHUNK", "MAX_STAGES", "SWEEP_SCHEMA", "SweepRecord", "SweepResult", "sweep"]

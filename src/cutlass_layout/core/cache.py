@@ -74,17 +74,25 @@ def _private(configured: Path, why: str) -> Path:
     try:
         tmp = Path(tempfile.mkdtemp(prefix="cutlass-layout-cache-"))
     except OSError as exc:
-        raise BadInput(f"the cache folder {configured} cannot be used ({why}) and no temporary "
-                       f"folder can be made ({exc.strerror or exc}): set CUTLASS_LAYOUT_CACHE "
-                       "to a writable folder") from None
+        raise BadInput(
+            f"the cache folder {configured} cannot be used ({why}) and no temporary "
+            f"folder can be made ({exc.strerror or exc}): set CUTLASS_LAYOUT_CACHE "
+            "to a writable folder"
+        ) from None
     owner = os.getpid()
+
     def remove() -> None:  # in this process only (not a forked worker's exit)
         if os.getpid() == owner:
             shutil.rmtree(tmp, ignore_errors=True)
+
     atexit.register(remove)
-    print(f"warning: the cache folder {configured} cannot be used ({why}); using a private "
-          f"temporary cache for this run ({tmp}); set CUTLASS_LAYOUT_CACHE to a writable folder "
-          "to keep results", file=sys.stderr, flush=True)
+    print(
+        f"warning: the cache folder {configured} cannot be used ({why}); using a private "
+        f"temporary cache for this run ({tmp}); set CUTLASS_LAYOUT_CACHE to a writable folder "
+        "to keep results",
+        file=sys.stderr,
+        flush=True,
+    )
     return tmp
 
 
@@ -241,8 +249,12 @@ def sealed(path: Path, key: str) -> bool:
         if not path.is_file():
             return False
         meta = json.loads(_sum_path(path).read_bytes())
-        ok = (isinstance(meta, dict) and meta.get("key") == key and meta.get("size") == stamp[0]
-              and meta.get("sha256") == file_sha256(path))
+        ok = (
+            isinstance(meta, dict)
+            and meta.get("key") == key
+            and meta.get("size") == stamp[0]
+            and meta.get("sha256") == file_sha256(path)
+        )
     except (OSError, ValueError):
         return False
     if ok:
@@ -286,8 +298,9 @@ def code_fingerprint(*modules: str) -> str:
         try:
             data = (PACKAGE / rel).read_bytes()
         except OSError as exc:
-            raise ValueError(f"code_fingerprint: {rel!r} is not a file of the package "
-                             f"({exc.strerror or exc})") from None
+            raise ValueError(
+                f"code_fingerprint: {rel!r} is not a file of the package ({exc.strerror or exc})"
+            ) from None
         h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()[:16]
 
@@ -356,8 +369,11 @@ class ResultCache:
             data = path.read_bytes()
             head, _, body = data.partition(b"\n")
             meta = json.loads(head)
-            if (not isinstance(meta, dict) or meta.get("key") != key
-                    or meta.get("sha256") != hashlib.sha256(body).hexdigest()):
+            if (
+                not isinstance(meta, dict)
+                or meta.get("key") != key
+                or meta.get("sha256") != hashlib.sha256(body).hexdigest()
+            ):
                 return None
             return _loads(body)
         except (OSError, ValueError):
@@ -419,8 +435,17 @@ class Kind:
         """:meth:`ResultCache.put` of this kind's folder (never raises)."""
         self.store.put(k, payload)
 
-    def memo(self, k: str, compute, *, load=None, dump=None, use_cache: bool = True,
-             cached_only: bool = False, lock_name: str | None = None):
+    def memo(
+        self,
+        k: str,
+        compute,
+        *,
+        load=None,
+        dump=None,
+        use_cache: bool = True,
+        cached_only: bool = False,
+        lock_name: str | None = None,
+    ):
         """The value stored under ``k`` (``load(payload)``; a payload ``load`` refuses is a
         miss), else ``None`` with ``cached_only``, else ``compute()``, stored as ``dump(value)``
         (the value itself without ``dump``; nothing where that is ``None``) and returned.
@@ -449,26 +474,46 @@ def kinds_by_name(*rows: Kind) -> dict[str, Kind]:
 
 
 #: The code that writes the probe: the whole unit, and its parts.
-_PROBE = ("subjects/probe.py", "subjects/aliases.py", "subjects/user_type.py", "subjects/builders.py",
-          "subjects/budgets.py")
+_PROBE = (
+    "subjects/probe.py",
+    "subjects/aliases.py",
+    "subjects/user_type.py",
+    "subjects/builders.py",
+    "subjects/budgets.py",
+)
 
 
 #: The code whose every change invalidates the cached layouts (the engine's,
 #: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
-_ENGINE = ("engine/loop.py", "engine/numbers.py", *_PROBE, "subjects/config.py", "subjects/archs.py",
-           "model/serde.py", "model/layout.py", "subjects/shapes.py", "cpp/clang.py",
-           "subjects/mainloop2x.py", "cpp/cursors.py")
+_ENGINE = (
+    "engine/loop.py",
+    "engine/numbers.py",
+    *_PROBE,
+    "subjects/config.py",
+    "subjects/archs.py",
+    "model/serde.py",
+    "model/layout.py",
+    "subjects/shapes.py",
+    "cpp/clang.py",
+    "subjects/mainloop2x.py",
+    "cpp/cursors.py",
+)
 
 
 #: The code that finds, unpacks and identifies CUTLASS trees, flashinfer installs (with their
 #: TVM FFI requirement) and CUTLASS's kernel library.
-_TREES = ("sources/trees.py", "sources/digests.py", "sources/wheels.py", "sources/flashinfer.py",
-          "sources/tvm_ffi.py", "sources/library.py")
+_TREES = (
+    "sources/trees.py",
+    "sources/digests.py",
+    "sources/wheels.py",
+    "sources/flashinfer.py",
+    "sources/tvm_ffi.py",
+    "sources/library.py",
+)
 
 
 #: The text-level readers of C++ (launchers cut down, and the readers beneath them).
-_TEXT = ("cpp/text.py", "cpp/brackets.py", "cpp/arguments.py", "cpp/macros.py", "cpp/declarations.py",
-         "cpp/rehost.py")
+_TEXT = ("cpp/text.py", "cpp/brackets.py", "cpp/arguments.py", "cpp/macros.py", "cpp/declarations.py", "cpp/rehost.py")
 
 
 #: A real source's kernels found (installs/kernels.py) and laid out (its passes 0 and 2).
@@ -480,26 +525,64 @@ _KERNELS = ("installs/kernels.py", "installs/preludes.py", "installs/source_layo
 KINDS = kinds_by_name(
     Kind("flashinfer-builders", 1, ("sources/flashinfer_jit.py",)),
     Kind("flashinfer-jit", 1, ("sources/_flashinfer_harness.py", "sources/flashinfer_jit.py")),
-    Kind("structural", 3, ("commands/diff.py", "commands/diff_structural.py", "commands/scan.py", "model/serde.py",
-                           "model/scan.py", "model/diff.py", *_TREES, "cpp/treesitter.py",
-                           "cpp/treesitter_parse.py", "cpp/int_constants.py")),
+    Kind(
+        "structural",
+        3,
+        (
+            "commands/diff.py",
+            "commands/diff_structural.py",
+            "commands/scan.py",
+            "model/serde.py",
+            "model/scan.py",
+            "model/diff.py",
+            *_TREES,
+            "cpp/treesitter.py",
+            "cpp/treesitter_parse.py",
+            "cpp/int_constants.py",
+        ),
+    ),
     Kind("wheel-installs", 1, _TREES),
     Kind("layouts", 1, _ENGINE),
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
     Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
-    Kind("candidates", 3, ("installs/candidates.py", "installs/candidate_lists.py", "installs/moe_runners.py",
-                           *_TEXT, "cpp/preprocessor.py", "cpp/cursors.py", "cpp/interpret.py")),
+    Kind(
+        "candidates",
+        3,
+        (
+            "installs/candidates.py",
+            "installs/candidate_lists.py",
+            "installs/moe_runners.py",
+            *_TEXT,
+            "cpp/preprocessor.py",
+            "cpp/cursors.py",
+            "cpp/interpret.py",
+        ),
+    ),
     Kind("dense-candidates", 1, ("installs/dense_runners.py", *_TEXT, "cpp/cursors.py", "cpp/interpret.py")),
-    Kind("moe_sm80", 1, ("installs/moe_sm80.py", *_TEXT, "cpp/preprocessor.py", *_PROBE,
-                         "engine/loop.py", "engine/numbers.py", "cpp/clang.py")),
+    Kind(
+        "moe_sm80",
+        1,
+        (
+            "installs/moe_sm80.py",
+            *_TEXT,
+            "cpp/preprocessor.py",
+            *_PROBE,
+            "engine/loop.py",
+            "engine/numbers.py",
+            "cpp/clang.py",
+        ),
+    ),
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
     Kind("preludes", 1, (*_KERNELS, *_TEXT, "cpp/cursors.py", *_PROBE)),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
     Kind("audit", 2, (*_KERNELS, *_TEXT, *_ENGINE)),
     Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", *_TEXT)),
     Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT, *_KERNELS)),
-    Kind("audit-names", 2, ("commands/audit/tactics.py", "installs/naming.py", *_KERNELS,
-                            "model/audit.py", "cpp/arguments.py")),
+    Kind(
+        "audit-names",
+        2,
+        ("commands/audit/tactics.py", "installs/naming.py", *_KERNELS, "model/audit.py", "cpp/arguments.py"),
+    ),
     Kind("fixes", 1, ("installs/fixes.py", *_KERNELS, *_TEXT, "model/audit.py", *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too

@@ -97,8 +97,10 @@ def executor(spec: str | None) -> "DaskExecutor | None":
     try:
         import distributed  # noqa: F401
     except ImportError:
-        raise BadInput(f"executor {address}: Dask's distributed is not installed "
-                       "(the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)") from None
+        raise BadInput(
+            f"executor {address}: Dask's distributed is not installed "
+            "(the dask extra: pip install distributed, or pip install -e '.[dask]' in the clone)"
+        ) from None
     return DaskExecutor(address, timeout_s())
 
 
@@ -150,14 +152,16 @@ class DaskExecutor:
         try:
             client = Client(self.address, timeout=self.timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise BadInput(f"Dask scheduler {self.address}: no answer within {self.timeout:g} s "
-                           f"({_first_line(exc)})") from None
+            raise BadInput(
+                f"Dask scheduler {self.address}: no answer within {self.timeout:g} s ({_first_line(exc)})"
+            ) from None
         try:
             client.wait_for_workers(1, timeout=self.timeout)
         except (OSError, TimeoutError) as exc:
             client.close()
-            raise BadInput(f"Dask scheduler {self.address}: no worker joined within {self.timeout:g} s "
-                           f"({_first_line(exc)})") from None
+            raise BadInput(
+                f"Dask scheduler {self.address}: no worker joined within {self.timeout:g} s ({_first_line(exc)})"
+            ) from None
         self._client = client
         return client
 
@@ -191,8 +195,9 @@ class DaskExecutor:
         if self._no_worker_since is None:
             self._no_worker_since = now
         elif now - self._no_worker_since >= self.timeout:
-            raise BadInput(f"Dask scheduler {self.address}: no worker left for {self.timeout:g} s, "
-                           f"{waiting} task(s) not done")
+            raise BadInput(
+                f"Dask scheduler {self.address}: no worker left for {self.timeout:g} s, {waiting} task(s) not done"
+            )
 
     def require_paths(self, paths) -> None:
         """Check that every worker sees each of ``paths`` (files or folders) where this
@@ -207,9 +212,11 @@ class DaskExecutor:
         missing = self._connect().run(_missing, want)
         for worker, lacks in sorted(missing.items()):
             if lacks:
-                raise BadInput(f"Dask worker {worker} cannot see {lacks[0]}: the workers read the "
-                               "install, the cache and the CUDA headers at the paths this machine "
-                               "names (share one filesystem, or lay them out alike on each)")
+                raise BadInput(
+                    f"Dask worker {worker} cannot see {lacks[0]}: the workers read the "
+                    "install, the cache and the CUDA headers at the paths this machine "
+                    "names (share one filesystem, or lay them out alike on each)"
+                )
 
     def close(self) -> None:
         """Disconnect (the cluster keeps running); tasks not returned yet are cancelled."""
@@ -238,11 +245,12 @@ def _relay(inner, address: str, done=None) -> cf.Future:
         try:
             result = f.result()
         except KilledWorker as e:
-            exc = BadInput(f"Dask scheduler {address}: every worker that ran a task died running "
-                           f"it ({_first_line(e)})")
+            exc = BadInput(f"Dask scheduler {address}: every worker that ran a task died running it ({_first_line(e)})")
         except cf.CancelledError:  # distributed raises concurrent.futures.CancelledError (and subclasses)
-            exc = BadInput(f"Dask scheduler {address}: the task was cancelled there (the scheduler "
-                           "or the connection to it was lost)")
+            exc = BadInput(
+                f"Dask scheduler {address}: the task was cancelled there (the scheduler "
+                "or the connection to it was lost)"
+            )
         except BaseException as e:  # the task's own exception
             exc = e
         try:

@@ -68,8 +68,13 @@ def check_limit(value: int, limit: int | None, what: str, unit=size_text) -> Non
         raise OverLimit(f"{what} is {unit(value)}, over the limit of {unit(limit)}")
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 def kind_of(mode: int) -> str | None:
@@ -119,8 +124,7 @@ def read_file(path, *, what: str = "file", limit: int | None | bool = True) -> b
         st = os.fstat(fd)
         kind = kind_of(st.st_mode)
         if kind is not None:
-            raise _refuse(BadInput, f"{what} {path} is {kind}, not a regular file",
-                          f"{kind}, not a regular file")
+            raise _refuse(BadInput, f"{what} {path} is {kind}, not a regular file", f"{kind}, not a regular file")
         if limit and st.st_size > limit:
             why = f"{size_text(st.st_size)}, over the limit of {size_text(limit)} on one file"
             raise _refuse(OverLimit, f"{what} {path} is {why}", why)
@@ -142,12 +146,21 @@ def read_text(path, *, what: str = "file", limit: int | None | bool = True, erro
         return data.decode("utf-8", errors)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise BadInput(f"{what} {path} is not UTF-8 text "
-                       f"(byte 0x{data[exc.start]:02x} on line {line})") from None
+        raise BadInput(f"{what} {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})") from None
 
 
-__all__ = ["LIMITS", "Limits", "OverLimit", "check_limit", "file_kind", "kind_of", "lift_limits",
-           "read_file", "read_text", "size_text"]
+__all__ = [
+    "LIMITS",
+    "Limits",
+    "OverLimit",
+    "check_limit",
+    "file_kind",
+    "kind_of",
+    "lift_limits",
+    "read_file",
+    "read_text",
+    "size_text",
+]
 
 
 def walk(top, *, enter=None, unreadable=None):

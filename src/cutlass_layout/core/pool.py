@@ -194,8 +194,9 @@ class Pool:
         elif parallel and self.jobs > 1 and threads:
             self._pool = ThreadPoolExecutor(max_workers=self.jobs)
         elif parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
-            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=mp.get_context("fork"),
-                                             initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.jobs, mp_context=mp.get_context("fork"), initializer=_worker_init
+            )
             # the first submits fork every worker now, while this process runs no other thread
             for f in [self._pool.submit(os.getpid) for _ in range(self.jobs)]:
                 f.result()

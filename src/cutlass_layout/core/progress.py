@@ -32,8 +32,10 @@ from typing import Any
 
 #: A progress line as printed off a terminal: a step's ``what ...``, a count's
 #: ``what: 5/11 (38 s)``, or what a long audit found so far (``audit sm90: found: ...``).
-PROGRESS_LINE = re.compile(r"^(?!error:|warning:|note:|check)(\S.* \.\.\.|\S.*: \d+/\d+\b.* \(\d+ s(, [^)]*)?\)"
-                           r"|audit \S+: found: .*)$")
+PROGRESS_LINE = re.compile(
+    r"^(?!error:|warning:|note:|check)(\S.* \.\.\.|\S.*: \d+/\d+\b.* \(\d+ s(, [^)]*)?\)"
+    r"|audit \S+: found: .*)$"
+)
 
 
 def is_progress_line(line: str) -> bool:
@@ -232,8 +234,7 @@ class Progress:
     terminal, inside another display.
     """
 
-    def __init__(self, what: str, total: int = 0, *, enabled: bool = True, every: float = 10.0,
-                 unit: str = ""):
+    def __init__(self, what: str, total: int = 0, *, enabled: bool = True, every: float = 10.0, unit: str = ""):
         what = staged(what)
         self.what, self.total, self.done, self.unit, self.detail = what, total, 0, unit, ""
         tty = sys.stderr.isatty()
@@ -247,8 +248,15 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[more]}"),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            self._bar = Bar(
+                TextColumn(what),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[more]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._task = self._bar.add_task(what, total=total, more=self._more())
             self._bar.start()
         elif enabled:
@@ -291,16 +299,24 @@ class Progress:
     def _more(self) -> str:
         """What the count line says after ``done/total``: the unit, the detail, the time left."""
         left = time_left(self.done, self.total, time.monotonic() - self.t0)
-        return "".join([f" {self.unit}" if self.unit else "", f", {self.detail}" if self.detail else "",
-                        f" ({left})" if left and self._bar is not None else ""])
+        return "".join(
+            [
+                f" {self.unit}" if self.unit else "",
+                f", {self.detail}" if self.detail else "",
+                f" ({left})" if left and self._bar is not None else "",
+            ]
+        )
 
     def _line(self) -> None:
         self._last = time.monotonic()
         self._shown = (self.done, self.total)
         seconds = self._last - self.t0
         left = time_left(self.done, self.total, seconds)
-        print(f"{self.what}: {self.done}/{self.total}{self._more()} ({seconds:.0f} s{', ' + left if left else ''})",
-              file=sys.stderr, flush=True)
+        print(
+            f"{self.what}: {self.done}/{self.total}{self._more()} ({seconds:.0f} s{', ' + left if left else ''})",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def stop(self) -> None:
         """Remove the bar, or print a last line (when the run took ``every`` seconds or more and
@@ -309,7 +325,11 @@ class Progress:
             self._bar.stop()
             self._bar = None
             _ACTIVE[0] -= 1
-        elif (self.enabled and self.done and time.monotonic() - self.t0 >= self.every
-              and getattr(self, "_shown", None) != (self.done, self.total)):
+        elif (
+            self.enabled
+            and self.done
+            and time.monotonic() - self.t0 >= self.every
+            and getattr(self, "_shown", None) != (self.done, self.total)
+        ):
             self._line()
         self.enabled = False

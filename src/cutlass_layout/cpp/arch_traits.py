@@ -43,17 +43,23 @@ def probe_text(arch_id: str) -> str:
     (``arch_id``: ``sm_120``): ``namespace cl_sm`` holds ``using <attribute> = char[1 + value]``.
     It compiles with nvcc too."""
     t = f"::cuda::arch_traits<::cuda::arch_id::{arch_id}>()"
-    return ("#include <cuda/__device/arch_traits.h>\nnamespace cl_sm {\n"
-            + "".join(f"using {a} = char[1 + {t}.{m}];\n" for a, m in FIELDS.items()) + "}\n")
+    return (
+        "#include <cuda/__device/arch_traits.h>\nnamespace cl_sm {\n"
+        + "".join(f"using {a} = char[1 + {t}.{m}];\n" for a, m in FIELDS.items())
+        + "}\n"
+    )
 
 
 @lru_cache(maxsize=None)
 def _read(header: Path, mtime: float, arch_id: str) -> PerSmLimits | None:
     include = header.parents[2]  # <include>/cuda/__device/arch_traits.h
     text = probe_text(arch_id)
-    tu = ci.Index.create().parse("cl_arch_traits.cpp", args=["-x", "c++", "-std=c++17", "-isystem", str(include)],
-                                 unsaved_files=[("cl_arch_traits.cpp", text)],
-                                 options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+    tu = ci.Index.create().parse(
+        "cl_arch_traits.cpp",
+        args=["-x", "c++", "-std=c++17", "-isystem", str(include)],
+        unsaved_files=[("cl_arch_traits.cpp", text)],
+        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES,
+    )
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
         return None  # an arch the header does not know, or a header that does not compile alone
     values: dict[str, int] = {}

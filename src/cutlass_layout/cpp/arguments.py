@@ -19,8 +19,9 @@ _ARGUMENT_PUNCT = re.compile(r"[()\[\]{}<>,]")
 _MACRO_PUNCT = re.compile(r"[(),]")
 
 
-def arguments(text: str, start: int = 0, end: int | None = None, *,
-              macro: bool = False) -> Iterator[tuple[int, int, int | None]]:
+def arguments(
+    text: str, start: int = 0, end: int | None = None, *, macro: bool = False
+) -> Iterator[tuple[int, int, int | None]]:
     """The top-level arguments of the list that starts at ``start`` of ``text`` (just after its
     ``<`` or ``(``), one at a time, as ``(start, end, stop)``: the argument is ``text[start:end]``
     as written (spaces kept), ``stop`` the index of the ``,`` or closing bracket after it (None
@@ -102,7 +103,7 @@ def template_parameters(definition: str) -> tuple[str, int] | None:
     gt = matching(clean, m.end() - 1, "<", ">")
     if gt is None:
         return None
-    return definition[m.end():gt], gt + 1
+    return definition[m.end() : gt], gt + 1
 
 
 def with_defaults(params: str, declared: str) -> str:
@@ -112,9 +113,12 @@ def with_defaults(params: str, declared: str) -> str:
     ``moe_gemm_tma_ws_mixed_input_launcher.h`` and defines the template in the ``.inl``
     without it, and sources instantiate it with one argument fewer. A list of another length
     is returned unchanged."""
+
     def split(text: str) -> list[str]:
         clean = blank_comments(text)
-        return [text[s - 1:e - 1] for s, e in arg_spans("<" + clean + ">", 0, len(clean) + 1)] if clean.strip() else []
+        return (
+            [text[s - 1 : e - 1] for s, e in arg_spans("<" + clean + ">", 0, len(clean) + 1)] if clean.strip() else []
+        )
 
     mine, theirs = split(params), split(declared)
     if len(mine) != len(theirs):
@@ -124,7 +128,7 @@ def with_defaults(params: str, declared: str) -> str:
         clean_d = blank_comments(d)
         eq = _top_level_equals(clean_d)
         if _top_level_equals(blank_comments(p)) is None and eq is not None:
-            p = p + " = " + d[eq + 1:].strip()
+            p = p + " = " + d[eq + 1 :].strip()
         out.append(p)
     return ", ".join(out)
 
@@ -137,7 +141,7 @@ def _top_level_equals(clean: str) -> int | None:
             depth += 1
         elif ch in ">)]}":
             depth -= 1
-        elif ch == "=" and depth == 0 and clean[i + 1:i + 2] != "=" and clean[i - 1:i] not in "=!<>":
+        elif ch == "=" and depth == 0 and clean[i + 1 : i + 2] != "=" and clean[i - 1 : i] not in "=!<>":
             return i
     return None
 
@@ -171,7 +175,7 @@ def parameter_names(params: str) -> list[str] | None:
         return []
     out = []
     for s, e in arg_spans("<" + clean + ">", 0, len(clean) + 1):
-        p = clean[s - 1:e - 1]
+        p = clean[s - 1 : e - 1]
         eq = _top_level_equals(p)
         p = p[:eq] if eq is not None else p
         words = re.findall(r"\w+", p)
@@ -185,7 +189,7 @@ def defaults_dropped(params: str) -> str:
     clean = blank_comments(params)
     parts = []
     for s, e in arg_spans("<" + clean + ">", 0, len(clean) + 1):
-        p = params[s - 1:e - 1]
+        p = params[s - 1 : e - 1]
         eq = _top_level_equals(blank_comments(p))
         parts.append(p[:eq].rstrip() if eq is not None else p)
     return ", ".join(parts)

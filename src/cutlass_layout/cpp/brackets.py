@@ -24,12 +24,12 @@ def blank_comments(text: str, strings: bool = True) -> str:
     for m in _SKIPPED.finditer(text):
         quote = m.group(1)
         if quote is None:  # a comment
-            out += [text[last:m.start()], NOT_NEWLINE.sub(" ", m.group())]
+            out += [text[last : m.start()], NOT_NEWLINE.sub(" ", m.group())]
         elif strings:
             body = m.group(2)
-            out += [text[last:m.start()], quote, NOT_NEWLINE.sub(" ", body), m.group()[1 + len(body):]]
+            out += [text[last : m.start()], quote, NOT_NEWLINE.sub(" ", body), m.group()[1 + len(body) :]]
         else:
-            out.append(text[last:m.end()])
+            out.append(text[last : m.end()])
         last = m.end()
     out.append(text[last:])
     return "".join(out)
@@ -61,8 +61,10 @@ def closers(kept: str) -> str:
     """What closes the scopes ``kept`` leaves open, innermost first: ``};`` for a class or an
     initializer, ``}`` for a block or function, ``#endif`` for an open ``#if``."""
     clean = blank_comments(kept)
-    stack = ["};" if re.search(r"\b(struct|class|union|enum)\b[^()]*$", head) or "=" in head
-             else "}" for head in open_scopes(clean, len(clean))]
+    stack = [
+        "};" if re.search(r"\b(struct|class|union|enum)\b[^()]*$", head) or "=" in head else "}"
+        for head in open_scopes(clean, len(clean))
+    ]
     ifs = 0
     for line in clean.split("\n"):
         s = line.strip()
@@ -129,5 +131,9 @@ def brace_pairs(clean: str) -> dict[int, int] | None:
 
 
 #: The characters :func:`matching` reads, by the bracket it matches.
-_BRACKETS = {"<": re.compile(r"[()<>]"), "(": re.compile(r"[()]"), "{": re.compile(r"[(){}]"),
-             "[": re.compile(r"[()\[\]]")}
+_BRACKETS = {
+    "<": re.compile(r"[()<>]"),
+    "(": re.compile(r"[()]"),
+    "{": re.compile(r"[(){}]"),
+    "[": re.compile(r"[()\[\]]"),
+}

@@ -28,8 +28,14 @@ STUB_DIR = Path(__file__).resolve().parent.parent / "stubs"
 
 #: Record types shown as leaves (no members listed): storage arrays and TMA descriptors.
 LEAF_PREFIXES = (
-    "cute::ArrayEngine<", "cute::array<", "cute::array_subbyte<", "cute::array_aligned<",
-    "cutlass::Array<", "cutlass::AlignedArray<", "CUtensorMap", "cute::TmaDescriptor",
+    "cute::ArrayEngine<",
+    "cute::array<",
+    "cute::array_subbyte<",
+    "cute::array_aligned<",
+    "cutlass::Array<",
+    "cutlass::AlignedArray<",
+    "CUtensorMap",
+    "cute::TmaDescriptor",
 )
 
 _ALIGNAS_RE = re.compile(r"\b(?:alignas|CUTE_ALIGNAS|__align__|aligned)\s*\(\s*([^()]*?)\s*\)")
@@ -62,10 +68,12 @@ _SA_RE = re.compile(r"^static assertion failed(?: due to requirement '(.*)')?(?:
 #: instantiation; ``-std=c++20``'s implicit ``typename`` does not cover template arguments):
 #: they are reported as clang-only diagnostics, not as "does not compile".
 CLANG_ONLY = (
-    (re.compile(r"^missing 'typename' prior to dependent type name "),
-     "nvcc's front end accepts a dependent type name without 'typename' as a template "
-     "argument (CUTLASS's SM120 sparse collectives write "
-     "make_fragment_like<ThrMma::Atom::Traits::ValTypeE>(...)); clang requires the keyword"),
+    (
+        re.compile(r"^missing 'typename' prior to dependent type name "),
+        "nvcc's front end accepts a dependent type name without 'typename' as a template "
+        "argument (CUTLASS's SM120 sparse collectives write "
+        "make_fragment_like<ThrMma::Atom::Traits::ValTypeE>(...)); clang requires the keyword",
+    ),
 )
 
 
@@ -100,17 +108,23 @@ def resource_include() -> Path:
     return Path(ci.__file__).parent / "native" / "resource" / "include"
 
 
-def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str,
-                cuda_version: tuple[int, int] = (13, 0)) -> list[str]:
+def clang_flags(
+    include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch: str, cuda_version: tuple[int, int] = (13, 0)
+) -> list[str]:
     """The command line for a CUDA host-only parse of a probe against one CUTLASS tree.
 
     ``cuda_version`` becomes ``__CUDACC_VER_MAJOR__``/``__CUDACC_VER_MINOR__``, which nvcc
     defines and clang does not.
     """
     flags = [
-        "-x", "cuda", "--cuda-host-only", "-nocudalib",
-        f"--cuda-path={cuda_path}", f"--cuda-gpu-arch={gpu_arch}",
-        "-Wno-unknown-cuda-version", "-std=c++17",
+        "-x",
+        "cuda",
+        "--cuda-host-only",
+        "-nocudalib",
+        f"--cuda-path={cuda_path}",
+        f"--cuda-gpu-arch={gpu_arch}",
+        "-Wno-unknown-cuda-version",
+        "-std=c++17",
     ]
     if cccl is not None:
         flags += ["-isystem", str(cccl)]
@@ -118,15 +132,20 @@ def clang_flags(include_root: Path, cuda_path: Path, cccl: Path | None, gpu_arch
         flags += ["-isystem", str(Path(cuda_path) / "include")]
     flags += [
         f"-I{include_root}",
-        "-idirafter", str(STUB_DIR),
-        "-DCUTLASS_ARCH_MMA_SM90_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM100_SUPPORTED",
-        "-DCUTLASS_ARCH_MMA_SM120_SUPPORTED", "-DCUTLASS_ARCH_MMA_SM120A_ENABLED",
-        f"-D__CUDACC_VER_MAJOR__={cuda_version[0]}", f"-D__CUDACC_VER_MINOR__={cuda_version[1]}",
+        "-idirafter",
+        str(STUB_DIR),
+        "-DCUTLASS_ARCH_MMA_SM90_SUPPORTED",
+        "-DCUTLASS_ARCH_MMA_SM100_SUPPORTED",
+        "-DCUTLASS_ARCH_MMA_SM120_SUPPORTED",
+        "-DCUTLASS_ARCH_MMA_SM120A_ENABLED",
+        f"-D__CUDACC_VER_MAJOR__={cuda_version[0]}",
+        f"-D__CUDACC_VER_MINOR__={cuda_version[1]}",
         "-D__CUDACC_VER_BUILD__=0",
         # -w: CUTLASS warns a lot. -ferror-limit: past clang's default 20 errors it stops
         # reporting, and a config in a batch whose error went unreported costs another
         # parse; a bound still stops a runaway cascade of errors
-        "-w", "-ferror-limit=1000",
+        "-w",
+        "-ferror-limit=1000",
     ]
     return flags
 
@@ -154,9 +173,7 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
 
     folder = cache_dir("pch")
     for preamble in [preambles] if isinstance(preambles, str) else preambles:
-        digest = hashlib.sha256(
-            "\0".join([key, libclang_version(), preamble, *flags]).encode()
-        ).hexdigest()[:24]
+        digest = hashlib.sha256("\0".join([key, libclang_version(), preamble, *flags]).encode()).hexdigest()[:24]
         path = folder / f"{digest}.pch"
         bad = folder / f"{digest}.bad"
         if sealed(path, digest):
@@ -169,7 +186,8 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
             if bad.is_file():
                 continue
             with (building or (lambda what: nullcontext()))(
-                    "building a precompiled header of the CUTLASS includes (once per tree and flags)"):
+                "building a precompiled header of the CUTLASS includes (once per tree and flags)"
+            ):
                 built = build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
         if built:
             _prune(folder, keep=PCH_KEEP)
@@ -190,9 +208,12 @@ def build_pch(preamble: str, flags: list[str], header: Path, path: Path, key: st
 
     index = ci.Index.create()
     try:
-        tu = index.parse(str(header), args=flags, unsaved_files=[(str(header), preamble)],
-                         options=ci.TranslationUnit.PARSE_INCOMPLETE
-                         | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES)
+        tu = index.parse(
+            str(header),
+            args=flags,
+            unsaved_files=[(str(header), preamble)],
+            options=ci.TranslationUnit.PARSE_INCOMPLETE | ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES,
+        )
     except ci.TranslationUnitLoadError:
         return None
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
@@ -238,15 +259,23 @@ class ProbeUnit:
         BadInput: libclang could not parse at all (e.g. an unreadable flag or path).
     """
 
-    def __init__(self, text: str, flags: list[str], include_root: Path,
-                 filename: str = "cutlass_layout_probe.cu", skip_bodies: bool = True):
+    def __init__(
+        self,
+        text: str,
+        flags: list[str],
+        include_root: Path,
+        filename: str = "cutlass_layout_probe.cu",
+        skip_bodies: bool = True,
+    ):
         self.include_root = Path(include_root)
         self.filename = filename
         self.flags = list(flags)
         index = ci.Index.create()
         try:
             self.tu = index.parse(
-                filename, args=flags, unsaved_files=[(filename, text)],
+                filename,
+                args=flags,
+                unsaved_files=[(filename, text)],
                 options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES if skip_bodies else 0,
             )
         except ci.TranslationUnitLoadError as exc:
@@ -265,8 +294,7 @@ class ProbeUnit:
         """Whether clang refused the precompiled header (a file changed since it was built)."""
         return any(
             d.severity >= ci.Diagnostic.Error
-            and ("precompiled header" in d.spelling or "PCH file" in d.spelling
-                 or "modified since" in d.spelling)
+            and ("precompiled header" in d.spelling or "PCH file" in d.spelling or "modified since" in d.spelling)
             for d in self.tu.diagnostics
         )
 
@@ -316,8 +344,11 @@ class ProbeUnit:
             else:
                 for note in d.children:  # innermost first: keep the last (outermost) one
                     loc = note.location
-                    if (loc.file and loc.file.name == self.filename
-                            and not note.spelling.startswith("in file included from")):
+                    if (
+                        loc.file
+                        and loc.file.name == self.filename
+                        and not note.spelling.startswith("in file included from")
+                    ):
                         line = loc.line
             out.append((d, self._error(d), line))
         self._errors = out
@@ -362,10 +393,10 @@ class ProbeUnit:
         if not lines or start.line > len(lines):
             return ""
         if start.line == end.line:
-            return lines[start.line - 1][start.column - 1:end.column - 1]
-        chunk = [lines[start.line - 1][start.column - 1:]]
-        chunk += lines[start.line:end.line - 1]
-        chunk.append(lines[end.line - 1][:end.column - 1] if end.line <= len(lines) else "")
+            return lines[start.line - 1][start.column - 1 : end.column - 1]
+        chunk = [lines[start.line - 1][start.column - 1 :]]
+        chunk += lines[start.line : end.line - 1]
+        chunk.append(lines[end.line - 1][: end.column - 1] if end.line <= len(lines) else "")
         return "".join(chunk)
 
     def include_dirs(self) -> list[Path]:
@@ -383,9 +414,11 @@ class ProbeUnit:
     def cuda_version(self) -> tuple[int, int]:
         """The CUDA version the unit is parsed as (``-D__CUDACC_VER_MAJOR__``/``MINOR__`` of
         :func:`clang_flags`); (12, 0) where the flags do not say."""
+
         def ver(name: str, default: int) -> int:
             v = next((f.split("=", 1)[1] for f in self.flags if f.startswith(f"-D{name}=")), None)
             return int(v) if v is not None and v.isdigit() else default
+
         return ver("__CUDACC_VER_MAJOR__", 12), ver("__CUDACC_VER_MINOR__", 0)
 
     def gpu_arch(self) -> str | None:
@@ -464,8 +497,9 @@ class ProbeUnit:
             if owner is None or owner.kind.is_invalid():
                 continue
             owner._tu = decl._tu  # cursors made by a raw call lack the TU back-reference
-            found = next((c for c in owner.get_children()
-                          if c.kind == ci.CursorKind.VAR_DECL and c.spelling == name), None)
+            found = next(
+                (c for c in owner.get_children() if c.kind == ci.CursorKind.VAR_DECL and c.spelling == name), None
+            )
             if found is not None:
                 break
         return self._constant_at(name, value, found)
@@ -479,8 +513,11 @@ class ProbeUnit:
             expr = re.sub(r"\s+", " ", expr).rstrip(";").strip()
         loc = decl.location
         return Constant(
-            name=decl.spelling or name, value=value, expression=expr,
-            file=self.rel(loc.file.name) if loc.file else None, line=loc.line,
+            name=decl.spelling or name,
+            value=value,
+            expression=expr,
+            file=self.rel(loc.file.name) if loc.file else None,
+            line=loc.line,
         )
 
     def record(self, cursor: ci.Cursor, optional: bool = False) -> StructLayout | None:
@@ -504,8 +541,9 @@ class ProbeUnit:
         union = t.get_declaration().kind == ci.CursorKind.UNION_DECL
         fields = self._members(t, 0, union)
         end = max((f.offset + f.size for f in fields), default=0)
-        return StructLayout(type=short_name(t.spelling), size=size, align=align,
-                            tail_padding=size - end, fields=fields, union=union)
+        return StructLayout(
+            type=short_name(t.spelling), size=size, align=align, tail_padding=size - end, fields=fields, union=union
+        )
 
     def _members(self, t, base: int, union: bool, depth: int = 0) -> list[FieldLayout]:
         decl = t.get_declaration()
@@ -532,10 +570,14 @@ class ProbeUnit:
         align = max(canon.get_align(), 0)
         loc = cursor.location
         f = FieldLayout(
-            name=name, type=_UNNAMED_RE.sub("(unnamed)", written.spelling), offset=offset,
-            size=size, type_align=align,
+            name=name,
+            type=_UNNAMED_RE.sub("(unnamed)", written.spelling),
+            offset=offset,
+            size=size,
+            type_align=align,
             declared_alignas=alignas,
-            file=self.rel(loc.file.name) if loc.file else None, line=loc.line if loc.file else None,
+            file=self.rel(loc.file.name) if loc.file else None,
+            line=loc.line if loc.file else None,
             access=_ACCESS.get(cursor.access_specifier, "public"),
         )
         if canon.kind == ci.TypeKind.RECORD and depth < 12 and not canon.spelling.startswith(LEAF_PREFIXES):
@@ -562,8 +604,13 @@ def spelling_location(cursor) -> tuple[str | None, int | None]:
     inside the macro's definition (``cursor.location`` gives the expansion)."""
     file, line, col, off = ci.c_object_p(), ci.c_uint(), ci.c_uint(), ci.c_uint()
     f = ci.conf.lib.clang_getSpellingLocation
-    f.argtypes = [ci.SourceLocation, ci.POINTER(ci.c_object_p), ci.POINTER(ci.c_uint),
-                  ci.POINTER(ci.c_uint), ci.POINTER(ci.c_uint)]
+    f.argtypes = [
+        ci.SourceLocation,
+        ci.POINTER(ci.c_object_p),
+        ci.POINTER(ci.c_uint),
+        ci.POINTER(ci.c_uint),
+        ci.POINTER(ci.c_uint),
+    ]
     f(cursor.location, ci.byref(file), ci.byref(line), ci.byref(col), ci.byref(off))
     if not file:
         return None, None

@@ -26,8 +26,12 @@ SCOPE_OWNERS = (K.FUNCTION_DECL, K.CXX_METHOD, K.STRUCT_DECL, K.CLASS_DECL, K.FU
 #: What a namespace scope holds namespace scope in (``namespace a {}``, ``extern "C++" {}``)
 NAMESPACE_SCOPES = (K.NAMESPACE, K.LINKAGE_SPEC)
 #: Scopes :func:`scope_declarations` walks into: namespaces and classes
-_CLASS_SCOPES = NAMESPACE_SCOPES + (K.CLASS_DECL, K.STRUCT_DECL, K.CLASS_TEMPLATE,
-                                    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION)
+_CLASS_SCOPES = NAMESPACE_SCOPES + (
+    K.CLASS_DECL,
+    K.STRUCT_DECL,
+    K.CLASS_TEMPLATE,
+    K.CLASS_TEMPLATE_PARTIAL_SPECIALIZATION,
+)
 
 
 # ---------------------------------------------------------------------------------------
@@ -67,8 +71,7 @@ def definition_kind(c) -> str | None:
     """``"function"``, ``"function template"`` or ``"method"`` for the definition (a
     declaration with its body) of a function, function template or member function; None for
     anything else (a declaration without body too)."""
-    kind = {K.FUNCTION_DECL: "function", K.FUNCTION_TEMPLATE: "function template",
-            K.CXX_METHOD: "method"}.get(c.kind)
+    kind = {K.FUNCTION_DECL: "function", K.FUNCTION_TEMPLATE: "function template", K.CXX_METHOD: "method"}.get(c.kind)
     return kind if kind is not None and c.is_definition() else None
 
 
@@ -209,8 +212,16 @@ def body_declarations(cursor):
 @lru_cache(maxsize=1)
 def _leaf_exprs() -> frozenset:
     """Expression kinds without declarations below them."""
-    return frozenset({K.DECL_REF_EXPR, K.INTEGER_LITERAL, K.STRING_LITERAL, K.CXX_BOOL_LITERAL_EXPR,
-                      K.FLOATING_LITERAL, K.CHARACTER_LITERAL})
+    return frozenset(
+        {
+            K.DECL_REF_EXPR,
+            K.INTEGER_LITERAL,
+            K.STRING_LITERAL,
+            K.CXX_BOOL_LITERAL_EXPR,
+            K.FLOATING_LITERAL,
+            K.CHARACTER_LITERAL,
+        }
+    )
 
 
 def statement_declarations(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
@@ -230,6 +241,7 @@ def statement_declarations(cursor: ci.Cursor) -> Iterator[ci.Cursor]:
 def namespace_functions(root: ci.Cursor, file: str, namespace: str) -> Iterator[ci.Cursor]:
     """The functions (not templates) spelled in ``file`` in the namespaces named
     ``namespace`` below ``root`` (at any depth, and in any namespace inside them)."""
+
     def visit(cursor, inside: bool):
         for c in cursor.get_children():
             if c.location.file is None or c.location.file.name != file:
@@ -247,12 +259,19 @@ def function_templates(root, name: str, paths, outside: str) -> list:
     not the main file's) in one of the namespaces ``paths`` (``("flashinfer", "gemm")``; ``()``
     the global one): those of the longest path that has any, in the order of the unit (a
     header's declaration, then the definition); ``[]`` where none has."""
+
     def walk(cursors, rest, out):
         for ns in cursors:
             kids = list(ns.get_children())
             if not rest:
-                out += [c for c in kids if c.kind == K.FUNCTION_TEMPLATE and c.spelling == name
-                        and c.location.file is not None and c.location.file.name != outside]
+                out += [
+                    c
+                    for c in kids
+                    if c.kind == K.FUNCTION_TEMPLATE
+                    and c.spelling == name
+                    and c.location.file is not None
+                    and c.location.file.name != outside
+                ]
                 continue
             walk([k for k in kids if k.kind == K.NAMESPACE and k.spelling == rest[0]], rest[1:], out)
         return out
@@ -267,8 +286,7 @@ def function_templates(root, name: str, paths, outside: str) -> list:
 def declared_enums(root, prefix: str) -> list[str]:
     """The names of the enums declared right below ``root`` (a translation unit's cursor)
     that start with ``prefix``, in order."""
-    return [c.spelling for c in root.get_children()
-            if c.kind == K.ENUM_DECL and c.spelling.startswith(prefix)]
+    return [c.spelling for c in root.get_children() if c.kind == K.ENUM_DECL and c.spelling.startswith(prefix)]
 
 
 def variable_tokens(cursor, name: str) -> list[str] | None:
@@ -315,8 +333,9 @@ def enumerators_referenced(cursor, enum: str) -> dict[str, int]:
     for c in cursor.walk_preorder():
         ref = c.referenced if c.kind == K.DECL_REF_EXPR else None
         if ref is not None and ref.kind == K.ENUM_CONSTANT_DECL and ref.semantic_parent.spelling == enum:
-            return {e.spelling: e.enum_value for e in ref.semantic_parent.get_children()
-                    if e.kind == K.ENUM_CONSTANT_DECL}
+            return {
+                e.spelling: e.enum_value for e in ref.semantic_parent.get_children() if e.kind == K.ENUM_CONSTANT_DECL
+            }
     return {}
 
 
@@ -448,8 +467,7 @@ def switch_returns(cursor, enum: str) -> list[tuple[list[str], list[str]]] | Non
         labels: list[str] = []
         while stmt is not None and stmt.kind == K.CASE_STMT:
             kids = list(stmt.get_children())
-            label = next((enum_constant(r, enum) for r in kids[0].walk_preorder()
-                          if r.kind == K.DECL_REF_EXPR), None)
+            label = next((enum_constant(r, enum) for r in kids[0].walk_preorder() if r.kind == K.DECL_REF_EXPR), None)
             if label is None:
                 return None
             labels.append(label)
@@ -460,12 +478,43 @@ def switch_returns(cursor, enum: str) -> list[tuple[list[str], list[str]]] | Non
     return out
 
 
-__all__ = ["ALIASES", "NAMESPACE_SCOPES", "SCOPE_OWNERS", "aliased_declaration", "aliased_type",
-           "body_declarations", "body_statements", "case_constants", "case_statements", "condition_names", "integer_literals",
-           "declared_enums", "definition_kind", "enclosing_namespaces", "enum_constant",
-           "enum_references", "enumerators_referenced", "file_aliases", "function_definitions",
-           "function_templates", "is_alias", "is_function_template", "is_if", "is_namespace",
-           "is_namespace_scope", "is_scope_owner", "is_variable", "namespace_functions",
-           "namespace_scope", "qualified_name", "scope_declarations", "statement_declarations",
-           "switch_returns", "switches", "tokens", "type_qualifiers", "variable_tokens",
-           "written_type"]
+__all__ = [
+    "ALIASES",
+    "NAMESPACE_SCOPES",
+    "SCOPE_OWNERS",
+    "aliased_declaration",
+    "aliased_type",
+    "body_declarations",
+    "body_statements",
+    "case_constants",
+    "case_statements",
+    "condition_names",
+    "integer_literals",
+    "declared_enums",
+    "definition_kind",
+    "enclosing_namespaces",
+    "enum_constant",
+    "enum_references",
+    "enumerators_referenced",
+    "file_aliases",
+    "function_definitions",
+    "function_templates",
+    "is_alias",
+    "is_function_template",
+    "is_if",
+    "is_namespace",
+    "is_namespace_scope",
+    "is_scope_owner",
+    "is_variable",
+    "namespace_functions",
+    "namespace_scope",
+    "qualified_name",
+    "scope_declarations",
+    "statement_declarations",
+    "switch_returns",
+    "switches",
+    "tokens",
+    "type_qualifiers",
+    "variable_tokens",
+    "written_type",
+]

@@ -22,10 +22,10 @@ def explicit_instantiations(text: str) -> list[tuple[str, str, int]]:
         gt = matching(clean, lt, "<", ">")
         if gt is None:
             continue
-        after = clean[gt + 1:gt + 200].lstrip()
+        after = clean[gt + 1 : gt + 200].lstrip()
         if not after.startswith("("):
             continue
-        args = " ".join(text[lt + 1:gt].split())
+        args = " ".join(text[lt + 1 : gt].split())
         out.append((m.group(1), args, clean.count("\n", 0, m.start()) + 1))
     return out
 
@@ -36,7 +36,7 @@ def enclosing_namespaces(text: str, line: int) -> list[str] | None:
     named namespace (a class, a function, an anonymous namespace) is open there."""
     clean = blank_comments(text)
     lines = clean.split("\n")
-    pos = sum(len(ln) + 1 for ln in lines[:max(0, line - 1)])
+    pos = sum(len(ln) + 1 for ln in lines[: max(0, line - 1)])
     out: list[str] = []
     for head in open_scopes(clean, pos):
         m = re.fullmatch(r"\s*(?:#[^\n]*\n\s*)*(?:inline\s+)?namespace\s+([\w:]+)\s*", head)
@@ -49,8 +49,10 @@ def enclosing_namespaces(text: str, line: int) -> list[str] | None:
 #: a preprocessor directive with its continuation lines
 _DIRECTIVE = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
 #: what starts a namespace-scope statement that declares no function
-_NOT_A_FUNCTION = re.compile(r"\s*(?:using|typedef|namespace|struct|class|union|enum|static_assert|"
-                             r"friend|return|extern\s+\"C\"\s*$)\b")
+_NOT_A_FUNCTION = re.compile(
+    r"\s*(?:using|typedef|namespace|struct|class|union|enum|static_assert|"
+    r"friend|return|extern\s+\"C\"\s*$)\b"
+)
 
 
 def _blank(m: re.Match) -> str:
@@ -105,7 +107,7 @@ def _function_name(head: str) -> str | None:
         gt = matching(s, m.end() - 1, "<", ">")
         if gt is None:
             return None
-        s = s[gt + 1:].strip()
+        s = s[gt + 1 :].strip()
     if not s or _NOT_A_FUNCTION.match(s):
         return None
     # the first parenthesis outside template arguments: the parameter list
@@ -123,7 +125,7 @@ def _function_name(head: str) -> str | None:
                 lt = _matching_back(before, len(before) - 1)
                 before = before[:lt].rstrip() if lt is not None else before
             m = re.search(r"(?:^|[\s*&:])([A-Za-z_]\w*)$", before)
-            if m is None or not before[:m.start(1)].strip(" \t\n*&:"):
+            if m is None or not before[: m.start(1)].strip(" \t\n*&:"):
                 return None  # no return type before the name: a macro call, a constructor
             if m.group(1) in ("operator", "if", "while", "for", "switch", "sizeof", "decltype"):
                 return None

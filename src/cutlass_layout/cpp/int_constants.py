@@ -52,17 +52,29 @@ def _int_value(node) -> int | None:
 
 #: (bits, signed) of the integer types by name; ``bool`` is (1, False).
 _INT_TYPES = {
-    "bool": (1, False), "char": (8, True), "signed char": (8, True), "unsigned char": (8, False),
-    "short": (16, True), "unsigned short": (16, False), "int": (32, True), "unsigned int": (32, False),
-    "long": (64, True), "unsigned long": (64, False), "long long": (64, True),
+    "bool": (1, False),
+    "char": (8, True),
+    "signed char": (8, True),
+    "unsigned char": (8, False),
+    "short": (16, True),
+    "unsigned short": (16, False),
+    "int": (32, True),
+    "unsigned int": (32, False),
+    "long": (64, True),
+    "unsigned long": (64, False),
+    "long long": (64, True),
     "unsigned long long": (64, False),
     **{f"int{b}_t": (b, True) for b in (8, 16, 32, 64)},
     **{f"uint{b}_t": (b, False) for b in (8, 16, 32, 64)},
-    "size_t": (64, False), "ssize_t": (64, True), "ptrdiff_t": (64, True),
-    "intptr_t": (64, True), "uintptr_t": (64, False), "intmax_t": (64, True), "uintmax_t": (64, False),
+    "size_t": (64, False),
+    "ssize_t": (64, True),
+    "ptrdiff_t": (64, True),
+    "intptr_t": (64, True),
+    "uintptr_t": (64, False),
+    "intmax_t": (64, True),
+    "uintmax_t": (64, False),
 }
-_TYPE_NAMES = {(32, True): "int", (32, False): "unsigned int", (64, True): "long",
-               (64, False): "unsigned long"}
+_TYPE_NAMES = {(32, True): "int", (32, False): "unsigned int", (64, True): "long", (64, False): "unsigned long"}
 _BOOL = (1, False)
 
 
@@ -72,16 +84,18 @@ def declared_int_type(text: str | None) -> tuple[int, int] | None:
     parameter)."""
     if not text:
         return None
-    words = [w for w in text.replace("std::", "").split()
-             if w not in ("const", "constexpr", "static", "volatile", "inline", "constinit")]
+    words = [
+        w
+        for w in text.replace("std::", "").split()
+        if w not in ("const", "constexpr", "static", "volatile", "inline", "constinit")
+    ]
     name = " ".join(words)
     if name in _INT_TYPES:
         return _INT_TYPES[name]
     if not words or not set(words) <= {"signed", "unsigned", "short", "long", "int", "char"}:
         return None
     signed = "unsigned" not in words
-    base = ("char" if "char" in words else "short" if "short" in words
-            else "long" if "long" in words else "int")
+    base = "char" if "char" in words else "short" if "short" in words else "long" if "long" in words else "int"
     if "char" in words and "signed" not in words and "unsigned" not in words:
         return _INT_TYPES["char"]
     bits = {"char": 8, "short": 16, "int": 32, "long": 64}[base]

@@ -28,11 +28,21 @@ class EnumValue(int):
 
 
 #: Binary operators :class:`Eval` follows (``||`` and ``&&`` short-circuit)
-_BINARY = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-           "&": lambda a, b: int(a) & int(b), "|": lambda a, b: int(a) | int(b),
-           "%": lambda a, b: int(a) % int(b), "/": lambda a, b: int(a) // int(b),
-           "*": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b}
+_BINARY = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "&": lambda a, b: int(a) & int(b),
+    "|": lambda a, b: int(a) | int(b),
+    "%": lambda a, b: int(a) % int(b),
+    "/": lambda a, b: int(a) // int(b),
+    "*": lambda a, b: a * b,
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+}
 
 
 #: What ``assert`` calls when it fails (glibc, BSD/macOS, MSVC)
@@ -95,8 +105,11 @@ class Eval:
                     env[d.spelling] = self.init_of(d, env)
                 elif d.kind == ci.CursorKind.UNEXPOSED_DECL:  # auto [a, b, c] = ...;
                     self.bind(d, env)
-                elif d.kind not in (ci.CursorKind.STATIC_ASSERT, ci.CursorKind.TYPE_ALIAS_DECL,
-                                    ci.CursorKind.TYPEDEF_DECL):
+                elif d.kind not in (
+                    ci.CursorKind.STATIC_ASSERT,
+                    ci.CursorKind.TYPE_ALIAS_DECL,
+                    ci.CursorKind.TYPEDEF_DECL,
+                ):
                     raise Unreadable(f"declaration {d.kind.name}")
             return None
         if k == ci.CursorKind.IF_STMT:
@@ -112,8 +125,11 @@ class Eval:
         if k == ci.CursorKind.CXX_FOR_RANGE_STMT:
             kids = list(c.get_children())
             decl, items, body = kids[0], self.value(kids[-2], env), kids[-1]
-            names = ([d.spelling for d in decl.get_children() if d.kind == ci.CursorKind.UNEXPOSED_DECL]
-                     if decl.kind == ci.CursorKind.UNEXPOSED_DECL else [decl.spelling])
+            names = (
+                [d.spelling for d in decl.get_children() if d.kind == ci.CursorKind.UNEXPOSED_DECL]
+                if decl.kind == ci.CursorKind.UNEXPOSED_DECL
+                else [decl.spelling]
+            )
             for item in list(items):
                 inner = env.new_child()
                 if len(names) == 1:
@@ -181,8 +197,12 @@ class Eval:
             raise Unreadable("too many steps")
         k = c.kind
         kids = list(c.get_children())
-        if k in (ci.CursorKind.UNEXPOSED_EXPR, ci.CursorKind.PAREN_EXPR, ci.CursorKind.CXX_STATIC_CAST_EXPR,
-                 ci.CursorKind.CSTYLE_CAST_EXPR):
+        if k in (
+            ci.CursorKind.UNEXPOSED_EXPR,
+            ci.CursorKind.PAREN_EXPR,
+            ci.CursorKind.CXX_STATIC_CAST_EXPR,
+            ci.CursorKind.CSTYLE_CAST_EXPR,
+        ):
             kids = [ch for ch in kids if ch.kind != ci.CursorKind.TYPE_REF]
             if len(kids) != 1:
                 raise Unreadable(f"an expression of {len(kids)} parts: {_text(c)}")
@@ -231,14 +251,20 @@ class Eval:
     def config(self, ctor, args: list, env) -> dict:
         """A ``CutlassGemmConfig`` built by its constructor ``ctor`` from ``args``: a dict keyed by
         the constructor's parameter names, a parameter not given taking its default argument."""
-        if ctor is None or ctor.kind != ci.CursorKind.CONSTRUCTOR or ctor.semantic_parent.spelling != "CutlassGemmConfig":
+        if (
+            ctor is None
+            or ctor.kind != ci.CursorKind.CONSTRUCTOR
+            or ctor.semantic_parent.spelling != "CutlassGemmConfig"
+        ):
             raise Unreadable("a config built by another constructor than CutlassGemmConfig's")
         params = list(ctor.get_arguments())
         if len(args) > len(params):
             raise Unreadable(f"CutlassGemmConfig: {len(args)} arguments for {len(params)} parameters")
         out = {p.spelling: self.value(a, env) for p, a in zip(params, args)}
-        for p in params[len(args):]:
-            default = [ch for ch in p.get_children() if ch.kind not in (ci.CursorKind.TYPE_REF, ci.CursorKind.NAMESPACE_REF)]
+        for p in params[len(args) :]:
+            default = [
+                ch for ch in p.get_children() if ch.kind not in (ci.CursorKind.TYPE_REF, ci.CursorKind.NAMESPACE_REF)
+            ]
             if len(default) != 1:
                 raise Unreadable(f"CutlassGemmConfig: no default argument for {p.spelling}")
             out[p.spelling] = self.value(default[0], env)
@@ -289,13 +315,18 @@ class Eval:
                 return None
             if name == "push_back" and len(args) == 1:
                 item = self.value(args[0], env)
-                env[target].append(tuple(item) if isinstance(item, list)
-                                   else dict(item) if isinstance(item, dict) else item)
+                env[target].append(
+                    tuple(item) if isinstance(item, list) else dict(item) if isinstance(item, dict) else item
+                )
                 return None
             if name == "insert" and len(args) == 3:
                 src = [[t.spelling for t in a.get_tokens()] for a in args[1:]]
-                if len(src[0]) == 5 and src[0][1:] == [".", "begin", "(", ")"] and \
-                        src[1] == [src[0][0], ".", "end", "(", ")"] and src[0][0] in env:
+                if (
+                    len(src[0]) == 5
+                    and src[0][1:] == [".", "begin", "(", ")"]
+                    and src[1] == [src[0][0], ".", "end", "(", ")"]
+                    and src[0][0] in env
+                ):
                     env[target].extend(env[src[0][0]])
                     return None
             raise Unreadable(f"{name} of {target}")
@@ -346,8 +377,10 @@ def _element_constructor(obj, args: list):
             continue
         params = list(ctor.get_arguments())
         required = sum(1 for p in params if not any(ch.kind.is_expression() for ch in p.get_children()))
-        if required <= len(args) <= len(params) and \
-                params[0].type.get_canonical().spelling.replace("const ", "") == first:
+        if (
+            required <= len(args) <= len(params)
+            and params[0].type.get_canonical().spelling.replace("const ", "") == first
+        ):
             fits.append(ctor)
     return fits[0] if len(fits) == 1 else None
 

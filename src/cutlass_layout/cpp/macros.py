@@ -19,8 +19,7 @@ def macro_definition(text: str, name: str, near_line: int | None = None) -> tupl
     starts at or before ``near_line`` (the active one, where a file defines it twice under
     ``#if``), else the first. Continuation lines are joined."""
     lines = text.split("\n")
-    starts = [i for i, ln in enumerate(lines)
-              if re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(", ln)]
+    starts = [i for i, ln in enumerate(lines) if re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(", ln)]
     if near_line is not None:
         before = [i for i in starts if i + 1 <= near_line]
         starts = before[-1:] or starts
@@ -39,7 +38,7 @@ def macro_definition(text: str, name: str, near_line: int | None = None) -> tupl
     m = re.match(rf"\s*#\s*define\s+{re.escape(name)}\s*\(([^)]*)\)", full)
     if not m:
         return None
-    return m.group(1), full[m.end():], starts[0] + 1
+    return m.group(1), full[m.end() :], starts[0] + 1
 
 
 def blank_calls(text: str, names) -> str:
@@ -66,9 +65,11 @@ def macro_calls(text: str, names=None) -> list[tuple[str, int]]:
     start of a line of ``text`` (comments ignored): how TensorRT-LLM's and flashinfer's
     generated sources call their launcher macros (``INSTANTIATE_TMA_WARP_SPECIALIZED_MOE_GEMM(...)``)."""
     clean = blank_comments(text)
-    return [(m.group(1), clean.count("\n", 0, m.start(1)) + 1)
-            for m in re.finditer(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*\(", clean, re.M)
-            if names is None or m.group(1) in names]
+    return [
+        (m.group(1), clean.count("\n", 0, m.start(1)) + 1)
+        for m in re.finditer(r"^[ \t]*([A-Z][A-Z0-9_]*)[ \t]*\(", clean, re.M)
+        if names is None or m.group(1) in names
+    ]
 
 
 def substituted(params: str, body: str, args: list[str]) -> str | None:
@@ -86,7 +87,7 @@ def substituted(params: str, body: str, args: list[str]) -> str | None:
     for p, a in zip(fixed, args):
         mapping[p] = a.strip()
     if variadic:
-        mapping[names[-1][:-3].strip() or "__VA_ARGS__"] = ",".join(args[len(fixed):]).strip()
+        mapping[names[-1][:-3].strip() or "__VA_ARGS__"] = ",".join(args[len(fixed) :]).strip()
     return re.sub(r"\b\w+\b", lambda t: mapping.get(t.group(0), t.group(0)), body)
 
 
@@ -109,7 +110,7 @@ def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
         if found is None:
             return None
         args, close = found
-        inside = clean[m.end():close]
+        inside = clean[m.end() : close]
         if not (KERNEL_ALIAS_RE.search(inside) or GEMM_KERNEL_ALIAS_RE.search(inside)):
             continue
         if depth == 0:
@@ -127,7 +128,7 @@ def expand_macro_calls(body: str, defining: str, depth: int = 4) -> str | None:
         expansion = expand_macro_calls(expansion, defining, depth - 1)
         if expansion is None:
             return None
-        out += [body[last:m.start()], expansion]
+        out += [body[last : m.start()], expansion]
         last = close + 1
     out.append(body[last:])
     return "".join(out)

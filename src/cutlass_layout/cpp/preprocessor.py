@@ -66,10 +66,10 @@ def directives(text: str, clean: str | None = None) -> list[Directive]:
         j = i
         while raw[j].rstrip(" \t\r").endswith("\\") and j + 1 < len(raw):
             j += 1
-        end = start + sum(len(x) + 1 for x in raw[i:j + 1]) - 1
+        end = start + sum(len(x) + 1 for x in raw[i : j + 1]) - 1
         m = _DIRECTIVE.match(lines[i])
         if m:
-            rest = " ".join(x.rstrip(" \t\r").rstrip("\\") for x in [m.group(2)] + lines[i + 1:j + 1])
+            rest = " ".join(x.rstrip(" \t\r").rstrip("\\") for x in [m.group(2)] + lines[i + 1 : j + 1])
             out.append(Directive(start, end, m.group(1), rest, i + 1, j - i + 1))
         pos = end + 1
         i = j + 1
@@ -79,15 +79,35 @@ def directives(text: str, clean: str | None = None) -> list[Directive]:
 # ---------------------------------------------------------------------------------------
 # controlling expressions
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![\w.])|"
-                    r"(?P<name>[A-Za-z_]\w*)|"
-                    r"(?P<op>&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>!~&|^?:(),]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|[0-9]+)(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![\w.])|"
+    r"(?P<name>[A-Za-z_]\w*)|"
+    r"(?P<op>&&|\|\||<<|>>|<=|>=|==|!=|[-+*/%<>!~&|^?:(),]))"
+)
 #: C++'s alternative tokens, as the operators they spell
-_ALTERNATIVES = {"and": "&&", "or": "||", "not": "!", "bitand": "&", "bitor": "|", "xor": "^",
-                 "compl": "~", "not_eq": "!="}
+_ALTERNATIVES = {
+    "and": "&&",
+    "or": "||",
+    "not": "!",
+    "bitand": "&",
+    "bitor": "|",
+    "xor": "^",
+    "compl": "~",
+    "not_eq": "!=",
+}
 #: binary operators by precedence, loosest first (``?:`` below them, unary above)
-_BINARY = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="),
-           ("<<", ">>"), ("+", "-"), ("*", "/", "%"))
+_BINARY = (
+    ("||",),
+    ("&&",),
+    ("|",),
+    ("^",),
+    ("&",),
+    ("==", "!="),
+    ("<", ">", "<=", ">="),
+    ("<<", ">>"),
+    ("+", "-"),
+    ("*", "/", "%"),
+)
 
 
 class _Unreadable(Exception):
@@ -210,10 +230,22 @@ def _apply(op: str, a, b):
             raise _Unreadable("division by zero")
         q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # C truncates toward zero
         return q if op == "/" else a - b * q
-    return {"*": lambda: a * b, "+": lambda: a + b, "-": lambda: a - b, "<<": lambda: a << b,
-            ">>": lambda: a >> b, "<": lambda: a < b, ">": lambda: a > b, "<=": lambda: a <= b,
-            ">=": lambda: a >= b, "==": lambda: a == b, "!=": lambda: a != b, "&": lambda: a & b,
-            "^": lambda: a ^ b, "|": lambda: a | b}[op]()
+    return {
+        "*": lambda: a * b,
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "<<": lambda: a << b,
+        ">>": lambda: a >> b,
+        "<": lambda: a < b,
+        ">": lambda: a > b,
+        "<=": lambda: a <= b,
+        ">=": lambda: a >= b,
+        "==": lambda: a == b,
+        "!=": lambda: a != b,
+        "&": lambda: a & b,
+        "^": lambda: a ^ b,
+        "|": lambda: a | b,
+    }[op]()
 
 
 def _as_values(defined: Collection[str] | Mapping[str, object]) -> dict[str, int]:
@@ -233,8 +265,9 @@ def _as_values(defined: Collection[str] | Mapping[str, object]) -> dict[str, int
     return out
 
 
-def evaluate(expr: str, defined: Collection[str] | Mapping[str, object] = (), *,
-             strict: bool = False) -> int | bool | None:
+def evaluate(
+    expr: str, defined: Collection[str] | Mapping[str, object] = (), *, strict: bool = False
+) -> int | bool | None:
     """The value of the controlling expression ``expr`` (an ``#if``'s, comments blanked) where
     the macros ``defined`` are defined (names, each as ``1``, or name -> value); None where it
     cannot be read (a syntax this reader does not follow, a function-like macro call, a

@@ -24,8 +24,7 @@ import re
 from .arguments import defaults_dropped, parameter_names, template_parameters, with_defaults
 from .brackets import NOT_NEWLINE, blank_comments, closers, matching, statement_end
 from .macros import expand_macro_calls
-from .text import (ADAPTER_KERNEL, GEMM_KERNEL_ALIAS_RE, KERNEL_ALIAS_RE, adapter_alias,
-                   cut_after_last_kernel_alias)
+from .text import ADAPTER_KERNEL, GEMM_KERNEL_ALIAS_RE, KERNEL_ALIAS_RE, adapter_alias, cut_after_last_kernel_alias
 
 
 def _body(definition: str) -> tuple[str, str] | None:
@@ -42,20 +41,38 @@ def _body(definition: str) -> tuple[str, str] | None:
     brace = clean.find("{", close)
     if brace < 0:
         return None
-    return params, definition[brace + 1:]
+    return params, definition[brace + 1 :]
 
 
 #: the message of the ``static_assert`` an ``if constexpr`` around the kernel becomes
-HOISTED_IF = ("cutlass-layout: the launcher declares no kernel with these template arguments "
-              "(the if constexpr around its kernel alias is false)")
+HOISTED_IF = (
+    "cutlass-layout: the launcher declares no kernel with these template arguments "
+    "(the if constexpr around its kernel alias is false)"
+)
 
 
 #: a statement that starts with a (qualified) name and a ``(``: a call, where ``);`` ends it
 _CALL_STATEMENT = re.compile(r"(?:^|(?<=[;{}]))(\s*)((?:::)?[A-Za-z_]\w*(?:\s*(?:::|\.|->)\s*[A-Za-z_]\w*)*)\s*\(")
 #: what starts such a statement without being a call (kept), or is a statement
 #: :func:`rehost_template` refuses (``return(x);``)
-_NOT_CALLS = {"static_assert", "decltype", "sizeof", "alignof", "alignas", "noexcept", "typeid", "return",
-              "if", "for", "while", "switch", "throw", "co_return", "co_yield", "co_await"}
+_NOT_CALLS = {
+    "static_assert",
+    "decltype",
+    "sizeof",
+    "alignof",
+    "alignas",
+    "noexcept",
+    "typeid",
+    "return",
+    "if",
+    "for",
+    "while",
+    "switch",
+    "throw",
+    "co_return",
+    "co_yield",
+    "co_await",
+}
 
 
 #: a run-time ``if (`` (not ``if constexpr``): a guard where a ``throw`` is all it does
@@ -80,29 +97,28 @@ def declarations_only(kept: str) -> str:
         if m.group(2) in _NOT_CALLS:
             continue
         close = matching(kept, m.end() - 1, "(", ")")
-        semi = re.match(r"\s*;", kept[close + 1:]) if close is not None else None
+        semi = re.match(r"\s*;", kept[close + 1 :]) if close is not None else None
         if close is None or semi is None:
             continue
         stop = close + 1 + semi.end()
-        out = out[:m.end(1)] + NOT_NEWLINE.sub(" ", out[m.end(1):stop]) + out[stop:]
+        out = out[: m.end(1)] + NOT_NEWLINE.sub(" ", out[m.end(1) : stop]) + out[stop:]
     for m in reversed(list(_GUARD.finditer(out))):
         close = matching(out, m.end() - 1, "(", ")")
         if close is None:
             continue
-        throw = re.match(r"\s*throw\b", out[close + 1:])
+        throw = re.match(r"\s*throw\b", out[close + 1 :])
         end = statement_end(out, close + 1 + throw.end()) if throw is not None else None
         if end is not None:
-            out = out[:m.start()] + NOT_NEWLINE.sub(" ", out[m.start():end]) + out[end:]
+            out = out[: m.start()] + NOT_NEWLINE.sub(" ", out[m.start() : end]) + out[end:]
     for m in reversed(list(re.finditer(r"\bif\s+constexpr\s*\(", out))):
         close = matching(out, m.end() - 1, "(", ")")
         if close is None:
             continue
-        brace = re.match(r"\s*\{", out[close + 1:])
+        brace = re.match(r"\s*\{", out[close + 1 :])
         if brace is None or matching(out, close + brace.end(), "{", "}") is not None:
             continue  # a statement, or a block closed before the alias
-        cond = out[m.end():close]
-        out = (out[:m.start()] + f'static_assert(({cond}), "{HOISTED_IF}");'
-               + out[close + 1 + brace.end():])
+        cond = out[m.end() : close]
+        out = out[: m.start()] + f'static_assert(({cond}), "{HOISTED_IF}");' + out[close + 1 + brace.end() :]
     return out
 
 
@@ -111,8 +127,9 @@ def _no_statements(kept: str) -> bool:
     return re.search(r"\b(if|for|while|return|switch)\b\s*[(\w]", code) is None
 
 
-def rehost_template(definition: str, index: int, *, name: str | None = None,
-                    declared: str | None = None) -> tuple[str, str, str] | None:
+def rehost_template(
+    definition: str, index: int, *, name: str | None = None, declared: str | None = None
+) -> tuple[str, str, str] | None:
     """A class template holding a function template's declarations up to its last kernel
     alias: returns ``(using-directives, class template text, kernel alias name)``; the class is
     named ``name`` (``cl_rehost_<index>`` by default). The kernel alias is the last
@@ -152,7 +169,7 @@ def rehost_template(definition: str, index: int, *, name: str | None = None,
     kept = re.sub(r"(^\s*|[;{}]\s*)(?:static\s+)?constexpr(\s+static)?\b", r"\1static constexpr", kept)
     if not _no_statements(kept):
         return None  # statements: not a list of declarations
-    struct = (f"template <{params}>\nstruct {name or f'cl_rehost_{index}'} {{\n{kept}\n{closers(kept)}\n}};\n")
+    struct = f"template <{params}>\nstruct {name or f'cl_rehost_{index}'} {{\n{kept}\n{closers(kept)}\n}};\n"
     return "\n".join(usings), struct, alias
 
 
@@ -172,16 +189,16 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
     end = matching("{" + clean, 0, "{", "}")
     if end is None:
         return None
-    inner = declarations_only(clean[:end - 1])
+    inner = declarations_only(clean[: end - 1])
     asserts: list[str] = []
     for m in reversed(list(re.finditer(r"\bstatic_assert\s*\(", inner))):
         close = matching(inner, m.end() - 1, "(", ")")
-        semi = re.match(r"\s*;", inner[close + 1:]) if close is not None else None
+        semi = re.match(r"\s*;", inner[close + 1 :]) if close is not None else None
         if close is None or semi is None:
             return None
         stop = close + 1 + semi.end()
-        asserts.insert(0, inner[m.start():stop])
-        inner = inner[:m.start()] + " " * (stop - m.start()) + inner[stop:]
+        asserts.insert(0, inner[m.start() : stop])
+        inner = inner[: m.start()] + " " * (stop - m.start()) + inner[stop:]
     head = re.fullmatch(r"\s*(?:return\s+)?((?:::)?[A-Za-z_][\w:]*)\s*(<.*)", inner, re.S)
     if head is None:
         return None
@@ -189,18 +206,20 @@ def forwarded_call(definition: str) -> tuple[str, str, str] | None:
     gt = matching(rest, 0, "<", ">")
     if gt is None:
         return None
-    call = re.match(r"\s*\(", rest[gt + 1:])
+    call = re.match(r"\s*\(", rest[gt + 1 :])
     if call is None:
         return None
     close = matching(rest, gt + 1 + call.end() - 1, "(", ")")
-    if close is None or not re.fullmatch(r"\s*;\s*", rest[close + 1:]):
+    if close is None or not re.fullmatch(r"\s*;\s*", rest[close + 1 :]):
         return None
     return head.group(1), " ".join(rest[1:gt].split()), "\n".join(asserts)
 
 
 #: a statement kept as a class member on a path (:func:`kernel_paths`): declarations only
-_MEMBER_STMT = re.compile(r"\s*(?:using\b|typedef\b|static_assert\b|(?:static\s+)?constexpr\b|enum\b|"
-                          r"struct\b|class\b|union\b)")
+_MEMBER_STMT = re.compile(
+    r"\s*(?:using\b|typedef\b|static_assert\b|(?:static\s+)?constexpr\b|enum\b|"
+    r"struct\b|class\b|union\b)"
+)
 #: a block header whose block is a local type (kept whole where it is not on the path)
 _TYPE_HEAD = re.compile(r"\s*(?:template\s*<.*>\s*)?(?:struct|class|union|enum)\b", re.S)
 _IF_HEAD = re.compile(r"\s*(else\s+)?if\s*(constexpr\s*)?\((.*)\)\s*$", re.S)
@@ -240,7 +259,7 @@ def _path_to(clean: str, start: int, target: int, pieces: list, labels: list) ->
         if ch == "}":
             return False
         if ch == ";":
-            stmt = clean[i:j + 1]
+            stmt = clean[i : j + 1]
             if i <= target < j:
                 pieces.append(("decl", stmt))
                 return True
@@ -316,8 +335,15 @@ def _members(decls: list[str]) -> tuple[list[str], str]:
     return usings, kept
 
 
-def rehost_paths(definition: str, index: int, defining: str, *, name: str | None = None,
-                 declared: str | None = None, none_type: str = "void") -> list[tuple[str, str, str, str]] | None:
+def rehost_paths(
+    definition: str,
+    index: int,
+    defining: str,
+    *,
+    name: str | None = None,
+    declared: str | None = None,
+    none_type: str = "void",
+) -> list[tuple[str, str, str, str]] | None:
     """The kernels of a function template whose body :func:`rehost_template` cannot re-host
     (statements before the kernel alias, or several kernel aliases under branches):
     ``[(using-directives, class templates text, kernel alias name, runtime label), ...]``, one
@@ -358,8 +384,10 @@ def rehost_paths(definition: str, index: int, defining: str, *, name: str | None
             else:
                 u, kept = _members(decls)
                 usings += u
-                text += (f"template <{plain}>\nstruct {me}_w{len(conds)} {{\n{kept}\n"
-                         f"static constexpr bool cl_when = ({piece});\n}};\n")
+                text += (
+                    f"template <{plain}>\nstruct {me}_w{len(conds)} {{\n{kept}\n"
+                    f"static constexpr bool cl_when = ({piece});\n}};\n"
+                )
                 conds.append(piece)
         u, kept = _members(decls)
         usings += u
@@ -368,14 +396,19 @@ def rehost_paths(definition: str, index: int, defining: str, *, name: str | None
         else:
             for i in range(len(conds)):
                 stage = f"{me}_s{i}"
-                text += (f"template <bool, {plain}>\nstruct {stage} {{ using {alias} = {none_type}; }};\n")
+                text += f"template <bool, {plain}>\nstruct {stage} {{ using {alias} = {none_type}; }};\n"
             for i in reversed(range(len(conds))):
                 stage = f"{me}_s{i}"
-                inner = (f"\n{kept}\n" if i == len(conds) - 1 else
-                         f" using {alias} = typename {me}_s{i + 1}<{me}_w{i + 1}<{args}>::cl_when, {args}>::{alias}; ")
+                inner = (
+                    f"\n{kept}\n"
+                    if i == len(conds) - 1
+                    else f" using {alias} = typename {me}_s{i + 1}<{me}_w{i + 1}<{args}>::cl_when, {args}>::{alias}; "
+                )
                 text += f"template <{plain}>\nstruct {stage}<true, {args}> {{{inner}}};\n"
-            text += (f"template <{params}>\nstruct {me} {{ using {alias} = typename "
-                     f"{me}_s0<{me}_w0<{args}>::cl_when, {args}>::{alias}; }};\n")
+            text += (
+                f"template <{params}>\nstruct {me} {{ using {alias} = typename "
+                f"{me}_s0<{me}_w0<{args}>::cl_when, {args}>::{alias}; }};\n"
+            )
         label = " && ".join(" ".join(c.split()) for c in labels)
         out.append(("\n".join(dict.fromkeys(usings)), text, alias, label))
     return out

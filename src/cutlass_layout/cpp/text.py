@@ -33,7 +33,8 @@ from .brackets import blank_comments, closers, matching, open_scopes, statement_
 #: A type alias naming a GemmUniversal, possibly wrapped (``Sm12xOnly<GemmUniversal<...>>``).
 KERNEL_ALIAS_RE = re.compile(
     r"\busing\s+(\w+)\s*=\s*(?:typename\s+)?(?:[\w:]+\s*<\s*)*?"
-    r"(?:(?:::)?cutlass::)?(?:gemm::)?(?:kernel::)?(?<!device::)GemmUniversal\s*<")
+    r"(?:(?:::)?cutlass::)?(?:gemm::)?(?:kernel::)?(?<!device::)GemmUniversal\s*<"
+)
 #: An alias named ``GemmKernel``, whatever it names: what a function template re-hosted
 #: (:func:`~cutlass_layout.cpp.rehost.rehost_template`) declares its kernel as where no ``GemmUniversal<`` is spelled
 #: (TensorRT-LLM's mixed-input MoE launcher: ``using GemmKernel = typename
@@ -97,7 +98,7 @@ def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
     if probe is not None:
         inserts = []
         for i, m in enumerate(KERNEL_ALIAS_RE.finditer(kept)):
-            end = cut_after_last_kernel_alias(kept[:m.end()] + kept[m.end():].split(";", 1)[0] + ";")
+            end = cut_after_last_kernel_alias(kept[: m.end()] + kept[m.end() :].split(";", 1)[0] + ";")
             if end is None:
                 continue
             inserts.append((end, " " + probe(i, m.group(1), _in_class(kept, m.start())) + " "))
@@ -110,8 +111,10 @@ def trimmed_macro(name: str, params: str, body: str, probe=None) -> str | None:
 #: ``using NAME = typename TEMPLATE<...>::MEMBER;`` (the template-id found by bracket matching).
 _MEMBER_ALIAS_HEAD = re.compile(r"\busing\s+(\w+)\s*=\s*typename\s+((?:::)?[\w:\s]*?\w)\s*<")
 #: ``using NAME = std::conditional_t<`` (or ``cute::conditional_t``, ``conditional_t``).
-_SELECTION_HEAD = re.compile(r"\busing\s+(\w+)\s*=\s*((?:(?:::)?(?:std|cute|cutlass::platform)\s*::\s*)?"
-                             r"conditional_t)\s*<")
+_SELECTION_HEAD = re.compile(
+    r"\busing\s+(\w+)\s*=\s*((?:(?:::)?(?:std|cute|cutlass::platform)\s*::\s*)?"
+    r"conditional_t)\s*<"
+)
 _CONDITION = re.compile(r"\s*!?\s*\w+\s*")
 
 
@@ -121,7 +124,7 @@ def _selection_leaves(clean: str, lt: int, gt: int, spelled: str) -> list[str] |
     where the selection is anything else (a condition that is not a plain or negated name,
     whose commas and angle brackets could not be told apart; a leaf that is not a name)."""
     spans = arg_spans(clean, lt, gt)
-    if len(spans) != 3 or not _CONDITION.fullmatch(clean[spans[0][0]:spans[0][1]]):
+    if len(spans) != 3 or not _CONDITION.fullmatch(clean[spans[0][0] : spans[0][1]]):
         return None
     leaves: list[str] = []
     for a, b in spans[1:]:
@@ -134,7 +137,7 @@ def _selection_leaves(clean: str, lt: int, gt: int, spelled: str) -> list[str] |
             return None
         inner_lt = a + (len(clean[a:b]) - len(clean[a:b].lstrip())) + m.end() - 1
         inner_gt = matching(clean, inner_lt, "<", ">")
-        if inner_gt is None or clean[inner_gt + 1:b].strip():
+        if inner_gt is None or clean[inner_gt + 1 : b].strip():
             return None
         sub = _selection_leaves(clean, inner_lt, inner_gt, spelled)
         if sub is None:
@@ -167,14 +170,14 @@ def deferred_selections(body: str) -> str:
         gt = matching(clean, lt, "<", ">")
         if gt is None:
             continue
-        tail = re.match(r"\s*::\s*(\w+)\s*;", clean[gt + 1:])
+        tail = re.match(r"\s*::\s*(\w+)\s*;", clean[gt + 1 :])
         if tail is not None:
             members[m.group(1)] = (m.start(), lt, gt, tail.group(1))
     edits: list[tuple[int, int, str]] = []
     for m in _SELECTION_HEAD.finditer(clean):
         lt = m.end() - 1
         gt = matching(clean, lt, "<", ">")
-        if gt is None or not re.match(r"\s*;", clean[gt + 1:]):
+        if gt is None or not re.match(r"\s*;", clean[gt + 1 :]):
             continue
         leaves = _selection_leaves(clean, lt, gt, m.group(2))
         if not leaves or len(set(leaves)) != len(leaves) or any(x not in members for x in leaves):
@@ -185,10 +188,15 @@ def deferred_selections(body: str) -> str:
         for x in leaves:
             start, x_lt, x_gt, _ = members[x]
             head = clean[start:x_lt]
-            edits.append((start, x_gt + 1 + clean[x_gt + 1:].index(";"),
-                          re.sub(r"=\s*typename\b", "=", head, count=1).rstrip() + body[x_lt:x_gt + 1]))
+            edits.append(
+                (
+                    start,
+                    x_gt + 1 + clean[x_gt + 1 :].index(";"),
+                    re.sub(r"=\s*typename\b", "=", head, count=1).rstrip() + body[x_lt : x_gt + 1],
+                )
+            )
         rhs = clean.index("=", m.start()) + 1
-        edits.append((rhs, gt + 1, f" typename {body[rhs:gt + 1].strip()}::{member.pop()}"))
+        edits.append((rhs, gt + 1, f" typename {body[rhs : gt + 1].strip()}::{member.pop()}"))
     for start, end, text in sorted(edits, reverse=True):
         body = body[:start] + text + body[end:]
     return body
@@ -233,7 +241,7 @@ def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | Non
     where = (s, e)
     name = re.fullmatch(r"(?:typename\s+)?(\w+)", clean[s:e])
     if name is not None:  # a name: the last alias of it before the kernel alias
-        decls = list(re.finditer(rf"\busing\s+{name.group(1)}\s*=", clean[:alias.start()]))
+        decls = list(re.finditer(rf"\busing\s+{name.group(1)}\s*=", clean[: alias.start()]))
         if not decls:
             return None
         start = decls[-1].end()
@@ -246,7 +254,7 @@ def mainloop_builder(body: str) -> tuple[tuple[int, int], tuple[int, int]] | Non
     bgt = matching(clean, blt, "<", ">")
     if bgt is None or bgt > where[1]:
         return None
-    if not re.match(r"\s*::\s*CollectiveOp\b", clean[bgt + 1:]):
+    if not re.match(r"\s*::\s*CollectiveOp\b", clean[bgt + 1 :]):
         return None
     bargs = arg_spans(clean, blt, bgt)
     if len(bargs) <= STAGE_ARGUMENT + 1:  # through the kernel schedule
@@ -267,8 +275,7 @@ def with_stage_count(body: str, stages) -> str | None:
     return body[:s] + STAGE_COUNT.format(stages) + body[e:]
 
 
-def stage_count_macro(name: str, params: str, body: str, new_name: str,
-                      stages_param: str = "CL_STAGES") -> str | None:
+def stage_count_macro(name: str, params: str, body: str, new_name: str, stages_param: str = "CL_STAGES") -> str | None:
     """``#define new_name(stages_param, params) body`` with the mainloop builder's stage count
     replaced by ``StageCount<stages_param>`` (:func:`with_stage_count`), guarded by ``#ifndef
     new_name`` (a cut-down definition included before it wins); None when the body has no
@@ -276,5 +283,7 @@ def stage_count_macro(name: str, params: str, body: str, new_name: str,
     fixed = with_stage_count(body, stages_param)
     if fixed is None:
         return None
-    return (f"// {name} with the mainloop builder's stage count a parameter\n"
-            f"#ifndef {new_name}\n#define {new_name}({stages_param}, {params}) {fixed}\n#endif\n")
+    return (
+        f"// {name} with the mainloop builder's stage count a parameter\n"
+        f"#ifndef {new_name}\n#define {new_name}({stages_param}, {params}) {fixed}\n#endif\n"
+    )

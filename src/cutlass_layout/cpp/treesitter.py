@@ -36,16 +36,10 @@ from .treesitter_parse import PARENS, blank_macros, brace_balance, parse
 _STORAGE_RE = re.compile(rb"Storage\w*")
 #: Helper metafunctions whose name merely contains "Storage" (StorageContainerCalculator).
 _NOT_STORAGE_SUFFIXES = ("Calculator", "Traits", "Type", "Helper", "Policy")
-_STRUCT_BEFORE_RE = re.compile(
-    rb"\b(?P<kw>struct|union|class)\s+(?:alignas\s*" + PARENS + rb"\s*)?\w*$"
-)
+_STRUCT_BEFORE_RE = re.compile(rb"\b(?P<kw>struct|union|class)\s+(?:alignas\s*" + PARENS + rb"\s*)?\w*$")
 #: Constant names kept (class members and namespace-scope constants, not function locals).
-CONSTANT_NAME_RE = re.compile(
-    r"^(?:TmaTransactionBytes\w*|\w*Stages|\w*_smem_capacity_bytes|\w*SmemCapacity\w*)$"
-)
-_CONST_HIT_RE = re.compile(
-    rb"(?:TmaTransactionBytes|Stages|_smem_capacity_bytes|SmemCapacity)\w*\s*(?:=(?!=)|\{)"
-)
+CONSTANT_NAME_RE = re.compile(r"^(?:TmaTransactionBytes\w*|\w*Stages|\w*_smem_capacity_bytes|\w*SmemCapacity\w*)$")
+_CONST_HIT_RE = re.compile(rb"(?:TmaTransactionBytes|Stages|_smem_capacity_bytes|SmemCapacity)\w*\s*(?:=(?!=)|\{)")
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _PREPROC = {"preproc_if", "preproc_ifdef", "preproc_elif", "preproc_elifdef", "preproc_else"}
 _SPECIFIERS = {"struct_specifier", "union_specifier", "class_specifier"}
@@ -63,9 +57,11 @@ def scan_source(src: bytes, relpath: str) -> tuple[list[Struct], list[ScanConsta
     orig_len = len(text)
     tree = parse(text)
     cut_at = None
-    if tree.root_node.has_error and (text.count(b"{") != text.count(b"}")
-                                     or _error_at_end(tree.root_node)
-                                     or any(c.is_error for c in tree.root_node.children)):
+    if tree.root_node.has_error and (
+        text.count(b"{") != text.count(b"}")
+        or _error_at_end(tree.root_node)
+        or any(c.is_error for c in tree.root_node.children)
+    ):
         bal = brace_balance(text)
         for off in bal.unmatched_close[:3]:
             diags.append(Diagnostic(relpath, _line_of(text, off), "unmatched '}' (no '{' left open to close)"))
@@ -82,21 +78,27 @@ def scan_source(src: bytes, relpath: str) -> tuple[list[Struct], list[ScanConsta
     if cut_at is not None and text.rstrip():
         open_names = ex.open_struct_names
         if open_names:
-            diags.append(Diagnostic(
-                relpath, cut_at,
-                f"cut: file ends at line {cut_at} inside {open_names[-1]}; "
-                f"still open: {', '.join(open_names)}; members after this line are missing",
-            ))
+            diags.append(
+                Diagnostic(
+                    relpath,
+                    cut_at,
+                    f"cut: file ends at line {cut_at} inside {open_names[-1]}; "
+                    f"still open: {', '.join(open_names)}; members after this line are missing",
+                )
+            )
         elif bal.open_braces:
             inner = bal.open_braces[-1]
             ls = text.rfind(b"\n", 0, inner) + 1
             le = text.find(b"\n", inner)
-            snippet = norm(text[ls: le if le >= 0 else len(text)])[:60]
-            diags.append(Diagnostic(
-                relpath, cut_at,
-                f"{len(bal.open_braces)} '{{' never closed (innermost at line "
-                f"{_line_of(text, inner)}: {snippet}); a '}}' is missing or the file is cut",
-            ))
+            snippet = norm(text[ls : le if le >= 0 else len(text)])[:60]
+            diags.append(
+                Diagnostic(
+                    relpath,
+                    cut_at,
+                    f"{len(bal.open_braces)} '{{' never closed (innermost at line "
+                    f"{_line_of(text, inner)}: {snippet}); a '}}' is missing or the file is cut",
+                )
+            )
     return structs, constants, diags
 
 
@@ -189,10 +191,17 @@ class _Extractor:
 
     def _maybe_lost(self, node, kw: str, name: str, end: int) -> None:
         """A ``struct XStorage ... {`` the tree does not hold as a struct: say so, if real code."""
-        if node.type in ("comment", "string_literal", "raw_string_literal", "preproc_arg",
-                         "char_literal", "system_lib_string", "string_content"):
+        if node.type in (
+            "comment",
+            "string_literal",
+            "raw_string_literal",
+            "preproc_arg",
+            "char_literal",
+            "system_lib_string",
+            "string_content",
+        ):
             return
-        rest = self.text[end: end + 400]
+        rest = self.text[end : end + 400]
         brace = re.match(rb"\s*(?:final\s*)?(?::[^;{}()]*(?:\([^;{}]*\)[^;{}]*)*)?\{", rest)
         if not brace:
             return  # forward declaration or elaborated type (struct X& s)
@@ -206,11 +215,13 @@ class _Extractor:
             anc = anc.parent
         if in_err:
             line = node.start_point[0] + 1
-            self.diags.append(Diagnostic(
-                self.relpath, line,
-                f"{kw} {name} not recovered: "
-                "it lies inside a parse error",
-            ))
+            self.diags.append(
+                Diagnostic(
+                    self.relpath,
+                    line,
+                    f"{kw} {name} not recovered: it lies inside a parse error",
+                )
+            )
 
     def _struct(self, spec, scopes: list[Scope], condition: str | None = None) -> Struct:
         name_node = spec.child_by_field_name("name")
@@ -270,8 +281,7 @@ class _Extractor:
         for ch in node.children:
             if ch.start_byte >= self.orig_len:
                 break
-            if alternative is not None and ch.start_byte == alternative.start_byte \
-                    and ch.type == alternative.type:
+            if alternative is not None and ch.start_byte == alternative.start_byte and ch.type == alternative.type:
                 self._preproc(ch, st, scopes, base)
             else:
                 self._member(ch, st, scopes, terms)
@@ -285,16 +295,28 @@ class _Extractor:
         elif t == "alias_declaration":
             n, ty = ch.child_by_field_name("name"), ch.child_by_field_name("type")
             if n is not None and ty is not None:
-                st.aliases.append(Field(n.text.decode(), norm(ty.text), line=ch.start_point[0] + 1,
-                                        condition=" && ".join(conds) if conds else None))
+                st.aliases.append(
+                    Field(
+                        n.text.decode(),
+                        norm(ty.text),
+                        line=ch.start_point[0] + 1,
+                        condition=" && ".join(conds) if conds else None,
+                    )
+                )
         elif t == "type_definition":
             ty = ch.child_by_field_name("type")
             for d in ch.children_by_field_name("declarator"):
                 name, extent, ptr, _fn = _unwrap_declarator(d)
                 if name is not None and ty is not None:
-                    st.aliases.append(Field(name, norm(ty.text) + ptr, extent=extent,
-                                            line=ch.start_point[0] + 1,
-                                            condition=" && ".join(conds) if conds else None))
+                    st.aliases.append(
+                        Field(
+                            name,
+                            norm(ty.text) + ptr,
+                            extent=extent,
+                            line=ch.start_point[0] + 1,
+                            condition=" && ".join(conds) if conds else None,
+                        )
+                    )
 
     def _field_decl(self, decl, st: Struct, scopes, conds: list[str]) -> None:
         specs_text: list[str] = []
@@ -335,14 +357,16 @@ class _Extractor:
             name, extent, ptr, is_fn = _unwrap_declarator(d)
             if is_fn or name is None:
                 continue
-            st.fields.append(Field(
-                name=name,
-                type=type_text + ptr,
-                alignas=alignas,
-                extent=extent,
-                line=d.start_point[0] + 1,
-                condition=condition,
-            ))
+            st.fields.append(
+                Field(
+                    name=name,
+                    type=type_text + ptr,
+                    alignas=alignas,
+                    extent=extent,
+                    line=d.start_point[0] + 1,
+                    condition=condition,
+                )
+            )
 
     def _report_errors(self, spec, st: Struct) -> None:
         if not spec.has_error:
@@ -353,19 +377,23 @@ class _Extractor:
             n = stack.pop()
             if n.start_byte >= self.orig_len:
                 continue
-            if n.is_error or (n.is_missing and n.start_byte < self.orig_len and not (
-                    self.cut_at is not None and n.type in ("}", ";"))):
+            if n.is_error or (
+                n.is_missing and n.start_byte < self.orig_len and not (self.cut_at is not None and n.type in ("}", ";"))
+            ):
                 line = n.start_point[0] + 1
                 if line not in found:
                     found.append(line)
                 continue
             stack.extend(c for c in reversed(n.children) if c.has_error or c.is_missing)
         for line in sorted(found):
-            self.diags.append(Diagnostic(
-                self.relpath, line,
-                f"parse error inside {st.kind} {st.qualified_name} (opened at line {st.line}); "
-                "fields there may be missing",
-            ))
+            self.diags.append(
+                Diagnostic(
+                    self.relpath,
+                    line,
+                    f"parse error inside {st.kind} {st.qualified_name} (opened at line {st.line}); "
+                    "fields there may be missing",
+                )
+            )
 
     # -- constants ----------------------------------------------------------------------------
     def constants(self, root) -> list[ScanConstant]:
@@ -404,8 +432,7 @@ class _Extractor:
             return None
         if value is None or decl is None or decl.type not in ("declaration", "field_declaration"):
             return None
-        if not any(ch.type == "type_qualifier" and ch.text in (b"constexpr", b"const")
-                   for ch in decl.children):
+        if not any(ch.type == "type_qualifier" and ch.text in (b"constexpr", b"const") for ch in decl.children):
             return None
         scopes = _scopes(decl)
         if scopes is None:
@@ -419,8 +446,7 @@ class _Extractor:
         number, problem = typed_value(value, typ_text, braced)
         line = ident.start_point[0] + 1
         if problem is not None:
-            self.diags.append(Diagnostic(self.relpath, line,
-                                         f"constant {name} = {norm(value.text)}: {problem}"))
+            self.diags.append(Diagnostic(self.relpath, line, f"constant {name} = {norm(value.text)}: {problem}"))
         return ScanConstant(
             name=name,
             qualified_name="::".join([sc.name for sc in scopes] + [name]),
@@ -453,7 +479,7 @@ def _alignas_arg(node) -> str | None:
     i, j = raw.find(b"("), raw.rfind(b")")
     if i < 0 or j <= i:
         return None
-    return norm(raw[i + 1: j])
+    return norm(raw[i + 1 : j])
 
 
 def _find_alignas(node) -> str | None:

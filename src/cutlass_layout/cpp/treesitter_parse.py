@@ -24,14 +24,33 @@ import tree_sitter_cpp
 #: Object-like macros (and CUDA keywords) blanked to spaces. They decorate functions and
 #: loops (cutlass/detail/helper_macros.hpp, cute/config.hpp) and carry no layout.
 BLANKED_MACROS = (
-    "CUTLASS_HOST_DEVICE", "CUTLASS_DEVICE", "CUTLASS_HOST", "CUTLASS_GLOBAL",
-    "CUTE_HOST_DEVICE", "CUTE_DEVICE", "CUTE_HOST", "CUTE_HOST_RTC",
-    "CUTLASS_PRAGMA_UNROLL", "CUTLASS_PRAGMA_NO_UNROLL", "CUTE_UNROLL", "CUTE_NO_UNROLL",
-    "CUTLASS_GEMM_LOOP", "CUTE_INLINE_CONSTANT", "CUTLASS_CONSTEXPR_IF_CXX17",
-    "CUTE_GRID_CONSTANT", "CUTLASS_LAMBDA_FUNC_INLINE", "CUTLASS_THREAD_LOCAL",
-    "CUTE_GCC_UNREACHABLE", "CUTLASS_GCC_UNREACHABLE",
-    "__host__", "__device__", "__global__", "__forceinline__", "__noinline__",
-    "__grid_constant__", "__restrict__",
+    "CUTLASS_HOST_DEVICE",
+    "CUTLASS_DEVICE",
+    "CUTLASS_HOST",
+    "CUTLASS_GLOBAL",
+    "CUTE_HOST_DEVICE",
+    "CUTE_DEVICE",
+    "CUTE_HOST",
+    "CUTE_HOST_RTC",
+    "CUTLASS_PRAGMA_UNROLL",
+    "CUTLASS_PRAGMA_NO_UNROLL",
+    "CUTE_UNROLL",
+    "CUTE_NO_UNROLL",
+    "CUTLASS_GEMM_LOOP",
+    "CUTE_INLINE_CONSTANT",
+    "CUTLASS_CONSTEXPR_IF_CXX17",
+    "CUTE_GRID_CONSTANT",
+    "CUTLASS_LAMBDA_FUNC_INLINE",
+    "CUTLASS_THREAD_LOCAL",
+    "CUTE_GCC_UNREACHABLE",
+    "CUTLASS_GCC_UNREACHABLE",
+    "__host__",
+    "__device__",
+    "__global__",
+    "__forceinline__",
+    "__noinline__",
+    "__grid_constant__",
+    "__restrict__",
 )
 #: Function-like macros blanked with their argument list.
 BLANKED_CALLS = ("__launch_bounds__", "__cluster_dims__")
@@ -60,7 +79,7 @@ def blank_macros(src: bytes) -> bytes:
     for m in _CANDIDATE_RE.finditer(src):
         start, end = m.span()
         word = m.group(0)
-        if start < pos or (start and (src[start - 1:start].isalnum() or src[start - 1] == 95)):
+        if start < pos or (start and (src[start - 1 : start].isalnum() or src[start - 1] == 95)):
             continue
         if word in _OBJ:
             repl_end = end
@@ -77,7 +96,7 @@ def blank_macros(src: bytes) -> bytes:
             continue
         text = src[start:repl_end]
         if word in _ALIGN:
-            repl = b"alignas" + src[src.index(b"(", end):repl_end]
+            repl = b"alignas" + src[src.index(b"(", end) : repl_end]
             repl = _spaces(text[: len(text) - len(repl)]) + repl
         else:
             repl = _spaces(text)

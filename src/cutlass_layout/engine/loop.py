@@ -61,8 +61,9 @@ class Target:
     def flags(self, arch: str) -> list[str]:
         """The clang flags for ``arch`` (computed once per target and arch)."""
         if arch not in self._flags:
-            self._flags[arch] = clang_flags(self.tree.include_root, self.cuda.path, self.cuda.cccl,
-                                            ARCHS[arch], self.cuda.version)
+            self._flags[arch] = clang_flags(
+                self.tree.include_root, self.cuda.path, self.cuda.cccl, ARCHS[arch], self.cuda.version
+            )
         return list(self._flags[arch])
 
     def provenance(self, arch: str) -> Provenance:
@@ -119,12 +120,10 @@ def parse_probe(tgt: Target, configs: list, arch: str, text: str | None = None) 
     :func:`cutlass_layout.subjects.probe.render`'s."""
     if text is None:
         text = probe.render(configs, capacities=_capacities(tgt, configs))
-    return _parse_text(tgt, text, arch, _extra_flags(configs),
-                       warm=any(isinstance(c, Config) for c in configs))
+    return _parse_text(tgt, text, arch, _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
 
 
-def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *,
-                warm: bool = True) -> ProbeUnit:
+def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *, warm: bool = True) -> ProbeUnit:
     """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
     type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
     the family's warm-up configs, :func:`cutlass_layout.subjects.probe.pch_preambles`; user types alone
@@ -151,8 +150,7 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     return ProbeUnit(text, flags, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, ranges: list[tuple[int, int]]
-               ) -> tuple[dict[int, CompileError], set[int]] | None:
+def _attribute(unit: ProbeUnit, ranges: list[tuple[int, int]]) -> tuple[dict[int, CompileError], set[int]] | None:
     """Map each failing subject (index into ``ranges``, the first and last line of each
     subject's block) to its first error, and say which of those are surely the error the
     subject gets alone; ``None`` when some error cannot be tied to a subject.
@@ -192,8 +190,7 @@ def _attribute(unit: ProbeUnit, ranges: list[tuple[int, int]]
     return failed, sure
 
 
-def _budget_errors(unit: ProbeUnit, ranges: list[tuple[int, int]],
-                   spans: dict[int, tuple[int, int]]) -> set[int]:
+def _budget_errors(unit: ProbeUnit, ranges: list[tuple[int, int]], spans: dict[int, tuple[int, int]]) -> set[int]:
     """The subjects (indexes) whose first error lies in their builder-budget block (``spans``:
     its first and last line, per subject that has one): the layout itself may compile without
     it. A subject whose layout fails errs first in its own block (the budget comes after it)."""
@@ -228,20 +225,20 @@ def check_kernel(tgt: Target, subject, arch: str) -> CompileError | None:
     return check_kernel_diagnostics(tgt, subject, arch)[0]
 
 
-def check_kernel_diagnostics(tgt: Target, subject, arch: str, kind: str | None = "kernel"
-                             ) -> tuple[CompileError | None, list[CompileError]]:
+def check_kernel_diagnostics(
+    tgt: Target, subject, arch: str, kind: str | None = "kernel"
+) -> tuple[CompileError | None, list[CompileError]]:
     """:func:`check_kernel`'s device pass: ``(first real error or None, clang-only errors)``.
 
     A clang-only error (:data:`cutlass_layout.cpp.clang.CLANG_ONLY`: clang rejects what
     nvcc's front end accepts) is not a reason to say "does not compile"; clang recovers from
     it (the name is taken as the type it names) and goes on checking the rest.
     """
-    text = (probe.render([subject], capacities=_capacities(tgt, [subject]))
-            + probe.kernel_instantiation(0, kind))
-    flags = ([f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"]
-             + _extra_flags([subject]))
-    with step("instantiating the kernel's device entry point with libclang (device pass with "
-              "function bodies, about 20-80 s)"):
+    text = probe.render([subject], capacities=_capacities(tgt, [subject])) + probe.kernel_instantiation(0, kind)
+    flags = [f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"] + _extra_flags([subject])
+    with step(
+        "instantiating the kernel's device entry point with libclang (device pass with function bodies, about 20-80 s)"
+    ):
         unit = ProbeUnit(text, flags, tgt.tree.include_root, skip_bodies=False)
     errors = unit.errors()
     real = [e for e in errors if clang_only(e) is None]
@@ -342,10 +339,16 @@ def load_report(payload) -> LayoutReport:
     """
     rep = LayoutReport.from_dict(payload, lazy=True)  # members made when read (most never are)
     tma = payload["tma_transaction_bytes"]
-    derived = {"verdict": schema_verdict(rep.verdict), "fits": rep.fits, "headroom_bytes": rep.headroom_bytes,
-               "exact_fit": rep.exact_fit, "capacity_bytes": rep.capacity_bytes}
-    if any(payload[k] != v for k, v in derived.items()) or (tma is not None and any(
-            tma[k] != (c["value"] if c else None) for k, c in tma["expressions"].items())):
+    derived = {
+        "verdict": schema_verdict(rep.verdict),
+        "fits": rep.fits,
+        "headroom_bytes": rep.headroom_bytes,
+        "exact_fit": rep.exact_fit,
+        "capacity_bytes": rep.capacity_bytes,
+    }
+    if any(payload[k] != v for k, v in derived.items()) or (
+        tma is not None and any(tma[k] != (c["value"] if c else None) for k, c in tma["expressions"].items())
+    ):
         raise ValueError("the stored numbers disagree with each other")
     structs = [s for s in (rep.kernel, rep.mainloop, rep.epilogue, rep.storage) if s is not None]
     if rep.error is not None and (structs or rep.stages is not None):
@@ -396,8 +399,9 @@ def subject(value=None, **flags):
     return config_from(value, **flags)
 
 
-def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False,
-            use_cache: bool = True) -> list[LayoutReport]:
+def layouts(
+    configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: bool = False, use_cache: bool = True
+) -> list[LayoutReport]:
     """Lay out several configs with as few libclang parses as possible.
 
     Args:
@@ -436,6 +440,7 @@ def layouts(configs: list, cutlass=None, *, cuda_path=None, check_kernel_body: b
             out[i] = checked_rep = _check_kernel_body(tgt, configs[i], rep)
             store_report(tgt, configs[i], checked_rep, checked=checked)
     else:
+
         def done(k: int, rep: LayoutReport) -> None:  # an interrupted run keeps what it computed
             store_report(tgt, configs[todo[k]], rep)
 
@@ -451,12 +456,19 @@ def _check_stages(subject, rep: LayoutReport) -> None:
     Raises:
         BadInput: it has another stage count.
     """
-    if (isinstance(subject, UserType) and subject.stages is not None and rep.error is None
-            and rep.stages is not None and rep.stages != subject.stages):
-        raise BadInput(f"{user_type.STAGES_MACRO}={subject.stages} gave {subject.type} "
-                       f"{rep.stages} stages: {subject.header.name} does not take its stage count "
-                       f"from {user_type.STAGES_MACRO} (write #ifndef {user_type.STAGES_MACRO} / #define "
-                       f"{user_type.STAGES_MACRO} {rep.stages} / #endif and pass {user_type.STAGES_MACRO} on)")
+    if (
+        isinstance(subject, UserType)
+        and subject.stages is not None
+        and rep.error is None
+        and rep.stages is not None
+        and rep.stages != subject.stages
+    ):
+        raise BadInput(
+            f"{user_type.STAGES_MACRO}={subject.stages} gave {subject.type} "
+            f"{rep.stages} stages: {subject.header.name} does not take its stage count "
+            f"from {user_type.STAGES_MACRO} (write #ifndef {user_type.STAGES_MACRO} / #define "
+            f"{user_type.STAGES_MACRO} {rep.stages} / #endif and pass {user_type.STAGES_MACRO} on)"
+        )
 
 
 def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
@@ -471,8 +483,18 @@ def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
     err, only = check_kernel_diagnostics(tgt, cfg, arch, kind=rep.subject_kind)
     if err is None:
         return replace(rep, checked="kernel", clang_only=only)
-    return replace(rep, checked="kernel", clang_only=only, kernel=None, mainloop=None, epilogue=None,
-                   stages=None, capacity=None, tma_transaction_bytes=None, error=err)
+    return replace(
+        rep,
+        checked="kernel",
+        clang_only=only,
+        kernel=None,
+        mainloop=None,
+        epilogue=None,
+        stages=None,
+        capacity=None,
+        tma_transaction_bytes=None,
+        error=err,
+    )
 
 
 @dataclass
@@ -542,8 +564,10 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
         errors = unit.errors()
         missing = next((e for e in errors if e.message.endswith("file not found")), None)
         if missing is not None:  # an incomplete tree (or header), not a subject's problem
-            raise BadInput(f"{missing.message} (included from {missing.file}:{missing.line}"
-                           f"{'; ' + batch.where if batch.where else ''})")
+            raise BadInput(
+                f"{missing.message} (included from {missing.file}:{missing.line}"
+                f"{'; ' + batch.where if batch.where else ''})"
+            )
         broken = _budget_errors(unit, ranges, spans) if errors else set()
         if broken:  # the budget's own error, not the layout's: again without those budgets
             no_budget.update(group[k] for k in broken)
@@ -595,15 +619,25 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
         _check_stages(subject, rep)
         return rep
 
-    return Batch(head=probe.render([]), block=block, read=read,
-                 parse=lambda text, members: parse_probe(tgt, members, arch, text),
-                 failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
-                                                          error=err),
-                 where=f"CUTLASS tree {tgt.tree.include_root}")
+    return Batch(
+        head=probe.render([]),
+        block=block,
+        read=read,
+        parse=lambda text, members: parse_probe(tgt, members, arch, text),
+        failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov, error=err),
+        where=f"CUTLASS tree {tgt.tree.include_root}",
+    )
 
 
-def text_batch(tgt: Target, arch: str, block: Callable[[Any, int], str], *, head: str = "",
-               extra: list[str] | None = None, where: str = "") -> Batch:
+def text_batch(
+    tgt: Target,
+    arch: str,
+    block: Callable[[Any, int], str],
+    *,
+    head: str = "",
+    extra: list[str] | None = None,
+    where: str = "",
+) -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s
     includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
@@ -611,13 +645,14 @@ def text_batch(tgt: Target, arch: str, block: Callable[[Any, int], str], *, head
     parsed with the tree's precompiled header for ``arch`` (``extra``: more ``-I`` flags, the
     header built with them too); a subject's report config is its ``to_dict()``."""
     prov = tgt.provenance(arch)
-    return Batch(head=probe.render([]) + head,
-                 parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
-                 block=lambda subject, index, _budget: (block(subject, index), ""),
-                 read=lambda unit, subject, index: read_report(unit, subject, index, prov),
-                 failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov,
-                                                          error=err),
-                 where=where or f"CUTLASS tree {tgt.tree.include_root}")
+    return Batch(
+        head=probe.render([]) + head,
+        parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
+        block=lambda subject, index, _budget: (block(subject, index), ""),
+        read=lambda unit, subject, index: read_report(unit, subject, index, prov),
+        failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov, error=err),
+        where=where or f"CUTLASS tree {tgt.tree.include_root}",
+    )
 
 
 def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
@@ -628,17 +663,19 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     Raises:
         BadInput: a built-in config on a tree without ``cute/tensor.hpp`` (CUTLASS 2.x).
     """
-    if any(isinstance(c, Config) for c in configs) and not (
-            tgt.tree.include_root / "cute" / "tensor.hpp").is_file():
-        raise BadInput(f"CUTLASS {tgt.tree.version} at {tgt.tree.include_root} has no "
-                       "cute/tensor.hpp (a CUTLASS 2.x tree, or an incomplete one): the built-in "
-                       "configs are 3.x kernels; lay out a 2.x kernel as a user type (a header "
-                       "and its type name)")
+    if any(isinstance(c, Config) for c in configs) and not (tgt.tree.include_root / "cute" / "tensor.hpp").is_file():
+        raise BadInput(
+            f"CUTLASS {tgt.tree.version} at {tgt.tree.include_root} has no "
+            "cute/tensor.hpp (a CUTLASS 2.x tree, or an incomplete one): the built-in "
+            "configs are 3.x kernels; lay out a 2.x kernel as a user type (a header "
+            "and its type name)"
+        )
     out: list[LayoutReport | None] = [None] * len(configs)
     by_unit: dict[tuple, list[int]] = {}
     for i, c in enumerate(configs):
         by_unit.setdefault(_unit_key(c), []).append(i)
     for (arch, _), idxs in by_unit.items():
+
         def give(k: int, rep: LayoutReport, idxs=idxs) -> None:
             out[idxs[k]] = rep
             if done is not None:
@@ -651,9 +688,17 @@ def _compute(tgt: Target, configs: list, done=None) -> list[LayoutReport]:
     return out  # type: ignore[return-value]  # each None filled in above
 
 
-def layout(config=None, cutlass=None, *, cuda_path=None, raise_on_error: bool = False,
-           check_kernel_body: bool = False, budget: bool = True, use_cache: bool = True,
-           **flags) -> LayoutReport:
+def layout(
+    config=None,
+    cutlass=None,
+    *,
+    cuda_path=None,
+    raise_on_error: bool = False,
+    check_kernel_body: bool = False,
+    budget: bool = True,
+    use_cache: bool = True,
+    **flags,
+) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config.
 
     Mirrors what ``sizeof(GemmKernel::SharedStorage)`` gives for
@@ -750,8 +795,7 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
     cands = builder_candidates(unit, user.header)
     if not cands:
         return None
-    text = (probe.render([user], capacities=_capacities(tgt, [user]))
-            + budgets.user_budget_block(family, cands))
+    text = probe.render([user], capacities=_capacities(tgt, [user])) + budgets.user_budget_block(family, cands)
     bunit = _parse_text(tgt, text, user.parse_arch, _extra_flags([user]), warm=False)
     if bunit.errors():
         return None
@@ -764,14 +808,32 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
         if stages <= 0 or carveout < 0:  # forwards to another builder, or StageCount<N>
             return None
         reduced = ProbeUnit.int_alias(names["BudgetReducedCapacity"]) - 1
-        capacity = (bunit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[family], reduced)
-                    if reduced > 0 else rep.capacity)
+        capacity = (
+            bunit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[family], reduced)
+            if reduced > 0
+            else rep.capacity
+        )
         assert capacity is not None  # rep: a laid-out mainloop, with its capacity
-        return BuilderBudget(capacity=capacity, carveout_bytes=carveout,
-                             stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
-                             stages=stages)
+        return BuilderBudget(
+            capacity=capacity,
+            carveout_bytes=carveout,
+            stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
+            stages=stages,
+        )
     return None
 
 
-__all__ = ["Batch", "Target", "cached", "lay_out", "layout", "layouts", "load_report", "probe_batch", "report_key",
-           "subject", "target", "text_batch"]
+__all__ = [
+    "Batch",
+    "Target",
+    "cached",
+    "lay_out",
+    "layout",
+    "layouts",
+    "load_report",
+    "probe_batch",
+    "report_key",
+    "subject",
+    "target",
+    "text_batch",
+]

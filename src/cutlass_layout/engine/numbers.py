@@ -17,8 +17,19 @@ from pathlib import Path
 
 from ..cpp import arch_traits
 from ..cpp.clang import ProbeUnit
-from ..model import (BuilderBudget, CompileError, Constant, DescriptorAt, LayoutReport, Occupancy, ParamsLayout,
-                     Provenance, RegisterSplit, StructLayout, TmaBytes)
+from ..model import (
+    BuilderBudget,
+    CompileError,
+    Constant,
+    DescriptorAt,
+    LayoutReport,
+    Occupancy,
+    ParamsLayout,
+    Provenance,
+    RegisterSplit,
+    StructLayout,
+    TmaBytes,
+)
 from ..model.launch import param_limit
 from ..subjects import aliases, archs, budgets, shapes
 from ..subjects.config import Config
@@ -76,24 +87,31 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
         if "Storage" in names:  # absent from an older probe block (a launcher's in-place one)
             v["storage"] = unit.record(names["Storage"], optional=True)
         if (v["kernel"] or v["mainloop"] or v["epilogue"] or v.get("storage")) is None:
-            raise ValueError(f"{cfg.to_dict().get('type', 'the subject')} has no SharedStorage "
-                             "(nor a GemmKernel or UnderlyingKernel member that has one)")
+            raise ValueError(
+                f"{cfg.to_dict().get('type', 'the subject')} has no SharedStorage "
+                "(nor a GemmKernel or UnderlyingKernel member that has one)"
+            )
         stages = ProbeUnit.int_alias(names["Stages"]) - 1  # char[1 + N], or char[1]
         stages_b, stages_e = _optional_int(names, "StagesB"), _optional_int(names, "StagesE")
         cc = _optional_int(names, "ArchCC")
         kind = _optional_int(names, "Kind")
         capacity = ProbeUnit.int_alias(names["Capacity"]) if "Capacity" in names else None
         tma = {a: ProbeUnit.int_alias(names[a]) - 1 for a in aliases.TMA_MEMBERS}
-        elements = [ProbeUnit.type_name(names[a]) if a in names else None
-                    for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")]
+        elements = [
+            ProbeUnit.type_name(names[a]) if a in names else None
+            for a in ("SmemElementA", "SmemElementB", "GlobalElementA", "GlobalElementB")
+        ]
     except (KeyError, ValueError) as exc:  # never a number from a broken type
         v["kernel"] = v["mainloop"] = v["epilogue"] = None
         v["error"] = CompileError(kind="error", message=f"the probe's types are not usable: {exc}")
         return v
     v["stages"] = stages if stages > 0 else None
     if stages_b is not None and stages_b > 1:  # a sparse mainloop: StagesA, StagesB, StagesE
-        v["stage_counts"] = {"A": v["stages"], "B": stages_b - 2,
-                             "E": stages_e - 2 if stages_e and stages_e > 1 else None}
+        v["stage_counts"] = {
+            "A": v["stages"],
+            "B": stages_b - 2,
+            "E": stages_e - 2 if stages_e and stages_e > 1 else None,
+        }
     v["subject_kind"] = aliases.KINDS.get(kind - 2) if kind is not None else None
     if v.get("storage") is not None:
         v["subject_kind"] = shapes.storage_kind(v["storage"])
@@ -106,8 +124,9 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
 
         mainloop = ProbeUnit.type_name(names["Mainloop"])
         assert mainloop is not None  # the 2.x probe names its mainloop
-        v["mainloop_class"] = mainloop_choice(mainloop, (smem_a, smem_b), (global_a, global_b),
-                                              v["stages"], unit.include_root)
+        v["mainloop_class"] = mainloop_choice(
+            mainloop, (smem_a, smem_b), (global_a, global_b), v["stages"], unit.include_root
+        )
     if capacity is not None:
         v["capacity"] = unit.constant("Capacity", capacity, names.get("capacity_ref"))
         if capacity_is_documented(cfg):
@@ -144,8 +163,11 @@ def params_layout(unit: ProbeUnit, names: dict) -> ParamsLayout | None:
     s = unit.record(names["KernelParams"], optional=True)
     if s is None:
         return None
-    found = [DescriptorAt(path, f.offset, f.type) for path, f in s.walk()  # not a pointer to one
-             if _DESCRIPTOR_RE.search(f.type) and not f.fields and not any(c in f.type for c in "*&")]
+    found = [
+        DescriptorAt(path, f.offset, f.type)
+        for path, f in s.walk()  # not a pointer to one
+        if _DESCRIPTOR_RE.search(f.type) and not f.fields and not any(c in f.type for c in "*&")
+    ]
     cuda = unit.cuda_version()
     return ParamsLayout(s.size, s.align, tuple(found), param_limit(cuda), f"{cuda[0]}.{cuda[1]}")
 
@@ -181,8 +203,10 @@ def occupancy(unit: ProbeUnit, names: dict, arch: str | None, smem: int) -> Occu
     if all(g is not None for g in groups):
         split = RegisterSplit(*groups)  # type: ignore[arg-type]  # all ints (checked)
         if 128 * (split.load_warp_groups + split.mma_warp_groups) != threads:
-            notes.append(f"registers: the declared split's {split.load_warp_groups} + {split.mma_warp_groups} "
-                         f"warp groups are not the kernel's {threads} threads: not counted")
+            notes.append(
+                f"registers: the declared split's {split.load_warp_groups} + {split.mma_warp_groups} "
+                f"warp groups are not the kernel's {threads} threads: not counted"
+            )
             split = None
     else:
         notes.append("registers: no LoadRegisterRequirement/MmaRegisterRequirement split declared")
@@ -199,8 +223,9 @@ def occupancy(unit: ProbeUnit, names: dict, arch: str | None, smem: int) -> Occu
 
 #: How a direct convolution's ``Params`` computes its launch size, as
 #: ``conv/kernel/direct_convolution.h`` writes it (``DirectConvolutionParams``' constructor).
-DIRECT_CONV_LAUNCH = ("max(iterator_A.activation_size, sizeof(Epilogue::SharedStorage)) * kStages "
-                      "+ iterator_B.filter_size")
+DIRECT_CONV_LAUNCH = (
+    "max(iterator_A.activation_size, sizeof(Epilogue::SharedStorage)) * kStages + iterator_B.filter_size"
+)
 _SMEM_SIZE_RE = re.compile(r"\bsmem_size_\s*=(?!=)")
 
 
@@ -228,12 +253,14 @@ def _launch(unit: ProbeUnit, names: dict, cfg, epilogue: StructLayout | None, st
             f"{DIRECT_CONV_LAUNCH}{where}, not sizeof(SharedStorage), and its "
             f"{'activation' if act is None or act < 2 else 'filter'} iterator computes its "
             "size from the problem at run time (only the fixed stride and dilation iterator's is "
-            "a compile-time size); not supported")
+            "a compile-time size); not supported"
+        )
     a, f, e = act - 2, flt - 2, epilogue.size if epilogue is not None else 0
-    expr = (f"max(IteratorA::kActivationSize {a}, sizeof(Epilogue::SharedStorage) {e}) * "
-            f"kStages {stages} + IteratorB::kFilterSize {f}")
-    return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr,
-                    file=file, line=line)
+    expr = (
+        f"max(IteratorA::kActivationSize {a}, sizeof(Epilogue::SharedStorage) {e}) * "
+        f"kStages {stages} + IteratorB::kFilterSize {f}"
+    )
+    return Constant(name="Params::get_smem_size()", value=total - 2, expression=expr, file=file, line=line)
 
 
 def capacity_is_documented(cfg) -> bool:
@@ -245,30 +272,38 @@ def capacity_is_documented(cfg) -> bool:
 def documented_capacity(a: "archs.Arch") -> Constant:
     """The capacity of a 2.x-era arch, with where its value comes from (``source``)."""
     assert a.optin_bytes is not None  # capacity_is_documented: an arch with a documented limit
-    return Constant(name=f"{a.name} per-block opt-in shared memory", value=a.optin_bytes,
-                    expression=f"{a.optin_bytes // 1024} KB", source=a.optin_source)
+    return Constant(
+        name=f"{a.name} per-block opt-in shared memory",
+        value=a.optin_bytes,
+        expression=f"{a.optin_bytes // 1024} KB",
+        source=a.optin_source,
+    )
 
 
 def _capacity_from_tag(unit: ProbeUnit, names: dict, cfg, cc: int) -> Constant:
     a = archs.from_cc(cc)
     what = cfg.to_dict().get("type", "the type")
     if a is None:
-        raise BadInput(f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the "
-                       "capacity from: give the arch (arch=)" if cc <= 0 else
-                       f"{what}: arch tag of compute capability {cc} is none of "
-                       f"{', '.join(archs.ARCHS)}: give the arch (arch=)")
+        raise BadInput(
+            f"{what} has no arch tag (ArchTag::kMinComputeCapability) to take the capacity from: give the arch (arch=)"
+            if cc <= 0
+            else f"{what}: arch tag of compute capability {cc} is none of "
+            f"{', '.join(archs.ARCHS)}: give the arch (arch=)"
+        )
     if a.capacity is None:
         return documented_capacity(a)
     alias = aliases.capacity_alias(a.capacity)
     if alias not in names:
-        raise BadInput(f"{what} is tagged {a.name}, and this CUTLASS tree does not define "
-                       f"{a.capacity}: give the arch (arch=)")
+        raise BadInput(
+            f"{what} is tagged {a.name}, and this CUTLASS tree does not define {a.capacity}: give the arch (arch=)"
+        )
     value = ProbeUnit.int_alias(names[alias])
-    return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_"):]))
+    return unit.constant(a.capacity, value, names.get("capacity_ref_" + alias[len("Capacity_") :]))
 
 
-def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, epilogue: StructLayout | None,
-                 capacity: Constant | None) -> BuilderBudget | None:
+def _read_budget(
+    names: dict, unit: ProbeUnit, cfg: Config, epilogue: StructLayout | None, capacity: Constant | None
+) -> BuilderBudget | None:
     """The :class:`BuilderBudget` of a config's block (its aliases ``names``; ``epilogue`` and
     ``capacity``: the report's), or ``None`` where the builder forwards to another one (SM90
     ``KernelScheduleAuto``)."""
@@ -280,7 +315,8 @@ def _read_budget(names: dict, unit: ProbeUnit, cfg: Config, epilogue: StructLayo
         capacity = unit.static_member(names["MainloopBuilder"], budgets.BUDGET_REDUCED[cfg.family], reduced)
     assert capacity is not None  # a laid-out config's
     return BuilderBudget(
-        capacity=capacity, carveout_bytes=epilogue.size,
+        capacity=capacity,
+        carveout_bytes=epilogue.size,
         stage_bytes=ProbeUnit.int_alias(names["BudgetStageBytes1000"]) // 1000,
         stages=stages,
     )

@@ -42,9 +42,20 @@ class Schedule:
     for the whole run (:func:`~cutlass_layout.core.progress.step`).
     """
 
-    def __init__(self, jobs: int, *, parallel: bool = True, threads: bool = False, executor=None,
-                 reads=(), label: str | None = None, total: int = 0, progress: bool = False,
-                 spinner: str | None = None, unit: str = ""):
+    def __init__(
+        self,
+        jobs: int,
+        *,
+        parallel: bool = True,
+        threads: bool = False,
+        executor=None,
+        reads=(),
+        label: str | None = None,
+        total: int = 0,
+        progress: bool = False,
+        spinner: str | None = None,
+        unit: str = "",
+    ):
         self._args = dict(parallel=parallel, threads=threads, executor=executor, reads=list(reads))
         self._jobs, self._label, self._total, self._progress = jobs, label, total, progress
         self._spinner, self._unit = spinner, unit
@@ -56,8 +67,7 @@ class Schedule:
     def __enter__(self) -> Schedule:
         self.pool = self._stack.enter_context(Pool(self._jobs, **self._args))
         if self._label is not None:  # after the fork: the bar's thread is not copied
-            self.bar = Progress(self._label, self._total, enabled=self._progress or progress_shown(),
-                                unit=self._unit)
+            self.bar = Progress(self._label, self._total, enabled=self._progress or progress_shown(), unit=self._unit)
             self._stack.callback(self.bar.stop)
         if self._spinner is not None:
             self._stack.enter_context(step(self._spinner))

@@ -39,8 +39,10 @@ def definitions(unit, sources: Path):
 
 def _candidate_function(unit, sources: Path):
     """The definition of ``get_candidate_configs`` (``cutlass_heuristic.cpp``), or None."""
-    return next((c for kind, c in definitions(unit, sources)
-                 if kind == "function" and c.spelling == "get_candidate_configs"), None)
+    return next(
+        (c for kind, c in definitions(unit, sources) if kind == "function" and c.spelling == "get_candidate_configs"),
+        None,
+    )
 
 
 def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -> dict[str, list] | str:
@@ -80,8 +82,12 @@ def sm100_lists(unit, sources: Path, sm: int = 100, rules: dict | None = None) -
             rows = []
             for arg in calls:
                 for c in Eval().call(fn, [arg, 1, flags]) or []:
-                    row = [c["tile_config_sm100"].name, c["cluster_shape"].name,
-                           c["dynamic_cluster_shape"].name != "Undefined", c["epilogue_schedule"].name]
+                    row = [
+                        c["tile_config_sm100"].name,
+                        c["cluster_shape"].name,
+                        c["dynamic_cluster_shape"].name != "Undefined",
+                        c["epilogue_schedule"].name,
+                    ]
                     if sm == 103:
                         row.append(103 if c["sm_version"] == 103 and t == w == "fp4" else 100)
                     rows.append(row)
@@ -115,13 +121,17 @@ def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list
         return f"runtime candidates: get_candidate_configs or getTmaWarpSpecializedConfigs not found in {HEURISTIC} / {DISPATCH}"
     stmts = body_statements(tma_configs)
     at = [i for i, st in enumerate(stmts) if is_if(st) and "Sm90Wfp4Afp8Mode" in tokens(st)]
-    rest = [tokens(st) for st in stmts[at[0] + 1:]] if len(at) == 1 else None
+    rest = [tokens(st) for st in stmts[at[0] + 1 :]] if len(at) == 1 else None
     if [[t for t in r if t != ";"] for r in rest or []] != [["return", "tma_ws_configs"]]:
-        return ("runtime candidates: getTmaWarpSpecializedConfigs has no single last statement naming "
-                f"Sm90Wfp4Afp8Mode before its return ({DISPATCH})")
+        return (
+            "runtime candidates: getTmaWarpSpecializedConfigs has no single last statement naming "
+            f"Sm90Wfp4Afp8Mode before its return ({DISPATCH})"
+        )
     block = stmts[at[0]]
-    modes = {name: EnumValue(value, name, "Sm90Wfp4Afp8ScaleMode")
-             for name, value in enumerators_referenced(block, "Sm90Wfp4Afp8ScaleMode").items()}
+    modes = {
+        name: EnumValue(value, name, "Sm90Wfp4Afp8ScaleMode")
+        for name, value in enumerators_referenced(block, "Sm90Wfp4Afp8ScaleMode").items()
+    }
     out: dict[str, list] = {}
     for t, w, mode in SM90_RUNNERS:
         key = f"{t}x{w}" + ("" if mode is None else "/humming" if mode == "kHummingPreMmaE8M0" else "/post")
@@ -132,16 +142,24 @@ def sm90_lists(unit, sources: Path, tma_configs, hopper_valid) -> dict[str, list
         if hopper_valid(t, w):
             try:
                 for c in Eval().call(fn, [90, 1, flags]) or []:
-                    rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
-                                 c["mainloop_schedule"].name, False])
-                env: ChainMap[str, Any] = ChainMap({"use_wfp4afp8": t == "fp8" and w == "fp4", "sm": 90, "tma_ws_configs": [],
-                                "Sm90Wfp4Afp8Mode": modes.get(mode or "kDisabled", EnumValue(0, "kDisabled", ""))})
+                    rows.append(
+                        [c["tile_config_sm90"].name, c["cluster_shape"].name, c["mainloop_schedule"].name, False]
+                    )
+                env: ChainMap[str, Any] = ChainMap(
+                    {
+                        "use_wfp4afp8": t == "fp8" and w == "fp4",
+                        "sm": 90,
+                        "tma_ws_configs": [],
+                        "Sm90Wfp4Afp8Mode": modes.get(mode or "kDisabled", EnumValue(0, "kDisabled", "")),
+                    }
+                )
                 Eval().run(block, env)
                 for c in env["tma_ws_configs"]:
                     if c.get("swap_ab") is not True:
                         raise Unreadable("a config of the Sm90Wfp4Afp8Mode block without swap_ab")
-                    rows.append([c["tile_config_sm90"].name, c["cluster_shape"].name,
-                                 c["mainloop_schedule"].name, True])
+                    rows.append(
+                        [c["tile_config_sm90"].name, c["cluster_shape"].name, c["mainloop_schedule"].name, True]
+                    )
             except (Unreadable, KeyError, AttributeError, TypeError, IndexError) as exc:
                 return f"runtime candidates: getTmaWarpSpecializedConfigs for SM90 cannot be followed ({exc})"
         if key in out and out[key] != rows:
@@ -157,13 +175,15 @@ _HOPPER_VALID = {
     "return(cutlass::platform::is_same<T,WeightType>::value||(cutlass::platform::is_same<cutlass::uint4b_t,"
     "WeightType>::value&&cutlass::platform::is_same<T,__nv_fp8_e4m3>::value)||cutlass::platform::is_same<"
     "Fp4Type,WeightType>::value)&&!cutlass::platform::is_same<T,Fp4Type>::value&&cutlass::platform::"
-    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;":
-        lambda t, w: (t == w or (w == "uint4" and t == "fp8") or w == "fp4") and t != "fp4",
+    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;": lambda t, w: (
+        (t == w or (w == "uint4" and t == "fp8") or w == "fp4") and t != "fp4"
+    ),
     "ifconstexpr(Fusion==TmaWarpSpecializedGroupedGemmInput::EpilogueFusion::ACTIVATION){returnfalse;}"
     "return(cutlass::platform::is_same<T,WeightType>::value||(cutlass::platform::is_same<cutlass::uint4b_t,"
     "WeightType>::value&&cutlass::platform::is_same<T,__nv_fp8_e4m3>::value))&&cutlass::platform::"
-    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;":
-        lambda t, w: t == w or (w == "uint4" and t == "fp8"),
+    "is_same<EpilogueTag,cutlass_extensions::EpilogueOpDefault>::value;": lambda t, w: (
+        t == w or (w == "uint4" and t == "fp8")
+    ),
     "ifconstexpr(Fusion==TmaWarpSpecializedGroupedGemmInput::EpilogueFusion::ACTIVATION){returnfalse;}"
     "returnfalse;": lambda t, w: False,
 }
@@ -233,8 +253,10 @@ def sm103_rules(words: list[str]) -> dict | str:
     append = re.search(r"\bif \( sm == 103 && (\w+) \) \{ [^{}]*?\bget_candidate_configs \( 100 ,", text)
     found = [m for m in (to100, append) if m is not None]
     if words.count("103") != len(found) or any(m.group(1) not in _RUNNER_VARS for m in found):
-        return ("runtime candidates: getTmaWarpSpecializedConfigs treats SM103 in a way this reader "
-                f"does not follow ({DISPATCH})")
+        return (
+            "runtime candidates: getTmaWarpSpecializedConfigs treats SM103 in a way this reader "
+            f"does not follow ({DISPATCH})"
+        )
     return {"to_sm100": to100.group(1) if to100 else None, "append_sm100": append.group(1) if append else None}
 
 

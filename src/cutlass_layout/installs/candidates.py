@@ -184,7 +184,6 @@ class Candidates:
             return False
         return True
 
-
     def _get_sm90(self, tactic) -> bool | None:
         """SM90: whether a config of the runner's list has the tactic's tile enum, cluster shape
         and, where the config names one other than ``AUTO``, its mainloop schedule; and its fusion
@@ -205,8 +204,9 @@ class Candidates:
         if place is None:
             return None
         runner, tile, cluster, schedule, mixed = place
-        tiles, clusters = (self.mixed_dispatched, self.mixed_clusters) if mixed else \
-            (self.dispatched, self.dispatched_clusters)
+        tiles, clusters = (
+            (self.mixed_dispatched, self.mixed_clusters) if mixed else (self.dispatched, self.dispatched_clusters)
+        )
         if runner is None or runner not in self.sm90:
             return None
         if tile not in tiles or cluster not in clusters:
@@ -255,6 +255,7 @@ class Candidates:
             return True
         return False
 
+
 def sm90_place(tactic) -> tuple[str | None, str, str, str | None, bool] | None:
     """SM90: ``(runner, tile enum, "ClusterShape_MxNxK", mainloop schedule, mixed)`` of a MoE
     tactic, as :meth:`Candidates._get_sm90` matches it with a list's rows: for a kernel of the
@@ -271,8 +272,9 @@ def sm90_place(tactic) -> tuple[str | None, str, str, str | None, bool] | None:
 
     launcher = tactic.launcher or ""
     if launcher.split("<")[0].strip() in SM90_MIXED_MOE:
-        m = re.fullmatch(r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?",
-                         tactic.name or "")
+        m = re.fullmatch(
+            r"(CtaShape\d+x\d+x\d+B)_ClusterShape_(\d+x\d+x\d+)_([A-Z][A-Z_]*[A-Z])(?:_(\w+))?", tactic.name or ""
+        )
         types = [CUDA_TLLM.get(x) for x in template_args(launcher, 2)]
         if m is None or None in types or len(types) != 2:
             return None
@@ -288,8 +290,9 @@ def sm90_place(tactic) -> tuple[str | None, str, str, str | None, bool] | None:
 
 
 #: The condition under which the dispatch's SM103 switch runs (its tokens, spaces between)
-SM103_CONDITION = ("gemm_config . sm_version == 103 && std :: is_same_v < T , Fp4Type > && "
-                   "std :: is_same_v < WeightType , Fp4Type >")
+SM103_CONDITION = (
+    "gemm_config . sm_version == 103 && std :: is_same_v < T , Fp4Type > && std :: is_same_v < WeightType , Fp4Type >"
+)
 
 
 #: Enum constants of the tile and cluster enums that name no config
@@ -298,16 +301,20 @@ _NO_CONFIG = ("Undefined", "ChooseWithHeuristic")
 #: Which of the macros :func:`~cutlass_layout.installs.candidate_lists.hopper_valid_rule` takes
 #: branches on the parse defines: an enum declared in the parsed text for each one defined (read by
 #: :func:`_defined`)
-PROBE_MACROS = "".join(f"#if defined({m})\nenum cutlass_layout_defined_{m} {{}};\n#endif\n"
-                       for m in ("ENABLE_FP4", "CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED"))
+PROBE_MACROS = "".join(
+    f"#if defined({m})\nenum cutlass_layout_defined_{m} {{}};\n#endif\n"
+    for m in ("ENABLE_FP4", "CUTLASS_ARCH_MMA_MODIFIABLE_TMA_SM90_SUPPORTED")
+)
 
 
 def _defined(unit) -> set[str]:
     """The macros of :data:`PROBE_MACROS` that are defined in ``unit``."""
     from ..cpp.cursors import declared_enums
 
-    return {name.removeprefix("cutlass_layout_defined_")
-            for name in declared_enums(unit.tu.cursor, "cutlass_layout_defined_")}
+    return {
+        name.removeprefix("cutlass_layout_defined_")
+        for name in declared_enums(unit.tu.cursor, "cutlass_layout_defined_")
+    }
 
 
 def _cases(fn, member: str, enum: str) -> list[str]:
@@ -324,6 +331,7 @@ def _cases(fn, member: str, enum: str) -> list[str]:
                 out.append(name)
     return out
 
+
 def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     """Read :class:`Candidates` from a parsed unit that includes the heuristic and both
     dispatch sources (bodies parsed), which lie below ``sources``. Its steps, in order: the
@@ -334,8 +342,9 @@ def read_candidates(unit, arch: str, sources: Path) -> Candidates:
     out = Candidates()
     fn, disp, dup, sm90_fns = _find_definitions(unit, sources, fn_name, out)
     if fn is None or disp is None:
-        out.note = (f"runtime candidates: {fn_name} or the MoE tile dispatch not found in "
-                    f"{HEURISTIC} / {DISPATCH_TMA_WS}")
+        out.note = (
+            f"runtime candidates: {fn_name} or the MoE tile dispatch not found in {HEURISTIC} / {DISPATCH_TMA_WS}"
+        )
         return out
     note = _read_list(out, fn, fn_name, enum) or _read_dispatch(out, disp, arch, enum, member)
     if note is None:
@@ -416,8 +425,10 @@ def _read_dispatch(out: Candidates, disp, arch: str, enum: str, member: str) -> 
     if not out.dispatched:
         return f"runtime candidates: no switch on {member} in the MoE tile dispatch"
     if arch == "sm103" and sm103_conditions != [SM103_CONDITION]:
-        return ("runtime candidates: the MoE tile dispatch's SM103 switch runs under a condition "
-                f"this reader does not follow ({DISPATCH_TMA_WS})")
+        return (
+            "runtime candidates: the MoE tile dispatch's SM103 switch runs under a condition "
+            f"this reader does not follow ({DISPATCH_TMA_WS})"
+        )
     return None
 
 
@@ -432,8 +443,9 @@ def _read_duplication(out: Candidates, fn, dup) -> None:
         if out.duplicated and "get_candidate_configs" in words:
             first = {w: words.index(w) for w in ("get_candidate_configs", "FINALIZE", "swap_ab")}
             if first["get_candidate_configs"] < min(first["FINALIZE"], first["swap_ab"]):
-                out.duplication = sorted(("finalize", "swap_ab"),
-                                         key=lambda w: first["FINALIZE" if w == "finalize" else w])
+                out.duplication = sorted(
+                    ("finalize", "swap_ab"), key=lambda w: first["FINALIZE" if w == "finalize" else w]
+                )
     out.no_smem = "NO_SMEM" in tokens(fn)
 
 
@@ -455,8 +467,7 @@ def _read_sm10x_lists(out: Candidates, unit, sources: Path, arch: str, dup) -> s
     return None
 
 
-def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, enum: str,
-                     member: str) -> str | None:
+def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, enum: str, member: str) -> str | None:
     """SM90: the cases of the cluster and mixed-input dispatch switches, and the runners' lists
     (:func:`~cutlass_layout.installs.candidate_lists.sm90_lists`, with
     ``isValidHopperMOESpecialisation``'s rule); the note where they cannot be read."""
@@ -465,11 +476,11 @@ def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, 
     missing = [f for f in _SM90_DISPATCH if f not in sm90_fns]
     if missing:
         return f"runtime candidates: {', '.join(missing)} not found in the MoE dispatch ({DISPATCH})"
-    out.dispatched_clusters = _cases(sm90_fns["dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized"],
-                                     "cluster_shape", "ClusterShape")
+    out.dispatched_clusters = _cases(
+        sm90_fns["dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized"], "cluster_shape", "ClusterShape"
+    )
     out.mixed_dispatched = _cases(sm90_fns["sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass"], member, enum)
-    out.mixed_clusters = _cases(sm90_fns["sm90_dispatch_moe_mixed_dtype_gemm_config"],
-                                "cluster_shape", "ClusterShape")
+    out.mixed_clusters = _cases(sm90_fns["sm90_dispatch_moe_mixed_dtype_gemm_config"], "cluster_shape", "ClusterShape")
     if not (out.dispatched_clusters and out.mixed_dispatched and out.mixed_clusters):
         return f"runtime candidates: a switch of the SM90 MoE dispatch was not found ({DISPATCH})"
     valid = hopper_valid_rule(sources, _defined(unit))
@@ -485,9 +496,11 @@ def _read_sm90_lists(out: Candidates, unit, sources: Path, dup, sm90_fns: dict, 
 
 #: ``getTmaWarpSpecializedConfigs``' statement that keeps the SM90 mixed-input runners' swap_ab
 #: configs alone, its tokens joined by spaces
-_MIXED_SWAP_ONLY = ("if ( use_sm90_mixed_input_gemm ) { tma_ws_configs . erase ( std :: remove_if ( "
-                    "tma_ws_configs . begin ( ) , tma_ws_configs . end ( ) , [ ] ( auto & config ) { "
-                    "return ! config . swap_ab ; } ) , tma_ws_configs . end ( ) ) ; }")
+_MIXED_SWAP_ONLY = (
+    "if ( use_sm90_mixed_input_gemm ) { tma_ws_configs . erase ( std :: remove_if ( "
+    "tma_ws_configs . begin ( ) , tma_ws_configs . end ( ) , [ ] ( auto & config ) { "
+    "return ! config . swap_ab ; } ) , tma_ws_configs . end ( ) ) ; }"
+)
 #: ``CutlassMoeFCRunner``'s (``include/moe_kernels.h``) definitions the SM90 mixed-input order
 #: rests on, spaces removed: which runners are mixed-input, and that their GEMM2 has no FINALIZE
 _MIXED_DEFINITIONS = (
@@ -510,8 +523,11 @@ def read_sm90_mixed_order(words: list[str], inc: Path) -> bool:
     ``mayHaveFinalizeFused(sm)`` is false for mixed-input runners). Read from the text."""
     text = " ".join(w for w in words if not w.startswith(("//", "/*")))
     at = text.find(_MIXED_SWAP_ONLY)
-    if at < 0 or text.count(_MIXED_SWAP_ONLY) != 1 or not (
-            text.rfind("swap_ab = true", 0, at) >= 0 and "Sm90Wfp4Afp8Mode" in text[at:]):
+    if (
+        at < 0
+        or text.count(_MIXED_SWAP_ONLY) != 1
+        or not (text.rfind("swap_ab = true", 0, at) >= 0 and "Sm90Wfp4Afp8Mode" in text[at:])
+    ):
         return False
     from ..cpp.brackets import blank_comments
 
@@ -524,8 +540,11 @@ def read_sm90_mixed_order(words: list[str], inc: Path) -> bool:
 
 #: The SM90 dispatch functions :func:`read_candidates` reads the cases of (the TMA
 #: warp-specialized cluster switch, the mixed-input tile and cluster switches)
-_SM90_DISPATCH = ("dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized",
-                  "sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass", "sm90_dispatch_moe_mixed_dtype_gemm_config")
+_SM90_DISPATCH = (
+    "dispatchMoeGemmSelectClusterShapeTmaWarpSpecialized",
+    "sm90_dispatch_moe_mixed_dtype_gemm_to_cutlass",
+    "sm90_dispatch_moe_mixed_dtype_gemm_config",
+)
 
 
 #: The word whose ``if`` around a switch the dispatch's reader takes as the switch's guard
@@ -590,9 +609,16 @@ def _set_from_mixed(lam, var: str) -> bool:
     return "FP8FP4_MIXED" in (variable_tokens(lam, var) or [])
 
 
-def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_preamble: str | None = None,
-                       pch_key: str = "", use_cache: bool = True,
-                       cached_only: bool = False) -> Candidates | None:
+def runtime_candidates(
+    install,
+    arch: str,
+    flags: list[str] | None,
+    *,
+    pch_preamble: str | None = None,
+    pch_key: str = "",
+    use_cache: bool = True,
+    cached_only: bool = False,
+) -> Candidates | None:
     """The MoE runtime candidates of ``arch`` in ``install`` (see the module docstring), or
     None where the install has no candidate function for the arch or no MoE module.
 
@@ -623,9 +649,13 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         text = "".join(f'#include "{p}"\n' for p in (DISPATCH, HEURISTIC)) + PROBE_MACROS
         pch = ensure_pch(pch_preamble, list(flags), pch_key) if pch_preamble else None
         try:
-            unit = ProbeUnit(text, list(flags) + (["-include-pch", str(pch)] if pch else []),
-                             install.tree.include_root, filename="cutlass_layout_candidates.cu",
-                             skip_bodies=False)
+            unit = ProbeUnit(
+                text,
+                list(flags) + (["-include-pch", str(pch)] if pch else []),
+                install.tree.include_root,
+                filename="cutlass_layout_candidates.cu",
+                skip_bodies=False,
+            )
         except Exception as exc:  # libclang could not parse at all
             unparsed.append(Candidates(note=f"runtime candidates: cannot parse {HEURISTIC}: {exc}"))
             return unparsed[-1]
@@ -636,9 +666,14 @@ def runtime_candidates(install, arch: str, flags: list[str] | None, *, pch_pream
         out.fallback_excludes_fp4 = fallback_excludes_fp4(inc, list(flags))
         return out
 
-    return CANDIDATES.memo(candidates_key(install, arch, flags), compute, load=lambda d: Candidates(**d),
-                           dump=lambda c: None if unparsed else asdict(c), use_cache=use_cache,
-                           cached_only=cached_only)
+    return CANDIDATES.memo(
+        candidates_key(install, arch, flags),
+        compute,
+        load=lambda d: Candidates(**d),
+        dump=lambda c: None if unparsed else asdict(c),
+        use_cache=use_cache,
+        cached_only=cached_only,
+    )
 
 
 def candidates_key(install, arch: str, flags: list[str]) -> str:
@@ -680,15 +715,22 @@ def sm90_moe_configs(cand: Candidates, runner: str) -> list[tuple[str, str, str,
     None where the order cannot be read from the install's code (:attr:`Candidates.sm90_mixed_order`,
     the duplications not FINALIZE then swap_ab, the TMA configs not first, the Ampere list not
     empty for FP4 operands) or for another runner than :data:`SM90_FP4_MIXED`'s."""
-    if cand.note is not None or not cand.sm90_mixed_order or cand.duplication != ["finalize", "swap_ab"] \
-            or not cand.fallback_excludes_fp4 or not cand.tma_first or runner not in SM90_FP4_MIXED \
-            or runner not in cand.sm90:
+    if (
+        cand.note is not None
+        or not cand.sm90_mixed_order
+        or cand.duplication != ["finalize", "swap_ab"]
+        or not cand.fallback_excludes_fp4
+        or not cand.tma_first
+        or runner not in SM90_FP4_MIXED
+        or runner not in cand.sm90
+    ):
         return None
     return [(tile, cluster, schedule, True) for tile, cluster, schedule, _humming in cand.sm90[runner]]
 
 
-def moe_configs(cand: Candidates, activation: str, weight: str,
-                supports_finalize_fusion: bool) -> list[tuple[str, str, bool]] | None:
+def moe_configs(
+    cand: Candidates, activation: str, weight: str, supports_finalize_fusion: bool
+) -> list[tuple[str, str, bool]] | None:
     """The SM120 MoE runner's config list in the runtime's order, as
     ``MoeGemmRunner<T, WeightType, ...>::getConfigs(sm, supports_finalize_fusion)``
     (``moe_gemm/moe_gemm_template_dispatch.h``) builds it: the candidate tiles of
@@ -709,14 +751,19 @@ def moe_configs(cand: Candidates, activation: str, weight: str,
     candidates name ``NO_SMEM``, the fallback list is not empty for FP4 operands, or the
     runner is of other types (its list is not the SM120 TMA one).
     """
-    if cand.note is not None or not cand.tiles or cand.duplication != ["finalize", "swap_ab"] \
-            or cand.no_smem or not cand.fallback_excludes_fp4 or not cand.tma_first:
+    if (
+        cand.note is not None
+        or not cand.tiles
+        or cand.duplication != ["finalize", "swap_ab"]
+        or cand.no_smem
+        or not cand.fallback_excludes_fp4
+        or not cand.tma_first
+    ):
         return None
     fp8_act = activation in FP8_KINDS
     if weight not in FP4_KINDS or not (activation in FP4_KINDS or fp8_act):
         return None
-    base = [t for t in cand.tiles
-            if cand.pruned.get(t) != "always" and not (cand.pruned.get(t) == "fp8" and fp8_act)]
+    base = [t for t in cand.tiles if cand.pruned.get(t) != "always" and not (cand.pruned.get(t) == "fp8" and fp8_act)]
     configs = [(t, "none", False) for t in base]
     if supports_finalize_fusion:
         configs += [(t, "finalize", False) for t in base]

@@ -58,13 +58,23 @@ class DenseRunner:
 #: The dense runners whose ids are read, by audit family.
 DENSE = {
     "mxfp8_gemm_cutlass_sm120": DenseRunner(
-        "flashinfer/gemm/mxfp8_gemm_cutlass_template_sm120.h", "CutlassMxfp8GemmRunnerSm120",
-        "dispatchMXFP8xMXFP8GemmCTAShapeSm120", "tile_config_sm120", "CutlassTileConfigSM120",
-        "CutlassMxfp8GemmRunner", "mxfp8_gemm_tactic_num"),
+        "flashinfer/gemm/mxfp8_gemm_cutlass_template_sm120.h",
+        "CutlassMxfp8GemmRunnerSm120",
+        "dispatchMXFP8xMXFP8GemmCTAShapeSm120",
+        "tile_config_sm120",
+        "CutlassTileConfigSM120",
+        "CutlassMxfp8GemmRunner",
+        "mxfp8_gemm_tactic_num",
+    ),
     "fp4_gemm_cutlass_sm120": DenseRunner(
-        "flashinfer/gemm/fp4_gemm_cutlass_template_sm120.h", "CutlassFp4GemmRunner",
-        "dispatchNVFP4xNVFP4GemmCTAShapeSm120", "tile_config_sm120", "CutlassTileConfigSM120",
-        "CutlassFp4GemmRunner", "fp4_gemm_tactic_num"),
+        "flashinfer/gemm/fp4_gemm_cutlass_template_sm120.h",
+        "CutlassFp4GemmRunner",
+        "dispatchNVFP4xNVFP4GemmCTAShapeSm120",
+        "tile_config_sm120",
+        "CutlassTileConfigSM120",
+        "CutlassFp4GemmRunner",
+        "fp4_gemm_tactic_num",
+    ),
 }
 
 
@@ -90,8 +100,11 @@ class DenseConfigs:
         if self.note is not None or any(c[1] is None for c in self.configs) or tactic.tile is None:
             return None
         stream_k = str(tactic.name or "").endswith("::GemmKernelStreamK")
-        return [i for i, (_enum, tile, swap, sk) in enumerate(self.configs)
-                if list(tile) == list(tactic.tile) and bool(swap) == bool(tactic.swap_ab) and bool(sk) == stream_k]
+        return [
+            i
+            for i, (_enum, tile, swap, sk) in enumerate(self.configs)
+            if list(tile) == list(tactic.tile) and bool(swap) == bool(tactic.swap_ab) and bool(sk) == stream_k
+        ]
 
 
 def dense_configs(install, family: str, flags: list[str], *, use_cache: bool = True) -> DenseConfigs | None:
@@ -123,8 +136,13 @@ def _read(install, runner: DenseRunner, inc: Path, flags: list[str]) -> DenseCon
     from ..cpp.interpret import Eval, Unreadable
 
     try:
-        unit = ProbeUnit(f'#include "{runner.header}"\n', list(flags), install.tree.include_root,
-                         filename="cutlass_layout_dense_runner.cu", skip_bodies=False)
+        unit = ProbeUnit(
+            f'#include "{runner.header}"\n',
+            list(flags),
+            install.tree.include_root,
+            filename="cutlass_layout_dense_runner.cu",
+            skip_bodies=False,
+        )
     except Exception as exc:  # libclang could not parse at all
         return DenseConfigs(note=f"runtime tactic ids: cannot parse {runner.header}: {exc}")
     errors = unit.errors()
@@ -136,13 +154,22 @@ def _read(install, runner: DenseRunner, inc: Path, flags: list[str]) -> DenseCon
     get = [c for c in defs if c.spelling == "getConfigs" and c.semantic_parent.spelling == runner.runner]
     disp = [c for c in defs if c.spelling == runner.dispatch]
     if len(get) != 1 or len(disp) != 1:
-        return DenseConfigs(note=f"runtime tactic ids: {runner.runner}::getConfigs or {runner.dispatch} "
-                                 f"not found once in {runner.header}")
+        return DenseConfigs(
+            note=f"runtime tactic ids: {runner.runner}::getConfigs or {runner.dispatch} "
+            f"not found once in {runner.header}"
+        )
     try:
         rows = Eval().call(get[0], []) or []
         tiles = _case_tiles(disp[0], runner.member, runner.enum)
-        configs = [[c[runner.member].name, tiles.get(c[runner.member].name), bool(c["swap_ab"]),
-                    bool(c.get("use_stream_k", False))] for c in rows]
+        configs = [
+            [
+                c[runner.member].name,
+                tiles.get(c[runner.member].name),
+                bool(c["swap_ab"]),
+                bool(c.get("use_stream_k", False)),
+            ]
+            for c in rows
+        ]
     except (Unreadable, KeyError, AttributeError, TypeError) as exc:
         return DenseConfigs(note=f"runtime tactic ids: {runner.runner}::getConfigs cannot be followed ({exc})")
     return DenseConfigs(configs=configs)

@@ -52,8 +52,10 @@ _CONDITIONALS = _CONDITIONS | {"else", "endif"}
 _DECLARES = re.compile(r"\busing\s+\w+\s*=|\btypedef\b|\bGemmKernel\b")
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 #: what may follow a function's parameter list before its body (a trailing return type aside)
-_QUALIFIER_TAIL = re.compile(r"(?:\b(?:const|volatile|noexcept|override|final|mutable)\b|&&?|"
-                             r"\bnoexcept\s*\([^(){};]*\))\s*$")
+_QUALIFIER_TAIL = re.compile(
+    r"(?:\b(?:const|volatile|noexcept|override|final|mutable)\b|&&?|"
+    r"\bnoexcept\s*\([^(){};]*\))\s*$"
+)
 
 
 @dataclass
@@ -80,8 +82,14 @@ class SearchPath:
                 into["-I"].append(Path(f[2:]))
             elif f.startswith("--cuda-path="):
                 into["--cuda-path"].append(Path(f.split("=", 1)[1]) / "include")
-        return cls(quote=into["-iquote"], angled=into["-I"] + into["-isystem"] + into["-idirafter"]
-                   + into["--cuda-path"] + list(_system_dirs(_is_cuda(flags))))
+        return cls(
+            quote=into["-iquote"],
+            angled=into["-I"]
+            + into["-isystem"]
+            + into["-idirafter"]
+            + into["--cuda-path"]
+            + list(_system_dirs(_is_cuda(flags))),
+        )
 
 
 def _is_cuda(flags: list[str]) -> bool:
@@ -97,9 +105,13 @@ def _system_dirs(cuda: bool) -> tuple[Path, ...]:
 
     resource = resource_include()
     cxx = sorted(Path("/usr/include/c++").glob("*"), reverse=True)[:1]
-    dirs = ([resource / "cuda_wrappers"] if cuda else []) + cxx + \
-        [Path("/usr/include/x86_64-linux-gnu/c++") / d.name for d in cxx] + [d / "backward" for d in cxx] + \
-        [resource, Path("/usr/local/include"), Path("/usr/include/x86_64-linux-gnu"), Path("/usr/include")]
+    dirs = (
+        ([resource / "cuda_wrappers"] if cuda else [])
+        + cxx
+        + [Path("/usr/include/x86_64-linux-gnu/c++") / d.name for d in cxx]
+        + [d / "backward" for d in cxx]
+        + [resource, Path("/usr/local/include"), Path("/usr/include/x86_64-linux-gnu"), Path("/usr/include")]
+    )
     return tuple(d for d in dirs if d.is_dir())
 
 
@@ -117,7 +129,7 @@ def implicit_includes(flags: list[str]) -> list[Path]:
 def _resolve(name: str, quoted: bool, includer: Path, search: SearchPath, after: Path | None = None) -> Path | None:
     dirs = ([includer.parent] + search.quote if quoted else []) + search.angled
     if after is not None:  # #include_next: the folders after the includer's
-        dirs = search.angled[search.angled.index(after) + 1:] if after in search.angled else search.angled
+        dirs = search.angled[search.angled.index(after) + 1 :] if after in search.angled else search.angled
     for d in dirs:
         p = d / name
         if p.is_file():
@@ -150,11 +162,17 @@ class _File:
     def __init__(self, text: str):
         self.text = text
         clean = blank_comments(text, strings=False)
-        self.names = [(m.group(1) == "include_next", m.group(2) == '"', m.group(3))
-                      for m in _INCLUDE.finditer(clean)] if "include" in clean or "import" in clean else []
+        self.names = (
+            [(m.group(1) == "include_next", m.group(2) == '"', m.group(3)) for m in _INCLUDE.finditer(clean)]
+            if "include" in clean or "import" in clean
+            else []
+        )
         self.names += [(False, m.group(1) == '"', m.group(2)) for m in _HAS_INCLUDE.finditer(clean)]
-        self.computed = [(m.group(1) == "include_next", m.group(2).strip())
-                         for m in _COMPUTED_INCLUDE.finditer(clean)] if "include" in clean else []
+        self.computed = (
+            [(m.group(1) == "include_next", m.group(2).strip()) for m in _COMPUTED_INCLUDE.finditer(clean)]
+            if "include" in clean
+            else []
+        )
         self.definitions = _definitions(text, clean) if "define" in clean else []
 
 
@@ -266,29 +284,34 @@ def computed_names(expr: str, defines: dict[str, list]) -> set[str]:
     for _ in range(16):
         grown = set()
         for form in forms:
-            m = next((m for m in _WORD.finditer(form)
-                      if m.group() in defines and form[m.start() - 1:m.start()] != "\x00"), None)
+            m = next(
+                (m for m in _WORD.finditer(form) if m.group() in defines and form[m.start() - 1 : m.start()] != "\x00"),
+                None,
+            )
             if m is None:
                 text = re.sub(r"\s+", "", form.replace("\x00", ""))
                 if re.fullmatch(r'<[^<>"]+>|"[^<>"]+"', text):
                     names.add(text)
                 continue
-            grown.add(form[:m.start()] + "\x00" + m.group() + form[m.end():])  # left as it is
+            grown.add(form[: m.start()] + "\x00" + m.group() + form[m.end() :])  # left as it is
             for params, body in defines[m.group()]:
                 if "#" in body:
                     return set()  # # and ## are not followed: what it names is not known
                 if params is None:
-                    grown.add(form[:m.start()] + body + form[m.end():])
+                    grown.add(form[: m.start()] + body + form[m.end() :])
                     continue
-                call = re.match(r"\s*\(([^()]*)\)", form[m.end():])
+                call = re.match(r"\s*\(([^()]*)\)", form[m.end() :])
                 if call is None:
                     continue
                 args = [a.strip() for a in call.group(1).split(",")]
                 if len(args) != len(params):
                     continue
                 sub = {p: a for p, a in zip(params, args)}
-                grown.add(form[:m.start()] + _WORD.sub(lambda w: sub.get(w.group(), w.group()), body)
-                          + form[m.end() + call.end():])
+                grown.add(
+                    form[: m.start()]
+                    + _WORD.sub(lambda w: sub.get(w.group(), w.group()), body)
+                    + form[m.end() + call.end() :]
+                )
         forms = grown
         if len(forms) + len(names) > _MAX_NAMES:
             return set()
@@ -301,13 +324,13 @@ def _is_function_header(header: str) -> bool:
     """Whether the text before a ``{`` ends as a function's declarator does: a parameter
     list, then qualifiers and a trailing return type if any."""
     tail = header.rstrip()
-    if "->" in tail and ")" in tail[:tail.rfind("->")]:
-        tail = tail[:tail.rfind("->")].rstrip()
+    if "->" in tail and ")" in tail[: tail.rfind("->")]:
+        tail = tail[: tail.rfind("->")].rstrip()
     while True:
         m = _QUALIFIER_TAIL.search(tail)
         if not m or m.start() == len(tail):
             break
-        tail = tail[:m.start()].rstrip()
+        tail = tail[: m.start()].rstrip()
     return tail.endswith(")")
 
 
@@ -387,7 +410,7 @@ class _Structure:
                 if kind == "endif":
                     stack.pop()
                     g.end = e
-                    code[g.first_end:s] = NOT_NEWLINE.sub(" ", "".join(code[g.first_end:s]))  # other branches
+                    code[g.first_end : s] = NOT_NEWLINE.sub(" ", "".join(code[g.first_end : s]))  # other branches
                     self.groups.append(g)
                     if stack:
                         stack[-1].other_directives |= g.other_directives
@@ -424,7 +447,7 @@ def inert_reason(macro: str, closure: Closure, memo: dict | None = None) -> str 
             body = _function_body(st.code, st.pairs, group.start, group.end)
             if isinstance(body, str):
                 return f"{path}:{line}: {body}"
-            if _declares(st.clean[body[0]:body[1]], closure.defines):
+            if _declares(st.clean[body[0] : body[1]], closure.defines):
                 return f"{path}:{line}: the function's body declares an alias or names GemmKernel"
     return None
 
@@ -450,7 +473,7 @@ def unnamed(path: str, places: list) -> str:
     """``path`` as named by :func:`canonical_flags` (``<generated 0>/x.cu``) in this build's folders."""
     for folder, name in places:
         if path == name or path.startswith(name + "/"):
-            return folder + path[len(name):]
+            return folder + path[len(name) :]
     return path
 
 
@@ -458,12 +481,13 @@ def named(path: str, places: list[tuple[str, str]]) -> str:
     """``path`` with a generated folder of ``places`` (:func:`place_names`) put as its name."""
     for folder, name in places:
         if path == folder or path.startswith(folder + "/"):
-            return name + path[len(folder):]
+            return name + path[len(folder) :]
     return path
 
 
-def canonical_flags(source: Path, flags: list[str], generated: Path | None, arch_family: str,
-                    memo: dict | None = None) -> list[str] | None:
+def canonical_flags(
+    source: Path, flags: list[str], generated: Path | None, arch_family: str, memo: dict | None = None
+) -> list[str] | None:
     """``flags`` as a key of ``source``'s layouts (module docstring): each define inert for
     the source left out; the folder of generated sources (``generated``) and each folder of
     the search path in it named by their place (``<generated 0>``), followed by a digest of
@@ -481,8 +505,15 @@ def canonical_flags(source: Path, flags: list[str], generated: Path | None, arch
     places = place_names(flags, generated)
     # sources of one folder that include the same names read the same headers: what those
     # give is worked out once (a generated MoE source's closure is some 900 files)
-    shape = ("canonical", tuple(flags), str(generated), str(source.parent),
-             tuple(root.names), tuple(root.computed), repr(root.definitions))
+    shape = (
+        "canonical",
+        tuple(flags),
+        str(generated),
+        str(source.parent),
+        tuple(root.names),
+        tuple(root.computed),
+        repr(root.definitions),
+    )
     rest = memo.get(shape)
     if rest is None:
         rest = memo[shape] = _rest_of(source, flags, places, memo)
@@ -514,8 +545,9 @@ def _rest_of(source: Path, flags: list[str], places: list[tuple[str, str]], memo
     others.files = [p for p in closure.files if p != source]
     others.texts = {p: t for p, t in closure.texts.items() if p != source}
     others.defines = closure.defines
-    inert = {name: inert_reason(name, others, memo) is None
-             for name in (_define_name(f) for f in flags) if name is not None}
+    inert = {
+        name: inert_reason(name, others, memo) is None for name in (_define_name(f) for f in flags) if name is not None
+    }
     h = hashlib.sha256()
     for path in others.files:
         place = named(str(path), places)

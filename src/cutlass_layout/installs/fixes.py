@@ -61,6 +61,7 @@ MIN_STAGES = 2
 #: Prefix of the stage-count macros (upper case: the source scanners take macro calls so).
 MACRO_PREFIX = "CL_FIX_"
 
+
 #: Per arch family: the builder's stage function, as it calls it (capacity ``CAP``, carve-out
 #: ``CO``, ``TileShape`` the builder's tile), the members it needs, the reduced-capacity
 #: member and the capacity constant where the builder has none, and the formula in words.
@@ -74,28 +75,36 @@ class _Formula(TypedDict):
 
 FORMULAS: dict[str, _Formula] = {
     "sm120": {
-        "fn": ("cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<"
-               "static_cast<int>(CAP), typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, TileShape, "
-               "typename B::SmemLayoutAtomSFA, typename B::SmemLayoutAtomSFB>("
-               "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(CO)>{})"),
+        "fn": (
+            "cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<"
+            "static_cast<int>(CAP), typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, TileShape, "
+            "typename B::SmemLayoutAtomSFA, typename B::SmemLayoutAtomSFB>("
+            "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(CO)>{})"
+        ),
         "members": ("SmemAllocTypeA", "SmemAllocTypeB", "SmemLayoutAtomSFA", "SmemLayoutAtomSFB"),
         "reduced": "ReducedSmemCapacityBytes",
         "capacity": "cutlass::arch::sm120_smem_capacity_bytes",
-        "words": ("(ReducedSmemCapacityBytes - C) / (A + B bytes + round_up(pipeline, 128) + SFA + SFB "
-                  "bytes per stage): sm100_compute_stage_count_or_override_blockscaled "
-                  "(gemm/collective/builders/sm100_blockscaled_umma_builder.inl), as "
-                  "sm120_blockscaled_mma_builder.inl calls it"),
+        "words": (
+            "(ReducedSmemCapacityBytes - C) / (A + B bytes + round_up(pipeline, 128) + SFA + SFB "
+            "bytes per stage): sm100_compute_stage_count_or_override_blockscaled "
+            "(gemm/collective/builders/sm100_blockscaled_umma_builder.inl), as "
+            "sm120_blockscaled_mma_builder.inl calls it"
+        ),
     },
     "sm90": {
-        "fn": ("cutlass::gemm::collective::detail::compute_stage_count_or_override<static_cast<int>(CAP), "
-               "typename B::ElementAMma, typename B::ElementBMma, TileShape>("
-               "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(CO)>{})"),
+        "fn": (
+            "cutlass::gemm::collective::detail::compute_stage_count_or_override<static_cast<int>(CAP), "
+            "typename B::ElementAMma, typename B::ElementBMma, TileShape>("
+            "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(CO)>{})"
+        ),
         "members": ("ElementAMma", "ElementBMma"),
         "reduced": "Sm90ReducedSmemCapacityBytes",
         "capacity": "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
-        "words": ("(capacity / 128 * 128 - round_up(C, 128)) / (round_up(A + B bytes, 128) + pipeline "
-                  "bytes per stage): compute_stage_count_or_override (gemm/collective/builders/"
-                  "sm90_common.inl)"),
+        "words": (
+            "(capacity / 128 * 128 - round_up(C, 128)) / (round_up(A + B bytes, 128) + pipeline "
+            "bytes per stage): compute_stage_count_or_override (gemm/collective/builders/"
+            "sm90_common.inl)"
+        ),
     },
 }
 
@@ -168,10 +177,10 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     fixed = with_stage_count(body, "CL_STAGES")
     if found is None or fixed is None:
         return None
-    given = " ".join(blank_comments(body[found[1][0]:found[1][1]]).split())
+    given = " ".join(blank_comments(body[found[1][0] : found[1][1]]).split())
     (b0, _), (s, e) = found
     shift = len(fixed) - len(body)
-    builder = " ".join(blank_comments(fixed[b0:found[0][1] + shift]).split())
+    builder = " ".join(blank_comments(fixed[b0 : found[0][1] + shift]).split())
     digest = hashlib.sha256(f"{name}({params}){body}".encode()).hexdigest()[:12].upper()
     new = f"{MACRO_PREFIX}{digest}"
     last = len(KERNEL_ALIAS_RE.findall(blank_comments(fixed))) - 1
@@ -182,10 +191,12 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
         if i != last or in_class:
             return text
         p = f"cl_k{i}_"
-        return (text + f" using {p}FixReduced = char[2 + cl_fix::budget<{builder}>::reduced];"
-                f" using {p}FixStageBytes1000 = char[2 + cl_fix::budget<{builder}>::stage_bytes_1000];"
-                f" using {p}FixCarveout = char[2 + cl_fix::carveout_for<{builder}, CL_STAGES>()];"
-                f" using {p}FixGiven = char[2 + cl_fix::carveout_of<{given}>::value];")
+        return (
+            text + f" using {p}FixReduced = char[2 + cl_fix::budget<{builder}>::reduced];"
+            f" using {p}FixStageBytes1000 = char[2 + cl_fix::budget<{builder}>::stage_bytes_1000];"
+            f" using {p}FixCarveout = char[2 + cl_fix::carveout_for<{builder}, CL_STAGES>()];"
+            f" using {p}FixGiven = char[2 + cl_fix::carveout_of<{given}>::value];"
+        )
 
     text = trimmed_macro(new, f"CL_STAGES, {params}", fixed, probe=probe)
     return (new, text) if text is not None else None
@@ -226,10 +237,18 @@ def fix_key(want: Want, target: list) -> str:
             return hashlib.sha256(Path(path).read_bytes()).hexdigest()
         except OSError:
             return ""
-    return KINDS["fixes"].key(subject=[digest(want.source.path), list(want.source.flags), want.line,
-                                       [want.macro[0], list(want.macro[1])], digest(want.launcher_file),
-                                       want.report.stages],
-                              target=list(target))
+
+    return KINDS["fixes"].key(
+        subject=[
+            digest(want.source.path),
+            list(want.source.flags),
+            want.line,
+            [want.macro[0], list(want.macro[1])],
+            digest(want.launcher_file),
+            want.report.stages,
+        ],
+        target=list(target),
+    )
 
 
 def is_fix(rep: LayoutReport) -> bool:
@@ -280,8 +299,7 @@ def uncounted(rep: LayoutReport, budget: BuilderBudget) -> tuple[int, dict]:
     return gap, parts
 
 
-def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str,
-                 capacity: str) -> list[Fix]:
+def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str, capacity: str) -> list[Fix]:
     """The :class:`~cutlass_layout.model.Fix` of each of ``wants`` (one folder, flags and
     leading includes: one translation unit per round, see the module docstring); also run in
     a worker process. ``pch``: the precompiled header of their includes (a path, None, or a
@@ -360,8 +378,10 @@ def _fixed_macro(w: Want, macros: dict[tuple, tuple], capacity: str, family: str
         if text is not None:
             found = macro_definition(text, w.macro[0], near_line=w.launcher_line)
             made = fix_macro(w.macro[0], found[0], found[1], capacity, family) if found else None
-            macros[mkey] = made or ("error", f"{w.macro[0]} names no mainloop CollectiveBuilder "
-                                             "whose stage count could be replaced")
+            macros[mkey] = made or (
+                "error",
+                f"{w.macro[0]} names no mainloop CollectiveBuilder whose stage count could be replaced",
+            )
     return macros[mkey]
 
 
@@ -382,8 +402,9 @@ def _write_fix_header(family: str, plans: list[tuple]) -> Path:
     return hpath
 
 
-def _fix_batch(wants: list[Want], plans: list[tuple], texts: dict[str, str], prov: Provenance, pch,
-               hpath: Path) -> tuple:
+def _fix_batch(
+    wants: list[Want], plans: list[tuple], texts: dict[str, str], prov: Provenance, pch, hpath: Path
+) -> tuple:
     """``(batch, extras)``: the engine's :class:`~cutlass_layout.engine.loop.Batch` of the
     search (the first planned source's text, its launcher calls blanked, with one
     ``namespace cl_probe_<i>`` block per candidate calling the fixed macro with its stage
@@ -408,16 +429,16 @@ def _fix_batch(wants: list[Want], plans: list[tuple], texts: dict[str, str], pro
     def block(c: _Candidate, index: int, _budget: bool) -> tuple[str, str]:
         opening = " ".join(f"namespace {n} {{" for n in c.namespaces)
         closing = " ".join("}" for _ in c.namespaces)
-        return (f"\n{opening} namespace cl_probe_{index} {{\n{c.macro}({c.stages}, {', '.join(c.args)});\n"
-                f"}} {closing}\n"), ""
+        return (
+            f"\n{opening} namespace cl_probe_{index} {{\n{c.macro}({c.stages}, {', '.join(c.args)});\n}} {closing}\n"
+        ), ""
 
     def read(unit, c: _Candidate, index: int) -> LayoutReport:
         from ..cpp.clang import ProbeUnit
         from ..engine.numbers import read_subject
 
         names = _probe_names(unit, f"cl_probe_{index}")
-        rep = read_subject(unit, {k: v for k, v in names.items() if not k.startswith("Fix")},
-                           _Subject(c), prov)
+        rep = read_subject(unit, {k: v for k, v in names.items() if not k.startswith("Fix")}, _Subject(c), prov)
         try:
             extras[id(c)] = {k: ProbeUnit.int_alias(v) - 2 for k, v in names.items() if k.startswith("Fix")}
         except ValueError:
@@ -427,8 +448,7 @@ def _fix_batch(wants: list[Want], plans: list[tuple], texts: dict[str, str], pro
     def failed(c: _Candidate, err) -> LayoutReport:
         return LayoutReport(config={}, provenance=prov, error=err)
 
-    batch = Batch(head=head, parse=parse, block=block, read=read, failed=failed,
-                  where=f"source {first.path}")
+    batch = Batch(head=head, parse=parse, block=block, read=read, failed=failed, where=f"source {first.path}")
     return batch, extras
 
 
@@ -444,8 +464,11 @@ def _search(batch, wants: list[Want], fixes: list[Fix], plans: list[tuple]) -> d
     todo = {i: (made, ns) for i, made, ns in plans}
     best: dict[int, tuple[_Candidate, LayoutReport]] = {}
     for pick in (_one_less, _predicted, _rest):
-        cands = [_Candidate(i, n, made[0], list(wants[i].macro[1]), ns)
-                 for i, (made, ns) in todo.items() for n in pick(wants[i], fixes[i])]
+        cands = [
+            _Candidate(i, n, made[0], list(wants[i].macro[1]), ns)
+            for i, (made, ns) in todo.items()
+            for n in pick(wants[i], fixes[i])
+        ]
         if not cands:
             continue
         try:
@@ -512,8 +535,7 @@ def _rest(w: Want, fix: Fix) -> list[int]:
     return [n for n in range(MIN_STAGES, _stages(w) - 1) if n not in fix.searched]
 
 
-def _fill_fixes(fixes: list[Fix], wants: list[Want], best: dict, extras: dict[int, dict],
-                family: str) -> None:
+def _fill_fixes(fixes: list[Fix], wants: list[Want], best: dict, extras: dict[int, dict], family: str) -> None:
     """Each tactic's fix from its best layout: its stage count and bytes, and, where the fixed
     macro's ``Fix*`` constants were read, the builder's budget and what it does not count
     (:func:`uncounted`)."""
@@ -527,14 +549,18 @@ def _fill_fixes(fixes: list[Fix], wants: list[Want], best: dict, extras: dict[in
         fix.carveout_bytes = carve if carve >= 0 else None
         reduced, per1000, given = got.get("FixReduced", -1), got.get("FixStageBytes1000", -1), got.get("FixGiven", -1)
         if reduced > 0 and per1000 > 0 and given >= 0 and w.report.kernel is not None:
-            fix.builder = BuilderBudget(capacity=Constant(name=FORMULAS[family]["reduced"], value=reduced),
-                                        carveout_bytes=given, stage_bytes=per1000 // 1000,
-                                        stages=w.report.stages)
+            fix.builder = BuilderBudget(
+                capacity=Constant(name=FORMULAS[family]["reduced"], value=reduced),
+                carveout_bytes=given,
+                stage_bytes=per1000 // 1000,
+                stages=w.report.stages,
+            )
             fix.uncounted_bytes, fix.uncounted = uncounted(w.report, fix.builder)
 
 
-def predicted_stages(kernel_bytes: int | None, below_bytes: int | None, stages: int,
-                     capacity: int | None) -> int | None:
+def predicted_stages(
+    kernel_bytes: int | None, below_bytes: int | None, stages: int, capacity: int | None
+) -> int | None:
     """The largest stage count whose kernel would fit ``capacity`` (bytes) if each stage took
     the bytes that one stage less took off: ``kernel_bytes`` (the tactic's
     ``sizeof(SharedStorage)``, with ``stages``) less ``below_bytes`` (the kernel's with

@@ -198,9 +198,14 @@ def generator_archs(lib: KernelLibrary) -> list[str] | None:
     return [a for a, (arch_flag, _, _) in LIBRARY_ARCHS.items() if arch_flag in named]
 
 
-def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Selection(), *,
-                      cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True
-                      ) -> tuple[list[LibraryKernel], dict]:
+def enumerate_kernels(
+    lib: KernelLibrary,
+    arch: str,
+    selection: Selection = Selection(),
+    *,
+    cuda_version: tuple[int, int] = (13, 0),
+    use_cache: bool = True,
+) -> tuple[list[LibraryKernel], dict]:
     """The kernels CUTLASS's library at ``lib`` keeps for ``arch`` under ``selection``, in the
     order its manifest appends them, and the manifest's filters as it parsed them. Runs the
     library's own generator (the module docstring) once per library fingerprint, arch,
@@ -216,8 +221,13 @@ def enumerate_kernels(lib: KernelLibrary, arch: str, selection: Selection = Sele
     if arch not in LIBRARY_ARCHS:
         raise BadInput(f"arch {arch!r}: CUTLASS's library is audited for {', '.join(LIBRARY_ARCHS)}")
     archs, generators, _ = LIBRARY_ARCHS[arch]
-    request = {"root": str(lib.root), "architectures": archs, "generators": list(generators),
-               "cuda_version": _cuda_version(cuda_version), **selection.request()}
+    request = {
+        "root": str(lib.root),
+        "architectures": archs,
+        "generators": list(generators),
+        "cuda_version": _cuda_version(cuda_version),
+        **selection.request(),
+    }
     k = _ENUMERATED.key(subject=[{x: v for x, v in request.items() if x != "root"}], target=[lib.fingerprint])
 
     def load(d):
@@ -276,8 +286,9 @@ def block_text(kernel: LibraryKernel, index: int, capacity: str | None) -> str:
     """Kernel ``index``'s block: its emitted instance and a probe block of ``<name>_base``, in
     ``namespace cl_probe_<index>`` (:func:`cutlass_layout.subjects.aliases.subject_block`)."""
     ns = f"{aliases.NAMESPACE}{index}"
-    return (f"\nnamespace {ns} {{\n{kernel.instance}\n"
-            f"{aliases.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n")
+    return (
+        f"\nnamespace {ns} {{\n{kernel.instance}\n{aliases.subject_block(kernel.base, capacity)}}}  // namespace {ns}\n"
+    )
 
 
 def needs_util(kernels: list[LibraryKernel]) -> bool:
@@ -306,15 +317,19 @@ def report_key(tgt, kernel: LibraryKernel, arch: str, util_include: Path | None 
     flags (include root left out; the utilities' include folder where the kernel needs it),
     the tree hash, libclang and the engine's code."""
     from ..cpp.clang import libclang_version
+
     root = str(tgt.tree.include_root)
     flags = [f.replace(root, "<cutlass>") for f in tgt.flags(arch)]
     flags += ["-I<cutlass-util>" for _ in util_flags([kernel], util_include)]
-    return _LAYOUTS.key(subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
-                        target=[tgt.tree.tree_hash, libclang_version()])
+    return _LAYOUTS.key(
+        subject=[includes_head([kernel]), block_text(kernel, 0, capacity_of(arch)), flags],
+        target=[tgt.tree.tree_hash, libclang_version()],
+    )
 
 
-def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
-                   util_include: Path | None = None) -> list[LayoutReport | None]:
+def cached_reports(
+    tgt, kernels: list[LibraryKernel], arch: str, util_include: Path | None = None
+) -> list[LayoutReport | None]:
     """The cached report of each kernel (None where there is none), with ``tgt``'s provenance."""
     from ..engine.loop import load_report
 
@@ -328,14 +343,14 @@ def cached_reports(tgt, kernels: list[LibraryKernel], arch: str,
     return out
 
 
-def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport,
-                 util_include: Path | None = None) -> None:
+def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport, util_include: Path | None = None) -> None:
     """Cache a kernel's report (a types-only answer from a parse: an error is an answer too)."""
     _LAYOUTS.put(report_key(tgt, kernel, arch, util_include), rep.to_dict())
 
 
-def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
-                    util_include: Path | None = None) -> list[LayoutReport]:
+def lay_out_kernels(
+    tgt, kernels: list[LibraryKernel], arch: str, util_include: Path | None = None
+) -> list[LayoutReport]:
     """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
     ``util_include``: the library's ``tools/util/include``
     (:attr:`~cutlass_layout.sources.library.KernelLibrary.util_include`), for kernels whose instance
@@ -347,14 +362,18 @@ def lay_out_kernels(tgt, kernels: list[LibraryKernel], arch: str,
     from ..engine.loop import lay_out, text_batch
 
     cap = capacity_of(arch)
-    batch = text_batch(tgt, arch, lambda k, i: block_text(k, i, cap), head=includes_head(kernels),
-                       extra=util_flags(kernels, util_include),
-                       where=f"CUTLASS tree {tgt.tree.include_root}")
+    batch = text_batch(
+        tgt,
+        arch,
+        lambda k, i: block_text(k, i, cap),
+        head=includes_head(kernels),
+        extra=util_flags(kernels, util_include),
+        where=f"CUTLASS tree {tgt.tree.include_root}",
+    )
     return lay_out(batch, kernels)
 
 
-def lay_out_batch(tgt, kernels: list[dict], arch: str,
-                  util_include: Path | None = None) -> tuple[list[dict], float]:
+def lay_out_batch(tgt, kernels: list[dict], arch: str, util_include: Path | None = None) -> tuple[list[dict], float]:
     """:func:`lay_out_kernels` in a worker process: ``([report as a dict], CPU seconds)``."""
     t0 = time.process_time()
     reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch, util_include)
@@ -365,8 +384,17 @@ def batches(items: list, jobs: int) -> list[list]:
     """``items`` in groups of at most :data:`BATCH_KERNELS`, and in at least ``jobs`` groups
     where there are enough (every worker has one)."""
     per = max(1, min(BATCH_KERNELS, -(-len(items) // max(1, jobs))))
-    return [items[i:i + per] for i in range(0, len(items), per)]
+    return [items[i : i + per] for i in range(0, len(items), per)]
 
 
-__all__ = ["FAMILY", "LIBRARY_ARCHS", "LibraryKernel", "Selection", "builder_args", "enumerate_kernels", "generator_archs",
-           "lay_out_kernels", "missing_generators"]
+__all__ = [
+    "FAMILY",
+    "LIBRARY_ARCHS",
+    "LibraryKernel",
+    "Selection",
+    "builder_args",
+    "enumerate_kernels",
+    "generator_archs",
+    "lay_out_kernels",
+    "missing_generators",
+]

@@ -91,7 +91,6 @@ class FoundKernel:
     qualified: str | None = None
 
 
-
 # ---------------------------------------------------------------------------------------
 # C++ names
 #: Kernel classes of ``cutlass::gemm::kernel`` other than ``GemmUniversal`` that take its
@@ -105,9 +104,11 @@ class FoundKernel:
 #: ``include/flashinfer/gemm/nvfp4_svdquant_gemm_collective_sm120.h``:
 #: ``GemmUniversalLoRaSm120<ProblemShape, CollectiveMainloop, CollectiveEpilogue,
 #: TileSchedulerTag>``, whose ``SharedStorageSize`` is ``sizeof(SharedStorage)``).
-OTHER_KERNELS = ("cutlass::gemm::kernel::GemmUniversalPrecomputedScheduler<",
-                 "cutlass::gemm::kernel::SingleWarpgroupPersistentGemm<",
-                 "flashinfer::gemm::svdquant_sm120::GemmUniversalLoRaSm120<")
+OTHER_KERNELS = (
+    "cutlass::gemm::kernel::GemmUniversalPrecomputedScheduler<",
+    "cutlass::gemm::kernel::SingleWarpgroupPersistentGemm<",
+    "flashinfer::gemm::svdquant_sm120::GemmUniversalLoRaSm120<",
+)
 
 
 def kernel_core(spelling: str) -> str | None:
@@ -181,7 +182,7 @@ def macro_call(text: str, line: int | None) -> tuple[str, list[str]] | None:
     lines = text.split("\n")
     if line > len(lines):
         return None
-    rest = "\n".join(lines[line - 1:])
+    rest = "\n".join(lines[line - 1 :])
     m = re.match(r"\s*([A-Za-z_]\w*)\s*\(", rest)
     if not m or not m.group(1).isupper():
         return None
@@ -193,8 +194,9 @@ def macro_call(text: str, line: int | None) -> tuple[str, list[str]] | None:
 _PROBE_RE = re.compile(rf"^{PROBE_PREFIX}(\d+(?:p\d+)?)_(\w+)$")
 
 
-def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict | None = None,
-                 segments: list[int] | None = None) -> tuple[list[FoundKernel], list[CompileError]]:
+def find_kernels(
+    unit, text: str, prelude: Prelude | None = None, probes: dict | None = None, segments: list[int] | None = None
+) -> tuple[list[FoundKernel], list[CompileError]]:
     """Pass 1 on a parsed source (a :class:`~cutlass_layout.cpp.clang.ProbeUnit` with
     bodies): the kernels its aliases name, each with its owner's first error, and the errors
     tied to no owner. Kernels the ``prelude`` re-hosts are named as their instantiation is.
@@ -243,14 +245,19 @@ def find_kernels(unit, text: str, prelude: Prelude | None = None, probes: dict |
         if kernel_core(spelling) is None or "type-parameter" in spelling:
             return
         seg = segment(segments, c.location.line)
-        if any(k.spelling == spelling and k.owner == owner and segment(segments, k.line) == seg
-               for k in found):
+        if any(k.spelling == spelling and k.owner == owner and segment(segments, k.line) == seg for k in found):
             return  # another alias of the same kernel in the same owner
         file, line = spelling_location(c)
-        k = FoundKernel(spelling=spelling, alias=c.spelling, owner=owner, line=c.location.line,
-                        qualified=qualified_name(c),
-                        decl_file=unit.rel(file) if file else None, decl_line=line,
-                        macro=macro_call(text, c.location.line) if c.location.file.name == main else None)
+        k = FoundKernel(
+            spelling=spelling,
+            alias=c.spelling,
+            owner=owner,
+            line=c.location.line,
+            qualified=qualified_name(c),
+            decl_file=unit.rel(file) if file else None,
+            decl_line=line,
+            macro=macro_call(text, c.location.line) if c.location.file.name == main else None,
+        )
         if prelude is not None:
             prelude.restore(k, file)
         found.append(k)
@@ -299,4 +306,3 @@ def estimate_kernels(clean: str) -> int:
     """How many kernels a source (its text with comments blanked) likely instantiates: its
     upper-case macro calls and its ``template`` keywords (only a batch's size depends on it)."""
     return len(UPPER_CALL.findall(clean)) + clean.count("template ")
-

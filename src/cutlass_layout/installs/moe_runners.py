@@ -19,12 +19,14 @@ DISPATCH_TMA_WS = f"{KERNELS}/moe_gemm/moe_gemm_template_dispatch_tma_ws.h"
 DISPATCH = f"{KERNELS}/moe_gemm/moe_gemm_template_dispatch.h"
 TRAITS = f"{KERNELS}/moe_gemm/moe_tma_warp_specialized_traits.h"
 #: arch -> (candidate function, tile enum, the config member the dispatch switches on)
-ARCH = {"sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
-        "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
-        "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
-        # CutlassTileConfigSM103 is an alias of CutlassTileConfigSM100 (gemm_configs.h), on the same member
-        "sm103": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
-        "sm90": ("get_candidate_configs_sm90", "CutlassTileConfigSM90", "tile_config_sm90")}
+ARCH = {
+    "sm120": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
+    "sm121": ("get_candidate_configs_sm120", "CutlassTileConfigSM120", "tile_config_sm120"),
+    "sm100": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
+    # CutlassTileConfigSM103 is an alias of CutlassTileConfigSM100 (gemm_configs.h), on the same member
+    "sm103": ("get_candidate_configs_sm100", "CutlassTileConfigSM100", "tile_config_sm100"),
+    "sm90": ("get_candidate_configs_sm90", "CutlassTileConfigSM90", "tile_config_sm90"),
+}
 #: the archs whose list is run over the install's code
 #: (:func:`~cutlass_layout.installs.candidate_lists.sm100_lists`), with the ``sm`` it is run for
 SM10X = {"sm100": 100, "sm103": 103}
@@ -36,11 +38,29 @@ FP4_KINDS = ("nvfp4", "mxfp4", "e2m1")
 
 
 #: TensorRT-LLM's ``CutlassGemmConfig::CandidateConfigTypeParam`` bits (``gemm_configs.h``)
-CONFIG_BITS = {"WEIGHT_ONLY": 1 << 0, "SIMT_ONLY": 1 << 1, "HOPPER": 1 << 3, "BLACKWELL": 1 << 4,
-               "GROUPED_GEMM": 1 << 5, "FP8_ONLY": 1 << 6, "FP4_ONLY": 1 << 7, "FP8FP4_MIXED": 1 << 8}
+CONFIG_BITS = {
+    "WEIGHT_ONLY": 1 << 0,
+    "SIMT_ONLY": 1 << 1,
+    "HOPPER": 1 << 3,
+    "BLACKWELL": 1 << 4,
+    "GROUPED_GEMM": 1 << 5,
+    "FP8_ONLY": 1 << 6,
+    "FP4_ONLY": 1 << 7,
+    "FP8FP4_MIXED": 1 << 8,
+}
 #: element kinds -> TensorRT-LLM's operand types (``Fp4Type``, ``__nv_fp8_e4m3``, ``cutlass::uint4b_t``, ...)
-TLLM_TYPE = {"nvfp4": "fp4", "mxfp4": "fp4", "e2m1": "fp4", "mxfp8": "fp8", "e4m3": "fp8", "e5m2": "fp8",
-              "bf16": "bf16", "f16": "f16", "f32": "f32", "u4": "uint4"}
+TLLM_TYPE = {
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+    "e2m1": "fp4",
+    "mxfp8": "fp8",
+    "e4m3": "fp8",
+    "e5m2": "fp8",
+    "bf16": "bf16",
+    "f16": "f16",
+    "f32": "f32",
+    "u4": "uint4",
+}
 
 
 def runner_flags(activation: str | None, weight: str | None) -> int | None:
@@ -94,10 +114,20 @@ def runner_flags_sm90(t: str, w: str, humming: bool = False) -> int | None:
 #: :func:`~cutlass_layout.installs.candidate_lists.sm90_lists` reads, as TensorRT-LLM's types:
 #: flashinfer's ``moe_gemm_kernels_*.cu`` instantiate these ``MoeGemmRunner``s (the FP8 x FP4 ones
 #: in the Humming pre-MMA and both post-MMA modes)
-SM90_RUNNERS = (("fp8", "fp8", None), ("bf16", "bf16", None), ("f16", "f16", None), ("f32", "f32", None),
-                ("fp8", "uint4", None), ("bf16", "uint4", None), ("f16", "uint4", None),
-                ("bf16", "fp4", None), ("f16", "fp4", None), ("fp8", "fp4", "kHummingPreMmaE8M0"),
-                ("fp8", "fp4", "kPostMmaFp8Act"), ("fp8", "fp4", "kPostMmaMxfp8Act"))
+SM90_RUNNERS = (
+    ("fp8", "fp8", None),
+    ("bf16", "bf16", None),
+    ("f16", "f16", None),
+    ("f32", "f32", None),
+    ("fp8", "uint4", None),
+    ("bf16", "uint4", None),
+    ("f16", "uint4", None),
+    ("bf16", "fp4", None),
+    ("f16", "fp4", None),
+    ("fp8", "fp4", "kHummingPreMmaE8M0"),
+    ("fp8", "fp4", "kPostMmaFp8Act"),
+    ("fp8", "fp4", "kPostMmaMxfp8Act"),
+)
 
 
 def sm90_runner(t: str | None, w: str | None, scale: str | None) -> str | None:
@@ -118,10 +148,25 @@ def sm90_runner(t: str | None, w: str | None, scale: str | None) -> str | None:
 #: TensorRT-LLM's SM90 mixed-input MoE launchers (``moe_gemm/launchers/moe_gemm_tma_ws_mixed_input_launcher.h``)
 SM90_MIXED_MOE = ("sm90_generic_mixed_moe_gemm_kernelLauncher", "sm90_generic_mixed_moe_small_k_kernelLauncher")
 #: a launcher's template argument as written -> TensorRT-LLM's type (:data:`SM90_RUNNERS`' names)
-CUDA_TLLM = {"__nv_fp8_e4m3": "fp8", "SafeFP8": "fp8", "cutlass::uint4b_t": "uint4", "SafeFP4": "fp4",
-              "__nv_fp4_e2m1": "fp4", "__nv_bfloat16": "bf16", "SafeBF16": "bf16", "half": "f16", "float": "f32"}
+CUDA_TLLM = {
+    "__nv_fp8_e4m3": "fp8",
+    "SafeFP8": "fp8",
+    "cutlass::uint4b_t": "uint4",
+    "SafeFP4": "fp4",
+    "__nv_fp4_e2m1": "fp4",
+    "__nv_bfloat16": "bf16",
+    "SafeBF16": "bf16",
+    "half": "f16",
+    "float": "f32",
+}
 
 
 #: (activation, weight) kinds of the SM100 MoE runners flashinfer builds
-SM100_RUNNERS = (("nvfp4", "nvfp4"), ("mxfp8", "mxfp4"), ("e4m3", "e4m3"), ("bf16", "bf16"), ("f16", "f16"),
-                 ("f32", "f32"))
+SM100_RUNNERS = (
+    ("nvfp4", "nvfp4"),
+    ("mxfp8", "mxfp4"),
+    ("e4m3", "e4m3"),
+    ("bf16", "bf16"),
+    ("f16", "f16"),
+    ("f32", "f32"),
+)

@@ -137,10 +137,12 @@ class Sm80Kernel:
     def type_name(self, struct: str) -> str:
         """The re-hosted kernel type (:func:`kernel_header`) of this kernel."""
         tb, wp = self.case.threadblock, self.case.warp
-        return (f"{_NS}::{struct}<{self.t}, {self.weight}, {self.out}, cutlass::arch::{self.arch}, "
-                f"cutlass::WeightOnlyQuantOp::{self.quant}, tensorrt_llm::cutlass_extensions::"
-                f"EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, {tb[1]}, {tb[2]}>, "
-                f"cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {self.stages}>::GemmKernel")
+        return (
+            f"{_NS}::{struct}<{self.t}, {self.weight}, {self.out}, cutlass::arch::{self.arch}, "
+            f"cutlass::WeightOnlyQuantOp::{self.quant}, tensorrt_llm::cutlass_extensions::"
+            f"EpilogueOpDefault, cutlass::gemm::GemmShape<{tb[0]}, {tb[1]}, {tb[2]}>, "
+            f"cutlass::gemm::GemmShape<{wp[0]}, {wp[1]}, {wp[2]}>, {self.stages}>::GemmKernel"
+        )
 
 
 _NS = "tensorrt_llm::kernels::cutlass_kernels_oss"
@@ -154,6 +156,7 @@ def holds(condition: str, names: dict[str, str]) -> bool | None:
     "half"}``): each ``std::is_same<A, B>::value`` / ``std::is_same_v<A, B>`` (also
     ``cutlass::platform::``) compares the spellings with the parameters replaced. ``True`` for
     an empty condition; ``None`` where anything else is left (it cannot be told here)."""
+
     def same(m: re.Match) -> str:
         a, b = [names.get(x.strip(), x.strip()) for x in (m.group(1) or m.group(2)).split(",", 1)]
         return f" {_truth(a == b)} "
@@ -187,8 +190,16 @@ def runners(text: str, file: str, defined: set[str]) -> list[Runner]:
         args = tuple(template_args(f"X<{m.group('args')}>"))
         if len(args) < 2:
             continue
-        out.append(Runner(t=args[0], weight=args[1], out=args[2] if len(args) > 2 else args[0],
-                          args=args, file=file, line=clean.count("\n", 0, m.start()) + 1))
+        out.append(
+            Runner(
+                t=args[0],
+                weight=args[1],
+                out=args[2] if len(args) > 2 else args[0],
+                args=args,
+                file=file,
+                line=clean.count("\n", 0, m.start()) + 1,
+            )
+        )
     return out
 
 
@@ -207,18 +218,18 @@ def overloads(text: str, name: str) -> list[Overload]:
     for m in re.finditer(rf"\b(?:void|static\s+void)\s+{name}\s*\(", text):
         close = _close(text, m.end() - 1, "(", ")")
         brace = text.find("{", close)
-        if brace < 0 or text[close + 1:brace].strip() not in ("", "const"):
+        if brace < 0 or text[close + 1 : brace].strip() not in ("", "const"):
             continue  # a declaration or a call
         head_start = text.rfind("template", 0, m.start())
-        head = text[head_start:m.start()] if head_start >= 0 else ""
+        head = text[head_start : m.start()] if head_start >= 0 else ""
         cond = ""
         e = head.find("enable_if<")
         if e >= 0:
             lt = head_start + e + len("enable_if")
             gt = _close(text, lt, "<", ">")
-            cond = text[lt + 1:gt]
+            cond = text[lt + 1 : gt]
         end = _close(text, brace, "{", "}")
-        out.append(Overload(cond, text[brace:end + 1], text.count("\n", 0, m.start()) + 1))
+        out.append(Overload(cond, text[brace : end + 1], text.count("\n", 0, m.start()) + 1))
     return out
 
 
@@ -247,15 +258,14 @@ def tile_cases(body: str, first_line: int = 1, constants: dict[str, int] | None 
     consts = constants or {}
     out = []
     for i, m in enumerate(marks):
-        seg = body[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(body)]
+        seg = body[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(body)]
         shapes = []
         for sh in _SHAPE_RE.finditer(seg):
             tm, tn, tk = (int(x) if x.isdigit() else consts.get(x) for x in sh.groups())
             if tm is not None and tn is not None and tk is not None:
                 shapes.append((tm, tn, tk))
         if len(shapes) >= 2:
-            out.append(TileCase(m.group(1), shapes[0], shapes[1],
-                                first_line + body.count("\n", 0, m.start())))
+            out.append(TileCase(m.group(1), shapes[0], shapes[1], first_line + body.count("\n", 0, m.start())))
     return out
 
 
@@ -281,13 +291,16 @@ def arch_on_sm120(dispatch_text: str, is_fp8: bool) -> str | None:
     m = re.search(r"\bdispatchToArch\s*\([^)]*\)\s*\{", dispatch_text)
     if m is None:
         return None
-    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
+    body = dispatch_text[m.end() - 1 : _close(dispatch_text, m.end() - 1, "{", "}") + 1]
     if is_fp8:
         r = re.search(r"if\s*\(\s*sm_\s*>=\s*120\s*\)\s*\{[^}]*?cutlass::arch::(Sm\d+)", body)
         if r:
             return r.group(1)
-    r = re.search(r"if\s+constexpr\s*\(\s*use_fp8\s*\)\s*\{[^}]*?cutlass::arch::(Sm\d+)[^}]*\}\s*"
-                  r"else\s*\{[^}]*?cutlass::arch::(Sm\d+)", body)
+    r = re.search(
+        r"if\s+constexpr\s*\(\s*use_fp8\s*\)\s*\{[^}]*?cutlass::arch::(Sm\d+)[^}]*\}\s*"
+        r"else\s*\{[^}]*?cutlass::arch::(Sm\d+)",
+        body,
+    )
     if r is None:
         return None
     return r.group(1) if is_fp8 else r.group(2)
@@ -298,8 +311,9 @@ def arch_on_sm120(dispatch_text: str, is_fp8: bool) -> str | None:
 def _cond_true(cond: str, sm: int, flags: set[str]) -> bool | None:
     """A heuristic's ``if`` condition over ``sm`` and ``config_type_param &
     CutlassGemmConfig::FLAG`` tests, evaluated; None where anything else is left."""
-    literal = re.sub(r"config_type_param\s*&\s*CutlassGemmConfig::(\w+)",
-                     lambda m: f" {_truth(m.group(1) in flags)} ", cond)
+    literal = re.sub(
+        r"config_type_param\s*&\s*CutlassGemmConfig::(\w+)", lambda m: f" {_truth(m.group(1) in flags)} ", cond
+    )
     return _truth_of(literal, sm)
 
 
@@ -315,21 +329,21 @@ def _branch(seg: str, sm: int, flags: set[str]) -> list[str] | None:
             if m.group(1) == "base_configs":
                 return ["base_configs"]
             close = _close(seg, m.end() - 1, "{", "}")
-            return re.findall(r"CutlassTileConfig::(\w+)", seg[m.end() - 1:close])
+            return re.findall(r"CutlassTileConfig::(\w+)", seg[m.end() - 1 : close])
         close = _close(seg, m.end() - 1, "(", ")")
-        ok = _cond_true(seg[m.end():close], sm, flags)
+        ok = _cond_true(seg[m.end() : close], sm, flags)
         if ok is None:
             return None
         brace = seg.find("{", close)
         end = _close(seg, brace, "{", "}")
         if ok:
-            return _branch(seg[brace + 1:end], sm, flags)
-        rest = seg[end + 1:]
+            return _branch(seg[brace + 1 : end], sm, flags)
+        rest = seg[end + 1 :]
         e = re.match(r"\s*else\s*", rest)
         if e:
-            after = rest[e.end():]
+            after = rest[e.end() :]
             if after.startswith("{"):
-                return _branch(after[1:_close(after, 0, "{", "}")], sm, flags)
+                return _branch(after[1 : _close(after, 0, "{", "}")], sm, flags)
             seg, pos = after, 0
             continue
         seg, pos = rest, 0
@@ -343,10 +357,14 @@ def candidate_tiles(heuristic_text: str, sm: int, flags: set[str]) -> list[str] 
     m = re.search(r"std::vector<CutlassTileConfig>\s+get_candidate_tiles\s*\([^)]*\)\s*\{", clean)
     if m is None:
         return None
-    body = clean[m.end() - 1:_close(clean, m.end() - 1, "{", "}") + 1]
+    body = clean[m.end() - 1 : _close(clean, m.end() - 1, "{", "}") + 1]
     kind = "Default"
-    for flag, name in (("SIMT_ONLY", "Simt"), ("WEIGHT_ONLY", "WeightOnly"), ("INT8_ONLY", "Int8"),
-                       ("FP8_ONLY", "Fp8")):
+    for flag, name in (
+        ("SIMT_ONLY", "Simt"),
+        ("WEIGHT_ONLY", "WeightOnly"),
+        ("INT8_ONLY", "Int8"),
+        ("FP8_ONLY", "Fp8"),
+    ):
         if flag in flags:
             kind = name
             break
@@ -354,8 +372,11 @@ def candidate_tiles(heuristic_text: str, sm: int, flags: set[str]) -> list[str] 
     b = re.search(r"base_configs\s*\{([^}]*)\}", body)
     if b:
         base = re.findall(r"CutlassTileConfig::(\w+)", b.group(1))
-        for p in re.finditer(r"if\s*\(([^)]*)\)\s*\{\s*base_configs\.push_back\(\s*"
-                             r"CutlassTileConfig::(\w+)\s*\)", body):
+        for p in re.finditer(
+            r"if\s*\(([^)]*)\)\s*\{\s*base_configs\.push_back\(\s*"
+            r"CutlassTileConfig::(\w+)\s*\)",
+            body,
+        ):
             if _cond_true(p.group(1), sm, flags):
                 base.append(p.group(2))
     cases = list(re.finditer(r"case\s+CutlassGemmType::(\w+)\s*:|default\s*:", body))
@@ -365,7 +386,7 @@ def candidate_tiles(heuristic_text: str, sm: int, flags: set[str]) -> list[str] 
         hit = next((i for i, c in enumerate(cases) if c.group(1) is None), None)
     if hit is None:
         return base if kind == "Default" else None
-    seg = body[cases[hit].end():cases[hit + 1].start() if hit + 1 < len(cases) else len(body)]
+    seg = body[cases[hit].end() : cases[hit + 1].start() if hit + 1 < len(cases) else len(body)]
     got = _branch(seg, sm, flags)
     return base if got == ["base_configs"] else got
 
@@ -426,8 +447,9 @@ def runner_flags(runner_text: str, names: dict[str, str], defined: set[str]) -> 
     that :func:`holds` can tell for ``names``, under the module's defines (the first active
     definition of each; ``use_fp8``, ``use_w4afp8``, ``use_wfp4a16``, ...)."""
     out: dict[str, bool] = {}
-    for m in re.finditer(r"static\s+constexpr\s+bool\s+(use_\w+)\s*=\s*([^;]*);",
-                         active_text(blank_comments(runner_text), defined)):
+    for m in re.finditer(
+        r"static\s+constexpr\s+bool\s+(use_\w+)\s*=\s*([^;]*);", active_text(blank_comments(runner_text), defined)
+    ):
         if m.group(1) not in out:
             v = holds(m.group(2), names)
             if v is not None:
@@ -442,14 +464,13 @@ def ampere_configs_empty(dispatch_text: str, flags: dict[str, bool], valid: bool
     m = re.search(r"::getAmpereConfigs\s*\(\s*int\s+sm\s*\)\s*\{", dispatch_text)
     if m is None:
         return None
-    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
+    body = dispatch_text[m.end() - 1 : _close(dispatch_text, m.end() - 1, "{", "}") + 1]
     c = re.search(r"\bif\s*\(", body)
     if c is None:
         return False
-    cond = body[c.end():_close(body, c.end() - 1, "(", ")")]
+    cond = body[c.end() : _close(body, c.end() - 1, "(", ")")]
     cond = re.sub(r"[\w:]*isValidAmpereMOESpecialisation\s*<[^>]*>\s*\(\s*\)", f" {_truth(valid)} ", cond)
-    cond = re.sub(r"\buse_\w+\b", lambda u: f" {_truth(flags[u.group()])} " if u.group() in flags else u.group(),
-                  cond)
+    cond = re.sub(r"\buse_\w+\b", lambda u: f" {_truth(flags[u.group()])} " if u.group() in flags else u.group(), cond)
     return _cond_true(cond, sm, set())
 
 
@@ -459,8 +480,8 @@ def empty_launchers(dispatch_text: str) -> set[tuple[str, str]]:
     out = set()
     for m in re.finditer(rf"struct\s+{LAUNCHER}\s*<", dispatch_text):
         gt = _close(dispatch_text, m.end() - 1, "<", ">")
-        args = template_args("X" + dispatch_text[m.end() - 1:gt + 1])
-        rest = dispatch_text[gt + 1:]
+        args = template_args("X" + dispatch_text[m.end() - 1 : gt + 1])
+        rest = dispatch_text[gt + 1 :]
         if len(args) >= 2 and re.match(r"\s*\{\s*static\s+void\s+call\s*\([^)]*\)\s*\{\s*\}", rest):
             out.add((args[0], args[1]))
     return out
@@ -473,13 +494,20 @@ def quant_ops(dispatch_text: str) -> list[str]:
     m = re.search(r"static\s+void\s+dispatch\s*\([^)]*\)\s*\{", dispatch_text)
     if m is None:
         return []
-    body = dispatch_text[m.end() - 1:_close(dispatch_text, m.end() - 1, "{", "}") + 1]
+    body = dispatch_text[m.end() - 1 : _close(dispatch_text, m.end() - 1, "{", "}") + 1]
     return list(dict.fromkeys(re.findall(r"cutlass::WeightOnlyQuantOp::(\w+)", body)))
 
 
-def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | None,
-                 found: list[Runner], defined: set[str], sm: int = 120, *,
-                 runner_text: str = "") -> Reading:
+def sm80_kernels(
+    dispatch_text: str,
+    traits_text: str,
+    heuristic_text: str | None,
+    found: list[Runner],
+    defined: set[str],
+    sm: int = 120,
+    *,
+    runner_text: str = "",
+) -> Reading:
     """The SM80-path kernels the runners ``found`` reach on ``sm`` (120), each once (runners
     that build the same kernel are listed on it), for the ``EpilogueOpDefault`` epilogue (what
     ``moeGemm`` and ``queryOccupancyForConfig`` run).
@@ -534,19 +562,29 @@ def sm80_kernels(dispatch_text: str, traits_text: str, heuristic_text: str | Non
             by_stage: dict[int, list[int]] = {}
             for cfg_st, st in stages.items():
                 by_stage.setdefault(st, []).append(cfg_st)
-            for (st, cfgs), quant in ((x, q) for x in sorted(by_stage.items())
-                                      for q in (quants if r.t != r.weight else quants[:1])):
+            for (st, cfgs), quant in (
+                (x, q) for x in sorted(by_stage.items()) for q in (quants if r.t != r.weight else quants[:1])
+            ):
                 key = (r.t, r.weight, r.out, arch, case.enum, st, quant)
                 tried = None
                 if tried_tiles is not None and tried_stages is not None:
                     tried = case.enum in tried_tiles and any(c in tried_stages for c in cfgs)
                 k = out.get(key)
                 if k is None:
-                    out[key] = Sm80Kernel(r.t, r.weight, r.out, arch, case, st, tuple(cfgs),
-                                          (label,), tried, quant)
+                    out[key] = Sm80Kernel(r.t, r.weight, r.out, arch, case, st, tuple(cfgs), (label,), tried, quant)
                 else:
-                    out[key] = Sm80Kernel(k.t, k.weight, k.out, k.arch, k.case, k.stages,
-                                          k.config_stages, k.runners + (label,), k.tried, k.quant)
+                    out[key] = Sm80Kernel(
+                        k.t,
+                        k.weight,
+                        k.out,
+                        k.arch,
+                        k.case,
+                        k.stages,
+                        k.config_stages,
+                        k.runners + (label,),
+                        k.tried,
+                        k.quant,
+                    )
     if unread:
         notes.append(f"{len(unread)} runner(s) with no SM80 path on sm {sm}: {', '.join(unread)}")
     return Reading(list(out.values()), notes)
@@ -563,9 +601,9 @@ def kernel_header(dispatch_text: str, struct: str) -> str | None:
     if m is None:
         return None
     head = clean.rfind("template", 0, m.start())
-    params = clean[head:m.start()].strip()
+    params = clean[head : m.start()].strip()
     end = _close(clean, m.end() - 1, "{", "}")
-    body = clean[m.end():end]
+    body = clean[m.end() : end]
     decls = []
     for u in re.finditer(r"\busing\s+(\w+)\s*=[^;]*;", body):
         decls.append(" ".join(u.group().split()))
@@ -573,14 +611,15 @@ def kernel_header(dispatch_text: str, struct: str) -> str | None:
             break
     else:
         return None
-    includes = [ln for ln in clean.splitlines()
-                if re.match(r'\s*#\s*include\s+"cutlass(?:_extensions)?/', ln)]
+    includes = [ln for ln in clean.splitlines() if re.match(r'\s*#\s*include\s+"cutlass(?:_extensions)?/', ln)]
     includes.append('#include "tensorrt_llm/kernels/cutlass_kernels/cutlass_type_conversion.h"')
-    ns = re.findall(r"namespace\s+([\w:]+)\s*\{", clean[:m.start()])
+    ns = re.findall(r"namespace\s+([\w:]+)\s*\{", clean[: m.start()])
     namespace = ns[-1] if ns else _NS
     lines = "\n  ".join(decls)
-    return ("#pragma once\n" + "\n".join(includes) + f"\nnamespace {namespace} {{\n{params}\n"
-            f"struct {struct} {{\n  {lines}\n}};\n}}  // namespace {namespace}\n")
+    return (
+        "#pragma once\n" + "\n".join(includes) + f"\nnamespace {namespace} {{\n{params}\n"
+        f"struct {struct} {{\n  {lines}\n}};\n}}  // namespace {namespace}\n"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -590,8 +629,15 @@ FAMILY = "moe_sm80"
 #: The re-hosted launcher's class template (:func:`kernel_header`).
 STRUCT = "cl_sm80_moe_kernel"
 #: The flag names of the runner's element types (``layout``'s ``--a``/``--b`` names).
-ELEMENT_KINDS = {"half": "f16", "__nv_bfloat16": "bf16", "__nv_fp8_e4m3": "e4m3", "__nv_fp8_e5m2": "e5m2",
-                 "float": "f32", "uint8_t": "u8", "cutlass::uint4b_t": "u4"}
+ELEMENT_KINDS = {
+    "half": "f16",
+    "__nv_bfloat16": "bf16",
+    "__nv_fp8_e4m3": "e4m3",
+    "__nv_fp8_e5m2": "e5m2",
+    "float": "f32",
+    "uint8_t": "u8",
+    "cutlass::uint4b_t": "u4",
+}
 _GUARD = re.compile(r"maximum_active_blocks\s*\(\s*\)")
 _GUARD_MESSAGE = "GPU lacks the shared memory resources to run GroupedGEMM kernel"
 
@@ -610,7 +656,6 @@ class Sm80Audit:
     tactics: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     guard: str | None = None
-
 
 
 def folder(install) -> "Path":
@@ -665,8 +710,9 @@ def kernel_count(install, defined: set[str]) -> int:
     return 0 if read is None else len(read[2].kernels)
 
 
-def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
-                    cached_only: bool = False) -> "Sm80Audit | None":
+def audit_sm80_path(
+    install, tgt, defined: set[str], *, use_cache: bool = True, cached_only: bool = False
+) -> "Sm80Audit | None":
     """Lay out the CUTLASS 2.x grouped kernels TensorRT-LLM's ``MoeGemmRunner`` reaches on SM120
     (module docstring), each ``MoeFCGemm``'s ``SharedStorage`` as the launcher builds it,
     against SM120's capacity as the tree gives it (``sm120_smem_capacity_bytes``, bytes).
@@ -704,51 +750,124 @@ def audit_sm80_path(install, tgt, defined: set[str], *, use_cache: bool = True,
     clean = blank_comments(dispatch, strings=False)
     if _GUARD.search(clean) and _GUARD_MESSAGE in clean:
         core = Path(install.root) / "fused_moe" / "core.py"
-        skip = (" (flashinfer's get_valid_tactics, fused_moe/core.py, drops such tactics before "
-                "autotuning)" if core.is_file() and "get_tactic_occupancy" in core.read_text(errors="replace")
-                else "")
-        out.guard = ("rejected at run time by the runner's occupancy check: "
-                     "GemmGrouped::maximum_active_blocks() (cutlass/gemm/device/base_grouped.h) "
-                     "gets no dynamic shared memory over the device's limit and returns -1, so "
-                     f"queryOccupancyForConfig reports occupancy <= 0{skip} and {LAUNCHER} fails TLLM_CHECK \"{_GUARD_MESSAGE}\" "
-                     f"({DISPATCH}), not \"Error Internal\"")
+        skip = (
+            " (flashinfer's get_valid_tactics, fused_moe/core.py, drops such tactics before autotuning)"
+            if core.is_file() and "get_tactic_occupancy" in core.read_text(errors="replace")
+            else ""
+        )
+        out.guard = (
+            "rejected at run time by the runner's occupancy check: "
+            "GemmGrouped::maximum_active_blocks() (cutlass/gemm/device/base_grouped.h) "
+            "gets no dynamic shared memory over the device's limit and returns -1, so "
+            f'queryOccupancyForConfig reports occupancy <= 0{skip} and {LAUNCHER} fails TLLM_CHECK "{_GUARD_MESSAGE}" '
+            f'({DISPATCH}), not "Error Internal"'
+        )
     nv = base.parent.parent.parent  # csrc/nv_internal
     includes = (str(nv), str(nv / "tensorrt_llm" / "cutlass_extensions" / "include"), str(nv / "include"))
     types = [k.type_name(STRUCT) for k in reading.kernels]
     kind = KINDS["moe_sm80"]
-    rkey = kind.key(subject=[header_text, types, sorted(defined)],
-                    target=[install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)])
+    rkey = kind.key(
+        subject=[header_text, types, sorted(defined)],
+        target=[install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)],
+    )
 
     def compute():
         header = Path(cache_dir("moe_sm80")) / f"{rkey[:16]}.h"
         if not header.is_file():
             write_atomic(header, header_text.encode())
-        users = [user_type.UserType(header=header, type=t, arch="sm120", includes=includes,
-                                defines=tuple(sorted(defined))) for t in types]
+        users = [
+            user_type.UserType(header=header, type=t, arch="sm120", includes=includes, defines=tuple(sorted(defined)))
+            for t in types
+        ]
         return engine.layouts(users, tgt)
 
     def dump(reps):  # kept where every error is the headers' (one without a file may pass)
         return [r.to_dict() for r in reps] if all(r.error is None or r.error.file for r in reps) else None
 
-    reps = kind.memo(rkey, compute, load=lambda hit: [LayoutReport.from_dict(d) for d in hit], dump=dump,
-                     use_cache=use_cache, cached_only=cached_only)
+    reps = kind.memo(
+        rkey,
+        compute,
+        load=lambda hit: [LayoutReport.from_dict(d) for d in hit],
+        dump=dump,
+        use_cache=use_cache,
+        cached_only=cached_only,
+    )
     if reps is None:
         return None
     disp_rel = f"csrc/nv_internal/tensorrt_llm/kernels/cutlass_kernels/{DISPATCH}"
     for k, rep in zip(reading.kernels, reps):
-        t = Tactic(family=FAMILY, name=tactic_name(k), a=ELEMENT_KINDS.get(k.t, k.t), b=ELEMENT_KINDS.get(k.weight, k.weight),
-                   out=ELEMENT_KINDS.get(k.out, k.out), fusion=None, swap_ab=None, tile=list(k.case.threadblock),
-                   cluster=None, kernel="grouped", schedule=None, file=disp_rel, line=k.case.line,
-                   launcher=LAUNCHER, launcher_file=disp_rel, runtime_candidate=k.tried, report=rep)
-        t.report = replace(rep, config={"tactic": t.id, **t.identity(), "warp": list(k.case.warp), "arch_tag": k.arch,
-                                        "quant": k.quant, "runners": list(k.runners)})
+        t = Tactic(
+            family=FAMILY,
+            name=tactic_name(k),
+            a=ELEMENT_KINDS.get(k.t, k.t),
+            b=ELEMENT_KINDS.get(k.weight, k.weight),
+            out=ELEMENT_KINDS.get(k.out, k.out),
+            fusion=None,
+            swap_ab=None,
+            tile=list(k.case.threadblock),
+            cluster=None,
+            kernel="grouped",
+            schedule=None,
+            file=disp_rel,
+            line=k.case.line,
+            launcher=LAUNCHER,
+            launcher_file=disp_rel,
+            runtime_candidate=k.tried,
+            report=rep,
+        )
+        t.report = replace(
+            rep,
+            config={
+                "tactic": t.id,
+                **t.identity(),
+                "warp": list(k.case.warp),
+                "arch_tag": k.arch,
+                "quant": k.quant,
+                "runners": list(k.runners),
+            },
+        )
         out.tactics.append(t)
     return out
 
 
-__all__ = ["DISPATCH", "ELEMENT_KINDS", "FAMILY", "HEURISTIC", "STRUCT", "TRAITS", "Sm80Audit", "audit_sm80_path", "kernel_count",
-           "folder", "has_sm80_path", "RUNNER_HEADER", "BITS", "ampere_configs_empty",
-           "body_constants", "empty_launchers", "quant_ops", "runner_flags", "tactic_name", "LAUNCHER", "RUNNER_SOURCES", "Overload", "Reading", "Runner",
-           "Sm80Kernel", "TileCase", "active_text", "ampere_flags", "arch_on_sm120",
-           "candidate_stages", "candidate_tiles", "holds", "kernel_header", "overloads", "pick",
-           "runners", "sm80_kernels", "stage_cases", "tile_cases"]
+__all__ = [
+    "DISPATCH",
+    "ELEMENT_KINDS",
+    "FAMILY",
+    "HEURISTIC",
+    "STRUCT",
+    "TRAITS",
+    "Sm80Audit",
+    "audit_sm80_path",
+    "kernel_count",
+    "folder",
+    "has_sm80_path",
+    "RUNNER_HEADER",
+    "BITS",
+    "ampere_configs_empty",
+    "body_constants",
+    "empty_launchers",
+    "quant_ops",
+    "runner_flags",
+    "tactic_name",
+    "LAUNCHER",
+    "RUNNER_SOURCES",
+    "Overload",
+    "Reading",
+    "Runner",
+    "Sm80Kernel",
+    "TileCase",
+    "active_text",
+    "ampere_flags",
+    "arch_on_sm120",
+    "candidate_stages",
+    "candidate_tiles",
+    "holds",
+    "kernel_header",
+    "overloads",
+    "pick",
+    "runners",
+    "sm80_kernels",
+    "stage_cases",
+    "tile_cases",
+]

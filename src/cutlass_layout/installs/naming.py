@@ -24,20 +24,38 @@ MOE = "moe"
 
 #: CUDA / flashinfer type names in TensorRT-LLM's launcher macros -> (flag name, bits)
 CUDA_TYPES = {
-    "SafeFP4": ("nvfp4", 4), "__nv_fp4_e2m1": ("e2m1", 4), "__nv_fp8_e4m3": ("e4m3", 8),
-    "SafeFP8": ("e4m3", 8), "__nv_fp8_e5m2": ("e5m2", 8), "half": ("f16", 16),
-    "__nv_bfloat16": ("bf16", 16), "SafeBF16": ("bf16", 16), "float": ("f32", 32),
+    "SafeFP4": ("nvfp4", 4),
+    "__nv_fp4_e2m1": ("e2m1", 4),
+    "__nv_fp8_e4m3": ("e4m3", 8),
+    "SafeFP8": ("e4m3", 8),
+    "__nv_fp8_e5m2": ("e5m2", 8),
+    "half": ("f16", 16),
+    "__nv_bfloat16": ("bf16", 16),
+    "SafeBF16": ("bf16", 16),
+    "float": ("f32", 32),
 }
 #: CUTLASS element types -> flag names (``layout --a/--b/--d``)
 CUTLASS_TYPES = {
-    "cutlass::float_e2m1_t": "e2m1", "cutlass::float_e4m3_t": "e4m3", "cutlass::float_e5m2_t": "e5m2",
-    "cutlass::float_e3m2_t": "e3m2", "cutlass::float_e2m3_t": "e2m3",
-    "cutlass::half_t": "f16", "cutlass::bfloat16_t": "bf16", "float": "f32", "void": "void",
-    "cutlass::tfloat32_t": "tf32", "int8_t": "s8", "signed char": "s8",
-    "cutlass::int4b_t": "s4", "cutlass::uint4b_t": "u4", "uint8_t": "u8", "unsigned char": "u8",
+    "cutlass::float_e2m1_t": "e2m1",
+    "cutlass::float_e4m3_t": "e4m3",
+    "cutlass::float_e5m2_t": "e5m2",
+    "cutlass::float_e3m2_t": "e3m2",
+    "cutlass::float_e2m3_t": "e2m3",
+    "cutlass::half_t": "f16",
+    "cutlass::bfloat16_t": "bf16",
+    "float": "f32",
+    "void": "void",
+    "cutlass::tfloat32_t": "tf32",
+    "int8_t": "s8",
+    "signed char": "s8",
+    "cutlass::int4b_t": "s4",
+    "cutlass::uint4b_t": "u4",
+    "uint8_t": "u8",
+    "unsigned char": "u8",
     # int4b_t and uint4b_t as a canonical type spells them (cutlass/integer_subbyte.h:
     # ``template <int Bits, bool Signed = true> struct integer_subbyte``)
-    "cutlass::integer_subbyte<4>": "s4", "cutlass::integer_subbyte<4, true>": "s4",
+    "cutlass::integer_subbyte<4>": "s4",
+    "cutlass::integer_subbyte<4, true>": "s4",
     "cutlass::integer_subbyte<4, false>": "u4",
 }
 #: integer weight kinds: a ``cute::tuple<weight, scale[, zero]>`` of one is named by the weight
@@ -45,9 +63,12 @@ CUTLASS_TYPES = {
 INTEGER_KINDS = ("s4", "u4", "s8", "u8")
 #: (data, scale factor) of a block-scaled element -> flag name
 BLOCK_SCALED = {
-    ("e2m1", "cutlass::float_ue4m3_t"): "nvfp4", ("e2m1", "cutlass::float_ue8m0_t"): "mxfp4",
-    ("e4m3", "cutlass::float_ue8m0_t"): "mxfp8", ("e5m2", "cutlass::float_ue8m0_t"): "mxfp8-e5m2",
-    ("e3m2", "cutlass::float_ue8m0_t"): "mxfp6", ("e2m3", "cutlass::float_ue8m0_t"): "mxfp6-e2m3",
+    ("e2m1", "cutlass::float_ue4m3_t"): "nvfp4",
+    ("e2m1", "cutlass::float_ue8m0_t"): "mxfp4",
+    ("e4m3", "cutlass::float_ue8m0_t"): "mxfp8",
+    ("e5m2", "cutlass::float_ue8m0_t"): "mxfp8-e5m2",
+    ("e3m2", "cutlass::float_ue8m0_t"): "mxfp6",
+    ("e2m3", "cutlass::float_ue8m0_t"): "mxfp6-e2m3",
 }
 
 
@@ -66,8 +87,10 @@ def element_kind(spelled: str) -> str | None:
         if len(parts) in (2, 3) and data in INTEGER_KINDS:
             return data  # an integer weight with its scales (and zeros)
         return None
-    for prefix, name in (("cutlass::detail::float_e2m1_unpacksmem_t", "e2m1"),
-                         ("cutlass::detail::float_e4m3_unpacksmem_t", "e4m3")):
+    for prefix, name in (
+        ("cutlass::detail::float_e2m1_unpacksmem_t", "e2m1"),
+        ("cutlass::detail::float_e4m3_unpacksmem_t", "e4m3"),
+    ):
         if s.startswith(prefix):
             return name
     return CUTLASS_TYPES.get(s)
@@ -88,8 +111,15 @@ def kernel_parts(spelling: str) -> dict:
 def _kernel_parts_of(spelling: str) -> dict:
     """:func:`kernel_parts`, read from the spelling."""
     problem, mainloop, epilogue = (template_args(spelling, 3) + [""] * 3)[:3]
-    out: dict = {"kernel": "grouped" if problem.startswith("cutlass::gemm::GroupProblemShape<") else "dense",
-                 "tile": None, "cluster": None, "a": None, "b": None, "d": None, "schedule": None}
+    out: dict = {
+        "kernel": "grouped" if problem.startswith("cutlass::gemm::GroupProblemShape<") else "dense",
+        "tile": None,
+        "cluster": None,
+        "a": None,
+        "b": None,
+        "d": None,
+        "schedule": None,
+    }
     margs = template_args(mainloop, 5)  # policy, tile, A, its stride, B
     if len(margs) >= 5:
         out["tile"] = _shape(margs[1])
@@ -198,7 +228,8 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
             mma_sms = 2 if int(args["CGA_M_"]) == 2 else 1  # the launcher's Is2SM
             mma_tile = [m * mma_sms, n, k * (3 if sm_version == 103 else 1)]
         epilogue = {"PtrArrayTmaWarpSpecialized": "tma", "PtrArrayNoSmemWarpSpecialized": "nosmem"}.get(
-            _name(args.get("EpilogueSchedule_", "")))
+            _name(args.get("EpilogueSchedule_", ""))
+        )
     mx = args.get("MXFPX_") == "true"
     kinds = []
     for p in ("DataType_", "WeightType_"):  # the activation's and the weight's kind
@@ -206,11 +237,21 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
         if mx and kind in ("nvfp4", "e4m3"):
             kind = {"nvfp4": "mxfp4", "e4m3": "mxfp8"}[kind]
         kinds.append(kind)
-    return {"family": MOE, "name": name, "fusion": args["FUSION_"].lower(), "operands": kinds,
-            "swap_ab": args["SWAP_AB_"] == "true",
-            "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0], "tile": [m, n, k],
-            "cluster": cluster, "mma_sms": mma_sms, "dynamic_cluster": dyn,
-            "epilogue_schedule": epilogue, "sm_version": sm_version, "mma_tile": mma_tile}
+    return {
+        "family": MOE,
+        "name": name,
+        "fusion": args["FUSION_"].lower(),
+        "operands": kinds,
+        "swap_ab": args["SWAP_AB_"] == "true",
+        "out": CUDA_TYPES.get(args["OutputType_"], (None,))[0],
+        "tile": [m, n, k],
+        "cluster": cluster,
+        "mma_sms": mma_sms,
+        "dynamic_cluster": dyn,
+        "epilogue_schedule": epilogue,
+        "sm_version": sm_version,
+        "mma_tile": mma_tile,
+    }
 
 
 #: TensorRT-LLM's SM90 mixed-input launchers (function templates a generated source
@@ -221,18 +262,46 @@ def _moe_identity(args: dict[str, str]) -> dict | None:
 #: ``.../tensorrt_llm/kernels/cutlass_kernels/`` (flashinfer 0.7.2.post1).
 MIXED_LAUNCHERS = {
     "sm90_generic_mixed_moe_gemm_kernelLauncher": (
-        "T", "WeightType", "GemmOutputType", "EpilogueTag", "CTAShape", "ClusterShape",
-        "MainloopScheduleType", "EpilogueScheduleType", "QuantOp", "ScaleMode"),
+        "T",
+        "WeightType",
+        "GemmOutputType",
+        "EpilogueTag",
+        "CTAShape",
+        "ClusterShape",
+        "MainloopScheduleType",
+        "EpilogueScheduleType",
+        "QuantOp",
+        "ScaleMode",
+    ),
     "sm90_generic_mixed_moe_small_k_kernelLauncher": (
-        "T", "WeightType", "GemmOutputType", "EpilogueTag", "CTAShape", "ClusterShape",
-        "MainloopScheduleType", "EpilogueScheduleType", "QuantOp", "ScaleMode", "KernelType"),
+        "T",
+        "WeightType",
+        "GemmOutputType",
+        "EpilogueTag",
+        "CTAShape",
+        "ClusterShape",
+        "MainloopScheduleType",
+        "EpilogueScheduleType",
+        "QuantOp",
+        "ScaleMode",
+        "KernelType",
+    ),
     "sm90_generic_mixed_gemm_kernelLauncher": (
-        "ActivationType", "WeightType", "ScaleZeroType", "BiasType", "OutputType", "QuantOp",
-        "EpilogueTag", "CTAShape", "ClusterShape", "MainloopScheduleType", "EpilogueScheduleType"),
+        "ActivationType",
+        "WeightType",
+        "ScaleZeroType",
+        "BiasType",
+        "OutputType",
+        "QuantOp",
+        "EpilogueTag",
+        "CTAShape",
+        "ClusterShape",
+        "MainloopScheduleType",
+        "EpilogueScheduleType",
+    ),
 }
 #: a mainloop schedule tag -> TensorRT-LLM's ``MainloopScheduleType`` name (``gemm_configs.h``)
-_SCHEDULES = {"KernelTmaWarpSpecializedCooperative": "COOPERATIVE",
-              "KernelTmaWarpSpecializedPingpong": "PINGPONG"}
+_SCHEDULES = {"KernelTmaWarpSpecializedCooperative": "COOPERATIVE", "KernelTmaWarpSpecializedPingpong": "PINGPONG"}
 #: the MoE launcher's kernel schedule for its ``MainloopScheduleType`` argument
 #: (``moe_gemm_tma_ws_mixed_input_launcher.inl``: ``using KernelSchedule = std::conditional_t<
 #: is_same_v<MainloopScheduleType, KernelTmaWarpSpecializedPingpong>,
@@ -279,8 +348,10 @@ def mixed_identity(owner: str) -> dict | None:
     act = args.get("T") or args.get("ActivationType")
     weight = args["WeightType"]
     out = args.get("GemmOutputType") or args.get("OutputType")
+
     def kind(t):
         return CUDA_TYPES[t][0] if t in CUDA_TYPES else CUTLASS_TYPES.get(t)
+
     dense = "ActivationType" in args
     k = tile[2]
     if dense:
@@ -298,13 +369,20 @@ def mixed_identity(owner: str) -> dict | None:
         label += "_" + _name(args["QuantOp"])
     mainloop = _name(args["MainloopScheduleType"])
     kernel_schedule = mainloop if dense else _MOE_SCHEDULES.get(mainloop, "KernelPtrArrayTmaWarpSpecializedCooperative")
-    return {"family": MOE, "name": label, "fusion": None, "operands": [kind(act), kind(weight)],
-            "swap_ab": True, "out": kind(out), "tile": tile, "cluster": cluster,
-            "schedule": kernel_schedule}
+    return {
+        "family": MOE,
+        "name": label,
+        "fusion": None,
+        "operands": [kind(act), kind(weight)],
+        "swap_ab": True,
+        "out": kind(out),
+        "tile": tile,
+        "cluster": cluster,
+        "schedule": kernel_schedule,
+    }
 
 
-def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report,
-              install_root: Path) -> Tactic:
+def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, report, install_root: Path) -> Tactic:
     """The :class:`Tactic` of a kernel found in a source of ``module``: named from its launcher
     macro's arguments (:func:`_moe_identity`), a mixed-input launcher's template arguments
     (:func:`mixed_identity`), else its launcher and kernel alias.
@@ -323,9 +401,15 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     owner = re.sub(r"\(.*", "", k.owner) or "(namespace scope)"
     if ident is None:
         swap = next((v for p, v in args.items() if re.fullmatch(r"SWAP_?AB_?", p, re.I)), None)
-        ident = {"family": module, "name": f"{owner}::{k.alias}" if k.owner else k.alias,
-                 "fusion": None, "swap_ab": None if swap is None else swap == "true",
-                 "out": parts["d"], "tile": parts["tile"], "cluster": parts["cluster"]}
+        ident = {
+            "family": module,
+            "name": f"{owner}::{k.alias}" if k.owner else k.alias,
+            "fusion": None,
+            "swap_ab": None if swap is None else swap == "true",
+            "out": parts["d"],
+            "tile": parts["tile"],
+            "cluster": parts["cluster"],
+        }
     try:
         file = str(source.relative_to(gen_root)) if gen_root else str(source)
     except ValueError:
@@ -344,16 +428,31 @@ def tactic_of(module: str, source: Path, gen_root: Path | None, k: FoundKernel, 
     # the kernel's own mainloop tile (its type, as compiled), else the launcher's rule
     mma_tile = (parts["tile"] or ident.get("mma_tile")) if ident.get("family") == MOE else None
     t = Tactic(
-        family=ident["family"], name=ident["name"], a=a, b=b, out=ident["out"],
-        fusion=ident["fusion"], swap_ab=ident["swap_ab"], tile=tile,
-        cluster=ident["cluster"], kernel=parts["kernel"],
-        schedule=parts["schedule"] if str(parts["schedule"]).startswith("Kernel") or not ident.get("schedule")
+        family=ident["family"],
+        name=ident["name"],
+        a=a,
+        b=b,
+        out=ident["out"],
+        fusion=ident["fusion"],
+        swap_ab=ident["swap_ab"],
+        tile=tile,
+        cluster=ident["cluster"],
+        kernel=parts["kernel"],
+        schedule=parts["schedule"]
+        if str(parts["schedule"]).startswith("Kernel") or not ident.get("schedule")
         else ident["schedule"],
-        file=file, line=k.line, launcher=owner, launcher_file=launcher_file,
-        launcher_line=k.decl_line, report=report, mma_sms=ident.get("mma_sms"),
-        dynamic_cluster=ident.get("dynamic_cluster"), epilogue_schedule=ident.get("epilogue_schedule"),
+        file=file,
+        line=k.line,
+        launcher=owner,
+        launcher_file=launcher_file,
+        launcher_line=k.decl_line,
+        report=report,
+        mma_sms=ident.get("mma_sms"),
+        dynamic_cluster=ident.get("dynamic_cluster"),
+        epilogue_schedule=ident.get("epilogue_schedule"),
         mma_tile=None if mma_tile is None or list(mma_tile) == list(tile or []) else list(mma_tile),
-        sm_version=ident.get("sm_version"))
+        sm_version=ident.get("sm_version"),
+    )
     t.report = replace(report, config={"tactic": t.id, **t.identity()})
     return t
 
@@ -364,5 +463,17 @@ def family_of(module: str) -> str:
     return MOE if module.startswith("fused_moe") else module
 
 
-__all__ = ["BLOCK_SCALED", "CUDA_TYPES", "CUTLASS_TYPES", "INTEGER_KINDS", "MIXED_LAUNCHERS", "MOE",
-           "element_kind", "family_of", "kernel_parts", "macro_params", "mixed_identity", "tactic_of"]
+__all__ = [
+    "BLOCK_SCALED",
+    "CUDA_TYPES",
+    "CUTLASS_TYPES",
+    "INTEGER_KINDS",
+    "MIXED_LAUNCHERS",
+    "MOE",
+    "element_kind",
+    "family_of",
+    "kernel_parts",
+    "macro_params",
+    "mixed_identity",
+    "tactic_of",
+]

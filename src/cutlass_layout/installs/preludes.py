@@ -74,7 +74,6 @@ class Prelude:
         cache cannot be written."""
         import hashlib
 
-
         text = self.text(trimmed, probes)
         if not text:
             self.path = None
@@ -118,13 +117,16 @@ def in_place_probe(capacity: str):
     """The ``probe`` argument of :func:`~cutlass_layout.cpp.text.trimmed_macro`: a probe block
     (:func:`cutlass_layout.subjects.aliases.subject_block`) after the ``i``-th kernel alias, its names
     prefixed ``cl_k<i>_``."""
+
     def block(i: int, alias: str, in_class: bool) -> str:
         return aliases.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
+
     return block
 
 
-def prelude(unit, text: str, capacity: str | None = None,
-            instantiations: list[tuple[str, str, int, str | None]] | None = None) -> Prelude:
+def prelude(
+    unit, text: str, capacity: str | None = None, instantiations: list[tuple[str, str, int, str | None]] | None = None
+) -> Prelude:
     """Pass 0 (the source parsed without bodies): the :class:`Prelude` for it: every macro the
     source expands into declarations, whose active definition (the one the expanded
     declarations are spelled in) has a kernel alias, cut down; and every function template the
@@ -186,8 +188,7 @@ def _cut_down_launchers(r: _Reading, text: str) -> None:
         if found is None:
             continue
         params, body, start = found
-        trimmed = trimmed_macro(call[0], params, body,
-                                probe=in_place_probe(r.capacity) if r.capacity else None)
+        trimmed = trimmed_macro(call[0], params, body, probe=in_place_probe(r.capacity) if r.capacity else None)
         if trimmed is None:
             continue
         r.out.macros += trimmed
@@ -198,7 +199,7 @@ def _last_alias_line(src: str, start: int) -> int | None:
     """The line of the last kernel alias of the macro defined on line ``start`` of ``src`` (its
     continuation lines joined), in the file as written; None when it has none."""
     lines = []
-    for ln in src.split("\n")[start - 1:]:
+    for ln in src.split("\n")[start - 1 :]:
         cont = ln.rstrip().endswith("\\")
         lines.append(ln.rstrip()[:-1] if cont else ln)
         if not cont:
@@ -232,8 +233,9 @@ def _rehost_instantiation(r: _Reading, n: int, name: str, args: str, line: int) 
     ns = enclosing_namespaces(template)
     hosted = rehost_template(definition, n, declared=declared)
     alias_at = (file, src, template.extent.start.offset, definition)
-    paths = rehost_paths(definition, n, src, declared=declared, none_type="cl_detail::cl_none") \
-        if hosted is None else None
+    paths = (
+        rehost_paths(definition, n, src, declared=declared, none_type="cl_detail::cl_none") if hosted is None else None
+    )
     if paths:
         _host_paths(r, n, f"{name}<{args}>", args, line, ns, paths, alias_at)
         return
@@ -250,8 +252,9 @@ def _around(ns: list[str]) -> tuple[str, str]:
     return "".join(f"namespace {x} {{ " for x in ns), "".join("} " for _ in ns)
 
 
-def _host_paths(r: _Reading, n: int, owner: str, args: str, line: int, ns: list[str], paths: list,
-                alias_at: tuple) -> None:
+def _host_paths(
+    r: _Reading, n: int, owner: str, args: str, line: int, ns: list[str], paths: list, alias_at: tuple
+) -> None:
     """Several kernels under branches (or statements before the kernel): one class per path
     (:func:`~cutlass_layout.cpp.rehost.rehost_paths`), each named ``cl_rehosted_<n>_p<j>``."""
     file, src, offset, definition = alias_at
@@ -259,21 +262,22 @@ def _host_paths(r: _Reading, n: int, owner: str, args: str, line: int, ns: list[
     for j, (usings, struct, alias, label) in enumerate(paths):
         name_alias = f"cl_rehosted_{n}_p{j}"
         hit = re.search(rf"\busing\s+{re.escape(alias)}\s*=", blank_comments(definition))
-        alias_line = (src.count("\n", 0, offset) + 1
-                      + definition[:hit.start()].count("\n")) if hit else None
-        r.out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n}_p{j} {{\n{usings}\n{struct}}}\n"
-                          f"using {name_alias} = typename cl_rehost_ns_{n}_p{j}::cl_rehost_{n}_p{j}"
-                          f"<{args}>::{alias};\n{closing}\n")
+        alias_line = (src.count("\n", 0, offset) + 1 + definition[: hit.start()].count("\n")) if hit else None
+        r.out.rehosts += (
+            f"{opening}\nnamespace cl_rehost_ns_{n}_p{j} {{\n{usings}\n{struct}}}\n"
+            f"using {name_alias} = typename cl_rehost_ns_{n}_p{j}::cl_rehost_{n}_p{j}"
+            f"<{args}>::{alias};\n{closing}\n"
+        )
         shown = f"{alias} [{label}]" if label else (f"{alias} [path {j}]" if len(paths) > 1 else alias)
         r.out.hosted[name_alias] = (owner, line, r.unit.rel(file), alias_line, shown)
         if r.capacity:
-            block = aliases.subject_block(name_alias, r.capacity,
-                                        prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}p{j}_")
+            block = aliases.subject_block(name_alias, r.capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}p{j}_")
             r.out.rehost_probes += f"{opening}\n{block}{closing}\n"
 
 
-def _forwarded(r: _Reading, n: int, definition: str, declared: str | None,
-               ns: list[str]) -> tuple[tuple[str, str, str], tuple] | None:
+def _forwarded(
+    r: _Reading, n: int, definition: str, declared: str | None, ns: list[str]
+) -> tuple[tuple[str, str, str], tuple] | None:
     """A template that only forwards to another (TensorRT-LLM's mixed-input MoE launchers call
     ``..._impl<..., KernelType>``): that one re-hosted, named through a class of the
     forwarder's parameters. ``((usings, struct, alias), (file, text, offset, definition of
@@ -292,14 +296,17 @@ def _forwarded(r: _Reading, n: int, definition: str, declared: str | None,
         return None
     usings, inner_struct, alias = hosted_inner
     wrapper_params = with_defaults(params[0], declared) if declared is not None else params[0]
-    struct = (f"{inner_struct}template <{wrapper_params}>\nstruct cl_rehost_{n} {{\n{asserts}\n"
-              f"using {alias} = typename cl_rehost_{n}_callee<{callee_args}>::{alias};\n}};\n")
+    struct = (
+        f"{inner_struct}template <{wrapper_params}>\nstruct cl_rehost_{n} {{\n{asserts}\n"
+        f"using {alias} = typename cl_rehost_{n}_callee<{callee_args}>::{alias};\n}};\n"
+    )
     file = target.extent.start.file.name
     return (usings, struct, alias), (file, _read_text(file, r.memo), target.extent.start.offset, inner_def)
 
 
-def _host(r: _Reading, n: int, owner: str, args: str, line: int, ns: list[str],
-          hosted: tuple[str, str, str], alias_at: tuple) -> None:
+def _host(
+    r: _Reading, n: int, owner: str, args: str, line: int, ns: list[str], hosted: tuple[str, str, str], alias_at: tuple
+) -> None:
     """The re-hosted class ``cl_rehost_<n>`` (``hosted``: its usings, struct and kernel alias)
     and its alias ``cl_rehosted_<n>``, with its probe block; the alias's line found in the
     definition ``alias_at`` gives (the adapter's, for an adapter's ``GemmKernel``)."""
@@ -313,9 +320,11 @@ def _host(r: _Reading, n: int, owner: str, args: str, line: int, ns: list[str],
         at = adapter[2] if adapter else None
     alias_line = src.count("\n", 0, offset) + 1 + text_of[:at].count("\n") if at is not None else None
     opening, closing = _around(ns)
-    r.out.rehosts += (f"{opening}\nnamespace cl_rehost_ns_{n} {{\n{usings}\n{struct}}}\n"
-                      f"using {name_alias} = typename cl_rehost_ns_{n}::cl_rehost_{n}<{args}>::{alias};\n"
-                      f"{closing}\n")
+    r.out.rehosts += (
+        f"{opening}\nnamespace cl_rehost_ns_{n} {{\n{usings}\n{struct}}}\n"
+        f"using {name_alias} = typename cl_rehost_ns_{n}::cl_rehost_{n}<{args}>::{alias};\n"
+        f"{closing}\n"
+    )
     r.out.hosted[name_alias] = (owner, line, r.unit.rel(file), alias_line, alias)
     if r.capacity:
         block = aliases.subject_block(name_alias, r.capacity, prefix=f"{PROBE_PREFIX}{REHOST_PROBE + n}_")
@@ -338,13 +347,12 @@ def _template_definition(cursors: list, memo: dict) -> tuple | None:
         end = c.extent.end.offset
         clean = blank_comments(src)
         brace = clean.find("{", end)
-        close = (matching(clean, brace, "{", "}")
-                 if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None)
+        close = matching(clean, brace, "{", "}") if brace >= 0 and not clean[end:brace].strip(" \n\t;") else None
         if close is None:
-            others.append(src[c.extent.start.offset:end])
+            others.append(src[c.extent.start.offset : end])
             continue
         if found is None:
-            found = (c, src[c.extent.start.offset:close + 1])
+            found = (c, src[c.extent.start.offset : close + 1])
     if found is None:
         return None
     declared = next((p[0] for p in map(template_parameters, others) if p is not None), None)
@@ -444,7 +452,7 @@ def _expanded(text: str, m: re.Match, definition, depth: int) -> str | None:
         args = call_args(expansion, inner.end() - 1)
         if got is None or args is None:
             continue
-        parts += [expansion[last:inner.start()], got]
+        parts += [expansion[last : inner.start()], got]
         last = args[1] + 1
     return "".join(parts) + expansion[last:]
 
@@ -494,4 +502,3 @@ def share_prelude(key: str | None, pre: "Prelude") -> None:
 
     if key and not pre.rehosts and not pre.hosted:
         KINDS["preludes"].put(key, {"macros": pre.macros, "origins": pre.origins})
-

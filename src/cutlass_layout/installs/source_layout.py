@@ -92,20 +92,18 @@ class SourceLayout:
     launcher_macros: list[str] | None = None
 
 
-
 def _parse(source: Source, text: str, pch: Path | None, bodies: bool, include: Path | None = None):
     from ..cpp.clang import ProbeUnit
 
     flags = list(source.flags) + (["-include-pch", str(pch)] if pch else [])
     flags += ["-iquote", str(source.path.parent)]  # the source's quoted includes, from the prelude too
     flags += ["-include", str(include)] if include else []
-    return ProbeUnit(text, flags, source.include_root, filename=str(source.path),
-                     skip_bodies=not bodies)
+    return ProbeUnit(text, flags, source.include_root, filename=str(source.path), skip_bodies=not bodies)
 
 
-
-def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None = None,
-                   trim: bool = True) -> SourceLayout:
+def lay_out_source(
+    source: Source, provenance: Provenance, *, pch: Path | None = None, trim: bool = True
+) -> SourceLayout:
     """Find and lay out every kernel ``source`` instantiates (the module docstring's passes).
 
     Args:
@@ -128,13 +126,19 @@ def lay_out_source(source: Source, provenance: Provenance, *, pch: Path | None =
     except BadInput as exc:
         return SourceLayout(error=str(exc))
     includes, text = split_preamble(original)
-    return _lay_out_text(source, original, includes, original if pch is None else text,
-                         provenance, pch, trim)
+    return _lay_out_text(source, original, includes, original if pch is None else text, provenance, pch, trim)
 
 
-def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
-                  provenance: Provenance, pch: Path | None, trim: bool,
-                  segments: list[int] | None = None) -> SourceLayout:
+def _lay_out_text(
+    source: Source,
+    original: str,
+    includes: list[str],
+    text: str,
+    provenance: Provenance,
+    pch: Path | None,
+    trim: bool,
+    segments: list[int] | None = None,
+) -> SourceLayout:
     """:func:`lay_out_source` of a source's text (``original`` as written, ``text`` as parsed:
     its leading includes blanked where ``pch`` holds them); ``segments``: see
     :func:`~cutlass_layout.installs.kernels.find_kernels`."""
@@ -149,9 +153,15 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     launchers = sorted(set(pre.origins) | set(pre.expanded) | {k.macro[0] for k in found if k.macro})
     if not found and loose:  # nothing to lay out, and the source does not compile
         return SourceLayout(error=loose[0].one_line(), lasting=True, launcher_macros=launchers)
-    out = SourceLayout(seconds={"find": round(time.perf_counter() - t0, 2), "parses": 0,
-                                "trimmed": trimmed, "rehosted": len(pre.hosted)},
-                       launcher_macros=launchers)
+    out = SourceLayout(
+        seconds={
+            "find": round(time.perf_counter() - t0, 2),
+            "parses": 0,
+            "trimmed": trimmed,
+            "rehosted": len(pre.hosted),
+        },
+        launcher_macros=launchers,
+    )
     reports = _read_in_place(unit, found, probes, provenance)
     del unit
     t1 = time.perf_counter()
@@ -166,8 +176,9 @@ def _lay_out_text(source: Source, original: str, includes: list[str], text: str,
     return out
 
 
-def _parse_with_prelude(source: Source, original: str, includes: list[str], text: str,
-                        pch: Path | None, trim: bool) -> tuple:
+def _parse_with_prelude(
+    source: Source, original: str, includes: list[str], text: str, pch: Path | None, trim: bool
+) -> tuple:
     """Passes 0 and 1's parse: the prelude (shared by an earlier source with the same launcher
     calls, else read from a parse without bodies), then the source parsed with bodies after
     it; again as written (no cut-down launchers, no probes) where that parse has an error.
@@ -186,8 +197,13 @@ def _parse_with_prelude(source: Source, original: str, includes: list[str], text
             if first is not None and first.message.endswith("file not found"):
                 # a missing header stops clang: parsing with bodies would give the same error
                 included = first.file not in (None, head.rel(str(source.path)))
-                return SourceLayout(error=first.one_line(), lasting=True,
-                                    seconds={"missing_header": included}), None, None, None, None
+                return (
+                    SourceLayout(error=first.one_line(), lasting=True, seconds={"missing_header": included}),
+                    None,
+                    None,
+                    None,
+                    None,
+                )
             pre = prelude(head, original, capacity, instantiations=instantiations_of(source, original))
             del head
             share_prelude(key, pre)
@@ -205,8 +221,9 @@ def _parse_with_prelude(source: Source, original: str, includes: list[str], text
     return None, unit, pre, trimmed, probes
 
 
-def _read_in_place(unit, found: list[FoundKernel], probes: dict | None,
-                   provenance: Provenance) -> dict[str, LayoutReport]:
+def _read_in_place(
+    unit, found: list[FoundKernel], probes: dict | None, provenance: Provenance
+) -> dict[str, LayoutReport]:
     """The reports of the kernels laid out in place (their probe blocks, in a unit without
     errors): no second parse. By spelling."""
     from ..engine.numbers import read_subject
@@ -220,16 +237,23 @@ def _read_in_place(unit, found: list[FoundKernel], probes: dict | None,
     return reports
 
 
-def _lay_out_rest(source: Source, text: str, pch: Path | None, pre: Prelude, found: list[FoundKernel],
-                  provenance: Provenance, reports: dict[str, LayoutReport], seconds: dict) -> None:
+def _lay_out_rest(
+    source: Source,
+    text: str,
+    pch: Path | None,
+    pre: Prelude,
+    found: list[FoundKernel],
+    provenance: Provenance,
+    reports: dict[str, LayoutReport],
+    seconds: dict,
+) -> None:
     """Pass 2: the kernels without an error and not in ``reports`` laid out through the
     engine's loop (the source without bodies, one probe block per kernel), into ``reports``;
     each parse counted in ``seconds["parses"]``. Raises :class:`BadInput` as the loop does."""
     from ..engine.loop import Batch, lay_out
     from ..engine.numbers import read_report
 
-    spellings = list(dict.fromkeys(k.spelling for k in found
-                                   if k.error is None and k.spelling not in reports))
+    spellings = list(dict.fromkeys(k.spelling for k in found if k.error is None and k.spelling not in reports))
     # what names each kernel in pass 2: its alias where namespace scope reaches it (a
     # canonical spelling does not always parse again), else that spelling
     names: dict[str | None, str | None] = {}
@@ -240,17 +264,24 @@ def _lay_out_rest(source: Source, text: str, pch: Path | None, pre: Prelude, fou
     def block(spelling: str, index: int, _budget: bool) -> tuple[str, str]:
         arch = kernel_arch(spelling)
         cap = (CAPACITY.get(arch) if arch is not None else None) or capacity_of(source.arch)
-        return (f"\nnamespace {aliases.NAMESPACE}{index} {{\n"
-                f"{aliases.subject_block(names.get(spelling) or spelling, cap)}}}"
-                f"  // namespace {aliases.NAMESPACE}{index}\n"), ""
+        return (
+            f"\nnamespace {aliases.NAMESPACE}{index} {{\n"
+            f"{aliases.subject_block(names.get(spelling) or spelling, cap)}}}"
+            f"  // namespace {aliases.NAMESPACE}{index}\n"
+        ), ""
 
     def parse(body: str, _members) -> "ProbeUnit":
         seconds["parses"] += 1
         return _parse(source, body, pch, bodies=False, include=pre.path)
 
-    batch = Batch(head=text, parse=parse, block=block,
-                  read=lambda unit, s, i: read_report(unit, _Subject(s), i, provenance),
-                  failed=lambda _s, err: _failed(provenance, err), where=f"source {source.path}")
+    batch = Batch(
+        head=text,
+        parse=parse,
+        block=block,
+        read=lambda unit, s, i: read_report(unit, _Subject(s), i, provenance),
+        failed=lambda _s, err: _failed(provenance, err),
+        where=f"source {source.path}",
+    )
     for s, rep in zip(spellings, lay_out(batch, spellings)):
         reports[s] = rep
 
@@ -258,8 +289,9 @@ def _lay_out_rest(source: Source, text: str, pch: Path | None, pre: Prelude, fou
 _REHOSTED_RE = re.compile(r"cl_rehosted_(\d+)(?:_p\d+)?$")
 
 
-def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path | None = None,
-                    trim: bool = True) -> list[SourceLayout]:
+def lay_out_sources(
+    sources: list[Source], provenance: Provenance, *, pch: Path | None = None, trim: bool = True
+) -> list[SourceLayout]:
     """:func:`lay_out_source` of each of ``sources`` (the same flags, folder and leading
     includes, so the same ``pch``), from as few parses as their errors allow: their texts
     follow each other in one translation unit, whose kernels share what they instantiate
@@ -295,21 +327,23 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         segments.append(line)
         line += original.count("\n") + 1
     assert includes is not None  # two sources or more, read
-    combined = _lay_out_text(sources[0], "\n".join(originals), includes, "\n".join(texts),
-                             provenance, pch, trim, segments)
+    combined = _lay_out_text(
+        sources[0], "\n".join(originals), includes, "\n".join(texts), provenance, pch, trim, segments
+    )
     if combined.seconds.get("missing_header"):
         # a header their common includes include is missing: each source alone stops there too
         return [SourceLayout(error=combined.error, lasting=True) for _ in sources]
-    if combined.error is not None or any(rep.error is not None or k.line is None
-                                         for k, rep in combined.kernels):
+    if combined.error is not None or any(rep.error is not None or k.line is None for k, rep in combined.kernels):
         return [lay_out_source(s, provenance, pch=pch, trim=trim) for s in sources]
     # re-hosted templates are numbered through the whole unit: name them as alone
     rehosted_before = [0]
     for s, original in zip(sources[:-1], originals[:-1]):
         rehosted_before.append(rehosted_before[-1] + len(source_instantiations(s, original)))
     own = str(sources[0].path)
-    out = [SourceLayout(seconds=dict(combined.seconds, batched=len(sources)),
-                        launcher_macros=combined.launcher_macros) for _ in sources]
+    out = [
+        SourceLayout(seconds=dict(combined.seconds, batched=len(sources)), launcher_macros=combined.launcher_macros)
+        for _ in sources
+    ]
     for k, rep in combined.kernels:
         assert k.line is not None  # checked above
         i = segment(segments, k.line)
@@ -319,7 +353,7 @@ def lay_out_sources(sources: list[Source], provenance: Provenance, *, pch: Path 
         k.line -= first - 1
         m = _REHOSTED_RE.search(k.qualified or "")
         if m and k.qualified:  # (m: a qualified name)
-            k.qualified = f"{k.qualified[:m.start(1)]}{int(m.group(1)) - rehosted_before[i]}{k.qualified[m.end(1):]}"
+            k.qualified = f"{k.qualified[: m.start(1)]}{int(m.group(1)) - rehosted_before[i]}{k.qualified[m.end(1) :]}"
         out[i].kernels.append((k, rep))
     return out
 

@@ -75,28 +75,54 @@ class Fix:
     def to_dict(self) -> dict:
         """The ``fix`` object of a tactic's JSON row (stage counts of ``searched`` as text keys)."""
         b = self.builder
-        return {"stages": self.stages, "kernel_bytes": self.kernel_bytes,
-                "headroom_bytes": self.headroom_bytes, "carveout_bytes": self.carveout_bytes,
-                "mainloop_bytes": self.mainloop_bytes,
-                "searched": {str(k): v for k, v in sorted(self.searched.items())},
-                "builder": None if b is None else {
-                    "reduced_capacity_bytes": b.capacity.value, "carveout_bytes": b.carveout_bytes,
-                    "stage_bytes": b.stage_bytes, "stages": b.stages, "budgeted_bytes": b.budgeted_bytes},
-                "uncounted_bytes": self.uncounted_bytes, "uncounted": dict(self.uncounted),
-                "formula": self.formula, "error": self.error, "fewest_stages": self.fewest_stages}
+        return {
+            "stages": self.stages,
+            "kernel_bytes": self.kernel_bytes,
+            "headroom_bytes": self.headroom_bytes,
+            "carveout_bytes": self.carveout_bytes,
+            "mainloop_bytes": self.mainloop_bytes,
+            "searched": {str(k): v for k, v in sorted(self.searched.items())},
+            "builder": None
+            if b is None
+            else {
+                "reduced_capacity_bytes": b.capacity.value,
+                "carveout_bytes": b.carveout_bytes,
+                "stage_bytes": b.stage_bytes,
+                "stages": b.stages,
+                "budgeted_bytes": b.budgeted_bytes,
+            },
+            "uncounted_bytes": self.uncounted_bytes,
+            "uncounted": dict(self.uncounted),
+            "formula": self.formula,
+            "error": self.error,
+            "fewest_stages": self.fewest_stages,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Fix:
         """The fix from its :meth:`to_dict` object."""
         b = d.get("builder")
-        return cls(stages=d["stages"], kernel_bytes=d["kernel_bytes"], headroom_bytes=d["headroom_bytes"],
-                   carveout_bytes=d["carveout_bytes"], mainloop_bytes=d.get("mainloop_bytes"),
-                   searched={int(k): v for k, v in (d.get("searched") or {}).items()},
-                   builder=None if b is None else BuilderBudget(
-                       capacity=Constant(name="ReducedSmemCapacityBytes", value=b["reduced_capacity_bytes"]),
-                       carveout_bytes=b["carveout_bytes"], stage_bytes=b["stage_bytes"], stages=b["stages"]),
-                   uncounted_bytes=d.get("uncounted_bytes"), uncounted=dict(d.get("uncounted") or {}),
-                   formula=d.get("formula"), error=d.get("error"), fewest_stages=d.get("fewest_stages"))
+        return cls(
+            stages=d["stages"],
+            kernel_bytes=d["kernel_bytes"],
+            headroom_bytes=d["headroom_bytes"],
+            carveout_bytes=d["carveout_bytes"],
+            mainloop_bytes=d.get("mainloop_bytes"),
+            searched={int(k): v for k, v in (d.get("searched") or {}).items()},
+            builder=None
+            if b is None
+            else BuilderBudget(
+                capacity=Constant(name="ReducedSmemCapacityBytes", value=b["reduced_capacity_bytes"]),
+                carveout_bytes=b["carveout_bytes"],
+                stage_bytes=b["stage_bytes"],
+                stages=b["stages"],
+            ),
+            uncounted_bytes=d.get("uncounted_bytes"),
+            uncounted=dict(d.get("uncounted") or {}),
+            formula=d.get("formula"),
+            error=d.get("error"),
+            fewest_stages=d.get("fewest_stages"),
+        )
 
 
 def _number(name: str, doc: str) -> property:
@@ -234,8 +260,14 @@ class Tactic:
         launcher per cluster of a tile (1x1x1, 2x1x1, 1x2x1, 2x2x1 in flashinfer 0.7.2.post1).
         None otherwise: 1x1x1, the only cluster of SM120's launchers, is left out, so their
         ids have none."""
-        if (self.family != "moe" or not str(self.name).startswith("CtaShape") or "_ClusterShape_" in str(self.name)
-                or self.mma_sms is not None or not self.cluster or list(self.cluster) == [1, 1, 1]):
+        if (
+            self.family != "moe"
+            or not str(self.name).startswith("CtaShape")
+            or "_ClusterShape_" in str(self.name)
+            or self.mma_sms is not None
+            or not self.cluster
+            or list(self.cluster) == [1, 1, 1]
+        ):
             return None
         return "cluster" + "x".join(map(str, self.cluster))
 
@@ -247,28 +279,44 @@ class Tactic:
     def _row_numbers(self) -> dict:
         """:data:`TACTIC_NUMBERS` as the attributes of those names give them."""
         n = self.numbers
-        return {"stages": n.stages, "stage_counts": n.stage_counts, "kernel_bytes": n.kernel_bytes, "mainloop_bytes": n.mainloop_bytes,
-                "epilogue_bytes": n.epilogue_bytes, "capacity_bytes": n.capacity_bytes,
-                "headroom_bytes": n.headroom_bytes, "verdict": n.verdict,
-                "runtime_candidate": self.runtime_candidate,
-                "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
-                "params": None if n.params is None else n.params.to_dict()}
+        return {
+            "stages": n.stages,
+            "stage_counts": n.stage_counts,
+            "kernel_bytes": n.kernel_bytes,
+            "mainloop_bytes": n.mainloop_bytes,
+            "epilogue_bytes": n.epilogue_bytes,
+            "capacity_bytes": n.capacity_bytes,
+            "headroom_bytes": n.headroom_bytes,
+            "verdict": n.verdict,
+            "runtime_candidate": self.runtime_candidate,
+            "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
+            "params": None if n.params is None else n.params.to_dict(),
+        }
 
     stages = _number("stages", "The mainloop's pipeline stages.")
-    stage_counts = _number("stage_counts", "A sparse mainloop's stages per pipeline (``{A, B, E}``; "
-                                           "``stages`` is A's), else None.")
+    stage_counts = _number(
+        "stage_counts", "A sparse mainloop's stages per pipeline (``{A, B, E}``; ``stages`` is A's), else None."
+    )
     kernel_bytes = _number("kernel_bytes", "``sizeof`` of the kernel's SharedStorage (what the launch asks for).")
     mainloop_bytes = _number("mainloop_bytes", "``sizeof`` of the mainloop collective's SharedStorage.")
     epilogue_bytes = _number("epilogue_bytes", "``sizeof`` of the epilogue collective's SharedStorage.")
     capacity_bytes = _number("capacity_bytes", "The arch's per-block capacity, read from the headers.")
     headroom_bytes = _number("headroom_bytes", "Capacity minus kernel bytes; negative when over capacity.")
-    verdict = _number("verdict", "The :class:`~cutlass_layout.model.verdict.Verdict`: ``fits``, ``exact_fit``, "
-                                 "``over_capacity`` or ``does_not_compile``.")
+    verdict = _number(
+        "verdict",
+        "The :class:`~cutlass_layout.model.verdict.Verdict`: ``fits``, ``exact_fit``, "
+        "``over_capacity`` or ``does_not_compile``.",
+    )
     error = _number("error", "The first compile error of a kernel that does not compile (else None).")
-    params = _number("params", "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
-                               "(sizeof(Params), its TMA descriptors' offsets), else None.")
-    occupancy = _number("occupancy", "A 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` "
-                                     "(CTAs per SM and what limits them), else None.")
+    params = _number(
+        "params",
+        "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
+        "(sizeof(Params), its TMA descriptors' offsets), else None.",
+    )
+    occupancy = _number(
+        "occupancy",
+        "A 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` (CTAs per SM and what limits them), else None.",
+    )
 
     def identity(self) -> dict:
         """The fields that name this tactic (everything but the numbers): :data:`TACTIC_IDENTITY`."""
@@ -277,9 +325,14 @@ class Tactic:
     def to_dict(self) -> dict:
         """One entry of the ``audit --json`` ``tactics`` list (bytes throughout): the id, the
         identity, then :data:`TACTIC_NUMBERS` (each the attribute of that name) and the error."""
-        return {"id": self.id, **self.identity(), **self._row_numbers(),
-                "error": plain(self.error), "fix": None if self.fix is None else self.fix.to_dict(),
-                "runtime_guard": self.runtime_guard}
+        return {
+            "id": self.id,
+            **self.identity(),
+            **self._row_numbers(),
+            "error": plain(self.error),
+            "fix": None if self.fix is None else self.fix.to_dict(),
+            "runtime_guard": self.runtime_guard,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> Tactic:
@@ -297,9 +350,13 @@ class Tactic:
 
     @staticmethod
     def _fields(d: dict) -> dict:
-        return {**{k: d[k] for k in TACTIC_IDENTITY}, "runtime_candidate": d["runtime_candidate"],
-                "numbers": Tactic._numbers_of(d), "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
-                "runtime_guard": d["runtime_guard"]}
+        return {
+            **{k: d[k] for k in TACTIC_IDENTITY},
+            "runtime_candidate": d["runtime_candidate"],
+            "numbers": Tactic._numbers_of(d),
+            "fix": None if d["fix"] is None else Fix.from_dict(d["fix"]),
+            "runtime_guard": d["runtime_guard"],
+        }
 
     @staticmethod
     def _numbers_of(d: dict) -> KernelNumbers:
@@ -309,6 +366,7 @@ class Tactic:
         row has no kernel bytes but a headroom, a type of no GEMM shape laid out as a
         :attr:`LayoutReport.storage`, that headroom); the verdict that of the error and that
         headroom (:func:`~cutlass_layout.model.verdict.verdict_of`; the row's is not read)."""
+
         def size(n):
             return None if n is None else int(n)
 
@@ -320,19 +378,58 @@ class Tactic:
         elif kb is not None:
             head = cap - kb
         occ, params = d.get("occupancy"), d.get("params")
-        return KernelNumbers(verdict_of(None, head), d["stages"], kb, size(d["mainloop_bytes"]),
-                             size(d["epilogue_bytes"]), cap, head, stage_counts=d.get("stage_counts"),
-                             occupancy=None if occ is None else Occupancy.from_dict(occ),
-                             params=None if params is None else ParamsLayout.from_dict(params))
+        return KernelNumbers(
+            verdict_of(None, head),
+            d["stages"],
+            kb,
+            size(d["mainloop_bytes"]),
+            size(d["epilogue_bytes"]),
+            cap,
+            head,
+            stage_counts=d.get("stage_counts"),
+            occupancy=None if occ is None else Occupancy.from_dict(occ),
+            params=None if params is None else ParamsLayout.from_dict(params),
+        )
 
 
 #: The fields that name a tactic (:meth:`Tactic.identity`), in the order of its JSON row.
-TACTIC_IDENTITY = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel",
-                   "schedule", "mma_sms", "dynamic_cluster", "epilogue_schedule", "mma_tile", "sm_version",
-                   "file", "line", "launcher", "launcher_file", "launcher_line")
+TACTIC_IDENTITY = (
+    "family",
+    "name",
+    "a",
+    "b",
+    "out",
+    "fusion",
+    "swap_ab",
+    "tile",
+    "cluster",
+    "kernel",
+    "schedule",
+    "mma_sms",
+    "dynamic_cluster",
+    "epilogue_schedule",
+    "mma_tile",
+    "sm_version",
+    "file",
+    "line",
+    "launcher",
+    "launcher_file",
+    "launcher_line",
+)
 #: The numbers of a tactic's JSON row, in order: each is a :class:`Tactic` attribute.
-TACTIC_NUMBERS = ("stages", "stage_counts", "kernel_bytes", "mainloop_bytes", "epilogue_bytes", "capacity_bytes",
-                  "headroom_bytes", "verdict", "runtime_candidate", "occupancy", "params")
+TACTIC_NUMBERS = (
+    "stages",
+    "stage_counts",
+    "kernel_bytes",
+    "mainloop_bytes",
+    "epilogue_bytes",
+    "capacity_bytes",
+    "headroom_bytes",
+    "verdict",
+    "runtime_candidate",
+    "occupancy",
+    "params",
+)
 
 
 @dataclass
@@ -373,9 +470,15 @@ class AuditShard:
 
     def to_dict(self) -> dict:
         """The ``shard`` object of a shard's ``audit --json`` (tactics as their JSON rows)."""
-        return {"index": self.index, "count": self.count, "asked": self.asked, "ranks": self.ranks,
-                "dropped": [{"rank": r, "tactic": t.to_dict()} for r, t in self.dropped],
-                "capacity_rank": self.capacity_rank, "parts": self.parts}
+        return {
+            "index": self.index,
+            "count": self.count,
+            "asked": self.asked,
+            "ranks": self.ranks,
+            "dropped": [{"rank": r, "tactic": t.to_dict()} for r, t in self.dropped],
+            "capacity_rank": self.capacity_rank,
+            "parts": self.parts,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> AuditShard:
@@ -385,11 +488,15 @@ class AuditShard:
         Raises:
             KeyError, TypeError, ValueError: not such an object.
         """
-        return cls(index=int(d["index"]), count=int(d["count"]), asked=dict(d["asked"]),
-                   ranks=[list(r) for r in d["ranks"]],
-                   dropped=[(list(x["rank"]), tactic_from_dict(x["tactic"])) for x in d["dropped"]],
-                   capacity_rank=None if d["capacity_rank"] is None else list(d["capacity_rank"]),
-                   parts=dict(d["parts"]))
+        return cls(
+            index=int(d["index"]),
+            count=int(d["count"]),
+            asked=dict(d["asked"]),
+            ranks=[list(r) for r in d["ranks"]],
+            dropped=[(list(x["rank"]), tactic_from_dict(x["tactic"])) for x in d["dropped"]],
+            capacity_rank=None if d["capacity_rank"] is None else list(d["capacity_rank"]),
+            parts=dict(d["parts"]),
+        )
 
 
 @dataclass
@@ -466,8 +573,10 @@ class AuditResult:
         what = " ".join(str(prov[k]) for k in ("library", "version") if prov.get(k)) or "an install"
         counts = Counter(str(t.verdict) for t in self.tactics)
         told = ", ".join(f"{counts[v]} {v}" for v in Verdict if counts[v])
-        return (f"<AuditResult {self.arch} of {what}: {len(self.tactics)} tactics"
-                f"{f' ({told})' if told else ''}, capacity {self.capacity_bytes} B>")
+        return (
+            f"<AuditResult {self.arch} of {what}: {len(self.tactics)} tactics"
+            f"{f' ({told})' if told else ''}, capacity {self.capacity_bytes} B>"
+        )
 
     def over_capacity_candidates(self) -> list[Tactic]:
         """Tactics the runtime would try (``runtime_candidate`` True) that are over capacity."""
@@ -477,8 +586,11 @@ class AuditResult:
         """What ``audit --check`` fails on: tactics over capacity that the runtime would try,
         or may try (``runtime_candidate`` True or None: its list could not be read), and that
         no run-time check rejects before launch (``runtime_guard`` None)."""
-        return [t for t in self.tactics if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False
-                and t.runtime_guard is None]
+        return [
+            t
+            for t in self.tactics
+            if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False and t.runtime_guard is None
+        ]
 
     def source_summary(self) -> dict[str | None, dict]:
         """Per family (in the order of :attr:`sources`), the counts of its sources:
@@ -488,9 +600,10 @@ class AuditResult:
         error that give no kernel (each has a ``reason``)."""
         out: dict[str | None, dict] = {}
         for s in self.sources:
-            fam = out.setdefault(s.get("family") or s.get("module"), {
-                "sources": 0, "skipped": 0, "instantiations": 0, "kernels": 0, "errors": 0,
-                "without_kernel": 0})
+            fam = out.setdefault(
+                s.get("family") or s.get("module"),
+                {"sources": 0, "skipped": 0, "instantiations": 0, "kernels": 0, "errors": 0, "without_kernel": 0},
+            )
             fam["sources"] += 1
             if s.get("skipped"):
                 fam["skipped"] += 1
@@ -506,12 +619,16 @@ class AuditResult:
     def to_dict(self) -> dict:
         """The documented ``audit --json`` object (schema :data:`AUDIT_SCHEMA`)."""
         return {
-            "schema": AUDIT_SCHEMA, "provenance": self.provenance, "arch": self.arch,
+            "schema": AUDIT_SCHEMA,
+            "provenance": self.provenance,
+            "arch": self.arch,
             "checked": "types",
             "capacity_bytes": self.capacity_bytes,
             "capacity": None if self.capacity is None else plain(self.capacity),
             "tactics": [t.to_dict() for t in self.tactics],
-            "sources": self.sources, "summary": self.source_summary(), "modules": self.modules,
+            "sources": self.sources,
+            "summary": self.source_summary(),
+            "modules": self.modules,
             "notes": self.notes,
             **({} if self.shard is None else {"shard": self.shard.to_dict()}),
         }
@@ -526,12 +643,16 @@ class AuditResult:
         Raises:
             KeyError, TypeError, ValueError: not such an object.
         """
-        return cls(provenance=dict(d["provenance"]), arch=d["arch"],
-                   capacity=None if d["capacity"] is None else Constant(**d["capacity"]),
-                   tactics=[tactic_from_dict(t) for t in d["tactics"]],
-                   sources=[dict(s) for s in d["sources"]], notes=list(d["notes"]),
-                   modules=[dict(m) for m in d.get("modules") or []],
-                   shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"]))
+        return cls(
+            provenance=dict(d["provenance"]),
+            arch=d["arch"],
+            capacity=None if d["capacity"] is None else Constant(**d["capacity"]),
+            tactics=[tactic_from_dict(t) for t in d["tactics"]],
+            sources=[dict(s) for s in d["sources"]],
+            notes=list(d["notes"]),
+            modules=[dict(m) for m in d.get("modules") or []],
+            shard=None if d.get("shard") is None else AuditShard.from_dict(d["shard"]),
+        )
 
 
 @dataclass
@@ -617,18 +738,31 @@ class AuditVerification:
         compared none), a line per disagreement, a ``not verified: FAMILY (why)`` line per
         family not compiled."""
         n = len(self.compared)
-        head = (f"nvcc agrees on {n - len(self.disagreements)} of {n} tactics ({self.families} "
-                f"famil{'y' if self.families == 1 else 'ies'}, {self.sources} source{'' if self.sources == 1 else 's'})")
+        head = (
+            f"nvcc agrees on {n - len(self.disagreements)} of {n} tactics ({self.families} "
+            f"famil{'y' if self.families == 1 else 'ies'}, {self.sources} source{'' if self.sources == 1 else 's'})"
+        )
         if not n:
-            head = "nvcc compared no tactic: " + ("none could be verified (below)" if self.not_verified else
-                                                  "the audit shows no tactic that compiles")
-        return [head, *(f"nvcc disagrees: {d}" for d in self.disagreements),
-                *(f"not verified: {f}" for f in self.not_verified)]
+            head = "nvcc compared no tactic: " + (
+                "none could be verified (below)" if self.not_verified else "the audit shows no tactic that compiles"
+            )
+        return [
+            head,
+            *(f"nvcc disagrees: {d}" for d in self.disagreements),
+            *(f"not verified: {f}" for f in self.not_verified),
+        ]
 
     def to_dict(self) -> dict:
-        return {"agree": self.agree, "compared": list(self.compared), "disagreements": list(self.disagreements),
-                "not_verified": list(self.not_verified), "families": self.families, "sources": self.sources,
-                "units": self.units, "nvcc": self.nvcc}
+        return {
+            "agree": self.agree,
+            "compared": list(self.compared),
+            "disagreements": list(self.disagreements),
+            "not_verified": list(self.not_verified),
+            "families": self.families,
+            "sources": self.sources,
+            "units": self.units,
+            "nvcc": self.nvcc,
+        }
 
 
 @dataclass
@@ -681,11 +815,19 @@ class LibraryTactic(Tactic):
         """:meth:`Tactic.to_dict` and the library's own view: ``gemm_kind``, ``stage_spec``,
         ``library_stages``, ``tile_scheduler`` and ``estimate`` (``{kib, bytes, capacity_kib,
         error}``)."""
-        return {**super().to_dict(), "gemm_kind": self.gemm_kind, "stage_spec": self.stage_spec,
-                "library_stages": self.library_stages, "tile_scheduler": self.tile_scheduler,
-                "estimate": {"kib": self.estimate_kib, "bytes": self.estimate_bytes,
-                             "capacity_kib": dict(self.estimate_capacity_kib),
-                             "error": self.estimate_error}}
+        return {
+            **super().to_dict(),
+            "gemm_kind": self.gemm_kind,
+            "stage_spec": self.stage_spec,
+            "library_stages": self.library_stages,
+            "tile_scheduler": self.tile_scheduler,
+            "estimate": {
+                "kib": self.estimate_kib,
+                "bytes": self.estimate_bytes,
+                "capacity_kib": dict(self.estimate_capacity_kib),
+                "error": self.estimate_error,
+            },
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> LibraryTactic:
@@ -696,10 +838,16 @@ class LibraryTactic(Tactic):
             KeyError, TypeError, ValueError: not such a row.
         """
         est = d["estimate"]
-        return cls(**cls._fields(d), gemm_kind=d["gemm_kind"], stage_spec=d["stage_spec"],
-                   library_stages=d["library_stages"], tile_scheduler=d["tile_scheduler"],
-                   estimate_kib=est["kib"], estimate_error=est["error"],
-                   estimate_capacity_kib=dict(est["capacity_kib"]))
+        return cls(
+            **cls._fields(d),
+            gemm_kind=d["gemm_kind"],
+            stage_spec=d["stage_spec"],
+            library_stages=d["library_stages"],
+            tile_scheduler=d["tile_scheduler"],
+            estimate_kib=est["kib"],
+            estimate_error=est["error"],
+            estimate_capacity_kib=dict(est["capacity_kib"]),
+        )
 
 
 def tactic_from_dict(d: dict) -> Tactic:

@@ -86,5 +86,7 @@ class Blocklist:
     def to_json(self) -> dict:
         """The file's JSON object: ``{metadata key: {...}, tactics key: {key: [ids]}}``, as
         ``TacticsBlocklist.save`` writes it."""
-        return {self.format.metadata_key: dict(self.metadata),
-                self.format.tactics_key: {k: list(v) for k, v in self.invalid_tactics.items()}}
+        return {
+            self.format.metadata_key: dict(self.metadata),
+            self.format.tactics_key: {k: list(v) for k, v in self.invalid_tactics.items()},
+        }

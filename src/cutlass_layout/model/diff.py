@@ -21,8 +21,17 @@ if TYPE_CHECKING:  # for annotations only: the model imports nothing else from t
 #: Version of the ``diff --json`` schema.
 DIFF_SCHEMA = "cutlass-layout/diff/1"
 #: :class:`NumericRecord` values compared for every config, in report order.
-NUMERIC_KEYS = ("verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
-                "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total", "capacity_bytes")
+NUMERIC_KEYS = (
+    "verdict",
+    "stages",
+    "kernel_bytes",
+    "mainloop_bytes",
+    "epilogue_bytes",
+    "tma_bytes.mk",
+    "tma_bytes.nk",
+    "tma_bytes.total",
+    "capacity_bytes",
+)
 
 
 @dataclass
@@ -122,8 +131,13 @@ class NumericRecord:
             return None if c is None else c.value
 
         return cls(
-            verdict=verdict, stages=n.stages, kernel_bytes=n.kernel_bytes, mainloop_bytes=n.mainloop_bytes,
-            epilogue_bytes=n.epilogue_bytes, capacity_bytes=n.capacity_bytes, headroom_bytes=n.headroom_bytes,
+            verdict=verdict,
+            stages=n.stages,
+            kernel_bytes=n.kernel_bytes,
+            mainloop_bytes=n.mainloop_bytes,
+            epilogue_bytes=n.epilogue_bytes,
+            capacity_bytes=n.capacity_bytes,
+            headroom_bytes=n.headroom_bytes,
             tma_bytes=TmaValues(val(tma.mk), val(tma.nk), val(tma.total)) if tma else TmaValues(),
             members={name: MemberSpan(f.offset, f.size) for name, f in rep.kernel.walk()},
         )
@@ -168,10 +182,14 @@ class NumericRow:
         return "verdict" in self.changed
 
     def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "label": self.label,
-                "old": None if self.old is None else plain(self.old),
-                "new": None if self.new is None else plain(self.new),
-                "changed": list(self.changed), "members": [plain(m) for m in self.members]}
+        return {
+            "config": self.config.to_dict(),
+            "label": self.label,
+            "old": None if self.old is None else plain(self.old),
+            "new": None if self.new is None else plain(self.new),
+            "changed": list(self.changed),
+            "members": [plain(m) for m in self.members],
+        }
 
 
 @dataclass
@@ -245,14 +263,23 @@ class TacticChange:
         return kinds
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "family": self.family, "name": self.name, "change": self.change,
-                "changed": list(self.changed), "members": [plain(m) for m in self.members],
-                "old": None if self.old is None else self.old.to_dict(),
-                "new": None if self.new is None else self.new.to_dict(),
-                "kinds": self.kinds, "old_id": self.old_id, "new_id": self.new_id,
-                "rename": None if self.rename is None else plain(self.rename),
-                "paired_by": self.paired_by, "config": plain(self.config),
-                "kernel_bytes_delta": self.kernel_bytes_delta}
+        return {
+            "id": self.id,
+            "family": self.family,
+            "name": self.name,
+            "change": self.change,
+            "changed": list(self.changed),
+            "members": [plain(m) for m in self.members],
+            "old": None if self.old is None else self.old.to_dict(),
+            "new": None if self.new is None else self.new.to_dict(),
+            "kinds": self.kinds,
+            "old_id": self.old_id,
+            "new_id": self.new_id,
+            "rename": None if self.rename is None else plain(self.rename),
+            "paired_by": self.paired_by,
+            "config": plain(self.config),
+            "kernel_bytes_delta": self.kernel_bytes_delta,
+        }
 
 
 @dataclass
@@ -304,10 +331,17 @@ class AuditDiff:
         return out
 
     def to_dict(self) -> dict:
-        return {"arch": self.arch, "family": self.family, "kind": self.kind,
-                "selection": dict(self.selection), "old_tactics": self.old_tactics,
-                "new_tactics": self.new_tactics, "summary": self.summary(), "notes": list(self.notes),
-                "tactics": [r.to_dict() for r in self.rows]}
+        return {
+            "arch": self.arch,
+            "family": self.family,
+            "kind": self.kind,
+            "selection": dict(self.selection),
+            "old_tactics": self.old_tactics,
+            "new_tactics": self.new_tactics,
+            "summary": self.summary(),
+            "notes": list(self.notes),
+            "tactics": [r.to_dict() for r in self.rows],
+        }
 
 
 @dataclass
@@ -322,8 +356,7 @@ class Side:
         return self.provenance.tree_hash
 
     def to_dict(self) -> dict:
-        return {"source": self.source,
-                "provenance": {k: v for k, v in plain(self.provenance).items() if v is not None}}
+        return {"source": self.source, "provenance": {k: v for k, v in plain(self.provenance).items() if v is not None}}
 
 
 @dataclass(repr=False)
@@ -369,8 +402,9 @@ class DiffResult:
     def has_differences(self) -> bool:
         """Any structural change, any config whose numbers or verdict differ, or any tactic
         that changed, appeared or disappeared."""
-        return (bool(self.structural) or bool(self.numeric_changes)
-                or bool(self.audit is not None and self.audit.changes))
+        return (
+            bool(self.structural) or bool(self.numeric_changes) or bool(self.audit is not None and self.audit.changes)
+        )
 
     def to_dict(self) -> dict:
         """The documented ``diff --json`` object (schema :data:`DIFF_SCHEMA`)."""
@@ -394,6 +428,7 @@ class DiffResult:
     def __repr__(self) -> str:
         def side(s: Side) -> str:
             return f"{s.source} (CUTLASS {s.provenance.cutlass_version}, tree {s.tree_hash})"
+
         parts = []
         if self.structural is not None:
             parts.append(f"{len(self.structural)} structural changes")

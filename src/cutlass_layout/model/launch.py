@@ -61,8 +61,9 @@ class RegisterSplit:
     @property
     def per_cta(self) -> int:
         """Registers of one CTA: 128 threads x each group's count, summed over the groups."""
-        return THREADS_PER_WARP_GROUP * (self.load_registers * self.load_warp_groups
-                                         + self.mma_registers * self.mma_warp_groups)
+        return THREADS_PER_WARP_GROUP * (
+            self.load_registers * self.load_warp_groups + self.mma_registers * self.mma_warp_groups
+        )
 
     def to_dict(self) -> dict:
         return {**plain(self), "per_cta": self.per_cta}
@@ -104,22 +105,44 @@ class Occupancy:
     note: str | None = None
 
     @classmethod
-    def of(cls, threads: int, min_blocks: int | None, smem: int, registers: RegisterSplit | None,
-           limits: PerSmLimits | None, note: str | None = None) -> Occupancy:
+    def of(
+        cls,
+        threads: int,
+        min_blocks: int | None,
+        smem: int,
+        registers: RegisterSplit | None,
+        limits: PerSmLimits | None,
+        note: str | None = None,
+    ) -> Occupancy:
         """The occupancy of a kernel of ``threads`` threads and ``smem`` bytes of dynamic
         shared memory on an SM of ``limits`` (each factor as :class:`Occupancy` says)."""
         if limits is None or threads <= 0:
             return cls(threads, min_blocks, smem, registers, limits, note=note)
         by = {
             "shared_memory": limits.smem_per_sm // (smem + limits.reserved_smem_per_block),
-            "registers": (limits.registers_per_sm // registers.per_cta
-                          if registers is not None and registers.per_cta > 0 else None),
+            "registers": (
+                limits.registers_per_sm // registers.per_cta
+                if registers is not None and registers.per_cta > 0
+                else None
+            ),
             "threads": limits.max_threads_per_sm // threads,
             "blocks": limits.max_blocks_per_sm,
         }
         least = min(v for v in by.values() if v is not None)
-        return cls(threads, min_blocks, smem, registers, limits, by["shared_memory"], by["registers"],
-                   by["threads"], by["blocks"], least, tuple(k for k in FACTORS if by[k] == least), note)
+        return cls(
+            threads,
+            min_blocks,
+            smem,
+            registers,
+            limits,
+            by["shared_memory"],
+            by["registers"],
+            by["threads"],
+            by["blocks"],
+            least,
+            tuple(k for k in FACTORS if by[k] == least),
+            note,
+        )
 
     def to_dict(self) -> dict:
         d = plain(self)
@@ -132,12 +155,23 @@ class Occupancy:
         regs = d.get("registers")
         limits = d.get("limits")
         return cls(
-            d["threads_per_block"], d["min_blocks_per_sm"], d["dynamic_smem_bytes"],
-            None if regs is None else RegisterSplit(
-                regs["load_registers"], regs["load_warp_groups"], regs["mma_registers"], regs["mma_warp_groups"]),
+            d["threads_per_block"],
+            d["min_blocks_per_sm"],
+            d["dynamic_smem_bytes"],
+            None
+            if regs is None
+            else RegisterSplit(
+                regs["load_registers"], regs["load_warp_groups"], regs["mma_registers"], regs["mma_warp_groups"]
+            ),
             None if limits is None else PerSmLimits(**limits),
-            d["by_shared_memory"], d["by_registers"], d["by_threads"], d["by_blocks"], d["ctas_per_sm"],
-            tuple(d["limited_by"]), d["note"])
+            d["by_shared_memory"],
+            d["by_registers"],
+            d["by_threads"],
+            d["by_blocks"],
+            d["ctas_per_sm"],
+            tuple(d["limited_by"]),
+            d["note"],
+        )
 
     def one_line(self) -> str:
         """``1 CTA/SM (limited by shared_memory, registers)``, or why there is no count."""
@@ -192,14 +226,21 @@ class ParamsLayout:
         """What cannot launch (or faults), in words: each descriptor at an offset that is not a
         multiple of :data:`DESCRIPTOR_ALIGN` (with an alignment of ``Params`` itself under 64,
         only offset and alignment both can tell), ``Params`` over the parameter limit."""
-        out = [f"TMA descriptor {d.path} at offset {d.offset} of Params is not {DESCRIPTOR_ALIGN}-byte aligned"
-               for d in self.descriptors if d.offset % DESCRIPTOR_ALIGN]
+        out = [
+            f"TMA descriptor {d.path} at offset {d.offset} of Params is not {DESCRIPTOR_ALIGN}-byte aligned"
+            for d in self.descriptors
+            if d.offset % DESCRIPTOR_ALIGN
+        ]
         if self.descriptors and self.align < DESCRIPTOR_ALIGN:
-            out.append(f"Params is {self.align}-byte aligned: its TMA descriptors are not {DESCRIPTOR_ALIGN}-byte "
-                       "aligned wherever it is placed")
+            out.append(
+                f"Params is {self.align}-byte aligned: its TMA descriptors are not {DESCRIPTOR_ALIGN}-byte "
+                "aligned wherever it is placed"
+            )
         if self.size > self.limit_bytes:
-            out.append(f"sizeof(Params) {self.size} B is over the kernel parameter limit of "
-                       f"{self.limit_bytes} B (CUDA {self.cuda_version})")
+            out.append(
+                f"sizeof(Params) {self.size} B is over the kernel parameter limit of "
+                f"{self.limit_bytes} B (CUDA {self.cuda_version})"
+            )
         return out
 
     def to_dict(self) -> dict:
@@ -208,8 +249,13 @@ class ParamsLayout:
     @classmethod
     def from_dict(cls, d: dict) -> ParamsLayout:
         """The inverse of :meth:`to_dict` (``findings`` computed again, not read)."""
-        return cls(d["size"], d["align"], tuple(DescriptorAt(**x) for x in d["descriptors"]),
-                   d["limit_bytes"], d["cuda_version"])
+        return cls(
+            d["size"],
+            d["align"],
+            tuple(DescriptorAt(**x) for x in d["descriptors"]),
+            d["limit_bytes"],
+            d["cuda_version"],
+        )
 
 
 def param_limit(cuda: tuple[int, int]) -> int:

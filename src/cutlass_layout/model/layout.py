@@ -71,8 +71,9 @@ class FieldLayout:
         # serde.from_plain, inlined: a call more per member is a visible share of reading a cached audit back
         keys = d.keys()
         if not (keys <= FIELD_KEYS and FIELD_REQUIRED <= keys):
-            raise TypeError(f"FieldLayout: unknown keys {sorted(keys - FIELD_KEYS)}, "
-                            f"missing {sorted(FIELD_REQUIRED - keys)}")
+            raise TypeError(
+                f"FieldLayout: unknown keys {sorted(keys - FIELD_KEYS)}, missing {sorted(FIELD_REQUIRED - keys)}"
+            )
         obj = object.__new__(cls)
         attrs = obj.__dict__
         attrs.update(_FIELD_DEFAULTS)
@@ -142,15 +143,15 @@ class StructLayout:
         return obj
 
     def __repr__(self) -> str:
-        return (f"StructLayout({self.type!r}, size={self.size}, align={self.align}, "
-                f"{len(self.fields)} members)")
+        return f"StructLayout({self.type!r}, size={self.size}, align={self.align}, {len(self.fields)} members)"
 
 
 # ``fields`` stays a dataclass field (the constructor, ``dataclasses.fields``, equality,
 # :func:`plain`) read and written through this property, so that it can be made lazily.
 # (type: ignore: a property put on the class after the dataclass made it, which mypy does not follow)
 StructLayout.fields = lazy_list(  # type: ignore[assignment]
-    FieldLayout.from_dict, "The members, in order (:class:`FieldLayout`).")
+    FieldLayout.from_dict, "The members, in order (:class:`FieldLayout`)."
+)
 _STRUCT_KEYS, _STRUCT_REQUIRED, _STRUCT_DEFAULTS = dataclass_keys(StructLayout)
 
 
@@ -495,13 +496,22 @@ class LayoutReport:
         def size(s: StructLayout | None) -> int | None:
             return None if s is None else s.size
 
-        return KernelNumbers(self.verdict, self.stages, size(self.kernel), size(self.mainloop),
-                             size(self.epilogue), self.capacity_bytes, self.headroom_bytes,
-                             stage_counts=self.stage_counts, occupancy=self.occupancy,
-                             params=self.params)
+        return KernelNumbers(
+            self.verdict,
+            self.stages,
+            size(self.kernel),
+            size(self.mainloop),
+            size(self.epilogue),
+            self.capacity_bytes,
+            self.headroom_bytes,
+            stage_counts=self.stage_counts,
+            occupancy=self.occupancy,
+            params=self.params,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The report as the documented ``layout --json`` object (schema :data:`LAYOUT_SCHEMA`)."""
+
         def struct(s: StructLayout | None):
             return None if s is None else plain(s)
 
@@ -515,9 +525,7 @@ class LayoutReport:
                 "mk": t.mk.value if t.mk else None,
                 "nk": t.nk.value if t.nk else None,
                 "total": t.total.value if t.total else None,
-                "expressions": {
-                    k: const(getattr(t, k)) for k in ("mk", "nk", "total")
-                },
+                "expressions": {k: const(getattr(t, k)) for k in ("mk", "nk", "total")},
             }
         return {
             "schema": LAYOUT_SCHEMA,
@@ -539,8 +547,9 @@ class LayoutReport:
             "launch": const(self.launch),
             "smem_bytes": self.smem_bytes,
             "tma_transaction_bytes": tma,
-            "builder_budget": None if self.builder_budget is None else {
-                **plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
+            "builder_budget": None
+            if self.builder_budget is None
+            else {**plain(self.builder_budget), "budgeted_bytes": self.builder_budget.budgeted_bytes},
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
             "params": None if self.params is None else self.params.to_dict(),
@@ -558,8 +567,14 @@ class LayoutReport:
             what = c.get("type") or c["tactic"]
         else:  # a config: the parts it has
             ab = f"{c['a']}x{c['b']}" if c.get("a") and c.get("b") else c.get("a")
-            parts = [c.get("arch"), c.get("kernel"), ab, "x".join(map(str, c.get("tile") or ())),
-                     f"stages={c['stages']}" if c.get("stages") is not None else None, c.get("preset")]
+            parts = [
+                c.get("arch"),
+                c.get("kernel"),
+                ab,
+                "x".join(map(str, c.get("tile") or ())),
+                f"stages={c['stages']}" if c.get("stages") is not None else None,
+                c.get("preset"),
+            ]
             what = " ".join(str(p) for p in parts if p) or "config"
         if self.error is not None:
             return f"<LayoutReport {what}: {self.error.one_line()}>"
@@ -569,8 +584,10 @@ class LayoutReport:
         def known(v) -> str:
             return "?" if v is None else str(v)
 
-        return (f"<LayoutReport {what}: {known(self.stages)} stages, {known(self.smem_bytes)} B of "
-                f"{known(self.capacity_bytes)} B, {self.verdict}>")
+        return (
+            f"<LayoutReport {what}: {known(self.stages)} stages, {known(self.smem_bytes)} B of "
+            f"{known(self.capacity_bytes)} B, {self.verdict}>"
+        )
 
     @classmethod
     def from_dict(cls, d: dict, *, lazy: bool = False) -> LayoutReport:
@@ -580,6 +597,7 @@ class LayoutReport:
         attribute is given (``approximation`` None: never stored with a report), so the report
         is built without the constructor (a cached audit reads some 6,000 back, and a frozen
         dataclass's constructor sets each attribute through ``object.__setattr__``)."""
+
         def struct(s):
             return None if s is None else StructLayout.from_dict(s, lazy=lazy)
 
@@ -590,18 +608,29 @@ class LayoutReport:
         budget = d.get("builder_budget")
         obj = object.__new__(cls)
         obj.__dict__.update(
-            config=d["config"], provenance=Provenance(**d["provenance"]),
-            checked=d.get("checked", "types"), stages=d.get("stages"),
-            stage_counts=d.get("stage_counts"), subject_kind=d.get("subject_kind"),
+            config=d["config"],
+            provenance=Provenance(**d["provenance"]),
+            checked=d.get("checked", "types"),
+            stages=d.get("stages"),
+            stage_counts=d.get("stage_counts"),
+            subject_kind=d.get("subject_kind"),
             capacity=const(d.get("capacity")),
-            kernel=struct(d.get("kernel")), mainloop=struct(d.get("mainloop")),
-            epilogue=struct(d.get("epilogue")), storage=struct(d.get("storage")),
+            kernel=struct(d.get("kernel")),
+            mainloop=struct(d.get("mainloop")),
+            epilogue=struct(d.get("epilogue")),
+            storage=struct(d.get("storage")),
             launch=const(d.get("launch")),
-            tma_transaction_bytes=None if tma is None else TmaBytes(
-                **{k: const(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
-            builder_budget=None if budget is None else BuilderBudget(
-                capacity=Constant(**budget["capacity"]), carveout_bytes=budget["carveout_bytes"],
-                stage_bytes=budget["stage_bytes"], stages=budget["stages"]),
+            tma_transaction_bytes=None
+            if tma is None
+            else TmaBytes(**{k: const(tma["expressions"][k]) for k in ("mk", "nk", "total")}),
+            builder_budget=None
+            if budget is None
+            else BuilderBudget(
+                capacity=Constant(**budget["capacity"]),
+                carveout_bytes=budget["carveout_bytes"],
+                stage_bytes=budget["stage_bytes"],
+                stages=budget["stages"],
+            ),
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
             params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),

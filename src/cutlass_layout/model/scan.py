@@ -126,8 +126,9 @@ class Struct:
         ``alignas``/``extent``)."""
         d = {n: plain(getattr(self, n)) for n in _STRUCT_OWN}
         d["children"] = [c.to_dict() for c in self.children]
-        d["aliases"] = [{"name": a.name, "type": a.type, "line": a.line, "condition": a.condition}
-                        for a in self.aliases]
+        d["aliases"] = [
+            {"name": a.name, "type": a.type, "line": a.line, "condition": a.condition} for a in self.aliases
+        ]
         return d
 
 
@@ -156,8 +157,7 @@ class ScanConstant:
     def to_dict(self) -> dict:
         """The constant as one entry of the scan JSON's ``constants``."""
         d = plain(self)
-        return {k: d[k] for k in ("name", "qualified_name", "file", "line", "type", "expression",
-                                  "value", "enclosing")}
+        return {k: d[k] for k in ("name", "qualified_name", "file", "line", "type", "expression", "value", "enclosing")}
 
 
 @dataclass
@@ -188,21 +188,29 @@ class ScanResult:
 
     def files(self) -> list[str]:
         """Relative paths of the files holding a struct, constant or diagnostic, sorted."""
-        return sorted({s.file for s in self.structs} | {c.file for c in self.constants}
-                      | {d.file for d in self.diagnostics})
+        return sorted(
+            {s.file for s in self.structs} | {c.file for c in self.constants} | {d.file for d in self.diagnostics}
+        )
 
     def __repr__(self) -> str:
-        return (f"<ScanResult {self.root}: {self.files_scanned} headers, {len(self.structs)} "
-                f"storage structs, {len(self.constants)} constants, {len(self.diagnostics)} "
-                "diagnostics>")
+        return (
+            f"<ScanResult {self.root}: {self.files_scanned} headers, {len(self.structs)} "
+            f"storage structs, {len(self.constants)} constants, {len(self.diagnostics)} "
+            "diagnostics>"
+        )
 
     def to_dict(self, file_only: bool = False) -> dict:
         """The documented ``scan --json`` object (schema :data:`SCAN_SCHEMA`): ``schema``,
         ``root``, ``source``, ``files_scanned``, ``files_parsed``, then ``structs``,
         ``constants`` and ``diagnostics`` (or only ``files`` with ``file_only``). Lines are
         1-based; paths relative to ``root``; ``value`` an integer or null."""
-        out: dict[str, Any] = {"schema": SCAN_SCHEMA, "root": self.root, "source": self.source,
-               "files_scanned": self.files_scanned, "files_parsed": self.files_parsed}
+        out: dict[str, Any] = {
+            "schema": SCAN_SCHEMA,
+            "root": self.root,
+            "source": self.source,
+            "files_scanned": self.files_scanned,
+            "files_parsed": self.files_parsed,
+        }
         if file_only:
             out["files"] = self.files()
             return out

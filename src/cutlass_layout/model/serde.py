@@ -32,9 +32,11 @@ def dataclass_keys(cls) -> tuple[frozenset[str], frozenset[str], dict]:
     required ones (no default, no default factory), the defaults of the others (fields with a
     default factory are left to the caller)."""
     fs = fields(cls)
-    return (frozenset(f.name for f in fs),
-            frozenset(f.name for f in fs if f.default is MISSING and f.default_factory is MISSING),
-            {f.name: f.default for f in fs if f.default is not MISSING})
+    return (
+        frozenset(f.name for f in fs),
+        frozenset(f.name for f in fs if f.default is MISSING and f.default_factory is MISSING),
+        {f.name: f.default for f in fs if f.default is not MISSING},
+    )
 
 
 def from_plain(cls, d: dict, known: frozenset, required: frozenset, defaults: dict):
@@ -45,8 +47,7 @@ def from_plain(cls, d: dict, known: frozenset, required: frozenset, defaults: di
     :func:`dataclass_keys`)."""
     keys = d.keys()
     if not (keys <= known and required <= keys):
-        raise TypeError(f"{cls.__name__}: unknown keys {sorted(keys - known)}, "
-                        f"missing {sorted(required - keys)}")
+        raise TypeError(f"{cls.__name__}: unknown keys {sorted(keys - known)}, missing {sorted(required - keys)}")
     obj = object.__new__(cls)
     attrs = obj.__dict__
     attrs.update(defaults)
@@ -59,6 +60,7 @@ def lazy_list(make, doc: str) -> property:
     (in the instance's ``_members``): the first read makes them, ``make(dict)`` each, and
     keeps the list (in ``_fields``); a write replaces both. The field stays a dataclass field
     (the constructor, :func:`dataclasses.fields`, equality, :func:`plain`)."""
+
     def get(self) -> list:
         attrs = self.__dict__
         made = attrs.get("_fields")

@@ -110,12 +110,16 @@ class SweepRecord:
         if self.arch_from_tag is not None:
             config = {**config, "arch": self.arch_from_tag, "arch_from": "tag"}
         return {
-            "config": config, "stages": self.stages,
-            "mainloop_bytes": self.mainloop_bytes, "epilogue_bytes": self.epilogue_bytes,
-            "kernel_bytes": self.kernel_bytes, "capacity_bytes": self.capacity_bytes,
+            "config": config,
+            "stages": self.stages,
+            "mainloop_bytes": self.mainloop_bytes,
+            "epilogue_bytes": self.epilogue_bytes,
+            "kernel_bytes": self.kernel_bytes,
+            "capacity_bytes": self.capacity_bytes,
             # the sweep schema's verdict is three-valued: an exact fit is "fits", with its own
             # "exact_fit" flag below
-            "headroom_bytes": self.headroom_bytes, "verdict": schema_verdict(self.verdict),
+            "headroom_bytes": self.headroom_bytes,
+            "verdict": schema_verdict(self.verdict),
             "max_stages_that_fit": self.max_stages_that_fit,
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
             "stage_search": plain(self.search()),
@@ -161,9 +165,11 @@ class SweepResult:
     def sorted_records(self) -> list[SweepRecord]:
         """Records ordered by verdict (fits, exact fits among them, over_capacity,
         does_not_compile: :data:`VERDICTS`), then by headroom, most room first."""
+
         def key(r: SweepRecord):
             h = r.headroom_bytes if r.headroom_bytes is not None else -float("inf")
             return (VERDICTS.index(schema_verdict(r.verdict)), -h)
+
         return sorted(self.records, key=key)
 
     def __repr__(self) -> str:

@@ -13,9 +13,11 @@ from enum import StrEnum
 #: TensorRT-LLM's ``compute_occupancy_for_kernel`` (``smem_size + attr.sharedSizeBytes >=
 #: max_smem_per_block`` -> occupancy 0), run by its SM80 MoE and fpA_intB launchers; its TMA
 #: warp-specialized launchers run none.
-EXACT_FIT_MEANING = ("an exact fit (headroom 0 B) fits and launches (CUDA takes a request of the "
-                     "opt-in limit itself), but one byte more puts it over, and TensorRT-LLM's "
-                     "occupancy check, in the launchers that run one (SM80 MoE, fpA_intB), rejects it")
+EXACT_FIT_MEANING = (
+    "an exact fit (headroom 0 B) fits and launches (CUDA takes a request of the "
+    "opt-in limit itself), but one byte more puts it over, and TensorRT-LLM's "
+    "occupancy check, in the launchers that run one (SM80 MoE, fpA_intB), rejects it"
+)
 
 
 class Verdict(StrEnum):

@@ -12,12 +12,25 @@ from rich.markup import escape
 from ..model import EXACT_FIT_MEANING, Verdict
 from ..sources.flashinfer import checkout_path
 from ..subjects.config import tile_text
-from .common import (VERDICT_TEXT, Column, markdown_table, md_cell, origin_words, print_table, rich_table, source_name,
-                     verdict_words)
+from .common import (
+    VERDICT_TEXT,
+    Column,
+    markdown_table,
+    md_cell,
+    origin_words,
+    print_table,
+    rich_table,
+    source_name,
+    verdict_words,
+)
 from .layout import default_console
 
-_VERDICT_STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "yellow", Verdict.OVER_CAPACITY: "red",
-                  Verdict.DOES_NOT_COMPILE: "magenta"}
+_VERDICT_STYLE = {
+    Verdict.FITS: "green",
+    Verdict.EXACT_FIT: "yellow",
+    Verdict.OVER_CAPACITY: "red",
+    Verdict.DOES_NOT_COMPILE: "magenta",
+}
 
 
 def verdict_cell(x) -> tuple[str, str]:
@@ -61,31 +74,46 @@ def fix_lines(t) -> list[str]:
         return []
     tried = ", ".join(f"{n}: {'does not compile' if b is None else f'{b} B'}" for n, b in sorted(f.searched.items()))
     if f.stages is None:
-        why = f.error or (f"it has {f.fewest_stages} stages, the fewest its collective takes "
-                          f"(static_assert Stages >= {f.fewest_stages}): no stage count fits"
-                          if f.fewest_stages else f"no stage count fits ({tried})")
+        why = f.error or (
+            f"it has {f.fewest_stages} stages, the fewest its collective takes "
+            f"(static_assert Stages >= {f.fewest_stages}): no stage count fits"
+            if f.fewest_stages
+            else f"no stage count fits ({tried})"
+        )
         return [f"What fits instead: nothing found: {why}"]
-    out = [f"What fits instead: StageCount<{f.stages}> (the launcher with its mainloop builder's stage "
-           f"count replaced, laid out): kernel {f.kernel_bytes} B, mainloop {f.mainloop_bytes} B, "
-           f"headroom {f.headroom_bytes} B (searched {tried})"]
+    out = [
+        f"What fits instead: StageCount<{f.stages}> (the launcher with its mainloop builder's stage "
+        f"count replaced, laid out): kernel {f.kernel_bytes} B, mainloop {f.mainloop_bytes} B, "
+        f"headroom {f.headroom_bytes} B (searched {tried})"
+    ]
     b = f.builder
     if f.carveout_bytes is not None:
         nums = f" ({b.capacity.name} {b.capacity.value} B, {b.stage_bytes} B per stage)" if b is not None else ""
-        out.append(f"  or StageCountAutoCarveout<{f.carveout_bytes}>: the smallest carve-out C with which the "
-                   f"builder chooses {f.stages} stages{nums}; its formula: {f.formula}")
+        out.append(
+            f"  or StageCountAutoCarveout<{f.carveout_bytes}>: the smallest carve-out C with which the "
+            f"builder chooses {f.stages} stages{nums}; its formula: {f.formula}"
+        )
     if b is not None and f.uncounted_bytes is not None:
         gap = f.uncounted_bytes
         parts = ", ".join(f"{k.replace('_', ' ')} {v} B" for k, v in f.uncounted.items() if v)
-        how = (f"{gap} B more than budgeted: {parts}" if gap > 0 else
-               f"{-gap} B less than budgeted" if gap < 0 else "exactly as budgeted")
-        out.append(f"  Builder budget as built: ({b.capacity.name} {b.capacity.value} B - carve-out "
-                   f"{b.carveout_bytes} B) / {b.stage_bytes} B per stage = {b.stages} stages; it budgets "
-                   f"{b.budgeted_bytes} B, the kernel takes {t.kernel_bytes} B ({how})")
+        how = (
+            f"{gap} B more than budgeted: {parts}"
+            if gap > 0
+            else f"{-gap} B less than budgeted"
+            if gap < 0
+            else "exactly as budgeted"
+        )
+        out.append(
+            f"  Builder budget as built: ({b.capacity.name} {b.capacity.value} B - carve-out "
+            f"{b.carveout_bytes} B) / {b.stage_bytes} B per stage = {b.stages} stages; it budgets "
+            f"{b.budgeted_bytes} B, the kernel takes {t.kernel_bytes} B ({how})"
+        )
     return out
 
 
 def columns_and_rows(tactics, tile_bytes: bool = False):
     """The columns that say something for these tactics, and their rows (bytes)."""
+
     def ok(x):
         return x.error is None
 
@@ -124,14 +152,22 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
         (Column("fix", drop=4), fix_cell),
     ]
-    optional = {"CTAs/SM": lambda x: x.occupancy is not None, "fusion": lambda x: x.fusion, "swap": lambda x: x.swap_ab is not None,
-                "tried": lambda x: x.runtime_candidate is not None, "fix": lambda x: x.fix is not None}
+    optional = {
+        "CTAs/SM": lambda x: x.occupancy is not None,
+        "fusion": lambda x: x.fusion,
+        "swap": lambda x: x.swap_ab is not None,
+        "tried": lambda x: x.runtime_candidate is not None,
+        "fix": lambda x: x.fix is not None,
+    }
     # shown only where the table's rows differ in them (an SM103 build's Sm100 and Sm103 twins,
     # SM100's 1SM and 2SM ones, SM90's clusters): what tells such twin rows apart
     varying = ("arch tag", "MMA", "cluster", "epi")
-    shown = [(c, f) for c, f in columns
-             if (c.header not in optional or any(optional[c.header](x) for x in tactics))
-             and (c.header not in varying or len({f(x) for x in tactics}) > 1)]
+    shown = [
+        (c, f)
+        for c, f in columns
+        if (c.header not in optional or any(optional[c.header](x) for x in tactics))
+        and (c.header not in varying or len({f(x) for x in tactics}) > 1)
+    ]
     return [c for c, _ in shown], [[f(x) for _, f in shown] for x in tactics]
 
 
@@ -160,9 +196,10 @@ def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):
 
 
 def _family_title(fam: str, n: int) -> str:
-    what = {"moe": " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)",
-            "moe_sm80": " (TensorRT-LLM MoE runner's SM80 path, CUTLASS 2.x MoeFCGemm, "
-                        "moe_gemm_template_dispatch.h)"}.get(fam, "")
+    what = {
+        "moe": " (TensorRT-LLM MoE grouped GEMM, moe_gemm_tma_ws_launcher.inl)",
+        "moe_sm80": " (TensorRT-LLM MoE runner's SM80 path, CUTLASS 2.x MoeFCGemm, moe_gemm_template_dispatch.h)",
+    }.get(fam, "")
     return f"{fam}{what}: {n} tactics"
 
 
@@ -209,10 +246,11 @@ def head_lines(result) -> list[str]:
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     parsed = [s for s in result.sources if not s.get("skipped")]
     capacity = f"; capacity {cap.value} B{where}" if cap is not None else ""
-    return [f"{install_name(p)}{shard_words(result)}",
-            f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
-            f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} {_origins(result, parsed)}"
-            f"{capacity}"] + modules_line(result)
+    return [
+        f"{install_name(p)}{shard_words(result)}",
+        f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
+        f"{result.arch}: {len(result.tactics)} tactics{built_elsewhere(result)} {_origins(result, parsed)}{capacity}",
+    ] + modules_line(result)
 
 
 def modules_line(result) -> list[str]:
@@ -220,15 +258,18 @@ def modules_line(result) -> list[str]:
     say why)`` where some builder of the arch gives no kernel (its module's, or not run); none
     where every one gives kernels, or none is known (a shard, JSON written before
     ``modules``). With a family asked, its modules only."""
-    mods = [m for m in getattr(result, "modules", None) or [] if m.get("kernels") is not None
-            or m.get("module") is None]
+    mods = [
+        m for m in getattr(result, "modules", None) or [] if m.get("kernels") is not None or m.get("module") is None
+    ]
     if (result.asked or {}).get("family") is not None:
         mods = [m for m in mods if m.get("module") is not None]
     none = [m for m in mods if not m.get("kernels")]
     if not none:
         return []
-    return [f"modules: {len(mods) - len(none)} of {len(mods)} JIT module builders for {result.arch} give "
-            f"kernels; {len(none)} give{'s' if len(none) == 1 else ''} none (the notes say why)"]
+    return [
+        f"modules: {len(mods) - len(none)} of {len(mods)} JIT module builders for {result.arch} give "
+        f"kernels; {len(none)} give{'s' if len(none) == 1 else ''} none (the notes say why)"
+    ]
 
 
 def _origins(result, parsed: list) -> str:
@@ -239,8 +280,9 @@ def _origins(result, parsed: list) -> str:
         return f"from {len(parsed)} generated sources"
     if n == len(result.tactics) and not parsed:
         return "from the MoE runner's SM80-path headers (no generated source)"
-    return (f"({len(result.tactics) - n} from {len(parsed)} generated sources, {n} from the MoE "
-            "runner's SM80-path headers)")
+    return (
+        f"({len(result.tactics) - n} from {len(parsed)} generated sources, {n} from the MoE runner's SM80-path headers)"
+    )
 
 
 #: the location an error ends with where it is the source itself (an absolute path:
@@ -257,8 +299,15 @@ def source_groups(result, kind: str = "error") -> list[tuple[str, str, list[str]
     one group."""
     groups: dict[tuple[str, str], list[str]] = {}
     for s in result.sources:
-        text = (s.get("error") if kind == "error" else s.get("skipped") if kind == "skipped"
-                else None if s.get("error") else s.get("reason"))
+        text = (
+            s.get("error")
+            if kind == "error"
+            else s.get("skipped")
+            if kind == "skipped"
+            else None
+            if s.get("error")
+            else s.get("reason")
+        )
         if text:
             text = _WHERE.sub("", text)  # the source's own path and line: its name says it
             fam = s.get("family") or s.get("module") or "?"
@@ -277,11 +326,15 @@ def sources_line(result) -> str:
     parts = []
     for fam, c in result.source_summary().items():
         read = c["sources"] - c["skipped"]
-        text = (f"{fam} {_plural(c['kernels'], 'kernel')} of {_plural(c['instantiations'], 'instantiation')} "
-                f"in {_plural(read, 'source')}")
-        extra = [f"{c['errors']} with an error" if c["errors"] else "",
-                 f"{c['without_kernel']} without a kernel" if c["without_kernel"] else "",
-                 f"{c['skipped']} skipped ({_skipped_why(result, fam)})" if c["skipped"] else ""]
+        text = (
+            f"{fam} {_plural(c['kernels'], 'kernel')} of {_plural(c['instantiations'], 'instantiation')} "
+            f"in {_plural(read, 'source')}"
+        )
+        extra = [
+            f"{c['errors']} with an error" if c["errors"] else "",
+            f"{c['without_kernel']} without a kernel" if c["without_kernel"] else "",
+            f"{c['skipped']} skipped ({_skipped_why(result, fam)})" if c["skipped"] else "",
+        ]
         parts.append(", ".join([text] + [e for e in extra if e]))
     return "sources: " + ("; ".join(parts) if parts else "none")
 
@@ -298,14 +351,23 @@ def _skipped_why(result, fam: str) -> str:
 def tail_parts(result) -> tuple[list[str], list[str], str, str]:
     """(errors of tactics, sources with an error and notes, the counts, what was checked)."""
     errors = [f"{x.id}: {x.error.one_line()}" for x in result.tactics if x.error is not None]
-    notes = [f"{fam}: {_plural(len(files), 'source')} with an error ({', '.join(files)}): {err}"
-             for fam, err, files in source_groups(result)]
-    notes += [f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
-              for fam, why, files in source_groups(result, "reason")]
-    unsearched = Counter(x.fix.error for x in result.tactics  # why a fix cell says "?"
-                         if x.fix is not None and fix_cell(x) == "?")
-    notes += [f"note: fix ?: {_plural(n, 'tactic')} {why if why.startswith('not searched') else 'not searched: ' + why}"
-              for why, n in unsearched.items()]
+    notes = [
+        f"{fam}: {_plural(len(files), 'source')} with an error ({', '.join(files)}): {err}"
+        for fam, err, files in source_groups(result)
+    ]
+    notes += [
+        f"note: {fam}: {_plural(len(files), 'source')} without a kernel ({', '.join(files)}): {why}"
+        for fam, why, files in source_groups(result, "reason")
+    ]
+    unsearched = Counter(
+        x.fix.error
+        for x in result.tactics  # why a fix cell says "?"
+        if x.fix is not None and fix_cell(x) == "?"
+    )
+    notes += [
+        f"note: fix ?: {_plural(n, 'tactic')} {why if why.startswith('not searched') else 'not searched: ' + why}"
+        for why, n in unsearched.items()
+    ]
     told = {u["note"] for u in getattr(result, "unmatched", [])}  # the command says these on stderr
     notes += [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
@@ -317,14 +379,20 @@ def tail_parts(result) -> tuple[list[str], list[str], str, str]:
     tried = sum(1 for x in over if x.runtime_candidate and x.runtime_guard is None)
     guarded = sum(1 for x in over if x.runtime_candidate is not False and x.runtime_guard is not None)
     unknown = sum(1 for x in over if x.runtime_candidate is None and x.runtime_guard is None)
-    how = (f"{tried} of them tried by the runtime"
-           + (f", {guarded} more tried but rejected by the runner's own check before launch" if guarded else "")
-           + (f", {unknown} unknown" if unknown else ""))
-    total = (f"{counts[Verdict.OVER_CAPACITY]} over capacity ({how}), "
-             f"{counts[Verdict.EXACT_FIT]} exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, "
-             f"{counts[Verdict.FITS]} fit")
-    checked = ("checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
-               "inside kernel bodies were not instantiated)")
+    how = (
+        f"{tried} of them tried by the runtime"
+        + (f", {guarded} more tried but rejected by the runner's own check before launch" if guarded else "")
+        + (f", {unknown} unknown" if unknown else "")
+    )
+    total = (
+        f"{counts[Verdict.OVER_CAPACITY]} over capacity ({how}), "
+        f"{counts[Verdict.EXACT_FIT]} exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, "
+        f"{counts[Verdict.FITS]} fit"
+    )
+    checked = (
+        "checked: types (each kernel's SharedStorage as its launcher builds it; asserts "
+        "inside kernel bodies were not instantiated)"
+    )
     return errors, notes, total, checked
 
 
@@ -366,9 +434,13 @@ def to_markdown(result, *, tile_bytes: bool = False) -> str:
     the counts (bytes)."""
     p = result.provenance
     first, second, third, *more = head_lines(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=p['library'], version=p['version'])}, "
-           f"{result.arch}{shard_words(result)}", "",
-           f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    out = [
+        f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=p['library'], version=p['version'])}, "
+        f"{result.arch}{shard_words(result)}",
+        "",
+        f"{md_cell(third)}; tree `{p['tree_hash']}`",
+        "",
+    ]
     for line in more:  # the modules that give no kernel (modules_line)
         out += [md_cell(line), ""]
     for fam, items in _families(result).items():
@@ -406,12 +478,14 @@ def github_property(text: str | int) -> str:
     return github_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_command(kind: str, message: str, *, file: str | None = None, line: int | None = None,
-                   title: str | None = None) -> str:
+def github_command(
+    kind: str, message: str, *, file: str | None = None, line: int | None = None, title: str | None = None
+) -> str:
     """One workflow command line, ``::KIND file=F,line=L,title=T::MESSAGE`` (properties that
     are None left out), each part escaped (:func:`github_property`, :func:`github_data`)."""
-    props = [f"{k}={github_property(v)}" for k, v in (("file", file), ("line", line), ("title", title))
-             if v is not None]
+    props = [
+        f"{k}={github_property(v)}" for k, v in (("file", file), ("line", line), ("title", title)) if v is not None
+    ]
     return f"::{kind}{' ' + ','.join(props) if props else ''}::{github_data(message)}"
 
 
@@ -469,9 +543,9 @@ class Finding:
 #: What each :attr:`Finding.rule` means (SARIF's rule descriptions).
 RULES = {
     "over-capacity": "A kernel the runtime tries (or may try) needs more shared memory (sizeof its SharedStorage) "
-                     "than a block of the arch gets: it fails at launch.",
+    "than a block of the arch gets: it fails at launch.",
     "over-capacity-not-tried": "A kernel is built whose SharedStorage is over the arch's capacity; the runtime "
-                               "never tries it.",
+    "never tries it.",
     "does-not-compile": "A kernel the install instantiates does not compile.",
     "exact-fit": f"Kernels whose SharedStorage fills the arch's capacity exactly (0 B headroom; {EXACT_FIT_MEANING}).",
     "incomplete": "Sources the audit could not read or lay out: the audit is incomplete.",
@@ -497,25 +571,53 @@ def findings(result) -> list[Finding]:
         if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
             tried = t.id in failing
-            why = ("tried by the runtime" if t.runtime_candidate else
-                   "the runtime may try it: its candidate list could not be read" if tried else
-                   "built, never tried by the runtime")
-            out.append(Finding(
-                "error" if tried else "notice", "over-capacity" if tried else "over-capacity-not-tried",
-                f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B "
-                f"{result.arch} capacity by {over} B ({why}; {t.stages} stages); {_fix_words(t)}"
-                f"{_built_by(t)}",
-                f"cutlass-layout: over capacity by {over} B: {t.id}", file, line, (t.id,)))
+            why = (
+                "tried by the runtime"
+                if t.runtime_candidate
+                else "the runtime may try it: its candidate list could not be read"
+                if tried
+                else "built, never tried by the runtime"
+            )
+            out.append(
+                Finding(
+                    "error" if tried else "notice",
+                    "over-capacity" if tried else "over-capacity-not-tried",
+                    f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B "
+                    f"{result.arch} capacity by {over} B ({why}; {t.stages} stages); {_fix_words(t)}"
+                    f"{_built_by(t)}",
+                    f"cutlass-layout: over capacity by {over} B: {t.id}",
+                    file,
+                    line,
+                    (t.id,),
+                )
+            )
         elif t.verdict == Verdict.DOES_NOT_COMPILE:
-            out.append(Finding("warning", "does-not-compile", f"{t.id}: {t.error.one_line()}; {_built_by(t)}",
-                               f"cutlass-layout: does not compile: {t.id}", file, line, (t.id,)))
+            out.append(
+                Finding(
+                    "warning",
+                    "does-not-compile",
+                    f"{t.id}: {t.error.one_line()}; {_built_by(t)}",
+                    f"cutlass-layout: does not compile: {t.id}",
+                    file,
+                    line,
+                    (t.id,),
+                )
+            )
         elif t.verdict == Verdict.EXACT_FIT:
             exact.setdefault((file, line), []).append(t)
     for (file, line), ts in exact.items():
-        out.append(Finding(
-            "notice", "exact-fit", f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
-                                   f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
-            f"cutlass-layout: {len(ts)} exact fit(s)", file, line, tuple(t.id for t in ts)))
+        out.append(
+            Finding(
+                "notice",
+                "exact-fit",
+                f"{len(ts)} tactic(s) fill the {ts[0].capacity_bytes} B {result.arch} capacity "
+                f"exactly (0 B headroom; {EXACT_FIT_MEANING}): " + ", ".join(t.id for t in ts),
+                f"cutlass-layout: {len(ts)} exact fit(s)",
+                file,
+                line,
+                tuple(t.id for t in ts),
+            )
+        )
     _, notes, _, _ = tail_parts(result)
     for n in notes:
         if not n.startswith("note: ") and " with an error (" in n:  # the audit is incomplete

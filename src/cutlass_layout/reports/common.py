@@ -39,8 +39,12 @@ def _has_such_number(out: bytes) -> bool:
             start = m.start()
             while start and out[start - 1] in _NUMBER_BYTES:
                 start -= 1
-            if start == 0 or out[start - 2:start] == b": " or out[start - 1] == 0x20 and \
-                    out[out.rfind(b"\n", 0, start) + 1:start].strip(b" ") == b"":
+            if (
+                start == 0
+                or out[start - 2 : start] == b": "
+                or out[start - 1] == 0x20
+                and out[out.rfind(b"\n", 0, start) + 1 : start].strip(b" ") == b""
+            ):
                 return True
     return False
 
@@ -89,8 +93,12 @@ class Column:
     drop: int = 0
 
 
-VERDICT_TEXT = {Verdict.FITS: "fits", Verdict.EXACT_FIT: "exact fit", Verdict.OVER_CAPACITY: "over capacity",
-                Verdict.DOES_NOT_COMPILE: "does not compile"}
+VERDICT_TEXT = {
+    Verdict.FITS: "fits",
+    Verdict.EXACT_FIT: "exact fit",
+    Verdict.OVER_CAPACITY: "over capacity",
+    Verdict.DOES_NOT_COMPILE: "does not compile",
+}
 
 
 def verdict_words(verdict: Verdict) -> str:
@@ -104,9 +112,15 @@ def verdict_words(verdict: Verdict) -> str:
 WRAP_KEEP = 20
 
 
-def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | None = None,
-               styles: list[str | None] | None = None, last_bold: bool = False,
-               wrap_max: int | None = None):
+def rich_table(
+    columns: list[Column],
+    rows: list[list[str]],
+    *,
+    title: str | None = None,
+    styles: list[str | None] | None = None,
+    last_bold: bool = False,
+    wrap_max: int | None = None,
+):
     """A :class:`rich.table.Table` of ``rows`` (cells are plain text, never markup, or
     ``(text, style)``).
 
@@ -125,17 +139,20 @@ def rich_table(columns: list[Column], rows: list[list[str]], *, title: str | Non
     for i, c in enumerate(columns):
         widest = max([len(c.header)] + [len(_text(r[i])) for r in rows])
         if c.wrap:
-            t.add_column(c.header, overflow="fold", ratio=1, min_width=min(widest, 10),
-                         max_width=None if wrap_max is None else max(wrap_max, min(widest, 10)))
+            t.add_column(
+                c.header,
+                overflow="fold",
+                ratio=1,
+                min_width=min(widest, 10),
+                max_width=None if wrap_max is None else max(wrap_max, min(widest, 10)),
+            )
         else:
-            t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True,
-                         min_width=widest)
+            t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True, min_width=widest)
     for n, r in enumerate(rows):
         style = styles[n] if styles else None
         if last_bold and n == len(rows) - 1:
             style = "bold"
-        t.add_row(*(Text(x[0], style=x[1] or "") if isinstance(x, tuple) else Text(x)
-                    for x in r), style=style)
+        t.add_row(*(Text(x[0], style=x[1] or "") if isinstance(x, tuple) else Text(x) for x in r), style=style)
     setattr(t, "fit_spec", (columns, rows, {"title": title, "styles": styles, "last_bold": last_bold}))
     return t
 
@@ -144,8 +161,7 @@ def _without(spec, gone: set[str], wrap_max: int | None):
     """The table of ``spec`` (a table's ``fit_spec``) without the columns headed ``gone``."""
     columns, rows, options = spec
     keep = [i for i, c in enumerate(columns) if c.header not in gone]
-    return rich_table([columns[i] for i in keep], [[r[i] for i in keep] for r in rows],
-                      wrap_max=wrap_max, **options)
+    return rich_table([columns[i] for i in keep], [[r[i] for i in keep] for r in rows], wrap_max=wrap_max, **options)
 
 
 def _fitted(console, table, need) -> tuple[object, list[str]]:
@@ -202,14 +218,24 @@ def print_table(console, table) -> None:
         table, gone = _fitted(console, table, need)
     width = max(need(table), console.width)
     buf = io.StringIO()
-    out = Console(width=width, color_system=console.color_system, force_terminal=console.is_terminal,
-                  highlight=False, soft_wrap=True, record=False, file=buf)
+    out = Console(
+        width=width,
+        color_system=console.color_system,
+        force_terminal=console.is_terminal,
+        highlight=False,
+        soft_wrap=True,
+        record=False,
+        file=buf,
+    )
     out.print(table)
     console.file.write(_TRAILING.sub(r"\1", buf.getvalue()))
     if gone:
         still = need(table) > console.width
-        what = f"left out, and still wider than {console.width} columns" if still else \
-            f"left out to fit {console.width} columns"
+        what = (
+            f"left out, and still wider than {console.width} columns"
+            if still
+            else f"left out to fit {console.width} columns"
+        )
         console.print(f"({what}: {', '.join(gone)}; --wide shows all)", highlight=False, soft_wrap=True)
 
 
@@ -233,16 +259,16 @@ def markdown_table(columns: list[Column], rows: list[list[str]]) -> str:
     """The table in GitHub-flavoured Markdown (numbers right-aligned), ending in a newline."""
     head = "| " + " | ".join(md_cell(c.header) for c in columns) + " |"
     rule = "|" + "|".join("---:" if c.right else "---" for c in columns) + "|"
-    body = ["| " + " | ".join(md_cell(_text(x), c.code) for x, c in zip(r, columns)) + " |"
-            for r in rows]
+    body = ["| " + " | ".join(md_cell(_text(x), c.code) for x, c in zip(r, columns)) + " |" for r in rows]
     return "\n".join([head, rule, *body]) + "\n"
 
 
 _WHEEL = re.compile(r"(?P<name>[A-Za-z0-9_.]+?)-(?P<version>\d[^-]*)-.*\.whl$")
 
 
-def source_name(origin: str | None, cutlass_version: str | None = None, *, library: str | None = None,
-                version: str | None = None) -> str:
+def source_name(
+    origin: str | None, cutlass_version: str | None = None, *, library: str | None = None, version: str | None = None
+) -> str:
     """The source by distribution and version, for a title; never a local path (a report is
     pasted into a PR): ``flashinfer-python 0.7.2.post1 (CUTLASS 4.5.0)`` for
     ``flashinfer-python==0.7.2.post1`` or its wheel; ``library version`` where the caller
@@ -261,7 +287,7 @@ def source_name(origin: str | None, cutlass_version: str | None = None, *, libra
     elif library:
         name = f"{library} {version}" if version and version != "unknown" else f"{library} (version unknown)"
     elif origin.startswith("installed "):
-        name = origin[len("installed "):]
+        name = origin[len("installed ") :]
     cut = f"CUTLASS {cutlass_version}" if cutlass_version else ""
     if not name:
         return cut or "CUTLASS (version unknown)"
@@ -312,17 +338,24 @@ def approximation_head(appr) -> str:
     """One line: the preset's numbers are an approximation of the kernel it names, and what
     lays out the real one."""
     if appr.install is None:
-        real = ("`cutlass-layout audit` of a flashinfer install lays out the real one"
-                if appr.preset in ("trtllm-moe", "flashinfer") else "the library may build it differently")
+        real = (
+            "`cutlass-layout audit` of a flashinfer install lays out the real one"
+            if appr.preset in ("trtllm-moe", "flashinfer")
+            else "the library may build it differently"
+        )
         return f"approximation of the {appr.preset} preset's kernel, {appr.kernel}: {real}"
     if appr.arch is None:
-        return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
-                f"{appr.install} may build differently (`cutlass-layout audit` reads its sm120, "
-                "sm121, sm100, sm103 and sm90 builds, not this arch's)")
+        return (
+            f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
+            f"{appr.install} may build differently (`cutlass-layout audit` reads its sm120, "
+            "sm121, sm100, sm103 and sm90 builds, not this arch's)"
+        )
     src = f" --cutlass {_shell(appr.source)}" if appr.source else ""
-    return (f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
-            f"{appr.install} may build differently: `{audit_command(appr)}` / "
-            f"`cutlass-layout layout --tactic ID{src}` lay out the real one")
+    return (
+        f"approximation of the {appr.preset} preset's kernel, {appr.kernel}, which "
+        f"{appr.install} may build differently: `{audit_command(appr)}` / "
+        f"`cutlass-layout layout --tactic ID{src}` lay out the real one"
+    )
 
 
 def tactic_text(t: dict) -> str:
@@ -349,16 +382,29 @@ def approximation_lines(appr, tile: str, what: str = "this config") -> list[str]
     if appr.audited is None:
         return []
     if not appr.audited:
-        return [f"{appr.install}'s own kernels of {what} are not audited here (nothing is audited "
-                f"implicitly): `{audit_command(appr, tile)}` lays them out, and this report then "
-                "names them"]
+        return [
+            f"{appr.install}'s own kernels of {what} are not audited here (nothing is audited "
+            f"implicitly): `{audit_command(appr, tile)}` lays them out, and this report then "
+            "names them"
+        ]
     fam = f"{appr.family} tactic" if appr.family else "JIT-module tactic"
     if not appr.tactics:
-        return [f"{appr.install} builds no {fam} of {what} (same arch, kernel, A, B, D, tile, "
-                f"cluster; its audit, cached)"]
-    return ([f"{appr.install} builds {what} as (its audit, cached):"]
-            + [f"  {tactic_text(t)}" for t in appr.tactics])
+        return [
+            f"{appr.install} builds no {fam} of {what} (same arch, kernel, A, B, D, tile, cluster; its audit, cached)"
+        ]
+    return [f"{appr.install} builds {what} as (its audit, cached):"] + [f"  {tactic_text(t)}" for t in appr.tactics]
 
 
-__all__ = ["Column", "approximation_head", "approximation_lines", "audit_command", "markdown_table",
-           "md_cell", "origin_words", "print_table", "rich_table", "source_name", "tactic_text"]
+__all__ = [
+    "Column",
+    "approximation_head",
+    "approximation_lines",
+    "audit_command",
+    "markdown_table",
+    "md_cell",
+    "origin_words",
+    "print_table",
+    "rich_table",
+    "source_name",
+    "tactic_text",
+]

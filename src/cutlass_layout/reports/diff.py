@@ -34,7 +34,6 @@ def describe_grid(configs: list) -> str:
     return f"{len(configs)} configs: " + "; ".join(parts)
 
 
-
 def _get(rec: NumericRecord | None, key: str):
     return None if rec is None else rec.get(key)
 
@@ -47,22 +46,32 @@ def _cell(row: NumericRow, key: str) -> str:
 
 def _side_line(name: str, side: Side) -> str:
     p = side.provenance
-    return (f"{name}: {side.source}  CUTLASS {p.cutlass_version} (version.h), "
-            f"tree {p.tree_hash}, {p.cutlass_root}")
+    return f"{name}: {side.source}  CUTLASS {p.cutlass_version} (version.h), tree {p.tree_hash}, {p.cutlass_root}"
 
 
 _CHANGE_WORDS = {
-    "struct_added": "struct added", "struct_removed": "struct removed",
-    "struct_moved": "struct moved", "struct_realigned": "struct alignas changed",
-    "struct_bases_changed": "bases changed", "struct_kind_changed": "kind changed",
-    "struct_condition_changed": "#if changed", "field_added": "field added",
-    "field_removed": "field removed", "field_renamed": "field renamed",
-    "field_retyped": "field retyped", "field_realigned": "alignas changed",
-    "field_condition_changed": "field #if changed", "fields_reordered": "fields reordered",
-    "alias_added": "alias added", "alias_removed": "alias removed",
-    "alias_changed": "alias changed", "constant_added": "constant added",
-    "constant_removed": "constant removed", "constant_changed": "constant changed",
-    "constant_retyped": "constant type changed", "constant_moved": "constant moved",
+    "struct_added": "struct added",
+    "struct_removed": "struct removed",
+    "struct_moved": "struct moved",
+    "struct_realigned": "struct alignas changed",
+    "struct_bases_changed": "bases changed",
+    "struct_kind_changed": "kind changed",
+    "struct_condition_changed": "#if changed",
+    "field_added": "field added",
+    "field_removed": "field removed",
+    "field_renamed": "field renamed",
+    "field_retyped": "field retyped",
+    "field_realigned": "alignas changed",
+    "field_condition_changed": "field #if changed",
+    "fields_reordered": "fields reordered",
+    "alias_added": "alias added",
+    "alias_removed": "alias removed",
+    "alias_changed": "alias changed",
+    "constant_added": "constant added",
+    "constant_removed": "constant removed",
+    "constant_changed": "constant changed",
+    "constant_retyped": "constant type changed",
+    "constant_moved": "constant moved",
 }
 
 
@@ -99,21 +108,26 @@ def _others_line(res: DiffResult) -> str | None:
         return None
     n = sum(res.structural_others.values())
     per = ", ".join(f"{k} {v}" for k, v in res.structural_others.items())
-    return (f"{n} changes in headers of other arch families not shown ({per}); "
-            f"kept: {', '.join(res.structural_arch or [])} and the headers of no arch")
+    return (
+        f"{n} changes in headers of other arch families not shown ({per}); "
+        f"kept: {', '.join(res.structural_arch or [])} and the headers of no arch"
+    )
 
 
 def _structural_head(res: DiffResult) -> list[str]:
     if not res.structural:
         what = "identical trees" if res.identical else f"{res.files_compared} headers differ"
-        return [f"Structural (tree-sitter scan): no changes to storage structs or constants "
-                f"({what})" + (" that concern this arch" if res.structural_others else "")]
+        return [
+            f"Structural (tree-sitter scan): no changes to storage structs or constants "
+            f"({what})" + (" that concern this arch" if res.structural_others else "")
+        ]
     counts: dict[str, int] = {}
     for c in res.structural:
         counts[c.change] = counts.get(c.change, 0) + 1
-    return [f"Structural (tree-sitter scan of the {res.files_compared} headers that differ): "
-            f"{len(res.structural)} changes",
-            ", ".join(f"{_CHANGE_WORDS.get(k, k)} {v}" for k, v in counts.items())]
+    return [
+        f"Structural (tree-sitter scan of the {res.files_compared} headers that differ): {len(res.structural)} changes",
+        ", ".join(f"{_CHANGE_WORDS.get(k, k)} {v}" for k, v in counts.items()),
+    ]
 
 
 def _by_file(changes):
@@ -131,26 +145,36 @@ def _change_lines(c) -> tuple[str, list[str], str]:
     if c.old_file and c.new_file and c.old_file == c.new_file:
         where = f"line {c.old_line} -> {c.new_line}"
     else:
-        where = (f"{c.old_file}:{c.old_line}" if c.old_file else "(none)") + " -> " + \
-            (f"{c.new_file}:{c.new_line}" if c.new_file else "(none)")
-    what = c.struct + (f"::{c.field}" if c.field and c.change.startswith("constant")
-                       else f".{c.field}" if c.field else "")
+        where = (
+            (f"{c.old_file}:{c.old_line}" if c.old_file else "(none)")
+            + " -> "
+            + (f"{c.new_file}:{c.new_line}" if c.new_file else "(none)")
+        )
+    what = c.struct + (
+        f"::{c.field}" if c.field and c.change.startswith("constant") else f".{c.field}" if c.field else ""
+    )
     spec = f"  [{c.specialization}]" if c.specialization else ""
     texts = []
     if c.change not in ("struct_moved", "constant_moved"):
         if c.old is not None and c.new is not None:
             a, b = _excerpt(c.old, c.new)
             texts += [f"old: {a}", f"new: {b}"]
-        elif c.change.endswith(("_added", "_removed")) and (c.old or c.new) \
-                and not c.change.startswith("struct"):
+        elif c.change.endswith(("_added", "_removed")) and (c.old or c.new) and not c.change.startswith("struct"):
             texts.append(f"{'old' if c.old else 'new'}: {_short(c.old or c.new)}")
     return f"{_CHANGE_WORDS.get(c.change, c.change)}: {what}{spec}", texts, where
 
 
-_NUMERIC_COLS = ["verdict", "stages", "kernel_bytes", "mainloop_bytes", "epilogue_bytes",
-                 "tma_bytes.mk", "tma_bytes.nk", "tma_bytes.total"]
-_NUMERIC_HEADS = ["", "config", "verdict", "stages", "kernel", "mainloop", "epilogue",
-                  "TMA MK", "TMA NK", "TMA total"]
+_NUMERIC_COLS = [
+    "verdict",
+    "stages",
+    "kernel_bytes",
+    "mainloop_bytes",
+    "epilogue_bytes",
+    "tma_bytes.mk",
+    "tma_bytes.nk",
+    "tma_bytes.total",
+]
+_NUMERIC_HEADS = ["", "config", "verdict", "stages", "kernel", "mainloop", "epilogue", "TMA MK", "TMA NK", "TMA total"]
 
 
 def _row_name(r: NumericRow, tile_bytes: bool) -> str:
@@ -172,8 +196,11 @@ def _row_name(r: NumericRow, tile_bytes: bool) -> str:
 
 def _numeric_rows(res: DiffResult, tile_bytes: bool) -> list[list[str]]:
     assert res.numeric is not None  # a diff with its numeric part
-    return [["!" if r.verdict_changed else "*" if r.changed else "", _row_name(r, tile_bytes)]
-            + [_cell(r, k) for k in _NUMERIC_COLS] for r in res.numeric]
+    return [
+        ["!" if r.verdict_changed else "*" if r.changed else "", _row_name(r, tile_bytes)]
+        + [_cell(r, k) for k in _NUMERIC_COLS]
+        for r in res.numeric
+    ]
 
 
 def row_details(r: NumericRow, member_lines: int) -> list[str]:
@@ -181,8 +208,7 @@ def row_details(r: NumericRow, member_lines: int) -> list[str]:
     members whose size changed, how many only moved, and the first error of a side that does
     not compile (once, as ``both:``, where the two sides fail alike)."""
     out = []
-    if "capacity_bytes" in r.changed and None not in (_get(r.old, "capacity_bytes"),
-                                                      _get(r.new, "capacity_bytes")):
+    if "capacity_bytes" in r.changed and None not in (_get(r.old, "capacity_bytes"), _get(r.new, "capacity_bytes")):
         out.append(f"capacity: {_cell(r, 'capacity_bytes')} B")
     resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
     shifted = len(r.members) - len(resized)
@@ -204,8 +230,9 @@ def row_details(r: NumericRow, member_lines: int) -> list[str]:
 
 
 def _numeric_head(res: DiffResult) -> str:
-    src = {"default": "default grid", "flags": "grid from flags", "file": "grid file",
-           "python": "grid"}.get(res.grid_source, "grid")
+    src = {"default": "default grid", "flags": "grid from flags", "file": "grid file", "python": "grid"}.get(
+        res.grid_source, "grid"
+    )
     return f"Numeric (exact engine, libclang), {src}: {describe_grid(res.grid)}"
 
 
@@ -237,11 +264,12 @@ def render_text(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
         out.append("")
         out.append(_numeric_head(res))
         if not res.numeric:
-            out.append("  nothing computed" + (" (identical trees)" if res.identical else
-                                              " (empty grid)"))
+            out.append("  nothing computed" + (" (identical trees)" if res.identical else " (empty grid)"))
         else:
-            out.append(f"  {len(res.numeric_changes)} of {len(res.numeric)} configs differ "
-                       f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)")
+            out.append(
+                f"  {len(res.numeric_changes)} of {len(res.numeric)} configs differ "
+                f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)"
+            )
             table = _numeric_rows(res, tile_bytes)
             widths = [max(len(str(x)) for x in col) for col in zip(_NUMERIC_HEADS, *table)]
             out.append("  " + "  ".join(h.ljust(w) for h, w in zip(_NUMERIC_HEADS, widths)).rstrip())
@@ -269,8 +297,10 @@ def _tactic_numbers(t) -> str:
 
 #: How a renamed pair was made, where the report says it (:attr:`TacticChange.paired_by
 #: <cutlass_layout.model.TacticChange.paired_by>`)
-_PAIRED_BY = {"name": "; paired by name: several tactics share its configuration",
-              "core_name": "; CUTLASS 4.x's name for it (no accumulator letter or MMA instruction shape)"}
+_PAIRED_BY = {
+    "name": "; paired by name: several tactics share its configuration",
+    "core_name": "; CUTLASS 4.x's name for it (no accumulator letter or MMA instruction shape)",
+}
 
 
 def _rename_line(r) -> str:
@@ -287,8 +317,10 @@ def _audit_head(a) -> str:
     """The audit side's first line: the arch, what was audited, how many on each side."""
     if a.kind == "cutlass_library":
         sel = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in a.selection.items())
-        return (f"Audit ({a.arch}, CUTLASS's kernel library, {sel or 'the default kernel filter'}, paired by "
-                f"procedural name): {a.old_tactics} kernels on the old side, {a.new_tactics} on the new")
+        return (
+            f"Audit ({a.arch}, CUTLASS's kernel library, {sel or 'the default kernel filter'}, paired by "
+            f"procedural name): {a.old_tactics} kernels on the old side, {a.new_tactics} on the new"
+        )
     fam = f", family {a.family}" if a.family else ""
     return f"Audit ({a.arch}{fam}): {a.old_tactics} tactics on the old side, {a.new_tactics} on the new"
 
@@ -296,13 +328,17 @@ def _audit_head(a) -> str:
 def _audit_counts(a) -> str:
     """The audit side's counts: each kind of row, the verdict changes by verdict."""
     counts = a.summary()
-    moves = ", ".join(f"{m['count']} {verdict_words(m['old'])} -> {verdict_words(m['new'])}"
-                      for m in counts["verdict_changes"])
+    moves = ", ".join(
+        f"{m['count']} {verdict_words(m['old'])} -> {verdict_words(m['new'])}" for m in counts["verdict_changes"]
+    )
     also = sum(r.rename is not None and r.change in ("verdict", "numbers") for r in a.rows)
-    return (f"{counts['verdict']} verdict changes" + (f" ({moves})" if moves else "")
-            + f", {counts['numbers']} with other changes, {counts['renamed']} renamed, {counts['added']} only new, "
-            f"{counts['removed']} only old, {counts['same']} the same"
-            + (f"; {also} of the changed ones renamed too" if also else ""))
+    return (
+        f"{counts['verdict']} verdict changes"
+        + (f" ({moves})" if moves else "")
+        + f", {counts['numbers']} with other changes, {counts['renamed']} renamed, {counts['added']} only new, "
+        f"{counts['removed']} only old, {counts['same']} the same"
+        + (f"; {also} of the changed ones renamed too" if also else "")
+    )
 
 
 def _audit_lines(a, member_lines: int) -> list[str]:
@@ -323,8 +359,11 @@ def _audit_lines(a, member_lines: int) -> list[str]:
             t = r.new or r.old
             out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(t)}")
             continue
-        nums = (f"{_tactic_numbers(r.new)} on both sides" if r.change == "renamed"
-                else f"{_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}")
+        nums = (
+            f"{_tactic_numbers(r.new)} on both sides"
+            if r.change == "renamed"
+            else f"{_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}"
+        )
         out.append(f"  {flags[r.change]} {r.id}: {nums}{_delta_text(r)}")
         if r.rename is not None:
             out.append(f"        {_rename_line(r)}")
@@ -340,8 +379,10 @@ def _audit_lines(a, member_lines: int) -> list[str]:
     if by_core:
         parts = sorted({f"{r.rename.old} -> {r.rename.new}" for r in by_core})
         shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
-        out.append(f"  ~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
-                   f"({shown}; --json lists them)")
+        out.append(
+            f"  ~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
+            f"({shown}; --json lists them)"
+        )
     both = [r for r in a.rows if r.change == "same" and r.new.verdict == Verdict.OVER_CAPACITY]
     for r in both:  # unchanged, but what an upgrade does not fix
         out.append(f"  = {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}")
@@ -353,13 +394,18 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
     """The diff in GitHub Markdown: both sides, the structural changes (folded in a
     ``<details>`` block, by file), the numeric table and, under it, what changed in each row
     that differs (bytes), and the audit diff's lines where there is one."""
+
     def side(name, s):
         p = s.provenance
         return f"- {name}: {md_cell(source_name(p.origin, p.cutlass_version))}, tree `{p.tree_hash}`"
 
-    out = [f"#### Diff: {md_cell(source_name(res.old.provenance.origin, res.old.provenance.cutlass_version))} -> "
-           f"{md_cell(source_name(res.new.provenance.origin, res.new.provenance.cutlass_version))}", "",
-           side("old", res.old), side("new", res.new)]
+    out = [
+        f"#### Diff: {md_cell(source_name(res.old.provenance.origin, res.old.provenance.cutlass_version))} -> "
+        f"{md_cell(source_name(res.new.provenance.origin, res.new.provenance.cutlass_version))}",
+        "",
+        side("old", res.old),
+        side("new", res.new),
+    ]
     out += [f"- note: {md_cell(n)}" for n in res.notes]
     out.append("")
     if res.structural is not None:
@@ -383,16 +429,17 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
         if not res.numeric:
             out += ["nothing computed" + (" (identical trees)" if res.identical else " (empty grid)"), ""]
         else:
-            out += [f"{len(res.numeric_changes)} of {len(res.numeric)} configs differ "
-                    f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)", ""]
-            cols = [Column(h or "Δ") for h in _NUMERIC_HEADS[:3]] + \
-                [Column(h, right=True) for h in _NUMERIC_HEADS[3:]]
+            out += [
+                f"{len(res.numeric_changes)} of {len(res.numeric)} configs differ "
+                f"({sum(r.verdict_changed for r in res.numeric)} verdict changes)",
+                "",
+            ]
+            cols = [Column(h or "Δ") for h in _NUMERIC_HEADS[:3]] + [Column(h, right=True) for h in _NUMERIC_HEADS[3:]]
             out.append(markdown_table(cols, _numeric_rows(res, tile_bytes)))
             for r in res.numeric:
                 details = row_details(r, member_lines)
                 if details:
-                    out.append(f"- {md_cell(_row_name(r, tile_bytes))}: " +
-                               "; ".join(md_cell(d) for d in details))
+                    out.append(f"- {md_cell(_row_name(r, tile_bytes))}: " + "; ".join(md_cell(d) for d in details))
             out.append("")
     if res.audit is not None:
         lines = _audit_lines(res.audit, member_lines)

@@ -30,13 +30,17 @@ def to_json(rep: LayoutReport, indent: int | None = 2) -> str:
     return json_text(rep.to_dict()) if indent == 2 else json.dumps(rep.to_dict(), indent=indent)
 
 
-_STRUCT_COLUMNS = [Column("offset", right=True), Column("size", right=True),
-                   Column("pad", right=True), Column("member", code=True),
-                   Column("alignas", right=True, drop=2), Column("type", wrap=True, code=True)]
+_STRUCT_COLUMNS = [
+    Column("offset", right=True),
+    Column("size", right=True),
+    Column("pad", right=True),
+    Column("member", code=True),
+    Column("alignas", right=True, drop=2),
+    Column("type", wrap=True, code=True),
+]
 
 
-def struct_rows(s: StructLayout, max_depth: int | None = None, *,
-                dotted: bool = False) -> list[list[str]]:
+def struct_rows(s: StructLayout, max_depth: int | None = None, *, dotted: bool = False) -> list[list[str]]:
     """The rows of a struct's table (bytes): offset, size, padding before, member (indented
     by depth, or its dotted path with ``dotted``), ``alignas``, type; a ``(tail padding)`` row
     after each member with tail padding, and a last ``= sizeof, align N`` row."""
@@ -45,8 +49,16 @@ def struct_rows(s: StructLayout, max_depth: int | None = None, *,
     def walk(fields: list[FieldLayout], depth: int, prefix: str):
         for f in fields:
             name = (prefix + f.name) if dotted else "  " * depth + f.name
-            rows.append([str(f.offset), str(f.size), str(f.padding_before or ""), name,
-                         str(f.declared_alignas) if f.declared_alignas else "", f.type])
+            rows.append(
+                [
+                    str(f.offset),
+                    str(f.size),
+                    str(f.padding_before or ""),
+                    name,
+                    str(f.declared_alignas) if f.declared_alignas else "",
+                    f.type,
+                ]
+            )
             if f.fields and (max_depth is None or depth + 1 < max_depth):
                 walk(f.fields, depth + 1, prefix + f.name + ".")
                 if f.tail_padding:
@@ -78,10 +90,13 @@ def default_console(wide: bool = False) -> Console:
     return Console(highlight=False, width=160, soft_wrap=True)
 
 
-_KERNEL2X_NOTE = ("a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
-                  "epilogue's storage, in a union where the kernel overlaps them")
-_DIRECT_CONV_NOTE = ("a CUTLASS 2.x direct convolution: it launches with Params::get_smem_size(), "
-                     "not sizeof(SharedStorage)")
+_KERNEL2X_NOTE = (
+    "a CUTLASS 2.x kernel: its SharedStorage holds the mainloop's (Mma) and the "
+    "epilogue's storage, in a union where the kernel overlaps them"
+)
+_DIRECT_CONV_NOTE = (
+    "a CUTLASS 2.x direct convolution: it launches with Params::get_smem_size(), not sizeof(SharedStorage)"
+)
 
 
 def _sizes_note(rep: LayoutReport) -> str:
@@ -119,21 +134,28 @@ def occupancy_lines(rep: LayoutReport) -> list[str]:
         return []
     out = [f"Occupancy: {o.one_line()}"]
     lim, r = o.limits, o.registers
-    split = ("not declared" if r is None else
-             f"{r.per_cta} per CTA (128 x {r.load_registers} x {r.load_warp_groups} load + "
-             f"128 x {r.mma_registers} x {r.mma_warp_groups} MMA warp groups)")
+    split = (
+        "not declared"
+        if r is None
+        else f"{r.per_cta} per CTA (128 x {r.load_registers} x {r.load_warp_groups} load + "
+        f"128 x {r.mma_registers} x {r.mma_warp_groups} MMA warp groups)"
+    )
     if lim is not None:
-        out += [f"  shared memory: {lim.smem_per_sm} B per SM // ({o.dynamic_smem_bytes} B dynamic + "
-                f"{lim.reserved_smem_per_block} B reserved per CTA) = {o.by_shared_memory}",
-                "  registers: " + (f"{lim.registers_per_sm} per SM // {split} = {o.by_registers}"
-                                    if r is not None else split),
-                f"  threads: {lim.max_threads_per_sm} per SM // {o.threads_per_block} per CTA "
-                f"(MaxThreadsPerBlock) = {o.by_threads}",
-                f"  blocks: {lim.max_blocks_per_sm} per SM",
-                f"  per-SM limits: cuda::arch_traits<arch_id::{lim.arch_id}>() ({lim.header})"]
+        out += [
+            f"  shared memory: {lim.smem_per_sm} B per SM // ({o.dynamic_smem_bytes} B dynamic + "
+            f"{lim.reserved_smem_per_block} B reserved per CTA) = {o.by_shared_memory}",
+            "  registers: "
+            + (f"{lim.registers_per_sm} per SM // {split} = {o.by_registers}" if r is not None else split),
+            f"  threads: {lim.max_threads_per_sm} per SM // {o.threads_per_block} per CTA "
+            f"(MaxThreadsPerBlock) = {o.by_threads}",
+            f"  blocks: {lim.max_blocks_per_sm} per SM",
+            f"  per-SM limits: cuda::arch_traits<arch_id::{lim.arch_id}>() ({lim.header})",
+        ]
     else:
-        out += [f"  threads per CTA (MaxThreadsPerBlock): {o.threads_per_block}; dynamic shared memory "
-                f"{o.dynamic_smem_bytes} B; registers: {split}"]
+        out += [
+            f"  threads per CTA (MaxThreadsPerBlock): {o.threads_per_block}; dynamic shared memory "
+            f"{o.dynamic_smem_bytes} B; registers: {split}"
+        ]
     if o.min_blocks_per_sm is not None:
         out.append(f"  MinBlocksPerMultiprocessor: {o.min_blocks_per_sm}")
     if o.note:
@@ -148,10 +170,13 @@ def params_lines(rep: LayoutReport) -> list[str]:
     p = rep.params
     if p is None:
         return []
-    out = [f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
-           f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s)"]
-    out += [f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)")
-            for d in p.descriptors]
+    out = [
+        f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
+        f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s)"
+    ]
+    out += [
+        f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)") for d in p.descriptors
+    ]
     out += [f"  finding: {f}" for f in p.findings()]
     return out
 
@@ -170,8 +195,14 @@ def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]
     return [approximation_head(appr), *approximation_lines(appr, tile)]
 
 
-def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int | None = 3,
-           structs: tuple[str, ...] = ("kernel",), tile_bytes: bool = False) -> None:
+def render(
+    rep: LayoutReport,
+    console: Console | None = None,
+    *,
+    max_depth: int | None = 3,
+    structs: tuple[str, ...] = ("kernel",),
+    tile_bytes: bool = False,
+) -> None:
     """Print the readable report: provenance, stages, TMA bytes, member tables, verdict, and
     for a preset what it approximates (:func:`approximation_text`)."""
     con = console or default_console()
@@ -190,13 +221,18 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
         print_table(con, struct_table(f"SharedStorage: {escape(rep.storage.type)}", rep.storage, max_depth))
     else:
         con.print(f"Stages: {stages_text(rep)}   TMA transaction bytes per stage: {tma_text(rep)}", soft_wrap=True)
-        parts = [f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
-                 if getattr(rep, n) is not None]
+        parts = [
+            f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue") if getattr(rep, n) is not None
+        ]
         note = _sizes_note(rep)
         con.print("SharedStorage sizes: " + ", ".join(parts) + (f"  ({note})" if note else ""), soft_wrap=True)
         if rep.mainloop_class is not None:
-            con.print(mainloop_text(rep), soft_wrap=True, markup=False,
-                      style=None if rep.mainloop_class.staged_as_loaded else "yellow")
+            con.print(
+                mainloop_text(rep),
+                soft_wrap=True,
+                markup=False,
+                style=None if rep.mainloop_class.staged_as_loaded else "yellow",
+            )
     for name in structs:
         s = getattr(rep, name)
         if s is not None:
@@ -213,8 +249,10 @@ def render(rep: LayoutReport, console: Console | None = None, *, max_depth: int 
     con.print(_checked_text(rep), soft_wrap=True)
     for e in rep.clang_only:
         where_e = f" ({e.file}:{e.line})" if e.file else ""
-        con.print(f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
-                  f"{e.message}{where_e}", soft_wrap=True)
+        con.print(
+            f"  clang-only diagnostic, not a compile error (nvcc's front end accepts it): {e.message}{where_e}",
+            soft_wrap=True,
+        )
     for line in approximation_text(rep, tile_bytes):
         con.print(line, soft_wrap=True, markup=False)
 
@@ -228,8 +266,7 @@ def mainloop_text(rep: LayoutReport) -> str:
     assert m is not None
     what = "the kernel's Mma" if rep.subject_kind == "kernel2x" else "the type itself"
     if m.staged_as_loaded:
-        return (f"Mainloop ({what}): {m.type}; A {m.smem_a} and B {m.smem_b} in shared memory, "
-                "as the kernel loads them")
+        return f"Mainloop ({what}): {m.type}; A {m.smem_a} and B {m.smem_b} in shared memory, as the kernel loads them"
     return f"Mainloop ({what}): {m.type}; {m.note}"
 
 
@@ -237,6 +274,7 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
     """``Total 84992 B of 101376 B (sm120_smem_capacity_bytes, cutlass/arch/arch.h:45): fits,
     headroom 16384 B`` (over capacity by N B; an exact fit says so); ``markup`` colors the
     verdict for the terminal."""
+
     def color(text, c):
         return f"[{c}]{text}[/{c}]" if markup else text
 
@@ -262,27 +300,38 @@ def total_text(rep: LayoutReport, markup: bool = False) -> str:
     return f"{what[0].upper()}{what[1:]} {rep.smem_bytes} B of {cap.value} B ({where}): {verdict}"
 
 
-def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
-                structs: tuple[str, ...] = ("kernel",), tile_bytes: bool = False) -> str:
+def to_markdown(
+    rep: LayoutReport, *, max_depth: int | None = 3, structs: tuple[str, ...] = ("kernel",), tile_bytes: bool = False
+) -> str:
     """The report in GitHub Markdown, for an issue or a PR: the config as a heading, the
     source, the verdict, stages and TMA bytes, one member table per struct (dotted member
     names, bytes), the builder budget, what was checked, and for a preset what it
     approximates (:func:`approximation_text`)."""
     p = rep.provenance
-    out = [f"#### {_label(rep.config)}", "",
-           f"{source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", ""]
+    out = [f"#### {_label(rep.config)}", "", f"{source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", ""]
     if rep.error is not None:
         out += [f"**does not compile**: {md_cell(rep.error.one_line())}", "", _checked_text(rep)]
         return "\n".join(out + _approximation_md(rep, tile_bytes)) + "\n"
     out += [f"**{md_cell(total_text(rep))}**", ""]
     if rep.storage is not None:
-        out += [md_cell(storage_title(rep)), "", f"SharedStorage: `{rep.storage.type}`", "",
-                markdown_table(_STRUCT_COLUMNS, struct_rows(rep.storage, max_depth, dotted=True))]
+        out += [
+            md_cell(storage_title(rep)),
+            "",
+            f"SharedStorage: `{rep.storage.type}`",
+            "",
+            markdown_table(_STRUCT_COLUMNS, struct_rows(rep.storage, max_depth, dotted=True)),
+        ]
     else:
-        out += [f"Stages: {stages_text(rep)}; TMA transaction bytes per "
-                f"stage: {tma_text(rep)}; SharedStorage sizes: " + ", ".join(
-                    f"{n} {getattr(rep, n).size} B" for n in ("kernel", "mainloop", "epilogue")
-                    if getattr(rep, n) is not None), ""]
+        out += [
+            f"Stages: {stages_text(rep)}; TMA transaction bytes per "
+            f"stage: {tma_text(rep)}; SharedStorage sizes: "
+            + ", ".join(
+                f"{n} {getattr(rep, n).size} B"
+                for n in ("kernel", "mainloop", "epilogue")
+                if getattr(rep, n) is not None
+            ),
+            "",
+        ]
     if rep.subject_kind in ("kernel2x", "direct_conv"):
         out += [_sizes_note(rep), ""]
     if rep.mainloop_class is not None:
@@ -290,8 +339,11 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
     for name in structs:
         st = getattr(rep, name)
         if st is not None:
-            out += [f"{name} SharedStorage: `{st.type}`", "",
-                    markdown_table(_STRUCT_COLUMNS, struct_rows(st, max_depth, dotted=True))]
+            out += [
+                f"{name} SharedStorage: `{st.type}`",
+                "",
+                markdown_table(_STRUCT_COLUMNS, struct_rows(st, max_depth, dotted=True)),
+            ]
     if rep.launch is not None:
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
@@ -302,8 +354,11 @@ def to_markdown(rep: LayoutReport, *, max_depth: int | None = 3,
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
         out += [f"capacity: {md_cell(rep.capacity.source)}", ""]
     out.append(_checked_text(rep))
-    out += [f"- clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
-            f"{md_cell(e.message)}" + (f" (`{e.file}:{e.line}`)" if e.file else "") for e in rep.clang_only]
+    out += [
+        f"- clang-only diagnostic, not a compile error (nvcc's front end accepts it): "
+        f"{md_cell(e.message)}" + (f" (`{e.file}:{e.line}`)" if e.file else "")
+        for e in rep.clang_only
+    ]
     return "\n".join(out + _approximation_md(rep, tile_bytes)) + "\n"
 
 
@@ -323,8 +378,10 @@ def budget_text(rep: LayoutReport) -> str:
     size = rep.smem_bytes
     gap = size - b.budgeted_bytes
     if gap > 0:
-        why = (f"{gap} B more than budgeted: the builder does not count the kernel's own "
-               "pipelines, scheduler, descriptors and alignment")
+        why = (
+            f"{gap} B more than budgeted: the builder does not count the kernel's own "
+            "pipelines, scheduler, descriptors and alignment"
+        )
     elif gap < 0:
         why = f"{-gap} B less than budgeted: the builder over-counts some per-stage pieces"
     else:
@@ -346,8 +403,10 @@ def stages_text(rep: LayoutReport) -> str:
 def _checked_text(rep: LayoutReport) -> str:
     if rep.checked == "kernel":
         if rep.clang_only:
-            return ("checked: kernel (the device entry point was instantiated too; clang reported "
-                    f"{len(rep.clang_only)} diagnostic(s) that nvcc does not, below)")
+            return (
+                "checked: kernel (the device entry point was instantiated too; clang reported "
+                f"{len(rep.clang_only)} diagnostic(s) that nvcc does not, below)"
+            )
         return "checked: kernel (the device entry point was instantiated too)"
     return "checked: types (asserts inside kernel bodies were not instantiated; --check-kernel does)"
 
@@ -365,8 +424,11 @@ def tma_text(rep: LayoutReport) -> str:
     terms = [f"MK {t.mk.value}", f"NK {t.nk.value}"]
     rest = t.total.value - t.mk.value - t.nk.value
     if rest:
-        others = [n for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", t.total.expression or ""))
-                  if n not in (t.mk.name, t.nk.name, "TmaTransactionBytesMK", "TmaTransactionBytesNK")]
+        others = [
+            n
+            for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", t.total.expression or ""))
+            if n not in (t.mk.name, t.nk.name, "TmaTransactionBytesMK", "TmaTransactionBytesNK")
+        ]
         terms.append(f"{' + '.join(others) if others else 'the rest'} {rest}")
     return f"{' + '.join(terms)} = {t.total.value}"
 
@@ -387,6 +449,8 @@ def _label(cfg: dict) -> str:
     epi = "" if epi == "auto" else f", epilogue {epi}"
     if cfg.get("scales"):
         sched += f"  scales {'x'.join(map(str, cfg['scales']))}"
-    return (f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
-            f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
-            f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})")
+    return (
+        f"{cfg['arch']} {cfg['kernel']} {cfg['a']} x {cfg['b']}  tile {t}  "
+        f"cluster {'x'.join(map(str, cfg['cluster']))}  stages {cfg['stages']}{sched}  "
+        f"preset {cfg['preset']} (C {cfg['c']}, D {cfg['d']}{epi})"
+    )

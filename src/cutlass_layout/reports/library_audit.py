@@ -33,6 +33,7 @@ def columns_and_rows(tactics):
     """The table's columns and rows: verdict, procedural name, kind, A x B, out, tile, cluster,
     kernel schedule, stages, the three SharedStorage sizes, headroom (bytes) and the
     generator's estimate."""
+
     def num(t, v):
         return "-" if v is None or t.verdict == Verdict.DOES_NOT_COMPILE else str(v)
 
@@ -62,11 +63,13 @@ def head_lines(result) -> list[str]:
     where = f" ({cap.name}, {cap.file}:{cap.line})" if cap is not None and cap.file else ""
     sel = {k: v for k, v in (p.get("selection") or {}).items() if v}
     how = " ".join(f"--{k.replace('_', '-')} {v!r}" for k, v in sel.items()) or "the default kernel filter"
-    return [f"CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}){shard_words(result)}",
-            f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
-            f"{result.arch}: {len(result.tactics)} kernels the generator keeps ({', '.join(p['generators'])}, "
-            f"--architectures {p['architectures']}, {how}); capacity "
-            f"{result.capacity_bytes if cap else '-'} B{where}"]
+    return [
+        f"CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}){shard_words(result)}",
+        f"CUTLASS {p['cutlass_version']} at {p['cutlass_root']} (tree {p['tree_hash']})",
+        f"{result.arch}: {len(result.tactics)} kernels the generator keeps ({', '.join(p['generators'])}, "
+        f"--architectures {p['architectures']}, {how}); capacity "
+        f"{result.capacity_bytes if cap else '-'} B{where}",
+    ]
 
 
 def tail_lines(result) -> tuple[list[str], list[str], str, str]:
@@ -75,10 +78,14 @@ def tail_lines(result) -> tuple[list[str], list[str], str, str]:
     told = {u["note"] for u in result.unmatched}  # the command says these on stderr
     notes = [f"note: {n}" for n in result.notes if n not in told]
     counts = verdict_counts(result.tactics)
-    total = (f"{counts[Verdict.OVER_CAPACITY]} over capacity (kept by the generator), {counts[Verdict.EXACT_FIT]} "
-             f"exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, {counts[Verdict.FITS]} fit")
-    checked = ("checked: types (each kernel's SharedStorage as the library's emitter writes it, "
-               "<name>_base; asserts inside kernel bodies were not instantiated)")
+    total = (
+        f"{counts[Verdict.OVER_CAPACITY]} over capacity (kept by the generator), {counts[Verdict.EXACT_FIT]} "
+        f"exact fits, {counts[Verdict.DOES_NOT_COMPILE]} do not compile, {counts[Verdict.FITS]} fit"
+    )
+    checked = (
+        "checked: types (each kernel's SharedStorage as the library's emitter writes it, "
+        "<name>_base; asserts inside kernel bodies were not instantiated)"
+    )
     return errors, notes, total, checked
 
 
@@ -104,9 +111,13 @@ def to_markdown(result) -> str:
     """The audit of CUTLASS's kernel library in GitHub Markdown (bytes)."""
     p = result.provenance
     _, _, third = head_lines(result)
-    out = [f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=_LIBRARY, version=p['version'])}, "
-           f"{result.arch}{shard_words(result)}", "",
-           f"{md_cell(third)}; tree `{p['tree_hash']}`", ""]
+    out = [
+        f"#### Audit: {source_name(p['origin'], p['cutlass_version'], library=_LIBRARY, version=p['version'])}, "
+        f"{result.arch}{shard_words(result)}",
+        "",
+        f"{md_cell(third)}; tree `{p['tree_hash']}`",
+        "",
+    ]
     if result.tactics:
         out += [markdown_table(*columns_and_rows(result.tactics))]
     errors, notes, total, checked = tail_lines(result)
@@ -128,21 +139,40 @@ def findings(result) -> list[Finding]:
     for t in result.tactics:
         if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
-            out.append(Finding(
-                "error", "over-capacity",
-                f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
-                f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
-                f"kept by {t.file}", f"cutlass-layout: over capacity by {over} B: {t.id}", tactics=(t.id,)))
+            out.append(
+                Finding(
+                    "error",
+                    "over-capacity",
+                    f"{t.id}: SharedStorage {t.kernel_bytes} B, over the {t.capacity_bytes} B {result.arch} "
+                    f"capacity by {over} B ({t.stages} stages; the generator's estimate {estimate_cell(t)}); "
+                    f"kept by {t.file}",
+                    f"cutlass-layout: over capacity by {over} B: {t.id}",
+                    tactics=(t.id,),
+                )
+            )
         elif t.verdict == Verdict.DOES_NOT_COMPILE:
-            out.append(Finding("warning", "does-not-compile", f"{t.id}: {t.error.one_line()}",
-                               f"cutlass-layout: does not compile: {t.id}", tactics=(t.id,)))
+            out.append(
+                Finding(
+                    "warning",
+                    "does-not-compile",
+                    f"{t.id}: {t.error.one_line()}",
+                    f"cutlass-layout: does not compile: {t.id}",
+                    tactics=(t.id,),
+                )
+            )
         elif t.verdict == Verdict.EXACT_FIT:
             exact.append(t)
     if exact:
-        out.append(Finding(
-            "notice", "exact-fit", f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} "
-                                   f"capacity exactly (0 B headroom): " + ", ".join(t.id for t in exact),
-            f"cutlass-layout: {len(exact)} exact fit(s)", tactics=tuple(t.id for t in exact)))
+        out.append(
+            Finding(
+                "notice",
+                "exact-fit",
+                f"{len(exact)} kernel(s) fill the {exact[0].capacity_bytes} B {result.arch} "
+                f"capacity exactly (0 B headroom): " + ", ".join(t.id for t in exact),
+                f"cutlass-layout: {len(exact)} exact fit(s)",
+                tactics=tuple(t.id for t in exact),
+            )
+        )
     return out
 
 
@@ -150,8 +180,10 @@ def summary_line(result) -> str:
     """``cutlass-layout: CUTLASS's kernel library <version> (<origin>), <arch>: <the counts>``."""
     p = result.provenance
     _, _, total, _ = tail_lines(result)
-    return (f"cutlass-layout: CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}), "
-            f"{result.arch}{shard_words(result)}: {total}")
+    return (
+        f"cutlass-layout: CUTLASS's kernel library {p['version']} ({origin_words(p['origin'])}), "
+        f"{result.arch}{shard_words(result)}: {total}"
+    )
 
 
 def to_github(result) -> str:

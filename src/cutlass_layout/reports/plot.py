@@ -36,12 +36,30 @@ from ..model import Verdict
 FORMATS = (".svg", ".png")
 #: Resolution of PNG files.
 DPI = 150
-VERDICT_COLORS = {Verdict.FITS: "#4c9a2a", Verdict.EXACT_FIT: "#e0a100", Verdict.OVER_CAPACITY: "#c0392b",
-                  Verdict.DOES_NOT_COMPILE: "#bdbdbd"}
-VERDICT_LABELS = {Verdict.FITS: "fits", Verdict.EXACT_FIT: "exact fit (headroom 0)",
-                  Verdict.OVER_CAPACITY: "over capacity", Verdict.DOES_NOT_COMPILE: "does not compile"}
-_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
-            "#9c755f", "#e15759", "#bab0ac")
+VERDICT_COLORS = {
+    Verdict.FITS: "#4c9a2a",
+    Verdict.EXACT_FIT: "#e0a100",
+    Verdict.OVER_CAPACITY: "#c0392b",
+    Verdict.DOES_NOT_COMPILE: "#bdbdbd",
+}
+VERDICT_LABELS = {
+    Verdict.FITS: "fits",
+    Verdict.EXACT_FIT: "exact fit (headroom 0)",
+    Verdict.OVER_CAPACITY: "over capacity",
+    Verdict.DOES_NOT_COMPILE: "does not compile",
+}
+_PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#b07aa1",
+    "#76b7b2",
+    "#edc948",
+    "#ff9da7",
+    "#9c755f",
+    "#e15759",
+    "#bab0ac",
+)
 _PAD_COLOR = "#e6e6e6"
 _CAP_COLOR = "#c0392b"
 _FONT = 9
@@ -77,8 +95,13 @@ def _save(fig, path) -> None:
     p = check_plot_path(path)
     try:  # SVG text stays text (searchable, selectable), not glyph paths
         with rc_context({"svg.fonttype": "none", "svg.hashsalt": "cutlass-layout"}):
-            fig.savefig(p, format=p.suffix.lower()[1:], dpi=DPI, bbox_inches="tight",
-                        metadata={"Date": None} if p.suffix.lower() == ".svg" else None)
+            fig.savefig(
+                p,
+                format=p.suffix.lower()[1:],
+                dpi=DPI,
+                bbox_inches="tight",
+                metadata={"Date": None} if p.suffix.lower() == ".svg" else None,
+            )
     except OSError as exc:
         raise BadInput(f"cannot write plot file {p}: {exc.strerror or exc}") from None
 
@@ -115,8 +138,9 @@ def _levels(struct, depth: int):
     """Per level: [(field, dotted name, color, parent or None)], and the padding of each
     level as (offset, size)."""
     levels, pads = [], []
-    level: list[tuple[Any, str, Any, Any]] = [(f, f.name, _PALETTE[i % len(_PALETTE)], None)
-                                              for i, f in enumerate(struct.fields)]
+    level: list[tuple[Any, str, Any, Any]] = [
+        (f, f.name, _PALETTE[i % len(_PALETTE)], None) for i, f in enumerate(struct.fields)
+    ]
     parents = [(struct.fields, 0, struct.size)]
     for _ in range(depth):
         if not level:
@@ -140,8 +164,9 @@ def _fits(text, box_left: float, box_width: float, renderer, ax) -> bool:
     return bb.width + 4 <= abs(x1 - x0)
 
 
-def _draw_level_boxes(ax, levels, pads, lo: int, hi: int, renderer, *, prefix: str,
-                      label_pad: bool = True, labelled: set | None = None) -> list:
+def _draw_level_boxes(
+    ax, levels, pads, lo: int, hi: int, renderer, *, prefix: str, label_pad: bool = True, labelled: set | None = None
+) -> list:
     """Boxes of every member overlapping [lo, hi) (gid ``<prefix>member:<dotted>``), labels
     that fit (gid ``<prefix>label:<dotted>``) for members not in ``labelled`` (which gets
     the ones labelled here), padding (gid ``<prefix>padding``); returns the members in
@@ -157,17 +182,34 @@ def _draw_level_boxes(ax, levels, pads, lo: int, hi: int, renderer, *, prefix: s
                 if f.size == 0 and lo <= f.offset < hi:
                     unlabelled.append((f, dotted, color))
                 continue
-            ax.barh(y, f.size, left=f.offset, height=height, color=color, edgecolor="black",
-                    linewidth=0.6, gid=f"{prefix}member:{dotted}")
+            ax.barh(
+                y,
+                f.size,
+                left=f.offset,
+                height=height,
+                color=color,
+                edgecolor="black",
+                linewidth=0.6,
+                gid=f"{prefix}member:{dotted}",
+            )
             if dotted in labelled:
                 continue
             left, right = max(f.offset, lo), min(f.offset + f.size, hi)
             cx = (left + right) / 2
             placed = False
             for label in (f"{f.name}\n{f.size} B", f"{f.name} {f.size} B"):
-                t = ax.text(cx, y, label, ha="center", va="center", fontsize=_FONT,
-                            gid=f"{prefix}label:{dotted}", clip_on=True, zorder=5,
-                            bbox={"facecolor": color, "edgecolor": "none", "pad": 0.6})
+                t = ax.text(
+                    cx,
+                    y,
+                    label,
+                    ha="center",
+                    va="center",
+                    fontsize=_FONT,
+                    gid=f"{prefix}label:{dotted}",
+                    clip_on=True,
+                    zorder=5,
+                    bbox={"facecolor": color, "edgecolor": "none", "pad": 0.6},
+                )
                 if _fits(t, left, right - left, renderer, ax):
                     placed = True
                     labelled.add(dotted)
@@ -178,45 +220,84 @@ def _draw_level_boxes(ax, levels, pads, lo: int, hi: int, renderer, *, prefix: s
         for off, size in pads[d]:
             if off + size <= lo or off >= hi:
                 continue
-            ax.barh(y, size, left=off, height=height, color=_PAD_COLOR, hatch="////",
-                    edgecolor="#8a8a8a", linewidth=0.4, gid=f"{prefix}padding")
+            ax.barh(
+                y,
+                size,
+                left=off,
+                height=height,
+                color=_PAD_COLOR,
+                hatch="////",
+                edgecolor="#8a8a8a",
+                linewidth=0.4,
+                gid=f"{prefix}padding",
+            )
             if label_pad:
                 left, right = max(off, lo), min(off + size, hi)
-                t = ax.text((left + right) / 2, y - height / 2 - 0.06, f"pad {size}",
-                            ha="center", va="top", fontsize=_FONT - 2, color="#555555",
-                            clip_on=True)
+                t = ax.text(
+                    (left + right) / 2,
+                    y - height / 2 - 0.06,
+                    f"pad {size}",
+                    ha="center",
+                    va="top",
+                    fontsize=_FONT - 2,
+                    color="#555555",
+                    clip_on=True,
+                )
                 if not _fits(t, left, right - left, renderer, ax):
                     t.remove()
     return unlabelled
 
 
-def _capacity_marks(ax, struct_size: int, capacity: int | None, top: float, *, prefix: str,
-                    label: bool = True) -> None:
+def _capacity_marks(ax, struct_size: int, capacity: int | None, top: float, *, prefix: str, label: bool = True) -> None:
     """The ``sizeof`` line, the capacity line and the headroom (or overshoot) between them;
     with ``label`` their labels above the axes, each on its own side of its line."""
     ax.axvline(struct_size, color="black", linewidth=0.9, linestyle=":", gid=f"{prefix}sizeof")
     over = capacity is not None and struct_size > capacity
     if label:
-        ax.text(struct_size, top, f"sizeof {struct_size} B", fontsize=_FONT, va="bottom",
-                ha="left" if over else "right", gid=f"{prefix}sizeof-label", clip_on=False)
+        ax.text(
+            struct_size,
+            top,
+            f"sizeof {struct_size} B",
+            fontsize=_FONT,
+            va="bottom",
+            ha="left" if over else "right",
+            gid=f"{prefix}sizeof-label",
+            clip_on=False,
+        )
     if capacity is None:
         return
     ax.axvline(capacity, color=_CAP_COLOR, linewidth=1.6, linestyle="--", gid=f"{prefix}capacity")
     a, b = sorted((struct_size, capacity))
-    ax.axvspan(a, b, color=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS], alpha=0.12, lw=0, zorder=0.5,
-               gid=f"{prefix}{'overshoot' if over else 'headroom'}")
+    ax.axvspan(
+        a,
+        b,
+        color=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS],
+        alpha=0.12,
+        lw=0,
+        zorder=0.5,
+        gid=f"{prefix}{'overshoot' if over else 'headroom'}",
+    )
     if label:
-        ax.text(capacity, top, f"capacity {capacity} B", color=_CAP_COLOR, fontsize=_FONT,
-                ha="right" if over else "left", va="bottom", gid=f"{prefix}capacity-label",
-                clip_on=False)
+        ax.text(
+            capacity,
+            top,
+            f"capacity {capacity} B",
+            color=_CAP_COLOR,
+            fontsize=_FONT,
+            ha="right" if over else "left",
+            va="bottom",
+            gid=f"{prefix}capacity-label",
+            clip_on=False,
+        )
 
 
 def _zoom_range(levels, pads, size: int, total: int) -> tuple[int, int] | None:
     """The byte range of the most small members (too narrow to label at full scale: under
     5% of ``total``), or None when there are none."""
-    small = sorted([(f.offset, f.offset + max(f.size, 1)) for lv in levels for f, _, _, _ in lv
-                    if f.size < total * 0.05]
-                   + [(off, off + size) for pad in pads for off, size in pad if size < total * 0.05])
+    small = sorted(
+        [(f.offset, f.offset + max(f.size, 1)) for lv in levels for f, _, _, _ in lv if f.size < total * 0.05]
+        + [(off, off + size) for pad in pads for off, size in pad if size < total * 0.05]
+    )
     if not small:
         return None
     clusters: list[list[Any]] = []  # [[lo, hi], members]
@@ -289,11 +370,13 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
     unit = _byte_ticks(ax, 0, right * 1.02)
     fig.canvas.draw()  # transforms known: label widths can be measured
     done: set[str] = set()
-    listed = _draw_level_boxes(ax, levels, pads, 0, right + 1, renderer, prefix="",
-                               label_pad=zoom is None, labelled=done)
+    listed = _draw_level_boxes(
+        ax, levels, pads, 0, right + 1, renderer, prefix="", label_pad=zoom is None, labelled=done
+    )
     _capacity_marks(ax, struct.size, capacity, n - 0.42, prefix="")
-    ax.set_xlabel(f"{unit} from the start of the struct" + (" (1 KiB = 1024 B)" if unit == "KiB" else ""),
-                  fontsize=_FONT)
+    ax.set_xlabel(
+        f"{unit} from the start of the struct" + (" (1 KiB = 1024 B)" if unit == "KiB" else ""), fontsize=_FONT
+    )
     if zoom:
         lo, hi = zoom
         if capacity is not None and lo < capacity and abs(capacity - struct.size) <= 0.5 * (hi - lo):
@@ -304,31 +387,61 @@ def memory_map(struct, capacity: int | None = None, *, title: str | None = None,
         zax.set_xlim(zlo, zhi)
         zunit = _byte_ticks(zax, zlo, zhi)
         fig.canvas.draw()
-        listed = _draw_level_boxes(zax, levels, pads, lo, hi + 1, renderer, prefix="zoom:",
-                                   labelled=done)
-        _capacity_marks(zax, struct.size, capacity, n - 0.42, prefix="zoom:",
-                        label=zlo <= struct.size <= zhi and (capacity is None or zlo <= capacity <= zhi))
-        zax.set_xlabel(f"bytes {lo} to {hi}, zoomed" + (", ticks in KiB" if zunit == "KiB" else ""),
-                       fontsize=_FONT)
+        listed = _draw_level_boxes(zax, levels, pads, lo, hi + 1, renderer, prefix="zoom:", labelled=done)
+        _capacity_marks(
+            zax,
+            struct.size,
+            capacity,
+            n - 0.42,
+            prefix="zoom:",
+            label=zlo <= struct.size <= zhi and (capacity is None or zlo <= capacity <= zhi),
+        )
+        zax.set_xlabel(f"bytes {lo} to {hi}, zoomed" + (", ticks in KiB" if zunit == "KiB" else ""), fontsize=_FONT)
         from matplotlib.patches import ConnectionPatch, Rectangle
 
-        ax.add_patch(Rectangle((lo, -0.5), hi - lo, n - 0.05, fill=False, edgecolor="#444444",
-                               linewidth=0.8, linestyle="-", gid="zoom-region"))
+        ax.add_patch(
+            Rectangle(
+                (lo, -0.5),
+                hi - lo,
+                n - 0.05,
+                fill=False,
+                edgecolor="#444444",
+                linewidth=0.8,
+                linestyle="-",
+                gid="zoom-region",
+            )
+        )
         for x in (lo, hi):
-            fig.add_artist(ConnectionPatch((x, -0.5), (x, n - 0.45), "data", "data", axesA=ax,
-                                           axesB=zax, color="#888888", linewidth=0.6))
-    handles = [Patch(facecolor=c, edgecolor="black", linewidth=0.6,
-                     label=f"{dotted}  {f.size} B @ {f.offset}") for f, dotted, c in listed]
+            fig.add_artist(
+                ConnectionPatch(
+                    (x, -0.5), (x, n - 0.45), "data", "data", axesA=ax, axesB=zax, color="#888888", linewidth=0.6
+                )
+            )
+    handles = [
+        Patch(facecolor=c, edgecolor="black", linewidth=0.6, label=f"{dotted}  {f.size} B @ {f.offset}")
+        for f, dotted, c in listed
+    ]
     handles.append(Patch(facecolor=_PAD_COLOR, hatch="////", edgecolor="#8a8a8a", label="padding"))
     if capacity is not None:
         over = struct.size > capacity
-        handles.append(Patch(facecolor=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS], alpha=0.2,
-                             label=(f"over capacity by {struct.size - capacity} B" if over
-                                    else f"headroom {capacity - struct.size} B")))
-    (zax or ax).legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0),
-                       fontsize=_FONT - 1, frameon=False,
-                       title="small members (bytes @ offset)" if listed else None,
-                       title_fontsize=_FONT - 1)
+        handles.append(
+            Patch(
+                facecolor=_CAP_COLOR if over else VERDICT_COLORS[Verdict.FITS],
+                alpha=0.2,
+                label=(
+                    f"over capacity by {struct.size - capacity} B" if over else f"headroom {capacity - struct.size} B"
+                ),
+            )
+        )
+    (zax or ax).legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.005, 1.0),
+        fontsize=_FONT - 1,
+        frameon=False,
+        title="small members (bytes @ offset)" if listed else None,
+        title_fontsize=_FONT - 1,
+    )
     if title:
         fig.suptitle(title, fontsize=_FONT + 1, x=0.01, ha="left")
     return fig
@@ -378,11 +491,15 @@ def _byte_locator(kib: bool, size: float = _FONT - 1):
             while True:
                 first = -(-vmin // step) * step
                 ticks = [first + i * step for i in range(int((vmax - first) // step) + 1)]
-                widths = [text_to_path.get_text_width_height_descent(_tick_text(t, kib), prop, ismath=False)[0]
-                          * points_to_px for t in ticks]
+                widths = [
+                    text_to_path.get_text_width_height_descent(_tick_text(t, kib), prop, ismath=False)[0] * points_to_px
+                    for t in ticks
+                ]
                 gap = size * points_to_px
-                if len(ticks) <= 1 or (len(ticks) <= 11 and all(
-                        step * px_per_byte >= (a + b) / 2 + gap for a, b in zip(widths, widths[1:]))):
+                if len(ticks) <= 1 or (
+                    len(ticks) <= 11
+                    and all(step * px_per_byte >= (a + b) / 2 + gap for a, b in zip(widths, widths[1:]))
+                ):
                     return ticks
                 step *= 2
 
@@ -393,8 +510,10 @@ def _title(cfg: dict, tile_bytes: bool = False) -> str:
     from ..subjects.config import tile_text
 
     t = tile_text(cfg.get("tile", []), cfg.get("a"), tile_bytes) if cfg.get("tile") else "?"
-    return (f"{cfg.get('arch')} {cfg.get('kernel')} {cfg.get('a')} x {cfg.get('b')}, tile {t}, "
-            f"stages {cfg.get('stages')}, {cfg.get('preset')}")
+    return (
+        f"{cfg.get('arch')} {cfg.get('kernel')} {cfg.get('a')} x {cfg.get('b')}, tile {t}, "
+        f"stages {cfg.get('stages')}, {cfg.get('preset')}"
+    )
 
 
 def _verdict_words(size: int, capacity: int | None, stages) -> str:
@@ -433,11 +552,18 @@ def plot_layout(report, path=None, *, depth: int = 2, tile_bytes: bool = False):
     struct = report.kernel or getattr(report, "subject", None)
     assert struct is not None  # compiled: it has a kernel or a subject
     cfg = report.config
-    what = (f"tactic {cfg['tactic']}" if "tactic" in cfg else
-            f"{cfg['type']} ({cfg.get('arch')})" if "type" in cfg else _title(cfg, tile_bytes))
+    what = (
+        f"tactic {cfg['tactic']}"
+        if "tactic" in cfg
+        else f"{cfg['type']} ({cfg.get('arch')})"
+        if "type" in cfg
+        else _title(cfg, tile_bytes)
+    )
     p = report.provenance
-    title = (f"{source_name(p.origin, p.cutlass_version)}: kernel SharedStorage\n{what}: "
-             f"{_verdict_words(struct.size, report.capacity_bytes, report.stages)}")
+    title = (
+        f"{source_name(p.origin, p.cutlass_version)}: kernel SharedStorage\n{what}: "
+        f"{_verdict_words(struct.size, report.capacity_bytes, report.stages)}"
+    )
     fig = memory_map(struct, report.capacity_bytes, title=title, depth=depth)
     _save(fig, path)
     return fig
@@ -494,12 +620,17 @@ def _sweep_labels(records: list, tile_bytes: bool) -> list[str]:
     var = varying_keys(cfgs)
     # C/D the preset decides are left out of ``var``; where they still differ between bars
     # (a sweep over presets), each bar names its own
-    var += [k for k in ("c", "d") if k not in var and not any("type" in c for c in cfgs)
-            and len({str(c.get(k)) for c in cfgs}) > 1]
+    var += [
+        k
+        for k in ("c", "d")
+        if k not in var and not any("type" in c for c in cfgs) and len({str(c.get(k)) for c in cfgs}) > 1
+    ]
     labels = [config_label(c, var, tile_bytes) for c in cfgs]
     if len({str(c.get("stages")) for c in cfgs}) > 1:  # the stage counts asked for vary too
-        labels = [f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
-                  for t, c in zip(labels, cfgs)]
+        labels = [
+            f"{t} {'auto' if c.get('stages') in ('auto', None) else str(c['stages']) + ' st'}"
+            for t, c in zip(labels, cfgs)
+        ]
     return labels
 
 
@@ -507,8 +638,9 @@ def _y_band(records: list, cap: int | None) -> tuple[int, float]:
     """``(ymin, ymax)``: from a round number a little below the smallest kernel (or 75% of the
     capacity ``cap``) to above the largest, outliers more than 35% over the capacity left
     out (their bars are cut)."""
-    sizes = [r.kernel_bytes for r in records if r.kernel_bytes] + \
-        [r.max_stages_kernel_bytes for r in records if r.max_stages_kernel_bytes]
+    sizes = [r.kernel_bytes for r in records if r.kernel_bytes] + [
+        r.max_stages_kernel_bytes for r in records if r.max_stages_kernel_bytes
+    ]
     top = max(sizes + [cap or 0, 1])
     low = min(sizes + ([int(cap * 0.75)] if cap else [])) if sizes or cap else 0
     step = 5000  # a round number, where the axis starts
@@ -528,27 +660,74 @@ def _draw_bars(ax, records: list, ymin: int, ymax: float) -> list[str]:
         verdicts.append(v)
         if v == Verdict.DOES_NOT_COMPILE:
             ax.bar(i, 0, bottom=ymin, color=VERDICT_COLORS[v], gid=f"bar:{i}")
-            ax.bar(i, ymax - ymin, bottom=ymin, color=VERDICT_COLORS[v], edgecolor="#777777",
-                   hatch="xx", linewidth=0.5, alpha=0.55, gid=f"ncbar:{i}")
-            ax.text(i, ymin + (ymax - ymin) * 0.03, "does not compile", ha="center", va="bottom",
-                    rotation=90, fontsize=_FONT - 1, color="#333333")
+            ax.bar(
+                i,
+                ymax - ymin,
+                bottom=ymin,
+                color=VERDICT_COLORS[v],
+                edgecolor="#777777",
+                hatch="xx",
+                linewidth=0.5,
+                alpha=0.55,
+                gid=f"ncbar:{i}",
+            )
+            ax.text(
+                i,
+                ymin + (ymax - ymin) * 0.03,
+                "does not compile",
+                ha="center",
+                va="bottom",
+                rotation=90,
+                fontsize=_FONT - 1,
+                color="#333333",
+            )
             continue
         h = r.kernel_bytes or 0
-        ax.bar(i, h, color=VERDICT_COLORS[v], edgecolor="black", linewidth=0.6, gid=f"bar:{i}",
-               hatch="//" if v == Verdict.EXACT_FIT else None)
+        ax.bar(
+            i,
+            h,
+            color=VERDICT_COLORS[v],
+            edgecolor="black",
+            linewidth=0.6,
+            gid=f"bar:{i}",
+            hatch="//" if v == Verdict.EXACT_FIT else None,
+        )
         if h > ymax:  # cut at the top of the axis: its bytes written on it
-            ax.text(i, ymax - (ymax - ymin) * 0.02, f"{r.stages} st, {h} B \u2191", ha="center",
-                    va="top", rotation=90, fontsize=_FONT - 1, color="white", gid=f"cut:{i}")
+            ax.text(
+                i,
+                ymax - (ymax - ymin) * 0.02,
+                f"{r.stages} st, {h} B \u2191",
+                ha="center",
+                va="top",
+                rotation=90,
+                fontsize=_FONT - 1,
+                color="white",
+                gid=f"cut:{i}",
+            )
         else:
-            ax.text(i, h + (ymax - ymin) * 0.01, str(r.stages), ha="center", va="bottom",
-                    fontsize=_FONT - 1)
+            ax.text(i, h + (ymax - ymin) * 0.01, str(r.stages), ha="center", va="bottom", fontsize=_FONT - 1)
         if r.max_stages_kernel_bytes is not None and r.max_stages_kernel_bytes != r.kernel_bytes:
             y = min(r.max_stages_kernel_bytes, ymax)  # above the axis: on its top edge, as ^
-            ax.plot([i], [y], marker="o" if y == r.max_stages_kernel_bytes else "^", color="black",
-                    markersize=5, linestyle="none", gid=f"max:{i}", clip_on=False)
-            ax.text(i + 0.22, y, str(r.max_stages_that_fit) if y == r.max_stages_kernel_bytes else
-                    f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes} B)",
-                    ha="left", va="center", fontsize=_FONT - 2)
+            ax.plot(
+                [i],
+                [y],
+                marker="o" if y == r.max_stages_kernel_bytes else "^",
+                color="black",
+                markersize=5,
+                linestyle="none",
+                gid=f"max:{i}",
+                clip_on=False,
+            )
+            ax.text(
+                i + 0.22,
+                y,
+                str(r.max_stages_that_fit)
+                if y == r.max_stages_kernel_bytes
+                else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes} B)",
+                ha="left",
+                va="center",
+                fontsize=_FONT - 2,
+            )
     return verdicts
 
 
@@ -562,19 +741,47 @@ def _draw_capacity(ax, records: list, caps: list[int], cap: int | None, blended_
             if r.capacity_bytes:
                 # white beneath: the dashes stay visible across a red (over capacity) bar
                 ax.hlines(r.capacity_bytes, i - 0.5, i + 0.5, color="white", linewidth=3.5, zorder=3)
-                ax.hlines(r.capacity_bytes, i - 0.5, i + 0.5, color=_CAP_COLOR, linestyle="--",
-                          linewidth=1.5, gid=f"capacity:{i}", zorder=4)
+                ax.hlines(
+                    r.capacity_bytes,
+                    i - 0.5,
+                    i + 0.5,
+                    color=_CAP_COLOR,
+                    linestyle="--",
+                    linewidth=1.5,
+                    gid=f"capacity:{i}",
+                    zorder=4,
+                )
         for c in sorted(set(caps)):
-            archs_ = sorted({str(getattr(r, "arch_from_tag", None) or r.config.arch)
-                             for r in records if r.capacity_bytes == c})
-            ax.text(1.01, c, f"capacity {c} B ({', '.join(archs_)})", transform=tr,
-                    color=_CAP_COLOR, ha="left", va="center", fontsize=_FONT,
-                    gid=f"capacity-label:{c}", clip_on=False)
+            archs_ = sorted(
+                {str(getattr(r, "arch_from_tag", None) or r.config.arch) for r in records if r.capacity_bytes == c}
+            )
+            ax.text(
+                1.01,
+                c,
+                f"capacity {c} B ({', '.join(archs_)})",
+                transform=tr,
+                color=_CAP_COLOR,
+                ha="left",
+                va="center",
+                fontsize=_FONT,
+                gid=f"capacity-label:{c}",
+                clip_on=False,
+            )
     elif cap is not None:
         ax.axhline(cap, color=_CAP_COLOR, linestyle="--", linewidth=1.5, gid="capacity")
         tr = blended_transform_factory(ax.transAxes, ax.transData)
-        ax.text(1.01, cap, f"capacity {cap} B", transform=tr, color=_CAP_COLOR, ha="left",
-                va="center", fontsize=_FONT, gid="capacity-label", clip_on=False)
+        ax.text(
+            1.01,
+            cap,
+            f"capacity {cap} B",
+            transform=tr,
+            color=_CAP_COLOR,
+            ha="left",
+            va="center",
+            fontsize=_FONT,
+            gid="capacity-label",
+            clip_on=False,
+        )
 
 
 def _style_axes(ax, labels: list[str], n: int, ymin: int, ymax: float) -> None:
@@ -582,8 +789,7 @@ def _style_axes(ax, labels: list[str], n: int, ymin: int, ymax: float) -> None:
     foot where it does not start at 0), no top or right spine."""
     from matplotlib.ticker import StrMethodFormatter
 
-    ax.set_xticks(range(n), labels, rotation=45, ha="right", rotation_mode="anchor",
-                  fontsize=_FONT)
+    ax.set_xticks(range(n), labels, rotation=45, ha="right", rotation_mode="anchor", fontsize=_FONT)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(ymin, ymax)
     ax.yaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
@@ -603,19 +809,42 @@ def _style_axes(ax, labels: list[str], n: int, ymin: int, ymax: float) -> None:
 def _legend(ax, records: list, verdicts: list[str], Patch) -> None:
     """The legend above the axes: the verdicts drawn, and the dot of the largest stage count
     that fits where one is drawn."""
-    handles = [Patch(facecolor=VERDICT_COLORS[v], edgecolor="black", linewidth=0.6,
-                     hatch={Verdict.EXACT_FIT: "//", Verdict.DOES_NOT_COMPILE: "xx"}.get(v),
-                     label=VERDICT_LABELS[v])
-               for v in VERDICT_COLORS if v in verdicts]
-    if any(r.max_stages_kernel_bytes is not None and r.max_stages_kernel_bytes != r.kernel_bytes
-           for r in records):
+    handles = [
+        Patch(
+            facecolor=VERDICT_COLORS[v],
+            edgecolor="black",
+            linewidth=0.6,
+            hatch={Verdict.EXACT_FIT: "//", Verdict.DOES_NOT_COMPILE: "xx"}.get(v),
+            label=VERDICT_LABELS[v],
+        )
+        for v in VERDICT_COLORS
+        if v in verdicts
+    ]
+    if any(r.max_stages_kernel_bytes is not None and r.max_stages_kernel_bytes != r.kernel_bytes for r in records):
         from matplotlib.lines import Line2D
 
-        handles.append(Line2D([], [], marker="o", color="black", linestyle="none", markersize=5,
-                              label="largest stage count that fits (its number beside)"))
-    ax.legend(handles=handles, fontsize=_FONT - 1, loc="lower left", bbox_to_anchor=(0, 1.0),
-              ncols=min(len(handles), 3), frameon=False, title="number over a bar: its stages",
-              title_fontsize=_FONT - 1, alignment="left")
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="o",
+                color="black",
+                linestyle="none",
+                markersize=5,
+                label="largest stage count that fits (its number beside)",
+            )
+        )
+    ax.legend(
+        handles=handles,
+        fontsize=_FONT - 1,
+        loc="lower left",
+        bbox_to_anchor=(0, 1.0),
+        ncols=min(len(handles), 3),
+        frameon=False,
+        title="number over a bar: its stages",
+        title_fontsize=_FONT - 1,
+        alignment="left",
+    )
 
 
 def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
@@ -634,8 +863,7 @@ def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
         r = recs[0]
         cfg = r.config.to_dict()
         what = f"{cfg['type']} ({cfg.get('arch')})" if "type" in cfg else _title(cfg, tile_bytes)
-        title = (f"{src}: kernel SharedStorage\n{what}: "
-                 f"{_verdict_words(r.kernel_bytes, r.capacity_bytes, r.stages)}")
+        title = f"{src}: kernel SharedStorage\n{what}: {_verdict_words(r.kernel_bytes, r.capacity_bytes, r.stages)}"
         fig = memory_map(r.kernel_layout, r.capacity_bytes, title=title)
     else:
         cfgs = [r.config.to_dict() for r in recs]
@@ -644,14 +872,13 @@ def plot_sweep_result(result, path=None, *, tile_bytes: bool = False):
         for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "stages"):
             # only what every config has (presets of different C types: C is on each bar)
             if k not in var and cfgs and cfgs[0].get(k) is not None and len({str(c.get(k)) for c in cfgs}) == 1:
-                shared.append(f"{k} {cfgs[0][k]}" if k not in ("a", "b", "c", "d")
-                              else f"{k.upper()} {cfgs[0][k]}")
+                shared.append(f"{k} {cfgs[0][k]}" if k not in ("a", "b", "c", "d") else f"{k.upper()} {cfgs[0][k]}")
         sub = ", ".join(shared)
-        fig = sweep_chart(recs, title=f"{src}: kernel SharedStorage per config" +
-                          (f"\n{sub}" if sub else ""), tile_bytes=tile_bytes)
+        fig = sweep_chart(
+            recs, title=f"{src}: kernel SharedStorage per config" + (f"\n{sub}" if sub else ""), tile_bytes=tile_bytes
+        )
     _save(fig, path)
     return fig
 
 
-__all__ = ["DPI", "MISSING", "check_plot_path", "memory_map", "plot_layout", "plot_sweep_result",
-           "sweep_chart"]
+__all__ = ["DPI", "MISSING", "check_plot_path", "memory_map", "plot_layout", "plot_sweep_result", "sweep_chart"]

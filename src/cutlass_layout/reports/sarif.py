@@ -42,11 +42,16 @@ RULE_LEVEL = {"over-capacity": "error", "does-not-compile": "warning", "incomple
 
 
 def _rules() -> list[dict]:
-    return [{"id": rule, "name": "".join(w.capitalize() for w in rule.split("-")),
-             "shortDescription": {"text": text.split(": ")[0] if len(text) > 120 else text},
-             "fullDescription": {"text": text},
-             "defaultConfiguration": {"level": LEVEL[RULE_LEVEL.get(rule, "notice")]}}
-            for rule, text in RULES.items()]
+    return [
+        {
+            "id": rule,
+            "name": "".join(w.capitalize() for w in rule.split("-")),
+            "shortDescription": {"text": text.split(": ")[0] if len(text) > 120 else text},
+            "fullDescription": {"text": text},
+            "defaultConfiguration": {"level": LEVEL[RULE_LEVEL.get(rule, "notice")]},
+        }
+        for rule, text in RULES.items()
+    ]
 
 
 def _numbers(by_id: dict, ids: tuple[str, ...]) -> dict:
@@ -57,17 +62,27 @@ def _numbers(by_id: dict, ids: tuple[str, ...]) -> dict:
     t = by_id.get(ids[0])
     if t is None or t.verdict == Verdict.DOES_NOT_COMPILE:
         return {"tactic": ids[0]}
-    return {"tactic": t.id, "kernel_bytes": t.kernel_bytes, "capacity_bytes": t.capacity_bytes,
-            "headroom_bytes": t.headroom_bytes, "stages": t.stages}
+    return {
+        "tactic": t.id,
+        "kernel_bytes": t.kernel_bytes,
+        "capacity_bytes": t.capacity_bytes,
+        "headroom_bytes": t.headroom_bytes,
+        "stages": t.stages,
+    }
 
 
 def _result(by_id: dict, f: Finding, rule_index: dict[str, int]) -> dict:
-    out = {"ruleId": f.rule, "ruleIndex": rule_index[f.rule], "level": LEVEL[f.level],
-           "message": {"text": f.message}}
+    out = {"ruleId": f.rule, "ruleIndex": rule_index[f.rule], "level": LEVEL[f.level], "message": {"text": f.message}}
     if f.file is not None:
         region = {"startLine": f.line} if f.line else {}
-        out["locations"] = [{"physicalLocation": {
-            "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"}, **({"region": region} if region else {})}}]
+        out["locations"] = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.file, "uriBaseId": "%SRCROOT%"},
+                    **({"region": region} if region else {}),
+                }
+            }
+        ]
     elif f.tactics:
         out["locations"] = [{"logicalLocations": [{"name": i, "kind": "object"} for i in f.tactics]}]
     numbers = _numbers(by_id, f.tactics)
@@ -89,14 +104,29 @@ def run_of(result) -> dict:
     # scanning tells the runs' results apart by it
     stable = f"{'cutlass_library' if library else p['library']}=={p['version']}"
     return {
-        "tool": {"driver": {"name": "cutlass-layout", "version": VERSION,
-                            "semanticVersion": VERSION.split("+")[0], "rules": rules}},
+        "tool": {
+            "driver": {
+                "name": "cutlass-layout",
+                "version": VERSION,
+                "semanticVersion": VERSION.split("+")[0],
+                "rules": rules,
+            }
+        },
         "automationDetails": {"id": f"cutlass-layout/{stable}/{result.arch}/"},
-        "originalUriBaseIds": {"%SRCROOT%": {"description": {
-            "text": "The root of the repository the install is built from (for flashinfer: its git checkout)"}}},
+        "originalUriBaseIds": {
+            "%SRCROOT%": {
+                "description": {
+                    "text": "The root of the repository the install is built from (for flashinfer: its git checkout)"
+                }
+            }
+        },
         "results": [_result(by_id, f, index) for f in found],
-        "properties": {"install": name, "arch": result.arch, "capacity_bytes": result.capacity_bytes,
-                       "tactics": len(result.tactics)},
+        "properties": {
+            "install": name,
+            "arch": result.arch,
+            "capacity_bytes": result.capacity_bytes,
+            "tactics": len(result.tactics),
+        },
     }
 
 

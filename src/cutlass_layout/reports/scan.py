@@ -19,8 +19,11 @@ def _render_struct(s: Struct, indent: int, lines: list[str], open_only: bool = F
         head += " : " + ", ".join(s.bases)
     note = f"  // #if {s.condition}" if s.condition else ""
     lines.append(f"{s.line:6d}  {pad}{head} {{{note}")
-    items: list[tuple[int, int, Any]] = ([(f.line, 1, f) for f in s.fields] + [(c.line, 0, c) for c in s.children]
-             + [(a.line, 2, ("alias", a)) for a in s.aliases])
+    items: list[tuple[int, int, Any]] = (
+        [(f.line, 1, f) for f in s.fields]
+        + [(c.line, 0, c) for c in s.children]
+        + [(a.line, 2, ("alias", a)) for a in s.aliases]
+    )
     items.sort(key=lambda t: (t[0], t[1]))
     merged: set[int] = set()
     for i, (_line, _k, item) in enumerate(items):
@@ -29,9 +32,13 @@ def _render_struct(s: Struct, indent: int, lines: list[str], open_only: bool = F
         if isinstance(item, Struct):
             _render_struct(item, indent + 1, lines, open_only=True)
             # "} tensors;": the fields declared with the inline struct
-            decls = [j for j in range(i + 1, len(items))
-                     if isinstance(items[j][2], Field) and items[j][2].line == item.end_line
-                     and items[j][2].type == (item.name or f"{item.kind} (anonymous)")]
+            decls = [
+                j
+                for j in range(i + 1, len(items))
+                if isinstance(items[j][2], Field)
+                and items[j][2].line == item.end_line
+                and items[j][2].type == (item.name or f"{item.kind} (anonymous)")
+            ]
             if item.cut:
                 continue
             names = ", ".join(_declarator(items[j][2]) for j in decls)
@@ -66,10 +73,12 @@ def render_text(result: ScanResult, file_only: bool = False) -> str:
     lines: list[str] = []
     n_structs = sum(1 for s in result.structs for _ in s.walk())
     lines.append(f"root: {result.root}" + (f"  ({result.source})" if result.source else ""))
-    lines.append(f"{result.files_scanned} headers, {result.files_parsed} parsed, "
-                 f"{len(result.structs)} storage structs ({n_structs} with nested), "
-                 f"{len(result.constants)} constants, {len(result.diagnostics)} diagnostics, "
-                 f"{result.seconds:.2f} s")
+    lines.append(
+        f"{result.files_scanned} headers, {result.files_parsed} parsed, "
+        f"{len(result.structs)} storage structs ({n_structs} with nested), "
+        f"{len(result.constants)} constants, {len(result.diagnostics)} diagnostics, "
+        f"{result.seconds:.2f} s"
+    )
     by_file: dict[str, list] = {}
     for s in result.structs:
         by_file.setdefault(s.file, []).append((s.line, 0, s))

@@ -22,11 +22,33 @@ from .common import (
     verdict_words,
 )
 
-CSV_COLUMNS = ("arch", "kernel", "a", "b", "tile", "cluster", "requested_stages", "c", "d",
-               "preset", "schedule", "epilogue_schedule", "scales", "stages", "mainloop_bytes",
-               "epilogue_bytes", "kernel_bytes", "capacity_bytes", "headroom_bytes", "verdict",
-               "max_stages_that_fit", "max_stages_kernel_bytes", "stage_search", "exact_fit",
-               "error")
+CSV_COLUMNS = (
+    "arch",
+    "kernel",
+    "a",
+    "b",
+    "tile",
+    "cluster",
+    "requested_stages",
+    "c",
+    "d",
+    "preset",
+    "schedule",
+    "epilogue_schedule",
+    "scales",
+    "stages",
+    "mainloop_bytes",
+    "epilogue_bytes",
+    "kernel_bytes",
+    "capacity_bytes",
+    "headroom_bytes",
+    "verdict",
+    "max_stages_that_fit",
+    "max_stages_kernel_bytes",
+    "stage_search",
+    "exact_fit",
+    "error",
+)
 
 
 def to_csv(result: SweepResult) -> str:
@@ -40,17 +62,34 @@ def to_csv(result: SweepResult) -> str:
     for r in result.records:
         c = r.config.to_dict()
         if "type" in c:  # a user type (sweep --header): its name in the kernel column
-            c = {**c, "kernel": c["type"], "tile": [], "cluster": [],
-                 "stages": c.get("stages", "default"), "arch": r.arch_from_tag or c["arch"]}
+            c = {
+                **c,
+                "kernel": c["type"],
+                "tile": [],
+                "cluster": [],
+                "stages": c.get("stages", "default"),
+                "arch": r.arch_from_tag or c["arch"],
+            }
         row = {
-            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule",
-                                     "epilogue_schedule")},
-            "tile": "x".join(map(str, c["tile"])), "cluster": "x".join(map(str, c["cluster"])),
+            **{k: c.get(k) for k in ("arch", "kernel", "a", "b", "c", "d", "preset", "schedule", "epilogue_schedule")},
+            "tile": "x".join(map(str, c["tile"])),
+            "cluster": "x".join(map(str, c["cluster"])),
             "requested_stages": c["stages"],
             "scales": "x".join(map(str, c["scales"])) if c.get("scales") else None,
-            **{k: getattr(r, k) for k in ("stages", "mainloop_bytes", "epilogue_bytes",
-                                           "kernel_bytes", "capacity_bytes", "headroom_bytes",
-                                           "max_stages_that_fit", "max_stages_kernel_bytes", "exact_fit")},
+            **{
+                k: getattr(r, k)
+                for k in (
+                    "stages",
+                    "mainloop_bytes",
+                    "epilogue_bytes",
+                    "kernel_bytes",
+                    "capacity_bytes",
+                    "headroom_bytes",
+                    "max_stages_that_fit",
+                    "max_stages_kernel_bytes",
+                    "exact_fit",
+                )
+            },
             # the CSV's verdict is the sweep schema's three-valued one, with its own exact_fit column
             "verdict": schema_verdict(r.verdict),
             "stage_search": r.search().status,
@@ -72,10 +111,8 @@ def varying_keys(configs: list[dict]) -> list[str]:
     ``to_dict()``), leaving out B when it always equals A, and C/D when the preset alone
     decides them."""
     if any("type" in c for c in configs):  # user types (sweep --header)
-        return [k for k in ("arch", "header", "type")
-                if len({json.dumps(c.get(k)) for c in configs}) > 1]
-    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule",
-            "epilogue_schedule", "scales")
+        return [k for k in ("arch", "header", "type") if len({json.dumps(c.get(k)) for c in configs}) > 1]
+    keys = ("arch", "kernel", "a", "b", "cluster", "c", "d", "preset", "schedule", "epilogue_schedule", "scales")
     out = [k for k in keys if len({json.dumps(c.get(k)) for c in configs}) > 1]
     if all(c["a"] == c["b"] for c in configs):
         out = [k for k in out if k != "b"]
@@ -102,12 +139,22 @@ def config_label(cfg: dict, varying: list[str], tile_bytes: bool = False) -> str
     return " ".join(parts)
 
 
-_STYLE = {Verdict.FITS: "green", Verdict.EXACT_FIT: "green", Verdict.OVER_CAPACITY: "red",
-          Verdict.DOES_NOT_COMPILE: "yellow"}
-_COLUMNS = [Column("verdict"), Column("config", wrap=True), Column("stages", right=True),
-            Column("mainloop", right=True, drop=5), Column("epilogue", right=True, drop=5),
-            Column("kernel", right=True), Column("headroom", right=True),
-            Column("max that fits", right=True)]
+_STYLE = {
+    Verdict.FITS: "green",
+    Verdict.EXACT_FIT: "green",
+    Verdict.OVER_CAPACITY: "red",
+    Verdict.DOES_NOT_COMPILE: "yellow",
+}
+_COLUMNS = [
+    Column("verdict"),
+    Column("config", wrap=True),
+    Column("stages", right=True),
+    Column("mainloop", right=True, drop=5),
+    Column("epilogue", right=True, drop=5),
+    Column("kernel", right=True),
+    Column("headroom", right=True),
+    Column("max that fits", right=True),
+]
 
 
 def _table(result: SweepResult, tile_bytes: bool):
@@ -116,10 +163,12 @@ def _table(result: SweepResult, tile_bytes: bool):
     cfgs = {id(r): r.to_dict()["config"] for r in result.records}
     common = cfgs[id(result.records[0])]
     var = varying_keys(list(cfgs.values()))
-    same = [k for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "header")
-            if k not in var and k in common and len({json.dumps(c.get(k)) for c in cfgs.values()}) == 1]
-    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}"
-             for k in same]
+    same = [
+        k
+        for k in ("arch", "kernel", "a", "b", "preset", "c", "d", "header")
+        if k not in var and k in common and len({json.dumps(c.get(k)) for c in cfgs.values()}) == 1
+    ]
+    fixed = [f"{k} {'x'.join(map(str, common[k])) if isinstance(common[k], list) else common[k]}" for k in same]
     head = f"{len(recs)} configs: " + ", ".join(fixed)
     labels = {id(r): config_label(cfgs[id(r)], var, tile_bytes) for r in recs}
 
@@ -132,12 +181,26 @@ def _table(result: SweepResult, tile_bytes: bool):
         stages = ("-" if r.stages is None else str(r.stages)) if st is None else f"{st} (set)"
         if st is None and r.stages is not None:
             stages = f"auto {r.stages}"
-        mx = ("could not search" if r.search().status == "could not run"
-              else "none" if r.max_stages_that_fit is None
-              else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})")
+        mx = (
+            "could not search"
+            if r.search().status == "could not run"
+            else "none"
+            if r.max_stages_that_fit is None
+            else f"{r.max_stages_that_fit} ({r.max_stages_kernel_bytes})"
+        )
         verdict = verdict_words(schema_verdict(r.verdict)) + (" (exact fit)" if r.exact_fit else "")
-        rows.append([(verdict, _STYLE[r.verdict]), labels[id(r)], stages, n(r.mainloop_bytes),
-                     n(r.epilogue_bytes), n(r.kernel_bytes), n(r.headroom_bytes), mx])
+        rows.append(
+            [
+                (verdict, _STYLE[r.verdict]),
+                labels[id(r)],
+                stages,
+                n(r.mainloop_bytes),
+                n(r.epilogue_bytes),
+                n(r.kernel_bytes),
+                n(r.headroom_bytes),
+                mx,
+            ]
+        )
     return recs, head, rows, labels
 
 
@@ -170,8 +233,7 @@ def summary(record: SweepRecord) -> str:
         return f"{first}; could not search: {search.reason}"
     if record.max_stages_that_fit is None:
         return f"{first}; no stage count fits"
-    return (f"{first}; max that fits: {record.max_stages_that_fit} stages, "
-            f"{record.max_stages_kernel_bytes} B")
+    return f"{first}; max that fits: {record.max_stages_that_fit} stages, {record.max_stages_kernel_bytes} B"
 
 
 def _notes(recs, labels) -> list[tuple[str, str | None]]:
@@ -186,8 +248,10 @@ def _notes(recs, labels) -> list[tuple[str, str | None]]:
     return out
 
 
-_LEGEND = ("bytes throughout; 'max that fits' = largest StageCount<N> (with --header: "
-           "STAGES=N) whose kernel fits (laid out, as is N+1)")
+_LEGEND = (
+    "bytes throughout; 'max that fits' = largest StageCount<N> (with --header: "
+    "STAGES=N) whose kernel fits (laid out, as is N+1)"
+)
 
 
 def _capacity_text(recs) -> str | None:
@@ -200,8 +264,10 @@ def _capacity_text(recs) -> str | None:
     return "capacity per block " + ", ".join(f"{c} B" for c in caps) + " (per arch)"
 
 
-_CHECKED = ("checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
-            "not instantiated: `layout --check-kernel` does, per config)")
+_CHECKED = (
+    "checked: types (the SharedStorage layouts; asserts inside kernel bodies were "
+    "not instantiated: `layout --check-kernel` does, per config)"
+)
 
 
 def approximation_notes(result: SweepResult, tile_bytes: bool = False) -> list[str]:
@@ -236,16 +302,21 @@ def approximation_notes(result: SweepResult, tile_bytes: bool = False) -> list[s
         if label not in group:
             group.append(label)
     for (install, texts), labels in built.items():
-        out.append(f"{', '.join(labels)}: {install} builds {'it' if len(labels) == 1 else 'them'} as "
-                   "(its audit, cached):")
+        out.append(
+            f"{', '.join(labels)}: {install} builds {'it' if len(labels) == 1 else 'them'} as (its audit, cached):"
+        )
         out += [f"  {t}" for t in texts]
     for (install, family), labels in none.items():
         fam = f"{family} tactic" if family else "JIT-module tactic"
-        out.append(f"{install} builds no {fam} of {', '.join(labels)} (same arch, kernel, A, B, D, "
-                   "tile, cluster; its audit, cached)")
+        out.append(
+            f"{install} builds no {fam} of {', '.join(labels)} (same arch, kernel, A, B, D, "
+            "tile, cluster; its audit, cached)"
+        )
     for command, labels in todo.items():
-        out.append(f"the install's own kernels of these configs are not audited here (nothing is "
-                   f"audited implicitly): `{command}` lays them out, and this report then names them")
+        out.append(
+            f"the install's own kernels of these configs are not audited here (nothing is "
+            f"audited implicitly): `{command}` lays them out, and this report then names them"
+        )
     return out
 
 
@@ -257,8 +328,7 @@ def render(result: SweepResult, console=None, *, tile_bytes: bool = False) -> No
 
     con = console or default_console()
     p = result.provenance
-    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})",
-              soft_wrap=True)
+    con.print(f"CUTLASS {p.cutlass_version} at {p.cutlass_root} (tree {p.tree_hash}; {p.origin})", soft_wrap=True)
     recs, head, rows, labels = _table(result, tile_bytes)
     con.print(head, soft_wrap=True)
     print_table(con, rich_table(_COLUMNS, rows))
@@ -280,9 +350,13 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     p = result.provenance
     recs, head, rows, labels = _table(result, tile_bytes)
     cap = _capacity_text(recs)
-    out = [f"#### Sweep: {source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`", "",
-           md_cell(head) + (f"; {cap}" if cap else ""), "",
-           markdown_table(_COLUMNS, rows)]
+    out = [
+        f"#### Sweep: {source_name(p.origin, p.cutlass_version)}, tree `{p.tree_hash}`",
+        "",
+        md_cell(head) + (f"; {cap}" if cap else ""),
+        "",
+        markdown_table(_COLUMNS, rows),
+    ]
     notes = _notes(recs, labels)
     for line, where in notes:
         if where:  # the error's place, on its config's line
@@ -292,14 +366,23 @@ def to_markdown(result: SweepResult, *, tile_bytes: bool = False) -> str:
     if notes:
         out.append("")
     counts = {v: sum(schema_verdict(r.verdict) == v for r in recs) for v in VERDICTS}
-    out += [", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS) + f"; {_LEGEND}.",
-            "", _CHECKED]
+    out += [", ".join(f"{counts[v]} {verdict_words(v)}" for v in VERDICTS) + f"; {_LEGEND}.", "", _CHECKED]
     approximations = approximation_notes(result, tile_bytes)
     if approximations:
-        out += [""] + [f"- {md_cell(ln)}" if not ln.startswith("  ") else f"  - {md_cell(ln.strip())}"
-                       for ln in approximations]
+        out += [""] + [
+            f"- {md_cell(ln)}" if not ln.startswith("  ") else f"  - {md_cell(ln.strip())}" for ln in approximations
+        ]
     return "\n".join(out) + "\n"
 
 
-__all__ = ["CSV_COLUMNS", "approximation_notes", "config_label", "error_text", "render", "summary", "to_csv",
-           "to_markdown", "varying_keys"]
+__all__ = [
+    "CSV_COLUMNS",
+    "approximation_notes",
+    "config_label",
+    "error_text",
+    "render",
+    "summary",
+    "to_csv",
+    "to_markdown",
+    "varying_keys",
+]

@@ -65,8 +65,9 @@ def describe(op, lib, emitters) -> dict:
         estimate_error = f"{type(exc).__name__}: {exc}"
     else:
         estimate_error = None
-    ccs = sorted(cc for cc in lib.SharedMemPerCC
-                 if td.minimum_compute_capability <= cc <= td.maximum_compute_capability)
+    ccs = sorted(
+        cc for cc in lib.SharedMemPerCC if td.minimum_compute_capability <= cc <= td.maximum_compute_capability
+    )
     names = lib.DataTypeNames
 
     def element(t):
@@ -106,23 +107,38 @@ def run(request: dict) -> dict:
     from cutlass_library import gemm_operation, generator, library
     from cutlass_library import manifest as mf
 
-    argv = ["--architectures", request["architectures"], "--kernels", request.get("kernels", ""),
-            "--ignore-kernels", request.get("ignore_kernels", ""),
-            "--exclude-kernels", request.get("exclude_kernels", ""),
-            "--instantiation-level", request.get("instantiation_level", ""),
-            "--generator-target", "none", "--cuda-version", request.get("cuda_version", "13.0.0")]
+    argv = [
+        "--architectures",
+        request["architectures"],
+        "--kernels",
+        request.get("kernels", ""),
+        "--ignore-kernels",
+        request.get("ignore_kernels", ""),
+        "--exclude-kernels",
+        request.get("exclude_kernels", ""),
+        "--instantiation-level",
+        request.get("instantiation_level", ""),
+        "--generator-target",
+        "none",
+        "--cuda-version",
+        request.get("cuda_version", "13.0.0"),
+    ]
     args = generator.define_parser().parse_args(argv)
     manifest = mf.Manifest(args)
     for name in request["generators"]:
         getattr(generator, name)(manifest, args.cuda_version)
     # the emitters the library's own .cu writer uses (its constructor opens no file)
     emitters = gemm_operation.EmitGemmConfigurationLibrary(os.getcwd(), "cl_probe").instance_emitter
-    kernels = [describe(op, library, emitters)
-               for op in manifest.operations_by_name.values()]
-    return {"kernels": kernels,
-            "filters": {"kernels": manifest.kernel_names, "ignore": manifest.ignore_kernel_names,
-                        "exclude": manifest.exclude_kernel_names,
-                        "instantiation_level": getattr(manifest, "instantiation_level", None)}}
+    kernels = [describe(op, library, emitters) for op in manifest.operations_by_name.values()]
+    return {
+        "kernels": kernels,
+        "filters": {
+            "kernels": manifest.kernel_names,
+            "ignore": manifest.ignore_kernel_names,
+            "exclude": manifest.exclude_kernel_names,
+            "instantiation_level": getattr(manifest, "instantiation_level", None),
+        },
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -56,8 +56,7 @@ REAL = ("flashinfer.jit.utils", "flashinfer.jit.gemm.cutlass")
 #: third-party modules that must be the real ones (a stand-in would render templates wrong)
 NEVER_STUB = ("jinja2", "markupsafe")
 #: flashinfer modules replaced by this harness's implementations
-OWN = ("flashinfer.jit.core", "flashinfer.jit.env", "flashinfer.jit.cpp_ext",
-       "flashinfer.compilation_context")
+OWN = ("flashinfer.jit.core", "flashinfer.jit.env", "flashinfer.jit.cpp_ext", "flashinfer.compilation_context")
 #: Exit status of a run that ran out of its address space (a MemoryError anywhere)
 EXIT_MEMORY = 3
 #: Seconds of CPU between the soft limit (SIGXCPU, which ends the process) and the hard one
@@ -222,8 +221,7 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 spec.submodule_search_locations = [str(folder)]
                 return spec
             file = (self.root / rel).with_suffix(".py")
-            if file.is_file() and (any(name == r or name.startswith(r + ".") for r in self.real)
-                                   or data_only(file)):
+            if file.is_file() and (any(name == r or name.startswith(r + ".") for r in self.real) or data_only(file)):
                 return importlib.util.spec_from_file_location(name, file)
             return importlib.machinery.ModuleSpec(name, self, is_package=False)
         if name.split(".")[0] in self.stubbed:
@@ -244,8 +242,7 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         if spec.name in self.own:
             return self.own[spec.name]
-        flashinfer_package = (spec.name.split(".")[0] == "flashinfer"
-                              and spec.submodule_search_locations is not None)
+        flashinfer_package = spec.name.split(".")[0] == "flashinfer" and spec.submodule_search_locations is not None
         mod = types.ModuleType(spec.name) if flashinfer_package else StubModule(spec.name)
         if spec.submodule_search_locations is not None:
             mod.__path__ = list(spec.submodule_search_locations)
@@ -255,12 +252,10 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def _own_modules(root: pathlib.Path, out: pathlib.Path, arch: str, cuda: tuple[int, int],
-                 captured: list) -> dict:
+def _own_modules(root: pathlib.Path, out: pathlib.Path, arch: str, cuda: tuple[int, int], captured: list) -> dict:
     jit = root / "jit"
     major, minor = int(arch[:-1]), arch[-1]
-    common = class_constants(root / "compilation_context.py", "CompilationContext").get(
-        "COMMON_NVCC_FLAGS", [])
+    common = class_constants(root / "compilation_context.py", "CompilationContext").get("COMMON_NVCC_FLAGS", [])
     gencode = f"-gencode=arch=compute_{arch}a,code=sm_{arch}a"
 
     class Context:
@@ -270,31 +265,41 @@ def _own_modules(root: pathlib.Path, out: pathlib.Path, arch: str, cuda: tuple[i
         def get_nvcc_flags_list(self, supported_major_versions=None, **_):
             return [gencode] + list(common)
 
-    def gen_jit_spec(name, sources, extra_cflags=None, extra_cuda_cflags=None,
-                     extra_ldflags=None, extra_include_paths=None, **_):
-        captured.append({
-            "name": str(name), "sources": [str(s) for s in sources],
-            "extra_cuda_cflags": [str(f) for f in extra_cuda_cflags or []],
-            "extra_cflags": [str(f) for f in extra_cflags or []],
-            "extra_include_paths": [str(p) for p in extra_include_paths or []],
-        })
+    def gen_jit_spec(
+        name, sources, extra_cflags=None, extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None, **_
+    ):
+        captured.append(
+            {
+                "name": str(name),
+                "sources": [str(s) for s in sources],
+                "extra_cuda_cflags": [str(f) for f in extra_cuda_cflags or []],
+                "extra_cflags": [str(f) for f in extra_cflags or []],
+                "extra_include_paths": [str(p) for p in extra_include_paths or []],
+            }
+        )
         return Anything(f"JitSpec {name}")
 
     core = StubModule("flashinfer.jit.core")
     constants(jit / "core.py", core.__dict__)
-    core.__dict__.update(gen_jit_spec=gen_jit_spec, current_compilation_context=Context(),
-                         JitSpec=Anything("JitSpec"))
+    core.__dict__.update(gen_jit_spec=gen_jit_spec, current_compilation_context=Context(), JitSpec=Anything("JitSpec"))
 
     env = StubModule("flashinfer.jit.env")
     env.__dict__.update(constants(jit / "env.py", {"_package_root": root}))
-    for key in ("FLASHINFER_GEN_SRC_DIR", "FLASHINFER_JIT_DIR", "FLASHINFER_WORKSPACE_DIR",
-                "FLASHINFER_CACHE_DIR", "FLASHINFER_BASE_DIR"):
+    for key in (
+        "FLASHINFER_GEN_SRC_DIR",
+        "FLASHINFER_JIT_DIR",
+        "FLASHINFER_WORKSPACE_DIR",
+        "FLASHINFER_CACHE_DIR",
+        "FLASHINFER_BASE_DIR",
+    ):
         setattr(env, key, out / key.lower())
     env.__dict__["FLASHINFER_GEN_SRC_DIR"] = out / "generated"
 
     cpp = StubModule("flashinfer.jit.cpp_ext")
-    cpp.__dict__.update(is_cuda_version_at_least=lambda v: tuple(int(x) for x in str(v).split(".")[:2]) <= cuda,
-                        host_compiler_is_gcc=lambda: True)
+    cpp.__dict__.update(
+        is_cuda_version_at_least=lambda v: tuple(int(x) for x in str(v).split(".")[:2]) <= cuda,
+        host_compiler_is_gcc=lambda: True,
+    )
 
     ctx = StubModule("flashinfer.compilation_context")
     ctx.__dict__["CompilationContext"] = Context
@@ -312,11 +317,11 @@ def _function(path: pathlib.Path, name: str):
 def _env_refs(fn, env) -> list[str]:
     """The ``jit_env.NAME`` paths a function of ``cpp_ext.py`` names, in order."""
     out: list[str] = []
-    nodes = sorted(ast.walk(fn) if fn is not None else (),
-                   key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    nodes = sorted(
+        ast.walk(fn) if fn is not None else (), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
+    )
     for node in nodes:
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "jit_env"):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "jit_env":
             value = getattr(env, node.attr, None)
             for p in value if isinstance(value, list) else [value]:
                 if isinstance(p, pathlib.Path) and str(p) not in out:
@@ -336,7 +341,8 @@ def defaults(root: pathlib.Path, env) -> dict:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "debug":
             branch = node.orelse
         elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "cuda_cflags" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "cuda_cflags" for t in node.targets
+        ):
             branch = [node]
         else:
             continue
@@ -346,15 +352,18 @@ def defaults(root: pathlib.Path, env) -> dict:
                     if c.value not in defines:
                         defines.append(c.value)
     cpp = jit / "cpp_ext.py"
-    return {"defines": defines,
-            "cccl_include_dirs": _env_refs(_function(cpp, "get_cccl_includes"), env),
-            "system_include_dirs": _env_refs(_function(cpp, "get_system_includes"), env)}
+    return {
+        "defines": defines,
+        "cccl_include_dirs": _env_refs(_function(cpp, "get_cccl_includes"), env),
+        "system_include_dirs": _env_refs(_function(cpp, "get_system_includes"), env),
+    }
 
 
 def set_limits(limits: dict) -> None:
     """Bound this process before the install's code runs: ``RLIMIT_CPU`` to
     ``limits["cpu_s"]`` seconds (hard limit :data:`CPU_GRACE_S` later), ``RLIMIT_AS`` to
     ``limits["memory_mb"]`` MiB, no core files. A hard limit already lower is kept."""
+
     def bound(which, soft, hard):
         _, old = resource.getrlimit(which)
         if old != resource.RLIM_INFINITY:
@@ -397,8 +406,14 @@ def run(request: dict) -> dict:
             raise
         except BaseException as exc:  # the install's code failed: say so, go on
             tb = traceback.extract_tb(exc.__traceback__)
-            where = next((f"{os.path.relpath(f.filename, root.parent)}:{f.lineno}" for f in reversed(tb)
-                          if str(root) in f.filename), "")  # flashinfer/...: no local path in a report
+            where = next(
+                (
+                    f"{os.path.relpath(f.filename, root.parent)}:{f.lineno}"
+                    for f in reversed(tb)
+                    if str(root) in f.filename
+                ),
+                "",
+            )  # flashinfer/...: no local path in a report
             entry["error"] = f"{type(exc).__name__}: {exc}" + (f" ({where})" if where else "")
         entry["specs"] = captured[before:]
         entry["iterated"] = list(dict.fromkeys(ITERATED[seen:]))

@@ -39,6 +39,7 @@ def tree_files(top, *, hidden: bool = True, special: list | None = None) -> list
     devices and broken links are left out (never opened), and appended to ``special`` as
     ``(relative path, what it is)`` when a list is given. The walk behind :func:`file_digests`
     (tree hashes, ``diff``'s changed headers) and :func:`header_files` (``scan``)."""
+
     def unreadable(rel, exc):
         if special is not None and rel:
             special.append((rel, f"an unreadable folder ({exc.strerror or exc})"))
@@ -96,10 +97,11 @@ def file_digests(root) -> dict[str, bytes]:
             rel, kind = special[0]
             more = f" (and {len(special) - 1} more)" if len(special) > 1 else ""
             if "folder" in kind:
-                raise BadInput(f"{root / rel} is {kind}{more}: every file of a CUTLASS tree "
-                               "must be readable")
-            raise BadInput(f"{root / rel} is {kind}, not a regular file{more}: a CUTLASS tree "
-                           "must hold regular files only (a parse could block on it); remove it")
+                raise BadInput(f"{root / rel} is {kind}{more}: every file of a CUTLASS tree must be readable")
+            raise BadInput(
+                f"{root / rel} is {kind}, not a regular file{more}: a CUTLASS tree "
+                "must hold regular files only (a parse could block on it); remove it"
+            )
         top = str(root)
         for rel in rels:
             if rel.rsplit("/", 1)[-1] in MARKERS:
@@ -108,8 +110,9 @@ def file_digests(root) -> dict[str, bytes]:
                 with open(os.path.join(top, rel), "rb") as fh:
                     out[rel] = hashlib.file_digest(fh, "sha256").digest()
             except OSError as exc:
-                raise BadInput(f"cannot read {root / rel}: {exc.strerror or exc} "
-                               "(every file of a CUTLASS tree must be readable)") from None
+                raise BadInput(
+                    f"cannot read {root / rel}: {exc.strerror or exc} (every file of a CUTLASS tree must be readable)"
+                ) from None
         TREE_HASHES[root, "files"] = out
     return TREE_HASHES[root, "files"]
 
@@ -142,8 +145,10 @@ def stat_fingerprint(root: Path) -> str:
             continue
         kind = kind_of(st.st_mode)
         if kind is not None:
-            raise BadInput(f"{e.path} is {kind}, not a regular file: a flashinfer install must hold "
-                           "regular files only (its code is read and run); remove it")
+            raise BadInput(
+                f"{e.path} is {kind}, not a regular file: a flashinfer install must hold "
+                "regular files only (its code is read and run); remove it"
+            )
         if stat.S_ISDIR(st.st_mode):  # a link to a folder: named, not entered
             continue
         rows.append(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n")

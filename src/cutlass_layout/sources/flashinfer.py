@@ -33,8 +33,17 @@ from .wheels import complete, manifest, open_wheel, sha256_file, unpack, wheel_m
 #: sources and jinja templates directly under ``data/csrc`` (not its many kernel folders), and
 #: what ``audit --blocklist`` reads of the tactics blocklist's loader (the autotuner package, the
 #: CUTLASS MoE runner in ``fused_moe/core.py``, the dense GEMM runners in ``gemm/gemm_base.py``).
-INSTALL_DIRS = ("jit/", "data/include/", "data/spdlog/", "data/cccl/", "data/csrc/nv_internal/",
-                "data/cutlass/tools/", "autotuner/", "fused_moe/core.py", "gemm/gemm_base.py")
+INSTALL_DIRS = (
+    "jit/",
+    "data/include/",
+    "data/spdlog/",
+    "data/cccl/",
+    "data/csrc/nv_internal/",
+    "data/cutlass/tools/",
+    "autotuner/",
+    "fused_moe/core.py",
+    "gemm/gemm_base.py",
+)
 _FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 
 
@@ -72,10 +81,10 @@ class FlashinferInstall:
 def _wanted_install_member(name: str) -> bool:
     if not name.startswith("flashinfer/") or name.endswith("/"):
         return False
-    rel = name[len("flashinfer/"):]
+    rel = name[len("flashinfer/") :]
     if "/" not in rel:
         return rel.endswith(".py")
-    if rel.startswith("data/csrc/") and "/" not in rel[len("data/csrc/"):]:
+    if rel.startswith("data/csrc/") and "/" not in rel[len("data/csrc/") :]:
         return True
     return rel.startswith(INSTALL_DIRS)
 
@@ -83,8 +92,9 @@ def _wanted_install_member(name: str) -> bool:
 def _flashinfer_version(root: Path) -> str:
     for name in ("_build_meta.py", "version.py"):
         try:
-            m = re.search(r"__version__\s*(?::\s*str\s*)?=\s*[\"']([^\"']+)[\"']",
-                          read_text(root / name, errors="replace"))
+            m = re.search(
+                r"__version__\s*(?::\s*str\s*)?=\s*[\"']([^\"']+)[\"']", read_text(root / name, errors="replace")
+            )
         except BadInput:
             continue
         if m:
@@ -104,8 +114,13 @@ def _flashinfer_version(root: Path) -> str:
 #: ``_create_data_dir`` links (editable) or copies (wheel) ``3rdparty/cutlass``,
 #: ``3rdparty/spdlog``, ``3rdparty/cccl``, ``csrc`` and ``include`` to ``flashinfer/data/``;
 #: everything else below the package is ``flashinfer/`` itself.
-CHECKOUT_DIRS = {"data/cutlass": "3rdparty/cutlass", "data/spdlog": "3rdparty/spdlog",
-                 "data/cccl": "3rdparty/cccl", "data/csrc": "csrc", "data/include": "include"}
+CHECKOUT_DIRS = {
+    "data/cutlass": "3rdparty/cutlass",
+    "data/spdlog": "3rdparty/spdlog",
+    "data/cccl": "3rdparty/cccl",
+    "data/csrc": "csrc",
+    "data/include": "include",
+}
 
 
 def checkout_path(rel: str) -> str:
@@ -116,7 +131,7 @@ def checkout_path(rel: str) -> str:
     rel = Path(rel).as_posix()
     for part, there in CHECKOUT_DIRS.items():
         if rel == part or rel.startswith(part + "/"):
-            return there + rel[len(part):]
+            return there + rel[len(part) :]
     return f"flashinfer/{rel}"
 
 
@@ -126,8 +141,12 @@ def _checkout_root(path: Path) -> Path | None:
     and ``include/`` at its root and no ``flashinfer/data`` (an editable install's links,
     read as an install). Else None."""
     for cand in (path, path.parent) if path.name == "flashinfer" else (path,):
-        if ((cand / "flashinfer" / "jit").is_dir() and (cand / "csrc").is_dir()
-                and (cand / "include").is_dir() and not (cand / "flashinfer" / "data").exists()):
+        if (
+            (cand / "flashinfer" / "jit").is_dir()
+            and (cand / "csrc").is_dir()
+            and (cand / "include").is_dir()
+            and not (cand / "flashinfer" / "data").exists()
+        ):
             return cand
     return None
 
@@ -140,10 +159,8 @@ def _checkout_links(checkout: Path) -> dict[str, str]:
     """What the install-shaped folder of a checkout holds: ``{path below flashinfer/: the
     checkout's file or folder it links to}``, every entry of the checkout's ``flashinfer/``
     package and the ``data/`` parts of :data:`CHECKOUT_DIRS` the checkout has."""
-    links = {p.name: str(p) for p in sorted((checkout / "flashinfer").iterdir())
-             if p.name != "__pycache__"}
-    links.update({part: str(checkout / there) for part, there in CHECKOUT_DIRS.items()
-                  if (checkout / there).exists()})
+    links = {p.name: str(p) for p in sorted((checkout / "flashinfer").iterdir()) if p.name != "__pycache__"}
+    links.update({part: str(checkout / there) for part, there in CHECKOUT_DIRS.items() if (checkout / there).exists()})
     return links
 
 
@@ -177,11 +194,17 @@ def _checkout_install(checkout: Path, origin: str) -> FlashinferInstall:
     checkout = checkout.resolve()
     inc = checkout / "3rdparty" / "cutlass" / "include"
     if not is_tree(inc):
-        raise BadInput(f"the flashinfer checkout at {checkout} has no CUTLASS tree (3rdparty/cutlass/include): "
-                       "its submodules are not checked out (git submodule update --init --recursive)")
-    fingerprint = hashlib.sha256("\n".join(
-        f"{there}:{stat_fingerprint(checkout / there)}" for there in
-        ("flashinfer", *CHECKOUT_DIRS.values()) if (checkout / there).is_dir()).encode()).hexdigest()[:16]
+        raise BadInput(
+            f"the flashinfer checkout at {checkout} has no CUTLASS tree (3rdparty/cutlass/include): "
+            "its submodules are not checked out (git submodule update --init --recursive)"
+        )
+    fingerprint = hashlib.sha256(
+        "\n".join(
+            f"{there}:{stat_fingerprint(checkout / there)}"
+            for there in ("flashinfer", *CHECKOUT_DIRS.values())
+            if (checkout / there).is_dir()
+        ).encode()
+    ).hexdigest()[:16]
     base = cache_dir("checkouts", hashlib.sha256(str(checkout).encode()).hexdigest()[:16])
     root = base / "flashinfer"
     links = _checkout_links(checkout)
@@ -205,12 +228,21 @@ def _checkout_install(checkout: Path, origin: str) -> FlashinferInstall:
         version = read_text(checkout / "version.txt", errors="replace").strip() or "unknown"
     requirement = None
     with contextlib.suppress(BadInput):  # what build_backend.py's dependencies read
-        line = re.search(r"^[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*([^#;\n]*)", read_text(
-            checkout / "requirements.txt", errors="replace"), re.M | re.I)
+        line = re.search(
+            r"^[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*([^#;\n]*)",
+            read_text(checkout / "requirements.txt", errors="replace"),
+            re.M | re.I,
+        )
         requirement = TVM_FFI_DIST + re.sub(r"\s+", "", line.group(1)) if line else None
-    return FlashinferInstall(root=root, version=version, origin=origin, tree=cutlass_tree(inc, origin),
-                             fingerprint=f"checkout:{fingerprint}", checkout=checkout,
-                             tvm_ffi_requirement=requirement)
+    return FlashinferInstall(
+        root=root,
+        version=version,
+        origin=origin,
+        tree=cutlass_tree(inc, origin),
+        fingerprint=f"checkout:{fingerprint}",
+        checkout=checkout,
+        tvm_ffi_requirement=requirement,
+    )
 
 
 def _flashinfer_root(path: Path) -> Path | None:
@@ -220,16 +252,22 @@ def _flashinfer_root(path: Path) -> Path | None:
     return None
 
 
-def _install(root: Path, origin: str, fingerprint: str | None = None,
-             requirement: str | None = None) -> FlashinferInstall:
+def _install(
+    root: Path, origin: str, fingerprint: str | None = None, requirement: str | None = None
+) -> FlashinferInstall:
     inc = root / "data" / "cutlass" / "include"
     if not is_tree(inc):
         raise BadInput(f"the flashinfer package at {root} has no CUTLASS tree (data/cutlass/include)")
     if requirement is None:
         requirement = installed_requirement(root)
-    return FlashinferInstall(root=root.resolve(), version=_flashinfer_version(root), origin=origin,
-                             tree=cutlass_tree(inc, origin), fingerprint=fingerprint or stat_fingerprint(root),
-                             tvm_ffi_requirement=requirement)
+    return FlashinferInstall(
+        root=root.resolve(),
+        version=_flashinfer_version(root),
+        origin=origin,
+        tree=cutlass_tree(inc, origin),
+        fingerprint=fingerprint or stat_fingerprint(root),
+        tvm_ffi_requirement=requirement,
+    )
 
 
 def _wheel_install_facts(path: Path, digest: str) -> dict:
@@ -238,9 +276,14 @@ def _wheel_install_facts(path: Path, digest: str) -> dict:
     directory of some 15,000 members is not read again on every run: docs/performance.md):
     ``jit`` (it holds ``flashinfer/jit/``), ``requirement`` (its METADATA's TVM FFI
     requirement) and ``wanted`` (a digest of the members an audit unpacks)."""
+
     def load(d):
-        if not (isinstance(d, dict) and isinstance(d["jit"], bool) and isinstance(d["wanted"], str)
-                and isinstance(d["requirement"], (str, type(None)))):
+        if not (
+            isinstance(d, dict)
+            and isinstance(d["jit"], bool)
+            and isinstance(d["wanted"], str)
+            and isinstance(d["requirement"], (str, type(None)))
+        ):
             raise TypeError(d)
         return d
 
@@ -248,8 +291,11 @@ def _wheel_install_facts(path: Path, digest: str) -> dict:
         with open_wheel(path) as zf:  # opened once: its names and its METADATA's requirement
             names = zf.namelist()
             requirement = wheel_requirement(path, zf, names)
-        return {"jit": any(n.startswith("flashinfer/jit/") for n in names), "requirement": requirement,
-                "wanted": _wanted_digest(names)}
+        return {
+            "jit": any(n.startswith("flashinfer/jit/") for n in names),
+            "requirement": requirement,
+            "wanted": _wanted_digest(names),
+        }
 
     kind = KINDS["wheel-installs"]
     return kind.memo(kind.key(subject=[digest], target=[]), compute, load=load)
@@ -278,6 +324,7 @@ def _install_from_wheel(path: Path, origin: str) -> FlashinferInstall:
             return (base / INSTALL_MARKER).read_text().split("\n")[2] == facts["wanted"]
         except (OSError, UnicodeDecodeError, IndexError):
             return False
+
     if not whole():
         with lock(f"install-{digest}"):
             if not whole():
@@ -299,8 +346,13 @@ def _unpack_install(path: Path, base: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=cache_dir("trees"), prefix=".unpack-"))
     try:
         with open_wheel(path) as zf:
-            unpack(path, zf, wheel_members(zf, "", _wanted_install_member), tmp,
-                    "the parts audit reads (the JIT's code, the headers)")
+            unpack(
+                path,
+                zf,
+                wheel_members(zf, "", _wanted_install_member),
+                tmp,
+                "the parts audit reads (the JIT's code, the headers)",
+            )
             wanted = _wanted_digest(zf.namelist())
         (base / INSTALL_MARKER).unlink(missing_ok=True)
         for rel in tree_files(tmp):
@@ -339,8 +391,10 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
             root = _flashinfer_root(Path(str(dist.locate_file(""))))
             if root is not None:
                 return _install(root, f"installed {name} {dist.version}")
-        raise BadInput("no flashinfer is installed in this environment: name one "
-                       "(a site-packages dir, a .whl, or flashinfer-python==VERSION)")
+        raise BadInput(
+            "no flashinfer is installed in this environment: name one "
+            "(a site-packages dir, a .whl, or flashinfer-python==VERSION)"
+        )
     text = os.fspath(src)
     if is_git_source(text):
         clone, origin, _ = git_checkout(text)
@@ -361,8 +415,10 @@ def resolve_flashinfer(src: str | os.PathLike | None = None) -> FlashinferInstal
             checkout = _checkout_root(path)
             if checkout is not None:
                 return _checkout_install(checkout, f"checkout {path}")
-            raise BadInput(f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}, "
-                           "nor a flashinfer git checkout (flashinfer/jit, csrc and include)")
+            raise BadInput(
+                f"no flashinfer package (flashinfer/jit and flashinfer/data) in {path}, "
+                "nor a flashinfer git checkout (flashinfer/jit, csrc and include)"
+            )
         return _install(root, f"directory {path}")
     if "==" in text:
         return _install_from_wheel(*wheel_origin(text))
@@ -399,8 +455,7 @@ def flashinfer_of(tree: CutlassTree) -> FlashinferInstall | None:
         # a wheel unpacked into the cache: trees/<the wheel's SHA-256, 16>/flashinfer
         if not complete(base, INSTALL_MARKER, _INCLUDE_SUBTREE):
             return None
-        return _install(root, tree.origin, fingerprint=f"wheel:{base.name}",
-                        requirement=read_requirement(base))
+        return _install(root, tree.origin, fingerprint=f"wheel:{base.name}", requirement=read_requirement(base))
     if Path(cache_dir("trees")).resolve() in root.resolve().parents:
         return None  # the CUTLASS tree of a wheel, and only that, is unpacked
     return _install(root, tree.origin)

@@ -157,8 +157,7 @@ def survey(install: FlashinferInstall, arch: str) -> list[tuple[str, str, str | 
             continue
         module = "flashinfer." + ".".join(path.relative_to(install.root).with_suffix("").parts)
         for node in tree.body:
-            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("gen_")
-                    and pattern.search(node.name)):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("gen_") and pattern.search(node.name)):
                 continue
             out.append((module, node.name, _not_run(node, text)))
     return out
@@ -167,7 +166,7 @@ def survey(install: FlashinferInstall, arch: str) -> list[tuple[str, str, str | 
 def _not_run(node: ast.FunctionDef, text: str) -> str | None:
     """Why :func:`jit_modules` does not run the builder ``node`` (None: it runs it)."""
     args = node.args.args
-    required = [a.arg for a in args[:len(args) - len(node.args.defaults)]]
+    required = [a.arg for a in args[: len(args) - len(node.args.defaults)]]
     required += [a.arg for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is None]
     if required:
         return f"it takes arguments with no default ({', '.join(required)}): the audit cannot choose them"
@@ -188,8 +187,7 @@ def generator_limits() -> tuple[int, int]:
         BadInput: a value that is not a positive whole number.
     """
     out = []
-    for name, default, unit in ((CPU_ENV, GENERATOR_CPU_S, "seconds"),
-                                (MEMORY_ENV, GENERATOR_MEMORY_MB, "MiB")):
+    for name, default, unit in ((CPU_ENV, GENERATOR_CPU_S, "seconds"), (MEMORY_ENV, GENERATOR_MEMORY_MB, "MiB")):
         text = os.environ.get(name, "").strip()
         if not text:
             out.append(default)
@@ -238,16 +236,22 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def run_harness(install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int],
-                 wanted: list[tuple[str, str]]) -> dict:
+def run_harness(
+    install: FlashinferInstall, arch: str, out: Path, cuda: tuple[int, int], wanted: list[tuple[str, str]]
+) -> dict:
     """Run the harness on ``wanted`` in its sandbox (the module docstring) and return its answer.
 
     Raises:
         BadInput: as :func:`run_sandboxed`.
     """
     who = f"the install's generator (flashinfer's JIT module builders, {install.root})"
-    request = {"root": str(install.root), "out": str(out), "arch": ARCH_BUILDERS[arch][1],
-               "cuda": list(cuda), "builders": [list(b) for b in wanted]}
+    request = {
+        "root": str(install.root),
+        "out": str(out),
+        "arch": ARCH_BUILDERS[arch][1],
+        "cuda": list(cuda),
+        "builders": [list(b) for b in wanted],
+    }
     return run_sandboxed(HARNESS, request, who)
 
 
@@ -269,10 +273,17 @@ def run_sandboxed(script: Path, request: dict, who: str) -> dict:
         (scratch / "request.json").write_text(json.dumps(request))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
-            proc = subprocess.Popen([sys.executable, str(script), str(scratch / "request.json")],
-                                    cwd=scratch, env=child_env(scratch), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    errors="replace", start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, str(script), str(scratch / "request.json")],
+                cwd=scratch,
+                env=child_env(scratch),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
         except OSError as exc:
             raise BadInput(f"cannot run {sys.executable} for {who}: {exc.strerror or exc}") from None
         with proc:
@@ -293,11 +304,9 @@ def run_sandboxed(script: Path, request: dict, who: str) -> dict:
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     rc, tail = proc.returncode, _last_line(stderr)
     if rc == -signal.SIGXCPU or (rc == -signal.SIGKILL and cpu >= cpu_s):
-        raise BadInput(f"{who} ran past its CPU-time limit of {cpu_s} s "
-                       f"(set {CPU_ENV} to raise it)")
+        raise BadInput(f"{who} ran past its CPU-time limit of {cpu_s} s (set {CPU_ENV} to raise it)")
     if rc == EXIT_MEMORY or (rc != 0 and "MemoryError" in tail):
-        raise BadInput(f"{who} ran out of its {memory_mb} MB address-space limit "
-                       f"(set {MEMORY_ENV} to raise it)")
+        raise BadInput(f"{who} ran out of its {memory_mb} MB address-space limit (set {MEMORY_ENV} to raise it)")
     if rc < 0:
         try:
             why = signal.Signals(-rc).name
@@ -339,9 +348,14 @@ def arch_builders(install: FlashinferInstall, arch: str, *, use_cache: bool = Tr
     return [(m, f) for m, f, why in arch_survey(install, arch, use_cache=use_cache) if why is None]
 
 
-def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
-                cuda_version: tuple[int, int] = (13, 0), use_cache: bool = True,
-                run: bool = True) -> JitBuilds | None:
+def jit_modules(
+    install: FlashinferInstall,
+    arch: str = "sm120",
+    *,
+    cuda_version: tuple[int, int] = (13, 0),
+    use_cache: bool = True,
+    run: bool = True,
+) -> JitBuilds | None:
     """Run the install's module builders for ``arch`` (see the module docstring) and return
     the modules they build. Cached per (install fingerprint, arch, CUDA version, this code):
     a second call runs nothing. ``run=False`` runs nothing at all: the cached answer, or
@@ -354,14 +368,15 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
     same = build_arch(arch)  # sm121: sm120's builds, folder and cache entries
     wanted = arch_builders(install, same, use_cache=use_cache)
     if not wanted:
-        raise NothingForArch(f"flashinfer {install.version} at {install.root} has no JIT module "
-                       f"builder for {arch} that builds a CUTLASS GEMM")
+        raise NothingForArch(
+            f"flashinfer {install.version} at {install.root} has no JIT module "
+            f"builder for {arch} that builds a CUTLASS GEMM"
+        )
     kind = KINDS["flashinfer-jit"]
     key = kind.key(subject=[same, wanted], target=[install.fingerprint, str(install.root), list(cuda_version)])
     # the folder does not depend on this code: a rerun of the builders rewrites the same files
     # in the same place, so flags naming it (and the results keyed by them) stay the same
-    out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), same,
-                                                 list(cuda_version))[:24])
+    out = cache_dir("flashinfer-jit", result_key(install.fingerprint, str(install.root), same, list(cuda_version))[:24])
 
     def load(d):  # the answer, if its generated files are still as they were written
         _builds(d, out)
@@ -370,19 +385,23 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
         return d
 
     def compute():
-        with step(f"running flashinfer {install.version}'s JIT module builders for {same} "
-                  "(its kernel generator and templates)"):
+        with step(
+            f"running flashinfer {install.version}'s JIT module builders for {same} "
+            "(its kernel generator and templates)"
+        ):
             data = run_harness(install, same, out, cuda_version, wanted)
         try:
             mods = _builds(data, out).modules
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BadInput(f"flashinfer's JIT module builders ({install.root}) gave an "
-                           f"answer this reader cannot use: {exc!r}") from None
+            raise BadInput(
+                f"flashinfer's JIT module builders ({install.root}) gave an answer this reader cannot use: {exc!r}"
+            ) from None
         data["generated"] = {str(f): _digest(f) for m in mods for f in m.generated}
         return data
 
-    data = kind.memo(key, compute, load=load, use_cache=use_cache, cached_only=not run,
-                     lock_name=f"flashinfer-jit-{out.name}")
+    data = kind.memo(
+        key, compute, load=load, use_cache=use_cache, cached_only=not run, lock_name=f"flashinfer-jit-{out.name}"
+    )
     if data is None:
         return None
     out_builds = _builds(data, out)
@@ -391,8 +410,13 @@ def jit_modules(install: FlashinferInstall, arch: str = "sm120", *,
 
 
 def _triples(d) -> list:
-    if not all(isinstance(b, list) and len(b) == 3 and all(isinstance(x, str) for x in b[:2])
-               and isinstance(b[2], (str, type(None))) for b in d):
+    if not all(
+        isinstance(b, list)
+        and len(b) == 3
+        and all(isinstance(x, str) for x in b[:2])
+        and isinstance(b[2], (str, type(None)))
+        for b in d
+    ):
         raise TypeError("builders")
     return d
 
@@ -418,14 +442,19 @@ def _builds(data: dict, out: Path) -> JitBuilds:
             generated = [s for s in sources if str(s).startswith(str(out))]
             defines = [f for f in spec["extra_cuda_cflags"] if f.startswith(("-D", "-U"))]
             defines += [d for d in defaults.get("defines", []) if d not in defines]
-            res.modules.append(JitModule(
-                name=spec["name"], builder=name, sources=sources, generated=generated,
-                defines=defines,
-                include_dirs=[Path(p) for p in spec["extra_include_paths"]]
-                + [Path(p) for p in defaults.get("cccl_include_dirs", [])],
-                system_include_dirs=[Path(p) for p in defaults.get("system_include_dirs", [])],
-                why_none=None if generated else why_nothing_generated(sources, list(b.get("iterated") or [])),
-            ))
+            res.modules.append(
+                JitModule(
+                    name=spec["name"],
+                    builder=name,
+                    sources=sources,
+                    generated=generated,
+                    defines=defines,
+                    include_dirs=[Path(p) for p in spec["extra_include_paths"]]
+                    + [Path(p) for p in defaults.get("cccl_include_dirs", [])],
+                    system_include_dirs=[Path(p) for p in defaults.get("system_include_dirs", [])],
+                    why_none=None if generated else why_nothing_generated(sources, list(b.get("iterated") or [])),
+                )
+            )
     return res
 
 
@@ -442,14 +471,21 @@ def why_nothing_generated(sources: list[Path], iterated: list[str]) -> str:
     """
     if iterated:
         mods = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in iterated))
-        return (f"its generator needs {', '.join(mods)}, which the harness does not run (it loops "
-                f"over {', '.join(iterated)}, a stand-in that yields nothing): no source generated")
+        return (
+            f"its generator needs {', '.join(mods)}, which the harness does not run (it loops "
+            f"over {', '.join(iterated)}, a stand-in that yields nothing): no source generated"
+        )
     missing = [p for p in sources if not p.exists()]
-    out = (f"it generates no source: its {len(sources)} source(s) are flashinfer's own ({_some(sources)}), "
-           "and the audit lays out generated kernel instantiations only")
+    out = (
+        f"it generates no source: its {len(sources)} source(s) are flashinfer's own ({_some(sources)}), "
+        "and the audit lays out generated kernel instantiations only"
+    )
     if missing:
-        out += ("; none of them is in the install" if len(missing) == len(sources) else
-                f"; {len(missing)} of them not in the install ({_some(missing)})")
+        out += (
+            "; none of them is in the install"
+            if len(missing) == len(sources)
+            else f"; {len(missing)} of them not in the install ({_some(missing)})"
+        )
     return out
 
 
@@ -462,4 +498,4 @@ def _some(paths: list[Path]) -> str:
 def _short(path: Path) -> str:
     """A source's path from its ``csrc`` folder on (``csrc/cute_sm12x_gemm/x.cu``), else its name."""
     parts = path.parts
-    return "/".join(parts[parts.index("csrc"):]) if "csrc" in parts else path.name
+    return "/".join(parts[parts.index("csrc") :]) if "csrc" in parts else path.name

@@ -60,15 +60,17 @@ def parse(text: str) -> GitSource:
     Raises:
         BadInput: no scheme (``git+github.com/...``), no path, an empty ref.
     """
-    body = text.strip()[len(PREFIX):]
+    body = text.strip()[len(PREFIX) :]
     sub = None
     if "#" in body:
         body, sub = body.split("#", 1)
         sub = sub or None
     parts = urlsplit(body)
     if not parts.scheme or not (parts.netloc or parts.path):
-        raise BadInput(f"{text}: a git URL source is git+SCHEME://HOST/PATH[@REF] "
-                       "(git+https://github.com/NVIDIA/cutlass@v4.7.0, git+file:///path/to/repo@TAG)")
+        raise BadInput(
+            f"{text}: a git URL source is git+SCHEME://HOST/PATH[@REF] "
+            "(git+https://github.com/NVIDIA/cutlass@v4.7.0, git+file:///path/to/repo@TAG)"
+        )
     path, ref = parts.path, None
     if "@" in path:
         path, ref = path.rsplit("@", 1)
@@ -82,7 +84,9 @@ def parse(text: str) -> GitSource:
 def _git() -> str:
     git = shutil.which("git")
     if git is None:
-        raise BadInput("git is not on PATH: a git+URL source is cloned with git (install git, or give a checkout's path)")
+        raise BadInput(
+            "git is not on PATH: a git+URL source is cloned with git (install git, or give a checkout's path)"
+        )
     return git
 
 
@@ -94,8 +98,9 @@ def _env() -> dict[str, str]:
 def _run(args: list[str], what: str, cwd: Path | None = None) -> str:
     """Run git; its stdout. Fails as one line: ``WHAT: git's first fatal/error line``."""
     try:
-        proc = subprocess.run([_git(), *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [_git(), *args], cwd=cwd, env=_env(), capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
     except OSError as exc:
         raise BadInput(f"{what}: cannot run git ({exc.strerror or exc})") from None
     if proc.returncode != 0:
@@ -136,11 +141,39 @@ def clone_into(src: GitSource, commit: str, tmp: Path) -> None:
     what = f"cloning {src.url} at {src.ref or 'its default branch'} ({commit[:12]})"
     shallow = ["-c", "advice.detachedHead=false"]
     if src.ref is not None and not _COMMIT.fullmatch(src.ref.lower()):
-        _run([*shallow, "clone", "--quiet", "--depth", "1", "--branch", src.ref, "--recurse-submodules",
-              "--shallow-submodules", "--", src.url, str(tmp)], what)
+        _run(
+            [
+                *shallow,
+                "clone",
+                "--quiet",
+                "--depth",
+                "1",
+                "--branch",
+                src.ref,
+                "--recurse-submodules",
+                "--shallow-submodules",
+                "--",
+                src.url,
+                str(tmp),
+            ],
+            what,
+        )
     elif src.ref is None:
-        _run([*shallow, "clone", "--quiet", "--depth", "1", "--recurse-submodules", "--shallow-submodules",
-              "--", src.url, str(tmp)], what)
+        _run(
+            [
+                *shallow,
+                "clone",
+                "--quiet",
+                "--depth",
+                "1",
+                "--recurse-submodules",
+                "--shallow-submodules",
+                "--",
+                src.url,
+                str(tmp),
+            ],
+            what,
+        )
     else:
         _run(["init", "--quiet", str(tmp)], what)
         _run(["remote", "add", "origin", src.url], what, cwd=tmp)

@@ -118,11 +118,15 @@ def _library_from_wheel(path: Path, origin: str) -> KernelLibrary:
             if not complete(dest, MARKER):
                 with open_wheel(path) as zf:
                     prefix = LIBRARY_PACKAGE + "/"
-                    members = wheel_members(zf, prefix, keep=lambda n: (n.endswith(".py") and "/source/" not in n)
-                                       or n.startswith(prefix + _UTIL_IN_PACKAGE + "/"))
+                    members = wheel_members(
+                        zf,
+                        prefix,
+                        keep=lambda n: (
+                            (n.endswith(".py") and "/source/" not in n) or n.startswith(prefix + _UTIL_IN_PACKAGE + "/")
+                        ),
+                    )
                     if not all(any(rel == m for _, rel in members) for m in LIBRARY_MODULES):
-                        raise BadInput(f"{path} has no {LIBRARY_PACKAGE} package (its "
-                                       f"{', '.join(LIBRARY_MODULES)})")
+                        raise BadInput(f"{path} has no {LIBRARY_PACKAGE} package (its {', '.join(LIBRARY_MODULES)})")
                     tmp = Path(tempfile.mkdtemp(dir=cache_dir("libraries"), prefix=".unpack-"))
                     try:
                         unpack(path, zf, members, tmp / LIBRARY_PACKAGE, LIBRARY_PACKAGE)
@@ -136,9 +140,14 @@ def _library_from_wheel(path: Path, origin: str) -> KernelLibrary:
                             shutil.rmtree(tmp, ignore_errors=True)
     tree = resolve_cutlass(path)
     package = dest / LIBRARY_PACKAGE
-    return KernelLibrary(root=dest, tree=tree, version=tree.version, origin=origin,
-                         fingerprint=_library_fingerprint(package),
-                         util_include=_util_include(package / _UTIL_IN_PACKAGE))
+    return KernelLibrary(
+        root=dest,
+        tree=tree,
+        version=tree.version,
+        origin=origin,
+        fingerprint=_library_fingerprint(package),
+        util_include=_util_include(package / _UTIL_IN_PACKAGE),
+    )
 
 
 def _util_include(path: Path) -> Path | None:
@@ -171,8 +180,10 @@ def resolve_kernel_library(src) -> KernelLibrary:
         try:
             dist = md.distribution(LIBRARY_DIST)
         except md.PackageNotFoundError:
-            raise BadInput(f"{LIBRARY_DIST} is not installed in this environment: name it as "
-                           f"{LIBRARY_DIST}==VERSION, a wheel or a folder") from None
+            raise BadInput(
+                f"{LIBRARY_DIST} is not installed in this environment: name it as "
+                f"{LIBRARY_DIST}==VERSION, a wheel or a folder"
+            ) from None
         text = str(dist.locate_file(""))
     path = Path(text).expanduser()
     if not path.exists():
@@ -188,14 +199,20 @@ def _library_from_dir(path: Path, origin: str) -> KernelLibrary:
     """The library in the folder ``path`` (:func:`resolve_kernel_library`), named by ``origin``."""
     package = _library_package(path)
     if package is None:
-        raise BadInput(f"no {LIBRARY_PACKAGE} package ({', '.join(LIBRARY_MODULES)}) in {path}, "
-                       f"{path / LIBRARY_PACKAGE} or {path / 'python' / LIBRARY_PACKAGE}")
+        raise BadInput(
+            f"no {LIBRARY_PACKAGE} package ({', '.join(LIBRARY_MODULES)}) in {path}, "
+            f"{path / LIBRARY_PACKAGE} or {path / 'python' / LIBRARY_PACKAGE}"
+        )
     headers = [package / "source" / "include", package.parent.parent / "include"]
     include = next((h for h in headers if is_tree(h)), None)
     if include is None:
-        raise BadInput(f"{package} has no CUTLASS headers beside it (looked in "
-                       f"{', '.join(str(h) for h in headers)})")
+        raise BadInput(f"{package} has no CUTLASS headers beside it (looked in {', '.join(str(h) for h in headers)})")
     tree = cutlass_tree(include, origin if origin.startswith("git ") else f"directory {include}")
-    return KernelLibrary(root=package.parent, tree=tree, version=tree.version,
-                         origin=origin, fingerprint=_library_fingerprint(package),
-                         util_include=_util_include(include.parent / "tools" / "util" / "include"))
+    return KernelLibrary(
+        root=package.parent,
+        tree=tree,
+        version=tree.version,
+        origin=origin,
+        fingerprint=_library_fingerprint(package),
+        util_include=_util_include(include.parent / "tools" / "util" / "include"),
+    )

@@ -69,8 +69,7 @@ _TREE_FILES = (_VERSION_H, _CUTLASS_H)
 #: v3.2.2). Like version.h they can lag a tag: CMakeLists.txt says 2.6.0 at v2.6.1, 2.7.0 at
 #: v2.8.0, 2.9.0 at v2.9.1.
 _VERSION_MARKERS = (
-    ("CMakeLists.txt", re.compile(r"^[ \t]*project[ \t]*\([ \t]*CUTLASS[ \t]+VERSION[ \t]+([^\s)]+)",
-                                  re.M | re.I)),
+    ("CMakeLists.txt", re.compile(r"^[ \t]*project[ \t]*\([ \t]*CUTLASS[ \t]+VERSION[ \t]+([^\s)]+)", re.M | re.I)),
     ("CHANGELOG.md", re.compile(r"^##[ \t]*\[([^\]\n]*)\]", re.M)),
     ("python/setup.py", re.compile(r"^[ \t]*version[ \t]*=[ \t]*['\"]([^'\"\n]*)['\"]", re.M)),
 )
@@ -121,8 +120,11 @@ def read_version(include_root: Path) -> str:
 
 
 #: How :func:`tree_version` names each marker it read.
-_MARKER_NAMES = {"CMakeLists.txt": "CMakeLists.txt project()", "CHANGELOG.md": "CHANGELOG.md heading",
-                 "python/setup.py": "python/setup.py version"}
+_MARKER_NAMES = {
+    "CMakeLists.txt": "CMakeLists.txt project()",
+    "CHANGELOG.md": "CHANGELOG.md heading",
+    "python/setup.py": "python/setup.py version",
+}
 
 
 def tree_version(include_root: Path) -> tuple[str, str]:
@@ -215,8 +217,7 @@ def _from_dir(path: Path, sub: str | None, origin: str) -> CutlassTree:
     if sub:
         chosen = path / sub
         if not is_tree(chosen):
-            raise BadInput(f"{chosen} is not a CUTLASS include tree (no cutlass/cutlass.h "
-                           "or cutlass/version.h)")
+            raise BadInput(f"{chosen} is not a CUTLASS include tree (no cutlass/cutlass.h or cutlass/version.h)")
         return cutlass_tree(chosen, origin)
     trees = find_trees(path)
     root = _pick(
@@ -242,6 +243,7 @@ def _wheel_roots(zf: zipfile.ZipFile) -> list[str]:
 def _cached_wheel_roots(path: Path, digest: str) -> list[str]:
     """:func:`_wheel_roots` of a wheel, remembered in the cache per wheel digest (so a big
     wheel's directory is not read on every run: docs/performance.md)."""
+
     def load(d):
         if not (isinstance(d, list) and all(isinstance(r, str) for r in d)):
             raise TypeError(d)
@@ -292,9 +294,7 @@ def _from_dist(name: str, sub: str | None, origin: str) -> CutlassTree:
     try:
         dist = md.distribution(dist_name)
     except md.PackageNotFoundError:
-        raise BadInput(
-            f"{name!r} is neither an existing path nor an installed distribution"
-        ) from None
+        raise BadInput(f"{name!r} is neither an existing path nor an installed distribution") from None
     base = Path(str(dist.locate_file("")))
     if sub:
         return _from_dir(base, sub, origin)

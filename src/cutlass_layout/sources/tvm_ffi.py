@@ -33,8 +33,9 @@ TVM_FFI_DIST = "apache-tvm-ffi"
 _TVM_FFI_INCLUDE = "tvm_ffi/include/"
 #: ``Requires-Dist: apache-tvm-ffi<0.2,>=0.1.11`` (or ``apache-tvm-ffi (<0.2,>=0.1.11)``),
 #: without an environment marker (an ``extra ==`` one is an optional requirement).
-_TVM_FFI_REQ = re.compile(r"^Requires-Dist:[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*\(?([^;()\n]*)\)?[ \t]*(;[^\n]*)?$",
-                          re.M | re.I)
+_TVM_FFI_REQ = re.compile(
+    r"^Requires-Dist:[ \t]*apache[-_.]tvm[-_.]ffi[ \t]*\(?([^;()\n]*)\)?[ \t]*(;[^\n]*)?$", re.M | re.I
+)
 
 
 @dataclass(frozen=True)
@@ -126,21 +127,24 @@ def tvm_ffi_headers(install: FlashinferInstall, *, fetch: bool = True) -> TvmFfi
     """
     beside = _tvm_include_in(install.root.parent)
     if beside is not None:
-        return TvmFfiHeaders(beside, f"{TVM_FFI_DIST} beside the install ({beside})",
-                             "dir:" + stat_fingerprint(beside))
+        return TvmFfiHeaders(beside, f"{TVM_FFI_DIST} beside the install ({beside})", "dir:" + stat_fingerprint(beside))
     if install.checkout is not None:  # a checkout's build uses the apache-tvm-ffi installed here
         with contextlib.suppress(md.PackageNotFoundError):
             here = _tvm_include_in(Path(str(md.distribution(TVM_FFI_DIST).locate_file(""))))
             if here is not None:
-                return TvmFfiHeaders(here, f"{TVM_FFI_DIST} installed here ({here})",
-                                     "dir:" + stat_fingerprint(here))
+                return TvmFfiHeaders(here, f"{TVM_FFI_DIST} installed here ({here})", "dir:" + stat_fingerprint(here))
     spec = install.tvm_ffi_requirement
     if spec is None:
-        return TvmFfiHeaders(None, f"{TVM_FFI_DIST} is not installed beside the install "
-                                   f"({install.root.parent}) and its metadata names no version")
+        return TvmFfiHeaders(
+            None,
+            f"{TVM_FFI_DIST} is not installed beside the install "
+            f"({install.root.parent}) and its metadata names no version",
+        )
     safe = re.sub(r"[^A-Za-z0-9._=-]", "_", spec)
-    whl = next((w for d in [cache_dir("wheels", safe), *fallback_dirs("wheels", safe)]
-                if (w := usable_wheel(d)) is not None), None)
+    whl = next(
+        (w for d in [cache_dir("wheels", safe), *fallback_dirs("wheels", safe)] if (w := usable_wheel(d)) is not None),
+        None,
+    )
     if whl is None and not fetch:
         return TvmFfiHeaders(None, f"{spec} has not been fetched into the cache")
     try:

@@ -102,8 +102,7 @@ def umask() -> int:
     return mask
 
 
-def unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path,
-            what: str) -> None:
+def unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path, what: str) -> None:
     """Write ``members`` (each a zip member and its path relative to ``tmp``) below ``tmp``,
     within :data:`LIMITS`; once the limits are checked, :func:`~cutlass_layout.core.progress.step`
     says ``unpacking WHAT from WHEEL into the cache``.
@@ -122,8 +121,7 @@ def unpack(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo,
     os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it private: others sharing the cache read it
 
 
-def _write_members(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]],
-                   tmp: Path) -> None:
+def _write_members(path: Path, zf: zipfile.ZipFile, members: list[tuple[zipfile.ZipInfo, str]], tmp: Path) -> None:
     for m, rel in members:
         out = tmp / rel
         try:
@@ -148,7 +146,7 @@ def wheel_members(zf: zipfile.ZipFile, prefix: str, keep=None) -> list[tuple[zip
     for m in zf.infolist():
         if not m.filename.startswith(prefix) or m.is_dir() or (keep and not keep(m.filename)):
             continue
-        rel = m.filename[len(prefix):]
+        rel = m.filename[len(prefix) :]
         if rel and ".." not in Path(rel).parts and not rel.startswith("/"):
             out.append((m, rel))
     return out
@@ -222,8 +220,19 @@ def _fetch(spec: str) -> tuple[Path, bool]:
             return whl, False
         tmp = Path(tempfile.mkdtemp(dir=cache_dir("wheels"), prefix=".fetch-"))
         try:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--disable-pip-version-check", "-q", "-d", str(tmp), spec]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                str(tmp),
+                spec,
+            ]
             with step(f"downloading {spec} (pip download)"):
                 proc = subprocess.run(cmd, capture_output=True, text=True)
             got = usable_wheel(tmp)
@@ -247,9 +256,11 @@ def short_pip_error(line: str, keep: int = 5) -> str:
     0.7.2rc6, 0.7.2, 0.7.2.post1, 0.7.4; 72 in all)``. pip lists
     them oldest first (``pip/_internal/resolution``: "Could not find a version that satisfies
     the requirement ... (from versions: ...)")."""
+
     def cut(m: re.Match) -> str:
         versions = [v.strip() for v in m.group(1).split(",") if v.strip()]
         if len(versions) <= keep + 2:
             return m.group(0)
         return f"(from versions: {versions[0]}, ..., {', '.join(versions[-keep:])}; {len(versions)} in all)"
+
     return re.sub(r"\(from versions: ([^)]*)\)", cut, line)

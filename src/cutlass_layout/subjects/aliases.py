@@ -16,8 +16,7 @@ NAMESPACE = "cl_probe_"
 #: the engine may name more closely from the storage's members: ``fmha``)
 KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
 #: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
-TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK",
-               "TmaTotal": "TmaTransactionBytes"}
+TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK", "TmaTotal": "TmaTransactionBytes"}
 #: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
 #: for its occupancy: alias -> static member of the kernel class (CUTLASS's
 #: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
@@ -25,9 +24,14 @@ TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK
 #: with a register split ``NumLoadWarpGroups``/``NumMmaWarpGroups`` and
 #: ``LoadRegisterRequirement``/``MmaRegisterRequirement``, which each warp group's
 #: ``cutlass::arch::warpgroup_reg_dealloc``/``warpgroup_reg_alloc`` applies)
-OCCUPANCY_MEMBERS = {"OccThreads": "MaxThreadsPerBlock", "OccMinBlocks": "MinBlocksPerMultiprocessor",
-                     "OccLoadGroups": "NumLoadWarpGroups", "OccMmaGroups": "NumMmaWarpGroups",
-                     "OccLoadRegs": "LoadRegisterRequirement", "OccMmaRegs": "MmaRegisterRequirement"}
+OCCUPANCY_MEMBERS = {
+    "OccThreads": "MaxThreadsPerBlock",
+    "OccMinBlocks": "MinBlocksPerMultiprocessor",
+    "OccLoadGroups": "NumLoadWarpGroups",
+    "OccMmaGroups": "NumMmaWarpGroups",
+    "OccLoadRegs": "LoadRegisterRequirement",
+    "OccMmaRegs": "MmaRegisterRequirement",
+}
 
 DETECT = """
 // Detection of what a subject type is and of optional members (cutlass-layout).
@@ -216,8 +220,15 @@ def capacity_alias(name: str) -> str:
     return "Capacity_" + name.rsplit("::", 1)[-1]
 
 
-def subject_block(subject: str, capacity: str | None, *, prefix: str = "", member: bool = False,
-                  capacities: tuple[str, ...] = (), params: bool = False) -> str:
+def subject_block(
+    subject: str,
+    capacity: str | None,
+    *,
+    prefix: str = "",
+    member: bool = False,
+    capacities: tuple[str, ...] = (),
+    params: bool = False,
+) -> str:
     """Aliases that expose ``subject``'s storage to the frontend (inside a probe namespace).
 
     ``subject`` may be a kernel (CUTLASS 3.x ``GemmUniversal`` or a 2.x kernel), a type
@@ -235,8 +246,14 @@ def subject_block(subject: str, capacity: str | None, *, prefix: str = "", membe
     """
     p = prefix
     static = "static " if member else ""
-    kernel_params = (f"using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;\n"
-                     f"using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];\n") if params else ""
+    kernel_params = (
+        (
+            f"using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;\n"
+            f"using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];\n"
+        )
+        if params
+        else ""
+    )
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
         for alias, member_ in TMA_MEMBERS.items()
@@ -246,14 +263,15 @@ def subject_block(subject: str, capacity: str | None, *, prefix: str = "", membe
         for alias, member_ in OCCUPANCY_MEMBERS.items()
     )
     if capacity is None:
-        cap = "".join(f"using {p}{capacity_alias(c)} = char[{c}];\n"
-                      f"{static}constexpr auto const& {p}capacity_ref_{capacity_alias(c)[9:]} = {c};\n"
-                      for c in capacities)
+        cap = "".join(
+            f"using {p}{capacity_alias(c)} = char[{c}];\n"
+            f"{static}constexpr auto const& {p}capacity_ref_{capacity_alias(c)[9:]} = {c};\n"
+            for c in capacities
+        )
     elif capacity.isdigit():
         cap = f"using {p}Capacity = char[{capacity}];\n"
     else:
-        cap = (f"using {p}Capacity = char[{capacity}];\n"
-               f"{static}constexpr auto const& {p}capacity_ref = {capacity};\n")
+        cap = f"using {p}Capacity = char[{capacity}];\n{static}constexpr auto const& {p}capacity_ref = {capacity};\n"
     return f"""using {p}Subject = typename cl_detail::unwrap<{subject}>::type;
 using {p}Mainloop = typename cl_detail::mainloop_of<{p}Subject>::type;
 using {p}Epilogue = typename cl_detail::epilogue_of<{p}Subject>::type;

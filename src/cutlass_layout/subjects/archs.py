@@ -63,34 +63,41 @@ class Arch:
         the capacity)."""
         if self.optin_bytes is None:
             return ""
-        return (f"the headers define no capacity for {self.name}: the CUDA C++ Programming "
-                f"Guide's per-block opt-in limit for compute capability {self.cc // 10}.{self.cc % 10} "
-                f"(cudaDevAttrMaxSharedMemoryPerBlockOptin), {self.optin_bytes // 1024} KB, as in "
-                f"CUTLASS's SharedMemPerCC[{self.cc}] (python/cutlass_library/library.py)")
+        return (
+            f"the headers define no capacity for {self.name}: the CUDA C++ Programming "
+            f"Guide's per-block opt-in limit for compute capability {self.cc // 10}.{self.cc % 10} "
+            f"(cudaDevAttrMaxSharedMemoryPerBlockOptin), {self.optin_bytes // 1024} KB, as in "
+            f"CUTLASS's SharedMemPerCC[{self.cc}] (python/cutlass_library/library.py)"
+        )
 
 
-_SM90 = ("cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
-         "cutlass/gemm/collective/builders/sm90_common.inl")
+_SM90 = (
+    "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
+    "cutlass/gemm/collective/builders/sm90_common.inl",
+)
 _SM100 = ("cutlass::arch::sm100_smem_capacity_bytes", "cutlass/arch/arch.h")
 _SM120 = ("cutlass::arch::sm120_smem_capacity_bytes", "cutlass/arch/arch.h")
 
 #: Every arch ``--arch`` takes, by name, oldest first.
-ARCHS: dict[str, Arch] = {a.name: a for a in (
-    Arch("sm70", 70, "sm_70", "cutlass::arch::Sm70", None, None, 96 * 1024),
-    Arch("sm72", 72, "sm_72", "cutlass::arch::Sm72", None, None, 96 * 1024),
-    Arch("sm75", 75, "sm_75", "cutlass::arch::Sm75", None, None, 64 * 1024),
-    Arch("sm80", 80, "sm_80", "cutlass::arch::Sm80", None, None, 163 * 1024),
-    Arch("sm86", 86, "sm_86", "cutlass::arch::Sm86", None, None, 99 * 1024),
-    Arch("sm87", 87, "sm_87", "cutlass::arch::Sm80", None, None, 163 * 1024),
-    Arch("sm89", 89, "sm_89", "cutlass::arch::Sm89", None, None, 99 * 1024),
-    Arch("sm90", 90, "sm_90a", "cutlass::arch::Sm90", *_SM90, family="sm90"),
-    Arch("sm100", 100, "sm_100a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
-    Arch("sm101", 101, "sm_101a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
-    Arch("sm103", 103, "sm_103a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
-    Arch("sm110", 110, "sm_110a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
-    Arch("sm120", 120, "sm_120a", "cutlass::arch::Sm120", *_SM120, family="sm120"),
-    Arch("sm121", 121, "sm_121a", "cutlass::arch::Sm120", *_SM120, family="sm120"),
-)}
+ARCHS: dict[str, Arch] = {
+    a.name: a
+    for a in (
+        Arch("sm70", 70, "sm_70", "cutlass::arch::Sm70", None, None, 96 * 1024),
+        Arch("sm72", 72, "sm_72", "cutlass::arch::Sm72", None, None, 96 * 1024),
+        Arch("sm75", 75, "sm_75", "cutlass::arch::Sm75", None, None, 64 * 1024),
+        Arch("sm80", 80, "sm_80", "cutlass::arch::Sm80", None, None, 163 * 1024),
+        Arch("sm86", 86, "sm_86", "cutlass::arch::Sm86", None, None, 99 * 1024),
+        Arch("sm87", 87, "sm_87", "cutlass::arch::Sm80", None, None, 163 * 1024),
+        Arch("sm89", 89, "sm_89", "cutlass::arch::Sm89", None, None, 99 * 1024),
+        Arch("sm90", 90, "sm_90a", "cutlass::arch::Sm90", *_SM90, family="sm90"),
+        Arch("sm100", 100, "sm_100a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
+        Arch("sm101", 101, "sm_101a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
+        Arch("sm103", 103, "sm_103a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
+        Arch("sm110", 110, "sm_110a", "cutlass::arch::Sm100", *_SM100, family="sm100"),
+        Arch("sm120", 120, "sm_120a", "cutlass::arch::Sm120", *_SM120, family="sm120"),
+        Arch("sm121", 121, "sm_121a", "cutlass::arch::Sm120", *_SM120, family="sm120"),
+    )
+}
 
 #: compute capability x10 -> arch name, for an arch tag read from a type
 #: (``ArchTag::kMinComputeCapability``).
@@ -119,8 +126,7 @@ def defined_capacities(include_root) -> tuple[str, ...]:
     ``sm120_smem_capacity_bytes``, for one. Files that cannot be read define nothing."""
     out = []
     texts: dict[str, str] = {}
-    for name, header in dict.fromkeys((a.capacity, a.capacity_header) for a in ARCHS.values()
-                                      if a.capacity):
+    for name, header in dict.fromkeys((a.capacity, a.capacity_header) for a in ARCHS.values() if a.capacity):
         assert name is not None and header is not None  # an arch with a capacity constant names its header
         if header not in texts:
             try:
@@ -170,8 +176,10 @@ def audit_arch(arch) -> str:
     """
     arch = str(arch).strip().lower()
     if arch not in AUDIT_ARCHS:
-        raise BadInput(f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103, sm90, "
-                       "or all (every arch the install builds)")
+        raise BadInput(
+            f"arch {arch!r}: an audit takes sm120, sm121 (sm120's builds), sm100, sm103, sm90, "
+            "or all (every arch the install builds)"
+        )
     return arch
 
 
@@ -199,5 +207,19 @@ def every_arch() -> list[str]:
 SM80_PATH_ARCHS = ("sm120", "sm121")
 
 
-__all__ = ["ALL", "ARCHS", "AUDIT_ARCHS", "Arch", "BY_CC", "SM80_PATH_ARCHS", "arch", "arch_family",
-           "arch_list", "audit_arch", "capacity_of", "defined_capacities", "every_arch", "from_cc"]
+__all__ = [
+    "ALL",
+    "ARCHS",
+    "AUDIT_ARCHS",
+    "Arch",
+    "BY_CC",
+    "SM80_PATH_ARCHS",
+    "arch",
+    "arch_family",
+    "arch_list",
+    "audit_arch",
+    "capacity_of",
+    "defined_capacities",
+    "every_arch",
+    "from_cc",
+]

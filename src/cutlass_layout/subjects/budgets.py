@@ -22,17 +22,21 @@ def budgeted(cfg) -> bool:
 #: (``cutlass/gemm/collective/builders/sm100_blockscaled_umma_builder.inl`` and
 #: ``sm90_gmma_builder.inl``), and the builder's reduced-capacity member, if any.
 _STAGE_FN = {
-    "sm120": ("cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<C, "
-              "typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, "
-              "TileShape, typename B::SmemLayoutAtomSFA, "
-              "typename B::SmemLayoutAtomSFB>(cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
-              "ReducedSmemCapacityBytes",
-              ("SmemAllocTypeA", "SmemAllocTypeB", "SmemLayoutAtomSFA", "SmemLayoutAtomSFB")),
-    "sm90": ("cutlass::gemm::collective::detail::compute_stage_count_or_override<C, "
-             "typename B::ElementAMma, typename B::ElementBMma, TileShape>("
-             "cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
-             "Sm90ReducedSmemCapacityBytes",
-             ("ElementAMma", "ElementBMma")),
+    "sm120": (
+        "cutlass::gemm::collective::detail::sm100_compute_stage_count_or_override_blockscaled<C, "
+        "typename B::SmemAllocTypeA, typename B::SmemAllocTypeB, "
+        "TileShape, typename B::SmemLayoutAtomSFA, "
+        "typename B::SmemLayoutAtomSFB>(cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
+        "ReducedSmemCapacityBytes",
+        ("SmemAllocTypeA", "SmemAllocTypeB", "SmemLayoutAtomSFA", "SmemLayoutAtomSFB"),
+    ),
+    "sm90": (
+        "cutlass::gemm::collective::detail::compute_stage_count_or_override<C, "
+        "typename B::ElementAMma, typename B::ElementBMma, TileShape>("
+        "cutlass::gemm::collective::StageCountAutoCarveout<0>{})",
+        "Sm90ReducedSmemCapacityBytes",
+        ("ElementAMma", "ElementBMma"),
+    ),
 }
 
 
@@ -102,8 +106,7 @@ def user_budget_block(family: str, builders: list[tuple[tuple[str, ...], str]]) 
     ``char[1]``)."""
     out = [_BUDGET_DETECT]
     for j, (namespaces, expr) in enumerate(builders):
-        uses = "".join(f"using namespace ::{'::'.join(namespaces[:k + 1])};\n"
-                       for k in range(len(namespaces)))
+        uses = "".join(f"using namespace ::{'::'.join(namespaces[: k + 1])};\n" for k in range(len(namespaces)))
         out.append(f"""
 namespace {BUDGET_NAMESPACE}{j} {{
 {uses}using MainloopBuilder = {expr};

@@ -13,12 +13,17 @@ from .config import ELEMENTS, OUTPUTS, SCALED_OUTPUTS, Config
 
 #: Per family: arch tag, operator class, capacity constant (read from the headers).
 FAMILIES = {
-    "sm120": ("cutlass::arch::Sm120", "cutlass::arch::OpClassBlockScaledTensorOp",
-              "cutlass::arch::sm120_smem_capacity_bytes"),
-    "sm90": ("cutlass::arch::Sm90", "cutlass::arch::OpClassTensorOp",
-             "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes"),
-    "sm100": ("cutlass::arch::Sm100", "cutlass::arch::OpClassTensorOp",
-              "cutlass::arch::sm100_smem_capacity_bytes"),
+    "sm120": (
+        "cutlass::arch::Sm120",
+        "cutlass::arch::OpClassBlockScaledTensorOp",
+        "cutlass::arch::sm120_smem_capacity_bytes",
+    ),
+    "sm90": (
+        "cutlass::arch::Sm90",
+        "cutlass::arch::OpClassTensorOp",
+        "cutlass::gemm::collective::detail::sm90_smem_capacity_bytes",
+    ),
+    "sm100": ("cutlass::arch::Sm100", "cutlass::arch::OpClassTensorOp", "cutlass::arch::sm100_smem_capacity_bytes"),
 }
 
 _GEMM = "cutlass::gemm::"
@@ -48,8 +53,13 @@ def kernel_schedule(cfg: Config) -> str:
         ptr = "PtrArray" if cfg.kernel == "grouped" else ""
         kind = ""
         if cfg.block_scaled:
-            kind = ("Nvf4" if (cfg.a, cfg.b) == ("nvfp4", "nvfp4") else
-                    "Mxf4" if (cfg.a, cfg.b) == ("mxfp4", "mxfp4") else "Mxf8f6f4")
+            kind = (
+                "Nvf4"
+                if (cfg.a, cfg.b) == ("nvfp4", "nvfp4")
+                else "Mxf4"
+                if (cfg.a, cfg.b) == ("mxfp4", "mxfp4")
+                else "Mxf8f6f4"
+            )
         return f"{_GEMM}Kernel{ptr}TmaWarpSpecialized{sm}{kind}Sm100"
     if cfg.schedule == "auto" and cfg.kernel == "dense":
         return f"{_GEMM}collective::KernelScheduleAuto"
@@ -112,8 +122,7 @@ def _fusion(cfg: Config, layout_d: str) -> str:
     vec, sf = SCALED_OUTPUTS[cfg.element_d]
     el_c = OUTPUTS[cfg.element_c][0]
     el_d = OUTPUTS[cfg.element_d][0]
-    return (f",\n    cutlass::epilogue::fusion::LinCombBlockScaleFactor<{vec}, {el_d}, float, {sf}, "
-            f"{layout_d}, {el_c}>")
+    return f",\n    cutlass::epilogue::fusion::LinCombBlockScaleFactor<{vec}, {el_d}, float, {sf}, {layout_d}, {el_c}>"
 
 
 def config_block(cfg: Config, index: int) -> str:
@@ -134,8 +143,10 @@ def config_block(cfg: Config, index: int) -> str:
     else:
         problem = "cute::Shape<int, int, int, int>"
     if cfg.stages is None:
-        stages = ("cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>("
-                  "sizeof(typename CollectiveEpilogue::SharedStorage))>")
+        stages = (
+            "cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>("
+            "sizeof(typename CollectiveEpilogue::SharedStorage))>"
+        )
     else:
         stages = f"cutlass::gemm::collective::StageCount<{cfg.stages}>"
     cm, cn, ck = cfg.cluster
@@ -151,7 +162,8 @@ def config_block(cfg: Config, index: int) -> str:
             f"using ScaleConfig = cutlass::detail::Sm120BlockwiseScaleConfig<{gm}, {gn}, {gk}, "
             f"cute::UMMA::Major::{major_a}, cute::UMMA::Major::K>;\n"
             "using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());\n"
-            "using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());\n")
+            "using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());\n"
+        )
         layout_a = f"cute::tuple<{layout_a}, LayoutSFA{ptr}>"
         layout_b = f"cute::tuple<{layout_b}, LayoutSFB{ptr}>"
     return f"""

@@ -58,10 +58,8 @@ ELEMENTS = {
 }
 
 BLOCK_SCALED = ("nvfp4", "mxfp4", "mxfp8")
-_PLAIN = {("bf16", "bf16"), ("f16", "f16"), ("e4m3", "e4m3"), ("e4m3", "e5m2"),
-          ("e5m2", "e4m3"), ("e5m2", "e5m2")}
-_SCALED = {("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp8"),
-           ("mxfp8", "mxfp4"), ("mxfp4", "mxfp8")}
+_PLAIN = {("bf16", "bf16"), ("f16", "f16"), ("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")}
+_SCALED = {("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("mxfp8", "mxfp8"), ("mxfp8", "mxfp4"), ("mxfp4", "mxfp8")}
 
 #: (A, B) pairs per family. mxfp8 x mxfp4 is the mixed F8F6F4 pair (SM120 and SM100). On
 #: SM120 the FP8 pairs are the blockwise-scaled GEMM (they need ``scales``).
@@ -112,6 +110,8 @@ def default_epilogue_schedule(arch: str, kernel: str) -> str:
     ``tma`` for an SM90 grouped kernel, whose ``EpilogueScheduleAuto`` builds a no-smem
     epilogue that fails ``StrideCD must be rank-3`` with a ptr-array problem."""
     return "tma" if FAMILY.get(arch) == "sm90" and kernel == "grouped" else "auto"
+
+
 SCHEDULES = ("auto", "cooperative", "pingpong", "1sm", "2sm")
 EPILOGUE_SCHEDULES = ("auto", "tma", "nosmem")
 KERNELS = ("dense", "grouped", "sparse")
@@ -280,8 +280,10 @@ class Config:
         epi = "" if self.epilogue_schedule == "auto" else f" epi={self.epilogue_schedule}"
         cl = "" if self.cluster == (1, 1, 1) else " cluster=" + "x".join(map(str, self.cluster))
         sc = "" if self.scales is None else " scales=" + "x".join(map(str, self.scales))
-        return (f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k}{cl}{sc} "
-                f"stages={st}{sched}{epi} {self.preset} C={self.element_c} D={self.element_d}")
+        return (
+            f"{self.arch} {self.kernel} {self.a}x{self.b} {m}x{n}x{k}{cl}{sc} "
+            f"stages={st}{sched}{epi} {self.preset} C={self.element_c} D={self.element_d}"
+        )
 
     def with_(self, **changes) -> "Config":
         """A copy with some attributes changed (validated again)."""
@@ -289,10 +291,17 @@ class Config:
 
     def __repr__(self) -> str:
         default = DEFAULT_ELEMENT.get(FAMILY.get(self.arch, ""))
-        skip = {"a": default, "b": self.a, "tile": default_tile(self.kernel),
-                "epilogue_schedule": default_epilogue_schedule(self.arch, self.kernel)}
-        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                 if getattr(self, f.name) != skip.get(f.name, f.default)]
+        skip = {
+            "a": default,
+            "b": self.a,
+            "tile": default_tile(self.kernel),
+            "epilogue_schedule": default_epilogue_schedule(self.arch, self.kernel),
+        }
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != skip.get(f.name, f.default)
+        ]
         return f"Config({', '.join(parts)})"
 
 
@@ -301,8 +310,11 @@ INT_MAX = 2**31 - 1
 
 
 def _shape3(what: str, value) -> None:
-    if not isinstance(value, (tuple, list)) or len(value) != 3 or any(
-            (not isinstance(x, int)) or isinstance(x, bool) or x <= 0 for x in value):
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 3
+        or any((not isinstance(x, int)) or isinstance(x, bool) or x <= 0 for x in value)
+    ):
         raise BadInput(f"{what} {value!r}: M, N and K must be positive integers")
 
 
@@ -329,7 +341,8 @@ def _family(cfg: Config) -> str:
         raise BadInput(
             f"{cfg.arch} is a CUTLASS 2.x-era arch: no preset family builds its kernels; lay out "
             "your own kernel type from its header instead (a user type; its capacity: "
-            f"{a.optin_bytes} B per block)")
+            f"{a.optin_bytes} B per block)"
+        )
     return a.family
 
 
@@ -343,16 +356,12 @@ def _check_elements(cfg: Config, fam: str) -> None:
     void, C not block-scaled."""
     for op in ("a", "b"):
         if getattr(cfg, op) not in ELEMENTS:
-            raise BadInput(
-                f"unknown element kind {getattr(cfg, op)!r} for {op.upper()}: "
-                f"choose {', '.join(ELEMENTS)}"
-            )
+            raise BadInput(f"unknown element kind {getattr(cfg, op)!r} for {op.upper()}: choose {', '.join(ELEMENTS)}")
     pairs = VALID_PAIRS[fam]
     if (cfg.a, cfg.b) not in pairs:
         kinds = sorted({x for p in pairs for x in p})
         raise BadInput(
-            f"A={cfg.a} with B={cfg.b} is not a pair {cfg.arch} supports "
-            f"(element kinds there: {', '.join(kinds)})"
+            f"A={cfg.a} with B={cfg.b} is not a pair {cfg.arch} supports (element kinds there: {', '.join(kinds)})"
         )
     for op in ("c", "d"):
         v = getattr(cfg, op)
@@ -361,8 +370,9 @@ def _check_elements(cfg: Config, fam: str) -> None:
     if cfg.d == "void":
         raise BadInput("D cannot be void")
     if cfg.c in SCALED_OUTPUTS:
-        raise BadInput(f"C {cfg.c!r}: block-scaled kinds are for D (with its scale factors); "
-                       "C takes void, bf16, f16 or f32")
+        raise BadInput(
+            f"C {cfg.c!r}: block-scaled kinds are for D (with its scale factors); C takes void, bf16, f16 or f32"
+        )
 
 
 def _check_preset(cfg: Config) -> None:
@@ -374,14 +384,13 @@ def _check_shapes(cfg: Config, fam: str) -> None:
     """The tile (positive ``int`` extents) and the cluster (none on SM120; K 1, M*N at most 16)."""
     _shape3("tile", cfg.tile)
     if any(x > INT_MAX for x in cfg.mnk):
-        raise BadInput(f"tile {'x'.join(map(str, cfg.mnk))}: M, N and K must be at most {INT_MAX} "
-                       "(the kernel takes them as int)")
+        raise BadInput(
+            f"tile {'x'.join(map(str, cfg.mnk))}: M, N and K must be at most {INT_MAX} (the kernel takes them as int)"
+        )
     _shape3("cluster", cfg.cluster)
     c = "x".join(map(str, cfg.cluster))
     if fam == "sm120" and tuple(cfg.cluster) != (1, 1, 1):
-        raise BadInput(
-            f"cluster {c}: SM120/SM121 GEMMs have no thread-block clusters; only 1x1x1 is valid"
-        )
+        raise BadInput(f"cluster {c}: SM120/SM121 GEMMs have no thread-block clusters; only 1x1x1 is valid")
     if cfg.cluster[2] != 1 or cfg.cluster[0] * cfg.cluster[1] > 16:
         raise BadInput(f"cluster {c}: K must be 1 and M*N at most 16")
 
@@ -392,8 +401,7 @@ def _check_schedules(cfg: Config, fam: str) -> None:
     if cfg.schedule not in SCHEDULES:
         raise BadInput(f"unknown schedule {cfg.schedule!r}: choose {', '.join(SCHEDULES)}")
     if cfg.epilogue_schedule not in EPILOGUE_SCHEDULES:
-        raise BadInput(f"unknown epilogue schedule {cfg.epilogue_schedule!r}: "
-                       f"choose {', '.join(EPILOGUE_SCHEDULES)}")
+        raise BadInput(f"unknown epilogue schedule {cfg.epilogue_schedule!r}: choose {', '.join(EPILOGUE_SCHEDULES)}")
     if fam == "sm120" and cfg.schedule != "auto":
         raise BadInput(f"schedule {cfg.schedule!r}: SM120 GEMMs take auto here")
     if fam == "sm90" and cfg.schedule in ("1sm", "2sm"):
@@ -407,8 +415,7 @@ def _check_schedules(cfg: Config, fam: str) -> None:
 
 
 def _check_stages(cfg: Config) -> None:
-    if cfg.stages is not None and (isinstance(cfg.stages, bool) or not isinstance(cfg.stages, int)
-                                   or cfg.stages < 1):
+    if cfg.stages is not None and (isinstance(cfg.stages, bool) or not isinstance(cfg.stages, int) or cfg.stages < 1):
         raise BadInput(f"stages {cfg.stages!r}: give auto or a positive integer")
     if cfg.stages is not None and cfg.stages > INT_MAX:
         raise BadInput(f"stages {cfg.stages}: at most {INT_MAX} (StageCount<N> takes an int)")
@@ -418,8 +425,7 @@ def _check_sparse(cfg: Config, fam: str) -> None:
     """The sparse kernel: SM120's block-scaled one, with A = B."""
     if cfg.kernel == "sparse":
         if fam != "sm120" or not cfg.block_scaled:
-            raise BadInput("kernel sparse: the sparse preset is SM120's block-scaled one "
-                           "(A nvfp4, mxfp4 or mxfp8)")
+            raise BadInput("kernel sparse: the sparse preset is SM120's block-scaled one (A nvfp4, mxfp4 or mxfp8)")
         if cfg.a != cfg.b:
             raise BadInput(f"kernel sparse takes A = B (got {cfg.a} x {cfg.b})")
 
@@ -437,14 +443,17 @@ def _check_scales(cfg: Config, fam: str) -> None:
         if cfg.kernel == "sparse":
             raise BadInput("scales: the blockwise-scaled GEMM is dense or grouped")
         if cfg.preset == "trtllm-moe":
-            raise BadInput("preset trtllm-moe is block-scaled; the blockwise FP8 GEMM takes "
-                           "flashinfer or vllm")
+            raise BadInput("preset trtllm-moe is block-scaled; the blockwise FP8 GEMM takes flashinfer or vllm")
     elif fam == "sm120" and not cfg.block_scaled:
-        raise BadInput(f"A={cfg.a} on {cfg.arch} is the blockwise-scaled FP8 GEMM: give its "
-                       "scale granularity (scales 1x128x128 or 128x128x128)")
+        raise BadInput(
+            f"A={cfg.a} on {cfg.arch} is the blockwise-scaled FP8 GEMM: give its "
+            "scale granularity (scales 1x128x128 or 128x128x128)"
+        )
     if cfg.preset == "vllm" and cfg.scales is None:
-        raise BadInput("preset vllm is SM120's blockwise FP8 GEMM: give A e4m3 and its scale granularity "
-                       "(--a e4m3 --scales 1x128x128, or 128x128x128)")
+        raise BadInput(
+            "preset vllm is SM120's blockwise FP8 GEMM: give A e4m3 and its scale granularity "
+            "(--a e4m3 --scales 1x128x128, or 128x128x128)"
+        )
 
 
 def _check_scaled_d(cfg: Config, fam: str) -> None:
@@ -457,8 +466,10 @@ _TILE_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*([bB])?\s*$")
 
 def _shape_hint(text: str) -> str:
     if "{" in text or "," in text:
-        return ("; braces and lists expand in sweep, diff and audit (quote them there: "
-                "'128x{128,256}x64B'); layout takes one tile")
+        return (
+            "; braces and lists expand in sweep, diff and audit (quote them there: "
+            "'128x{128,256}x64B'); layout takes one tile"
+        )
     return ""
 
 
@@ -473,11 +484,12 @@ def split_tile(text: str) -> tuple[int, int, int, bool]:
     """
     m = _TILE_RE.match(text or "")
     if not m:
-        raise BadInput(f"tile {text!r}: write MxNxK (K in elements) or MxNxKB (K in bytes)"
-                       + _shape_hint(text or ""))
+        raise BadInput(f"tile {text!r}: write MxNxK (K in elements) or MxNxKB (K in bytes)" + _shape_hint(text or ""))
     if m.group(4) == "b":
-        raise BadInput(f"tile {text!r}: K in bytes is written with a capital B "
-                       f"({text.strip()[:-1]}B); a lower-case b is not read as bytes")
+        raise BadInput(
+            f"tile {text!r}: K in bytes is written with a capital B "
+            f"({text.strip()[:-1]}B); a lower-case b is not read as bytes"
+        )
     dims = [int(g) for g in m.groups()[:3]]
     if any(x <= 0 for x in dims):
         raise BadInput(f"tile {text!r}: M, N and K must be positive")
@@ -540,8 +552,21 @@ def parse_stages(text: str | int | None) -> int | None:
 
 
 #: The keyword names of :func:`config_from_flags`: the ``layout`` command's config flags.
-CONFIG_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
-               "schedule", "epilogue_schedule", "scales")
+CONFIG_KEYS = (
+    "arch",
+    "kernel",
+    "a",
+    "b",
+    "tile",
+    "cluster",
+    "stages",
+    "c",
+    "d",
+    "preset",
+    "schedule",
+    "epilogue_schedule",
+    "scales",
+)
 
 
 def _name(what: str, value) -> str:
@@ -553,15 +578,31 @@ def _name(what: str, value) -> str:
 def _shape(what: str, value, a: str) -> tuple[int, int, int]:
     if isinstance(value, str):
         return parse_tile(value, a) if what == "tile" else parse_shape(value, what)
-    if isinstance(value, (tuple, list)) and len(value) == 3 and all(
-            isinstance(x, int) and not isinstance(x, bool) for x in value):
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 3
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
+    ):
         return tuple(value)
     raise BadInput(f"{what} {value!r}: write MxNxK, e.g. '128x128x128', or give three integers")
 
 
-def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile=None,
-                      cluster="1x1x1", stages="auto", c=None, d=None, preset="flashinfer",
-                      schedule="auto", epilogue_schedule=None, scales=None) -> Config:
+def config_from_flags(
+    *,
+    arch="sm120",
+    kernel="grouped",
+    a=None,
+    b=None,
+    tile=None,
+    cluster="1x1x1",
+    stages="auto",
+    c=None,
+    d=None,
+    preset="flashinfer",
+    schedule="auto",
+    epilogue_schedule=None,
+    scales=None,
+) -> Config:
     """Build a :class:`Config` from the values the command line takes (keyword names = the
     ``layout`` flags, :data:`CONFIG_KEYS`): strings as typed there (``tile="128x64x128B"``,
     ``stages="auto"`` or ``"3"``, ``scales="1x128x128"`` or ``"none"``), or already typed
@@ -572,10 +613,16 @@ def config_from_flags(*, arch="sm120", kernel="grouped", a=None, b=None, tile=No
     a = _name("A element", a) if a else DEFAULT_ELEMENT.get(FAMILY.get(arch, ""), "nvfp4")
     b = _name("B element", b) if b else a
     return Config(
-        arch=arch, kernel=_name("kernel", kernel), a=a, b=b,
-        tile=None if tile is None else _shape("tile", tile, a), cluster=_shape("cluster", cluster, a),
-        stages=parse_stages(stages), c=_name("C element", c) if c else None,
-        d=_name("D element", d) if d else None, preset=_name("preset", preset),
+        arch=arch,
+        kernel=_name("kernel", kernel),
+        a=a,
+        b=b,
+        tile=None if tile is None else _shape("tile", tile, a),
+        cluster=_shape("cluster", cluster, a),
+        stages=parse_stages(stages),
+        c=_name("C element", c) if c else None,
+        d=_name("D element", d) if d else None,
+        preset=_name("preset", preset),
         schedule=_name("schedule", schedule),
         epilogue_schedule=_name("epilogue schedule", epilogue_schedule) if epilogue_schedule else None,
         scales=_scales(scales),
@@ -608,8 +655,7 @@ def config_from(value=None, **flags) -> Config:
     elif isinstance(value, dict):
         flags = {**value, **flags}
     elif value is not None:
-        raise BadInput(f"config {value!r}: give a Config, a tile such as '128x256x128', "
-                       "or config values")
+        raise BadInput(f"config {value!r}: give a Config, a tile such as '128x256x128', or config values")
     unknown = sorted(set(flags) - set(CONFIG_KEYS))
     if unknown:
         raise BadInput(f"unknown config key {unknown[0]!r}: use {', '.join(CONFIG_KEYS)}")

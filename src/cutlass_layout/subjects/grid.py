@@ -32,8 +32,21 @@ from ..core.files import LIMITS, check_limit, read_file
 from .config import Config, config_from_flags
 
 #: The flags (keyword names of :func:`cutlass_layout.subjects.config.config_from_flags`) a grid may vary.
-GRID_KEYS = ("arch", "kernel", "a", "b", "tile", "cluster", "stages", "c", "d", "preset",
-             "schedule", "epilogue_schedule", "scales")
+GRID_KEYS = (
+    "arch",
+    "kernel",
+    "a",
+    "b",
+    "tile",
+    "cluster",
+    "stages",
+    "c",
+    "d",
+    "preset",
+    "schedule",
+    "epilogue_schedule",
+    "scales",
+)
 
 _BRACE = re.compile(r"\{([^{}]*)\}")
 
@@ -58,7 +71,7 @@ def expand_braces(text: str) -> list[str]:
         raise BadInput(f"empty value in braces in {text!r}")
     out = []
     for opt in options:
-        out.extend(expand_braces(text[: m.start()] + opt + text[m.end():]))
+        out.extend(expand_braces(text[: m.start()] + opt + text[m.end() :]))
     return out
 
 
@@ -125,6 +138,7 @@ def load_grid_file(path: str | Path) -> list[Config]:
     try:
         if p.suffix.lower() == ".toml":
             import tomllib
+
             data = tomllib.loads(text)
         else:
             data = json.loads(text)
@@ -133,8 +147,9 @@ def load_grid_file(path: str | Path) -> list[Config]:
     if not isinstance(data, dict):
         raise BadInput(f"grid file {p}: expected a table/object of grid keys")
     if not data or data == {"grid": {}}:
-        raise BadInput(f"grid file {p} is empty: it names no grid key ({', '.join(GRID_KEYS)}), "
-                       "so there is nothing to lay out")
+        raise BadInput(
+            f"grid file {p} is empty: it names no grid key ({', '.join(GRID_KEYS)}), so there is nothing to lay out"
+        )
     if "configs" in data:
         entries = data["configs"]
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):

@@ -34,8 +34,10 @@ DEFAULT_MMA = "cutlass/gemm/threadblock/default_mma.h"
 DEFAULT_MMA_CORE_SM75 = "cutlass/gemm/threadblock/default_mma_core_sm75.h"
 
 _DEFAULT_MMA_FLOAT = re.compile(r"struct\s+DefaultMma\s*<\s*float\s*,")
-_CORE_FAST_F16 = re.compile(r"struct\s+DefaultMmaCore\s*<[^{;]*?\bfloat\s*,[^{;]*?"
-                            r"arch::OpMultiplyAddFastF16\s*>\s*\{")
+_CORE_FAST_F16 = re.compile(
+    r"struct\s+DefaultMmaCore\s*<[^{;]*?\bfloat\s*,[^{;]*?"
+    r"arch::OpMultiplyAddFastF16\s*>\s*\{"
+)
 
 
 def _body(text: str, start: int) -> str:
@@ -50,7 +52,7 @@ def _body(text: str, start: int) -> str:
         elif text[i] == "}":
             depth -= 1
             if depth == 0:
-                return text[start:i + 1]
+                return text[start : i + 1]
     return text[start:]
 
 
@@ -72,9 +74,12 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
     found = None
     for m in _DEFAULT_MMA_FLOAT.finditer(text):
         body = _body(text, m.start())
-        args = body[:body.find("{")]
-        if ("arch::OpClassTensorOp" in args and re.search(r"InstructionShape\s*,\s*2\s*,", args)
-                and "arch::OpMultiplyAddFastF16" in body):
+        args = body[: body.find("{")]
+        if (
+            "arch::OpClassTensorOp" in args
+            and re.search(r"InstructionShape\s*,\s*2\s*,", args)
+            and "arch::OpMultiplyAddFastF16" in body
+        ):
             found = text.count("\n", 0, m.start()) + 1
             break
     lines.append(found)
@@ -87,8 +92,9 @@ def fast_f16_specializations(include_root) -> tuple[int | None, int | None]:
     return lines[0], lines[1]
 
 
-def mainloop_choice(mainloop: str, smem: tuple[str, str], loaded: tuple[str, str],
-                    stages: int | None, include_root) -> MainloopChoice:
+def mainloop_choice(
+    mainloop: str, smem: tuple[str, str], loaded: tuple[str, str], stages: int | None, include_root
+) -> MainloopChoice:
     """The :class:`~cutlass_layout.model.MainloopChoice` of a 2.x mainloop.
 
     Args:
@@ -106,31 +112,32 @@ def mainloop_choice(mainloop: str, smem: tuple[str, str], loaded: tuple[str, str
         docstring, both cited with their lines; else that the mainloop CUTLASS picked does so.
     """
     shown = [short_name(t) for t in (*smem, *loaded)]
-    choice = MainloopChoice(type=short_name(mainloop), smem_a=shown[0], smem_b=shown[1],
-                            element_a=shown[2], element_b=shown[3])
+    choice = MainloopChoice(
+        type=short_name(mainloop), smem_a=shown[0], smem_b=shown[1], element_a=shown[2], element_b=shown[3]
+    )
     if choice.staged_as_loaded:
         return choice
-    diff = [(op, s, e) for op, s, e in (("A", shown[0], shown[2]), ("B", shown[1], shown[3]))
-            if s != e]
+    diff = [(op, s, e) for op, s, e in (("A", shown[0], shown[2]), ("B", shown[1], shown[3])) if s != e]
     if len(diff) == 2 and diff[0][1:] == diff[1][1:]:
-        what = (f"A and B staged as {diff[0][1]} in shared memory, the kernel's A and B are "
-                f"{diff[0][2]}")
+        what = f"A and B staged as {diff[0][1]} in shared memory, the kernel's A and B are {diff[0][2]}"
     else:
-        what = "; ".join(f"{op} staged as {s} in shared memory, the kernel's {op} is {e}"
-                         for op, s, e in diff)
+        what = "; ".join(f"{op} staged as {s} in shared memory, the kernel's {op} is {e}" for op, s, e in diff)
     name = choice.type.split("<", 1)[0].rsplit("::", 1)[-1]
-    why = (f"the mainloop CUTLASS's DefaultMma / DefaultMmaCore picked for these types, stages "
-           f"and arch ({name}) stages them so")
+    why = (
+        f"the mainloop CUTLASS's DefaultMma / DefaultMmaCore picked for these types, stages "
+        f"and arch ({name}) stages them so"
+    )
     if stages == 2 and all(s == "cutlass::half_t" and e == "float" for _, s, e in diff):
         mma_line, core_line = fast_f16_specializations(include_root)
         if mma_line is not None:
-            core = (f"{DEFAULT_MMA_CORE_SM75}:{core_line}" if core_line is not None
-                    else DEFAULT_MMA_CORE_SM75)
-            why = (f"CUTLASS's DefaultMma for float A, B and C on tensor cores with 2 stages "
-                   f"({DEFAULT_MMA}:{mma_line}) builds its {name} on "
-                   f"DefaultMmaCore<..., arch::OpMultiplyAddFastF16> ({core}), which stages "
-                   "half_t and multiplies in f16 (accumulating in float), whatever the kernel's "
-                   "Operator")
+            core = f"{DEFAULT_MMA_CORE_SM75}:{core_line}" if core_line is not None else DEFAULT_MMA_CORE_SM75
+            why = (
+                f"CUTLASS's DefaultMma for float A, B and C on tensor cores with 2 stages "
+                f"({DEFAULT_MMA}:{mma_line}) builds its {name} on "
+                f"DefaultMmaCore<..., arch::OpMultiplyAddFastF16> ({core}), which stages "
+                "half_t and multiplies in f16 (accumulating in float), whatever the kernel's "
+                "Operator"
+            )
     choice.note = f"{what}: {why}"
     return choice
 

@@ -92,8 +92,11 @@ def preamble() -> str:
     ``cute/tensor.hpp`` (``__has_include``): a CUTLASS 2.x tree (tags before v3.0.0) has no
     ``cute/`` and no 3.x collectives, and its user types bring their own includes."""
     first, *rest = HEADERS
-    return (f"#include <{first}>\n#if __has_include(<cute/tensor.hpp>)\n"
-            + "".join(f"#include <{h}>\n" for h in rest) + "#endif\n#include <type_traits>\n")
+    return (
+        f"#include <{first}>\n#if __has_include(<cute/tensor.hpp>)\n"
+        + "".join(f"#include <{h}>\n" for h in rest)
+        + "#endif\n#include <type_traits>\n"
+    )
 
 
 #: Per family, the configs a precompiled header holds already laid out (its warm-up): the
@@ -120,8 +123,8 @@ def pch_preambles(arch: str) -> list[str]:
     configs = [Config(arch=arch, **kw) for kw in WARM_UP.get(FAMILY.get(arch, ""), ())]
 
     def warm(cfgs):
-        return plain + "".join(config_block(c, i).replace(NAMESPACE, WARM_NAMESPACE)
-                               for i, c in enumerate(cfgs))
+        return plain + "".join(config_block(c, i).replace(NAMESPACE, WARM_NAMESPACE) for i, c in enumerate(cfgs))
+
     out = [warm(configs[:n]) for n in (len(configs), 1) if 0 < n <= len(configs)]
     return list(dict.fromkeys(out + [plain]))
 
@@ -149,12 +152,16 @@ def kernel_instantiation(index: int, kind: str | None = "kernel") -> str:
     under clang it is empty), so the same text compiles with nvcc."""
     ns = f"{NAMESPACE}{index}"
     if kind in ("kernel2x", "direct_conv"):
-        return ("\n#include <cutlass/device_kernel.h>\n"
-                f"template __global__ void cutlass::Kernel<{ns}::Subject>("
-                f"typename {ns}::Subject::Params);\n")
-    return ("\n#include <cutlass/device_kernel.h>\n"
-            f"template __global__ void cutlass::device_kernel<{ns}::Subject>("
-            f"CUTLASS_GRID_CONSTANT typename {ns}::Subject::Params const);\n")
+        return (
+            "\n#include <cutlass/device_kernel.h>\n"
+            f"template __global__ void cutlass::Kernel<{ns}::Subject>("
+            f"typename {ns}::Subject::Params);\n"
+        )
+    return (
+        "\n#include <cutlass/device_kernel.h>\n"
+        f"template __global__ void cutlass::device_kernel<{ns}::Subject>("
+        f"CUTLASS_GRID_CONSTANT typename {ns}::Subject::Params const);\n"
+    )
 
 
 #: What ``render(with_main=True)`` adds for user types: a direct convolution's launch size as
@@ -182,8 +189,9 @@ template <class T> long long params_smem() {
 SHOW = "cl_show::Show"
 
 
-def checks(configs: Sequence, offsets: list[list[tuple[str, str]]] | None = None, *,
-           run: bool = False) -> list[tuple[str, str | None, list[str]]]:
+def checks(
+    configs: Sequence, offsets: list[list[tuple[str, str]]] | None = None, *, run: bool = False
+) -> list[tuple[str, str | None, list[str]]]:
     """The numbers a cross-check reads, as ``(tag, condition, [C++ expressions])`` in order
     (the numbers count only where ``condition``, a C++ ``bool``, holds; ``None``: always):
 
@@ -204,29 +212,54 @@ def checks(configs: Sequence, offsets: list[list[tuple[str, str]]] | None = None
     out: list[tuple[str, str | None, list[str]]] = []
     for i, _ in enumerate(configs):
         ns = f"{NAMESPACE}{i}"
-        out.append((f"size {i}", None, [f"sizeof({ns}::KernelStorage)", f"sizeof({ns}::MainloopStorage)",
-                                        f"sizeof({ns}::EpilogueStorage)", f"(int)sizeof({ns}::Stages) - 1"]))
-        out.append((f"field {i} Size Storage", f"!std::is_same_v<{ns}::Storage, cl_detail::cl_none>",
-                    [f"sizeof({ns}::Storage)", "0"]))
+        out.append(
+            (
+                f"size {i}",
+                None,
+                [
+                    f"sizeof({ns}::KernelStorage)",
+                    f"sizeof({ns}::MainloopStorage)",
+                    f"sizeof({ns}::EpilogueStorage)",
+                    f"(int)sizeof({ns}::Stages) - 1",
+                ],
+            )
+        )
+        out.append(
+            (
+                f"field {i} Size Storage",
+                f"!std::is_same_v<{ns}::Storage, cl_detail::cl_none>",
+                [f"sizeof({ns}::Storage)", "0"],
+            )
+        )
         if users:
             conv = f"cl_detail::kind_of<{ns}::Subject>::value == 5"
             out.append((f"field {i} Launch expr", conv, [f"(int)sizeof({ns}::LaunchBytes) - 2", "0"]))
             if run:
-                out.append((f"field {i} Launch params", conv,
-                            [f"cl_detail::params_smem<{ns}::Subject>()", "0"]))
+                out.append((f"field {i} Launch params", conv, [f"cl_detail::params_smem<{ns}::Subject>()", "0"]))
         for which in ("B", "E"):
-            out.append((f"field {i} Stages {which}", f"sizeof({ns}::Stages{which}) > 1",
-                        [f"(int)sizeof({ns}::Stages{which}) - 2", "0"]))
-        for alias, path in (offsets[i] if offsets else []):
+            out.append(
+                (
+                    f"field {i} Stages {which}",
+                    f"sizeof({ns}::Stages{which}) > 1",
+                    [f"(int)sizeof({ns}::Stages{which}) - 2", "0"],
+                )
+            )
+        for alias, path in offsets[i] if offsets else []:
             t = f"{ns}::{alias}"
-            out.append((f"field {i} {alias} {path}", None,
-                        [f"offsetof({t}, {path})", f"sizeof((({t}*)nullptr)->{path})"]))
+            out.append(
+                (f"field {i} {alias} {path}", None, [f"offsetof({t}, {path})", f"sizeof((({t}*)nullptr)->{path})"])
+            )
     return out
 
 
-def render(configs: Sequence[Config | UserType], *, with_main: bool = False, shown: bool = False,
-           offsets: list[list[tuple[str, str]]] | None = None,
-           capacities: tuple[str, ...] = ()) -> str:
+def render(
+    configs: Sequence[Config | UserType],
+    *,
+    with_main: bool = False,
+    shown: bool = False,
+    offsets: list[list[tuple[str, str]]] | None = None,
+    capacities: tuple[str, ...] = (),
+) -> str:
     """The whole probe for ``configs`` (one namespace each; ``capacities``: see
     :func:`user_block`), without builder budgets (the engine adds them:
     :func:`cutlass_layout.engine.loop.probe_batch`).
@@ -238,21 +271,20 @@ def render(configs: Sequence[Config | UserType], *, with_main: bool = False, sho
     compiler's front end reports every value in an error message and nothing is compiled,
     linked or run (:func:`cutlass_layout.checks.verify.nvcc_numbers`).
     """
-    parts = ["// Generated by cutlass-layout: the type computation of each config.\n",
-             preamble(), DETECT]
+    parts = ["// Generated by cutlass-layout: the type computation of each config.\n", preamble(), DETECT]
     for i, cfg in enumerate(configs):
         parts.append(block(cfg, i, capacities, budget=False))
     if shown:
-        parts.append("#include <cstddef>\n#if !defined(__CUDA_ARCH__)\n"
-                     "namespace cl_show { template <long... V> struct Show; }\n")
+        parts.append(
+            "#include <cstddef>\n#if !defined(__CUDA_ARCH__)\nnamespace cl_show { template <long... V> struct Show; }\n"
+        )
         for j, (_, cond, exprs) in enumerate(checks(configs, offsets)):
             vals = "".join(f", (long)({e})" for e in [cond or "true", *exprs])
             parts.append(f"constexpr std::size_t cl_shown_{j} = sizeof({SHOW}<{j}L{vals}>);\n")
         parts.append("#endif\n")
     if with_main:
         users = any(isinstance(c, UserType) for c in configs)
-        parts.append("#include <cstdio>\n#include <cstddef>\n" + (_PARAMS_SMEM if users else "")
-                     + "int main() {\n")
+        parts.append("#include <cstdio>\n#include <cstddef>\n" + (_PARAMS_SMEM if users else "") + "int main() {\n")
         for tag, cond, exprs in checks(configs, offsets, run=True):
             fmt = " ".join("%lld" for _ in exprs)
             args = ", ".join(f"(long long)({e})" for e in exprs)

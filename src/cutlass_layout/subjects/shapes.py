@@ -28,7 +28,7 @@ _KV_RE = re.compile(r"smem_[kv]", re.I)
 WHAT = {
     "fmha": "an FMHA (fused multi-head attention) kernel's own SharedStorage",
     "storage": "a SharedStorage of no CUTLASS GEMM shape (the type has no CollectiveMainloop "
-               "and CollectiveEpilogue, nor Mma and Epilogue), as it is",
+    "and CollectiveEpilogue, nor Mma and Epilogue), as it is",
 }
 
 

@@ -85,13 +85,17 @@ class UserType:
         if not data.strip():
             raise BadInput(f"{self.header} is an empty file: it declares no type (nothing to lay out)")
         object.__setattr__(self, "header", p.resolve())
-        if not isinstance(self.type, str) or not self.type or not all(
-                part.isidentifier() or part == "" for part in self.type.split("<")[0].split("::")):
+        if (
+            not isinstance(self.type, str)
+            or not self.type
+            or not all(part.isidentifier() or part == "" for part in self.type.split("<")[0].split("::"))
+        ):
             raise BadInput(f"type {self.type!r}: give a qualified C++ type name")
         if self.arch is not None:
             archs.arch(self.arch)  # BadInput naming the choices
-        if self.stages is not None and (isinstance(self.stages, bool) or not isinstance(self.stages, int)
-                                        or self.stages < 1):
+        if self.stages is not None and (
+            isinstance(self.stages, bool) or not isinstance(self.stages, int) or self.stages < 1
+        ):
             raise BadInput(f"stages {self.stages!r}: give auto or a positive integer")
         incs = []
         for d in self.includes:
@@ -105,10 +109,12 @@ class UserType:
                 raise BadInput(f"define {d!r}: write NAME or NAME=VALUE")
         object.__setattr__(self, "defines", tuple(self.defines))
         if self.stages is not None and not self.takes_stages:
-            raise BadInput(f"stages {self.stages}: neither {p.name} nor the type name uses the "
-                           f"{STAGES_MACRO} macro (write #ifndef {STAGES_MACRO} / #define "
-                           f"{STAGES_MACRO} N / #endif in the header and pass {STAGES_MACRO} as the "
-                           "stage count)")
+            raise BadInput(
+                f"stages {self.stages}: neither {p.name} nor the type name uses the "
+                f"{STAGES_MACRO} macro (write #ifndef {STAGES_MACRO} / #define "
+                f"{STAGES_MACRO} N / #endif in the header and pass {STAGES_MACRO} as the "
+                "stage count)"
+            )
 
     @property
     def takes_stages(self) -> bool:
@@ -183,9 +189,8 @@ def user_block(user: "UserType", index: int, capacities: tuple[str, ...] = ()) -
     name = user.type if user.type.startswith("::") else "::" + user.type
     define = undef = ""
     if user.stages is not None:
-        define = f"#pragma push_macro(\"{STAGES_MACRO}\")\n#undef {STAGES_MACRO}\n" \
-                 f"#define {STAGES_MACRO} {user.stages}\n"
-        undef = f"#pragma pop_macro(\"{STAGES_MACRO}\")\n"
+        define = f'#pragma push_macro("{STAGES_MACRO}")\n#undef {STAGES_MACRO}\n#define {STAGES_MACRO} {user.stages}\n'
+        undef = f'#pragma pop_macro("{STAGES_MACRO}")\n'
     return f"""
 // {user.label()}
 {define}#include "{user.header}"

@@ -19,8 +19,10 @@ def builder_parts(install, arch: str, builds) -> dict:
     (module -> why it generates no source, for each that generates none)."""
     from ...sources.flashinfer_jit import arch_survey
 
-    return {"unrun": [[f"{m}.{f}", why] for m, f, why in arch_survey(install, arch) if why is not None],
-            "why_none": {m.name: m.why_none for m in builds.modules if m.why_none}}
+    return {
+        "unrun": [[f"{m}.{f}", why] for m, f, why in arch_survey(install, arch) if why is not None],
+        "why_none": {m.name: m.why_none for m in builds.modules if m.why_none},
+    }
 
 
 def module_accounts(parts: dict, sources: list[dict], family: str | None) -> list[dict]:
@@ -40,8 +42,14 @@ def module_accounts(parts: dict, sources: list[dict], family: str | None) -> lis
     for name, builder in modules:
         fam = family_of(name)
         mine = [e for e in sources if e["module"] == name]
-        entry = {"builder": builder, "module": name, "family": fam, "sources": len(mine), "kernels": None,
-                 "reason": None}
+        entry = {
+            "builder": builder,
+            "module": name,
+            "family": fam,
+            "sources": len(mine),
+            "kernels": None,
+            "reason": None,
+        }
         if family is not None and fam != family:
             entry.update(sources=None, reason=f"not laid out: the audit asked for family {family}")
         else:
@@ -52,13 +60,25 @@ def module_accounts(parts: dict, sources: list[dict], family: str | None) -> lis
     made = {b for _, b in modules}
     for builder in parts.get("builders") or []:
         if builder not in made:
-            why = (f"its builder failed: {failed[builder]}" if builder in failed
-                   else "its builder made no module (no gen_jit_spec call)")
-            out.append({"builder": builder, "module": None, "family": None, "sources": None, "kernels": None,
-                        "reason": why})
+            why = (
+                f"its builder failed: {failed[builder]}"
+                if builder in failed
+                else "its builder made no module (no gen_jit_spec call)"
+            )
+            out.append(
+                {"builder": builder, "module": None, "family": None, "sources": None, "kernels": None, "reason": why}
+            )
     for builder, why in parts.get("unrun") or []:
-        out.append({"builder": builder, "module": None, "family": None, "sources": None, "kernels": None,
-                    "reason": f"not run: {why}"})
+        out.append(
+            {
+                "builder": builder,
+                "module": None,
+                "family": None,
+                "sources": None,
+                "kernels": None,
+                "reason": f"not run: {why}",
+            }
+        )
     return out
 
 

@@ -21,11 +21,23 @@ from .run import cached_results, lay_out, lay_out_sm80
 from .tactics import Streamer, name_tactics
 
 
-def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str | None = None,
-          cuda_path=None, jobs: int | None = None, use_cache: bool = True,
-          progress: bool = False, strict_family: bool = True, cached_only: bool = False,
-          executor=None, shard: tuple[int, int] | None = None,
-          on_tactic: Callable[[str, Tactic], None] | None = None, **config_values) -> AuditResult | None:
+def audit(
+    src=None,
+    arch: str = "sm120",
+    *,
+    family: str | None = None,
+    grep: str | None = None,
+    cuda_path=None,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    progress: bool = False,
+    strict_family: bool = True,
+    cached_only: bool = False,
+    executor=None,
+    shard: tuple[int, int] | None = None,
+    on_tactic: Callable[[str, Tactic], None] | None = None,
+    **config_values,
+) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
 
     Args:
@@ -128,20 +140,46 @@ def audit(src=None, arch: str = "sm120", *, family: str | None = None, grep: str
         for mod, source, key, _, _ in plan.work:
             if key in results:
                 stream.source(mod, source, key, results[key])
-    stats = {"sources": len(plan.work), "cached": len(plan.work) - len(todo), "parsed": 0,
-             "parse_cpu_seconds": 0.0, "worker_peak_rss_mb": 0.0}
-    cand = lay_out(plan, todo, results, stats, stream, jobs=jobs, executor=executor, progress=progress,
-                   cached_only=cached_only)
+    stats = {
+        "sources": len(plan.work),
+        "cached": len(plan.work) - len(todo),
+        "parsed": 0,
+        "parse_cpu_seconds": 0.0,
+        "worker_peak_rss_mb": 0.0,
+    }
+    cand = lay_out(
+        plan, todo, results, stats, stream, jobs=jobs, executor=executor, progress=progress, cached_only=cached_only
+    )
     parsed = {plan.position[id(entry)]: results[key] for _, _, key, _, entry in plan.work}
     judge_sources(plan.sources, plan.facts, parsed)
     ranked, origins = name_tactics(plan, results, cand, stream, use_cache)
     sm80_notes = lay_out_sm80(plan, ranked, stream, use_cache=use_cache, cached_only=cached_only)
     parts = audit_parts(plan, parsed, cand, sm80_notes)
-    result = finish_audit(audit_provenance(plan), arch, [plan.sources[i] for i in parts["positions"]], ranked,
-                          asked, parts, whole=shard is None)
-    stats.update(search_fixes(result.tactics, origins, plan.install, plan.tgt, plan.prov, plan.clang_arch,
-                              plan.pch_key, jobs=jobs, use_cache=use_cache, cached_only=cached_only,
-                              executor=executor, label=audit_label(arch, "searching fixes")))
+    result = finish_audit(
+        audit_provenance(plan),
+        arch,
+        [plan.sources[i] for i in parts["positions"]],
+        ranked,
+        asked,
+        parts,
+        whole=shard is None,
+    )
+    stats.update(
+        search_fixes(
+            result.tactics,
+            origins,
+            plan.install,
+            plan.tgt,
+            plan.prov,
+            plan.clang_arch,
+            plan.pch_key,
+            jobs=jobs,
+            use_cache=use_cache,
+            cached_only=cached_only,
+            executor=executor,
+            label=audit_label(arch, "searching fixes"),
+        )
+    )
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
     result.stats, result.candidates, result.dense_runners = stats, cand, dict(plan.dense)
@@ -197,11 +235,15 @@ def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> Aud
         order += [b for b, has in built.items() if has]
         none = [b for b, has in built.items() if not has]
         if none:
-            notes.append(f"all: flashinfer {install.version} has no JIT module builder that builds a "
-                         f"CUTLASS GEMM for {', '.join(none)}: not audited")
+            notes.append(
+                f"all: flashinfer {install.version} has no JIT module builder that builds a "
+                f"CUTLASS GEMM for {', '.join(none)}: not audited"
+            )
     if not order:
-        raise NothingForArch(f"flashinfer {install.version} at {install.root} has no JIT module builder "
-                             f"that builds a CUTLASS GEMM for any of {', '.join(every_arch())}")
+        raise NothingForArch(
+            f"flashinfer {install.version} at {install.root} has no JIT module builder "
+            f"that builds a CUTLASS GEMM for any of {', '.join(every_arch())}"
+        )
     results: list[AuditResult] = []
     left: list[NothingForArch] = []
     todo = list(dict.fromkeys(order))

@@ -15,17 +15,35 @@ def asked_of(config_values: dict, *, archs, **more) -> dict:
     """What an audit was asked, as its shards record it (:attr:`~cutlass_layout.model.AuditShard.asked`):
     ``archs`` (as asked), ``more`` (``family``, ``grep``; the library's ``selection``) and
     ``filters``: each config value given, as the list of its values as typed (text)."""
-    filters = {k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-               for k, v in config_values.items() if v is not None and v != [] and v != ()}
+    filters = {
+        k: [str(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+        for k, v in config_values.items()
+        if v is not None and v != [] and v != ()
+    }
     return {"archs": list(archs), **more, "filters": filters}
 
 
 #: Config keys a tactic can be matched on (the others are not recorded per tactic).
 FILTER_KEYS = ("kernel", "a", "b", "tile", "cluster", "stages", "d", "schedule")
 #: Bits of an element as tactics name them (``Tactic.a``/``b``), for tiles with K in bytes.
-ELEMENT_BITS = {"nvfp4": 4, "mxfp4": 4, "e2m1": 4, "mxfp6": 6, "mxfp6-e2m3": 6, "e3m2": 6,
-                "e2m3": 6, "mxfp8": 8, "mxfp8-e5m2": 8, "e4m3": 8, "e5m2": 8, "s8": 8,
-                "bf16": 16, "f16": 16, "f32": 32, "tf32": 32}
+ELEMENT_BITS = {
+    "nvfp4": 4,
+    "mxfp4": 4,
+    "e2m1": 4,
+    "mxfp6": 6,
+    "mxfp6-e2m3": 6,
+    "e3m2": 6,
+    "e2m3": 6,
+    "mxfp8": 8,
+    "mxfp8-e5m2": 8,
+    "e4m3": 8,
+    "e5m2": 8,
+    "s8": 8,
+    "bf16": 16,
+    "f16": 16,
+    "f32": 32,
+    "tf32": 32,
+}
 
 
 def tactic_filter(**values):
@@ -97,8 +115,10 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
         if raw is None or raw == [] or raw == ():
             continue
         if key not in FILTER_KEYS:
-            raise BadInput(f"{key!r} is not recorded for a tactic (an audit lays out the kernels "
-                           f"as the install builds them); match on {', '.join(FILTER_KEYS)}")
+            raise BadInput(
+                f"{key!r} is not recorded for a tactic (an audit lays out the kernels "
+                f"as the install builds them); match on {', '.join(FILTER_KEYS)}"
+            )
         items = raw if isinstance(raw, (list, tuple)) else [raw]
         vals = [v for item in items for v in expand_braces(str(item))]
         one = tests.setdefault(key, [])
@@ -111,19 +131,18 @@ def filter_tests(**values) -> dict[str, list[tuple[str, Callable]]]:
             elif key in ("a", "b", "d"):
                 accepted = OUTPUTS if key == "d" else tuple(ELEMENT_BITS)
                 if low not in accepted:
-                    raise BadInput(f"unknown element kind {v!r} for {key.upper()}: choose "
-                                   f"{', '.join(accepted)}")
+                    raise BadInput(f"unknown element kind {v!r} for {key.upper()}: choose {', '.join(accepted)}")
                 attr = "out" if key == "d" else key
                 one.append((v, lambda t, w=low, a=attr: getattr(t, a) == w))
             elif key == "tile":
                 one.append((v, lambda t, x=split_tile(v): _tile_matches(t, x)))
             elif key == "cluster":
-                one.append((v, lambda t, w=tuple(parse_shape(v, "cluster")):
-                            t.cluster is not None and tuple(t.cluster) == w))
+                one.append(
+                    (v, lambda t, w=tuple(parse_shape(v, "cluster")): t.cluster is not None and tuple(t.cluster) == w)
+                )
             elif key == "stages":
                 n = parse_stages(v)
-                one.append((v, (lambda t: True) if n is None else
-                            (lambda t, w=n: t.stages == w)))
+                one.append((v, (lambda t: True) if n is None else (lambda t, w=n: t.stages == w)))
             elif key == "schedule":
                 if low not in ("auto", "cooperative", "pingpong"):
                     raise BadInput(f"unknown schedule {v!r}: choose auto, cooperative or pingpong")
@@ -152,8 +171,7 @@ def _similar(typed: str, values) -> list[str]:
 def _tile_distance(a, b) -> float:
     from math import log2
 
-    return sum(abs(log2(x) - log2(y)) if x > 0 and y > 0 else (0 if x == y else 16)
-               for x, y in zip(a, b))
+    return sum(abs(log2(x) - log2(y)) if x > 0 and y > 0 else (0 if x == y else 16) for x, y in zip(a, b))
 
 
 def _nearest_tiles(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
@@ -185,8 +203,9 @@ def _nearest_tiles(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
         elem = str(t.b if t.swap_ab else t.a)  # whose width turns K in bytes into elements
         text = f"{tm}x{tn}x{tk}" if kb is None else f"{tm}x{tn}x{kb}B = {tm}x{tn}x{tk} {elem}"
         if t.mma_tile:  # what makes it another: 2SM (2M), an Sm103 kernel (3K)
-            why = ([f"Sm{t.sm_version}"] if t.sm_version not in (None, 100) else []) + \
-                (["2SM"] if t.mma_sms == 2 else [])
+            why = ([f"Sm{t.sm_version}"] if t.sm_version not in (None, 100) else []) + (
+                ["2SM"] if t.mma_sms == 2 else []
+            )
             text += f" ({' '.join(why + ['MMA'])} {'x'.join(map(str, t.mma_tile))})"
         tiles[text] = min(d, tiles.get(text, d))
     near = sorted(tiles, key=lambda x: (tiles[x], x))[:4]
@@ -203,6 +222,7 @@ def _grep_nearest(typed: str, pool: Sequence[Tactic]) -> tuple[str, list[str]]:
     def score(i: str) -> float:
         blocks = difflib.SequenceMatcher(None, low, i.lower(), autojunk=False).get_matching_blocks()
         return sum(b.size for b in blocks) / max(1, len(low))
+
     ids = sorted(dict.fromkeys(t.id for t in pool), key=lambda i: (-score(i), len(i), i))
     return "nearest ids", ids[:3]
 
@@ -218,9 +238,14 @@ def _nearest(key: str, typed: str, pool: Sequence[Tactic]) -> tuple[str, list[st
         have = sorted({t.stages for t in pool if t.stages})
         want = int(typed)
         return "the tactics have", [str(n) for n in sorted(have, key=lambda s: (abs(s - want), s))]
-    get = {"kernel": lambda t: t.kernel, "a": lambda t: t.a, "b": lambda t: t.b,
-           "d": lambda t: t.out, "schedule": lambda t: t.schedule,
-           "cluster": lambda t: None if t.cluster is None else "x".join(map(str, t.cluster))}[key]
+    get = {
+        "kernel": lambda t: t.kernel,
+        "a": lambda t: t.a,
+        "b": lambda t: t.b,
+        "d": lambda t: t.out,
+        "schedule": lambda t: t.schedule,
+        "cluster": lambda t: None if t.cluster is None else "x".join(map(str, t.cluster)),
+    }[key]
     have = _similar(typed, (get(t) for t in pool))
     return ("the tactics have" if have else f"no tactic records a {key}"), have[:6]
 
@@ -238,8 +263,8 @@ def unmatched_filters(pool: Sequence[Tactic], grep: str | None, tests: dict) -> 
         shown = repr(value) if key == "grep" else value
         phrase, near = _nearest(key, value, pool)
         what = f"{what}; {phrase}" + (f": {', '.join(near)}" if near else "")
-        out.append({"filter": key, "value": value, "nearest": near, "detail": what,
-                    "note": f"{key} {shown}: {what}"})
+        out.append({"filter": key, "value": value, "nearest": near, "detail": what, "note": f"{key} {shown}: {what}"})
+
     if not pool:
         return out
     if grep is not None and not any(grep.lower() in haystack(t) for t in pool):
@@ -254,8 +279,7 @@ def unmatched_filters(pool: Sequence[Tactic], grep: str | None, tests: dict) -> 
             given = [f"grep {grep!r}"] if grep is not None else []
             given += [f"{k} {' or '.join(v for v, _ in vals)}" for k, vals in tests.items()]
             what = f"each matches some tactic, no tactic matches them all ({'; '.join(given)})"
-            out.append({"filter": None, "value": None, "nearest": [], "detail": what,
-                        "note": f"the filters: {what}"})
+            out.append({"filter": None, "value": None, "nearest": [], "detail": what, "note": f"the filters: {what}"})
     return out
 
 
@@ -283,9 +307,11 @@ def tile_spelling_notes(pool: Sequence[Tactic], tests: dict) -> list[str]:
         kept = [t for t in pool if named[id(t)] != spelled and _tile_matches(t, typed)]
         names = sorted({named[id(t)] for t in kept if t.name})
         also = f"; it keeps {len(kept)} named {' or '.join(names)}_..." if names else ""
-        notes.append(f"tile {value}: K counts bytes of the activation; {len(other)} tactic(s) named "
-                     f"{spelled}_... have CTA tile {' or '.join(tiles) or 'unknown'} (K in elements) "
-                     f"and are not kept: for them give --tile {' --tile '.join(tiles)}{also}")
+        notes.append(
+            f"tile {value}: K counts bytes of the activation; {len(other)} tactic(s) named "
+            f"{spelled}_... have CTA tile {' or '.join(tiles) or 'unknown'} (K in elements) "
+            f"and are not kept: for them give --tile {' --tile '.join(tiles)}{also}"
+        )
     return notes
 
 
@@ -311,8 +337,10 @@ def unknown_family(family, families: list[str], version: str, arch: str) -> str:
     """The line for a family the install does not build: the nearest, then all it builds."""
     near = _similar(str(family), families)[:1]
     hint = f" (nearest: {near[0]})" if near and _similar_enough(str(family), near[0]) else ""
-    return (f"unknown family {family!r}{hint}: flashinfer {version} builds these for {arch}: "
-            f"{', '.join(families) or 'none'}")
+    return (
+        f"unknown family {family!r}{hint}: flashinfer {version} builds these for {arch}: "
+        f"{', '.join(families) or 'none'}"
+    )
 
 
 def _similar_enough(a: str, b: str) -> bool:
@@ -321,6 +349,19 @@ def _similar_enough(a: str, b: str) -> bool:
     return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio() >= 0.5
 
 
-__all__ = ["ELEMENT_BITS", "FILTER_KEYS", "OUTPUTS", "STREAM_LATER", "asked_of", "filter_tests", "haystack",
-           "keep_all", "kept_by", "stream_row", "tactic_filter", "tile_spelling_notes", "unknown_family",
-           "unmatched_filters"]
+__all__ = [
+    "ELEMENT_BITS",
+    "FILTER_KEYS",
+    "OUTPUTS",
+    "STREAM_LATER",
+    "asked_of",
+    "filter_tests",
+    "haystack",
+    "keep_all",
+    "kept_by",
+    "stream_row",
+    "tactic_filter",
+    "tile_spelling_notes",
+    "unknown_family",
+    "unmatched_filters",
+]

@@ -24,9 +24,17 @@ VERDICT_ORDER = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT, Verdict.DOES_NOT_COMP
 _TVM_FFI_MISSING = re.compile(r"'(?:tvm/ffi|dlpack)/[^']*' file not found")
 
 
-def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[tuple[list, Tactic]],
-                 asked: dict, parts: dict, *, whole: bool = True,
-                 capacities: dict[int, Constant] | None = None) -> AuditResult:
+def finish_audit(
+    provenance: dict,
+    arch: str,
+    sources: list[dict],
+    ranked: list[tuple[list, Tactic]],
+    asked: dict,
+    parts: dict,
+    *,
+    whole: bool = True,
+    capacities: dict[int, Constant] | None = None,
+) -> AuditResult:
     """The :class:`~cutlass_layout.model.AuditResult` of what an audit (or a shard of one, or
     the merge of all of them) laid out: the filters applied, notes, capacity, order.
 
@@ -63,13 +71,16 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
     failed = parts.get("failed") or {}
     notes = [f"{b}: {e}" for b, e in failed.items()]
     if whole and family is None and not any(t.family != SM80_FAMILY for t in tactics):
-        raise NothingForArch(nothing_found(provenance["version"], arch, [tuple(m) for m in parts.get("modules", [])],
-                                           sources, failed))
+        raise NothingForArch(
+            nothing_found(provenance["version"], arch, [tuple(m) for m in parts.get("modules", [])], sources, failed)
+        )
     tvm = provenance.get("tvm_ffi") or {}
     wanting = sum(1 for e in sources if e["error"] and _TVM_FFI_MISSING.search(e["error"]))
     if wanting and tvm.get("include") is None:
-        notes.append(f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
-                     f"none to use: {tvm.get('origin')}")
+        notes.append(
+            f"{wanting} source(s) include TVM FFI headers (tvm/ffi/*.h, dlpack/) and there are "
+            f"none to use: {tvm.get('origin')}"
+        )
     cand = parts.get("candidates")
     if not (cand and cand["read"]) and any(t.family == MOE for t in tactics):
         notes.append("runtime candidates: the install's candidate list for the arch could not be read")
@@ -89,11 +100,16 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
         empty = [a for a in accounts if a["family"] == family and a["module"] in (parts.get("why_none") or {})]
         why = [f"{a['module']}: {a['reason']}" for a in empty]
         told = {a["module"] for a in empty}
-        what = ("matched no tactic: " + "; ".join(why) if why else
-                f"matched no tactic: its {n} source(s) for {arch} gave no kernel" if n else
-                f"matched no tactic: none of its {len(sources)} source(s) is built for {arch}")
-        unmatched.append({"filter": "family", "value": family, "nearest": [], "detail": what,
-                          "note": f"family {family!r}: {what}"})
+        what = (
+            "matched no tactic: " + "; ".join(why)
+            if why
+            else f"matched no tactic: its {n} source(s) for {arch} gave no kernel"
+            if n
+            else f"matched no tactic: none of its {len(sources)} source(s) is built for {arch}"
+        )
+        unmatched.append(
+            {"filter": "family", "value": family, "nearest": [], "detail": what, "note": f"family {family!r}: {what}"}
+        )
     unmatched += unmatched_filters(tactics, grep, tests)
     notes += tile_spelling_notes(tactics, tests)
     if grep:
@@ -103,23 +119,45 @@ def finish_audit(provenance: dict, arch: str, sources: list[dict], ranked: list[
     if whole:  # a shard's sources are some of the modules': its merge says
         notes += account_notes(accounts, arch, told, family)
     notes += [u["note"] for u in unmatched]
-    return AuditResult(provenance=provenance, arch=arch, capacity=capacity, tactics=sort_tactics(tactics),
-                       sources=sources, notes=notes, families=list(parts.get("families", [])),
-                       unmatched=unmatched, asked=asked, modules=accounts if whole else [])
+    return AuditResult(
+        provenance=provenance,
+        arch=arch,
+        capacity=capacity,
+        tactics=sort_tactics(tactics),
+        sources=sources,
+        notes=notes,
+        families=list(parts.get("families", [])),
+        unmatched=unmatched,
+        asked=asked,
+        modules=accounts if whole else [],
+    )
 
 
-def shard_part(shard: tuple[int, int], asked: dict, ranked: list[tuple[list, Tactic]], result: AuditResult,
-               parts: dict) -> AuditShard:
+def shard_part(
+    shard: tuple[int, int], asked: dict, ranked: list[tuple[list, Tactic]], result: AuditResult, parts: dict
+) -> AuditShard:
     """The :class:`~cutlass_layout.model.AuditShard` of a shard's ``result``: the rank of each
     of its tactics, the tactics laid out that its filters dropped, the rank of the tactic its
     capacity was read from (the first, by rank, whose report has one), and ``parts``."""
     rank = {id(t): r for r, t in ranked}
     kept = {id(t) for t in result.tactics}
-    cap = next((r for r, t in sorted(ranked, key=lambda x: x[0])
-                if t.report is not None and t.report.capacity is result.capacity and t.report.capacity is not None),
-               None)
-    return AuditShard(index=shard[0], count=shard[1], asked=asked, ranks=[rank[id(t)] for t in result.tactics],
-                      dropped=[(r, t) for r, t in ranked if id(t) not in kept], capacity_rank=cap, parts=parts)
+    cap = next(
+        (
+            r
+            for r, t in sorted(ranked, key=lambda x: x[0])
+            if t.report is not None and t.report.capacity is result.capacity and t.report.capacity is not None
+        ),
+        None,
+    )
+    return AuditShard(
+        index=shard[0],
+        count=shard[1],
+        asked=asked,
+        ranks=[rank[id(t)] for t in result.tactics],
+        dropped=[(r, t) for r, t in ranked if id(t) not in kept],
+        capacity_rank=cap,
+        parts=parts,
+    )
 
 
 def merge_shards(shards: list[AuditResult]) -> AuditResult:
@@ -143,30 +181,55 @@ def merge_shards(shards: list[AuditResult]) -> AuditResult:
         p = part_of(res).parts
         for pos, entry, f, payload in zip(p["positions"], res.sources, p["facts"], p["parsed"]):
             if not 0 <= pos < total or sources[pos] is not None:
-                raise BadInput(f"shard {part_of(res).index}/{part_of(res).count} ({res.arch}) lays out a source "
-                               "another shard lays out too, or one the audit does not have")
+                raise BadInput(
+                    f"shard {part_of(res).index}/{part_of(res).count} ({res.arch}) lays out a source "
+                    "another shard lays out too, or one the audit does not have"
+                )
             if payload is not None:  # judged again below, from what it holds
                 entry = {**entry, "instantiations": None, "kernels": 0, "reason": None, "error": None}
                 parsed[pos] = payload
             sources[pos], facts[pos] = entry, f
     if any(e is None for e in sources):
-        raise BadInput(f"the {first.arch} shards lay out {sum(e is not None for e in sources)} of the audit's "
-                       f"{total} sources: were they written by one version of cutlass-layout?")
+        raise BadInput(
+            f"the {first.arch} shards lay out {sum(e is not None for e in sources)} of the audit's "
+            f"{total} sources: were they written by one version of cutlass-layout?"
+        )
     judge_sources(sources, facts, parsed)
-    whole = {**parts, "candidates": next((part_of(r).parts["candidates"] for r in shards
-                                          if part_of(r).parts["candidates"] is not None), None),
-             "sm80": next((part_of(r).parts["sm80"] for r in shards if part_of(r).parts["sm80"] is not None), None)}
-    return finish_audit(first.provenance, first.arch, sources, ranked_tactics(shards), part_of(first).asked, whole,
-                        capacities=shard_capacities(shards))
+    whole = {
+        **parts,
+        "candidates": next(
+            (part_of(r).parts["candidates"] for r in shards if part_of(r).parts["candidates"] is not None), None
+        ),
+        "sm80": next((part_of(r).parts["sm80"] for r in shards if part_of(r).parts["sm80"] is not None), None),
+    }
+    return finish_audit(
+        first.provenance,
+        first.arch,
+        sources,
+        ranked_tactics(shards),
+        part_of(first).asked,
+        whole,
+        capacities=shard_capacities(shards),
+    )
 
 
 def sort_tactics(tactics: Sequence[Tactic]) -> list[Tactic]:
     """Grouped by family (``moe`` first), then over capacity, exact fits, does not compile,
     fits; within a verdict by kernel bytes, largest first, then name."""
+
     def key(t: Tactic):
         kb = -1 if t.kernel_bytes is None else t.kernel_bytes
-        return (t.family != MOE, t.family, VERDICT_ORDER.index(t.verdict), -kb, str(t.name),
-                str(t.out), str(t.fusion), bool(t.swap_ab))
+        return (
+            t.family != MOE,
+            t.family,
+            VERDICT_ORDER.index(t.verdict),
+            -kb,
+            str(t.name),
+            str(t.out),
+            str(t.fusion),
+            bool(t.swap_ab),
+        )
+
     return sorted(tactics, key=key)
 
 
@@ -189,8 +252,9 @@ def find_tactic(result: AuditResult, text: str) -> Tactic:
     if len(hits) == 1:
         return ids[hits[0]]
     if not hits:
-        raise BadInput(f"no tactic matches {text!r}: give an id as `audit` lists them "
-                       "(family/name/AxB/out/fusion[/swap_ab])")
+        raise BadInput(
+            f"no tactic matches {text!r}: give an id as `audit` lists them (family/name/AxB/out/fusion[/swap_ab])"
+        )
     more = f" and {len(hits) - 8} more" if len(hits) > 8 else ""
     raise BadInput(f"{len(hits)} tactics match {text!r}: {', '.join(hits[:8])}{more}")
 
@@ -200,11 +264,17 @@ def audit_provenance(plan) -> dict:
     fingerprint), the TVM FFI headers, the generated sources' folder, the builders, the
     target's provenance."""
     install, tvm = plan.install, plan.tvm
-    return {"library": "flashinfer-python", "version": install.version, "origin": install.origin,
-            "root": str(install.root), "fingerprint": install.fingerprint,
-            "tvm_ffi": {"include": str(tvm.include) if tvm.include else None, "origin": tvm.origin},
-            "generated_root": str(plan.gen_root) if plan.gen_root else None,
-            "builders": plan.build.builds.builders, **plan.prov}
+    return {
+        "library": "flashinfer-python",
+        "version": install.version,
+        "origin": install.origin,
+        "root": str(install.root),
+        "fingerprint": install.fingerprint,
+        "tvm_ffi": {"include": str(tvm.include) if tvm.include else None, "origin": tvm.origin},
+        "generated_root": str(plan.gen_root) if plan.gen_root else None,
+        "builders": plan.build.builds.builders,
+        **plan.prov,
+    }
 
 
 def audit_parts(plan, parsed: dict, cand, sm80_notes: list[str] | None) -> dict:
@@ -214,13 +284,30 @@ def audit_parts(plan, parsed: dict, cand, sm80_notes: list[str] | None) -> dict:
     ``moe_sm80``'s notes."""
     builds, facts = plan.build.builds, plan.facts
     mine = [i for i in plan.own if i < len(plan.sources)]
-    return {"sources": len(plan.sources), "positions": mine, "facts": [facts[i] for i in mine],
-            "parsed": [slim(parsed[i]) if i in parsed else None for i in mine], "families": plan.build.families,
-            "modules": [[m.name, m.builder] for m in builds.modules], "failed": dict(builds.failed),
-            "candidates": None if plan.cand_args is None else {"read": cand is not None,
-                                                               "note": None if cand is None else cand.note},
-            "sm80": sm80_notes, "builders": list(builds.builders), **builder_parts(plan.install, plan.arch, builds)}
+    return {
+        "sources": len(plan.sources),
+        "positions": mine,
+        "facts": [facts[i] for i in mine],
+        "parsed": [slim(parsed[i]) if i in parsed else None for i in mine],
+        "families": plan.build.families,
+        "modules": [[m.name, m.builder] for m in builds.modules],
+        "failed": dict(builds.failed),
+        "candidates": None
+        if plan.cand_args is None
+        else {"read": cand is not None, "note": None if cand is None else cand.note},
+        "sm80": sm80_notes,
+        "builders": list(builds.builders),
+        **builder_parts(plan.install, plan.arch, builds),
+    }
 
 
-__all__ = ["VERDICT_ORDER", "audit_parts", "audit_provenance", "find_tactic", "finish_audit", "merge_shards",
-           "shard_part", "sort_tactics"]
+__all__ = [
+    "VERDICT_ORDER",
+    "audit_parts",
+    "audit_provenance",
+    "find_tactic",
+    "finish_audit",
+    "merge_shards",
+    "shard_part",
+    "sort_tactics",
+]

@@ -19,9 +19,21 @@ _PASSING = ("cannot read", "cannot search", "libclang", "the precompiled", "cann
 FIX_VERDICTS = (Verdict.OVER_CAPACITY, Verdict.EXACT_FIT)
 
 
-def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict, arch: str,
-                 pch_key: str, *, jobs: int | None = None, use_cache: bool = True,
-                 cached_only: bool = False, executor=None, label: str = "searching fixes") -> dict:
+def search_fixes(
+    tactics: list[Tactic],
+    origins: dict,
+    install,
+    tgt,
+    prov: dict,
+    arch: str,
+    pch_key: str,
+    *,
+    jobs: int | None = None,
+    use_cache: bool = True,
+    cached_only: bool = False,
+    executor=None,
+    label: str = "searching fixes",
+) -> dict:
     """Fill in :attr:`~cutlass_layout.model.Tactic.fix` of every tactic of ``tactics`` over
     capacity or an exact fit (:data:`FIX_VERDICTS`): read from the results cache (kind
     ``fixes``, :func:`cutlass_layout.installs.fixes.fix_key`), else searched
@@ -44,8 +56,10 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     if arch not in FORMULAS:  # said, not left blank (a blank fix reads as "none needed")
         for t in tactics:
             if t.verdict in FIX_VERDICTS and t.fix is None:
-                t.fix = Fix(error=f"not searched: the fix search reads the stage formulas of "
-                                  f"{' and '.join(sorted(FORMULAS))}'s builders, not {arch}'s")
+                t.fix = Fix(
+                    error=f"not searched: the fix search reads the stage formulas of "
+                    f"{' and '.join(sorted(FORMULAS))}'s builders, not {arch}'s"
+                )
         return stats
     cache = KINDS["fixes"]  # searched in a pool, stored as they come back: get and put
     target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
@@ -55,8 +69,10 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
             continue
         if id(t) not in origins:
             if t.fix is None:
-                t.fix = Fix(error="not searched: its kernel is not declared in a launcher of the "
-                                  "install's generated or JIT sources")
+                t.fix = Fix(
+                    error="not searched: its kernel is not declared in a launcher of the "
+                    "install's generated or JIT sources"
+                )
             continue
         source, pre, k = origins[id(t)]
         if t.stages is not None and t.stages <= MIN_STAGES:
@@ -66,8 +82,15 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
             t.fix = Fix(error="not searched: its kernel is not declared in a launcher macro")
             continue
         assert t.report is not None  # a tactic of FIX_VERDICTS was laid out
-        want = Want(key=t.id, source=source, line=k.line, macro=(k.macro[0], list(k.macro[1])),
-                    launcher_file=k.decl_file, launcher_line=k.decl_line, report=t.report)
+        want = Want(
+            key=t.id,
+            source=source,
+            line=k.line,
+            macro=(k.macro[0], list(k.macro[1])),
+            launcher_file=k.decl_file,
+            launcher_line=k.decl_line,
+            report=t.report,
+        )
         want.cache_key = fix_key(want, target)
         hit = cache.get(want.cache_key, Fix.from_dict) if use_cache else None
         if hit is not None:
@@ -78,11 +101,18 @@ def search_fixes(tactics: list[Tactic], origins: dict, install, tgt, prov: dict,
     if not groups:
         return stats
     parts = fix_parts(list(groups.items()), default_jobs(jobs, executor))
-    with Schedule(min(default_jobs(jobs, executor), len(parts)), executor=executor,
-                  reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups],
-                  label=label, total=sum(len(items) for _, items in parts), unit="tactics") as s:
-        tasks = ((items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
-                 for (_, flags, pre), items in parts)
+    with Schedule(
+        min(default_jobs(jobs, executor), len(parts)),
+        executor=executor,
+        reads=reads(install, tgt, None, None) + [folder for folder, _, _ in groups],
+        label=label,
+        total=sum(len(items) for _, items in parts),
+        unit="tactics",
+    ) as s:
+        tasks = (
+            (items, _fixes, ([w for _, w in items], prov, pre, list(flags), pch_key, arch, CAPACITY[arch]))
+            for (_, flags, pre), items in parts
+        )
         for items, (payload, cpu) in s.run(tasks):
             stats["fix_cpu_seconds"] += cpu
             for (t, want), d in zip(items, payload):
@@ -113,7 +143,7 @@ def fix_parts(groups: list[tuple], jobs: int) -> list[tuple]:
         key, items = parts[i]
         if len(items) < 2 * FIX_PART_MIN:
             break
-        parts[i:i + 1] = [(key, items[0::2]), (key, items[1::2])]  # alike tactics lie together: dealt
+        parts[i : i + 1] = [(key, items[0::2]), (key, items[1::2])]  # alike tactics lie together: dealt
     return parts
 
 

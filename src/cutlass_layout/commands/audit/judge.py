@@ -29,8 +29,13 @@ def source_facts(text: str) -> dict:
         times = sum(1 for n, _, _ in declared if n == name)
         if len(re.findall(rf"\b{re.escape(name)}\b", clean)) > times:
             calls.append(name)
-    return {"explicit": explicit_instantiations(text), "defined": defined, "calls": calls,
-            "aliases": kernel_aliases(text), "macro_calls": macro_calls(text)}
+    return {
+        "explicit": explicit_instantiations(text),
+        "defined": defined,
+        "calls": calls,
+        "aliases": kernel_aliases(text),
+        "macro_calls": macro_calls(text),
+    }
 
 
 def _counted(names: list[str]) -> str:
@@ -45,8 +50,9 @@ def _files(files: list[str]) -> str:
     return files[0] + (f" and {len(files) - 1} more" if len(files) > 1 else "")
 
 
-def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_facts: dict,
-                 launchers: AbstractSet[str] = frozenset()) -> None:
+def judge_source(
+    entry: dict, facts: dict | None, payload: dict | None, module_facts: dict, launchers: AbstractSet[str] = frozenset()
+) -> None:
     """Set ``instantiations``, ``kernels``, ``reason`` and ``error`` of a source's entry
     (:attr:`~cutlass_layout.model.AuditResult.sources`) from its text's ``facts``
     (:func:`source_facts`) and its laid-out ``payload`` (None for a source skipped or not read).
@@ -82,33 +88,45 @@ def judge_source(entry: dict, facts: dict | None, payload: dict | None, module_f
     unseen = [name for name, line in seen if line not in lines]
     if unseen:
         laid = f" (its other {len(seen) - len(unseen)} laid out)" if len(unseen) < len(seen) else ""
-        entry["error"] = (f"instantiates {len(unseen)} launcher(s) whose kernel this reader cannot "
-                          f"see{laid}: {_counted(unseen)}")
+        entry["error"] = (
+            f"instantiates {len(unseen)} launcher(s) whose kernel this reader cannot see{laid}: {_counted(unseen)}"
+        )
         return
     if found:
         return
     if facts["aliases"]:
         shown = ", ".join(f"{a} (line {ln})" for a, ln in facts["aliases"][:4])
         more = f" and {len(facts['aliases']) - 4} more" if len(facts["aliases"]) > 4 else ""
-        entry["error"] = (f"declares {len(facts['aliases'])} kernel type(s) this reader found no "
-                          f"kernel of: {shown}{more}")
+        entry["error"] = (
+            f"declares {len(facts['aliases'])} kernel type(s) this reader found no kernel of: {shown}{more}"
+        )
         return
     if facts["calls"]:
         said = []
         for name in facts["calls"]:
             # instantiated there explicitly, or a kernel there is declared in what it names
             # (a launcher macro's struct, ``NAME_128_32_128_false_...``)
-            inst = [f for f, x in module_facts.items() if f != entry["file"]
-                    and (any(n == name for n, _, _ in x["explicit"])
-                         or any(re.match(rf"{re.escape(name)}\b|{re.escape(name)}_", o) for o in x.get("owners", ())))]
+            inst = [
+                f
+                for f, x in module_facts.items()
+                if f != entry["file"]
+                and (
+                    any(n == name for n, _, _ in x["explicit"])
+                    or any(re.match(rf"{re.escape(name)}\b|{re.escape(name)}_", o) for o in x.get("owners", ()))
+                )
+            ]
             defs = [f for f, x in module_facts.items() if f != entry["file"] and name in x["defined"]]
-            where = (f"instantiated in {_files(inst)}" if inst else f"defined in {_files(defs)}" if defs
-                     else "in none of the module's sources")
+            where = (
+                f"instantiated in {_files(inst)}"
+                if inst
+                else f"defined in {_files(defs)}"
+                if defs
+                else "in none of the module's sources"
+            )
             said.append(f"{name} ({where})")
         entry["reason"] = "calls kernels defined elsewhere: " + ", ".join(said)
         return
-    entry["reason"] = ("instantiates no kernel: no launcher macro call, explicit instantiation or "
-                       "kernel type in it")
+    entry["reason"] = "instantiates no kernel: no launcher macro call, explicit instantiation or kernel type in it"
 
 
 def judge_sources(sources: list[dict], facts: list[dict | None], parsed: dict[int, dict]) -> None:
@@ -123,8 +141,11 @@ def judge_sources(sources: list[dict], facts: list[dict | None], parsed: dict[in
     module_facts: dict[str, dict] = {}  # module -> {file: facts, with owners}
     for i, (entry, f) in enumerate(zip(sources, facts)):
         if f is not None:
-            owners = sorted({item["found"]["owner"] for item in parsed[i]["kernels"]
-                             if item["found"].get("owner")}) if i in parsed else []
+            owners = (
+                sorted({item["found"]["owner"] for item in parsed[i]["kernels"] if item["found"].get("owner")})
+                if i in parsed
+                else []
+            )
             module_facts.setdefault(entry["module"], {})[entry["file"]] = {**f, "owners": owners}
     for i, (entry, f) in enumerate(zip(sources, facts)):
         if i in parsed:
@@ -136,13 +157,17 @@ def judge_sources(sources: list[dict], facts: list[dict | None], parsed: dict[in
 def slim(payload: dict) -> dict:
     """What :func:`judge_sources` reads of a source's payload: its error, launcher macros and
     each kernel's line and owner (a shard's ``parts``: the merge judges the sources again)."""
-    return {"error": payload.get("error"), "launcher_macros": payload.get("launcher_macros"),
-            "kernels": [{"found": {"line": item["found"].get("line"), "owner": item["found"].get("owner")}}
-                        for item in payload["kernels"]]}
+    return {
+        "error": payload.get("error"),
+        "launcher_macros": payload.get("launcher_macros"),
+        "kernels": [
+            {"found": {"line": item["found"].get("line"), "owner": item["found"].get("owner")}}
+            for item in payload["kernels"]
+        ],
+    }
 
 
-def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sources: list[dict],
-                  failed: dict) -> str:
+def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sources: list[dict], failed: dict) -> str:
     """The one line for an install whose builders give no kernel for ``arch``: the modules
     (``(name, builder)``) that generate no source, what the sources of the others are
     (skipped, not read, without a kernel: one group per reason, the location of an error left
@@ -159,8 +184,10 @@ def nothing_found(version: str, arch: str, modules: list[tuple[str, str]], sourc
             what = re.sub(r" \(/[^()]*:\d+\)$", "", what)  # in the source itself: one per file
             groups.setdefault(what, []).append(e["file"].rsplit("/", 1)[-1])
         mods = sorted(have)
-        said = [f"{len(files)} ({_files(files)}): {what}"
-                for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+        said = [
+            f"{len(files)} ({_files(files)}): {what}"
+            for what, files in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+        ]
         parts.append(f"of the {len(sources)} source(s) of {', '.join(mods)}: " + "; ".join(said))
     if not modules:
         parts.append("no module builder for it ran")

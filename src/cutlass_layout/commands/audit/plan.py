@@ -47,8 +47,11 @@ BATCH_WEIGHT = 288
 #: What one kernel weighs, by module name (the first pattern that matches): SM90 and SM120 MoE
 #: kernels 1 (288 a unit), SM100 and SM103 MoE kernels 3 (96), the SM103 dense FP4 GEMMs' 12
 #: (24: 2 of their sources), :data:`DEFAULT_WEIGHT` for the rest.
-KERNEL_WEIGHTS = ((re.compile(r"^fused_moe_(90|12\d)\b"), 1), (re.compile(r"^fused_moe_10\d\b"), 3),
-                  (re.compile(r"fp4_gemm_cutlass_sm103"), 12))
+KERNEL_WEIGHTS = (
+    (re.compile(r"^fused_moe_(90|12\d)\b"), 1),
+    (re.compile(r"^fused_moe_10\d\b"), 3),
+    (re.compile(r"fp4_gemm_cutlass_sm103"), 12),
+)
 #: What one kernel of a module :data:`KERNEL_WEIGHTS` does not name weighs: 48 a unit.
 DEFAULT_WEIGHT = 6
 
@@ -63,8 +66,9 @@ def kernel_weight(module: str) -> int:
 _CANONICALS = KINDS["audit-canonicals"]
 
 
-def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache: bool = True,
-                 run: bool = True) -> set[str]:
+def twin_digests(
+    install, arch: str, cuda_version: tuple[int, int], *, use_cache: bool = True, run: bool = True
+) -> set[str]:
     """The SHA-256 of each generated source of the install's other builds of ``arch``'s family
     (for ``sm100``, the ``sm103`` build's, and the reverse; flashinfer 0.7.4's SM103 MoE module
     generates the SM100 module's 242 sources again, byte for byte): the sources that may be
@@ -74,8 +78,9 @@ def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache
 
     own = build_arch(arch)
     fam = arch_family(int(AUDIT_ARCHS[arch][2:]))
-    others = [a for a in ARCH_BUILDERS if build_arch(a) == a and a != own
-              and arch_family(int(AUDIT_ARCHS[a][2:])) == fam]
+    others = [
+        a for a in ARCH_BUILDERS if build_arch(a) == a and a != own and arch_family(int(AUDIT_ARCHS[a][2:])) == fam
+    ]
     out: set[str] = set()
     for other in others:
         try:
@@ -86,16 +91,19 @@ def twin_digests(install, arch: str, cuda_version: tuple[int, int], *, use_cache
     return out
 
 
-def _canonicals(mod, flags: tuple, read: list[tuple], gen_root: Path | None, arch_fam: str,
-                target: tuple, use_cache: bool) -> dict[str, list[str]]:
+def _canonicals(
+    mod, flags: tuple, read: list[tuple], gen_root: Path | None, arch_fam: str, target: tuple, use_cache: bool
+) -> dict[str, list[str]]:
     """``{path: canonical flags}`` of the sources of ``read`` (``(path, entry, index, text,
     digest)`` of a module's sources that have a twin in another build of the family), as
     :func:`cutlass_layout.installs.equivalence.canonical_flags` gives them (a source it cannot
     follow is left out: keyed by its own flags), remembered per module."""
     if not read:
         return {}
-    key = _CANONICALS.key(subject=[mod.name, list(flags), arch_fam, str(gen_root), [[str(p), d] for p, _, _, _, d in read]],
-                          target=list(target))
+    key = _CANONICALS.key(
+        subject=[mod.name, list(flags), arch_fam, str(gen_root), [[str(p), d] for p, _, _, _, d in read]],
+        target=list(target),
+    )
 
     def load(payload):
         if not isinstance(payload, dict) or not all(isinstance(v, list) for v in payload.values()):
@@ -124,9 +132,12 @@ def scan_source(arch: str, path: Path, text: str) -> dict:
     its :func:`~cutlass_layout.installs.kernels.estimate_kernels` and the ``#include`` lines of
     its preamble (:func:`~cutlass_layout.installs.kernels.split_preamble`)."""
     clean = blank_comments(text, strings=False)
-    return {"facts": source_facts(text),
-            "arch_word": bool(_ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}")),
-            "estimate": estimate_kernels(clean), "includes": split_preamble(text)[0]}
+    return {
+        "facts": source_facts(text),
+        "arch_word": bool(_ARCH_WORD[arch].search(f"{path.parent.name}/{path.name}\n{clean}")),
+        "estimate": estimate_kernels(clean),
+        "includes": split_preamble(text)[0],
+    }
 
 
 def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
@@ -136,25 +147,33 @@ def _scans(arch: str, read: list[tuple], use_cache: bool) -> list[dict]:
     key = _SCANS.key(subject=[arch, [[f"{p.parent.name}/{p.name}", d] for p, _, _, _, d in read]], target=[])
 
     def load(payload):
-        if not (isinstance(payload, list) and len(payload) == len(read)
-                and all(isinstance(x, dict) and x.keys() == _SCAN_KEYS for x in payload)):
+        if not (
+            isinstance(payload, list)
+            and len(payload) == len(read)
+            and all(isinstance(x, dict) and x.keys() == _SCAN_KEYS for x in payload)
+        ):
             raise ValueError("scans of other sources")
         return payload
 
-    return _SCANS.memo(key, lambda: [scan_source(arch, path, text) for path, _, _, text, _ in read], load=load,
-                       use_cache=use_cache)
+    return _SCANS.memo(
+        key, lambda: [scan_source(arch, path, text) for path, _, _, text, _ in read], load=load, use_cache=use_cache
+    )
 
 
 _SCAN_KEYS = {"facts", "arch_word", "estimate", "includes"}
 
-_ARCH_WORD = {"sm120": re.compile(r"sm_?12[01]", re.I), "sm121": re.compile(r"sm_?12[01]", re.I),
-              "sm100": re.compile(r"sm_?10[03]", re.I), "sm103": re.compile(r"sm_?10[03]", re.I),
-              "sm90": re.compile(r"sm_?90(?!\d)", re.I)}
+_ARCH_WORD = {
+    "sm120": re.compile(r"sm_?12[01]", re.I),
+    "sm121": re.compile(r"sm_?12[01]", re.I),
+    "sm100": re.compile(r"sm_?10[03]", re.I),
+    "sm103": re.compile(r"sm_?10[03]", re.I),
+    "sm90": re.compile(r"sm_?90(?!\d)", re.I),
+}
 
 
 def _gen_root(path: Path) -> Path:
     parts = path.parts
-    return Path(*parts[:parts.index("generated") + 1]) if "generated" in parts else path.parent
+    return Path(*parts[: parts.index("generated") + 1]) if "generated" in parts else path.parent
 
 
 def _rel(path: Path, root: Path | None) -> str:
@@ -166,6 +185,7 @@ def _rel(path: Path, root: Path | None) -> str:
 
 # ---------------------------------------------------------------------------------------
 # the plan of one audit
+
 
 @dataclass
 class Build:
@@ -188,12 +208,10 @@ def read_builds(src, arch: str, cuda_path, *, use_cache: bool, cached_only: bool
 
     install = src if isinstance(src, FlashinferInstall) else resolve_flashinfer(src)
     tgt = engine.target(install.tree, cuda_path)
-    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache,
-                         run=not cached_only)
+    builds = jit_modules(install, arch, cuda_version=tgt.cuda.version, use_cache=use_cache, run=not cached_only)
     if builds is None:
         return None
-    families = list(dict.fromkeys(sorted((family_of(m.name) for m in builds.modules),
-                                         key=lambda f: (f != MOE, f))))
+    families = list(dict.fromkeys(sorted((family_of(m.name) for m in builds.modules), key=lambda f: (f != MOE, f))))
     if arch in SM80_PATH_ARCHS and MOE in families and has_sm80_path(install):  # moe_sm80.py
         families.append(SM80_FAMILY)
     return Build(install, tgt, builds, families)
@@ -251,8 +269,9 @@ class Plan:
         return self.build.tgt
 
 
-def plan_sources(build: Build, arch: str, family: str | None, shard: tuple[int, int] | None, *,
-                 use_cache: bool, cached_only: bool) -> Plan:
+def plan_sources(
+    build: Build, arch: str, family: str | None, shard: tuple[int, int] | None, *, use_cache: bool, cached_only: bool
+) -> Plan:
     """The :class:`Plan` of an audit of ``build`` for ``arch``: every generated source of the
     modules of ``family`` (all without one) read, scanned and keyed, then cut to ``shard``."""
     from ...cpp.clang import libclang_version
@@ -263,8 +282,15 @@ def plan_sources(build: Build, arch: str, family: str | None, shard: tuple[int, 
     base_flags = tgt.flags(clang_arch)
     tvm = tvm_ffi_headers(install, fetch=not cached_only)
     tvm_flags = ["-isystem", str(tvm.include)] if tvm.include is not None else []
-    plan = Plan(arch=arch, clang_arch=clang_arch, arch_fam=None, family=family, build=build, tvm=tvm,
-                prov=asdict(tgt.provenance(clang_arch)))
+    plan = Plan(
+        arch=arch,
+        clang_arch=clang_arch,
+        arch_fam=None,
+        family=family,
+        build=build,
+        tvm=tvm,
+        prov=asdict(tgt.provenance(clang_arch)),
+    )
     clang = libclang_version()
     plan.arch_fam = arch_family(int(clang_arch[2:]))  # sm103 builds run SM100's mainloops
     twins = twin_digests(install, arch, tgt.cuda.version, use_cache=use_cache, run=not cached_only)
@@ -276,12 +302,16 @@ def plan_sources(build: Build, arch: str, family: str | None, shard: tuple[int, 
         _plan_module(plan, mod, flags, _read_module(plan, mod), twins, target, use_cache)
     _cut_shard(plan, shard)
     # the stand-in headers are part of what a precompiled header was built from
-    plan.pch_key = result_key("pch", install.fingerprint, install.tree.tree_hash, tvm.fingerprint,
-                              code_fingerprint(*STANDINS))
+    plan.pch_key = result_key(
+        "pch", install.fingerprint, install.tree.tree_hash, tvm.fingerprint, code_fingerprint(*STANDINS)
+    )
     # sm121 runs sm120's builds: the same candidate list (and its cache entry)
     moe = plan.moe
-    plan.cand_args = (install, clang_arch, list(moe[0].flags), moe[1], plan.pch_key, use_cache) \
-        if moe and any(mod.name.startswith("fused_moe") for mod, *_ in plan.work) else None
+    plan.cand_args = (
+        (install, clang_arch, list(moe[0].flags), moe[1], plan.pch_key, use_cache)
+        if moe and any(mod.name.startswith("fused_moe") for mod, *_ in plan.work)
+        else None
+    )
     return plan
 
 
@@ -291,9 +321,17 @@ def _read_module(plan: Plan, mod) -> list[tuple]:
     read = []
     for path in mod.generated:
         plan.gen_root = plan.gen_root or _gen_root(path)
-        entry = {"module": mod.name, "builder": mod.builder, "family": family_of(mod.name),
-                 "file": _rel(path, plan.gen_root), "instantiations": None, "kernels": 0,
-                 "skipped": None, "reason": None, "error": None}
+        entry = {
+            "module": mod.name,
+            "builder": mod.builder,
+            "family": family_of(mod.name),
+            "file": _rel(path, plan.gen_root),
+            "instantiations": None,
+            "kernels": 0,
+            "skipped": None,
+            "reason": None,
+            "error": None,
+        }
         plan.sources.append(entry)
         plan.facts.append(None)
         if path.suffix not in (".cu", ".cpp", ".cc", ".cuh"):
@@ -308,8 +346,9 @@ def _read_module(plan: Plan, mod) -> list[tuple]:
     return read
 
 
-def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[str], target: list,
-                 use_cache: bool) -> None:
+def _plan_module(
+    plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[str], target: list, use_cache: bool
+) -> None:
     """The sources of ``read`` (one module's) that name the arch, into ``plan.work`` with their
     keys (a source with a twin in another build of the family: keyed as both build it); the
     others skipped."""
@@ -317,9 +356,15 @@ def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[st
     scans = _scans(arch, read, use_cache)
     mod_places = None
     assert plan.arch_fam is not None  # plan_sources sets it first
-    read_flags = _canonicals(mod, flags, [r for r, scan in zip(read, scans) if scan["arch_word"] and r[4] in twins],
-                             gen_root, plan.arch_fam, (install.fingerprint, install.tree.tree_hash, plan.tvm.fingerprint),
-                             use_cache)
+    read_flags = _canonicals(
+        mod,
+        flags,
+        [r for r, scan in zip(read, scans) if scan["arch_word"] and r[4] in twins],
+        gen_root,
+        plan.arch_fam,
+        (install.fingerprint, install.tree.tree_hash, plan.tvm.fingerprint),
+        use_cache,
+    )
     for (path, entry, i, text, digest), scan in zip(read, scans):
         plan.facts[i] = scan["facts"]
         if not scan["arch_word"]:
@@ -330,12 +375,25 @@ def _plan_module(plan: Plan, mod, flags: tuple, read: list[tuple], twins: set[st
         # a source another build of the arch family compiles alike is keyed as both build it
         key = AUDIT.key(subject=[digest, list(flags)], target=target, code=STANDINS)
         if canon is not None:
-            plain, key = key, AUDIT.key(subject=["twin", digest, canon, capacity_of(arch)], target=target,
-                                        code=STANDINS + (_CANONICALS.code or ()))
+            plain, key = (
+                key,
+                AUDIT.key(
+                    subject=["twin", digest, canon, capacity_of(arch)],
+                    target=target,
+                    code=STANDINS + (_CANONICALS.code or ()),
+                ),
+            )
             mod_places = mod_places or place_names(list(flags), gen_root)  # one module: one set of flags
             plan.places[key] = (mod_places, plain)
-        plan.work.append((mod, Source(path, flags, install.tree.include_root, plan.clang_arch), key,
-                          pch_preamble(scan["includes"]) if scan["includes"] else None, entry))
+        plan.work.append(
+            (
+                mod,
+                Source(path, flags, install.tree.include_root, plan.clang_arch),
+                key,
+                pch_preamble(scan["includes"]) if scan["includes"] else None,
+                entry,
+            )
+        )
 
 
 def _cut_shard(plan: Plan, shard: tuple[int, int] | None) -> None:
@@ -351,13 +409,24 @@ def _cut_shard(plan: Plan, shard: tuple[int, int] | None) -> None:
     plan.own = range(len(plan.sources) + plan.with_sm80)  # the units laid out here: each source, moe_sm80
     if shard is not None:
         weight = {id(e): max(1, plan.estimates.get(source.path, 1)) for _, source, _, _, e in plan.work}
-        plan.own = shard_of([weight.get(id(e), 0) for e in plan.sources] +
-                            ([kernel_count(plan.install, command_line_defines(plan.mflags))] if plan.with_sm80 else []),
-                            shard)
+        plan.own = shard_of(
+            [weight.get(id(e), 0) for e in plan.sources]
+            + ([kernel_count(plan.install, command_line_defines(plan.mflags))] if plan.with_sm80 else []),
+            shard,
+        )
         plan.work = [w for w in plan.work if plan.position[id(w[4])] in plan.own]
     plan.with_sm80 = plan.with_sm80 and len(plan.sources) in plan.own
 
 
-
-__all__ = ["BATCH_WEIGHT", "DEFAULT_WEIGHT", "KERNEL_WEIGHTS", "STANDINS", "Build", "Plan", "kernel_weight",
-           "plan_sources", "read_builds", "twin_digests"]
+__all__ = [
+    "BATCH_WEIGHT",
+    "DEFAULT_WEIGHT",
+    "KERNEL_WEIGHTS",
+    "STANDINS",
+    "Build",
+    "Plan",
+    "kernel_weight",
+    "plan_sources",
+    "read_builds",
+    "twin_digests",
+]

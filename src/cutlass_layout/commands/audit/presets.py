@@ -33,7 +33,7 @@ def _audit_source(origin: str) -> str | None:
         return m.group(1)
     for prefix in ("wheel ", "directory ", "installed "):
         if origin.startswith(prefix):
-            rest = origin[len(prefix):]
+            rest = origin[len(prefix) :]
             return None if prefix == "installed " and " " in rest else rest
     return None
 
@@ -93,8 +93,9 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
         key = (cfg.arch, appr.family)
         if key not in audits:
             try:
-                audits[key] = audit(install, cfg.arch, family=appr.family, cuda_path=cuda_path,
-                                    strict_family=False, cached_only=True)
+                audits[key] = audit(
+                    install, cfg.arch, family=appr.family, cuda_path=cuda_path, strict_family=False, cached_only=True
+                )
             except BadInput:
                 audits[key] = None
         res = audits[key]
@@ -102,15 +103,24 @@ def approximations(configs: list, tree, *, cuda_path=None) -> list:
         if res is None:
             continue
         try:
-            keep = tactic_filter(kernel=cfg.kernel, a=cfg.a, b=cfg.b, d=cfg.element_d,
-                                 tile="x".join(map(str, cfg.mnk)),
-                                 cluster="x".join(map(str, cfg.cluster)))
+            keep = tactic_filter(
+                kernel=cfg.kernel,
+                a=cfg.a,
+                b=cfg.b,
+                d=cfg.element_d,
+                tile="x".join(map(str, cfg.mnk)),
+                cluster="x".join(map(str, cfg.cluster)),
+            )
         except BadInput:  # a kind no tactic is named by
             continue
-        appr.tactics = [{k: getattr(t, k) for k in ("id", "verdict", "stages", "kernel_bytes",
-                                                    "headroom_bytes", "runtime_candidate")}
-                        for t in res.tactics
-                        if (t.family == appr.family if appr.family else t.family != MOE) and keep(t)]
+        appr.tactics = [
+            {
+                k: getattr(t, k)
+                for k in ("id", "verdict", "stages", "kernel_bytes", "headroom_bytes", "runtime_candidate")
+            }
+            for t in res.tactics
+            if (t.family == appr.family if appr.family else t.family != MOE) and keep(t)
+        ]
     return out
 
 

@@ -46,13 +46,18 @@ def lay_out_batch(sources: list[Source], provenance: dict, pch: tuple | None) ->
     cpu = time.process_time() - t0
     weights = [max(1, len(r.kernels)) for r in results]
     peak = mem["peak_rss_mb"]
-    return [{
-        "error": res.error, "lasting": res.lasting, "launcher_macros": res.launcher_macros,
-        "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()}
-                    for k, rep in res.kernels],
-        "cpu_seconds": round(cpu * w / sum(weights), 2), "seconds": res.seconds,
-        "peak_rss_mb": peak,
-    } for res, w in zip(results, weights)]
+    return [
+        {
+            "error": res.error,
+            "lasting": res.lasting,
+            "launcher_macros": res.launcher_macros,
+            "kernels": [{"found": {**asdict(k), "error": None}, "report": rep.to_dict()} for k, rep in res.kernels],
+            "cpu_seconds": round(cpu * w / sum(weights), 2),
+            "seconds": res.seconds,
+            "peak_rss_mb": peak,
+        }
+        for res, w in zip(results, weights)
+    ]
 
 
 def batches(items: list[tuple], jobs: int, estimates: dict) -> list[list[tuple]]:
@@ -94,7 +99,8 @@ def clean_payload(payload: dict) -> bool:
     may share: an error names the files of the build that met it)."""
     return payload.get("error") is None and all(
         (item["report"].get("error") if isinstance(item.get("report"), dict) else None) is None
-        for item in payload.get("kernels") or [])
+        for item in payload.get("kernels") or []
+    )
 
 
 def placed(payload: dict, places: list, *, back: bool, copy: bool = False) -> dict:
@@ -123,19 +129,30 @@ def _candidates(install, arch, flags, preamble, pch_key, use_cache, cached_only=
     """:func:`~cutlass_layout.installs.candidates.runtime_candidates` (also run in a worker process)."""
     from ...installs.candidates import runtime_candidates
 
-    return runtime_candidates(install, arch, flags, pch_preamble=preamble, pch_key=pch_key,
-                              use_cache=use_cache, cached_only=cached_only)
+    return runtime_candidates(
+        install, arch, flags, pch_preamble=preamble, pch_key=pch_key, use_cache=use_cache, cached_only=cached_only
+    )
 
 
 def reads(install, tgt, gen_root, tvm) -> list[Path]:
     """The folders a worker's task reads (checked on a Dask cluster's workers): the install,
     its CUTLASS tree, the CUDA headers, the generated sources, the TVM FFI headers."""
-    return [p for p in (install.root, install.tree.include_root, tgt.cuda.path, gen_root,
-                        tvm.include if tvm is not None else None) if p is not None]
+    return [
+        p
+        for p in (
+            install.root,
+            install.tree.include_root,
+            tgt.cuda.path,
+            gen_root,
+            tvm.include if tvm is not None else None,
+        )
+        if p is not None
+    ]
 
 
 # ---------------------------------------------------------------------------------------
 # the units of one audit
+
 
 def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     """``(results, todo)``: the payload of each source of ``plan.work`` the results cache has,
@@ -158,8 +175,7 @@ def cached_results(plan, use_cache: bool) -> tuple[dict, list]:
     return results, todo
 
 
-def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, executor, progress: bool,
-            cached_only: bool):
+def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, executor, progress: bool, cached_only: bool):
     """Lay out the sources of ``todo`` into ``results`` (and the results cache), counting into
     ``stats``; the runtime's candidate list (``plan.cand_args``: read beside them, or alone
     where nothing is parsed), returned (None where not read)."""
@@ -168,8 +184,9 @@ def lay_out(plan, todo: list, results: dict, stats: dict, stream, *, jobs, execu
         cand = _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress)
     elif plan.cand_args:
         install, arch, flags, preamble, pch_key, use_cache = plan.cand_args
-        cand = _candidates(install, arch, flags, preamble, pch_key, use_cache,
-                           cached_only=cached_only)  # says its parse as a step
+        cand = _candidates(
+            install, arch, flags, preamble, pch_key, use_cache, cached_only=cached_only
+        )  # says its parse as a step
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     return cand
 
@@ -180,9 +197,14 @@ def _lay_out_todo(plan, todo, results, stats, stream, jobs, executor, progress):
     from ...engine.schedule import Schedule
 
     stats["pch_seconds"] = 0.0
-    with Schedule(default_jobs(jobs, executor), executor=executor,
-                  reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
-                  label=audit_label(plan.arch, "laying out sources"), total=len(todo), progress=progress) as s:
+    with Schedule(
+        default_jobs(jobs, executor),
+        executor=executor,
+        reads=reads(plan.install, plan.tgt, plan.gen_root, plan.tvm),
+        label=audit_label(plan.arch, "laying out sources"),
+        total=len(todo),
+        progress=progress,
+    ) as s:
         units = _Units(plan, s, executor, todo, results, stats, stream)
         for (what, key), payload in s.results():
             units.done(what, key, payload)
@@ -220,10 +242,12 @@ class _Units:
         by_folder: dict = {}
         for item in items:  # one unit holds sources of one folder (quoted includes)
             by_folder.setdefault(item[0].path.parent, []).append(item)
-        for batch in (b for group in by_folder.values()
-                      for b in batches(group, self.schedule.jobs, self.plan.estimates)):
-            self.schedule.submit(("sources", [k for _, k in batch]), lay_out_batch, [s for s, _ in batch],
-                                 self.plan.prov, pch)
+        for batch in (
+            b for group in by_folder.values() for b in batches(group, self.schedule.jobs, self.plan.estimates)
+        ):
+            self.schedule.submit(
+                ("sources", [k for _, k in batch]), lay_out_batch, [s for s, _ in batch], self.plan.prov, pch
+            )
 
     def submit_candidates(self) -> None:
         self.schedule.submit(("candidates", None), _candidates, *self.plan.cand_args)
@@ -274,8 +298,9 @@ def lay_out_sm80(plan, ranked: list, stream, *, use_cache: bool, cached_only: bo
     its runtime guard), where it is laid out here; its notes (None where it is not)."""
     if not plan.with_sm80:
         return None
-    sm80 = audit_sm80_path(plan.install, plan.tgt, command_line_defines(plan.mflags), use_cache=use_cache,
-                           cached_only=cached_only)
+    sm80 = audit_sm80_path(
+        plan.install, plan.tgt, command_line_defines(plan.mflags), use_cache=use_cache, cached_only=cached_only
+    )
     if sm80 is None:  # cached_only, not cached: the rest of the audit stands
         return [f"{SM80_FAMILY}: not in the results cache (run the audit once to lay it out)"]
     for i, t in enumerate(sm80.tactics):

@@ -25,9 +25,29 @@ from .filters import kept_by
 _NAMES = KINDS["audit-names"]
 #: The :class:`~cutlass_layout.model.Tactic` fields :func:`~cutlass_layout.installs.naming.tactic_of` gives (all but the
 #: report and what the audit adds: the runtime candidate, the fix, the runtime guard).
-NAMED_FIELDS = ("family", "name", "a", "b", "out", "fusion", "swap_ab", "tile", "cluster", "kernel", "schedule",
-          "file", "line", "launcher", "launcher_file", "launcher_line", "mma_sms", "dynamic_cluster",
-          "epilogue_schedule", "mma_tile", "sm_version")
+NAMED_FIELDS = (
+    "family",
+    "name",
+    "a",
+    "b",
+    "out",
+    "fusion",
+    "swap_ab",
+    "tile",
+    "cluster",
+    "kernel",
+    "schedule",
+    "file",
+    "line",
+    "launcher",
+    "launcher_file",
+    "launcher_line",
+    "mma_sms",
+    "dynamic_cluster",
+    "epilogue_schedule",
+    "mma_tile",
+    "sm_version",
+)
 
 
 def over_so_far(arch: str, file: str, payload: dict, arch_fam: str) -> list[str]:
@@ -44,8 +64,10 @@ def over_so_far(arch: str, file: str, payload: dict, arch_fam: str) -> list[str]
             owner = re.sub(r"<.*", "<...>", re.sub(r"\(.*", "", k.get("owner") or ""))
             name = f"{owner}::{k['alias']}" if owner else k["alias"]
             size = (rep.get("kernel") or rep.get("storage") or {}).get("size")
-            out.append(f"audit {arch}: found: {file}:{k.get('line')} {name}: {size} B, "
-                       f"{-rep['headroom_bytes']} B over capacity")
+            out.append(
+                f"audit {arch}: found: {file}:{k.get('line')} {name}: {size} B, "
+                f"{-rep['headroom_bytes']} B over capacity"
+            )
     return out
 
 
@@ -53,23 +75,31 @@ def _kept(kernels: list[dict], arch_fam: str) -> list[tuple[int, None]]:
     """``(index, None)`` of each of a source's kernels that runs on ``arch_fam`` (an SM103
     build compiles SM100's kernels too; a kernel whose policy names no arch runs on the
     build's)."""
-    return [(j, None) for j, item in enumerate(kernels)
-            if (kernel_arch(item["found"]["spelling"]) or arch_fam) == arch_fam]
+    return [
+        (j, None) for j, item in enumerate(kernels) if (kernel_arch(item["found"]["spelling"]) or arch_fam) == arch_fam
+    ]
 
 
 def load_names(lines: list[list]) -> Callable:
     """The loader of remembered names: one list per source (whose kernels are found at
     ``lines[i]`` now) of ``[index, fields]`` of each kernel kept, ``fields`` as :data:`NAMED_FIELDS`
     (its ``line`` that of the kernel at ``index``); raises for anything else (a miss)."""
+
     def load(payload):
         if not (isinstance(payload, list) and len(payload) == len(lines)):
             raise ValueError("names of other sources")
         for per, found in zip(payload, lines):
             for j, fields in per:
-                if not (isinstance(j, int) and 0 <= j < len(found) and isinstance(fields, dict)
-                        and fields.keys() == set(NAMED_FIELDS) and fields["line"] == found[j]):
+                if not (
+                    isinstance(j, int)
+                    and 0 <= j < len(found)
+                    and isinstance(fields, dict)
+                    and fields.keys() == set(NAMED_FIELDS)
+                    and fields["line"] == found[j]
+                ):
                     raise ValueError("not names of these kernels")
         return payload
+
     return load
 
 
@@ -99,8 +129,9 @@ class Streamer:
         self.streamed.add(key)
         for j, _ in _kept(payload.get("kernels") or [], plan.arch_fam):
             item = payload["kernels"][j]
-            rep = replace(item.get("loaded") or LayoutReport.from_dict(item["report"]),
-                          provenance=Provenance(**plan.prov))
+            rep = replace(
+                item.get("loaded") or LayoutReport.from_dict(item["report"]), provenance=Provenance(**plan.prov)
+            )
             t = tactic_of(mod.name, source.path, plan.gen_root, found_from(item["found"]), rep, plan.install.root)
             if self.keeps is not None and self.keeps(t):  # (keeps: set with on_tactic)
                 self.on_tactic(plan.arch, t)
@@ -132,8 +163,10 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
     work, arch_fam = plan.work, plan.arch_fam
     ranked: list[tuple[list[int], Tactic]] = []  # (rank in the whole audit, tactic), before the filters
     origins: dict[int, tuple] = {}  # id(tactic) -> (source, preamble, found kernel)
-    names_key = _NAMES.key(subject=[[w[2] for w in work], [w[0].name for w in work]],
-                           target=[str(plan.gen_root), str(plan.install.root), arch_fam])
+    names_key = _NAMES.key(
+        subject=[[w[2] for w in work], [w[0].name for w in work]],
+        target=[str(plan.gen_root), str(plan.install.root), arch_fam],
+    )
     lines = [[item["found"]["line"] for item in results[w[2]]["kernels"]] for w in work]
     named = _NAMES.get(names_key, load_names(lines)) if use_cache else None
     made: list[list] = []
@@ -141,21 +174,27 @@ def name_tactics(plan, results: dict, cand, stream: Streamer, use_cache: bool) -
         for w, (mod, source, key, pre, entry) in enumerate(work):
             made.append([])
             kernels = results[key]["kernels"]
-            for j, fields in (named[w] if named is not None else _kept(kernels, arch_fam)):
+            for j, fields in named[w] if named is not None else _kept(kernels, arch_fam):
                 item = kernels[j]
                 k = found_from(item["found"])
                 rep = item.pop("loaded", None) or LayoutReport.from_dict(item["report"])
                 prov = Provenance(**plan.prov)
                 if fields is None:
-                    t = tactic_of(mod.name, source.path, plan.gen_root, k, replace(rep, provenance=prov),
-                                  plan.install.root)
+                    t = tactic_of(
+                        mod.name, source.path, plan.gen_root, k, replace(rep, provenance=prov), plan.install.root
+                    )
                     made[-1].append([j, {f: getattr(t, f) for f in NAMED_FIELDS}])
                 else:  # the report made once more, not twice: its provenance and config at once
                     t = Tactic(**fields, report=rep)
                     t.report = replace(rep, provenance=prov, config={"tactic": t.id, **t.identity()})
                 # a dense runner's list is its getConfigs; the MoE runners' the candidate lists
-                t.runtime_candidate = (_dense_candidate(plan, t, source, use_cache) if t.family in DENSE
-                                       else cand.get(t) if cand is not None else None)
+                t.runtime_candidate = (
+                    _dense_candidate(plan, t, source, use_cache)
+                    if t.family in DENSE
+                    else cand.get(t)
+                    if cand is not None
+                    else None
+                )
                 ranked.append(([plan.position[id(entry)], j], t))
                 origins[id(t)] = (source, pre, k)
                 stream.tactic(t, key)  # all from the cache: the tactics as they are made
