@@ -220,6 +220,7 @@ def _access(path: str) -> str:
 
 @pytest.mark.network
 @pytest.mark.nvcc
+@pytest.mark.slow  # a whole probe built and run by nvcc, of a read that is off by default
 def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
     """A block with ``params`` (:func:`~cutlass_layout.subjects.aliases.subject_block`) gives
     sizeof/alignof(GemmKernel::Params) and every TMA descriptor's offset in it, for an SM120

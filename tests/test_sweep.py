@@ -96,6 +96,7 @@ def test_section_a_json_schema(swept_a):
         "exact_fit",
         "error",
         "approximation",
+        "occupancy",
     }
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys
