@@ -66,31 +66,31 @@ def _matches(filter_string: str, name: str) -> bool:
     return True
 
 
-def exclude_list(res: AuditResult) -> ExcludeList:
+def exclude_list(result: AuditResult) -> ExcludeList:
     """The exclude list of an audit of CUTLASS's kernel library (module docstring): its kernels
     over capacity or not compiling.
 
     Raises:
-        BadInput: ``res`` is not an audit of CUTLASS's kernel library (a flashinfer install's
+        BadInput: ``result`` is not an audit of CUTLASS's kernel library (a flashinfer install's
             tactics are not the library's kernels: its blocklist is ``--blocklist``).
     """
-    prov = res.provenance or {}
+    prov = result.provenance or {}
     if prov.get("library") != "cutlass_library":
         raise BadInput(
             "--exclude-list writes CUTLASS_LIBRARY_EXCLUDE_KERNELS for CUTLASS's kernel library "
             "(nvidia-cutlass==VERSION, a CUTLASS checkout): for a flashinfer install, --blocklist"
         )
-    left = [t for t in res.tactics if t.verdict in LEFT_OUT]
+    left = [t for t in result.tactics if t.verdict in LEFT_OUT]
     names = list(dict.fromkeys(t.id for t in left))
     listed = set(names)
     also = {}
-    for t in res.tactics:
+    for t in result.tactics:
         if t.id not in listed:
             hit = next((n for n in names if _matches(n, t.id)), None)
             if hit is not None:
                 also[t.id] = hit
     counts = {v.value: sum(t.verdict == v for t in left) for v in LEFT_OUT}
-    return ExcludeList(names=names, text=cmake_script(res, names, also, counts), also_dropped=also, counts=counts)
+    return ExcludeList(names=names, text=cmake_script(result, names, also, counts), also_dropped=also, counts=counts)
 
 
 def cmake_script(res: AuditResult, names: list[str], also: dict[str, str], counts: dict[str, int]) -> str:
@@ -148,8 +148,8 @@ def check_exclude_path(path) -> Path:
     return path
 
 
-def write_exclude_list(res: AuditResult, path) -> ExcludeList:
-    """Write :func:`exclude_list` of ``res`` to ``path`` (a temporary file in its folder replaced
+def write_exclude_list(result: AuditResult, path) -> ExcludeList:
+    """Write :func:`exclude_list` of ``result`` to ``path`` (a temporary file in its folder replaced
     into place: :func:`~cutlass_layout.core.cache.write_atomic`); return it.
 
     Raises:
@@ -157,7 +157,7 @@ def write_exclude_list(res: AuditResult, path) -> ExcludeList:
     """
     from ..core.cache import write_atomic
 
-    el = exclude_list(res)
+    el = exclude_list(result)
     path = check_exclude_path(path)
     try:
         write_atomic(path, el.text.encode())
