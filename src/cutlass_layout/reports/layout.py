@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -125,6 +126,18 @@ def launch_text(rep: LayoutReport) -> str:
     return f"Launch size: {c.name} = {c.expression} = {c.value} B{where}"
 
 
+def shown_header(path: str) -> str:
+    """Where a header lies, as a report shows it: inside a flashinfer install from its
+    ``flashinfer/`` folder (``flashinfer/data/cccl/libcudacxx/include/cuda/__device/arch_traits.h``),
+    else from its include root (``cuda/__device/arch_traits.h``): no cache or site-packages path."""
+    parts = Path(path).parts
+    if "flashinfer" in parts and "data" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("flashinfer") :])
+    if "cuda" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("cuda") :])
+    return Path(path).name
+
+
 def occupancy_lines(rep: LayoutReport) -> list[str]:
     """A 3.x kernel's occupancy in full: the CTA count and its limiting factors, then each
     factor's sum (bytes, registers, threads) and where the per-SM limits come from; none for
@@ -149,7 +162,7 @@ def occupancy_lines(rep: LayoutReport) -> list[str]:
             f"  threads: {lim.max_threads_per_sm} per SM // {o.threads_per_block} per CTA "
             f"(MaxThreadsPerBlock) = {o.by_threads}",
             f"  blocks: {lim.max_blocks_per_sm} per SM",
-            f"  per-SM limits: cuda::arch_traits<arch_id::{lim.arch_id}>() ({lim.header})",
+            f"  per-SM limits: cuda::arch_traits<arch_id::{lim.arch_id}>() ({shown_header(lim.header)})",
         ]
     else:
         out += [
