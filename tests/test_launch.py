@@ -261,3 +261,14 @@ def test_params_size_and_descriptor_offsets_equal_nvcc(fi072, nvcc, tmp_path):
     )
     got = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
     assert got == want
+
+
+def test_the_per_sm_limits_line_names_the_header_inside_the_install():
+    """A report names CCCL's header from the install's own folder, never the cache's path."""
+    from cutlass_layout.reports.layout import shown_header
+
+    cached = (
+        "/home/u/.cache/cutlass-layout/trees/bfdc/flashinfer/data/cccl/libcudacxx/include/cuda/__device/arch_traits.h"
+    )
+    assert shown_header(cached) == "flashinfer/data/cccl/libcudacxx/include/cuda/__device/arch_traits.h"
+    assert shown_header("/usr/local/cuda/include/cccl/cuda/__device/arch_traits.h") == "cuda/__device/arch_traits.h"
