@@ -86,9 +86,14 @@ class Occupancy:
         by_registers: ``registers_per_sm // registers.per_cta`` (``None``: not declared).
         by_threads: ``max_threads_per_sm // threads_per_block``.
         by_blocks: ``max_blocks_per_sm``.
-        ctas_per_sm: the least of the known factors (``None`` without limits).
-        limited_by: the factors (:data:`FACTORS` names) equal to :attr:`ctas_per_sm`.
+        ctas_per_sm: the least of the factors (``None`` without limits, or without a declared
+            register split: then :attr:`at_most`).
+        limited_by: the factors (:data:`FACTORS` names) equal to that least.
         note: what is not known and why, or ``None``.
+        at_most: where the kernel declares no register split, the least of the other factors:
+            an upper bound only, since the registers ptxas gives each thread (not read here)
+            can lower it. On an H100, ``KernelTmaWarpSpecialized`` 64x64x64 (256 threads, 40 KiB)
+            is at most 6 by shared memory, and ptxas's 64 registers a thread make it 4.
     """
 
     threads_per_block: int
@@ -103,6 +108,7 @@ class Occupancy:
     ctas_per_sm: int | None = None
     limited_by: tuple[str, ...] = ()
     note: str | None = None
+    at_most: int | None = None
 
     @classmethod
     def of(
@@ -129,6 +135,9 @@ class Occupancy:
             "blocks": limits.max_blocks_per_sm,
         }
         least = min(v for v in by.values() if v is not None)
+        if registers is None:  # the registers are ptxas's choice: the least is a bound, not the count
+            why = "registers not declared: the count ptxas gives each thread can lower it"
+            note = why if note is None else f"{note}; {why}"
         return cls(
             threads,
             min_blocks,
@@ -139,9 +148,10 @@ class Occupancy:
             by["registers"],
             by["threads"],
             by["blocks"],
-            least,
+            None if registers is None else least,
             tuple(k for k in FACTORS if by[k] == least),
             note,
+            least if registers is None else None,
         )
 
     def to_dict(self) -> dict:
@@ -171,10 +181,14 @@ class Occupancy:
             d["ctas_per_sm"],
             tuple(d["limited_by"]),
             d["note"],
+            d.get("at_most"),
         )
 
     def one_line(self) -> str:
         """``1 CTA/SM (limited by shared_memory, registers)``, or why there is no count."""
+        if self.ctas_per_sm is None and self.at_most is not None:
+            s = "" if self.at_most == 1 else "s"
+            return f"at most {self.at_most} CTA{s}/SM (limited by {', '.join(self.limited_by)}; {self.note})"
         if self.ctas_per_sm is None:
             return f"CTAs/SM not known: {self.note}"
         s = "" if self.ctas_per_sm == 1 else "s"

@@ -173,10 +173,13 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
 
 def ctas_cell(x) -> str:
     """A tactic's CTAs per SM (:class:`~cutlass_layout.model.launch.Occupancy`): ``1`` (the
-    count), ``?`` where the per-SM limits were not found, ``-`` for a kernel without one."""
+    count), ``<=6`` (a bound: no register split declared), ``?`` where the per-SM limits were not
+    found, ``-`` for a kernel without one."""
     o = x.occupancy
     if o is None:
         return "-"
+    if o.at_most is not None:
+        return f"<={o.at_most}"
     return "?" if o.ctas_per_sm is None else str(o.ctas_per_sm)
 
 
