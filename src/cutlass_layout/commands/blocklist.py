@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import cast
 
+from ..core.files import output_path
 from ..errors import BadInput
 from ..model import AuditResult, Blocklist, BlocklistFormat, Tactic, Verdict
 
@@ -433,11 +434,7 @@ def check_blocklist_path(path) -> Path:
 
     Raises:
         BadInput: the folder does not exist."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInput(f"cannot write the blocklist {path}: no folder {folder}")
-    return path
+    return output_path(path, "blocklist")
 
 
 def write_blocklist(blocklist: Blocklist, path) -> Path:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.files import output_path
 from ..errors import BadInput
 from ..model import AuditResult
 from ..model.verdict import Verdict
@@ -141,11 +142,7 @@ def check_exclude_path(path) -> Path:
 
     Raises:
         BadInput: the folder does not exist."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BadInput(f"cannot write the exclude list {path}: no folder {folder}")
-    return path
+    return output_path(path, "exclude list")
 
 
 def write_exclude_list(result: AuditResult, path) -> ExcludeList:

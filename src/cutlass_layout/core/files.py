@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import BadInput
 
@@ -161,6 +162,19 @@ __all__ = [
     "read_text",
     "size_text",
 ]
+
+
+def output_path(path, what: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path` a command can write its ``what`` to (a blocklist, an
+    exclude list): its folder exists, checked before the work that fills it.
+
+    Raises:
+        BadInput: the folder does not exist (``cannot write the {what} {path}: no folder F``)."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BadInput(f"cannot write the {what} {path}: no folder {folder}")
+    return path
 
 
 def walk(top, *, enter=None, unreadable=None):
