@@ -1,7 +1,7 @@
 """Per-SM limits read from CCCL's ``cuda/__device/arch_traits.h``: ``cuda::arch_traits<arch_id>()``
 is a ``constexpr`` function, so a small translation unit of ``char[1 + value]`` aliases gives
-each field as the compiler evaluates it (the probe's way of reading constants), one parse per
-header and arch in a process.
+each field as the compiler evaluates it, read as the probe's constants are
+(:class:`~cutlass_layout.cpp.clang.ProbeUnit`), one parse per header and arch in a process.
 
 The header ships with CCCL 3.x (CUDA 13.1's ``include/cccl``, flashinfer's
 ``data/cccl/libcudacxx/include``); CUDA 13.0's toolkit has none.
@@ -12,9 +12,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-import clang.cindex as ci
-
 from ..model import PerSmLimits
+from .clang import ProbeUnit
 
 #: The header, relative to a CCCL include directory.
 HEADER = "cuda/__device/arch_traits.h"
@@ -53,25 +52,14 @@ def probe_text(arch_id: str) -> str:
 @lru_cache(maxsize=None)
 def _read(header: Path, mtime: float, arch_id: str) -> PerSmLimits | None:
     include = header.parents[2]  # <include>/cuda/__device/arch_traits.h
-    text = probe_text(arch_id)
-    tu = ci.Index.create().parse(
-        "cl_arch_traits.cpp",
-        args=["-x", "c++", "-std=c++17", "-isystem", str(include)],
-        unsaved_files=[("cl_arch_traits.cpp", text)],
-        options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES,
-    )
-    if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+    flags = ["-x", "c++", "-std=c++17", "-isystem", str(include)]
+    unit = ProbeUnit(probe_text(arch_id), flags, include, filename="cl_arch_traits.cpp")
+    if unit.errors():
         return None  # an arch the header does not know, or a header that does not compile alone
-    values: dict[str, int] = {}
-    for ns in tu.cursor.get_children():
-        if ns.kind == ci.CursorKind.NAMESPACE and ns.spelling == "cl_sm":
-            for c in ns.get_children():
-                t = c.underlying_typedef_type.get_canonical()
-                if t.kind == ci.TypeKind.CONSTANTARRAY:
-                    values[c.spelling] = t.get_size() - 1
-    if values.keys() != FIELDS.keys():
+    names = unit.aliases("cl_sm")
+    if names.keys() != FIELDS.keys():
         return None
-    return PerSmLimits(arch_id=arch_id, header=str(header), **values)
+    return PerSmLimits(arch_id=arch_id, header=str(header), **{a: ProbeUnit.int_alias(c) - 1 for a, c in names.items()})
 
 
 def per_sm_limits(header: Path, arch_id: str) -> PerSmLimits | None:
