@@ -130,30 +130,38 @@ def test_per_sm_limits_read_from_flashinfers_cccl(fi072):
 @pytest.mark.network
 @pytest.mark.nvcc
 def test_per_sm_limits_equal_nvcc(fi072, nvcc, tmp_path):
-    """The same translation unit compiled by nvcc: every field printed by the program."""
+    """The same translation units compiled by nvcc, one program for the four arches (each
+    arch's aliases in a namespace of its own; the header's include guard keeps the one
+    definition): every field printed by the program."""
     from cutlass_layout.cpp.arch_traits import FIELDS, find_header, per_sm_limits, probe_text
 
     header = find_header([_cccl(fi072)])
     assert header is not None
-    for arch in ("sm_90a", "sm_100a", "sm_120a", "sm_121a"):
-        src = tmp_path / f"{arch}.cu"
-        src.write_text(
-            probe_text(arch)
-            + "#include <cstdio>\nint main() {\n"
-            + "".join(f'  std::printf("%s %d\\n", "{a}", (int)sizeof(cl_sm::{a}) - 1);\n' for a in FIELDS)
-            + "}\n"
+    archs = ("sm_90a", "sm_100a", "sm_120a", "sm_121a")
+    src = tmp_path / "limits.cu"
+    src.write_text(
+        "".join(probe_text(arch).replace("namespace cl_sm {", f"namespace cl_sm_{arch} {{") for arch in archs)
+        + "#include <cstdio>\nint main() {\n"
+        + "".join(
+            f'  std::printf("%s %s %d\\n", "{arch}", "{a}", (int)sizeof(cl_sm_{arch}::{a}) - 1);\n'
+            for arch in archs
+            for a in FIELDS
         )
-        exe = tmp_path / arch
-        subprocess.run(
-            [nvcc, "-std=c++17", "-I", str(_cccl(fi072)), str(src), "-o", str(exe)], check=True, capture_output=True
-        )
-        out = dict(
-            line.split()
-            for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
-        )
+        + "}\n"
+    )
+    exe = tmp_path / "limits"
+    subprocess.run(
+        [nvcc, "-std=c++17", "-I", str(_cccl(fi072)), str(src), "-o", str(exe)], check=True, capture_output=True
+    )
+    out: dict = {}
+    for line in subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines():
+        arch, a, v = line.split()
+        out.setdefault(arch, {})[a] = int(v)
+    assert sorted(out) == sorted(archs)
+    for arch in archs:
         got = per_sm_limits(header, arch)
         assert got is not None
-        assert {a: getattr(got, a) for a in FIELDS} == {a: int(v) for a, v in out.items()}
+        assert {a: getattr(got, a) for a in FIELDS} == out[arch]
 
 
 @pytest.mark.network
