@@ -106,6 +106,7 @@ def test_audit_diff_of_a_family_one_side_builds(pair, capsys):
 
 
 @pytest.mark.network
+@pytest.mark.slow  # 0.6.8's MoE audit, cold: a second version (test_mini_audit_diff is the default tier's)
 def test_diff_068_072_audit():
     """0.6.8's generator emits 40 of the 88 SM120 MoE tactics of 0.7.2.post1 (N >= 128); none
     changes, and the FINALIZE, not swapped, 128x256 and 256x128 tactics are 102400 B, over
