@@ -27,6 +27,7 @@ import gc
 import multiprocessing as mp
 import os
 import signal
+import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, ThreadPoolExecutor, wait
@@ -64,6 +65,26 @@ def _worker_init() -> None:
     collect garbage (a parent forking inside :func:`gc_paused` has it off)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.enable()
+
+
+@contextmanager
+def ctrl_c_held():
+    """Ctrl-C (SIGINT) held back while the block runs, then raised (the handler that was in
+    place runs: ``KeyboardInterrupt`` by default). For forking: a ``KeyboardInterrupt``
+    raised inside fork's own handlers (logging's, run in the parent after each fork) is
+    printed as "Exception ignored" and lost, so a Ctrl-C at that moment was not seen at all.
+    In the main thread only (the one Python runs signal handlers in); elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if caught and callable(before):
+        before(signal.SIGINT, None)
 
 
 @contextmanager
@@ -194,12 +215,17 @@ class Pool:
         elif parallel and self.jobs > 1 and threads:
             self._pool = ThreadPoolExecutor(max_workers=self.jobs)
         elif parallel and self.jobs > 1 and "fork" in mp.get_all_start_methods():
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.jobs, mp_context=mp.get_context("fork"), initializer=_worker_init
-            )
-            # the first submits fork every worker now, while this process runs no other thread
-            for f in [self._pool.submit(os.getpid) for _ in range(self.jobs)]:
-                f.result()
+            try:
+                with ctrl_c_held():  # a Ctrl-C while forking is raised once the workers are there
+                    self._pool = ProcessPoolExecutor(
+                        max_workers=self.jobs, mp_context=mp.get_context("fork"), initializer=_worker_init
+                    )
+                    # the first submits fork every worker now, while this process runs no other thread
+                    for f in [self._pool.submit(os.getpid) for _ in range(self.jobs)]:
+                        f.result()
+            except BaseException:
+                self.close(stop=True)
+                raise
 
     @property
     def parallel(self) -> bool:
