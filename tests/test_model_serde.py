@@ -202,6 +202,8 @@ def _report_dict() -> dict:
         },
         "occupancy": None,
         "params": None,
+        "cluster": None,
+        "launch_findings": [],
         "fits": True,
         "headroom_bytes": 101376 - 82048,
         "exact_fit": False,
@@ -353,6 +355,8 @@ NUMBERS = {
     "runtime_candidate": True,
     "occupancy": None,
     "params": None,
+    "cluster_legality": None,
+    "launch_findings": [],
 }
 FIX = {
     "stages": 3,

@@ -16,7 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
-from .launch import Occupancy, ParamsLayout
+from .launch import ClusterLegality, Occupancy, ParamsLayout
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -291,6 +291,8 @@ class Tactic:
             "runtime_candidate": self.runtime_candidate,
             "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
             "params": None if n.params is None else n.params.to_dict(),
+            "cluster_legality": None if n.cluster is None else n.cluster.to_dict(),
+            "launch_findings": n.launch_findings,
         }
 
     stages = _number("stages", "The mainloop's pipeline stages.")
@@ -312,6 +314,16 @@ class Tactic:
         "params",
         "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
         "(sizeof(Params), its TMA descriptors' offsets), else None.",
+    )
+    cluster_legality = _number(
+        "cluster",
+        "A 3.x kernel's :class:`~cutlass_layout.model.launch.ClusterLegality` (its ClusterShape read from its "
+        "types, judged by its arch's rules), else None.",
+    )
+    launch_findings = _number(
+        "launch_findings",
+        "What keeps the kernel from launching beyond its shared memory, in words "
+        "(:attr:`~cutlass_layout.model.layout.KernelNumbers.launch_findings`): ``audit --checks launch`` fails on them.",
     )
     occupancy = _number(
         "occupancy",
@@ -377,7 +389,7 @@ class Tactic:
             head = None
         elif kb is not None:
             head = cap - kb
-        occ, params = d.get("occupancy"), d.get("params")
+        occ, params, cluster = d.get("occupancy"), d.get("params"), d.get("cluster_legality")
         return KernelNumbers(
             verdict_of(None, head),
             d["stages"],
@@ -389,6 +401,7 @@ class Tactic:
             stage_counts=d.get("stage_counts"),
             occupancy=None if occ is None else Occupancy.from_dict(occ),
             params=None if params is None else ParamsLayout.from_dict(params),
+            cluster=None if cluster is None else ClusterLegality.from_dict(cluster),
         )
 
 
@@ -429,6 +442,8 @@ TACTIC_NUMBERS = (
     "runtime_candidate",
     "occupancy",
     "params",
+    "cluster_legality",
+    "launch_findings",
 )
 
 

@@ -1,0 +1,112 @@
+"""Launch verdicts (issue 44, items 4 and 5): a 3.x kernel's cluster, read from its types
+(``ClusterShape``, ``AtomThrShapeMNK``) and judged by its arch's rules, and every launch
+finding as a verdict ``--check`` can fail on.
+
+Expected values are derived by hand from the rules' sources (each test says which) and from
+the fixture headers (``fixtures/headers/cluster_kernels.hpp``, a stand-in tree
+``fixtures/headers/cluster_tree``); none is the tool's output pasted back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cutlass_layout import layouts, target
+from cutlass_layout.model import ClusterLegality, Occupancy, PerSmLimits
+from cutlass_layout.model.launch import launch_findings, occupancy_findings
+from cutlass_layout.subjects.user_type import UserType
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers"
+HEADER = FIXTURES / "cluster_kernels.hpp"
+TREE = FIXTURES / "cluster_tree" / "include"
+
+
+@pytest.mark.parametrize(
+    "shape, mma, family, verdict",
+    [
+        # SM120 builders: static_assert(size(ClusterShape_MNK{}) == Int<1>{}) (sm120_mma_builder.inl)
+        ((1, 1, 1), None, "sm120", "legal"),
+        ((2, 1, 1), None, "sm120", "illegal"),
+        # CUDA programming guide, Thread Block Clusters: 8 CTAs portable, 16 with the opt-in
+        ((2, 4, 1), None, "sm90", "legal"),  # 8 CTAs
+        ((3, 3, 1), None, "sm90", "non_portable"),  # 9
+        ((4, 4, 1), None, "sm90", "non_portable"),  # 16
+        ((4, 8, 1), None, "sm90", "illegal"),  # 32
+        # sm100_common.inl: a 2-SM MMA's cluster M % 2 == 0
+        ((1, 2, 1), 2, "sm100", "illegal"),
+        ((2, 1, 1), 2, "sm100", "legal"),
+        ((1, 2, 1), 1, "sm100", "legal"),  # a 1-SM MMA: any M
+        ((4, 4, 1), 2, "sm100", "non_portable"),
+        ((None, None, 1), 2, "sm100", "run_time"),  # a dynamic cluster: can_implement's, at launch
+        ((2, 1, 1), None, None, "not_checked"),  # before SM90: no rule here
+    ],
+)
+def test_cluster_rules(shape, mma, family, verdict):
+    c = ClusterLegality.of(shape, mma, family)
+    assert c.verdict == verdict
+    assert bool(c.findings()) == (verdict in ("illegal", "non_portable"))
+    assert ClusterLegality.from_dict(c.to_dict()) == c
+
+
+def test_cluster_finding_words():
+    """3 x 3 x 1 = 9 CTAs on SM90: over the portable 8, under 16: "non-portable", not illegal."""
+    c = ClusterLegality.of((3, 3, 1), None, "sm90")
+    assert c.findings() == [
+        "cluster 3x3x1: 9 CTAs, over the portable 8: launches only with "
+        "cudaFuncAttributeNonPortableClusterSizeAllowed (non-portable)"
+    ]
+    assert ClusterLegality.of((2, 1, 1), None, "sm120").findings() == [
+        "cluster 2x1x1: SM120/SM121 take only 1x1x1 clusters"
+    ]
+
+
+#: SM120's per-SM limits as CCCL's arch_traits.h gives them (tests/test_launch.py derives them).
+SM120 = PerSmLimits("sm_120a", "arch_traits.h", 102400, 1024, 24, 1536, 65536)
+
+
+def test_zero_ctas_is_a_launch_finding():
+    """102400 B of dynamic shared memory: 102400 // (102400 + 1024) = 0 CTAs by shared memory;
+    93184 B: 102400 // 94208 = 1 (no finding). Without a register split the bound (at_most)
+    is what is 0."""
+    zero = Occupancy.of(384, 1, 102400, None, SM120)
+    assert zero.at_most == 0
+    assert occupancy_findings(zero) == ["0 CTAs/SM (limited by shared_memory): it cannot launch"]
+    assert occupancy_findings(Occupancy.of(384, 1, 93184, None, SM120)) == []
+    assert occupancy_findings(None) == []
+    c = ClusterLegality.of((2, 1, 1), None, "sm120")
+    assert launch_findings(zero, None, c) == [*occupancy_findings(zero), *c.findings()]
+
+
+#: (arch, type) -> (shape, mma_ctas, verdict), from the fixture's ClusterShape/AtomThrShapeMNK
+#: and the rules above.
+READ = {
+    ("sm120", "One"): ((1, 1, 1), None, "legal"),
+    ("sm120", "TwoByOne"): ((2, 1, 1), None, "illegal"),
+    ("sm120", "Dynamic"): ((None, None, 1), None, "run_time"),  # tuple<int, int, C<1>>
+    ("sm90", "TwoByOne"): ((2, 1, 1), None, "legal"),
+    ("sm90", "Sixteen"): ((4, 4, 1), None, "non_portable"),
+    ("sm90", "ThirtyTwo"): ((4, 8, 1), None, "illegal"),
+    ("sm100", "TwoSmOddM"): ((1, 2, 1), 2, "illegal"),
+    ("sm100", "TwoSmEvenM"): ((2, 1, 1), 2, "legal"),
+}
+
+
+def test_cluster_read_from_the_kernels_types(tmp_path, monkeypatch):
+    """The probe reads ClusterShape and AtomThrShapeMNK from the kernel type (no name is
+    parsed: the fixture's names say nothing of their clusters); a kernel with no ClusterShape
+    has no legality."""
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    tgt = target(str(TREE))
+    keys = list(READ)
+    reps = layouts(
+        [UserType(HEADER, f"clusters::{t}", a) for a, t in keys] + [UserType(HEADER, "clusters::NoCluster", "sm90")],
+        tgt,
+    )
+    for (arch, name), rep in zip(keys, reps[:-1], strict=True):
+        assert rep.error is None, rep.error
+        c = rep.cluster
+        assert c is not None and (c.shape, c.mma_ctas, c.verdict) == READ[arch, name], (arch, name)
+        assert rep.to_dict()["launch_findings"] == c.findings()
+    assert reps[-1].error is None and reps[-1].cluster is None
