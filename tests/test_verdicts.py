@@ -9,6 +9,7 @@ the fixture headers (``fixtures/headers/cluster_kernels.hpp``, a stand-in tree
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,84 @@ def test_cluster_read_from_the_kernels_types(tmp_path, monkeypatch):
         assert c is not None and (c.shape, c.mma_ctas, c.verdict) == READ[arch, name], (arch, name)
         assert rep.to_dict()["launch_findings"] == c.findings()
     assert reps[-1].error is None and reps[-1].cluster is None
+
+
+# ---------------------------------------------------------------------------------------
+# verdicts: audit --checks
+
+
+def _shard_with_an_illegal_cluster(mini, tmp_path, capsys) -> tuple[str, str]:
+    """The miniature install's audit as one shard's JSON (``--shard 1/1``), with one tactic the
+    runtime tries (one that fits) given a 2x1x1 cluster on SM120 (its kernels, stand-ins, have
+    none): what a real kernel with an illegal cluster would carry. Returns the file and the id."""
+    from cutlass_layout.cli import main
+
+    path = tmp_path / "shard.json"
+    assert main(["audit", str(mini), "--shard", "1/1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    t = next(t for t in doc["tactics"] if t["verdict"] == "fits" and t["runtime_candidate"])
+    t["cluster_legality"] = ClusterLegality.of((2, 1, 1), None, "sm120").to_dict()
+    t["launch_findings"] = ["cluster 2x1x1: SM120/SM121 take only 1x1x1 clusters"]  # as it reads back
+    path.write_text(json.dumps(doc))
+    return str(path), t["id"]
+
+
+@pytest.mark.mini_shared
+def test_checks_launch_fails_on_a_launch_finding(mini, tmp_path, capsys):
+    from cutlass_layout.cli import main
+
+    path, tid = _shard_with_an_illegal_cluster(mini, tmp_path, capsys)
+    # --checks launch: exit 1, one line per finding, then the summary
+    assert main(["audit", "--merge", path, "--checks", "launch"]) == 1
+    err = capsys.readouterr().err
+    want = f"launch check: {tid}: cluster 2x1x1: SM120/SM121 take only 1x1x1 clusters (tried by the runtime)"
+    assert want in err.splitlines()
+    assert "check failed: 1 tactic(s) cannot launch on sm120 (launch findings)" in err
+    assert "over the 101376 B capacity" not in err  # smem is not asked for
+    # --check alone (smem): today's meaning, the launch finding not named
+    assert main(["audit", "--merge", path, "--check"]) == 1  # the mini's FINALIZE 256x128 is over capacity
+    err = capsys.readouterr().err
+    assert "launch check:" not in err and "check: moe/CtaShape256x128x32B" in err
+    assert main(["audit", "--merge", path, "--checks", "smem,launch"]) == 1
+    err = capsys.readouterr().err
+    assert want in err.splitlines() and "check: moe/CtaShape256x128x32B" in err
+    # the JSON row, the GitHub annotation and the SARIF result carry it
+    assert main(["audit", "--merge", path, "--json"]) == 0
+    row = next(t for t in json.loads(capsys.readouterr().out)["tactics"] if t["id"] == tid)
+    assert row["launch_findings"] == ["cluster 2x1x1: SM120/SM121 take only 1x1x1 clusters"]
+    assert main(["audit", "--merge", path, "--format", "github"]) == 0
+    out = capsys.readouterr().out
+    assert any(
+        ln.startswith("::error ")
+        and f"title=cutlass-layout%3A launch%3A {tid}::" in ln  # GitHub escapes a title's colons
+        and ln.endswith(f"::{tid}: cannot launch on sm120: cluster 2x1x1: SM120/SM121 take only 1x1x1 clusters")
+        for ln in out.splitlines()
+    ), out
+    assert main(["audit", "--merge", path, "--format", "sarif"]) == 0
+    results = json.loads(capsys.readouterr().out)["runs"][0]["results"]
+    launch = [r for r in results if r["ruleId"] == "launch"]
+    assert len(launch) == 1 and launch[0]["level"] == "error"
+    assert launch[0]["properties"]["launch_findings"] == row["launch_findings"]
+
+
+@pytest.mark.mini_shared
+def test_checks_launch_passes_without_findings(mini, capsys):
+    """The miniature install's stand-in kernels declare no cluster, threads or Params: no
+    launch finding, so --checks launch passes where --check (smem) fails."""
+    from cutlass_layout.cli import main
+
+    assert main(["audit", str(mini), "--checks", "launch"]) == 0, capsys.readouterr().err
+    assert "launch check:" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["bogus", "smem,nope", ",", ""])
+def test_checks_takes_smem_and_launch_only(value, capsys):
+    from cutlass_layout.core.progress import is_progress_line
+    from cutlass_layout.cli import main
+
+    assert main(["audit", "/nowhere/at/all", "--checks", value]) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip() and not is_progress_line(ln)]
+    assert "Traceback" not in err and lines == [
+        f"error: --checks {value!r}: choose smem, launch (or both, comma-separated)"
+    ]

@@ -607,6 +607,13 @@ class AuditResult:
             if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False and t.runtime_guard is None
         ]
 
+    def launch_failures(self) -> list[Tactic]:
+        """What ``audit --checks launch`` fails on: tactics with a launch finding
+        (:attr:`Tactic.launch_findings`: 0 CTAs/SM, a misaligned TMA descriptor, ``Params`` over
+        the parameter limit, an illegal or non-portable cluster) that the runtime would try, or
+        may try (``runtime_candidate`` True or None)."""
+        return [t for t in self.tactics if t.launch_findings and t.runtime_candidate is not False]
+
     def source_summary(self) -> dict[str | None, dict]:
         """Per family (in the order of :attr:`sources`), the counts of its sources:
         ``{sources, skipped, instantiations, kernels, errors, without_kernel}``: all of them,
@@ -695,6 +702,11 @@ class AuditSet:
         """What ``audit --check`` fails on, arch by arch: ``(arch, tactic)`` for each of every
         result's :meth:`AuditResult.check_failures`, in the order of :attr:`results`."""
         return [(r.arch, t) for r in self.results for t in r.check_failures()]
+
+    def launch_failures(self) -> list[tuple[str, Tactic]]:
+        """What ``audit --checks launch`` fails on, arch by arch: ``(arch, tactic)`` for each of
+        every result's :meth:`AuditResult.launch_failures`."""
+        return [(r.arch, t) for r in self.results for t in r.launch_failures()]
 
     def to_dict(self) -> dict:
         """``audit --json`` of several arches: ``{"audits": [...]}``, each arch's one-arch
