@@ -259,6 +259,8 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         _show_layout(rep, fmt, depth, structs)
         for line in audit_report.fix_lines(t):  # what fits instead
             click.echo(f"- {line.strip()}" if fmt == "markdown" else line)
+    if t.params_note:  # Params asked for and not read: said, not left out silently
+        click.echo(f"note: {t.params_note}", err=True)
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 

@@ -222,6 +222,9 @@ class Tactic:
     mma_tile: list[int] | None = None
     sm_version: int | None = None
     runtime_guard: str | None = None
+    #: why :attr:`report` has no ``params`` where ``layout --tactic`` asked for them (not in
+    #: the JSON row: an audit reads no Params)
+    params_note: str | None = field(default=None, compare=False)
 
     @property
     def id(self) -> str:
