@@ -192,3 +192,70 @@ def test_checks_takes_smem_and_launch_only(value, capsys):
     assert "Traceback" not in err and lines == [
         f"error: --checks {value!r}: choose smem, launch (or both, comma-separated)"
     ]
+
+
+# ---------------------------------------------------------------------------------------
+# layout --tactic shows Params (issue 44's first "Done when")
+
+#: flashinfer 0.7.4's SM120 MoE FINALIZE tactic (NVFP4, 128x128x64B): the kernel of issue 44's
+#: flashinfer#4990 (384 threads, 93184 B of SharedStorage).
+FINALIZE = "moe/CtaShape128x128x64B/nvfp4xnvfp4/bf16/finalize"
+
+
+@pytest.mark.network
+@pytest.mark.slow  # a cold SM120 MoE audit of 0.7.4, then one probe more
+def test_layout_tactic_shows_occupancy_params_and_cluster(capsys):
+    """By hand from the headers of flashinfer 0.7.4:
+
+    * occupancy: tests/test_launch.py's derivation (102400 // (93184 + 1024) = 1 by shared
+      memory; 128 x 40 + 256 x 232 = 64512 registers, 65536 // 64512 = 1): 1 CTA/SM, limited by
+      shared memory and registers;
+    * Params: the mainloop (``sm120_blockscaled_mma_array_tma.hpp``, ``struct Params``) holds
+      ``tma_load_a``, ``tma_load_b``, ``tma_load_sfa``, ``tma_load_sfb``, the epilogue
+      (``sm90_epilogue_array_tma_warpspecialized.hpp``) ``tma_load_c`` and ``tma_store_d``: six
+      TiledCopy members, each a ``Copy_Traits<SM90_TMA_LOAD|STORE, ...>`` whose first member is
+      ``TmaDescriptor tma_desc_`` (``copy_traits_sm90_tma.hpp``), in that order; a
+      ``TmaDescriptor`` is ``CUtensorMap``, ``alignas(64)`` in CUDA's ``cuda.h``, so every
+      offset is a multiple of 64, and Params' alignment too; CUDA 13.0 >= 12.1: the limit is
+      32764 B;
+    * cluster: TensorRT-LLM's SM120 MoE launchers are built with ``Shape<_1, _1, _1>``, the
+      only cluster CUTLASS's SM120 builders take: legal."""
+    from cutlass_layout.cli import main
+
+    argv = ["layout", "--cutlass", "flashinfer-python==0.7.4", "--arch", "sm120", "--tactic", FINALIZE]
+    assert main([*argv, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["kernel"]["size"] == 93184
+    assert rep["occupancy"]["ctas_per_sm"] == 1 and rep["occupancy"]["limited_by"] == ["shared_memory", "registers"]
+    p = rep["params"]
+    assert p is not None and p["limit_bytes"] == 32764 and p["findings"] == []
+    paths = [d["path"].split(".")[0:2] for d in p["descriptors"]]
+    assert paths == [
+        ["mainloop", "tma_load_a"],
+        ["mainloop", "tma_load_b"],
+        ["mainloop", "tma_load_sfa"],
+        ["mainloop", "tma_load_sfb"],
+        ["epilogue", "tma_load_c"],
+        ["epilogue", "tma_store_d"],
+    ]
+    assert all(d["path"].endswith(".tma_desc_") and d["offset"] % 64 == 0 for d in p["descriptors"])
+    offsets = [d["offset"] for d in p["descriptors"]]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 6  # in declaration order, none shared
+    assert p["align"] % 64 == 0 and p["size"] % p["align"] == 0 and p["size"] > offsets[-1] + 128
+    assert rep["cluster"] == {
+        "shape": [1, 1, 1],
+        "mma_ctas": None,
+        "family": "sm120",
+        "verdict": "legal",
+        "reason": None,
+    }
+    assert rep["launch_findings"] == []
+    # the text: every line of it, the Params read from the cache now (a second run: no note)
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    assert "note: Params not read" not in cap.err
+    assert "Occupancy: 1 CTA/SM (limited by shared_memory, registers)" in cap.out
+    assert f"Params: sizeof {p['size']} B, align {p['align']}; kernel parameter limit 32764 B" in cap.out
+    for d in p["descriptors"]:
+        assert f"{d['offset']:>6}  {d['path']}" in cap.out
+    assert "Cluster: 1x1x1: legal on sm120" in cap.out
