@@ -202,6 +202,8 @@ def _report_dict() -> dict:
         },
         "occupancy": None,
         "params": None,
+        "cluster": None,
+        "launch_findings": [],
         "fits": True,
         "headroom_bytes": 101376 - 82048,
         "exact_fit": False,
@@ -353,6 +355,8 @@ NUMBERS = {
     "runtime_candidate": True,
     "occupancy": None,
     "params": None,
+    "cluster_legality": None,
+    "launch_findings": [],
 }
 FIX = {
     "stages": 3,
@@ -598,6 +602,7 @@ def test_a_sweep_result_as_json():
                 "max_stages_kernel_bytes": 79872,
                 "stage_search": {"status": "found", "reason": None},
                 "occupancy": None,
+                "launch_findings": [],
                 "error": None,
                 "exact_fit": False,
                 "approximation": None,
@@ -615,6 +620,7 @@ def test_a_sweep_result_as_json():
                 "max_stages_kernel_bytes": None,
                 "stage_search": {"status": "could not run", "reason": "why"},
                 "occupancy": None,
+                "launch_findings": [],
                 "error": {"kind": "error", "message": "no", "file": None, "line": None},
                 "exact_fit": None,
                 "approximation": None,

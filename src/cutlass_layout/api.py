@@ -613,7 +613,10 @@ def tactic(
         source, arch, cuda_path, use_cache, progress: as for :func:`audit`.
 
     Returns:
-        The :class:`Tactic` (its ``report`` is a :class:`LayoutReport`, bytes).
+        The :class:`Tactic` (its ``report`` is a :class:`LayoutReport`, bytes). A flashinfer
+        tactic's report has its kernel's ``params`` (``sizeof(Params)``, TMA descriptor
+        offsets: read for this tactic alone, one probe, cached apart from the audit's layouts),
+        or its ``params_note`` says why not.
 
     Raises:
         BadInput: as :func:`audit`; no tactic matches, or several do (up to eight listed).
@@ -647,9 +650,12 @@ def tactic(
             use_cache=use_cache,
             progress=progress,
             strict_family=False,
+            params_for=id,
         )
         if found is not None and family is not None and family not in found.families:  # not a family name
-            found = _audit.audit(source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress)
+            found = _audit.audit(
+                source, arch, cuda_path=cuda_path, use_cache=use_cache, progress=progress, params_for=id
+            )
         assert found is not None  # None: only for cached_only
         res = found
     return _audit.find_tactic(res, id)

@@ -22,6 +22,8 @@ from .errors import INTERNAL_ERROR_EXIT, BadInput, CutlassLayoutError, Interrupt
 from .options import (
     CONFIG_FLAGS,
     audit_check_fails,
+    checks_option,
+    parse_checks,
     check_jobs_flag,
     check_plot_flag,
     in_flag_words,
@@ -257,6 +259,8 @@ def _layout_tactic(tactic, src, cuda_path, arch, fmt, check, depth, structs, plo
         _show_layout(rep, fmt, depth, structs)
         for line in audit_report.fix_lines(t):  # what fits instead
             click.echo(f"- {line.strip()}" if fmt == "markdown" else line)
+    if t.params_note:  # Params asked for and not read: said, not left out silently
+        click.echo(f"note: {t.params_note}", err=True)
     if plot_file and rep.error is None:
         from .reports.plot import plot_layout
 
@@ -598,6 +602,7 @@ def scan_cmd(path, cutlass_src, as_json, grep, file_only, line_offset):
 @click.option(
     "--check", is_flag=True, help="Exit 1 when a tactic the runtime tries is over capacity, or a filter keeps none."
 )
+@checks_option
 @click.option(
     "--blocklist", "blocklist_file", default=None, metavar="FILE", help="Also write flashinfer's tactics blocklist."
 )
@@ -622,6 +627,7 @@ def audit_cmd(
     fmt,
     as_json,
     check,
+    checks_text,
     blocklist_file,
     exclude_list_file,
     verify,
@@ -655,6 +661,7 @@ def audit_cmd(
     Full reference: docs/commands/audit.md
     """
     fmt = output_format(fmt, ("text", "markdown", "json", "github", "jsonl", "sarif"), as_json)
+    check = parse_checks(checks_text) if check or checks_text is not None else frozenset()
     if merge:
         merge_takes_no_more()
         res = api.merge_audits(src)
@@ -729,7 +736,7 @@ def audit_cmd(
             **filters,
         )
     except Interrupted as exc:  # Ctrl-C after an arch was done: what is done, then exit 130
-        _print_audits(exc.partial, True, fmt, typed_in_bytes(filters.get("tile")), False)
+        _print_audits(exc.partial, True, fmt, typed_in_bytes(filters.get("tile")), frozenset())
         raise
     KEPT.append(res)  # freed by no one when the console entry point ends the process
     results = res.results if several else [res]
@@ -753,7 +760,9 @@ def audit_cmd(
     )
 
 
-def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, checked=(), after=None) -> None:
+def _print_audits(
+    res, several: bool, fmt: str, tile_bytes: bool, check: frozenset[str], checked=(), after=None
+) -> None:
     """An audit's report (each arch's), its notes on stderr, then ``after()`` (the blocklist),
     nvcc's lines (``checked``) and ``--check``'s; exits 4 when nvcc disagrees, 1 when a check
     fails or ``after()`` returns True (the blocklist leaves out a tactic ``--check`` fails on)."""
@@ -786,7 +795,7 @@ def _print_audits(res, several: bool, fmt: str, tile_bytes: bool, check: bool, c
         for one, check_ in zip(results, checked):
             for line in check_.lines():
                 click.echo(f"{one.arch}: {line}" if several else line, err=fmt in ("github", "sarif"))
-    failed = [one.arch for one in results if audit_check_fails(one, several)] if check else []
+    failed = [one.arch for one in results if audit_check_fails(one, several, check)] if check else []
     if any(not c.agree for c in checked):
         sys.exit(4)
     if failed or incomplete:  # every arch's lines said, then exit 1 if any arch fails

@@ -350,7 +350,7 @@ def tactic_takes_no_more() -> None:
 
 
 #: What ``audit --merge`` honours besides the files: how the result is shown and checked.
-MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check"}
+MERGE_TAKES = {"src", "merge", "fmt", "as_json", "check", "checks_text"}
 
 
 def merge_takes_no_more() -> None:
@@ -364,7 +364,7 @@ def merge_takes_no_more() -> None:
     if flag is not None:
         raise BadInput(
             f"--merge joins the shards' JSON as they were laid out: {flag} does not go with it (it "
-            "takes the files, --format/--json and --check; give the audit's own flags to each shard)"
+            "takes the files, --format/--json, --check and --checks; give the audit's own flags to each shard)"
         )
 
 
@@ -396,12 +396,63 @@ def typed_in_bytes(tiles) -> bool:
 _SHAPE_WORD = re.compile(r"^\d+x\d+x\d+B?$", re.I)
 
 
-def audit_check_fails(res, name_arch: bool = False) -> bool:
+#: What ``audit --checks`` takes: ``smem`` (a tactic over capacity: ``--check``'s meaning alone)
+#: and ``launch`` (a launch finding: :meth:`~cutlass_layout.model.AuditResult.launch_failures`).
+CHECKS = ("smem", "launch")
+
+
+def checks_option(f):
+    """``--checks LIST``: what ``--check`` fails on (implies ``--check``)."""
+    return click.option(
+        "--checks",
+        "checks_text",
+        default=None,
+        metavar="LIST",
+        help="What --check fails on, comma-separated: smem (the default), launch. Implies --check.",
+    )(f)
+
+
+def parse_checks(text: str | None) -> frozenset[str]:
+    """The checks ``--checks`` names (``smem,launch``); ``smem`` where it is not given.
+
+    Raises:
+        BadInput: an empty list, or a name not in :data:`CHECKS`.
+    """
+    if text is None:
+        return frozenset({"smem"})
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    bad = [w for w in names if w not in CHECKS]
+    if bad or not names:
+        raise BadInput(f"--checks {text!r}: choose smem, launch (or both, comma-separated)")
+    return frozenset(names)
+
+
+def launch_check_fails(res, name_arch: bool = False) -> bool:
+    """``audit --checks launch`` of one arch's audit: whether a tactic the runtime would try
+    (or may try) has a launch finding (:meth:`~cutlass_layout.model.AuditResult.launch_failures`);
+    says each finding on stderr, one line each (``launch check: <id>: <finding>``), then a
+    summary."""
+    failing = res.launch_failures()
+    arch = f"{res.arch}: " if name_arch else ""
+    for t in failing:
+        tried = "tried by the runtime" if t.runtime_candidate else "the runtime may try it: its list could not be read"
+        if res.provenance.get("library") == "cutlass_library":
+            tried = "kept by the library's generator"
+        for finding in t.launch_findings:
+            click.echo(f"launch check: {arch}{t.id}: {finding} ({tried})", err=True)
+    if failing:
+        click.echo(f"check failed: {len(failing)} tactic(s) cannot launch on {res.arch} (launch findings)", err=True)
+    return bool(failing)
+
+
+def audit_check_fails(res, name_arch: bool = False, checks: frozenset[str] = frozenset({"smem"})) -> bool:
     """``audit --check`` of one arch's audit: whether a tactic the runtime would try (or may
-    try, where its list cannot be read) is over capacity, or a filter matched nothing (so what
-    was asked for was not checked); says why on stderr, one line per tactic (after the arch,
-    with ``name_arch``: an audit of several), then a summary."""
-    over = res.check_failures()
+    try, where its list cannot be read) is over capacity (``smem`` in ``checks``, the default),
+    has a launch finding (``launch`` in ``checks``: :func:`launch_check_fails`), or a filter
+    matched nothing (so what was asked for was not checked); says why on stderr, one line per
+    tactic (after the arch, with ``name_arch``: an audit of several), then a summary."""
+    launch = launch_check_fails(res, name_arch) if "launch" in checks else False
+    over = res.check_failures() if "smem" in checks else []
     library = res.provenance.get("library") == "cutlass_library"
     arch = f"{res.arch}: " if name_arch else ""
     for t in over:
@@ -420,13 +471,13 @@ def audit_check_fails(res, name_arch: bool = False) -> bool:
     if over:
         what = "kernel(s) the library's generator keeps" if library else "tactic(s) the runtime would try"
         click.echo(f"check failed: {len(over)} {what} are over capacity on {res.arch}", err=True)
-    elif res.unmatched:
+    elif res.unmatched and not launch:
         click.echo(
             f"check failed: {len(res.unmatched)} filter(s) matched no tactic"
             f"{f' on {res.arch}' if name_arch else ''}, so nothing they ask for was checked",
             err=True,
         )
-    return bool(over or res.unmatched)
+    return bool(over or res.unmatched or launch)
 
 
 def usage_hint(exc: click.ClickException) -> str:

@@ -472,6 +472,7 @@ def sweep_record(cfg: Config, rep, search: StageSearcher) -> SweepRecord:
         max_stages_kernel_bytes=mx_bytes,
         stage_search=search.status(),
         occupancy=n.occupancy,
+        launch_findings=n.launch_findings,
         error=n.error,
         kernel_layout=rep.kernel if n.error is None else None,
         arch_from_tag=rep.config.get("arch") if rep.config.get("arch_from") == "tag" else None,

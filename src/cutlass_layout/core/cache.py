@@ -584,6 +584,9 @@ KINDS = kinds_by_name(
         ("commands/audit/tactics.py", "installs/naming.py", *_KERNELS, "model/audit.py", "cpp/arguments.py"),
     ),
     Kind("fixes", 1, ("installs/fixes.py", *_KERNELS, *_TEXT, "model/audit.py", *_ENGINE)),
+    # layout --tactic's Params: one tactic laid out again with its Params read (never an audit's:
+    # an audit's layouts have none, and this kind holds only those read)
+    Kind("tactic-params", 1, ("installs/fixes.py", "commands/audit/fixes.py", *_KERNELS, *_TEXT, *_ENGINE)),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

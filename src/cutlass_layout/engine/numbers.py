@@ -19,6 +19,7 @@ from ..cpp import arch_traits
 from ..cpp.clang import ProbeUnit
 from ..model import (
     BuilderBudget,
+    ClusterLegality,
     CompileError,
     Constant,
     DescriptorAt,
@@ -145,7 +146,29 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
     if v["subject_kind"] == "kernel" and v["kernel"] is not None:
         v["occupancy"] = occupancy(unit, names, v["config"].get("arch"), v["kernel"].size)
         v["params"] = params_layout(unit, names)
+        v["cluster"] = cluster_legality(names, v["config"].get("arch"), unit.gpu_arch())
     return v
+
+
+def cluster_legality(names: dict, arch: str | None, gpu: str | None = None) -> ClusterLegality | None:
+    """A 3.x kernel's :class:`ClusterLegality`: its ``ClusterShape`` and ``AtomThrShapeMNK`` M
+    read through the block's aliases (:data:`~cutlass_layout.subjects.aliases.CLUSTER_ALIASES`:
+    ``char[3 + N]`` static, ``char[2]`` a run-time extent), judged by the rules of ``arch``'s
+    family (else the family of ``gpu``, the arch the unit is parsed for: ``sm_120a``; an audit's
+    tactics name none). None where the kernel declares no ``ClusterShape`` (or the block has no
+    such alias)."""
+    dims = [_optional_int(names, a) for a in ("ClusterM", "ClusterN", "ClusterK")]
+    if any(d is None or d < 2 for d in dims):
+        return None
+    shape = tuple(None if d == 2 else d - 3 for d in dims)  # type: ignore[operator]  # ints (checked)
+    mma = _optional_int(names, "MmaCtas")
+    if arch in archs.ARCHS:
+        family = archs.ARCHS[arch].family
+    else:
+        m = re.match(r"sm_(\d+)", gpu or "")  # sm_120a, sm_100f: the compute capability
+        tagged = archs.from_cc(int(m.group(1))) if m else None
+        family = tagged.family if tagged is not None else None
+    return ClusterLegality.of(shape, None if mma is None or mma < 3 else mma - 3, family)
 
 
 #: A TMA descriptor's type as a member writes it (``TmaDescriptor``, ``cute::TmaDescriptor``,

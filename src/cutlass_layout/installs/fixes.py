@@ -162,13 +162,16 @@ template <class B, long long N> constexpr long long carveout_for() {{
 """
 
 
-def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> tuple[str, str] | None:
+def fix_macro(
+    name: str, params: str, body: str, capacity: str, family: str, with_params: bool = False
+) -> tuple[str, str] | None:
     """``(macro name, its #define lines)``: launcher macro ``name`` (``params``, ``body``) with
     its mainloop builder's stage count a first parameter ``CL_STAGES``, cut after its kernel
     alias with the engine's in-place probe after it and the builder's budget
     (:func:`fix_header`) as aliases ``cl_k<i>_Fix*`` (``char[2 + value]``): ``FixReduced``,
     ``FixStageBytes1000``, ``FixCarveout`` (for ``CL_STAGES``) and ``FixGiven`` (the carve-out
-    the launcher gives); None when the body has no mainloop builder."""
+    the launcher gives); None when the body has no mainloop builder. ``with_params``: the probe
+    completes the kernel's ``Params`` too (:func:`lay_out_again`; another macro name)."""
     from ..cpp.text import KERNEL_ALIAS_RE, mainloop_builder, trimmed_macro, with_stage_count
     from ..cpp.brackets import blank_comments
     from .preludes import in_place_probe
@@ -181,10 +184,12 @@ def fix_macro(name: str, params: str, body: str, capacity: str, family: str) -> 
     (b0, _), (s, e) = found
     shift = len(fixed) - len(body)
     builder = " ".join(blank_comments(fixed[b0 : found[0][1] + shift]).split())
-    digest = hashlib.sha256(f"{name}({params}){body}".encode()).hexdigest()[:12].upper()
+    digest = (
+        hashlib.sha256(f"{name}({params}){body}{'+params' if with_params else ''}".encode()).hexdigest()[:12].upper()
+    )
     new = f"{MACRO_PREFIX}{digest}"
     last = len(KERNEL_ALIAS_RE.findall(blank_comments(fixed))) - 1
-    place = in_place_probe(capacity)
+    place = in_place_probe(capacity, params=with_params)
 
     def probe(i: int, alias: str, in_class: bool) -> str:
         text = place(i, alias, in_class)
@@ -226,10 +231,11 @@ class Want:
     cache_key: str | None = None
 
 
-def fix_key(want: Want, target: list) -> str:
+def fix_key(want: Want, target: list, kind: str = "fixes") -> str:
     """The results-cache key of ``want``'s fix: the source's text, its flags, the invocation,
     the launcher file's text, the tactic's stage count, ``target`` (install, tree, libclang,
-    CUDA) and this code with the engine's (the cache kind ``fixes``' row)."""
+    CUDA) and this code with the engine's (the cache kind ``kind``'s row: ``fixes``, or
+    ``tactic-params`` for :func:`lay_out_again`'s Params)."""
     from ..core.cache import KINDS
 
     def digest(path) -> str:
@@ -238,7 +244,7 @@ def fix_key(want: Want, target: list) -> str:
         except OSError:
             return ""
 
-    return KINDS["fixes"].key(
+    return KINDS[kind].key(
         subject=[
             digest(want.source.path),
             list(want.source.flags),
@@ -322,11 +328,14 @@ def search_fixes(wants: list[Want], provenance: Provenance, pch, family: str, ca
     return fixes
 
 
-def _plans(wants: list[Want], family: str, capacity: str) -> tuple[list[Fix], list[tuple], dict[str, str]]:
+def _plans(
+    wants: list[Want], family: str, capacity: str, with_params: bool = False
+) -> tuple[list[Fix], list[tuple], dict[str, str]]:
     """``(fixes, plans, texts)``: a :class:`~cutlass_layout.model.Fix` per want (with its
     ``error``, or ``fewest_stages`` where nothing below its stage count compiles, for a want
     not searched), ``(want index, (fixed macro name, its definition), namespaces)`` of each
-    want to search, and the sources' texts read (by path)."""
+    want to search, and the sources' texts read (by path). ``with_params``: the macros of
+    :func:`lay_out_again` (every want planned, whatever its stage count)."""
     from ..core.files import read_text
     from ..cpp.declarations import enclosing_namespaces
     from ..errors import BadInput
@@ -340,10 +349,10 @@ def _plans(wants: list[Want], family: str, capacity: str) -> tuple[list[Fix], li
         if w.report.stages is None:
             fixes[i].error = "the tactic's stage count is not known: nothing to search below it"
             continue
-        if w.report.stages <= MIN_STAGES:  # nothing below it compiles: none fits
+        if w.report.stages <= MIN_STAGES and not with_params:  # nothing below it compiles: none fits
             fixes[i].fewest_stages = MIN_STAGES
             continue
-        made = _fixed_macro(w, macros, capacity, family)
+        made = _fixed_macro(w, macros, capacity, family, with_params)
         if made[0] == "error":
             fixes[i].error = made[1]
             continue
@@ -363,12 +372,14 @@ def _plans(wants: list[Want], family: str, capacity: str) -> tuple[list[Fix], li
     return fixes, plans, texts
 
 
-def _fixed_macro(w: Want, macros: dict[tuple, tuple], capacity: str, family: str) -> tuple[str, str]:
+def _fixed_macro(
+    w: Want, macros: dict[tuple, tuple], capacity: str, family: str, with_params: bool = False
+) -> tuple[str, str]:
     """:func:`fix_macro` of ``w``'s launcher macro (read once per file, macro and line, in
     ``macros``), or ``("error", why)``."""
     from ..cpp.macros import macro_definition
 
-    mkey = (w.launcher_file, w.macro[0], w.launcher_line)
+    mkey = (w.launcher_file, w.macro[0], w.launcher_line, with_params)
     if mkey not in macros:
         try:
             text = Path(w.launcher_file).read_text(errors="replace")
@@ -377,7 +388,7 @@ def _fixed_macro(w: Want, macros: dict[tuple, tuple], capacity: str, family: str
             macros[mkey] = ("error", f"cannot read {w.launcher_file}: {exc.strerror or exc}")
         if text is not None:
             found = macro_definition(text, w.macro[0], near_line=w.launcher_line)
-            made = fix_macro(w.macro[0], found[0], found[1], capacity, family) if found else None
+            made = fix_macro(w.macro[0], found[0], found[1], capacity, family, with_params) if found else None
             macros[mkey] = made or (
                 "error",
                 f"{w.macro[0]} names no mainloop CollectiveBuilder whose stage count could be replaced",
@@ -450,6 +461,32 @@ def _fix_batch(
 
     batch = Batch(head=head, parse=parse, block=block, read=read, failed=failed, where=f"source {first.path}")
     return batch, extras
+
+
+def lay_out_again(wants: list[Want], provenance: Provenance, pch, family: str, capacity: str) -> list:
+    """Each of ``wants``' kernels laid out again at its own stage count S, its ``Params``
+    completed (``layout --tactic``'s :attr:`~cutlass_layout.model.LayoutReport.params`: one
+    probe per tactic, never part of an audit): its launcher macro as the fix search writes it
+    (:func:`fix_macro`, ``with_params``) invoked with ``StageCount<S>``, through the engine's
+    one layout loop. One entry per want: its :class:`~cutlass_layout.model.LayoutReport`, or
+    why there is none (a str: the launcher cannot be re-invoked). The caller checks that the
+    kernel is the tactic's (its SharedStorage and stages equal the tactic's) before taking
+    anything from it: ``StageCount<S>`` in place of the launcher's own stage-count argument
+    builds the same collective only where the builder chose S itself."""
+    from ..engine.loop import lay_out
+
+    fixes, plans, texts = _plans(wants, family, capacity, with_params=True)
+    out: list = [f.error or "not laid out again" for f in fixes]
+    if not plans:
+        return out
+    if callable(pch):
+        pch = pch()
+    hpath = _write_fix_header(family, plans)
+    batch, _ = _fix_batch(wants, plans, texts, provenance, pch, hpath)
+    cands = [_Candidate(i, _stages(wants[i]), made[0], list(wants[i].macro[1]), ns) for i, made, ns in plans]
+    for c, rep in zip(cands, lay_out(batch, cands)):
+        out[c.want] = rep
+    return out
 
 
 def _search(batch, wants: list[Want], fixes: list[Fix], plans: list[tuple]) -> dict | None:
@@ -600,4 +637,4 @@ def _probe_names(unit, namespace: str) -> dict:
     return out
 
 
-__all__ = ["FORMULAS", "Want", "fix_header", "fix_key", "fix_macro", "search_fixes", "uncounted"]
+__all__ = ["FORMULAS", "Want", "fix_header", "fix_key", "fix_macro", "lay_out_again", "search_fixes", "uncounted"]

@@ -113,13 +113,14 @@ def _read_text(path: str, memo: dict) -> str:
     return memo[path]
 
 
-def in_place_probe(capacity: str):
+def in_place_probe(capacity: str, params: bool = False):
     """The ``probe`` argument of :func:`~cutlass_layout.cpp.text.trimmed_macro`: a probe block
     (:func:`cutlass_layout.subjects.aliases.subject_block`) after the ``i``-th kernel alias, its names
-    prefixed ``cl_k<i>_``."""
+    prefixed ``cl_k<i>_``; ``params``: with the kernel's ``Params`` completed (one tactic's
+    ``layout --tactic``; off in audits, as ``subject_block`` says why)."""
 
     def block(i: int, alias: str, in_class: bool) -> str:
-        return aliases.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class)
+        return aliases.subject_block(alias, capacity, prefix=f"{PROBE_PREFIX}{i}_", member=in_class, params=params)
 
     return block
 

@@ -7,7 +7,7 @@ one module per result family:
   :class:`CompileError`, :class:`Provenance`, and one config's answer, :class:`LayoutReport`
   (with, for a preset, its :class:`Approximation`), flat as :class:`KernelNumbers`;
 * :mod:`.launch`, launch limits: :class:`PerSmLimits`, :class:`RegisterSplit`, :class:`Occupancy`,
-  :class:`DescriptorAt`, :class:`ParamsLayout`;
+  :class:`DescriptorAt`, :class:`ParamsLayout`, :class:`ClusterLegality`;
 * :mod:`.scan`, scans (tree-sitter, declarations as written): :class:`Scope`, :class:`Field`,
   :class:`Struct`, :class:`ScanConstant`, :class:`Diagnostic`, :class:`ScanResult`;
 * :mod:`.sweep`, sweeps: :class:`StageSearch`, :class:`SweepRecord`, :class:`SweepResult`;
@@ -64,6 +64,7 @@ from .diff import (
     TmaValues,
 )
 from .launch import (
+    ClusterLegality,
     DescriptorAt,
     Occupancy,
     ParamsLayout,
@@ -155,6 +156,7 @@ __all__ = [
     "NumericRecord",
     "NumericRow",
     "Occupancy",
+    "ClusterLegality",
     "ParamsLayout",
     "PerSmLimits",
     "Provenance",

@@ -16,7 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
-from .launch import Occupancy, ParamsLayout
+from .launch import ClusterLegality, Occupancy, ParamsLayout
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -222,6 +222,9 @@ class Tactic:
     mma_tile: list[int] | None = None
     sm_version: int | None = None
     runtime_guard: str | None = None
+    #: why :attr:`report` has no ``params`` where ``layout --tactic`` asked for them (not in
+    #: the JSON row: an audit reads no Params)
+    params_note: str | None = field(default=None, compare=False)
 
     @property
     def id(self) -> str:
@@ -291,6 +294,8 @@ class Tactic:
             "runtime_candidate": self.runtime_candidate,
             "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
             "params": None if n.params is None else n.params.to_dict(),
+            "cluster_legality": None if n.cluster is None else n.cluster.to_dict(),
+            "launch_findings": n.launch_findings,
         }
 
     stages = _number("stages", "The mainloop's pipeline stages.")
@@ -312,6 +317,16 @@ class Tactic:
         "params",
         "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
         "(sizeof(Params), its TMA descriptors' offsets), else None.",
+    )
+    cluster_legality = _number(
+        "cluster",
+        "A 3.x kernel's :class:`~cutlass_layout.model.launch.ClusterLegality` (its ClusterShape read from its "
+        "types, judged by its arch's rules), else None.",
+    )
+    launch_findings = _number(
+        "launch_findings",
+        "What keeps the kernel from launching beyond its shared memory, in words "
+        "(:attr:`~cutlass_layout.model.layout.KernelNumbers.launch_findings`): ``audit --checks launch`` fails on them.",
     )
     occupancy = _number(
         "occupancy",
@@ -377,7 +392,7 @@ class Tactic:
             head = None
         elif kb is not None:
             head = cap - kb
-        occ, params = d.get("occupancy"), d.get("params")
+        occ, params, cluster = d.get("occupancy"), d.get("params"), d.get("cluster_legality")
         return KernelNumbers(
             verdict_of(None, head),
             d["stages"],
@@ -389,6 +404,7 @@ class Tactic:
             stage_counts=d.get("stage_counts"),
             occupancy=None if occ is None else Occupancy.from_dict(occ),
             params=None if params is None else ParamsLayout.from_dict(params),
+            cluster=None if cluster is None else ClusterLegality.from_dict(cluster),
         )
 
 
@@ -429,6 +445,8 @@ TACTIC_NUMBERS = (
     "runtime_candidate",
     "occupancy",
     "params",
+    "cluster_legality",
+    "launch_findings",
 )
 
 
@@ -592,6 +610,13 @@ class AuditResult:
             if t.verdict == Verdict.OVER_CAPACITY and t.runtime_candidate is not False and t.runtime_guard is None
         ]
 
+    def launch_failures(self) -> list[Tactic]:
+        """What ``audit --checks launch`` fails on: tactics with a launch finding
+        (:attr:`Tactic.launch_findings`: 0 CTAs/SM, a misaligned TMA descriptor, ``Params`` over
+        the parameter limit, an illegal or non-portable cluster) that the runtime would try, or
+        may try (``runtime_candidate`` True or None)."""
+        return [t for t in self.tactics if t.launch_findings and t.runtime_candidate is not False]
+
     def source_summary(self) -> dict[str | None, dict]:
         """Per family (in the order of :attr:`sources`), the counts of its sources:
         ``{sources, skipped, instantiations, kernels, errors, without_kernel}``: all of them,
@@ -680,6 +705,11 @@ class AuditSet:
         """What ``audit --check`` fails on, arch by arch: ``(arch, tactic)`` for each of every
         result's :meth:`AuditResult.check_failures`, in the order of :attr:`results`."""
         return [(r.arch, t) for r in self.results for t in r.check_failures()]
+
+    def launch_failures(self) -> list[tuple[str, Tactic]]:
+        """What ``audit --checks launch`` fails on, arch by arch: ``(arch, tactic)`` for each of
+        every result's :meth:`AuditResult.launch_failures`."""
+        return [(r.arch, t) for r in self.results for t in r.launch_failures()]
 
     def to_dict(self) -> dict:
         """``audit --json`` of several arches: ``{"audits": [...]}``, each arch's one-arch

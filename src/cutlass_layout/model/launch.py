@@ -275,3 +275,126 @@ class ParamsLayout:
 def param_limit(cuda: tuple[int, int]) -> int:
     """The kernel parameter limit of CUDA ``(major, minor)``, bytes."""
     return PARAM_LIMIT_12_1 if cuda >= (12, 1) else PARAM_LIMIT_CLASSIC
+
+
+#: The CTAs a cluster may hold portably on SM90 and SM100 (every GPU of the arch launches it),
+#: and with the non-portable opt-in (``cudaFuncAttributeNonPortableClusterSizeAllowed`` set on
+#: the kernel): CUDA C++ Programming Guide, "Thread Block Clusters" ("a maximum of 8 thread
+#: blocks in a cluster is supported as a portable cluster size"; "on GPU hardware or MIG
+#: configurations which are too small to support 8 multiprocessors the maximum cluster size
+#: will be reduced accordingly"; the non-portable size, 16 on H100, needs the opt-in). CUTLASS's
+#: SM100 kernels say 16 too (``MaxClusterSize`` of ``gemm/kernel/sm100_gemm_tma_warpspecialized.hpp``,
+#: their ``can_implement`` of a dynamic cluster).
+CLUSTER_PORTABLE = 8
+CLUSTER_NON_PORTABLE = 16
+#: The values of :attr:`ClusterLegality.verdict`.
+CLUSTER_VERDICTS = ("legal", "non_portable", "illegal", "run_time", "not_checked")
+
+
+@dataclass(frozen=True)
+class ClusterLegality:
+    """Whether a 3.x kernel's cluster can launch on its arch: its ``ClusterShape`` (M, N, K) and
+    the CTAs one MMA spans (``AtomThrShapeMNK`` M), read from the kernel's types (never from its
+    name), judged by the arch family's rules:
+
+    * ``sm120`` (SM120, SM121): one CTA (1x1x1) only: CUTLASS's SM120 builders
+      ``static_assert(size(ClusterShape_MNK{}) == Int<1>{}, "no programmatic multicast on this
+      arch")`` (``gemm/collective/builders/sm120_mma_builder.inl`` and the blockscaled and
+      sparse ones).
+    * ``sm90``, ``sm100`` (SM100, SM101, SM103, SM110): at most :data:`CLUSTER_PORTABLE` CTAs
+      portably; :data:`CLUSTER_PORTABLE` + 1 to :data:`CLUSTER_NON_PORTABLE` is
+      ``non_portable`` (launches only with ``cudaFuncAttributeNonPortableClusterSizeAllowed``,
+      on a GPU whose GPCs hold it); more is ``illegal``.
+    * ``sm100``: a 2-SM MMA (``mma_ctas`` 2) needs an even cluster M: the builders'
+      ``static_assert(cute::size<0>(cluster_shape_mnk) % 2 == 0, "Cluster shape not divisible by
+      MMA size")`` (``sm100_cluster_shape_to_tma_atom_A``/``_B`` of
+      ``gemm/collective/builders/sm100_common.inl``).
+
+    Most illegal static clusters of stock kernels therefore fail to compile (those
+    ``static_assert``\\ s): the compile error is then the verdict and no legality is made. A
+    cluster of run-time extents (``Shape<int, int, _1>``, SM100's dynamic clusters) is
+    ``run_time``: the kernel's ``can_implement`` checks it at launch, not here; an arch of no
+    rule here (before SM90: no clusters) is ``not_checked``.
+
+    Attributes:
+        shape: (M, N, K) in CTAs, an extent ``None`` where it is a run-time value.
+        mma_ctas: the CTAs one MMA spans (``None``: the kernel declares no ``AtomThrShapeMNK``).
+        family: the arch family judged by (``sm90``, ``sm100``, ``sm120``), or ``None``.
+        verdict: one of :data:`CLUSTER_VERDICTS`.
+        reason: the rule broken (or why not checked), in words; ``None`` for ``legal``.
+    """
+
+    shape: tuple[int | None, ...]
+    mma_ctas: int | None
+    family: str | None
+    verdict: str
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, shape: tuple[int | None, ...], mma_ctas: int | None, family: str | None) -> ClusterLegality:
+        """The legality of a cluster of ``shape`` (CTAs; ``None``: a run-time extent) whose MMA
+        spans ``mma_ctas`` CTAs on an arch of ``family`` (the rules of the class docstring)."""
+        words = "x".join("?" if e is None else str(e) for e in shape)
+        if family not in ("sm90", "sm100", "sm120"):
+            return cls(shape, mma_ctas, family, "not_checked", f"no cluster rule for arch family {family}")
+        if any(e is None for e in shape):
+            return cls(shape, mma_ctas, family, "run_time", f"cluster {words} is set at run time: not verified here")
+        ctas = 1
+        for e in shape:
+            ctas *= e or 0
+        if family == "sm120" and ctas != 1:
+            return cls(shape, mma_ctas, family, "illegal", f"cluster {words}: SM120/SM121 take only 1x1x1 clusters")
+        if family == "sm100" and mma_ctas == 2 and (shape[0] or 0) % 2:
+            return cls(
+                shape, mma_ctas, family, "illegal", f"cluster {words}: a 2-SM MMA needs an even cluster M on SM100"
+            )
+        if ctas > CLUSTER_NON_PORTABLE:
+            return cls(
+                shape,
+                mma_ctas,
+                family,
+                "illegal",
+                f"cluster {words}: {ctas} CTAs, over the {CLUSTER_NON_PORTABLE} maximum",
+            )
+        if ctas > CLUSTER_PORTABLE:
+            return cls(
+                shape,
+                mma_ctas,
+                family,
+                "non_portable",
+                f"cluster {words}: {ctas} CTAs, over the portable {CLUSTER_PORTABLE}: launches only with "
+                "cudaFuncAttributeNonPortableClusterSizeAllowed (non-portable)",
+            )
+        return cls(shape, mma_ctas, family, "legal")
+
+    def findings(self) -> list[str]:
+        """The reason of an ``illegal`` or ``non_portable`` cluster, else nothing."""
+        return [self.reason] if self.verdict in ("illegal", "non_portable") and self.reason else []
+
+    def to_dict(self) -> dict:
+        return {**plain(self), "shape": list(self.shape)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ClusterLegality:
+        """The inverse of :meth:`to_dict`."""
+        return cls(tuple(d["shape"]), d["mma_ctas"], d["family"], d["verdict"], d["reason"])
+
+
+def occupancy_findings(occ: Occupancy | None) -> list[str]:
+    """A kernel that gets 0 CTAs per SM by some limit (it cannot launch), in words: the
+    factors at 0 (``ctas_per_sm`` or, with no declared register split, ``at_most`` 0)."""
+    if occ is None or 0 not in (occ.ctas_per_sm, occ.at_most):
+        return []
+    return [f"0 CTAs/SM (limited by {', '.join(occ.limited_by)}): it cannot launch"]
+
+
+def launch_findings(occ: Occupancy | None, params: ParamsLayout | None, cluster: ClusterLegality | None) -> list[str]:
+    """Every launch finding of one kernel, in words: 0 CTAs per SM (:func:`occupancy_findings`),
+    a TMA descriptor not 64-byte aligned or ``Params`` over the parameter limit
+    (:meth:`ParamsLayout.findings`), an illegal or non-portable cluster
+    (:meth:`ClusterLegality.findings`)."""
+    return [
+        *occupancy_findings(occ),
+        *([] if params is None else params.findings()),
+        *([] if cluster is None else cluster.findings()),
+    ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launch import Occupancy, ParamsLayout
+from .launch import ClusterLegality, Occupancy, ParamsLayout, launch_findings
 from .serde import dataclass_keys, from_plain, lazy_list, plain
 from .verdict import Verdict, schema_verdict, verdict_of
 
@@ -356,6 +356,8 @@ class KernelNumbers:
             (:attr:`LayoutReport.occupancy`), else ``None``.
         params: a 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout`
             (:attr:`LayoutReport.params`), else ``None``.
+        cluster: a 3.x kernel's :class:`~cutlass_layout.model.launch.ClusterLegality`
+            (:attr:`LayoutReport.cluster`), else ``None``.
     """
 
     verdict: Verdict
@@ -369,6 +371,16 @@ class KernelNumbers:
     stage_counts: dict | None = None
     occupancy: Occupancy | None = None
     params: ParamsLayout | None = None
+    cluster: ClusterLegality | None = None
+
+    @property
+    def launch_findings(self) -> list[str]:
+        """What keeps the kernel from launching beyond its shared memory, in words
+        (:func:`~cutlass_layout.model.launch.launch_findings`: 0 CTAs/SM, a misaligned TMA
+        descriptor, ``Params`` over the parameter limit, an illegal or non-portable cluster);
+        empty where none is known (a kernel that does not compile has none: its error is the
+        verdict)."""
+        return launch_findings(self.occupancy, self.params, self.cluster)
 
     @property
     def exact_fit(self) -> bool | None:
@@ -429,6 +441,9 @@ class LayoutReport:
     #: a 3.x kernel's ``Params``: size, alignment, TMA descriptor offsets, parameter limit
     #: (:class:`~cutlass_layout.model.launch.ParamsLayout`); ``None`` for any other subject
     params: ParamsLayout | None = None
+    #: a 3.x kernel's cluster and whether its arch launches it
+    #: (:class:`~cutlass_layout.model.launch.ClusterLegality`); ``None`` for any other subject
+    cluster: ClusterLegality | None = None
     #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
     #: ``None`` for 3.x subjects and epilogues
     mainloop_class: MainloopChoice | None = None
@@ -507,6 +522,7 @@ class LayoutReport:
             stage_counts=self.stage_counts,
             occupancy=self.occupancy,
             params=self.params,
+            cluster=self.cluster,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -553,6 +569,8 @@ class LayoutReport:
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
             "params": None if self.params is None else self.params.to_dict(),
+            "cluster": None if self.cluster is None else self.cluster.to_dict(),
+            "launch_findings": self.numbers().launch_findings,
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -634,6 +652,7 @@ class LayoutReport:
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
             params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
+            cluster=None if d.get("cluster") is None else ClusterLegality.from_dict(d["cluster"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
             approximation=None,

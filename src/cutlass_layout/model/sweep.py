@@ -89,6 +89,9 @@ class SweepRecord:
     stage_search: StageSearch | None = None
     #: a 3.x kernel's :class:`~cutlass_layout.model.launch.Occupancy` (its layout's), else None
     occupancy: Occupancy | None = None
+    #: what keeps the kernel from launching beyond its shared memory (its layout's
+    #: :attr:`~cutlass_layout.model.layout.KernelNumbers.launch_findings`), one line each
+    launch_findings: list[str] = field(default_factory=list)
 
     def search(self) -> StageSearch:
         """``stage_search``, or what the other fields imply when it is ``None``."""
@@ -124,6 +127,7 @@ class SweepRecord:
             "max_stages_kernel_bytes": self.max_stages_kernel_bytes,
             "stage_search": plain(self.search()),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
+            "launch_findings": list(self.launch_findings),
             "error": None if self.error is None else plain(self.error),
             "exact_fit": self.exact_fit,
             "approximation": None if self.approximation is None else self.approximation.to_dict(),

@@ -527,7 +527,8 @@ class Finding:
     Attributes:
         level: ``error``, ``warning`` or ``notice`` (GitHub's words; SARIF's ``note`` for the last).
         rule: what it is: ``over-capacity``, ``over-capacity-not-tried``, ``does-not-compile``,
-            ``exact-fit`` or ``incomplete`` (sources with an error), the keys of :data:`RULES`.
+            ``exact-fit``, ``launch``, ``launch-not-tried`` or ``incomplete`` (sources with an
+            error), the keys of :data:`RULES`.
         message: the whole finding in one line (bytes).
         title: a short title.
         file, line: where the kernel type is written (:func:`_where`), None where not known.
@@ -551,8 +552,34 @@ RULES = {
     "never tries it.",
     "does-not-compile": "A kernel the install instantiates does not compile.",
     "exact-fit": f"Kernels whose SharedStorage fills the arch's capacity exactly (0 B headroom; {EXACT_FIT_MEANING}).",
+    "launch": "A kernel the runtime tries (or may try) cannot launch for another reason than its shared memory: "
+    "0 CTAs per SM, a TMA descriptor in its Params not 64-byte aligned, Params over the kernel parameter limit, "
+    "or an illegal (or non-portable) cluster for the arch; audit --checks launch fails on it.",
+    "launch-not-tried": "A kernel is built that cannot launch (a launch finding); the runtime never tries it.",
     "incomplete": "Sources the audit could not read or lay out: the audit is incomplete.",
 }
+
+
+def launch_finding(t, arch: str, tried: bool, file=None, line=None) -> Finding | None:
+    """The one annotation of a tactic's launch findings (:attr:`~cutlass_layout.model.Tactic.launch_findings`),
+    or None where it has none: an ``error`` (rule ``launch``) where the runtime tries (or may
+    try) it, a ``warning`` where its only finding is a non-portable cluster, a ``notice`` (rule
+    ``launch-not-tried``) where the runtime never tries it."""
+    found = t.launch_findings
+    if not found:
+        return None
+    level = "error" if tried else "notice"
+    if tried and all("(non-portable)" in f for f in found):
+        level = "warning"
+    return Finding(
+        level,
+        "launch" if tried else "launch-not-tried",
+        f"{t.id}: cannot launch on {arch}: {'; '.join(found)}",
+        f"cutlass-layout: launch: {t.id}",
+        file,
+        line,
+        (t.id,),
+    )
 
 
 def findings(result) -> list[Finding]:
@@ -564,13 +591,18 @@ def findings(result) -> list[Finding]:
     * a ``warning`` per tactic that does not compile (its first error);
     * a ``notice`` per tactic over capacity that the runtime never tries, and one per launcher
       for the tactics that fit exactly (0 B headroom: any growth puts them over);
+    * one per tactic with launch findings (:func:`launch_finding`);
     * a ``warning`` per family and error of the sources with one (not read, or instantiating
       what was not laid out: the audit is incomplete)."""
     out: list[Finding] = []
     exact: dict[tuple, list] = {}
     failing = {t.id for t in result.check_failures()}
+    launch_failing = {t.id for t in result.launch_failures()}
     for t in result.tactics:
         file, line = _where(t)
+        launch = launch_finding(t, result.arch, t.id in launch_failing, file, line)
+        if launch is not None:
+            out.append(launch)
         if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
             tried = t.id in failing

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..model import EXACT_FIT_MEANING, FieldLayout, LayoutReport, StructLayout
+from ..model.launch import occupancy_findings
 from ..subjects import shapes
 from .common import (
     Column,
@@ -194,6 +195,28 @@ def params_lines(rep: LayoutReport) -> list[str]:
     return out
 
 
+def cluster_lines(rep: LayoutReport) -> list[str]:
+    """A 3.x kernel's cluster (read from its ``ClusterShape``) and its legality on the arch,
+    then each launch finding that is not the occupancy's or the Params' (those are in their own
+    lines): none for a report without :attr:`~LayoutReport.cluster`."""
+    c = rep.cluster
+    if c is None:
+        return []
+    shape = "x".join("?" if e is None else str(e) for e in c.shape)
+    mma = "" if c.mma_ctas is None else f", MMA over {c.mma_ctas} CTA(s)"
+    out = [f"Cluster: {shape}{mma}: {c.verdict.replace('_', '-')}" + (f" on {c.family}" if c.family else "")]
+    out += [f"  finding: {f}" for f in c.findings()]
+    if c.verdict in ("run_time", "not_checked") and c.reason:
+        out.append(f"  note: {c.reason}")
+    return out
+
+
+def launch_finding_lines(rep: LayoutReport) -> list[str]:
+    """``finding: 0 CTAs/SM ...`` where the occupancy is 0 (the Params' and the cluster's
+    findings are in their own lines)."""
+    return [f"  finding: {f}" for f in occupancy_findings(rep.occupancy)]
+
+
 def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]:
     """The lines on what a preset config's numbers approximate
     (:func:`~cutlass_layout.reports.common.approximation_head`), and what the install builds
@@ -254,7 +277,7 @@ def render(
         con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
         con.print(budget_text(rep), soft_wrap=True)
-    for line in occupancy_lines(rep) + params_lines(rep):
+    for line in occupancy_lines(rep) + launch_finding_lines(rep) + params_lines(rep) + cluster_lines(rep):
         con.print(line, soft_wrap=True, markup=False, style="yellow" if "finding:" in line else None)
     con.print(total_text(rep, markup=True), soft_wrap=True)
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
@@ -361,7 +384,7 @@ def to_markdown(
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
-    for block in (occupancy_lines(rep), params_lines(rep)):
+    for block in (occupancy_lines(rep) + launch_finding_lines(rep), params_lines(rep), cluster_lines(rep)):
         if block:
             out += [md_cell(block[0]), ""] + [f"- {md_cell(line.strip())}" for line in block[1:]] + [""]
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one

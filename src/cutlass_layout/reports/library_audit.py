@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from ..model import Verdict
 from ..subjects.config import tile_text
-from .audit import Finding, github_lines, shard_words, verdict_cell, verdict_counts
+from .audit import Finding, github_lines, launch_finding, shard_words, verdict_cell, verdict_counts
 from .common import Column, markdown_table, md_cell, origin_words, print_table, rich_table, source_name
 from .layout import default_console
 
@@ -132,11 +132,15 @@ def to_markdown(result) -> str:
 def findings(result) -> list[Finding]:
     """The findings of an audit of CUTLASS's kernel library: an ``error`` per kernel over
     capacity (what ``audit --check`` fails on), a ``warning`` per kernel that does not compile,
-    one ``notice`` for the exact fits (bytes; no file: the kernels are the generator's, not a
-    line of a file)."""
+    one ``notice`` for the exact fits, one per kernel with launch findings
+    (:func:`~cutlass_layout.reports.audit.launch_finding`; bytes; no file: the kernels are the
+    generator's, not a line of a file)."""
     out: list[Finding] = []
     exact = []
     for t in result.tactics:
+        launch = launch_finding(t, result.arch, True)  # the generator keeps every kernel
+        if launch is not None:
+            out.append(launch)
         if t.verdict == Verdict.OVER_CAPACITY:
             over = -t.headroom_bytes
             out.append(

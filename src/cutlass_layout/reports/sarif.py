@@ -7,7 +7,9 @@ same from run to run, so code scanning keeps the runs of several arches or insta
 per finding of the audit's GitHub annotations (:func:`cutlass_layout.reports.audit.findings`,
 :func:`cutlass_layout.reports.library_audit.findings`): a tactic over capacity that the runtime
 tries (``error``), one it never tries (``note``), one that does not compile (``warning``), the
-exact fits of one launcher (``note``), sources with an error (``warning``). A result is located
+exact fits of one launcher (``note``), a tactic's launch findings (``launch``: ``error``, or
+``warning`` for a non-portable cluster alone; ``launch-not-tried``: ``note``), sources with an
+error (``warning``). A result is located
 where its kernel type is written, the launcher's line in the flashinfer repository
 (``csrc/...``, :func:`~cutlass_layout.sources.flashinfer.checkout_path`), relative to the
 repository's root (``%SRCROOT%``); a result with no such line (a launcher outside the package,
@@ -38,7 +40,7 @@ def _is_library(result) -> bool:
 
 
 #: Each rule's level where the rule alone says it (a finding's own level is its result's).
-RULE_LEVEL = {"over-capacity": "error", "does-not-compile": "warning", "incomplete": "warning"}
+RULE_LEVEL = {"over-capacity": "error", "does-not-compile": "warning", "launch": "error", "incomplete": "warning"}
 
 
 def _rules() -> list[dict]:
@@ -62,13 +64,16 @@ def _numbers(by_id: dict, ids: tuple[str, ...]) -> dict:
     t = by_id.get(ids[0])
     if t is None or t.verdict == Verdict.DOES_NOT_COMPILE:
         return {"tactic": ids[0]}
-    return {
+    out = {
         "tactic": t.id,
         "kernel_bytes": t.kernel_bytes,
         "capacity_bytes": t.capacity_bytes,
         "headroom_bytes": t.headroom_bytes,
         "stages": t.stages,
     }
+    if t.launch_findings:
+        out["launch_findings"] = list(t.launch_findings)
+    return out
 
 
 def _result(by_id: dict, f: Finding, rule_index: dict[str, int]) -> dict:

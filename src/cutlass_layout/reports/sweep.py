@@ -48,6 +48,7 @@ CSV_COLUMNS = (
     "stage_search",
     "exact_fit",
     "error",
+    "launch_findings",
 )
 
 
@@ -55,7 +56,7 @@ def to_csv(result: SweepResult) -> str:
     """CSV text: one row per config (:data:`CSV_COLUMNS`), tile and cluster as ``MxNxK``,
     empty cells for ``None``, ``stage_search`` the search's status (``found``, ``none fits``,
     ``could not run``, ``not searched``; the reason is in the JSON), the error as its
-    one-line text."""
+    one-line text, the launch findings joined by ``; `` (empty: none)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -94,6 +95,7 @@ def to_csv(result: SweepResult) -> str:
             "verdict": schema_verdict(r.verdict),
             "stage_search": r.search().status,
             "error": error_text(r.error) if r.error else None,
+            "launch_findings": "; ".join(r.launch_findings) or None,
         }
         w.writerow(["" if row[k] is None else row[k] for k in CSV_COLUMNS])
     return buf.getvalue()

@@ -33,6 +33,17 @@ OCCUPANCY_MEMBERS = {
     "OccMmaRegs": "MmaRegisterRequirement",
 }
 
+#: ``char[3 + N]`` aliases (``char[2]``: a run-time extent; ``char[1]``: no such member) of a
+#: 3.x kernel's ``ClusterShape`` (M, N, K) and of its ``AtomThrShapeMNK`` M (the CTAs one MMA
+#: spans: 2 for SM100's 2-SM MMA; ``collective/sm100_mma_warpspecialized.hpp`` makes it the
+#: ``TiledMma``'s peer CTAs), read for the cluster's legality: alias -> (detector, extent)
+CLUSTER_ALIASES = {
+    "ClusterM": ("cluster_of", "m"),
+    "ClusterN": ("cluster_of", "n"),
+    "ClusterK": ("cluster_of", "k"),
+    "MmaCtas": ("atom_thr_of", "m"),
+}
+
 DETECT = """
 // Detection of what a subject type is and of optional members (cutlass-layout).
 #ifndef CL_DETAIL_DEFINED  // also in the precompiled header
@@ -61,6 +72,21 @@ CL_MEMBER(NumMmaWarpGroups)
 CL_MEMBER(LoadRegisterRequirement)
 CL_MEMBER(MmaRegisterRequirement)
 #undef CL_MEMBER
+// a 3.x kernel's ClusterShape (M, N, K) and the CTAs one of its MMAs spans (SM100's
+// AtomThrShapeMNK M: 2 for a 2-SM MMA): 3 + N for a static extent (a cute::C<N>, which has a
+// ::value), 2 for a run-time one (an int: a dynamic cluster), 1 where the kernel has none
+template <class X, class = void> struct extent_of { static constexpr long long value = 2; };
+template <class X> struct extent_of<X, std::void_t<decltype(X::value)>> {
+  static constexpr long long value = 3 + static_cast<long long>(X::value); };
+template <class S> struct extents3 { static constexpr long long m = 1, n = 1, k = 1; };
+template <template <class...> class Tup, class M, class N, class K> struct extents3<Tup<M, N, K>> {
+  static constexpr long long m = extent_of<M>::value, n = extent_of<N>::value, k = extent_of<K>::value; };
+template <class T, class = void> struct cluster_of { using type = cl_none; };
+template <class T> struct cluster_of<T, std::void_t<typename T::ClusterShape>> {
+  using type = typename T::ClusterShape; };
+template <class T, class = void> struct atom_thr_of { using type = cl_none; };
+template <class T> struct atom_thr_of<T, std::void_t<typename T::AtomThrShapeMNK>> {
+  using type = typename T::AtomThrShapeMNK; };
 // Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
 template <class F, long long Lo, long long Hi>
 constexpr long long min_capacity() {
@@ -261,6 +287,10 @@ def subject_block(
     tma += "".join(
         f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"
         for alias, member_ in OCCUPANCY_MEMBERS.items()
+    )
+    tma += "".join(
+        f"using {p}{alias} = char[cl_detail::extents3<typename cl_detail::{of}<{p}Subject>::type>::{dim}];\n"
+        for alias, (of, dim) in CLUSTER_ALIASES.items()
     )
     if capacity is None:
         cap = "".join(

@@ -5,16 +5,17 @@ search), and :func:`audit_archs` of several."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable
 
 from ...core.progress import audit_label, part
-from ...errors import Interrupted, NothingForArch
+from ...errors import BadInput, Interrupted, NothingForArch
 from ...model import AuditResult, AuditSet, Tactic
 from ...subjects.archs import ALL, arch_list, audit_arch, every_arch
 from ..shard import check_shard
 from .filters import FILTER_KEYS, asked_of, filter_tests, unknown_family
-from .finish import audit_parts, audit_provenance, finish_audit, shard_part
-from .fixes import search_fixes
+from .finish import audit_parts, audit_provenance, find_tactic, finish_audit, shard_part
+from .fixes import search_fixes, tactic_params
 from .judge import judge_sources
 from .plan import plan_sources, read_builds
 from .run import cached_results, lay_out, lay_out_sm80
@@ -36,6 +37,7 @@ def audit(
     executor=None,
     shard: tuple[int, int] | None = None,
     on_tactic: Callable[[str, Tactic], None] | None = None,
+    params_for: str | None = None,
     **config_values,
 ) -> AuditResult | None:
     """Lay out every CUTLASS GEMM kernel that the flashinfer at ``src`` builds for ``arch``.
@@ -83,6 +85,9 @@ def audit(
             anything is parsed), in the order sources come in, not the table's: what
             ``audit --format jsonl`` streams (:func:`stream_row`). Its runtime candidate, fix
             and guard are not known yet (:data:`STREAM_LATER`); the result has them.
+        params_for: a tactic id (or unique part, :func:`find_tactic`) whose kernel's ``Params``
+            are read too (``layout --tactic``: one probe, :func:`tactic_params`): its report's
+            ``params``, or its ``params_note`` says why not. No other tactic has them.
 
     What it loads from the results cache, and the tactics it builds, are frozen out of the
     garbage collector's passes (:func:`cutlass_layout.core.pool.gc_paused`).
@@ -180,12 +185,30 @@ def audit(
             label=audit_label(arch, "searching fixes"),
         )
     )
+    if params_for is not None:
+        _read_params(result, params_for, origins, plan, arch, use_cache)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats["jit_seconds"] = round(t_jit - t0, 2)
     result.stats, result.candidates, result.dense_runners = stats, cand, dict(plan.dense)
     if shard is not None:
         result.shard = shard_part(shard, asked, ranked, result, parts)
     return result
+
+
+def _read_params(result: AuditResult, text: str, origins: dict, plan, arch: str, use_cache: bool) -> None:
+    """The ``Params`` of the one tactic ``text`` names (none where it names none or several:
+    :func:`find_tactic` raises that later), into its report."""
+    try:
+        t = find_tactic(result, text)
+    except BadInput:
+        return
+    params, note = tactic_params(
+        t, origins, plan.install, plan.tgt, plan.prov, plan.clang_arch, plan.pch_key, use_cache=use_cache
+    )
+    if params is not None and t.report is not None:
+        t.report = replace(t.report, params=params)
+        t.numbers = t.report.numbers()
+    t.params_note = note
 
 
 def audit_archs(src=None, archs=ALL, *, use_cache: bool = True, **kwargs) -> AuditSet:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ...errors import BadInput
 from ...core.cache import KINDS
-from ...model import Fix, Provenance, Tactic, Verdict
+from ...model import Fix, ParamsLayout, Provenance, Tactic, Verdict
 from .run import reads
 
 #: How a fix's error starts where it says nothing lasting of the launcher (not cached).
@@ -125,6 +125,47 @@ def search_fixes(
     return stats
 
 
+def tactic_params(t: Tactic, origins: dict, install, tgt, prov: dict, arch: str, pch_key: str, *, use_cache=True):
+    """``(params, note)``: the :class:`~cutlass_layout.model.ParamsLayout` of tactic ``t``'s
+    kernel (what ``layout --tactic`` shows; an audit reads none), or None and why not
+    (``note``). Read from the results cache (kind ``tactic-params``, keyed as the tactic's fix
+    is, :func:`cutlass_layout.installs.fixes.fix_key`, plus ``params``: a layout without
+    ``Params`` is never served for one with them, and an audit's layouts are not read again
+    for it), else laid out again here, one probe
+    (:func:`cutlass_layout.installs.fixes.lay_out_again`). Taken only where the kernel laid out
+    again is the tactic's: the same SharedStorage size and stage count."""
+    from ...cpp.clang import ensure_pch, libclang_version
+    from ...installs.fixes import FORMULAS, Want, fix_key, lay_out_again
+    from ...installs.kernels import CAPACITY
+
+    if t.report is None or t.report.error is not None or t.report.kernel is None:
+        return None, "Params not read: the tactic has no kernel layout"
+    if arch not in FORMULAS or id(t) not in origins:
+        return None, "Params not read: its kernel is not declared in a launcher of the install's sources"
+    source, pre, k = origins[id(t)]
+    if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
+        return None, "Params not read: its kernel is not declared in a launcher macro"
+    want = Want(t.id, source, k.line, (k.macro[0], list(k.macro[1])), k.decl_file, k.decl_line, t.report)
+    target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
+    key = fix_key(want, target + ["params"], kind="tactic-params")
+    cache = KINDS["tactic-params"]
+    hit = cache.get(key, ParamsLayout.from_dict) if use_cache else None
+    if hit is not None:
+        return hit, None
+    capacity = CAPACITY.get(arch)
+    if capacity is None:
+        return None, f"Params not read: no capacity constant for {arch}"
+    pch = ensure_pch(pre, list(source.flags), pch_key) if pre else None
+    rep = lay_out_again([want], Provenance(**prov), str(pch) if pch else None, arch, capacity)[0]
+    if isinstance(rep, str) or rep.error is not None:
+        return None, f"Params not read: {rep if isinstance(rep, str) else rep.error.one_line()}"
+    same = rep.kernel is not None and (rep.kernel.size, rep.stages) == (t.report.kernel.size, t.report.stages)
+    if not same or rep.params is None:
+        return None, "Params not read: the launcher laid out again is not the tactic's kernel (not verified)"
+    cache.put(key, rep.params.to_dict())
+    return rep.params, None
+
+
 #: The fewest tactics a part of one group's fix search holds (:func:`fix_parts`): a unit
 #: pays a fixed cost before its first kernel (docs/performance.md), so smaller parts would
 #: cost more than they save.
@@ -166,4 +207,4 @@ def _fixes(wants, provenance: dict, preamble, flags, pch_key, arch, capacity):
     return [f.to_dict() for f in fixes], round(time.process_time() - t0, 2)
 
 
-__all__ = ["FIX_PART_MIN", "FIX_VERDICTS", "fix_parts", "search_fixes"]
+__all__ = ["FIX_PART_MIN", "FIX_VERDICTS", "fix_parts", "search_fixes", "tactic_params"]
