@@ -202,6 +202,7 @@ def _report_dict() -> dict:
         },
         "occupancy": None,
         "params": None,
+        "tma_check": None,
         "fits": True,
         "headroom_bytes": 101376 - 82048,
         "exact_fit": False,
@@ -353,6 +354,7 @@ NUMBERS = {
     "runtime_candidate": True,
     "occupancy": None,
     "params": None,
+    "tma_check": None,
 }
 FIX = {
     "stages": 3,

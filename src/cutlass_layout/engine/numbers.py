@@ -29,9 +29,10 @@ from ..model import (
     RegisterSplit,
     StructLayout,
     TmaBytes,
+    TmaCheck,
 )
 from ..model.launch import param_limit
-from ..subjects import aliases, archs, budgets, shapes
+from ..subjects import aliases, archs, budgets, shapes, tma
 from ..subjects.config import Config
 from ..subjects.user_type import UserType
 
@@ -142,10 +143,37 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
         for alias, member in aliases.TMA_MEMBERS.items()
     }
     v["tma_transaction_bytes"] = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    if v["mainloop"] is not None:
+        v["tma_check"] = tma_check(unit, names, v["mainloop"], v["stages"], tma)
     if v["subject_kind"] == "kernel" and v["kernel"] is not None:
         v["occupancy"] = occupancy(unit, names, v["config"].get("arch"), v["kernel"].size)
         v["params"] = params_layout(unit, names)
     return v
+
+
+def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int | None, declared: dict) -> TmaCheck:
+    """The mainloop's :class:`~cutlass_layout.model.launch.TmaCheck`
+    (:func:`cutlass_layout.subjects.tma.check`): its transaction counts (``declared``: the
+    block's :data:`~cutlass_layout.subjects.aliases.TMA_MEMBERS` values, and its
+    :data:`~cutlass_layout.subjects.aliases.TMA_PARTS`), its and its policy's class template
+    names, its stage counts and ``size(AtomThrShapeMNK{})``, all read through the block's
+    aliases (an older block without them: what it has)."""
+    counts = dict(declared)
+    for alias in aliases.TMA_PARTS:
+        n = _optional_int(names, alias)
+        counts[alias] = 0 if n is None else n - 1
+    sf = _optional_int(names, "StagesSF")
+    atom = _optional_int(names, "TmaAtomThr")
+    collective = ProbeUnit.template_name(names["Mainloop"]) or "the mainloop"
+    policy = ProbeUnit.template_name(names["MainloopPolicy"]) if "MainloopPolicy" in names else None
+    return tma.check(
+        collective,
+        policy,
+        mainloop,
+        counts,
+        {"A": stages, "SF": sf - 2 if sf and sf > 1 else None},
+        atom - 1 if atom and atom > 1 else 1,
+    )
 
 
 #: A TMA descriptor's type as a member writes it (``TmaDescriptor``, ``cute::TmaDescriptor``,

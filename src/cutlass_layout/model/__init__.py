@@ -69,6 +69,9 @@ from .launch import (
     ParamsLayout,
     PerSmLimits,
     RegisterSplit,
+    TmaBuffer,
+    TmaCheck,
+    TmaPart,
 )
 from .layout import (
     FIELD_KEYS,
@@ -155,6 +158,9 @@ __all__ = [
     "NumericRecord",
     "NumericRow",
     "Occupancy",
+    "TmaBuffer",
+    "TmaCheck",
+    "TmaPart",
     "ParamsLayout",
     "PerSmLimits",
     "Provenance",

@@ -16,7 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
-from .launch import Occupancy, ParamsLayout
+from .launch import Occupancy, ParamsLayout, TmaCheck
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -291,6 +291,7 @@ class Tactic:
             "runtime_candidate": self.runtime_candidate,
             "occupancy": None if n.occupancy is None else n.occupancy.to_dict(),
             "params": None if n.params is None else n.params.to_dict(),
+            "tma_check": None if n.tma_check is None else n.tma_check.to_dict(),
         }
 
     stages = _number("stages", "The mainloop's pipeline stages.")
@@ -312,6 +313,11 @@ class Tactic:
         "params",
         "A 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout` "
         "(sizeof(Params), its TMA descriptors' offsets), else None.",
+    )
+    tma_check = _number(
+        "tma_check",
+        "The mainloop's :class:`~cutlass_layout.model.launch.TmaCheck` (TMA transaction bytes against "
+        "its TMA-filled stage buffers), else None.",
     )
     occupancy = _number(
         "occupancy",
@@ -377,7 +383,7 @@ class Tactic:
             head = None
         elif kb is not None:
             head = cap - kb
-        occ, params = d.get("occupancy"), d.get("params")
+        occ, params, tma_check = d.get("occupancy"), d.get("params"), d.get("tma_check")
         return KernelNumbers(
             verdict_of(None, head),
             d["stages"],
@@ -389,6 +395,7 @@ class Tactic:
             stage_counts=d.get("stage_counts"),
             occupancy=None if occ is None else Occupancy.from_dict(occ),
             params=None if params is None else ParamsLayout.from_dict(params),
+            tma_check=None if tma_check is None else TmaCheck.from_dict(tma_check),
         )
 
 
@@ -429,6 +436,7 @@ TACTIC_NUMBERS = (
     "runtime_candidate",
     "occupancy",
     "params",
+    "tma_check",
 )
 
 

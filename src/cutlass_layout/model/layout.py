@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launch import Occupancy, ParamsLayout
+from .launch import Occupancy, ParamsLayout, TmaCheck
 from .serde import dataclass_keys, from_plain, lazy_list, plain
 from .verdict import Verdict, schema_verdict, verdict_of
 
@@ -356,6 +356,8 @@ class KernelNumbers:
             (:attr:`LayoutReport.occupancy`), else ``None``.
         params: a 3.x kernel's :class:`~cutlass_layout.model.launch.ParamsLayout`
             (:attr:`LayoutReport.params`), else ``None``.
+        tma_check: the mainloop's :class:`~cutlass_layout.model.launch.TmaCheck`
+            (:attr:`LayoutReport.tma_check`), else ``None``.
     """
 
     verdict: Verdict
@@ -369,6 +371,7 @@ class KernelNumbers:
     stage_counts: dict | None = None
     occupancy: Occupancy | None = None
     params: ParamsLayout | None = None
+    tma_check: TmaCheck | None = None
 
     @property
     def exact_fit(self) -> bool | None:
@@ -429,6 +432,9 @@ class LayoutReport:
     #: a 3.x kernel's ``Params``: size, alignment, TMA descriptor offsets, parameter limit
     #: (:class:`~cutlass_layout.model.launch.ParamsLayout`); ``None`` for any other subject
     params: ParamsLayout | None = None
+    #: the mainloop's TMA transaction bytes against its TMA-filled stage buffers
+    #: (:class:`~cutlass_layout.model.launch.TmaCheck`); ``None`` for a subject with no 3.x mainloop
+    tma_check: TmaCheck | None = None
     #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
     #: ``None`` for 3.x subjects and epilogues
     mainloop_class: MainloopChoice | None = None
@@ -507,6 +513,7 @@ class LayoutReport:
             stage_counts=self.stage_counts,
             occupancy=self.occupancy,
             params=self.params,
+            tma_check=self.tma_check,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -553,6 +560,7 @@ class LayoutReport:
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
             "params": None if self.params is None else self.params.to_dict(),
+            "tma_check": None if self.tma_check is None else self.tma_check.to_dict(),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -634,6 +642,7 @@ class LayoutReport:
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
             params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
+            tma_check=None if d.get("tma_check") is None else TmaCheck.from_dict(d["tma_check"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
             approximation=None,
