@@ -83,6 +83,28 @@ def test_sm100_2sm_counts_both_ctas():
     assert c.status == "agrees" and c.parts[0].factor == 2 and c.parts[0].buffer_bytes == 49152
 
 
+def test_f8f6f4_slots_count_the_packed_elements():
+    """flashinfer 0.7.4's SM120 MoE MXFP8 x MXFP4 128x32x128B (sm120_blockscaled_mma_array_tma.hpp,
+    IsF8F6F4): SmemAllocTypeB is uint8_t, TmaInternalElementB float_e2m1_unpacksmem_t (4 bits):
+    one stage of B is 32 x 128 slots = 4096 B, the TMA reads 32 x 128 x 4 bits = 2048 B; SFB
+    32-element vectors, the 128-row scale atom x 128/32 = 512 B: NK = 2048 + 512 = 2560. A
+    (MXFP8) 128 x 128 x 1 B = 16384 B, SFA 128 x 4 = 512 B: MK 16896; total 19456."""
+    c = tma.check(
+        "CollectiveMma",
+        "MainloopSm120ArrayTmaWarpSpecializedBlockScaled",
+        _storage(smem_A=2 * 16384, smem_B=2 * 4096, smem_SFA=2 * 512, smem_SFB=2 * 512),
+        {"TmaMK": 16896, "TmaNK": 2560, "TmaTotal": 19456},
+        {"A": 2},
+        1,
+        {"smem_A": (8, 8), "smem_B": (4, 8)},
+    )
+    assert c.status == "agrees", c.findings()
+    (b,) = [b for b in c.parts[1].buffers if b.member.endswith("smem_B")]
+    assert (b.stage_bytes, b.counted_bytes) == (4096, 2048)
+    assert b.text() == "smem_B 2048 (4096 B of 8-bit slots, 4-bit elements)"
+    assert TmaCheck.from_dict(c.to_dict()) == c
+
+
 def test_no_tma_not_verified_and_left_out():
     """cp.async collectives (SM80) declare no count: ``no TMA``; SM120 blockwise scaling's
     scales are cp.async (SmemBlockScalingCopyAtomA), left out and said so; a family without a
@@ -164,3 +186,38 @@ def test_a_users_miscounted_collective_is_a_finding(nc420):
         "TmaTransactionBytesNK 16896 B, its TMA-filled stage buffers hold 16384 B: smem_B 16384",
         "TmaTransactionBytes 33280 B, its TMA-filled stage buffers hold 32768 B: smem_A 16384 + smem_B 16384",
     ]
+
+
+def _statuses(result) -> dict:
+    """The tactics of an audit by TMA check status (a report without a check: its subject
+    kind), and the first few ids of any status but agrees/no TMA."""
+    out: dict = {}
+    for t in result.tactics:
+        c = t.report.tma_check if t.report is not None else None
+        key = c.status if c is not None else f"none ({t.report.subject_kind if t.report else 'no report'})"
+        out.setdefault(key, []).append((t.id, None if c is None else c.one_line()))
+    return out
+
+
+@pytest.mark.network
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm90", "sm100", "sm103", "sm120"])
+def test_every_flashinfer_074_kernel_agrees(arch):
+    """Every stock kernel of flashinfer 0.7.4 of the arch: its TMA counts equal its TMA-filled
+    stage buffers (or it declares none: cp.async, SM80)."""
+    from conftest import shared_audit
+
+    got = _statuses(shared_audit("flashinfer-python==0.7.4", arch=arch))
+    assert set(got) <= {"agrees", "no TMA"}, {k: v[:3] for k, v in got.items() if k not in ("agrees", "no TMA")}
+    assert got.get("agrees")
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_every_cutlass_420_sm120_library_kernel_agrees():
+    """nvidia-cutlass 4.2.0.0's SM120 kernel library, likewise."""
+    from conftest import shared_audit
+
+    got = _statuses(shared_audit("nvidia-cutlass==4.2.0.0", arch="sm120"))
+    assert set(got) <= {"agrees", "no TMA"}, {k: v[:3] for k, v in got.items() if k not in ("agrees", "no TMA")}
+    assert got.get("agrees")

@@ -166,6 +166,11 @@ def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int 
     atom = _optional_int(names, "TmaAtomThr")
     collective = ProbeUnit.template_name(names["Mainloop"]) or "the mainloop"
     policy = ProbeUnit.template_name(names["MainloopPolicy"]) if "MainloopPolicy" in names else None
+    bits = {}
+    for member, elem, slot in (("smem_A", "TmaBitsA", "SlotBitsA"), ("smem_B", "TmaBitsB", "SlotBitsB")):
+        e, sl = _optional_int(names, elem), _optional_int(names, slot)
+        if e and sl and e > 1 and sl > 1:
+            bits[member] = (e - 1, sl - 1)
     return tma.check(
         collective,
         policy,
@@ -173,6 +178,7 @@ def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int 
         counts,
         {"A": stages, "SF": sf - 2 if sf and sf > 1 else None},
         atom - 1 if atom and atom > 1 else 1,
+        bits,
     )
 
 

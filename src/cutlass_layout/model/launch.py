@@ -285,16 +285,37 @@ TMA_STATUSES = ("agrees", "mismatch", "no TMA", "not verified")
 class TmaBuffer:
     """One TMA-filled shared-memory buffer of a collective, read from the laid-out
     ``SharedStorage``: ``member`` (its path, ``tensors.smem_A``), ``size`` (``sizeof`` of the
-    member: every stage, bytes), ``stages`` (the pipeline's stage count it is split by) and
-    ``stage_bytes`` (``size // stages``: one stage, bytes)."""
+    member: every stage, bytes), ``stages`` (the pipeline's stage count it is split by),
+    ``stage_bytes`` (``size // stages``: one stage, bytes) and, where the collective stages
+    narrower elements in wider slots (F8F6F4's 4- and 6-bit elements in ``uint8_t`` slots:
+    ``SmemAllocTypeA`` against ``TmaInternalElementA``, ``sm120_blockscaled_mma_tma.hpp``),
+    ``element_bits`` and ``slot_bits``: the TMA reads the packed elements and unpacks them into
+    the slots, and its transaction counts the packed bytes (:attr:`counted_bytes`)."""
 
     member: str
     size: int
     stages: int
+    element_bits: int | None = None
+    slot_bits: int | None = None
 
     @property
     def stage_bytes(self) -> int:
         return self.size // self.stages
+
+    @property
+    def counted_bytes(self) -> int:
+        """The bytes of one stage the transaction counts: :attr:`stage_bytes`, or for slots
+        wider than their elements ``stage_bytes * element_bits // slot_bits``."""
+        if self.element_bits and self.slot_bits and self.element_bits < self.slot_bits:
+            return self.stage_bytes * self.element_bits // self.slot_bits
+        return self.stage_bytes
+
+    def text(self) -> str:
+        """``smem_A 16384``, or ``smem_B 2048 (4096 B of 8-bit slots, 4-bit elements)``."""
+        name = self.member.rsplit(".", 1)[-1]
+        if self.counted_bytes == self.stage_bytes:
+            return f"{name} {self.stage_bytes}"
+        return f"{name} {self.counted_bytes} ({self.stage_bytes} B of {self.slot_bits}-bit slots, {self.element_bits}-bit elements)"
 
 
 @dataclass(frozen=True)
@@ -312,8 +333,8 @@ class TmaPart:
 
     @property
     def buffer_bytes(self) -> int:
-        """``factor`` x the buffers' bytes of one stage, summed."""
-        return self.factor * sum(b.stage_bytes for b in self.buffers)
+        """``factor`` x the buffers' counted bytes of one stage (:attr:`TmaBuffer.counted_bytes`), summed."""
+        return self.factor * sum(b.counted_bytes for b in self.buffers)
 
     @property
     def agrees(self) -> bool:
@@ -324,7 +345,7 @@ class TmaPart:
         16384 + smem_B 16896`` where the two differ, else ``None``."""
         if self.agrees:
             return None
-        terms = " + ".join(f"{b.member.rsplit('.', 1)[-1]} {b.stage_bytes}" for b in self.buffers) or "none"
+        terms = " + ".join(b.text() for b in self.buffers) or "none"
         times = f"{self.factor} x ({terms})" if self.factor != 1 else terms
         return f"{self.constant} {self.declared} B, its TMA-filled stage buffers hold {self.buffer_bytes} B: {times}"
 
@@ -372,7 +393,7 @@ class TmaCheck:
         for p, dp in zip(self.parts, d["parts"]):
             dp["buffer_bytes"] = p.buffer_bytes
             for b, db in zip(p.buffers, dp["buffers"]):
-                db["stage_bytes"] = b.stage_bytes
+                db["stage_bytes"], db["counted_bytes"] = b.stage_bytes, b.counted_bytes
         return {**d, "findings": self.findings()}
 
     @classmethod
@@ -382,7 +403,10 @@ class TmaCheck:
             TmaPart(
                 p["constant"],
                 p["declared"],
-                tuple(TmaBuffer(b["member"], b["size"], b["stages"]) for b in p["buffers"]),
+                tuple(
+                    TmaBuffer(b["member"], b["size"], b["stages"], b.get("element_bits"), b.get("slot_bits"))
+                    for b in p["buffers"]
+                ),
                 p["factor"],
             )
             for p in d["parts"]
@@ -391,5 +415,5 @@ class TmaCheck:
 
 
 def _part_text(p: TmaPart) -> str:
-    terms = " + ".join(f"{b.member.rsplit('.', 1)[-1]} {b.stage_bytes}" for b in p.buffers)
+    terms = " + ".join(b.text() for b in p.buffers)
     return f"{p.constant} {p.declared} B = " + (f"{p.factor} x ({terms})" if p.factor != 1 else terms)

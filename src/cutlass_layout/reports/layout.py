@@ -205,7 +205,18 @@ def tma_lines(rep: LayoutReport) -> list[str]:
     head = {"agrees": "agrees", "mismatch": "mismatch", "no TMA": "no TMA"}.get(t.status, t.one_line())
     out = [f"TMA transaction bytes vs stage buffers ({t.collective}): {head}"]
     for p in t.parts:
-        terms = " + ".join(f"{b.member} {b.size} / {b.stages} = {b.stage_bytes}" for b in p.buffers) or "none"
+        terms = (
+            " + ".join(
+                f"{b.member} {b.size} / {b.stages} = {b.stage_bytes}"
+                + (
+                    f" ({b.slot_bits}-bit slots of {b.element_bits}-bit elements: {b.counted_bytes})"
+                    if b.counted_bytes != b.stage_bytes
+                    else ""
+                )
+                for b in p.buffers
+            )
+            or "none"
+        )
         times = f"{p.factor} x ({terms})" if p.factor != 1 else terms
         mark = "==" if p.agrees else "!="
         out.append(f"  {p.constant} {p.declared} B {mark} {times} = {p.buffer_bytes} B")

@@ -238,6 +238,30 @@ template <class T, class = void> struct atom_thr { static constexpr long long va
 template <class T> struct atom_thr<T, std::void_t<typename T::AtomThrShapeMNK>> {
   static constexpr long long value = 1 + static_cast<long long>(
       decltype(size(std::declval<typename T::AtomThrShapeMNK>()))::value); };
+// the bits of the element a collective's TMA reads for A/B (its TmaInternalElementA/B, else
+// its ElementA/B) and of the slot it stages one in (SmemAllocTypeA/B): F8F6F4 collectives stage
+// 4- and 6-bit elements in uint8_t slots (sm120_blockscaled_mma_tma.hpp). 1 + N (1: none).
+// cutlass::sizeof_bits (cutlass/numeric_size.h) is declared here so that a unit without
+// CUTLASS parses this too; it is only instantiated for a real collective
+}  // namespace cl_detail
+namespace cutlass { template <typename T> struct sizeof_bits; }
+namespace cl_detail {
+template <class E> struct bits_of { static constexpr long long value = 1 + cutlass::sizeof_bits<E>::value; };
+template <> struct bits_of<cl_none> { static constexpr long long value = 1; };
+#define CL_TYPE(NAME, MEMBER)                                                            \
+  template <class T, class = void> struct NAME { using type = cl_none; };                \
+  template <class T> struct NAME<T, std::void_t<typename T::MEMBER>> { using type = typename T::MEMBER; };
+CL_TYPE(element_a, ElementA)
+CL_TYPE(element_b, ElementB)
+CL_TYPE(alloc_a, SmemAllocTypeA)
+CL_TYPE(alloc_b, SmemAllocTypeB)
+#undef CL_TYPE
+template <class T, class = void> struct tma_element_a : element_a<T> {};
+template <class T> struct tma_element_a<T, std::void_t<typename T::TmaInternalElementA>> {
+  using type = typename T::TmaInternalElementA; };
+template <class T, class = void> struct tma_element_b : element_b<T> {};
+template <class T> struct tma_element_b<T, std::void_t<typename T::TmaInternalElementB>> {
+  using type = typename T::TmaInternalElementB; };
 // a collective's dispatch policy (cl_none: none)
 template <class T, class = void> struct policy_of { using type = cl_none; };
 template <class T> struct policy_of<T, std::void_t<typename T::DispatchPolicy>> {
@@ -311,6 +335,10 @@ def subject_block(
         f"using {p}StagesSF = char[cl_detail::stages_sf<{p}Mainloop>::value];\n"
         f"using {p}TmaAtomThr = char[cl_detail::atom_thr<{p}Mainloop>::value];\n"
         f"using {p}MainloopPolicy = typename cl_detail::policy_of<{p}Mainloop>::type;\n"
+        f"using {p}TmaBitsA = char[cl_detail::bits_of<typename cl_detail::tma_element_a<{p}Mainloop>::type>::value];\n"
+        f"using {p}TmaBitsB = char[cl_detail::bits_of<typename cl_detail::tma_element_b<{p}Mainloop>::type>::value];\n"
+        f"using {p}SlotBitsA = char[cl_detail::bits_of<typename cl_detail::alloc_a<{p}Mainloop>::type>::value];\n"
+        f"using {p}SlotBitsB = char[cl_detail::bits_of<typename cl_detail::alloc_b<{p}Mainloop>::type>::value];\n"
     )
     tma += "".join(
         f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"

@@ -189,12 +189,15 @@ def check(
     declared: dict[str, int],
     stages: dict[str, int | None],
     atom: int,
+    bits: dict[str, tuple[int, int]] | None = None,
 ) -> TmaCheck:
     """The :class:`~cutlass_layout.model.launch.TmaCheck` of a collective: ``collective`` and
     ``policy`` its class template and its dispatch policy's (names), ``storage`` its laid-out
     ``SharedStorage``, ``declared`` its transaction counts by probe alias (0 or absent: not
     declared), ``stages`` the stage counts by :attr:`Part.stages` key, ``atom``
-    ``size(AtomThrShapeMNK{})`` (1 where it has none). Bytes throughout.
+    ``size(AtomThrShapeMNK{})`` (1 where it has none), ``bits`` the element and slot bits of
+    ``smem_A``/``smem_B`` by member name (:class:`~cutlass_layout.model.launch.TmaBuffer`'s
+    ``element_bits``/``slot_bits``; absent: the slots are the elements). Bytes throughout.
 
     No count declared: ``no TMA``. No rule, a family not read (:attr:`Rule.verified`), no
     storage, or a buffer whose size does not divide by its stages: ``not verified``, with why.
@@ -228,7 +231,8 @@ def check(
             used.add(m)
             if size % n:
                 bad.append(f"{path} ({size} B) does not divide by its {n} stages")
-            members.append(TmaBuffer(path, size, n))
+            eb, sb = (bits or {}).get(m, (None, None))
+            members.append(TmaBuffer(path, size, n, eb, sb) if eb and sb and eb < sb else TmaBuffer(path, size, n))
         parts.append(TmaPart(part.constant, value, tuple(members), atom if rule.atom else 1))
     notes = [rule.left_out] if rule.left_out else []
     others = sorted(set(bufs) - used - {m for p in rule.parts for m in p.members})
