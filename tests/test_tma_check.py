@@ -151,14 +151,13 @@ def test_a_handful_of_families_agree(nc420):
     """One kernel per family, CUTLASS 4.2.0 (nvidia-cutlass 4.2.0.0), by hand:
 
     - SM90 dense bf16 128x128x64, 4 stages: A and B 128*64*2 = 16384 B a stage, 32768 in all;
-    - SM120 dense NVFP4 128x32x128 (block-scaled, SFVecSize 16): A 128*128/2 = 8192 B, SFA
-      128 rows x 128/16 = 1024 B; B 32*128/2 = 2048 B, SFB padded to the 128-row scale atom
-      (Sm1xxBlkScaledConfig) 128 x 8 = 1024 B: MK 9216, NK 3072, 12288 in all;
+    - SM120 dense NVFP4 128x128x128 (block-scaled, SFVecSize 16): A 128*128/2 = 8192 B, SFA
+      128 rows x 128/16 = 1024 B; B and SFB the same: MK 9216, NK 9216, 18432 in all;
     - SM100 dense bf16 2-SM 256x128x64, cluster 2x1x1: 2 x (16384 + 8192) = 49152.
     """
     configs = [
         Config(arch="sm90", kernel="dense", a="bf16", tile=(128, 128, 64), stages=4),
-        Config(arch="sm120", kernel="dense", a="nvfp4", tile=(128, 32, 128), stages=2),
+        Config(arch="sm120", kernel="dense", a="nvfp4", tile=(128, 128, 128), stages=2),
         Config(arch="sm100", kernel="dense", a="bf16", tile=(256, 128, 64), cluster=(2, 1, 1), stages=3),
     ]
     got = layouts(configs, nc420)
@@ -169,8 +168,8 @@ def test_a_handful_of_families_agree(nc420):
     assert {p.constant: p.declared for p in sm90.parts}["TmaTransactionBytes"] == 32768
     assert {p.constant: p.declared for p in sm120.parts} == {
         "TmaTransactionBytesMK": 9216,
-        "TmaTransactionBytesNK": 3072,
-        "TmaTransactionBytes": 12288,
+        "TmaTransactionBytesNK": 9216,
+        "TmaTransactionBytes": 18432,
     }
     assert sm100.parts[0].declared == 49152 and sm100.parts[0].factor == 2
 
