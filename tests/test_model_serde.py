@@ -204,6 +204,7 @@ def _report_dict() -> dict:
         "params": None,
         "cluster": None,
         "launch_findings": [],
+        "tma_check": None,
         "fits": True,
         "headroom_bytes": 101376 - 82048,
         "exact_fit": False,
@@ -357,6 +358,7 @@ NUMBERS = {
     "params": None,
     "cluster_legality": None,
     "launch_findings": [],
+    "tma_check": None,
 }
 FIX = {
     "stages": 3,

@@ -493,6 +493,8 @@ _ENGINE = (
     "subjects/archs.py",
     "model/serde.py",
     "model/layout.py",
+    "model/launch.py",
+    "subjects/tma.py",
     "subjects/shapes.py",
     "cpp/clang.py",
     "subjects/mainloop2x.py",
@@ -542,9 +544,9 @@ KINDS = kinds_by_name(
         ),
     ),
     Kind("wheel-installs", 1, _TREES),
-    Kind("layouts", 1, _ENGINE),
+    Kind("layouts", 2, _ENGINE),  # 2: tma_check
     Kind("library-kernels", 1, ("sources/_cutlass_library_harness.py", "installs/kernel_library.py")),
-    Kind("library-layouts", 1, (*_ENGINE, "installs/kernel_library.py")),
+    Kind("library-layouts", 2, (*_ENGINE, "installs/kernel_library.py")),
     Kind(
         "candidates",
         3,
@@ -575,7 +577,7 @@ KINDS = kinds_by_name(
     # pass 0's cut-down launcher macros, shared by sources calling the same ones
     Kind("preludes", 1, (*_KERNELS, *_TEXT, "cpp/cursors.py", *_PROBE)),
     # 2: launcher_macros; keys add the stand-in headers (commands/audit/plan.py STANDINS)
-    Kind("audit", 2, (*_KERNELS, *_TEXT, *_ENGINE)),
+    Kind("audit", 3, (*_KERNELS, *_TEXT, *_ENGINE)),
     Kind("audit-canonicals", 1, ("installs/equivalence.py", "cpp/preprocessor.py", *_TEXT)),
     Kind("audit-scans", 1, ("commands/audit/plan.py", "commands/audit/judge.py", *_TEXT, *_KERNELS)),
     Kind(

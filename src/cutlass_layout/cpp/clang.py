@@ -454,6 +454,18 @@ class ProbeUnit:
             raise ValueError(f"{cursor.spelling} names no valid type")
         return t.spelling
 
+    @staticmethod
+    def template_name(cursor: ci.Cursor) -> str | None:
+        """The name of the class (template) a ``using`` alias names, without its template
+        arguments (``CollectiveMma``, ``MainloopSm90TmaGmmaWarpSpecialized``): what tells a
+        collective's family apart, read without spelling the whole type; ``None`` for the
+        probe's placeholder ``cl_detail::cl_none`` or an invalid type."""
+        t = cursor.underlying_typedef_type.get_canonical()
+        if t.kind == ci.TypeKind.INVALID:
+            return None
+        name = t.get_declaration().spelling
+        return None if not name or name == "cl_none" else name
+
     def template_site(self, alias: ci.Cursor | None, line_re: re.Pattern) -> tuple[str | None, int | None]:
         """Where the class that the ``using`` alias ``alias`` names is written: its class
         template's file (relative to the include root, :meth:`rel`) and the first line of its

@@ -493,6 +493,7 @@ def _check_kernel_body(tgt: Target, cfg, rep: LayoutReport) -> LayoutReport:
         stages=None,
         capacity=None,
         tma_transaction_bytes=None,
+        tma_check=None,
         error=err,
     )
 

@@ -30,9 +30,10 @@ from ..model import (
     RegisterSplit,
     StructLayout,
     TmaBytes,
+    TmaCheck,
 )
 from ..model.launch import param_limit
-from ..subjects import aliases, archs, budgets, shapes
+from ..subjects import aliases, archs, budgets, shapes, tma
 from ..subjects.config import Config
 from ..subjects.user_type import UserType
 
@@ -143,6 +144,8 @@ def _subject_values(unit: ProbeUnit, names: dict, cfg) -> dict:
         for alias, member in aliases.TMA_MEMBERS.items()
     }
     v["tma_transaction_bytes"] = TmaBytes(mk=consts["TmaMK"], nk=consts["TmaNK"], total=consts["TmaTotal"])
+    if v["mainloop"] is not None:
+        v["tma_check"] = tma_check(unit, names, v["mainloop"], v["stages"], tma)
     if v["subject_kind"] == "kernel" and v["kernel"] is not None:
         v["occupancy"] = occupancy(unit, names, v["config"].get("arch"), v["kernel"].size)
         v["params"] = params_layout(unit, names)
@@ -169,6 +172,37 @@ def cluster_legality(names: dict, arch: str | None, gpu: str | None = None) -> C
         tagged = archs.from_cc(int(m.group(1))) if m else None
         family = tagged.family if tagged is not None else None
     return ClusterLegality.of(shape, None if mma is None or mma < 3 else mma - 3, family)
+
+
+def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int | None, declared: dict) -> TmaCheck:
+    """The mainloop's :class:`~cutlass_layout.model.launch.TmaCheck`
+    (:func:`cutlass_layout.subjects.tma.check`): its transaction counts (``declared``: the
+    block's :data:`~cutlass_layout.subjects.aliases.TMA_MEMBERS` values, and its
+    :data:`~cutlass_layout.subjects.aliases.TMA_PARTS`), its and its policy's class template
+    names, its stage counts and ``size(AtomThrShapeMNK{})``, all read through the block's
+    aliases (an older block without them: what it has)."""
+    counts = dict(declared)
+    for alias in aliases.TMA_PARTS:
+        n = _optional_int(names, alias)
+        counts[alias] = 0 if n is None else n - 1
+    sf = _optional_int(names, "StagesSF")
+    atom = _optional_int(names, "TmaAtomThr")
+    collective = ProbeUnit.template_name(names["Mainloop"]) or "the mainloop"
+    policy = ProbeUnit.template_name(names["MainloopPolicy"]) if "MainloopPolicy" in names else None
+    bits = {}
+    for member, elem, slot in (("smem_A", "TmaBitsA", "SlotBitsA"), ("smem_B", "TmaBitsB", "SlotBitsB")):
+        e, sl = _optional_int(names, elem), _optional_int(names, slot)
+        if e and sl and e > 1 and sl > 1:
+            bits[member] = (e - 1, sl - 1)
+    return tma.check(
+        collective,
+        policy,
+        mainloop,
+        counts,
+        {"A": stages, "SF": sf - 2 if sf and sf > 1 else None},
+        atom - 1 if atom and atom > 1 else 1,
+        bits,
+    )
 
 
 #: A TMA descriptor's type as a member writes it (``TmaDescriptor``, ``cute::TmaDescriptor``,

@@ -70,6 +70,9 @@ from .launch import (
     ParamsLayout,
     PerSmLimits,
     RegisterSplit,
+    TmaBuffer,
+    TmaCheck,
+    TmaPart,
 )
 from .layout import (
     FIELD_KEYS,
@@ -157,6 +160,9 @@ __all__ = [
     "NumericRow",
     "Occupancy",
     "ClusterLegality",
+    "TmaBuffer",
+    "TmaCheck",
+    "TmaPart",
     "ParamsLayout",
     "PerSmLimits",
     "Provenance",

@@ -16,7 +16,7 @@ from .layout import (
     KernelNumbers,
     LayoutReport,
 )
-from .launch import ClusterLegality, Occupancy, ParamsLayout
+from .launch import ClusterLegality, Occupancy, ParamsLayout, TmaCheck
 from .serde import plain
 from .verdict import Verdict, verdict_of
 
@@ -296,6 +296,7 @@ class Tactic:
             "params": None if n.params is None else n.params.to_dict(),
             "cluster_legality": None if n.cluster is None else n.cluster.to_dict(),
             "launch_findings": n.launch_findings,
+            "tma_check": None if n.tma_check is None else n.tma_check.to_dict(),
         }
 
     stages = _number("stages", "The mainloop's pipeline stages.")
@@ -327,6 +328,11 @@ class Tactic:
         "launch_findings",
         "What keeps the kernel from launching beyond its shared memory, in words "
         "(:attr:`~cutlass_layout.model.layout.KernelNumbers.launch_findings`): ``audit --checks launch`` fails on them.",
+    )
+    tma_check = _number(
+        "tma_check",
+        "The mainloop's :class:`~cutlass_layout.model.launch.TmaCheck` (TMA transaction bytes against "
+        "its TMA-filled stage buffers), else None.",
     )
     occupancy = _number(
         "occupancy",
@@ -393,6 +399,7 @@ class Tactic:
         elif kb is not None:
             head = cap - kb
         occ, params, cluster = d.get("occupancy"), d.get("params"), d.get("cluster_legality")
+        tma_check = d.get("tma_check")
         return KernelNumbers(
             verdict_of(None, head),
             d["stages"],
@@ -405,6 +412,7 @@ class Tactic:
             occupancy=None if occ is None else Occupancy.from_dict(occ),
             params=None if params is None else ParamsLayout.from_dict(params),
             cluster=None if cluster is None else ClusterLegality.from_dict(cluster),
+            tma_check=None if tma_check is None else TmaCheck.from_dict(tma_check),
         )
 
 
@@ -447,6 +455,7 @@ TACTIC_NUMBERS = (
     "params",
     "cluster_legality",
     "launch_findings",
+    "tma_check",
 )
 
 

@@ -388,13 +388,163 @@ def occupancy_findings(occ: Occupancy | None) -> list[str]:
     return [f"0 CTAs/SM (limited by {', '.join(occ.limited_by)}): it cannot launch"]
 
 
-def launch_findings(occ: Occupancy | None, params: ParamsLayout | None, cluster: ClusterLegality | None) -> list[str]:
+def launch_findings(
+    occ: Occupancy | None,
+    params: ParamsLayout | None,
+    cluster: ClusterLegality | None,
+    tma_check: TmaCheck | None = None,
+) -> list[str]:
     """Every launch finding of one kernel, in words: 0 CTAs per SM (:func:`occupancy_findings`),
     a TMA descriptor not 64-byte aligned or ``Params`` over the parameter limit
     (:meth:`ParamsLayout.findings`), an illegal or non-portable cluster
-    (:meth:`ClusterLegality.findings`)."""
+    (:meth:`ClusterLegality.findings`), a TMA transaction count that differs from the bytes of
+    the stage buffers its copies fill (:meth:`TmaCheck.findings`: the pipeline's barrier
+    would wait for bytes that never come, or go on before they all came)."""
     return [
         *occupancy_findings(occ),
         *([] if params is None else params.findings()),
         *([] if cluster is None else cluster.findings()),
+        *([] if tma_check is None else tma_check.findings()),
     ]
+
+
+#: :attr:`TmaCheck.status` values.
+TMA_STATUSES = ("agrees", "mismatch", "no TMA", "not verified")
+
+
+@dataclass(frozen=True)
+class TmaBuffer:
+    """One TMA-filled shared-memory buffer of a collective, read from the laid-out
+    ``SharedStorage``: ``member`` (its path, ``tensors.smem_A``), ``size`` (``sizeof`` of the
+    member: every stage, bytes), ``stages`` (the pipeline's stage count it is split by),
+    ``stage_bytes`` (``size // stages``: one stage, bytes) and, where the collective stages
+    narrower elements in wider slots (F8F6F4's 4- and 6-bit elements in ``uint8_t`` slots:
+    ``SmemAllocTypeA`` against ``TmaInternalElementA``, ``sm120_blockscaled_mma_tma.hpp``),
+    ``element_bits`` and ``slot_bits``: the TMA reads the packed elements and unpacks them into
+    the slots, and its transaction counts the packed bytes (:attr:`counted_bytes`)."""
+
+    member: str
+    size: int
+    stages: int
+    element_bits: int | None = None
+    slot_bits: int | None = None
+
+    @property
+    def stage_bytes(self) -> int:
+        return self.size // self.stages
+
+    @property
+    def counted_bytes(self) -> int:
+        """The bytes of one stage the transaction counts: :attr:`stage_bytes`, or for slots
+        wider than their elements ``stage_bytes * element_bits // slot_bits``."""
+        if self.element_bits and self.slot_bits and self.element_bits < self.slot_bits:
+            return self.stage_bytes * self.element_bits // self.slot_bits
+        return self.stage_bytes
+
+    def text(self) -> str:
+        """``smem_A 16384``, or ``smem_B 2048 (4096 B of 8-bit slots, 4-bit elements)``."""
+        name = self.member.rsplit(".", 1)[-1]
+        if self.counted_bytes == self.stage_bytes:
+            return f"{name} {self.stage_bytes}"
+        return f"{name} {self.counted_bytes} ({self.stage_bytes} B of {self.slot_bits}-bit slots, {self.element_bits}-bit elements)"
+
+
+@dataclass(frozen=True)
+class TmaPart:
+    """One transaction count a collective declares (``constant``: ``TmaTransactionBytes``,
+    ``TmaTransactionBytesMK``, ``ABTmaTransactionBytes``, ...; ``declared``: its value, bytes,
+    the compiler's) against the stage buffers its TMA copies fill (``buffers``), times
+    ``factor`` (the CTAs of one MMA atom, ``size(AtomThrShapeMNK{})``: a 2-SM MMA's one barrier
+    counts both CTAs' bytes; 1 elsewhere)."""
+
+    constant: str
+    declared: int
+    buffers: tuple[TmaBuffer, ...]
+    factor: int = 1
+
+    @property
+    def buffer_bytes(self) -> int:
+        """``factor`` x the buffers' counted bytes of one stage (:attr:`TmaBuffer.counted_bytes`), summed."""
+        return self.factor * sum(b.counted_bytes for b in self.buffers)
+
+    @property
+    def agrees(self) -> bool:
+        return self.declared == self.buffer_bytes
+
+    def finding(self) -> str | None:
+        """``TmaTransactionBytes 32768 B, its TMA-filled stage buffers hold 33280 B: smem_A
+        16384 + smem_B 16896`` where the two differ, else ``None``."""
+        if self.agrees:
+            return None
+        terms = " + ".join(b.text() for b in self.buffers) or "none"
+        times = f"{self.factor} x ({terms})" if self.factor != 1 else terms
+        return f"{self.constant} {self.declared} B, its TMA-filled stage buffers hold {self.buffer_bytes} B: {times}"
+
+
+@dataclass(frozen=True)
+class TmaCheck:
+    """A collective's TMA transaction bytes against the bytes of the stage buffers its TMA
+    copies fill, computed from the laid-out ``SharedStorage`` (member size / stages), not from
+    the collective's own expression: a barrier that expects other bytes than the copies deliver
+    hangs or races (mirage#705, NVIDIA/cutlass PR#3314).
+
+    Attributes:
+        collective: the collective's class template (``CollectiveMma``) and its dispatch
+            policy's (``MainloopSm90TmaGmmaWarpSpecialized``), as ``CollectiveMma<MainloopSm90...>``.
+        status: ``agrees`` (every part equal), ``mismatch`` (a part differs: :meth:`findings`),
+            ``no TMA`` (the collective declares no transaction bytes: cp.async, SM80) or
+            ``not verified`` (:attr:`note` says why: no rule for the collective's family, a
+            buffer whose size does not divide by its stages).
+        rule: the CUTLASS file and symbol whose ``load()`` copies the rule mirrors, or ``None``.
+        parts: each declared count against its buffers.
+        note: what was left out and why (a buffer not per stage, a non-TMA copy), or ``None``.
+    """
+
+    collective: str
+    status: str
+    rule: str | None = None
+    parts: tuple[TmaPart, ...] = ()
+    note: str | None = None
+
+    def findings(self) -> list[str]:
+        """Each part whose declared bytes differ from its buffers' (:meth:`TmaPart.finding`)."""
+        return [f for p in self.parts if (f := p.finding()) is not None]
+
+    def one_line(self) -> str:
+        """``agrees (TmaTransactionBytes 32768 B = smem_A 16384 + smem_B 16384)``, the
+        findings, ``no TMA`` or ``not verified: <why>``."""
+        if self.status == "mismatch":
+            return "mismatch: " + "; ".join(self.findings())
+        if self.status == "agrees":
+            return "agrees (" + "; ".join(_part_text(p) for p in self.parts) + ")"
+        return self.status + (f": {self.note}" if self.note and self.status == "not verified" else "")
+
+    def to_dict(self) -> dict:
+        d = plain(self)
+        for p, dp in zip(self.parts, d["parts"]):
+            dp["buffer_bytes"] = p.buffer_bytes
+            for b, db in zip(p.buffers, dp["buffers"]):
+                db["stage_bytes"], db["counted_bytes"] = b.stage_bytes, b.counted_bytes
+        return {**d, "findings": self.findings()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TmaCheck:
+        """The inverse of :meth:`to_dict` (sums and findings computed again, not read)."""
+        parts = tuple(
+            TmaPart(
+                p["constant"],
+                p["declared"],
+                tuple(
+                    TmaBuffer(b["member"], b["size"], b["stages"], b.get("element_bits"), b.get("slot_bits"))
+                    for b in p["buffers"]
+                ),
+                p["factor"],
+            )
+            for p in d["parts"]
+        )
+        return cls(d["collective"], d["status"], d["rule"], parts, d["note"])
+
+
+def _part_text(p: TmaPart) -> str:
+    terms = " + ".join(b.text() for b in p.buffers)
+    return f"{p.constant} {p.declared} B = " + (f"{p.factor} x ({terms})" if p.factor != 1 else terms)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launch import ClusterLegality, Occupancy, ParamsLayout, launch_findings
+from .launch import ClusterLegality, Occupancy, ParamsLayout, TmaCheck, launch_findings
 from .serde import dataclass_keys, from_plain, lazy_list, plain
 from .verdict import Verdict, schema_verdict, verdict_of
 
@@ -358,6 +358,8 @@ class KernelNumbers:
             (:attr:`LayoutReport.params`), else ``None``.
         cluster: a 3.x kernel's :class:`~cutlass_layout.model.launch.ClusterLegality`
             (:attr:`LayoutReport.cluster`), else ``None``.
+        tma_check: the mainloop's :class:`~cutlass_layout.model.launch.TmaCheck`
+            (:attr:`LayoutReport.tma_check`), else ``None``.
     """
 
     verdict: Verdict
@@ -372,6 +374,7 @@ class KernelNumbers:
     occupancy: Occupancy | None = None
     params: ParamsLayout | None = None
     cluster: ClusterLegality | None = None
+    tma_check: TmaCheck | None = None
 
     @property
     def launch_findings(self) -> list[str]:
@@ -380,7 +383,7 @@ class KernelNumbers:
         descriptor, ``Params`` over the parameter limit, an illegal or non-portable cluster);
         empty where none is known (a kernel that does not compile has none: its error is the
         verdict)."""
-        return launch_findings(self.occupancy, self.params, self.cluster)
+        return launch_findings(self.occupancy, self.params, self.cluster, self.tma_check)
 
     @property
     def exact_fit(self) -> bool | None:
@@ -444,6 +447,9 @@ class LayoutReport:
     #: a 3.x kernel's cluster and whether its arch launches it
     #: (:class:`~cutlass_layout.model.launch.ClusterLegality`); ``None`` for any other subject
     cluster: ClusterLegality | None = None
+    #: the mainloop's TMA transaction bytes against its TMA-filled stage buffers
+    #: (:class:`~cutlass_layout.model.launch.TmaCheck`); ``None`` for a subject with no 3.x mainloop
+    tma_check: TmaCheck | None = None
     #: a CUTLASS 2.x mainloop's class and staged element types (:class:`MainloopChoice`);
     #: ``None`` for 3.x subjects and epilogues
     mainloop_class: MainloopChoice | None = None
@@ -523,6 +529,7 @@ class LayoutReport:
             occupancy=self.occupancy,
             params=self.params,
             cluster=self.cluster,
+            tma_check=self.tma_check,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -571,6 +578,7 @@ class LayoutReport:
             "params": None if self.params is None else self.params.to_dict(),
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "launch_findings": self.numbers().launch_findings,
+            "tma_check": None if self.tma_check is None else self.tma_check.to_dict(),
             "fits": self.fits,
             "headroom_bytes": self.headroom_bytes,
             "exact_fit": self.exact_fit,
@@ -653,6 +661,7 @@ class LayoutReport:
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
             params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
             cluster=None if d.get("cluster") is None else ClusterLegality.from_dict(d["cluster"]),
+            tma_check=None if d.get("tma_check") is None else TmaCheck.from_dict(d["tma_check"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),
             clang_only=[CompileError(**e) for e in d.get("clang_only") or []],
             approximation=None,

@@ -149,11 +149,14 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("kernel", right=True), lambda x: num(x, x.kernel_bytes)),
         (Column("headroom", right=True), lambda x: num(x, x.headroom_bytes)),
         (Column("CTAs/SM", right=True, drop=4), ctas_cell),
+        (Column("TMA bytes", drop=4), tma_cell),
         (Column("tried"), lambda x: _yes_no(x.runtime_candidate)),
         (Column("fix", drop=4), fix_cell),
     ]
     optional = {
         "CTAs/SM": lambda x: x.occupancy is not None,
+        # shown where a row's TMA counts disagree with its stage buffers, or were not verified
+        "TMA bytes": lambda x: x.tma_check is not None and x.tma_check.status in ("mismatch", "not verified"),
         "fusion": lambda x: x.fusion,
         "swap": lambda x: x.swap_ab is not None,
         "tried": lambda x: x.runtime_candidate is not None,
@@ -181,6 +184,12 @@ def ctas_cell(x) -> str:
     if o.at_most is not None:
         return f"<={o.at_most}"
     return "?" if o.ctas_per_sm is None else str(o.ctas_per_sm)
+
+
+def tma_cell(x) -> str:
+    """A tactic's :class:`~cutlass_layout.model.launch.TmaCheck`: ``agrees``, ``mismatch``,
+    ``not verified``, ``no TMA``; ``-`` for a kernel without one."""
+    return "-" if x.tma_check is None else x.tma_check.status
 
 
 def audit_table(tactics, title: str | None = None, *, tile_bytes: bool = False):

@@ -217,6 +217,40 @@ def launch_finding_lines(rep: LayoutReport) -> list[str]:
     return [f"  finding: {f}" for f in occupancy_findings(rep.occupancy)]
 
 
+def tma_lines(rep: LayoutReport) -> list[str]:
+    """The mainloop's TMA transaction bytes against its TMA-filled stage buffers
+    (:class:`~cutlass_layout.model.launch.TmaCheck`): the status, each declared count with
+    its buffers, the rule's CUTLASS source, then each finding (``finding: ...``); none for a
+    report without :attr:`~LayoutReport.tma_check`."""
+    t = rep.tma_check
+    if t is None:
+        return []
+    head = {"agrees": "agrees", "mismatch": "mismatch", "no TMA": "no TMA"}.get(t.status, t.one_line())
+    out = [f"TMA transaction bytes vs stage buffers ({t.collective}): {head}"]
+    for p in t.parts:
+        terms = (
+            " + ".join(
+                f"{b.member} {b.size} / {b.stages} = {b.stage_bytes}"
+                + (
+                    f" ({b.slot_bits}-bit slots of {b.element_bits}-bit elements: {b.counted_bytes})"
+                    if b.counted_bytes != b.stage_bytes
+                    else ""
+                )
+                for b in p.buffers
+            )
+            or "none"
+        )
+        times = f"{p.factor} x ({terms})" if p.factor != 1 else terms
+        mark = "==" if p.agrees else "!="
+        out.append(f"  {p.constant} {p.declared} B {mark} {times} = {p.buffer_bytes} B")
+    if t.rule:
+        out.append(f"  rule: {t.rule}")
+    if t.note and t.status != "not verified":
+        out.append(f"  note: {t.note}")
+    out += [f"  finding: {f}" for f in t.findings()]
+    return out
+
+
 def approximation_text(rep: LayoutReport, tile_bytes: bool = False) -> list[str]:
     """The lines on what a preset config's numbers approximate
     (:func:`~cutlass_layout.reports.common.approximation_head`), and what the install builds
@@ -277,7 +311,8 @@ def render(
         con.print(escape(launch_text(rep)), soft_wrap=True)
     if rep.builder_budget is not None:
         con.print(budget_text(rep), soft_wrap=True)
-    for line in occupancy_lines(rep) + launch_finding_lines(rep) + params_lines(rep) + cluster_lines(rep):
+    launch = occupancy_lines(rep) + launch_finding_lines(rep) + params_lines(rep) + cluster_lines(rep) + tma_lines(rep)
+    for line in launch:
         con.print(line, soft_wrap=True, markup=False, style="yellow" if "finding:" in line else None)
     con.print(total_text(rep, markup=True), soft_wrap=True)
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one
@@ -384,7 +419,12 @@ def to_markdown(
         out += [md_cell(launch_text(rep)), ""]
     if rep.builder_budget is not None:
         out += [md_cell(budget_text(rep)), ""]
-    for block in (occupancy_lines(rep) + launch_finding_lines(rep), params_lines(rep), cluster_lines(rep)):
+    for block in (
+        occupancy_lines(rep) + launch_finding_lines(rep),
+        params_lines(rep),
+        cluster_lines(rep),
+        tma_lines(rep),
+    ):
         if block:
             out += [md_cell(block[0]), ""] + [f"- {md_cell(line.strip())}" for line in block[1:]] + [""]
     if rep.capacity is not None and rep.capacity.source:  # total_text: a report past its error has one

@@ -17,6 +17,27 @@ NAMESPACE = "cl_probe_"
 KINDS = {5: "direct_conv", 4: "storage", 3: "kernel", 2: "kernel2x", 1: "mainloop", 0: "epilogue"}
 #: ``char[1 + N]`` aliases of the mainloop's TMA members: alias -> member name.
 TMA_MEMBERS = {"TmaMK": "TmaTransactionBytesMK", "TmaNK": "TmaTransactionBytesNK", "TmaTotal": "TmaTransactionBytes"}
+#: ``char[1 + N]`` aliases of the other transaction counts a collective may split its bytes
+#: into (``char[1]``: no such member), read for :class:`~cutlass_layout.model.launch.TmaCheck`:
+#: SM100/SM103 block-scaled ``ABTmaTransactionBytes`` and ``SFTransactionBytes``
+#: (``gemm/collective/sm100_blockscaled_mma_warpspecialized.hpp``), SM90 blockwise FP8's
+#: ``TmaTransactionBytesSFA``/``SFB`` (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp``),
+#: SM90 mixed input's ``TmaTransactionBytesExtra`` (the scales and zeros,
+#: ``sm90_mma_tma_gmma_rs_warpspecialized_mixed_input.hpp``), the SM100 sparse collectives'
+#: ``MainLoadTmaTransactionBytes`` and ``MetadataTmaTransactionBytes``
+#: (``sm100_sparse_mma_warpspecialized.hpp``) and SM100 mixed input's ``TmaTransactionBytes_A``/``_B``
+#: (``sm100_mma_warpspecialized_mixed_input.hpp``)
+TMA_PARTS = {
+    "TmaAB": "ABTmaTransactionBytes",
+    "TmaSF": "SFTransactionBytes",
+    "TmaSFA": "TmaTransactionBytesSFA",
+    "TmaSFB": "TmaTransactionBytesSFB",
+    "TmaExtra": "TmaTransactionBytesExtra",
+    "TmaMainLoad": "MainLoadTmaTransactionBytes",
+    "TmaMetadata": "MetadataTmaTransactionBytes",
+    "TmaA": "TmaTransactionBytes_A",
+    "TmaB": "TmaTransactionBytes_B",
+}
 #: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
 #: for its occupancy: alias -> static member of the kernel class (CUTLASS's
 #: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
@@ -57,6 +78,15 @@ struct cl_none {};  // stands for "the subject has no such part"
 CL_DETECT(TmaTransactionBytesMK)
 CL_DETECT(TmaTransactionBytesNK)
 CL_DETECT(TmaTransactionBytes)
+CL_DETECT(ABTmaTransactionBytes)
+CL_DETECT(SFTransactionBytes)
+CL_DETECT(TmaTransactionBytesSFA)
+CL_DETECT(TmaTransactionBytesSFB)
+CL_DETECT(TmaTransactionBytesExtra)
+CL_DETECT(MainLoadTmaTransactionBytes)
+CL_DETECT(MetadataTmaTransactionBytes)
+CL_DETECT(TmaTransactionBytes_A)
+CL_DETECT(TmaTransactionBytes_B)
 CL_DETECT(ReducedSmemCapacityBytes)
 CL_DETECT(Sm90ReducedSmemCapacityBytes)
 #undef CL_DETECT
@@ -223,6 +253,45 @@ template <class T> struct stages_b<T, std::void_t<decltype(T::DispatchPolicy::St
 template <class T, class = void> struct stages_e { static constexpr int value = 1; };
 template <class T> struct stages_e<T, std::void_t<decltype(T::DispatchPolicy::StagesE)>> {
   static constexpr int value = 2 + T::DispatchPolicy::StagesE; };
+// the SM103 block-scaled collectives' scale-factor pipeline stages: 2 + N (1 for none)
+template <class T, class = void> struct stages_sf { static constexpr int value = 1; };
+template <class T> struct stages_sf<T, std::void_t<decltype(T::DispatchPolicy::LoadSFPipelineStageCount)>> {
+  static constexpr int value = 2 + T::DispatchPolicy::LoadSFPipelineStageCount; };
+// the CTAs of one MMA atom, size(AtomThrShapeMNK{}) (SM100's 2-SM MMA: 2; its one barrier
+// counts both CTAs' bytes): 1 + N (1 for none). size is found by argument-dependent lookup
+// (cute::size of a cute::Shape), so that a unit without CuTe parses this too
+template <class T, class = void> struct atom_thr { static constexpr long long value = 1; };
+template <class T> struct atom_thr<T, std::void_t<typename T::AtomThrShapeMNK>> {
+  static constexpr long long value = 1 + static_cast<long long>(
+      decltype(size(std::declval<typename T::AtomThrShapeMNK>()))::value); };
+// the bits of the element a collective's TMA reads for A/B (its TmaInternalElementA/B, else
+// its ElementA/B) and of the slot it stages one in (SmemAllocTypeA/B): F8F6F4 collectives stage
+// 4- and 6-bit elements in uint8_t slots (sm120_blockscaled_mma_tma.hpp). 1 + N (1: none).
+// cutlass::sizeof_bits (cutlass/numeric_size.h) is declared here so that a unit without
+// CUTLASS parses this too; it is only instantiated for a real collective
+}  // namespace cl_detail
+namespace cutlass { template <typename T> struct sizeof_bits; }
+namespace cl_detail {
+template <class E> struct bits_of { static constexpr long long value = 1 + cutlass::sizeof_bits<E>::value; };
+template <> struct bits_of<cl_none> { static constexpr long long value = 1; };
+#define CL_TYPE(NAME, MEMBER)                                                            \
+  template <class T, class = void> struct NAME { using type = cl_none; };                \
+  template <class T> struct NAME<T, std::void_t<typename T::MEMBER>> { using type = typename T::MEMBER; };
+CL_TYPE(element_a, ElementA)
+CL_TYPE(element_b, ElementB)
+CL_TYPE(alloc_a, SmemAllocTypeA)
+CL_TYPE(alloc_b, SmemAllocTypeB)
+#undef CL_TYPE
+template <class T, class = void> struct tma_element_a : element_a<T> {};
+template <class T> struct tma_element_a<T, std::void_t<typename T::TmaInternalElementA>> {
+  using type = typename T::TmaInternalElementA; };
+template <class T, class = void> struct tma_element_b : element_b<T> {};
+template <class T> struct tma_element_b<T, std::void_t<typename T::TmaInternalElementB>> {
+  using type = typename T::TmaInternalElementB; };
+// a collective's dispatch policy (cl_none: none)
+template <class T, class = void> struct policy_of { using type = cl_none; };
+template <class T> struct policy_of<T, std::void_t<typename T::DispatchPolicy>> {
+  using type = typename T::DispatchPolicy; };
 // the arch tag's compute capability: the named type's own ArchTag (a 2.x device-level Gemm's:
 // the arch it was built for), else the subject's, else its mainloop's (a 2.x mainloop's is its
 // warp MMA's, which can be older: DefaultMma's float 2-stage pick uses SM75's f16 MMA), else
@@ -283,6 +352,19 @@ def subject_block(
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
         for alias, member_ in TMA_MEMBERS.items()
+    )
+    tma += "".join(
+        f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
+        for alias, member_ in TMA_PARTS.items()
+    )
+    tma += (
+        f"using {p}StagesSF = char[cl_detail::stages_sf<{p}Mainloop>::value];\n"
+        f"using {p}TmaAtomThr = char[cl_detail::atom_thr<{p}Mainloop>::value];\n"
+        f"using {p}MainloopPolicy = typename cl_detail::policy_of<{p}Mainloop>::type;\n"
+        f"using {p}TmaBitsA = char[cl_detail::bits_of<typename cl_detail::tma_element_a<{p}Mainloop>::type>::value];\n"
+        f"using {p}TmaBitsB = char[cl_detail::bits_of<typename cl_detail::tma_element_b<{p}Mainloop>::type>::value];\n"
+        f"using {p}SlotBitsA = char[cl_detail::bits_of<typename cl_detail::alloc_a<{p}Mainloop>::type>::value];\n"
+        f"using {p}SlotBitsB = char[cl_detail::bits_of<typename cl_detail::alloc_b<{p}Mainloop>::type>::value];\n"
     )
     tma += "".join(
         f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"
