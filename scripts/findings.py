@@ -59,7 +59,8 @@ class Family:
 
 @dataclass
 class Over:
-    """A kernel over capacity: its bytes (``sizeof`` of its SharedStorage), stages, capacity."""
+    """A kernel over capacity: ``sizeof`` of its SharedStorage, its stages, the capacity, and
+    its headroom (the capacity minus the bytes it launches with, as the audit computes it)."""
 
     arch: str
     family: str
@@ -67,10 +68,11 @@ class Over:
     kernel_bytes: int | None
     stages: int | None
     capacity_bytes: int | None
+    headroom_bytes: int | None
 
     @property
     def over_by(self) -> int | None:
-        return None if None in (self.kernel_bytes, self.capacity_bytes) else self.kernel_bytes - self.capacity_bytes
+        return None if self.headroom_bytes is None else -self.headroom_bytes
 
 
 @dataclass
@@ -128,13 +130,13 @@ def _group_errors(arch: str, tactics) -> list[ErrorGroup]:
 
 
 def _over(arch: str, t) -> Over:
-    return Over(arch, t.family, t.id, t.kernel_bytes, t.stages, t.capacity_bytes)
+    return Over(arch, t.family, t.id, t.kernel_bytes, t.stages, t.capacity_bytes, t.headroom_bytes)
 
 
 def summarize_audit(res) -> AuditBlock:
     """The plain summary of one arch's audit (an :class:`~cutlass_layout.model.AuditResult`, or
     anything with its ``arch`` and ``tactics``: each with ``family``, ``id``, ``verdict``,
-    ``kernel_bytes``, ``stages``, ``capacity_bytes`` and ``error``)."""
+    ``kernel_bytes``, ``stages``, ``capacity_bytes``, ``headroom_bytes`` and ``error``)."""
     block = AuditBlock(res.arch)
     fams: dict[str, Family] = {}
     for t in res.tactics:

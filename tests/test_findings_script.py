@@ -43,6 +43,7 @@ def _t(family, id, verdict, kernel_bytes=None, stages=None, capacity=101376, err
         kernel_bytes=kernel_bytes,
         stages=stages,
         capacity_bytes=capacity,
+        headroom_bytes=None if kernel_bytes is None else capacity - kernel_bytes,
         error=None if error is None else _Error(error),
     )
 
