@@ -168,7 +168,9 @@ def summarize_gate(res) -> GateBlock:
 def page(blocks: dict) -> str:
     """docs/findings.md: the template filled in with ``blocks`` (``flashinfer``, ``cutlass420``,
     ``cutlass470``: a list of :class:`AuditBlock` or None for "not run"; ``gate``: a
-    :class:`GateBlock` or None), the sources' names and the commands."""
+    :class:`GateBlock` or None; ``flashinfer_archs``: the flashinfer command's ``--arch`` flags,
+    default ``--arch all``), the sources' names and the commands."""
+    blocks = {"flashinfer_archs": "--arch all", **blocks}
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
         undefined=jinja2.StrictUndefined,
@@ -187,13 +189,15 @@ def page(blocks: dict) -> str:
     return env.get_template(TEMPLATE.name).render(**blocks, **names)
 
 
-def collect(checkout: Path | None, jobs: int | None) -> dict:
-    """Run the audits and the diff (from the results cache where it has them)."""
+def collect(checkout: Path | None, jobs: int | None, flashinfer_archs: list[str] | None = None) -> dict:
+    """Run the audits and the diff (from the results cache where it has them); flashinfer's
+    for ``flashinfer_archs`` (None: every arch its builders target)."""
     import cutlass_layout as cl
 
-    fi = cl.audit(FLASHINFER, "all", jobs=jobs)
+    fi = cl.audit(FLASHINFER, flashinfer_archs or "all", jobs=jobs)
     out: dict = {
         "flashinfer": [summarize_audit(r) for r in fi.results],
+        "flashinfer_archs": " ".join(f"--arch {a}" for a in flashinfer_archs or ["all"]),
         "cutlass420": [summarize_audit(cl.audit(NVIDIA_CUTLASS, "sm120", jobs=jobs))],
         "cutlass470": None,
         "gate": None,
@@ -209,10 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cutlass-470", type=Path, default=None, metavar="CHECKOUT", help="A CUTLASS v4.7.0 checkout.")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "findings.md")
     p.add_argument("--jobs", type=int, default=None)
+    p.add_argument(
+        "--flashinfer-arch", action="append", default=None, metavar="ARCH", help="Only these (default: every arch)."
+    )
     args = p.parse_args(argv)
     if args.cutlass_470 is not None and not args.cutlass_470.is_dir():
         print(f"note: {args.cutlass_470} is not a folder: the 4.7.0 blocks say 'not run'", file=sys.stderr)
-    args.out.write_text(page(collect(args.cutlass_470, args.jobs)))
+    args.out.write_text(page(collect(args.cutlass_470, args.jobs, args.flashinfer_arch)))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -107,3 +107,18 @@ def test_the_page_from_a_fake_audit_and_gate(findings):
     assert '## The "Error Internal" tiles of flashinfer 0.7.2.post1' in text
     none = findings.page({"flashinfer": [block], "cutlass420": [block], "cutlass470": None, "gate": None})
     assert none.count("Not run: scripts/findings.py was given no CUTLASS 4.7.0 checkout") == 2
+
+
+def test_a_page_of_some_flashinfer_arches_says_which(findings):
+    block = findings.summarize_audit(AUDIT)
+    text = findings.page(
+        {
+            "flashinfer": [block],
+            "flashinfer_archs": "--arch sm90 --arch sm120",
+            "cutlass420": [block],
+            "cutlass470": None,
+            "gate": None,
+        }
+    )
+    assert "## flashinfer-python 0.7.4, sm90, sm120\n" in text
+    assert "cutlass-layout audit flashinfer-python==0.7.4 --arch sm90 --arch sm120\n" in text
