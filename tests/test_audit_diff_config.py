@@ -209,6 +209,7 @@ def test_mini_respelled_dense_tactics_are_renamed(respelled, new_stages, capsys)
         "paired_by",
         "config",
         "kernel_bytes_delta",
+        "gate",  # the release gate's part of each (diff --check)
     }
     assert all(set(t) == keys for t in rows)
     r = next(t for t in rows if t["old_id"] == f"{FAMILY}/MiniDense_bf16_128_64_32::GemmKernelStreamK/NonexNone/None")

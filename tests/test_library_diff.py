@@ -329,3 +329,20 @@ def test_sm120_of_a_library_without_its_generator():
     assert all(r.new.kernel_bytes == 101376 for r in exact)
     with pytest.raises(api.BadInput, match="3.8.0's kernel library has no GenerateSM120"):
         api.audit(OLD)
+
+
+@pytest.mark.network
+def test_a_library_against_itself_passes_the_release_gate(capsys):
+    """nvidia-cutlass 4.2.0.0's SM120 :data:`SAMPLE` (tests/test_library_audit.py, whose audit
+    of it the cache has by now) paired with itself: every kernel paired, by its own name, none
+    changed; --check and --exit-code pass."""
+    from test_library_audit import SAMPLE
+
+    argv = ["diff", NEW, NEW, "--audit", "--kernels", ",".join(SAMPLE), "--check", "--exit-code"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert (
+        "gate: 8 paired, 0 only on one side (0 old, 0 new), 0 newly over capacity, 0 newly not compiling, "
+        "0 stage changes, 0 byte changes"
+    ) in captured.out
+    assert "check" not in captured.err

@@ -46,7 +46,8 @@ from .options import (
     source_options,
     text_console,
 )
-from .options import check_exclude_list, exclude_list_option, exclude_list_written
+from .options import check_exclude_list, exclude_list_option, exclude_list_written, refuse_without_audit
+from .options import diff_check_fails, diff_check_option
 from .reports import audit as audit_report
 from .reports import layout as layout_report
 from .reports.common import json_text
@@ -395,6 +396,7 @@ def sweep_cmd(
 @click.argument("new")
 @format_options("text", "markdown", "json", wide=False)
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences.")
+@diff_check_option
 @config_options(repeatable=True)
 @click.option("--grid", "grid_file", default=None, metavar="FILE", help="A TOML or JSON grid file.")
 @click.option("--structural-only", is_flag=True, help="Only the diff of storage structs and constants.")
@@ -409,6 +411,7 @@ def diff_cmd(
     fmt,
     as_json,
     exit_code,
+    check,
     grid_file,
     structural_only,
     numeric_only,
@@ -432,9 +435,8 @@ def diff_cmd(
     \b
         cutlass-layout diff flashinfer-python==0.6.8 flashinfer-python==0.7.2.post1
 
-    Exit 0 (1 with --exit-code when there are differences), 2 bad input.
-
-    Full reference: docs/commands/diff.md
+    Exit 0 (1 with --exit-code when there are differences, with --audit --check when a
+    kernel newly fails), 2 bad input. Full reference: docs/commands/diff.md
     """
     from .reports.diff import render_text, to_markdown
 
@@ -459,11 +461,7 @@ def diff_cmd(
             **library,
         )
     else:
-        if library:
-            raise BadInput(
-                f"{', '.join('--' + k.replace('_', '-') for k in library)}: the kernel library's own "
-                "filters, for diff --audit of two CUTLASS kernel libraries"
-            )
+        refuse_without_audit(library, check)
         archs = _arch_values(values.get("arch")) or None
         if grid_file and values:
             raise BadInput("--grid FILE cannot be combined with config flags")
@@ -495,7 +493,7 @@ def diff_cmd(
         click.echo(to_markdown(res, tile_bytes=tile_bytes), nl=False)
     else:
         click.echo(render_text(res, tile_bytes=tile_bytes), nl=False)
-    if exit_code and res.has_differences:
+    if (check and diff_check_fails(res)) or (exit_code and res.has_differences):
         sys.exit(1)
 
 

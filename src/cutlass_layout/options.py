@@ -585,3 +585,59 @@ def exclude_list_written(res, path) -> bool:
             err=True,
         )
     return False
+
+
+def diff_check_option(f):
+    """``diff --audit --check`` (:func:`diff_check_fails`)."""
+    return click.option(
+        "--check",
+        is_flag=True,
+        help="With --audit: exit 1 when a kernel newly fails (over capacity or not compiling on the new side).",
+    )(f)
+
+
+def diff_check_fails(res) -> bool:
+    """``diff --audit --check`` as a release gate: whether a kernel newly fails on the new side
+    (:meth:`AuditDiff.newly_failing <cutlass_layout.model.AuditDiff.newly_failing>`: over
+    capacity or not compiling there, and passing on the old side or not built by it); says
+    which on stderr, one line per kernel (its bytes over the capacity, or its first error),
+    then a summary. ``res``: a :class:`~cutlass_layout.model.DiffResult` with its audit."""
+    from .model import Verdict
+
+    a = res.audit
+    rows = a.newly_failing()
+    for r in rows:
+        t = r.new
+        was = f"was {r.old.verdict}" if r.old is not None else "only on the new side"
+        if t.verdict == Verdict.OVER_CAPACITY:
+            by = "" if t.headroom_bytes is None else f" by {-t.headroom_bytes} B"
+            what = f"newly over capacity: {t.kernel_bytes} B, over the {t.capacity_bytes} B capacity{by}"
+        else:
+            what = f"newly {t.error.one_line() if t.error is not None else 'not laid out'}"
+        click.echo(f"check: {r.id}: {what} ({was})", err=True)
+    if rows:
+        g = a.gate()
+        click.echo(
+            f"check failed: {len(rows)} kernel(s) newly fail on {a.arch} ({g.newly_over_capacity} over capacity, "
+            f"{g.newly_not_compiling} not compiling) from {res.old.source} to {res.new.source}",
+            err=True,
+        )
+    return bool(rows)
+
+
+def refuse_without_audit(library: dict, check: bool) -> None:
+    """``diff`` without ``--audit``: the kernel library's filters and ``--check`` are refused
+    (they are of the kernels two installs build).
+
+    Raises:
+        BadInput: either given."""
+    if library:
+        raise BadInput(
+            f"{', '.join('--' + k.replace('_', '-') for k in library)}: the kernel library's own "
+            "filters, for diff --audit of two CUTLASS kernel libraries"
+        )
+    if check:
+        raise BadInput(
+            "--check fails on a kernel that newly fails, for diff --audit (the kernels two installs "
+            "or kernel libraries build); for the trees' differences, --exit-code"
+        )

@@ -50,6 +50,7 @@ from .blocklist import (
 )
 from .diff import (
     DIFF_SCHEMA,
+    GATE_KINDS,
     NUMERIC_KEYS,
     AuditDiff,
     DiffResult,
@@ -57,6 +58,7 @@ from .diff import (
     MemberSpan,
     NumericRecord,
     NumericRow,
+    ReleaseGate,
     Rename,
     Side,
     StructuralChange,
@@ -125,6 +127,7 @@ __all__ = [
     "EXACT_FIT_MEANING",
     "FIELD_KEYS",
     "FIELD_REQUIRED",
+    "GATE_KINDS",
     "LAYOUT_SCHEMA",
     "NUMERIC_KEYS",
     "SCAN_SCHEMA",
@@ -167,6 +170,7 @@ __all__ = [
     "PerSmLimits",
     "Provenance",
     "RegisterSplit",
+    "ReleaseGate",
     "Rename",
     "ScanConstant",
     "ScanResult",

@@ -32,6 +32,13 @@ NUMERIC_KEYS = (
     "tma_bytes.total",
     "capacity_bytes",
 )
+#: What a kernel of an audit diff is to the release gate (:attr:`TacticChange.gate`), in the
+#: order the report lists them: ``newly_over_capacity`` and ``newly_not_compiling`` (it fails on
+#: the new side, and passed on the old side or was not there), ``stages`` and ``bytes`` (paired,
+#: compiling on both sides, with another stage count or another SharedStorage size).
+GATE_KINDS = ("newly_over_capacity", "newly_not_compiling", "stages", "bytes")
+#: The verdicts that fail the gate: no launch is possible.
+_FAILING = (Verdict.OVER_CAPACITY, Verdict.DOES_NOT_COMPILE)
 
 
 @dataclass
@@ -254,6 +261,29 @@ class TacticChange:
     kernel_bytes_delta: int | None = None
 
     @property
+    def gate(self) -> list[str]:
+        """What this kernel is to the release gate (:data:`GATE_KINDS`; ``[]``: nothing).
+
+        ``newly_over_capacity`` / ``newly_not_compiling``: the new side's verdict is
+        ``over_capacity`` / ``does_not_compile`` (a kernel not laid out counts as not compiling)
+        and the old side's was ``fits`` or ``exact_fit``, or there was no old side (a kernel only
+        the new install builds that fails is a new failure). A kernel that failed on both sides,
+        one way or the other, is no new failure. ``stages`` / ``bytes``: both sides exist and
+        compile, and their stage counts / ``sizeof`` of the kernel's SharedStorage differ (a
+        kernel newly over capacity is usually ``bytes`` too)."""
+        old, new = self.old, self.new
+        out = []
+        if new is not None and new.verdict in _FAILING and (old is None or old.verdict not in _FAILING):
+            out.append("newly_over_capacity" if new.verdict == Verdict.OVER_CAPACITY else "newly_not_compiling")
+        compiled = [t for t in (old, new) if t is not None and t.verdict != Verdict.DOES_NOT_COMPILE]
+        if old is not None and new is not None and len(compiled) == 2:
+            if old.stages != new.stages:
+                out.append("stages")
+            if old.kernel_bytes != new.kernel_bytes:
+                out.append("bytes")
+        return out
+
+    @property
     def kinds(self) -> list[str]:
         """Every kind of change that applies: ``renamed`` (the ids differ) and ``verdict`` or
         ``numbers``; ``[added]``, ``[removed]``; ``[]`` for the same tactic unchanged."""
@@ -279,7 +309,40 @@ class TacticChange:
             "paired_by": self.paired_by,
             "config": plain(self.config),
             "kernel_bytes_delta": self.kernel_bytes_delta,
+            "gate": self.gate,
         }
+
+
+@dataclass(frozen=True)
+class ReleaseGate:
+    """The counts of an audit diff as a release gate (:meth:`AuditDiff.gate`): kernels, not
+    rows of members.
+
+    Attributes:
+        paired: kernels on both sides (paired by configuration, or by procedural name).
+        only_old, only_new: kernels on one side only (removed, added).
+        newly_over_capacity, newly_not_compiling: kernels that newly fail on the new side
+            (:attr:`TacticChange.gate`: paired ones that passed before, and new ones that fail).
+        stage_changes, byte_changes: paired kernels that compile on both sides with other
+            stage counts / another ``sizeof`` of their SharedStorage (bytes); a kernel can be
+            both, and a kernel newly over capacity is counted here too where it was paired.
+    """
+
+    paired: int
+    only_old: int
+    only_new: int
+    newly_over_capacity: int
+    newly_not_compiling: int
+    stage_changes: int
+    byte_changes: int
+
+    @property
+    def newly_failing(self) -> int:
+        """Kernels that newly fail (over capacity or not compiling): what ``--check`` fails on."""
+        return self.newly_over_capacity + self.newly_not_compiling
+
+    def to_dict(self) -> dict:
+        return {**plain(self), "newly_failing": self.newly_failing}
 
 
 @dataclass
@@ -330,11 +393,31 @@ class AuditDiff:
         out["verdict_changes"] = [{"old": a, "new": b, "count": n} for (a, b), n in moves.items()]
         return out
 
+    def gate(self) -> ReleaseGate:
+        """The release gate's counts (:class:`ReleaseGate`); the kernels of each kind are the
+        rows whose :attr:`TacticChange.gate` names it."""
+        kinds = [r.gate for r in self.rows]
+        return ReleaseGate(
+            paired=sum(r.old is not None and r.new is not None for r in self.rows),
+            only_old=sum(r.change == "removed" for r in self.rows),
+            only_new=sum(r.change == "added" for r in self.rows),
+            newly_over_capacity=sum("newly_over_capacity" in k for k in kinds),
+            newly_not_compiling=sum("newly_not_compiling" in k for k in kinds),
+            stage_changes=sum("stages" in k for k in kinds),
+            byte_changes=sum("bytes" in k for k in kinds),
+        )
+
+    def newly_failing(self) -> list[TacticChange]:
+        """The rows of kernels that newly fail (over capacity first, then not compiling; each in
+        the rows' order): what ``diff --audit --check`` fails on."""
+        return [r for k in GATE_KINDS[:2] for r in self.rows if k in r.gate]
+
     def to_dict(self) -> dict:
         return {
             "arch": self.arch,
             "family": self.family,
             "kind": self.kind,
+            "gate": self.gate().to_dict(),
             "selection": dict(self.selection),
             "old_tactics": self.old_tactics,
             "new_tactics": self.new_tactics,

@@ -5,7 +5,7 @@ that differ flagged."""
 from __future__ import annotations
 
 from ..commands.diff_audit import common_affixes
-from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, Side, Verdict
+from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, ReleaseGate, Side, Verdict
 from ..subjects.config import tile_text
 from .common import Column, markdown_table, md_cell, source_name, verdict_words
 
@@ -341,52 +341,90 @@ def _audit_counts(a) -> str:
     )
 
 
-def _audit_lines(a, member_lines: int) -> list[str]:
-    """The audit side: verdict changes (``!``, those now over capacity first), then tactics
-    whose numbers changed (``*``) with the members that changed size, tactics renamed with the
-    same numbers (``~``), tactics only on one side (``+``/``-``), and the unchanged ones that
-    are over capacity on both sides (``=``). A paired row gives both sides' numbers and the
-    kernel's byte change; a renamed one (any flag) is followed by what was renamed and the old
-    id. Kernel-library kernels renamed only by CUTLASS 4.x's naming, numbers the same, are
-    one line (``--json`` lists them)."""
-    out = ["", _audit_head(a), f"  {_audit_counts(a)}"]
-    flags = {"verdict": "!", "numbers": "*", "renamed": "~", "added": "+", "removed": "-"}
+def gate_line(g: ReleaseGate) -> str:
+    """The release gate's counts in one line (:class:`~cutlass_layout.model.ReleaseGate`)."""
+    return (
+        f"gate: {g.paired} paired, {g.only_old + g.only_new} only on one side ({g.only_old} old, "
+        f"{g.only_new} new), {g.newly_over_capacity} newly over capacity, {g.newly_not_compiling} newly "
+        f"not compiling, {g.stage_changes} stage changes, {g.byte_changes} byte changes"
+    )
+
+
+_FLAGS = {"verdict": "!", "numbers": "*", "renamed": "~", "added": "+", "removed": "-"}
+
+
+def _row_lines(r, member_lines: int) -> list[str]:
+    """One row of the audit diff: its flag, id and both sides' numbers, then what was renamed
+    and the members that changed size (at most ``member_lines``) or only moved."""
+    if r.change in ("added", "removed"):
+        return [f"{_FLAGS[r.change]} {r.id}: {_tactic_numbers(r.new or r.old)}"]
+    nums = (
+        f"{_tactic_numbers(r.new)} on both sides"
+        if r.change in ("renamed", "same")
+        else f"{_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}"
+    )
+    out = [f"{_FLAGS.get(r.change, '=')} {r.id}: {nums}{_delta_text(r)}"]
+    if r.rename is not None:
+        out.append(f"      {_rename_line(r)}")
+    resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
+    names = [m.name for m in resized]
+    resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
+    out += [f"      {m.name}: {_member_text(m.old)} -> {_member_text(m.new)}" for m in resized[:member_lines]]
+    if len(resized) > member_lines:
+        out.append(f"      ... {len(resized) - member_lines} more members change size")
+    if len(r.members) > len(resized):
+        out.append(f"      ({len(r.members) - len(resized)} more members only move)")
+    return out
+
+
+def audit_sections(a, member_lines: int = 8) -> list[tuple[str | None, list[str]]]:
+    """The audit diff's kernels, as ``(title, lines)`` sections: the release gate's first (those
+    newly over capacity, newly not compiling, then the other paired kernels whose stages or
+    bytes changed: :attr:`TacticChange.gate <cutlass_layout.model.TacticChange.gate>`), each
+    kernel once, then the other changes (``!`` verdict, ``*`` numbers, ``~`` renamed, ``+``/``-``
+    on one side) and, untitled, the unchanged kernels over capacity on both sides (``=``) and
+    the notes. Kernel-library kernels renamed only by CUTLASS 4.x's naming, numbers the same,
+    are one line (``--json`` lists them). Sections with no kernel are left out."""
+    failing = {"newly_over_capacity", "newly_not_compiling"}
+    gate = [
+        ("newly over capacity", [r for r in a.rows if "newly_over_capacity" in r.gate]),
+        ("newly not compiling", [r for r in a.rows if "newly_not_compiling" in r.gate]),
+        ("stage or byte changes, not listed above", [r for r in a.rows if r.gate and not failing & set(r.gate)]),
+    ]
+    shown = {id(r) for _, rows in gate for r in rows}
     by_core = [r for r in a.rows if r.change == "renamed" and r.paired_by == "core_name"]
-    for r in a.rows:
-        if r.change == "same" or r in by_core:
-            continue
-        if r.change in ("added", "removed"):
-            t = r.new or r.old
-            out.append(f"  {flags[r.change]} {r.id}: {_tactic_numbers(t)}")
-            continue
-        nums = (
-            f"{_tactic_numbers(r.new)} on both sides"
-            if r.change == "renamed"
-            else f"{_tactic_numbers(r.old)} -> {_tactic_numbers(r.new)}"
-        )
-        out.append(f"  {flags[r.change]} {r.id}: {nums}{_delta_text(r)}")
-        if r.rename is not None:
-            out.append(f"        {_rename_line(r)}")
-        resized = [m for m in r.members if m.old is None or m.new is None or m.old.size != m.new.size]
-        names = [m.name for m in resized]
-        resized.sort(key=lambda m: any(n.startswith(m.name + ".") for n in names))
-        for m in resized[:member_lines]:
-            out.append(f"        {m.name}: {_member_text(m.old)} -> {_member_text(m.new)}")
-        if len(resized) > member_lines:
-            out.append(f"        ... {len(resized) - member_lines} more members change size")
-        if len(r.members) > len(resized):
-            out.append(f"        ({len(r.members) - len(resized)} more members only move)")
+    rest = [r for r in a.rows if r.change != "same" and id(r) not in shown and r not in by_core]
+    out: list[tuple[str | None, list[str]]] = [
+        (f"{title} ({len(rows)}):", [x for r in rows for x in _row_lines(r, member_lines)])
+        for title, rows in gate
+        if rows
+    ]
+    lines = [x for r in rest for x in _row_lines(r, member_lines)]
     if by_core:
         parts = sorted({f"{r.rename.old} -> {r.rename.new}" for r in by_core})
-        shown = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
-        out.append(
-            f"  ~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
-            f"({shown}; --json lists them)"
+        shown_parts = ", ".join(parts[:3]) + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")
+        lines.append(
+            f"~ {len(by_core)} kernels renamed by CUTLASS 4.x's naming only, numbers the same "
+            f"({shown_parts}; --json lists them)"
         )
+    if lines:
+        out.append((f"other changes ({len(rest) + len(by_core)}):", lines))
     both = [r for r in a.rows if r.change == "same" and r.new.verdict == Verdict.OVER_CAPACITY]
-    for r in both:  # unchanged, but what an upgrade does not fix
-        out.append(f"  = {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}")
-    out += [f"  note: {n}" for n in a.notes]
+    tail = [f"= {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}" for r in both]
+    tail += [f"note: {n}" for n in a.notes]
+    if tail:
+        out.append((None, tail))
+    return out
+
+
+def _audit_lines(a, member_lines: int) -> list[str]:
+    """The audit side as text: a blank line, its head, the release gate's counts, the other
+    counts, then :func:`audit_sections` (titles and lines indented under them)."""
+    out = ["", _audit_head(a), f"  {gate_line(a.gate())}", f"  {_audit_counts(a)}"]
+    for title, lines in audit_sections(a, member_lines):
+        if title is not None:
+            out.append(f"  {title}")
+        out += [f"    {x}" if title is not None else f"  {x}" for x in lines]
     return out
 
 
@@ -442,12 +480,15 @@ def to_markdown(res: DiffResult, member_lines: int = 8, *, tile_bytes: bool = Fa
                     out.append(f"- {md_cell(_row_name(r, tile_bytes))}: " + "; ".join(md_cell(d) for d in details))
             out.append("")
     if res.audit is not None:
-        lines = _audit_lines(res.audit, member_lines)
-        out += [f"**{md_cell(lines[1])}**", "", md_cell(lines[2].strip()), ""]
-        out += [f"- `{md_cell(x.strip())}`" for x in lines[3:]]
-        out.append("")
+        a = res.audit
+        out += [f"**{md_cell(_audit_head(a))}**", "", md_cell(gate_line(a.gate())), "", md_cell(_audit_counts(a)), ""]
+        for title, lines in audit_sections(a, member_lines):
+            if title is not None:
+                out += [f"*{md_cell(title)}*", ""]
+            out += [f"- `{md_cell(x.strip())}`" for x in lines]
+            out.append("")
     out.append("**differences found**" if res.has_differences else "no differences")
     return "\n".join(out) + "\n"
 
 
-__all__ = ["describe_grid", "render_text", "to_markdown"]
+__all__ = ["describe_grid", "render_text", "to_markdown", "gate_line", "audit_sections"]
