@@ -97,6 +97,7 @@ def test_section_a_json_schema(swept_a):
         "error",
         "approximation",
         "occupancy",
+        "launch_findings",
     }
     for g, r in zip(d["grid"], d["results"]):
         assert set(r) == keys

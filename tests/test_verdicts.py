@@ -68,16 +68,21 @@ SM120 = PerSmLimits("sm_120a", "arch_traits.h", 102400, 1024, 24, 1536, 65536)
 
 
 def test_zero_ctas_is_a_launch_finding():
-    """102400 B of dynamic shared memory: 102400 // (102400 + 1024) = 0 CTAs by shared memory;
-    93184 B: 102400 // 94208 = 1 (no finding). Without a register split the bound (at_most)
-    is what is 0."""
-    zero = Occupancy.of(384, 1, 102400, None, SM120)
-    assert zero.at_most == 0
-    assert occupancy_findings(zero) == ["0 CTAs/SM (limited by shared_memory): it cannot launch"]
+    """2048 threads per CTA on SM120 (1536 per SM): 1536 // 2048 = 0 CTAs by threads, a launch
+    finding. 102400 B of dynamic shared memory: 102400 // (102400 + 1024) = 0 CTAs by shared
+    memory alone, which is the over-capacity verdict itself (101376 = 102400 - 1024), not a
+    launch finding; 93184 B: 102400 // 94208 = 1 (no finding). Without a register split the
+    bound (at_most) is what is 0."""
+    threads = Occupancy.of(2048, 1, 1024, None, SM120)
+    assert threads.at_most == 0 and "threads" in threads.limited_by
+    assert occupancy_findings(threads) == [f"0 CTAs/SM (limited by {', '.join(threads.limited_by)}): it cannot launch"]
+    smem = Occupancy.of(384, 1, 102400, None, SM120)
+    assert smem.at_most == 0 and smem.limited_by == ("shared_memory",)
+    assert occupancy_findings(smem) == []
     assert occupancy_findings(Occupancy.of(384, 1, 93184, None, SM120)) == []
     assert occupancy_findings(None) == []
     c = ClusterLegality.of((2, 1, 1), None, "sm120")
-    assert launch_findings(zero, None, c) == [*occupancy_findings(zero), *c.findings()]
+    assert launch_findings(threads, None, c) == [*occupancy_findings(threads), *c.findings()]
 
 
 #: (arch, type) -> (shape, mma_ctas, verdict), from the fixture's ClusterShape/AtomThrShapeMNK

@@ -381,9 +381,16 @@ class ClusterLegality:
 
 
 def occupancy_findings(occ: Occupancy | None) -> list[str]:
-    """A kernel that gets 0 CTAs per SM by some limit (it cannot launch), in words: the
-    factors at 0 (``ctas_per_sm`` or, with no declared register split, ``at_most`` 0)."""
+    """A kernel that gets 0 CTAs per SM by a limit other than shared memory (it cannot launch),
+    in words: the factors at 0 (``ctas_per_sm`` or, with no declared register split,
+    ``at_most`` 0). Shared memory alone is left out: 0 CTAs by shared memory is the kernel's
+    over-capacity verdict itself (a block's capacity is the SM's shared memory less the
+    per-block reservation: 232448 = 233472 - 1024 on SM90/SM100, 101376 = 102400 - 1024 on
+    SM120), which ``--check`` (``smem``) already fails on."""
     if occ is None or 0 not in (occ.ctas_per_sm, occ.at_most):
+        return []
+    others = [f for f in occ.limited_by if f != "shared_memory"]
+    if not others:
         return []
     return [f"0 CTAs/SM (limited by {', '.join(occ.limited_by)}): it cannot launch"]
 
