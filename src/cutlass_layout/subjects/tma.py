@@ -150,6 +150,13 @@ RULES: tuple[Rule, ...] = (
         (*_MK_NK[:2], Part("TmaExtra", "TmaTransactionBytesExtra", ("smem_scale", "smem_zero"))),
         _COLL + "sm90_mma_tma_gmma_rs_warpspecialized_mixed_input.hpp CollectiveMma::load (and its "
         "mixed_input_utils' scale/zero copies)",
+        verified=False,
+        # flashinfer 0.7.4's SM90 MoE (TensorRT-LLM's CollectiveMmaInterleaved and
+        # CollectiveMmaArrayMixedInput): MK 8704 against smem_A's 8192 per stage (its scales
+        # counted with A), and a zero buffer of no elements still a 16 B member where the
+        # conversion mode loads no zeros: which buffers a mode's copies fill is not read here
+        left_out="mixed-input scale and zero copies depend on the conversion mode and the collective "
+        "(TensorRT-LLM's count A's scales with A): not compared",
     ),
     Rule(
         r"MainloopSm90\w*Sparse",
