@@ -183,6 +183,12 @@ def test_checks_launch_passes_without_findings(mini, capsys):
     from cutlass_layout.cli import main
 
     assert main(["audit", str(mini), "--checks", "launch"]) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    # a pass is said, with what was not verified: the stand-in install's tactics are all tried
+    # (no candidate list says otherwise), and an audit reads no Params
+    scope = [ln for ln in err.splitlines() if ln.startswith("launch check: ")]
+    assert len(scope) == 1 and "tactic(s) checked (occupancy, cluster, TMA transaction bytes)" in scope[0]
+    assert "not verified: Params" in scope[0]
     assert "launch check:" not in capsys.readouterr().err
 
 

@@ -440,9 +440,25 @@ def launch_check_fails(res, name_arch: bool = False) -> bool:
             tried = "kept by the library's generator"
         for finding in t.launch_findings:
             click.echo(f"launch check: {arch}{t.id}: {finding} ({tried})", err=True)
+    click.echo(launch_check_scope(res, arch), err=True)
     if failing:
         click.echo(f"check failed: {len(failing)} tactic(s) cannot launch on {res.arch} (launch findings)", err=True)
     return bool(failing)
+
+
+def launch_check_scope(res, arch: str = "") -> str:
+    """What ``--checks launch`` checked of one arch's audit and what it could not, one line
+    (said whether it passes or fails, so a pass is not silence): the tactics the runtime
+    tries or may try, by occupancy, cluster and TMA counts; never ``Params`` (an audit does not
+    read them: ``layout --tactic`` does), nor a cluster set at run time (its kernel's
+    ``can_implement`` checks it at launch)."""
+    tried = [t for t in res.tactics if t.runtime_candidate is not False]
+    run_time = sum(1 for t in tried if t.cluster_legality is not None and t.cluster_legality.verdict == "run_time")
+    dynamic = f"; {run_time} cluster(s) set at run time" if run_time else ""
+    return (
+        f"launch check: {arch}{len(tried)} tactic(s) checked (occupancy, cluster, TMA transaction bytes); "
+        f"not verified: Params (an audit does not read them: layout --tactic does){dynamic}"
+    )
 
 
 def audit_check_fails(res, name_arch: bool = False, checks: frozenset[str] = frozenset({"smem"})) -> bool:
