@@ -111,12 +111,18 @@ template <class X> struct extent_of<X, std::void_t<decltype(X::value)>> {
 template <class S> struct extents3 { static constexpr long long m = 1, n = 1, k = 1; };
 template <template <class...> class Tup, class M, class N, class K> struct extents3<Tup<M, N, K>> {
   static constexpr long long m = extent_of<M>::value, n = extent_of<N>::value, k = extent_of<K>::value; };
-template <class T, class = void> struct cluster_of { using type = cl_none; };
-template <class T> struct cluster_of<T, std::void_t<typename T::ClusterShape>> {
-  using type = typename T::ClusterShape; };
-template <class T, class = void> struct atom_thr_of { using type = cl_none; };
-template <class T> struct atom_thr_of<T, std::void_t<typename T::AtomThrShapeMNK>> {
-  using type = typename T::AtomThrShapeMNK; };
+// NAME<T>::type: T's member type MEMBER, or cl_none where T has none
+#define CL_TYPE(NAME, MEMBER)                                                            \
+  template <class T, class = void> struct NAME { using type = cl_none; };                \
+  template <class T> struct NAME<T, std::void_t<typename T::MEMBER>> { using type = typename T::MEMBER; };
+CL_TYPE(cluster_of, ClusterShape)
+CL_TYPE(atom_thr_of, AtomThrShapeMNK)
+CL_TYPE(policy_of, DispatchPolicy)  // a collective's dispatch policy
+CL_TYPE(element_a, ElementA)
+CL_TYPE(element_b, ElementB)
+CL_TYPE(alloc_a, SmemAllocTypeA)
+CL_TYPE(alloc_b, SmemAllocTypeB)
+#undef CL_TYPE
 // Smallest C in [Lo, Hi] with F::stages<C>() >= 1000: 1000 x the builder's bytes per stage.
 template <class F, long long Lo, long long Hi>
 constexpr long long min_capacity() {
@@ -274,24 +280,12 @@ namespace cutlass { template <typename T> struct sizeof_bits; }
 namespace cl_detail {
 template <class E> struct bits_of { static constexpr long long value = 1 + cutlass::sizeof_bits<E>::value; };
 template <> struct bits_of<cl_none> { static constexpr long long value = 1; };
-#define CL_TYPE(NAME, MEMBER)                                                            \
-  template <class T, class = void> struct NAME { using type = cl_none; };                \
-  template <class T> struct NAME<T, std::void_t<typename T::MEMBER>> { using type = typename T::MEMBER; };
-CL_TYPE(element_a, ElementA)
-CL_TYPE(element_b, ElementB)
-CL_TYPE(alloc_a, SmemAllocTypeA)
-CL_TYPE(alloc_b, SmemAllocTypeB)
-#undef CL_TYPE
 template <class T, class = void> struct tma_element_a : element_a<T> {};
 template <class T> struct tma_element_a<T, std::void_t<typename T::TmaInternalElementA>> {
   using type = typename T::TmaInternalElementA; };
 template <class T, class = void> struct tma_element_b : element_b<T> {};
 template <class T> struct tma_element_b<T, std::void_t<typename T::TmaInternalElementB>> {
   using type = typename T::TmaInternalElementB; };
-// a collective's dispatch policy (cl_none: none)
-template <class T, class = void> struct policy_of { using type = cl_none; };
-template <class T> struct policy_of<T, std::void_t<typename T::DispatchPolicy>> {
-  using type = typename T::DispatchPolicy; };
 // the arch tag's compute capability: the named type's own ArchTag (a 2.x device-level Gemm's:
 // the arch it was built for), else the subject's, else its mainloop's (a 2.x mainloop's is its
 // warp MMA's, which can be older: DefaultMma's float 2-stage pick uses SM75's f16 MMA), else
@@ -351,11 +345,7 @@ def subject_block(
     )
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
-        for alias, member_ in TMA_MEMBERS.items()
-    )
-    tma += "".join(
-        f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
-        for alias, member_ in TMA_PARTS.items()
+        for alias, member_ in {**TMA_MEMBERS, **TMA_PARTS}.items()
     )
     tma += (
         f"using {p}StagesSF = char[cl_detail::stages_sf<{p}Mainloop>::value];\n"
