@@ -197,7 +197,7 @@ def test_two_miniature_libraries_through_the_command_line(tmp_path, capsys):
         "5 kernels on the old side, 5 on the new"
     ) in out
     assert (
-        "1 verdict changes (1 fits -> over capacity), 1 with other changes, 1 renamed, 1 only new, "
+        "1 verdict changes (1 fits -> over capacity), 1 with changed numbers, 1 renamed, 1 only new, "
         "1 only old, 1 the same"
     ) in out
     lines = [ln.strip() for ln in out.splitlines()]

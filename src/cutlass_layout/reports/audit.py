@@ -137,7 +137,7 @@ def columns_and_rows(tactics, tile_bytes: bool = False):
         (Column("A x B"), lambda x: f"{x.a or '?'} x {x.b or '?'}"),
         (Column("out", drop=1), lambda x: str(x.out or "-")),
         (Column("fusion"), lambda x: str(x.fusion or "-")),  # never left out: FINALIZE rows differ by it
-        (Column("swap"), lambda x: "" if not x.swap_ab else "swap"),
+        (Column("swap"), lambda x: "" if not x.swap_ab else "swap_ab"),  # as the id writes it
         (Column("arch tag", drop=2), lambda x: "-" if x.sm_version is None else f"Sm{x.sm_version}"),
         (Column("MMA", drop=2), lambda x: "-" if x.mma_sms is None else f"{x.mma_sms}SM"),
         (Column("cluster", drop=2), cluster),
@@ -247,9 +247,16 @@ def shard_words(result) -> str:
 
 def install_name(p: dict) -> str:
     """The install of an audit's provenance ``p`` by distribution and version and how it was
-    found, never a local path (:func:`~cutlass_layout.reports.common.origin_words`):
-    ``flashinfer-python 0.7.4 (a directory)``."""
-    return f"{p['library']} {p['version']} ({origin_words(p['origin'])})"
+    found, never a local path (:func:`~cutlass_layout.reports.common.origin_words`), the
+    distribution and version said once: ``flashinfer-python 0.7.4 (a directory)``,
+    ``flashinfer-python 0.7.4 (wheel flashinfer_python-0.7.4-py3-none-any.whl, cached)``."""
+    words = origin_words(p["origin"])
+    for named in (f"{p['library']}=={p['version']} (", f"default {p['library']}=={p['version']} ("):
+        if words.startswith(named) and words.endswith(")"):  # the spec again: its parentheses only
+            words = words[len(named) : -1]
+    if words == f"installed {p['library']} {p['version']}":
+        words = "installed"
+    return f"{p['library']} {p['version']} ({words})"
 
 
 def head_lines(result) -> list[str]:
@@ -439,6 +446,22 @@ def render_audit(result, console: Console | None = None, *, tile_bytes: bool = F
     con.print(sources_line(result), soft_wrap=True, markup=False)
     con.print(total, soft_wrap=True)
     con.print(checked, soft_wrap=True)
+    pick = id_line(result)
+    if pick:
+        con.print(pick, soft_wrap=True, markup=False)
+
+
+def id_line(result) -> str:
+    """How to lay out one row: ``layout --tactic ID``, the ID built from the row's cells
+    (:attr:`~cutlass_layout.model.Tactic.id`), with the first row over capacity (else the
+    first row) as the example; nothing for an audit without tactics."""
+    if not result.tactics:
+        return ""
+    t = next((x for x in result.tactics if x.verdict == Verdict.OVER_CAPACITY), result.tactics[0])
+    return (
+        "one row in full: layout --tactic ID (ID: family/tactic/AxB/out, then fusion, swap_ab and the "
+        f"varying columns where a row has them, e.g. {t.id}; --json lists every row's id)"
+    )
 
 
 def to_markdown(result, *, tile_bytes: bool = False) -> str:

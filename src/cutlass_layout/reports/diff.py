@@ -4,6 +4,8 @@ that differ flagged."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..commands.diff_audit import common_affixes
 from ..model import DiffResult, MemberSpan, NumericRecord, NumericRow, ReleaseGate, Side, Verdict
 from ..subjects.config import tile_text
@@ -335,7 +337,7 @@ def _audit_counts(a) -> str:
     return (
         f"{counts['verdict']} verdict changes"
         + (f" ({moves})" if moves else "")
-        + f", {counts['numbers']} with other changes, {counts['renamed']} renamed, {counts['added']} only new, "
+        + f", {counts['numbers']} with changed numbers, {counts['renamed']} renamed, {counts['added']} only new, "
         f"{counts['removed']} only old, {counts['same']} the same"
         + (f"; {also} of the changed ones renamed too" if also else "")
     )
@@ -408,7 +410,11 @@ def audit_sections(a, member_lines: int = 8) -> list[tuple[str | None, list[str]
             f"({shown_parts}; --json lists them)"
         )
     if lines:
-        out.append((f"other changes ({len(rest) + len(by_core)}):", lines))
+        kinds = Counter(r.change for r in rest)
+        kinds["renamed"] += len(by_core)
+        words = {"verdict": "verdict", "numbers": "numbers", "renamed": "renamed", "added": "only new"}
+        parts = ", ".join(f"{kinds[k]} {w}" for k, w in (*words.items(), ("removed", "only old")) if kinds[k])
+        out.append((f"the other kernels that differ ({len(rest) + len(by_core)}: {parts}):", lines))
     both = [r for r in a.rows if r.change == "same" and r.new.verdict == Verdict.OVER_CAPACITY]
     tail = [f"= {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}" for r in both]
     tail += [f"note: {n}" for n in a.notes]
