@@ -2,7 +2,8 @@
 """Write docs/findings.md from real runs: what is over capacity and what does not compile, per
 family, each block with the command that reproduces it.
 
-    CUTLASS_LAYOUT_CACHE=<cache> python scripts/findings.py [--cutlass-470 CHECKOUT] [--out FILE]
+    CUTLASS_LAYOUT_CACHE=<cache> python scripts/findings.py [--cutlass-470 CHECKOUT]
+        [--flashinfer-nightly CHECKOUT] [--out FILE]
 
 The runs, through the Python API (``cutlass_layout.audit``, ``cutlass_layout.diff``):
 
@@ -11,7 +12,10 @@ The runs, through the Python API (``cutlass_layout.audit``, ``cutlass_layout.dif
 * a CUTLASS 4.7.0 checkout's kernel library, SM120 (``--cutlass-470``: the checkout's path;
   without it, or where it is absent, the block says "not run");
 * the release gate of ``diff nvidia-cutlass==4.2.0.0 <4.7.0 checkout> --audit --arch sm120``
-  (likewise).
+  (likewise);
+* a flashinfer checkout of the 0.6.18 nightly line (``--flashinfer-nightly``: tag
+  nightly-v0.6.18-20260819 with its ``3rdparty/cutlass`` submodule at b46b16d), SM120
+  (without it: "not run").
 
 Installs are named by distribution and version, never by a local path: the checkout is "CUTLASS
 4.7.0 checkout (v4.7.0)", and its commands name it as the git URL of that tag, which audits the
@@ -38,6 +42,9 @@ NVIDIA_CUTLASS = "nvidia-cutlass==4.2.0.0"
 #: How the page names the 4.7.0 checkout, and the source its commands give for it (the same tag)
 CHECKOUT_NAME = "CUTLASS 4.7.0 checkout (v4.7.0)"
 CHECKOUT_SOURCE = "git+https://github.com/NVIDIA/cutlass@v4.7.0"
+#: The flashinfer nightly checkout, likewise (its CUTLASS submodule's commit in the name)
+NIGHTLY_NAME = "flashinfer nightly-v0.6.18-20260819 checkout (CUTLASS b46b16d)"
+NIGHTLY_SOURCE = "git+https://github.com/flashinfer-ai/flashinfer@nightly-v0.6.18-20260819"
 
 
 @dataclass
@@ -167,10 +174,10 @@ def summarize_gate(res) -> GateBlock:
 
 def page(blocks: dict) -> str:
     """docs/findings.md: the template filled in with ``blocks`` (``flashinfer``, ``cutlass420``,
-    ``cutlass470``: a list of :class:`AuditBlock` or None for "not run"; ``gate``: a
+    ``cutlass470``, ``nightly``: a list of :class:`AuditBlock` or None for "not run"; ``gate``: a
     :class:`GateBlock` or None; ``flashinfer_archs``: the flashinfer command's ``--arch`` flags,
     default ``--arch all``), the sources' names and the commands."""
-    blocks = {"flashinfer_archs": "--arch all", **blocks}
+    blocks = {"flashinfer_archs": "--arch all", "nightly": None, **blocks}
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
         undefined=jinja2.StrictUndefined,
@@ -185,11 +192,15 @@ def page(blocks: dict) -> str:
         "cutlass420_name": NVIDIA_CUTLASS.replace("==", " "),
         "checkout_name": CHECKOUT_NAME,
         "checkout_source": CHECKOUT_SOURCE,
+        "nightly_name": NIGHTLY_NAME,
+        "nightly_source": NIGHTLY_SOURCE,
     }
     return env.get_template(TEMPLATE.name).render(**blocks, **names)
 
 
-def collect(checkout: Path | None, jobs: int | None, flashinfer_archs: list[str] | None = None) -> dict:
+def collect(
+    checkout: Path | None, jobs: int | None, flashinfer_archs: list[str] | None = None, nightly: Path | None = None
+) -> dict:
     """Run the audits and the diff (from the results cache where it has them); flashinfer's
     for ``flashinfer_archs`` (None: every arch its builders target)."""
     import cutlass_layout as cl
@@ -205,12 +216,21 @@ def collect(checkout: Path | None, jobs: int | None, flashinfer_archs: list[str]
     if checkout is not None and checkout.is_dir():
         out["cutlass470"] = [summarize_audit(cl.audit(str(checkout), "sm120", jobs=jobs))]
         out["gate"] = summarize_gate(cl.diff(NVIDIA_CUTLASS, str(checkout), audit=True, arch="sm120", jobs=jobs))
+    if nightly is not None and nightly.is_dir():
+        out["nightly"] = [summarize_audit(cl.audit(str(nightly), "sm120", jobs=jobs))]
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cutlass-470", type=Path, default=None, metavar="CHECKOUT", help="A CUTLASS v4.7.0 checkout.")
+    p.add_argument(
+        "--flashinfer-nightly",
+        type=Path,
+        default=None,
+        metavar="CHECKOUT",
+        help="A flashinfer checkout at nightly-v0.6.18-20260819 with its 3rdparty/cutlass submodule.",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "findings.md")
     p.add_argument("--jobs", type=int, default=None)
     p.add_argument(
@@ -219,7 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cutlass_470 is not None and not args.cutlass_470.is_dir():
         print(f"note: {args.cutlass_470} is not a folder: the 4.7.0 blocks say 'not run'", file=sys.stderr)
-    args.out.write_text(page(collect(args.cutlass_470, args.jobs, args.flashinfer_arch)))
+    if args.flashinfer_nightly is not None and not args.flashinfer_nightly.is_dir():
+        print(f"note: {args.flashinfer_nightly} is not a folder: the nightly block says 'not run'", file=sys.stderr)
+    blocks = collect(args.cutlass_470, args.jobs, args.flashinfer_arch, args.flashinfer_nightly)
+    args.out.write_text(page(blocks))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -333,3 +333,37 @@ def test_write_atomic_gives_the_mode_open_gives(tmp_path):
     assert (tmp_path / "a").read_bytes() == b"bytes" and (tmp_path / "b").read_bytes() == b"saved"
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
     assert modes == {"a": 0o640, "b": 0o640, "plain": 0o640}
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "headers"
+
+
+def test_stale_precompiled_header_is_rebuilt(tmp_path, monkeypatch):
+    """clang refuses a precompiled header when a file it was built from is newer (a
+    reinstalled venv, a re-unpacked tree with the same content and so the same key): the
+    engine rebuilds it instead of failing ("Error parsing translation unit"). On a copy of
+    the small tree of fixtures/headers/cluster_tree (a real CUTLASS tree costs two header
+    builds of about 20 s each): its ``clusters::One``'s SharedStorage is the mainloop's
+    ``char smem[4096]`` then the epilogue's ``char smem[1024]``, 5120 B."""
+    import os
+    import shutil
+    import time
+
+    from cutlass_layout.engine import loop
+
+    monkeypatch.setenv("CUTLASS_LAYOUT_CACHE", str(tmp_path / "cache"))
+    inc = tmp_path / "include"
+    shutil.copytree(FIXTURES / "cluster_tree" / "include", inc)
+    tgt = target(str(inc))
+    discarded = []
+    real = loop.discard
+    monkeypatch.setattr(loop, "discard", lambda pch: (discarded.append(pch), real(pch))[1])
+    kernel = UserType(FIXTURES / "cluster_kernels.hpp", "clusters::One", "sm90")
+    first = layout(kernel, tgt, use_cache=False)
+    assert tgt.pch and not discarded
+    later = time.time() + 100
+    for header in inc.rglob("*.h"):  # the whole tree re-unpacked: same bytes, newer files
+        os.utime(header, (later, later))
+    again = layout(kernel, tgt, use_cache=False)
+    assert first.kernel.size == again.kernel.size == 5120
+    assert len(discarded) == 1  # the stale header, rebuilt once

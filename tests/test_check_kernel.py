@@ -49,6 +49,7 @@ def test_cooperative_tile_m_64_is_not_valid(nc420, capsys):
     assert "checked: kernel" in out
 
 
+@pytest.mark.slow  # a second device pass with bodies (about 20 s): the default tier's is the failing one above
 def test_cooperative_tile_m_128_is_valid(nc420):
     rep = layout(sm90_coop(128), nc420, check_kernel_body=True)
     assert rep.error is None and rep.checked == "kernel"
