@@ -490,6 +490,9 @@ _MSVC_STUBS = (
     "stubs/msvc/bits/stdint-uintn.h",
     "stubs/msvc/cuda.h",
     "stubs/msvc/cl_msvc_prelude.h",
+    "stubs/msvc/math.h",
+    "stubs/msvc/malloc.h",
+    "stubs/msvc/windows.h",
 )
 
 

@@ -189,8 +189,8 @@ def msvc_flags(flags: list[str], *, zc_cplusplus: bool = False) -> list[str]:
     layout, LLP64: ``long`` 4 bytes; ``_MSC_VER``, ``_WIN32``, ``_WIN64``, ``_MSVC_LANG``
     defined), cl.exe's ``__cplusplus`` of 199711L where it changes a layout (``cuda.h``'s
     ``CUtensorMap``; ``zc_cplusplus``: ``/Zc:__cplusplus``, the standard's value), the
-    stand-ins of :data:`MSVC_STUB_DIR` first on the system path, then libstdc++ and glibc
-    (:func:`gnu_system_includes`) in place of the MSVC STL and UCRT, which are not here. A
+    stand-ins of :data:`MSVC_STUB_DIR` between libstdc++ and glibc on the system path
+    (:func:`gnu_system_includes`: they stand in for the MSVC STL and UCRT, which are not here). A
     precompiled header of the Linux parse is dropped (each ABI has its own).
 
     Raises:
@@ -210,11 +210,21 @@ def msvc_flags(flags: list[str], *, zc_cplusplus: bool = False) -> list[str]:
             continue
         out.append(f)
     first = out.index("-isystem") if "-isystem" in out else len(out)
-    stand_ins = ["-isystem", str(MSVC_STUB_DIR)]
-    for p in system:
+    # libstdc++ first, then the stand-ins, then glibc: libstdc++'s <cmath> and <cstdint> reach
+    # the C headers with #include_next, which searches only the folders after its own
+    stand_ins: list[str] = []
+    for p in [*system[:3], MSVC_STUB_DIR, *system[3:]]:
         stand_ins += ["-isystem", str(p)]
     out[first:first] = stand_ins
-    extra = [f"--target={MSVC_TARGET}", "-include", str(MSVC_STUB_DIR / "cl_msvc_prelude.h")]
+    # what the GNU driver defines on Linux and libstdc++ and glibc expect: _GNU_SOURCE for C++,
+    # GCC's atomic flag value (1 on x86-64)
+    extra = [
+        f"--target={MSVC_TARGET}",
+        "-D_GNU_SOURCE",
+        "-D__GCC_ATOMIC_TEST_AND_SET_TRUEVAL=1",
+        "-include",
+        str(MSVC_STUB_DIR / "cl_msvc_prelude.h"),
+    ]
     if zc_cplusplus:
         extra.append(f"-D{ZC_CPLUSPLUS_MACRO}")
     return extra + out

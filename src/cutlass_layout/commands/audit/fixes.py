@@ -156,10 +156,7 @@ def tactic_params(t: Tactic, origins: dict, install, tgt, prov: dict, arch: str,
         return hit
     got = [_params_of(t, want, source, pre, prov, arch, pch_key, msvc) for msvc in (False, True)]
     linux, msvc = (p if isinstance(p, ParamsLayout) else None for p in got)
-    notes = [n for n in got if isinstance(n, str)]
-    note = "; ".join(
-        n if i == 0 else n.replace("Params not read", "Params (MSVC x64) not read") for i, n in enumerate(notes)
-    )
+    note = "; ".join(f"Params{abi} not read: {n}" for abi, n in zip(("", " (MSVC x64)"), got) if isinstance(n, str))
     if linux is not None and msvc is not None:
         cache.put(key, {"linux": linux.to_dict(), "msvc": msvc.to_dict()})
     return linux, msvc, note or None
@@ -180,18 +177,18 @@ def _params_of(t: Tactic, want, source, pre, prov: dict, arch: str, pch_key: str
     assert t.report is not None and t.report.kernel is not None  # tactic_params checked
     capacity = CAPACITY.get(arch)
     if capacity is None:
-        return f"Params not read: no capacity constant for {arch}"
+        return f"no capacity constant for {arch}"
     try:
         flags = msvc_flags(list(source.flags)) if msvc else list(source.flags)
         pch = ensure_pch(pre, flags, pch_key) if pre else None
         rep = lay_out_again([want], Provenance(**prov), str(pch) if pch else None, arch, capacity, msvc=msvc)[0]
     except BadInput as exc:
-        return f"Params not read: {exc}"
+        return str(exc)
     if isinstance(rep, str) or rep.error is not None:
-        return f"Params not read: {rep if isinstance(rep, str) else rep.error.one_line()}"
+        return rep if isinstance(rep, str) else rep.error.one_line()
     same = rep.kernel is not None and (rep.kernel.size, rep.stages) == (t.report.kernel.size, t.report.stages)
     if not same or rep.params is None:
-        return "Params not read: the launcher laid out again is not the tactic's kernel (not verified)"
+        return "the launcher laid out again is not the tactic's kernel (not verified)"
     return rep.params
 
 
