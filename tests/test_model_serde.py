@@ -202,6 +202,8 @@ def _report_dict() -> dict:
         },
         "occupancy": None,
         "params": None,
+        "params_msvc": None,
+        "params_note": None,
         "cluster": None,
         "launch_findings": [],
         "tma_check": None,

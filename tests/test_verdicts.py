@@ -229,6 +229,12 @@ def test_layout_tactic_shows_occupancy_params_and_cluster(capsys):
       ``TmaDescriptor`` is ``CUtensorMap``, ``alignas(64)`` in CUDA's ``cuda.h``, so every
       offset is a multiple of 64, and Params' alignment too; CUDA 13.0 >= 12.1: the limit is
       32764 B;
+    * Params on MSVC x64 (cl.exe's default ``__cplusplus``, 199711L: cuda.h gives
+      ``CUtensorMap`` no alignas, so it is 8-byte aligned): the kernel's Params starts
+      ``GemmUniversalMode mode`` (4 B at 0) and the grouped ``GroupProblemShape``
+      (``group_array_problem_shape.hpp``: ``int32_t num_groups`` and two pointers, 24 B, align 8,
+      at 8), so the mainloop's ``tma_load_a`` descriptor is at 32 (on Linux 32 rounds up to
+      128); Params is 8-byte aligned; the same six descriptors, in the same order;
     * cluster: TensorRT-LLM's SM120 MoE launchers are built with ``Shape<_1, _1, _1>``, the
       only cluster CUTLASS's SM120 builders take: legal."""
     from cutlass_layout.cli import main
@@ -253,6 +259,14 @@ def test_layout_tactic_shows_occupancy_params_and_cluster(capsys):
     offsets = [d["offset"] for d in p["descriptors"]]
     assert offsets == sorted(offsets) and len(set(offsets)) == 6  # in declaration order, none shared
     assert p["align"] % 64 == 0 and p["size"] % p["align"] == 0 and p["size"] > offsets[-1] + 128
+    assert p["abi"] == "linux-x86_64" and offsets[0] == 128
+    m = rep["params_msvc"]
+    assert m["abi"] == "msvc-x64" and m["align"] == 8 and m["descriptors"][0]["offset"] == 32
+    assert [d["path"] for d in m["descriptors"]] == [d["path"] for d in p["descriptors"]]
+    assert m["findings"][0].startswith(f"TMA descriptor {m['descriptors'][0]['path']} at offset 32 of Params")
+    assert m["findings"][-1] == (
+        "Params is 8-byte aligned on MSVC: its TMA descriptors are not 64-byte aligned wherever it is placed"
+    )
     assert rep["cluster"] == {
         "shape": [1, 1, 1],
         "mma_ctas": None,
@@ -269,4 +283,6 @@ def test_layout_tactic_shows_occupancy_params_and_cluster(capsys):
     assert f"Params: sizeof {p['size']} B, align {p['align']}; kernel parameter limit 32764 B" in cap.out
     for d in p["descriptors"]:
         assert f"{d['offset']:>6}  {d['path']}" in cap.out
+    assert f"Params on Windows x64 (MSVC), cl.exe's default __cplusplus: sizeof {m['size']} B, align 8" in cap.out
+    assert f"    32  {m['descriptors'][0]['path']}  (not 64-byte aligned)" in cap.out
     assert "Cluster: 1x1x1: legal on sm120" in cap.out

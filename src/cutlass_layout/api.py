@@ -49,6 +49,7 @@ from .model import (
 from .commands.exclude_list import exclude_list, write_exclude_list  # audit --exclude-list (CUTLASS's library)
 from .engine import loop as engine
 from .core import dask as executors, progress as runner
+from .engine.abis import with_params
 from .engine.loop import Target
 from .core.files import LIMITS, OverLimit
 from .sources.trees import CutlassTree
@@ -131,6 +132,7 @@ def layout(
     check_kernel_body: bool = False,
     budget: bool = True,
     use_cache: bool = True,
+    params: bool = False,
     **config_values,
 ) -> LayoutReport:
     """The exact SharedStorage layout of one kernel config (``cutlass-layout layout``),
@@ -149,6 +151,8 @@ def layout(
         budget: also read the builder's stage budget of an auto-stage config
             (``builder_budget``), from the same parse.
         use_cache: read a report cached earlier; a fresh one is stored either way.
+        params: also lay out a 3.x kernel's ``Params`` on Linux x86-64 (``params``) and MSVC
+            x64 (``params_msvc``), two parses more (:mod:`cutlass_layout.engine.abis`).
         config_values: the ``layout`` command's config values as typed (``arch``, ``tile``,
             ``stages="auto"``, ``preset``, ...).
 
@@ -174,6 +178,8 @@ def layout(
         budget=budget,
         use_cache=use_cache,
     )
+    if params:
+        rep = with_params(tgt, subject, rep)
     return replace(rep, approximation=_approximations([subject], tgt.tree, cuda_path=tgt.cuda.path)[0])
 
 

@@ -84,6 +84,7 @@ def cli():
 @click.option("--emit-probe", type=str, default=None, metavar="FILE", help="Write the probe's C++ (for nvcc) to FILE.")
 @click.option("--plot", "plot_file", default=None, metavar="FILE", help="Draw a memory map (.svg or .png).")
 @click.option("--no-budget", is_flag=True, help="Leave out the builder's stage budget.")
+@click.option("--params", is_flag=True, help="Also Params on Linux and MSVC (two parses more).")
 @click.option("--no-cache", is_flag=True, help="Lay out again (the result is still stored).")
 @click.option(
     "--depth", default=3, show_default=True, type=click.IntRange(min=0), help="Member levels shown (0 = all)."
@@ -105,6 +106,7 @@ def layout_cmd(
     emit_probe,
     plot_file,
     no_budget,
+    params,
     no_cache,
     depth,
     show,
@@ -145,7 +147,9 @@ def layout_cmd(
         except OSError as exc:
             raise BadInput(f"--emit-probe {emit_probe}: {exc.strerror or exc}") from None
     try:
-        rep = api.layout(subject, tgt, check_kernel_body=check_kernel, budget=not no_budget, use_cache=not no_cache)
+        rep = api.layout(
+            subject, tgt, check_kernel_body=check_kernel, budget=not no_budget, use_cache=not no_cache, params=params
+        )
     except BadInput as exc:
         if check_kernel and "kernel body" in str(exc):
             raise BadInput(f"--check-kernel: {exc}") from None

@@ -318,6 +318,7 @@ def given_beyond(takes: set[str]) -> str | None:
 #: built for, the cache, and how the report is shown. Every other parameter is refused.
 TACTIC_TAKES = {
     "tactic",
+    "params",  # a tactic's Params are read either way
     "cutlass_src",
     "cuda_path",
     "arch",
@@ -345,7 +346,7 @@ def tactic_takes_no_more() -> None:
         raise BadInput(
             f"--tactic lays out the kernel as the install builds it: {flag} does not go "
             "with it (it takes --cutlass, --cuda-path, --arch, --no-cache, --check, "
-            "--show, --depth, --format/--json and --plot)"
+            "--show, --depth, --format/--json, --plot and --params)"
         )
 
 

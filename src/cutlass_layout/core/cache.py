@@ -483,6 +483,19 @@ _PROBE = (
 )
 
 
+#: The stand-in headers of the MSVC x64 parse (``cutlass_layout.cpp.clang.msvc_flags``).
+_MSVC_STUBS = (
+    "stubs/msvc/stdint.h",
+    "stubs/msvc/bits/stdint-intn.h",
+    "stubs/msvc/bits/stdint-uintn.h",
+    "stubs/msvc/cuda.h",
+    "stubs/msvc/cl_msvc_prelude.h",
+    "stubs/msvc/math.h",
+    "stubs/msvc/malloc.h",
+    "stubs/msvc/windows.h",
+)
+
+
 #: The code whose every change invalidates the cached layouts (the engine's,
 #: ``cutlass_layout.engine.loop.ENGINE_SOURCES``), and everything laid out through it.
 _ENGINE = (
@@ -588,7 +601,13 @@ KINDS = kinds_by_name(
     Kind("fixes", 1, ("installs/fixes.py", *_KERNELS, *_TEXT, "model/audit.py", *_ENGINE)),
     # layout --tactic's Params: one tactic laid out again with its Params read (never an audit's:
     # an audit's layouts have none, and this kind holds only those read)
-    Kind("tactic-params", 1, ("installs/fixes.py", "commands/audit/fixes.py", *_KERNELS, *_TEXT, *_ENGINE)),
+    # 2: {"linux", "msvc"}: Params on both host ABIs
+    # 2: {"linux", "msvc"}, Params on both host ABIs (the MSVC parse's stand-in headers too)
+    Kind(
+        "tactic-params",
+        2,
+        ("installs/fixes.py", "commands/audit/fixes.py", *_KERNELS, *_TEXT, *_ENGINE, *_MSVC_STUBS),
+    ),
     Kind("wheel-digests", 1, None),  # per wheel path, size and mtime
     Kind("wheel-roots", 2, None),  # per wheel digest; 2: cutlass/cutlass.h marks a root too
 )

@@ -150,6 +150,91 @@ def clang_flags(
     return flags
 
 
+#: The host ABIs a kernel's ``Params`` is laid out for (:func:`msvc_flags`): GCC/Clang on Linux
+#: x86-64, the parse's own, and MSVC on Windows x64, cl.exe's.
+ABI_LINUX = "linux-x86_64"
+ABI_MSVC = "msvc-x64"
+MSVC_TARGET = "x86_64-pc-windows-msvc"
+#: The stand-ins of the MSVC parse (package data): glibc's fixed-width integer headers at LLP64
+#: widths, ``cuda.h`` as cl.exe's ``__cplusplus`` reads it, the C runtime's names glibc lacks.
+MSVC_STUB_DIR = STUB_DIR / "msvc"
+#: Defined in the MSVC parse for ``-Xcompiler /Zc:__cplusplus`` (``stubs/msvc/cuda.h``).
+ZC_CPLUSPLUS_MACRO = "CUTLASS_LAYOUT_ZC_CPLUSPLUS"
+
+
+def gnu_system_includes(root: Path = Path("/usr/include")) -> list[Path]:
+    """The C and C++ system headers a Linux parse finds by itself and a parse for the MSVC
+    target does not (its search path is Windows'): libstdc++'s (the highest GCC version with
+    its target folder) and glibc's, in the order the GNU driver searches them. Empty where
+    there are none."""
+    versions = sorted(
+        (p for p in (root / "c++").glob("*") if (root / "x86_64-linux-gnu" / "c++" / p.name).is_dir()),
+        key=lambda p: [int(x) if x.isdigit() else 0 for x in p.name.split(".")],
+    )
+    if not versions or not (root / "stdlib.h").is_file():
+        return []
+    cxx = versions[-1]
+    return [
+        cxx,
+        root / "x86_64-linux-gnu" / "c++" / cxx.name,
+        cxx / "backward",
+        root / "x86_64-linux-gnu",
+        root,
+    ]
+
+
+def msvc_flags(flags: list[str], *, zc_cplusplus: bool = False) -> list[str]:
+    """``flags`` (:func:`clang_flags` and what a caller added) for the same parse on the
+    MSVC x64 host ABI: clang's ``x86_64-pc-windows-msvc`` target (the Microsoft record
+    layout, LLP64: ``long`` 4 bytes; ``_MSC_VER``, ``_WIN32``, ``_WIN64``, ``_MSVC_LANG``
+    defined), cl.exe's ``__cplusplus`` of 199711L where it changes a layout (``cuda.h``'s
+    ``CUtensorMap``; ``zc_cplusplus``: ``/Zc:__cplusplus``, the standard's value), the
+    stand-ins of :data:`MSVC_STUB_DIR` between libstdc++ and glibc on the system path
+    (:func:`gnu_system_includes`: they stand in for the MSVC STL and UCRT, which are not here). A
+    precompiled header of the Linux parse is dropped (each ABI has its own).
+
+    Raises:
+        BadInput: no libstdc++/glibc headers to stand in for Windows' own.
+    """
+    system = gnu_system_includes()
+    if not system:
+        raise BadInput("no libstdc++ and glibc headers under /usr/include: the MSVC ABI parse needs them")
+    out: list[str] = []
+    skip = False
+    for f in flags:
+        if skip:
+            skip = False
+            continue
+        if f == "-include-pch":
+            skip = True
+            continue
+        out.append(f)
+    first = out.index("-isystem") if "-isystem" in out else len(out)
+    # libstdc++ first, then the stand-ins, then glibc: libstdc++'s <cmath> and <cstdint> reach
+    # the C headers with #include_next, which searches only the folders after its own
+    stand_ins: list[str] = []
+    for p in [*system[:3], MSVC_STUB_DIR, *system[3:]]:
+        stand_ins += ["-isystem", str(p)]
+    out[first:first] = stand_ins
+    # what the GNU driver defines on Linux and libstdc++ and glibc expect: _GNU_SOURCE for C++,
+    # GCC's atomic flag value (1 on x86-64)
+    extra = [
+        f"--target={MSVC_TARGET}",
+        "-D_GNU_SOURCE",
+        "-D__GCC_ATOMIC_TEST_AND_SET_TRUEVAL=1",
+        "-include",
+        str(MSVC_STUB_DIR / "cl_msvc_prelude.h"),
+    ]
+    if zc_cplusplus:
+        extra.append(f"-D{ZC_CPLUSPLUS_MACRO}")
+    return extra + out
+
+
+def abi_of(flags: list[str]) -> str:
+    """:data:`ABI_MSVC` for flags of :func:`msvc_flags`, else :data:`ABI_LINUX`."""
+    return ABI_MSVC if f"--target={MSVC_TARGET}" in flags else ABI_LINUX
+
+
 def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, building=None) -> Path | None:
     """A precompiled header for ``flags``, cached: of the first of ``preambles`` (C++ texts:
     the CUTLASS includes, optionally followed by declarations whose instantiations every
@@ -421,6 +506,10 @@ class ProbeUnit:
 
         return ver("__CUDACC_VER_MAJOR__", 12), ver("__CUDACC_VER_MINOR__", 0)
 
+    def abi(self) -> str:
+        """The host ABI the unit is parsed for (:func:`abi_of` its flags)."""
+        return abi_of(self.flags)
+
     def gpu_arch(self) -> str | None:
         """The ``--cuda-gpu-arch`` the unit is parsed for (``sm_120a``), or None."""
         return next((f.split("=", 1)[1] for f in self.flags if f.startswith("--cuda-gpu-arch=")), None)
@@ -608,7 +697,17 @@ class ProbeUnit:
         return None
 
 
-__all__ = ["ProbeUnit", "clang_flags", "libclang_version", "resource_include", "short_name"]
+__all__ = [
+    "ABI_LINUX",
+    "ABI_MSVC",
+    "ProbeUnit",
+    "abi_of",
+    "clang_flags",
+    "msvc_flags",
+    "libclang_version",
+    "resource_include",
+    "short_name",
+]
 
 
 def spelling_location(cursor) -> tuple[str | None, int | None]:

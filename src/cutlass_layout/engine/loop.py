@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput, DoesNotCompile
-from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version
+from ..cpp.clang import FOLLOW_UP_RE, ProbeUnit, clang_flags, clang_only, ensure_pch, libclang_version, msvc_flags
 from ..model import BuilderBudget, CompileError, LayoutReport, Provenance, StructLayout, schema_verdict
 from ..sources.cuda import CudaHeaders, find_cuda
 from ..sources.trees import CutlassTree, resolve_cutlass
@@ -123,7 +123,16 @@ def parse_probe(tgt: Target, configs: list, arch: str, text: str | None = None) 
     return _parse_text(tgt, text, arch, _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
 
 
-def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = None, *, warm: bool = True) -> ProbeUnit:
+def _parse_text(
+    tgt: Target,
+    text: str,
+    arch: str,
+    extra: list[str] | None = None,
+    *,
+    warm: bool = True,
+    msvc: bool = False,
+    zc_cplusplus: bool = False,
+) -> ProbeUnit:
     """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
     type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
     the family's warm-up configs, :func:`cutlass_layout.subjects.probe.pch_preambles`; user types alone
@@ -132,8 +141,13 @@ def _parse_text(tgt: Target, text: str, arch: str, extra: list[str] | None = Non
     clang refuses a precompiled header when any file it was built from has a newer mtime
     (a reinstalled venv, a re-unpacked tree with the same content): then the header is
     built again, once, and failing that the probe is parsed without it.
+
+    ``msvc``: parsed on the MSVC x64 host ABI (:func:`cutlass_layout.cpp.clang.msvc_flags`,
+    ``zc_cplusplus`` as it takes it), with a precompiled header of its own.
     """
     flags = tgt.flags(arch) + list(extra or ())
+    if msvc:
+        flags = msvc_flags(flags, zc_cplusplus=zc_cplusplus)
     if tgt.pch:
         for _attempt in range(2):
             preambles = probe.pch_preambles(arch) if warm else probe.pch_preambles(arch)[-1:]

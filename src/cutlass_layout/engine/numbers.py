@@ -214,19 +214,20 @@ def params_layout(unit: ProbeUnit, names: dict) -> ParamsLayout | None:
     """A 3.x kernel's ``Params`` (the block's ``KernelParams``, completed by its
     ``KernelParamsBytes``): size, alignment and every TMA descriptor member's path and offset,
     from the record layout; the parameter limit of the CUDA version the unit is parsed with
-    (its ``__CUDACC_VER_MAJOR__``/``MINOR__``). None where the block has no such alias."""
+    (its ``__CUDACC_VER_MAJOR__``/``MINOR__``), on the host ABI the unit is parsed for
+    (:meth:`~cutlass_layout.cpp.clang.ProbeUnit.abi`). None where the block has no such alias."""
     if "KernelParams" not in names:
         return None
     s = unit.record(names["KernelParams"], optional=True)
     if s is None:
         return None
     found = [
-        DescriptorAt(path, f.offset, f.type)
+        DescriptorAt(path, f.offset, f.type, f.type_align)
         for path, f in s.walk()  # not a pointer to one
         if _DESCRIPTOR_RE.search(f.type) and not f.fields and not any(c in f.type for c in "*&")
     ]
     cuda = unit.cuda_version()
-    return ParamsLayout(s.size, s.align, tuple(found), param_limit(cuda), f"{cuda[0]}.{cuda[1]}")
+    return ParamsLayout(s.size, s.align, tuple(found), param_limit(cuda), f"{cuda[0]}.{cuda[1]}", unit.abi())
 
 
 def _member(names: dict, alias: str) -> int | None:

@@ -414,13 +414,20 @@ def _write_fix_header(family: str, plans: list[tuple]) -> Path:
 
 
 def _fix_batch(
-    wants: list[Want], plans: list[tuple], texts: dict[str, str], prov: Provenance, pch, hpath: Path
+    wants: list[Want],
+    plans: list[tuple],
+    texts: dict[str, str],
+    prov: Provenance,
+    pch,
+    hpath: Path,
+    msvc: bool = False,
 ) -> tuple:
     """``(batch, extras)``: the engine's :class:`~cutlass_layout.engine.loop.Batch` of the
     search (the first planned source's text, its launcher calls blanked, with one
     ``namespace cl_probe_<i>`` block per candidate calling the fixed macro with its stage
     count), and the dict its reader fills with each candidate's ``Fix*`` constants (by the
-    candidate's ``id``)."""
+    candidate's ``id``). ``msvc``: parsed on the MSVC x64 host ABI
+    (:func:`cutlass_layout.cpp.clang.msvc_flags`; ``pch`` then one built with those flags)."""
     from ..cpp.macros import blank_calls
     from ..engine.loop import Batch
     from .kernels import split_preamble
@@ -431,9 +438,10 @@ def _fix_batch(
     extras: dict[int, dict] = {}
 
     def parse(text: str, _members):
-        from ..cpp.clang import ProbeUnit
+        from ..cpp.clang import ProbeUnit, msvc_flags
 
-        flags = list(first.flags) + (["-include-pch", pch] if pch else [])
+        flags = msvc_flags(list(first.flags)) if msvc else list(first.flags)
+        flags += ["-include-pch", pch] if pch else []
         flags += ["-iquote", str(first.path.parent), "-include", str(hpath)]
         return ProbeUnit(text, flags, first.include_root, filename=str(first.path), skip_bodies=False)
 
@@ -463,7 +471,9 @@ def _fix_batch(
     return batch, extras
 
 
-def lay_out_again(wants: list[Want], provenance: Provenance, pch, family: str, capacity: str) -> list:
+def lay_out_again(
+    wants: list[Want], provenance: Provenance, pch, family: str, capacity: str, *, msvc: bool = False
+) -> list:
     """Each of ``wants``' kernels laid out again at its own stage count S, its ``Params``
     completed (``layout --tactic``'s :attr:`~cutlass_layout.model.LayoutReport.params`: one
     probe per tactic, never part of an audit): its launcher macro as the fix search writes it
@@ -472,7 +482,9 @@ def lay_out_again(wants: list[Want], provenance: Provenance, pch, family: str, c
     why there is none (a str: the launcher cannot be re-invoked). The caller checks that the
     kernel is the tactic's (its SharedStorage and stages equal the tactic's) before taking
     anything from it: ``StageCount<S>`` in place of the launcher's own stage-count argument
-    builds the same collective only where the builder chose S itself."""
+    builds the same collective only where the builder chose S itself. ``msvc``: parsed on the
+    MSVC x64 host ABI (``pch``: one built with its flags), the report's ``params`` then that
+    ABI's."""
     from ..engine.loop import lay_out
 
     fixes, plans, texts = _plans(wants, family, capacity, with_params=True)
@@ -482,7 +494,7 @@ def lay_out_again(wants: list[Want], provenance: Provenance, pch, family: str, c
     if callable(pch):
         pch = pch()
     hpath = _write_fix_header(family, plans)
-    batch, _ = _fix_batch(wants, plans, texts, provenance, pch, hpath)
+    batch, _ = _fix_batch(wants, plans, texts, provenance, pch, hpath, msvc)
     cands = [_Candidate(i, _stages(wants[i]), made[0], list(wants[i].macro[1]), ns) for i, made, ns in plans]
     for c, rep in zip(cands, lay_out(batch, cands)):
         out[c.want] = rep

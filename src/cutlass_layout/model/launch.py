@@ -208,18 +208,32 @@ DESCRIPTOR_ALIGN = 64
 @dataclass(frozen=True)
 class DescriptorAt:
     """A TMA descriptor inside a kernel's ``Params``: its member path (``mainloop.tma_load_a.
-    <base ...>.tma_desc_``), its offset from the start of ``Params`` and its type as written."""
+    <base ...>.tma_desc_``), its offset from the start of ``Params``, its type as written and
+    that type's alignment on the ABI laid out (``None``: a report that did not record it)."""
 
     path: str
     offset: int
     type: str
+    align: int | None = None
+
+
+#: The host ABIs a ``Params`` is laid out for (:attr:`ParamsLayout.abi`; the values of
+#: ``cutlass_layout.cpp.clang.ABI_LINUX`` and ``ABI_MSVC``), and their names in words.
+ABI_NAMES = {"linux-x86_64": "Linux x86-64 (GCC/Clang)", "msvc-x64": "Windows x64 (MSVC)"}
+#: Why a descriptor is under-aligned on MSVC, where its type's alignment there is under
+#: :data:`DESCRIPTOR_ALIGN` (``stubs/msvc/cuda.h``; NVIDIA/cutlass#2905).
+MSVC_CAUSE = (
+    "cuda.h drops alignas(128) from CUtensorMap when __cplusplus < 201103L, cl.exe's default; "
+    "-Xcompiler /Zc:__cplusplus fixes it"
+)
 
 
 @dataclass(frozen=True)
 class ParamsLayout:
     """``sizeof``/``alignof`` of a 3.x kernel's ``GemmKernel::Params`` (what it is launched
-    with, by value) and where its TMA descriptors lie, from the record layout (libclang, the
-    host ABI of the parse: Linux x86-64).
+    with, by value) and where its TMA descriptors lie, from the record layout (libclang) of one
+    host ABI: ``abi`` (``linux-x86_64``, the parse's own; ``msvc-x64``, a second parse for
+    cl.exe's: ``cutlass_layout.cpp.clang.msvc_flags``).
 
     Attributes:
         size, align: bytes.
@@ -228,6 +242,7 @@ class ParamsLayout:
         limit_bytes: the kernel parameter limit of the CUDA version the parse takes
             (:data:`PARAM_LIMIT_CLASSIC` before 12.1, :data:`PARAM_LIMIT_12_1` from it on).
         cuda_version: that version, ``"13.0"``.
+        abi: the host ABI laid out (:data:`ABI_NAMES`).
     """
 
     size: int
@@ -235,6 +250,16 @@ class ParamsLayout:
     descriptors: tuple[DescriptorAt, ...]
     limit_bytes: int
     cuda_version: str
+    abi: str = "linux-x86_64"
+
+    def _on(self) -> str:
+        return " on MSVC" if self.abi == "msvc-x64" else ""
+
+    def _cause(self, d: DescriptorAt) -> str:
+        """Why ``d`` is under-aligned, where this ABI's layout says (MSVC: :data:`MSVC_CAUSE`)."""
+        if self.abi == "msvc-x64" and d.align is not None and d.align < DESCRIPTOR_ALIGN:
+            return f": {MSVC_CAUSE}"
+        return ""
 
     def findings(self) -> list[str]:
         """What cannot launch (or faults), in words: each descriptor at an offset that is not a
@@ -242,13 +267,14 @@ class ParamsLayout:
         only offset and alignment both can tell), ``Params`` over the parameter limit."""
         out = [
             f"TMA descriptor {d.path} at offset {d.offset} of Params is not {DESCRIPTOR_ALIGN}-byte aligned"
+            f"{self._on()}{self._cause(d)}"
             for d in self.descriptors
             if d.offset % DESCRIPTOR_ALIGN
         ]
         if self.descriptors and self.align < DESCRIPTOR_ALIGN:
             out.append(
-                f"Params is {self.align}-byte aligned: its TMA descriptors are not {DESCRIPTOR_ALIGN}-byte "
-                "aligned wherever it is placed"
+                f"Params is {self.align}-byte aligned{self._on()}: its TMA descriptors are not "
+                f"{DESCRIPTOR_ALIGN}-byte aligned wherever it is placed"
             )
         if self.size > self.limit_bytes:
             out.append(
@@ -269,6 +295,7 @@ class ParamsLayout:
             tuple(DescriptorAt(**x) for x in d["descriptors"]),
             d["limit_bytes"],
             d["cuda_version"],
+            d.get("abi", "linux-x86_64"),  # a report of before the MSVC ABI: the parse's own
         )
 
 

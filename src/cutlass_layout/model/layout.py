@@ -444,6 +444,12 @@ class LayoutReport:
     #: a 3.x kernel's ``Params``: size, alignment, TMA descriptor offsets, parameter limit
     #: (:class:`~cutlass_layout.model.launch.ParamsLayout`); ``None`` for any other subject
     params: ParamsLayout | None = None
+    #: the same ``Params`` laid out on the MSVC x64 host ABI (a second parse, cl.exe's:
+    #: ``abi`` ``msvc-x64``), where it was read; its findings are its own (not in
+    #: ``launch_findings``, which are the parse's ABI's)
+    params_msvc: ParamsLayout | None = None
+    #: why ``params`` or ``params_msvc`` is missing where ``layout`` asked for them
+    params_note: str | None = None
     #: a 3.x kernel's cluster and whether its arch launches it
     #: (:class:`~cutlass_layout.model.launch.ClusterLegality`); ``None`` for any other subject
     cluster: ClusterLegality | None = None
@@ -576,6 +582,8 @@ class LayoutReport:
             "mainloop_class": None if self.mainloop_class is None else plain(self.mainloop_class),
             "occupancy": None if self.occupancy is None else self.occupancy.to_dict(),
             "params": None if self.params is None else self.params.to_dict(),
+            "params_msvc": None if self.params_msvc is None else self.params_msvc.to_dict(),
+            "params_note": self.params_note,
             "cluster": None if self.cluster is None else self.cluster.to_dict(),
             "launch_findings": self.numbers().launch_findings,
             "tma_check": None if self.tma_check is None else self.tma_check.to_dict(),
@@ -660,6 +668,8 @@ class LayoutReport:
             mainloop_class=None if d.get("mainloop_class") is None else MainloopChoice(**d["mainloop_class"]),
             occupancy=None if d.get("occupancy") is None else Occupancy.from_dict(d["occupancy"]),
             params=None if d.get("params") is None else ParamsLayout.from_dict(d["params"]),
+            params_msvc=None if d.get("params_msvc") is None else ParamsLayout.from_dict(d["params_msvc"]),
+            params_note=d.get("params_note"),
             cluster=None if d.get("cluster") is None else ClusterLegality.from_dict(d["cluster"]),
             tma_check=None if d.get("tma_check") is None else TmaCheck.from_dict(d["tma_check"]),
             error=None if d.get("error") is None else CompileError(**d["error"]),

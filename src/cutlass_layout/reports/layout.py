@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..model import EXACT_FIT_MEANING, FieldLayout, LayoutReport, StructLayout
-from ..model.launch import occupancy_findings
+from ..model.launch import ABI_NAMES, occupancy_findings
 from ..subjects import shapes
 from .common import (
     Column,
@@ -178,20 +178,34 @@ def occupancy_lines(rep: LayoutReport) -> list[str]:
 
 
 def params_lines(rep: LayoutReport) -> list[str]:
-    """A 3.x kernel's ``Params``: size and alignment against the parameter limit, each TMA
-    descriptor's offset and member path, then each finding (``finding: ...``); none for a
-    report without :attr:`~LayoutReport.params`."""
-    p = rep.params
-    if p is None:
-        return []
-    out = [
-        f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
-        f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s)"
-    ]
-    out += [
-        f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)") for d in p.descriptors
-    ]
-    out += [f"  finding: {f}" for f in p.findings()]
+    """A 3.x kernel's ``Params`` on each host ABI read (Linux x86-64, then MSVC x64): size and
+    alignment (against the parameter limit), each TMA descriptor's offset and member path, then
+    each finding (``finding: ...``); where one ABI's was not read, why; none for a report
+    without :attr:`~LayoutReport.params`."""
+    out: list[str] = []
+    for p in (rep.params, rep.params_msvc):
+        if p is None:
+            continue
+        msvc = p.abi == "msvc-x64"
+        abi = ABI_NAMES.get(p.abi, p.abi)
+        out.append(
+            f"Params on {abi}, cl.exe's default __cplusplus: sizeof {p.size} B, align {p.align}; "
+            f"{len(p.descriptors)} TMA descriptor(s)"
+            if msvc
+            else f"Params: sizeof {p.size} B, align {p.align}; kernel parameter limit {p.limit_bytes} B "
+            f"(CUDA {p.cuda_version}); {len(p.descriptors)} TMA descriptor(s); on {abi}"
+        )
+        out += [
+            f"  {d.offset:>6}  {d.path}" + ("" if d.offset % 64 == 0 else "  (not 64-byte aligned)")
+            for d in p.descriptors
+        ]
+        out += [f"  finding: {f}" for f in p.findings()]
+    if out and rep.params_msvc is None:
+        out.append(
+            f"Params on {ABI_NAMES['msvc-x64']}: not read" + (f" ({rep.params_note})" if rep.params_note else "")
+        )
+    elif rep.params_note:
+        out.append(f"  note: {rep.params_note}")
     return out
 
 

@@ -309,6 +309,16 @@ def capacity_alias(name: str) -> str:
     return "Capacity_" + name.rsplit("::", 1)[-1]
 
 
+def params_aliases(prefix: str = "") -> str:
+    """``KernelParams`` (a 3.x kernel's ``Params``) and ``KernelParamsBytes``, which completes
+    it, of the block's ``Subject`` (:func:`subject_block`'s ``params``)."""
+    p = prefix
+    return (
+        f"using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;\n"
+        f"using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];\n"
+    )
+
+
 def subject_block(
     subject: str,
     capacity: str | None,
@@ -335,14 +345,7 @@ def subject_block(
     """
     p = prefix
     static = "static " if member else ""
-    kernel_params = (
-        (
-            f"using {p}KernelParams = typename cl_detail::kernel_params_of<{p}Subject>::type;\n"
-            f"using {p}KernelParamsBytes = char[sizeof({p}KernelParams)];\n"
-        )
-        if params
-        else ""
-    )
+    kernel_params = params_aliases(p) if params else ""
     tma = "".join(
         f"using {p}{alias} = char[cl_detail::has_{member_}<{p}Mainloop>::value];\n"
         for alias, member_ in {**TMA_MEMBERS, **TMA_PARTS}.items()

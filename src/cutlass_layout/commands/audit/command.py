@@ -202,11 +202,11 @@ def _read_params(result: AuditResult, text: str, origins: dict, plan, arch: str,
         t = find_tactic(result, text)
     except BadInput:
         return
-    params, note = tactic_params(
+    params, params_msvc, note = tactic_params(
         t, origins, plan.install, plan.tgt, plan.prov, plan.clang_arch, plan.pch_key, use_cache=use_cache
     )
-    if params is not None and t.report is not None:
-        t.report = replace(t.report, params=params)
+    if (params or params_msvc) is not None and t.report is not None:
+        t.report = replace(t.report, params=params, params_msvc=params_msvc)
         t.numbers = t.report.numbers()
     t.params_note = note
 

@@ -126,44 +126,70 @@ def search_fixes(
 
 
 def tactic_params(t: Tactic, origins: dict, install, tgt, prov: dict, arch: str, pch_key: str, *, use_cache=True):
-    """``(params, note)``: the :class:`~cutlass_layout.model.ParamsLayout` of tactic ``t``'s
-    kernel (what ``layout --tactic`` shows; an audit reads none), or None and why not
-    (``note``). Read from the results cache (kind ``tactic-params``, keyed as the tactic's fix
-    is, :func:`cutlass_layout.installs.fixes.fix_key`, plus ``params``: a layout without
-    ``Params`` is never served for one with them, and an audit's layouts are not read again
-    for it), else laid out again here, one probe
-    (:func:`cutlass_layout.installs.fixes.lay_out_again`). Taken only where the kernel laid out
-    again is the tactic's: the same SharedStorage size and stage count."""
-    from ...cpp.clang import ensure_pch, libclang_version
-    from ...installs.fixes import FORMULAS, Want, fix_key, lay_out_again
-    from ...installs.kernels import CAPACITY
+    """``(params, params_msvc, note)``: the :class:`~cutlass_layout.model.ParamsLayout` of
+    tactic ``t``'s kernel on Linux x86-64 and on MSVC x64 (what ``layout --tactic`` shows; an
+    audit reads none), each None where not read, and why not (``note``). Read from the results
+    cache (kind ``tactic-params``, keyed as the tactic's fix is,
+    :func:`cutlass_layout.installs.fixes.fix_key`, plus ``params``: a layout without ``Params``
+    is never served for one with them, and an audit's layouts are not read again for it), else
+    laid out again here, one probe per ABI (:func:`cutlass_layout.installs.fixes.lay_out_again`,
+    the MSVC one with :func:`cutlass_layout.cpp.clang.msvc_flags` and a precompiled header of
+    its own). Taken only where the kernel laid out again is the tactic's: the same
+    SharedStorage size and stage count (on MSVC too: the shared memory's layout is the
+    device's, whichever host ABI)."""
+    from ...cpp.clang import libclang_version
+    from ...installs.fixes import FORMULAS, Want, fix_key
 
     if t.report is None or t.report.error is not None or t.report.kernel is None:
-        return None, "Params not read: the tactic has no kernel layout"
+        return None, None, "Params not read: the tactic has no kernel layout"
     if arch not in FORMULAS or id(t) not in origins:
-        return None, "Params not read: its kernel is not declared in a launcher of the install's sources"
+        return None, None, "Params not read: its kernel is not declared in a launcher of the install's sources"
     source, pre, k = origins[id(t)]
     if k.macro is None or not k.decl_file or not Path(k.decl_file).is_absolute() or not k.line:
-        return None, "Params not read: its kernel is not declared in a launcher macro"
+        return None, None, "Params not read: its kernel is not declared in a launcher macro"
     want = Want(t.id, source, k.line, (k.macro[0], list(k.macro[1])), k.decl_file, k.decl_line, t.report)
     target = [install.fingerprint, install.tree.tree_hash, libclang_version(), str(tgt.cuda.path)]
     key = fix_key(want, target + ["params"], kind="tactic-params")
     cache = KINDS["tactic-params"]
-    hit = cache.get(key, ParamsLayout.from_dict) if use_cache else None
+    hit = cache.get(key, _both) if use_cache else None
     if hit is not None:
-        return hit, None
+        return hit
+    got = [_params_of(t, want, source, pre, prov, arch, pch_key, msvc) for msvc in (False, True)]
+    linux, msvc = (p if isinstance(p, ParamsLayout) else None for p in got)
+    note = "; ".join(f"Params{abi} not read: {n}" for abi, n in zip(("", " (MSVC x64)"), got) if isinstance(n, str))
+    if linux is not None and msvc is not None:
+        cache.put(key, {"linux": linux.to_dict(), "msvc": msvc.to_dict()})
+    return linux, msvc, note or None
+
+
+def _both(d: dict) -> tuple:
+    """A cached ``tactic-params`` payload as :func:`tactic_params` returns it."""
+    return ParamsLayout.from_dict(d["linux"]), ParamsLayout.from_dict(d["msvc"]), None
+
+
+def _params_of(t: Tactic, want, source, pre, prov: dict, arch: str, pch_key: str, msvc: bool) -> ParamsLayout | str:
+    """Tactic ``t``'s ``Params`` on one host ABI (``msvc``), laid out again, or why not."""
+    from ...cpp.clang import ensure_pch, msvc_flags
+    from ...errors import BadInput
+    from ...installs.fixes import lay_out_again
+    from ...installs.kernels import CAPACITY
+
+    assert t.report is not None and t.report.kernel is not None  # tactic_params checked
     capacity = CAPACITY.get(arch)
     if capacity is None:
-        return None, f"Params not read: no capacity constant for {arch}"
-    pch = ensure_pch(pre, list(source.flags), pch_key) if pre else None
-    rep = lay_out_again([want], Provenance(**prov), str(pch) if pch else None, arch, capacity)[0]
+        return f"no capacity constant for {arch}"
+    try:
+        flags = msvc_flags(list(source.flags)) if msvc else list(source.flags)
+        pch = ensure_pch(pre, flags, pch_key) if pre else None
+        rep = lay_out_again([want], Provenance(**prov), str(pch) if pch else None, arch, capacity, msvc=msvc)[0]
+    except BadInput as exc:
+        return str(exc)
     if isinstance(rep, str) or rep.error is not None:
-        return None, f"Params not read: {rep if isinstance(rep, str) else rep.error.one_line()}"
+        return rep if isinstance(rep, str) else rep.error.one_line()
     same = rep.kernel is not None and (rep.kernel.size, rep.stages) == (t.report.kernel.size, t.report.stages)
     if not same or rep.params is None:
-        return None, "Params not read: the launcher laid out again is not the tactic's kernel (not verified)"
-    cache.put(key, rep.params.to_dict())
-    return rep.params, None
+        return "the launcher laid out again is not the tactic's kernel (not verified)"
+    return rep.params
 
 
 #: The fewest tactics a part of one group's fix search holds (:func:`fix_parts`): a unit
