@@ -90,8 +90,9 @@ def test_a_descriptor_after_an_int_on_both_abis():
         assert bool(p.findings()) == (abi == "msvc"), abi
     msvc = ParamsLayout(144, 8, (DescriptorAt("desc", 8, "CUtensorMap", 8),), 32764, "13.0", "msvc-x64")
     assert msvc.findings() == [
-        "TMA descriptor desc at offset 8 of Params is not 64-byte aligned on MSVC: cuda.h drops alignas(128) "
-        "from CUtensorMap when __cplusplus < 201103L, cl.exe's default; -Xcompiler /Zc:__cplusplus fixes it",
+        "TMA descriptor desc at offset 8 of Params is not 64-byte aligned on MSVC: cuda.h drops the alignas "
+        "of CUtensorMap (128 from CUDA 13, 64 before) when __cplusplus < 201103L, cl.exe's default; "
+        "-Xcompiler /Zc:__cplusplus fixes it",
         "Params is 8-byte aligned on MSVC: its TMA descriptors are not 64-byte aligned wherever it is placed",
     ]
 

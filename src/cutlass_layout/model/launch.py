@@ -223,7 +223,7 @@ ABI_NAMES = {"linux-x86_64": "Linux x86-64 (GCC/Clang)", "msvc-x64": "Windows x6
 #: Why a descriptor is under-aligned on MSVC, where its type's alignment there is under
 #: :data:`DESCRIPTOR_ALIGN` (``stubs/msvc/cuda.h``; NVIDIA/cutlass#2905).
 MSVC_CAUSE = (
-    "cuda.h drops alignas(128) from CUtensorMap when __cplusplus < 201103L, cl.exe's default; "
+    "cuda.h drops the alignas of CUtensorMap (128 from CUDA 13, 64 before) when __cplusplus < 201103L, cl.exe's default; "
     "-Xcompiler /Zc:__cplusplus fixes it"
 )
 
