@@ -216,8 +216,11 @@ def test_072_github_annotations(audit_072, capsys):
     )
     out, err = capsys.readouterr()
     _errors_072(
-        out, Path(res.provenance["root"]), Path(res.provenance["generated_root"]), "flashinfer-python==0.7.2.post1 ("
-    )
+        out,
+        Path(res.provenance["root"]),
+        Path(res.provenance["generated_root"]),
+        "wheel flashinfer_python-0.7.2.post1-",
+    )  # the distribution and version said once: (wheel NAME.whl, cached)
     assert [ln.split(": ")[1] for ln in messages(err).splitlines()[:4]] == FINALIZE
 
 
