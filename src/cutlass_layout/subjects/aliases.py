@@ -44,7 +44,12 @@ TMA_PARTS = {
 #: more than its elements: one of no elements (a scale-factor layout with a zero extent, CUTLASS
 #: 4.2.0's SM120 block-scaled SFB of an N = 32 tile; a conversion mode without zeros) is still a
 #: 16-byte member (``cute::array_aligned``'s alignment), and its TMA copy delivers nothing
-TMA_DATA = {"TmaDataSFA": "smem_SFA", "TmaDataSFB": "smem_SFB", "TmaDataScale": "smem_scale", "TmaDataZero": "smem_zero"}
+TMA_DATA = {
+    "TmaDataSFA": "smem_SFA",
+    "TmaDataSFB": "smem_SFB",
+    "TmaDataScale": "smem_scale",
+    "TmaDataZero": "smem_zero",
+}
 #: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
 #: for its occupancy: alias -> static member of the kernel class (CUTLASS's
 #: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
@@ -397,7 +402,8 @@ def subject_block(
         f"using {p}TmaMode = char[cl_detail::conversion_mode<{p}Mainloop>::value];\n"
     )
     tma += "".join(
-        f"using {p}{alias} = char[cl_detail::data_{member_}<{p}Mainloop>::value];\n" for alias, member_ in TMA_DATA.items()
+        f"using {p}{alias} = char[cl_detail::data_{member_}<{p}Mainloop>::value];\n"
+        for alias, member_ in TMA_DATA.items()
     )
     tma += "".join(
         f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"

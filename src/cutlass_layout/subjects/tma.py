@@ -146,6 +146,7 @@ def _mixed_input_rules() -> tuple[Rule, ...]:
     )
     return tuple(rules)
 
+
 #: The families, first match wins. ``load()`` of each file copies ``tma_load_a`` into ``sA``
 #: and ``tma_load_b`` into ``sB`` (``tAsA(_,_,_,write_stage)``) with the stage's barrier, and
 #: where named the scale factors (``tma_load_sfa``/``sfb``), metadata or scales likewise.
