@@ -132,7 +132,7 @@ def test_no_tma_not_verified_and_left_out():
     assert odd.status == "not verified" and "does not divide by its 4 stages" in odd.note
 
 
-def _mixed(collective: str, mode: int, members: dict, declared: dict, data: dict | None = None) -> TmaCheck:
+def _mixed(collective: str, mode: int | None, members: dict, declared: dict, data: dict | None = None) -> TmaCheck:
     return tma.check(
         collective,
         "MainloopSm90TmaGmmaRmemAWarpSpecializedMixedInput",
@@ -213,7 +213,7 @@ def test_trtllm_array_mixed_input_bulk_copies_its_folded_scales():
 
 
 def test_mixed_input_without_its_mode_is_not_verified():
-    c = _mixed("CollectiveMma", None, {"smem_A": 64, "smem_B": 64}, {"TmaMK": 16})  # type: ignore[arg-type]
+    c = _mixed("CollectiveMma", None, {"smem_A": 64, "smem_B": 64}, {"TmaMK": 16})
     assert c.status == "not verified" and "KernelConversionMode" in c.note
 
 
