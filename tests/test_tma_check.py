@@ -317,7 +317,8 @@ def test_sm90_mixed_input_each_conversion_mode(nc420):
 
 @pytest.mark.network
 def test_cutlass_420_sm120_nvfp4_n32_sfb_holds_nothing(nc420):
-    """nvidia-cutlass 4.2.0.0's SM120 NVFP4 dense 128x32x128 (its library's kernel): the builder
+    """The SM120 NVFP4 dense 128x32x128 preset on nvidia-cutlass 4.2.0.0's headers (its kernel
+    library's GenerateSM120 makes no N = 32 tile: 128x128x128, 128x128x256, 256x128x128): the builder
     (gemm/collective/builders/sm120_blockscaled_mma_builder.inl:202) makes SFB's N extent
     size<1>(TileShape) / Blk_MN = 32 / 128 = 0, so SmemLayoutSFB has no elements: smem_SFB is a
     cute::ArrayEngine<ElementSF, 0> of 16 B (array_aligned's alignment) and
