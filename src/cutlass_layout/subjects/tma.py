@@ -98,6 +98,16 @@ def _mixed_input_rules() -> tuple[Rule, ...]:
     and ``..._prescale.hpp``, whose ``load()`` fills ``smem_scale`` with ``SM90_BULK_COPY_G2S``
     on the stage's barrier, ``WeightScaleTransactionBytes`` in all): MK is A, NK is B,
     ``TmaTransactionBytesExtra`` the scales (and zeros), ``TmaTransactionBytes`` their sum.
+
+    Lines of flashinfer 0.7.4's copies (its ``data/cutlass/include/cutlass`` and
+    ``data/csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/cutlass_extensions``):
+    the interleaved ``load()``'s scale and zero copies at 794 and 802, its
+    ``compute_tma_transaction_bytes_mk()`` at 319 (A + scale_tx_bytes + zero_tx_bytes);
+    CUTLASS's ``load()`` copies them at 711 and 719 (the array one at 801 and 811) and
+    ``MixedInputUtils::compute_tma_transaction_bytes_extra()`` is at 597 of
+    ``mixed_input_utils.hpp``; TensorRT-LLM's array collectives bulk-copy the scales at 820
+    (``_``) and 854 (``_prescale``), their ``TmaTransactionBytesExtra`` at 655 and 704 (its
+    ``mixed_input_utils.hpp``'s ``compute_tma_transaction_bytes_extra()`` at 358).
     """
     rules = []
     for mode, filled in _MODE_BUFFERS.items():
@@ -109,7 +119,7 @@ def _mixed_input_rules() -> tuple[Rule, ...]:
                 _TRT + "sm90_mma_interleaved_tma_gmma_rs_warpspecialized_mixed_input.hpp "
                 f"CollectiveMmaInterleaved::load ({MODES[mode]}: tma_load_a, tma_load_b"
                 + "".join(", tma_load_" + b[5:] for b in filled)
-                + "; compute_tma_transaction_bytes_mk counts A's scales and zeros with A)",
+                + ", :794 and :802; compute_tma_transaction_bytes_mk, :319, counts A's scales and zeros with A)",
                 left_out=_NOT_FILLED[mode],
                 collective=r"CollectiveMmaInterleaved",
                 mode=mode,
@@ -129,7 +139,9 @@ def _mixed_input_rules() -> tuple[Rule, ...]:
                 + "sm90_mma_array_tma_gmma_rs_warpspecialized_mixed_input_{,prescale}.hpp "
                 f"CollectiveMmaArrayMixedInput::load ({MODES[mode]}: tma_load_a, tma_load_b"
                 + "".join(", the " + b[5:] + "s" for b in filled)
-                + "; detail/collective/mixed_input_utils.hpp compute_tma_transaction_bytes_extra)",
+                + " (tma_load_scale/zero, sm90_mma_tma_gmma_rs_...mixed_input.hpp:711 and :719; "
+                "SM90_BULK_COPY_G2S, ..._mixed_input_.hpp:820, ..._prescale.hpp:854); "
+                "detail/collective/mixed_input_utils.hpp compute_tma_transaction_bytes_extra, :597)",
                 left_out=_NOT_FILLED[mode],
                 mode=mode,
             )
