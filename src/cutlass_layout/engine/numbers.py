@@ -179,8 +179,10 @@ def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int 
     (:func:`cutlass_layout.subjects.tma.check`): its transaction counts (``declared``: the
     block's :data:`~cutlass_layout.subjects.aliases.TMA_MEMBERS` values, and its
     :data:`~cutlass_layout.subjects.aliases.TMA_PARTS`), its and its policy's class template
-    names, its stage counts and ``size(AtomThrShapeMNK{})``, all read through the block's
-    aliases (an older block without them: what it has)."""
+    names, its stage counts and ``size(AtomThrShapeMNK{})``, a mixed-input collective's
+    conversion mode (``TmaMode``) and the bytes the elements of its scale-factor, scale and zero
+    buffers hold (:data:`~cutlass_layout.subjects.aliases.TMA_DATA`), all read through the
+    block's aliases (an older block without them: what it has)."""
     counts = dict(declared)
     for alias in aliases.TMA_PARTS:
         n = _optional_int(names, alias)
@@ -194,6 +196,12 @@ def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int 
         e, sl = _optional_int(names, elem), _optional_int(names, slot)
         if e and sl and e > 1 and sl > 1:
             bits[member] = (e - 1, sl - 1)
+    data = {}
+    for alias, member in aliases.TMA_DATA.items():
+        n = _optional_int(names, alias)
+        if n and n > 1:
+            data[member] = n - 2
+    mode = _optional_int(names, "TmaMode")
     return tma.check(
         collective,
         policy,
@@ -202,6 +210,8 @@ def tma_check(unit: ProbeUnit, names: dict, mainloop: StructLayout, stages: int 
         {"A": stages, "SF": sf - 2 if sf and sf > 1 else None},
         atom - 1 if atom and atom > 1 else 1,
         bits,
+        mode=mode - 2 if mode and mode > 1 else None,
+        data=data,
     )
 
 

@@ -455,13 +455,19 @@ class TmaBuffer:
     narrower elements in wider slots (F8F6F4's 4- and 6-bit elements in ``uint8_t`` slots:
     ``SmemAllocTypeA`` against ``TmaInternalElementA``, ``sm120_blockscaled_mma_tma.hpp``),
     ``element_bits`` and ``slot_bits``: the TMA reads the packed elements and unpacks them into
-    the slots, and its transaction counts the packed bytes (:attr:`counted_bytes`)."""
+    the slots, and its transaction counts the packed bytes (:attr:`counted_bytes`); and
+    ``data_bytes`` where the member's elements hold fewer bytes than its ``size`` (its
+    ``cute::ArrayEngine<T, N>``'s N x the bits of T, read through the probe): a buffer of no
+    elements is still a 16-byte member (``cute::array_aligned``'s alignment) and its TMA copy's
+    box, one stage of the layout it writes, holds nothing (CUTLASS 4.2.0's SM120 block-scaled
+    SFB of an N = 32 tile, whose layout has a zero extent)."""
 
     member: str
     size: int
     stages: int
     element_bits: int | None = None
     slot_bits: int | None = None
+    data_bytes: int | None = None
 
     @property
     def stage_bytes(self) -> int:
@@ -469,18 +475,29 @@ class TmaBuffer:
 
     @property
     def counted_bytes(self) -> int:
-        """The bytes of one stage the transaction counts: :attr:`stage_bytes`, or for slots
-        wider than their elements ``stage_bytes * element_bits // slot_bits``."""
+        """The bytes of one stage the transaction counts: :attr:`stage_bytes`, for slots
+        wider than their elements ``stage_bytes * element_bits // slot_bits``, for a member
+        whose elements are fewer than its size ``data_bytes // stages``."""
+        if self.data_bytes is not None:
+            return self.data_bytes // self.stages
         if self.element_bits and self.slot_bits and self.element_bits < self.slot_bits:
             return self.stage_bytes * self.element_bits // self.slot_bits
         return self.stage_bytes
 
+    def why(self) -> str:
+        """Why :attr:`counted_bytes` differs from :attr:`stage_bytes`: ``4096 B of 8-bit slots,
+        4-bit elements`` or ``a 16 B member of 0 B of elements``."""
+        if self.data_bytes is not None:
+            return f"a {self.size} B member of {self.data_bytes} B of elements"
+        return f"{self.stage_bytes} B of {self.slot_bits}-bit slots, {self.element_bits}-bit elements"
+
     def text(self) -> str:
-        """``smem_A 16384``, or ``smem_B 2048 (4096 B of 8-bit slots, 4-bit elements)``."""
+        """``smem_A 16384``, ``smem_B 2048 (4096 B of 8-bit slots, 4-bit elements)`` or
+        ``smem_SFB 0 (a 16 B member of 0 B of elements)``."""
         name = self.member.rsplit(".", 1)[-1]
         if self.counted_bytes == self.stage_bytes:
             return f"{name} {self.stage_bytes}"
-        return f"{name} {self.counted_bytes} ({self.stage_bytes} B of {self.slot_bits}-bit slots, {self.element_bits}-bit elements)"
+        return f"{name} {self.counted_bytes} ({self.why()})"
 
 
 @dataclass(frozen=True)
@@ -569,7 +586,14 @@ class TmaCheck:
                 p["constant"],
                 p["declared"],
                 tuple(
-                    TmaBuffer(b["member"], b["size"], b["stages"], b.get("element_bits"), b.get("slot_bits"))
+                    TmaBuffer(
+                        b["member"],
+                        b["size"],
+                        b["stages"],
+                        b.get("element_bits"),
+                        b.get("slot_bits"),
+                        b.get("data_bytes"),
+                    )
                     for b in p["buffers"]
                 ),
                 p["factor"],

@@ -245,11 +245,7 @@ def tma_lines(rep: LayoutReport) -> list[str]:
         terms = (
             " + ".join(
                 f"{b.member} {b.size} / {b.stages} = {b.stage_bytes}"
-                + (
-                    f" ({b.slot_bits}-bit slots of {b.element_bits}-bit elements: {b.counted_bytes})"
-                    if b.counted_bytes != b.stage_bytes
-                    else ""
-                )
+                + (f" ({b.why()}: {b.counted_bytes})" if b.counted_bytes != b.stage_bytes else "")
                 for b in p.buffers
             )
             or "none"

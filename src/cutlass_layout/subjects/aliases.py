@@ -38,6 +38,18 @@ TMA_PARTS = {
     "TmaA": "TmaTransactionBytes_A",
     "TmaB": "TmaTransactionBytes_B",
 }
+#: ``char[2 + N]`` aliases (``char[1]``: none) of the bytes the elements of a collective's
+#: scale-factor, scale and zero buffers hold (``SharedStorage::TensorStorage::<member>``, a
+#: ``cute::ArrayEngine<T, N>``: N x the bits of T): alias -> member. A buffer's ``sizeof`` can be
+#: more than its elements: one of no elements (a scale-factor layout with a zero extent, CUTLASS
+#: 4.2.0's SM120 block-scaled SFB of an N = 32 tile; a conversion mode without zeros) is still a
+#: 16-byte member (``cute::array_aligned``'s alignment), and its TMA copy delivers nothing
+TMA_DATA = {
+    "TmaDataSFA": "smem_SFA",
+    "TmaDataSFB": "smem_SFB",
+    "TmaDataScale": "smem_scale",
+    "TmaDataZero": "smem_zero",
+}
 #: ``char[2 + N]`` aliases (``char[1]``: no such member) of a 3.x kernel's launch members, read
 #: for its occupancy: alias -> static member of the kernel class (CUTLASS's
 #: ``gemm/kernel/sm90_gemm_tma_warpspecialized_cooperative.hpp`` and the other 3.x kernels
@@ -280,6 +292,38 @@ namespace cutlass { template <typename T> struct sizeof_bits; }
 namespace cl_detail {
 template <class E> struct bits_of { static constexpr long long value = 1 + cutlass::sizeof_bits<E>::value; };
 template <> struct bits_of<cl_none> { static constexpr long long value = 1; };
+// the bytes the elements of a collective's buffer NAME hold (SharedStorage::TensorStorage::NAME,
+// a cute::ArrayEngine<T, N>, matched as any template of a type and a size: N x the bits of T,
+// rounded up to bytes): 2 + bytes, 1 where it has no such member. Its sizeof can be more: an
+// engine of no elements is still a 16-byte member (cute::array_aligned's alignment)
+template <class E> struct engine_bytes { static constexpr long long value = 1; };
+template <template <class, decltype(sizeof(0))> class E, class T, decltype(sizeof(0)) N>
+struct engine_bytes<E<T, N>> {
+  static constexpr long long value = 2 + (static_cast<long long>(N) * cutlass::sizeof_bits<T>::value + 7) / 8; };
+#define CL_DATA(NAME)                                                                    \
+  template <class T, class = void> struct data_##NAME { static constexpr long long value = 1; }; \
+  template <class T> struct data_##NAME<T, std::void_t<decltype(                         \
+      std::declval<typename T::SharedStorage::TensorStorage&>().NAME)>>                   \
+      : engine_bytes<std::remove_reference_t<decltype(                                     \
+          std::declval<typename T::SharedStorage::TensorStorage&>().NAME)>> {};
+CL_DATA(smem_SFA)
+CL_DATA(smem_SFB)
+CL_DATA(smem_scale)
+CL_DATA(smem_zero)
+#undef CL_DATA
+// a mixed-input collective's KernelConversionMode (cutlass::detail::ConversionMode in
+// detail/collective/mixed_input_utils.hpp, and TensorRT-LLM's collectives' own enum of the same
+// order: DirectConvert 0, ConvertAndScale 1, ConvertAndScaleWithZero 2): 2 + mode. Where the
+// member is private (TensorRT-LLM's CollectiveMmaInterleaved), the mode its
+// get_conversion_mode() gives: ElementScale void -> DirectConvert, else ElementZero void ->
+// ConvertAndScale, else ConvertAndScaleWithZero. 1: neither
+template <class T, class = void> struct mode_from_types { static constexpr long long value = 1; };
+template <class T> struct mode_from_types<T, std::void_t<typename T::ElementScale, typename T::ElementZero>> {
+  static constexpr long long value = 2 + (std::is_void_v<typename T::ElementScale> ? 0
+      : std::is_void_v<typename T::ElementZero> ? 1 : 2); };
+template <class T, class = void> struct conversion_mode : mode_from_types<T> {};
+template <class T> struct conversion_mode<T, std::void_t<decltype(T::KernelConversionMode)>> {
+  static constexpr long long value = 2 + static_cast<long long>(T::KernelConversionMode); };
 template <class T, class = void> struct tma_element_a : element_a<T> {};
 template <class T> struct tma_element_a<T, std::void_t<typename T::TmaInternalElementA>> {
   using type = typename T::TmaInternalElementA; };
@@ -358,6 +402,11 @@ def subject_block(
         f"using {p}TmaBitsB = char[cl_detail::bits_of<typename cl_detail::tma_element_b<{p}Mainloop>::type>::value];\n"
         f"using {p}SlotBitsA = char[cl_detail::bits_of<typename cl_detail::alloc_a<{p}Mainloop>::type>::value];\n"
         f"using {p}SlotBitsB = char[cl_detail::bits_of<typename cl_detail::alloc_b<{p}Mainloop>::type>::value];\n"
+        f"using {p}TmaMode = char[cl_detail::conversion_mode<{p}Mainloop>::value];\n"
+    )
+    tma += "".join(
+        f"using {p}{alias} = char[cl_detail::data_{member_}<{p}Mainloop>::value];\n"
+        for alias, member_ in TMA_DATA.items()
     )
     tma += "".join(
         f"using {p}{alias} = char[cl_detail::member_{member_}<{p}Subject>::value];\n"
