@@ -21,6 +21,7 @@ from typing import cast
 from ..core.progress import part
 from ..errors import BadInput
 from ..installs.kernel_library import (
+    BATCH_KERNELS,
     FAMILY,
     LIBRARY_ARCHS,
     LibraryKernel,
@@ -199,19 +200,36 @@ def audit_library(
             total=len(todo),
             progress=progress,
         ) as workers:
+            # each batch settles its kernels that fail and those whose units had no error; the
+            # ones that only looked clean beside a failing one are laid out again together,
+            # those of all batches (numbers only come from a unit without errors)
+            first = batches(todo, workers.jobs)
             tasks = (
-                (group, lay_out_batch, (tgt, [asdict(chosen[i][0]) for i in group], clang_arch, lib.util_include))
-                for group in batches(todo, workers.jobs)
+                (
+                    (True, group),
+                    lay_out_batch,
+                    (tgt, [asdict(chosen[i][0]) for i in group], clang_arch, lib.util_include, True),
+                )
+                for group in first
             )
-            for group, (dicts, cpu) in workers.run(tasks):
+            left, deferred = len(first), []
+            for (was_first, group), (dicts, cpu) in workers.run(tasks):
                 stats["batches"] += 1
                 stats["parse_cpu_seconds"] += cpu
+                left -= was_first
                 for i, d in zip(group, dicts):
+                    if d is None:
+                        deferred.append(i)
+                        continue
                     rep = replace(LayoutReport.from_dict(d), provenance=prov)
                     reps[i] = rep
                     store_report(tgt, chosen[i][0], clang_arch, rep, lib.util_include)
                     stats["parsed"] += 1
-                workers.advance(len(group))
+                    workers.advance(1)
+                while len(deferred) >= BATCH_KERNELS or (deferred and not left):
+                    again, deferred = deferred[:BATCH_KERNELS], deferred[BATCH_KERNELS:]
+                    kernels_again = [asdict(chosen[i][0]) for i in again]
+                    workers.submit((False, again), lay_out_batch, tgt, kernels_again, clang_arch, lib.util_include)
     stats["parse_cpu_seconds"] = round(stats["parse_cpu_seconds"], 2)
     ranked = [(rank, replace(t, report=rep)) for rank, (_, t), rep in zip(ranks, chosen, reps)]
     tree = asdict(prov)  # the library's origin is what the user named; the tree's is kept beside

@@ -5,9 +5,11 @@ arch (and user header: :mod:`cutlass_layout.subjects.probe`), parses it with lib
 config's ``SharedStorage`` layouts, stage count, TMA transaction bytes and capacity
 (:mod:`cutlass_layout.engine.numbers`). A translation
 unit with any error gives no numbers: each error is tied to the config whose block asked
-for the failing type, those configs get their error, and the others are parsed again
-without them (split in halves only where an error cannot be tied to a config). So one
-config that does not compile does not take the others' numbers with it. That loop is
+for the failing type, a config whose error is surely its own gets it, those that may have
+had theirs hidden by an earlier failure of their kin are parsed apart, and the others are
+parsed again without them (split in halves only where an error cannot be tied to a
+config). So one config that does not compile does not take the others' numbers with it,
+and each gets the error it gets alone. That loop is
 :func:`lay_out` over a :class:`Batch`; the kernels an install builds go through the same
 loop (:mod:`cutlass_layout.installs.kernels`), with the source's text before their blocks.
 
@@ -130,13 +132,15 @@ def _parse_text(
     extra: list[str] | None = None,
     *,
     warm: bool = True,
+    first_error: bool = False,
     msvc: bool = False,
     zc_cplusplus: bool = False,
 ) -> ProbeUnit:
     """Parse ``text`` with the cached precompiled header when there is one (``extra``: a user
     type's ``-I``/``-D`` flags, which the header is built with too; ``warm``: the header holds
     the family's warm-up configs, :func:`cutlass_layout.subjects.probe.pch_preambles`; user types alone
-    take the includes only, cheaper to build for an arch no preset uses).
+    take the includes only, cheaper to build for an arch no preset uses; ``first_error``: clang
+    stops at the first error, :attr:`Batch.alone`'s parse).
 
     clang refuses a precompiled header when any file it was built from has a newer mtime
     (a reinstalled venv, a re-unpacked tree with the same content): then the header is
@@ -148,6 +152,7 @@ def _parse_text(
     flags = tgt.flags(arch) + list(extra or ())
     if msvc:
         flags = msvc_flags(flags, zc_cplusplus=zc_cplusplus)
+    limit = ["-ferror-limit=1"] if first_error else []  # after clang_flags' own limit: this one holds
     if tgt.pch:
         for _attempt in range(2):
             preambles = probe.pch_preambles(arch) if warm else probe.pch_preambles(arch)[-1:]
@@ -155,53 +160,96 @@ def _parse_text(
             if pch is None:
                 break
             try:
-                unit = ProbeUnit(text, flags + ["-include-pch", str(pch)], tgt.tree.include_root)
+                unit = ProbeUnit(text, flags + ["-include-pch", str(pch)] + limit, tgt.tree.include_root)
             except BadInput:
                 unit = None
             if unit is not None and not unit.pch_rejected():
                 return unit
             discard(pch)  # stale: rebuild it
-    return ProbeUnit(text, flags, tgt.tree.include_root)
+    return ProbeUnit(text, flags + limit, tgt.tree.include_root)
 
 
-def _attribute(unit: ProbeUnit, ranges: list[tuple[int, int]]) -> tuple[dict[int, CompileError], set[int]] | None:
+def _attribute(
+    unit: ProbeUnit, ranges: list[tuple[int, int]], kins: list | None = None, lines: dict | None = None
+) -> tuple[dict[int, CompileError], set[int]] | None:
     """Map each failing subject (index into ``ranges``, the first and last line of each
     subject's block) to its first error, and say which of those are surely the error the
     subject gets alone; ``None`` when some error cannot be tied to a subject.
 
-    An error in a batch can be a follow-up: a config that uses a type whose instantiation
-    failed earlier in the unit (for another config) gets only errors such as ``no type
-    named 'X' in 'C'``, or none. Sure are: a static_assert; the unit's first error (nothing
-    failed before it); a follow-up on a class template that failed on a static_assert
-    (``no type named 'X' in 'C'``), which becomes that static_assert (instantiating ``C``
-    alone fails the same way); and an error identical (message, file, line) to another
-    config's first error (clang reports a failed instantiation once, so an identical one
-    is a fresh instantiation failing the same way, not a follow-up). Whatever the error,
-    a config with one does not compile alone either: it asked for the failing type.
+    Each error is tied to the subject whose block asked for the failing type: the outermost
+    "in instantiation of ..." note inside a block (:meth:`ProbeUnit.errors_with_probe_lines`).
+    Whatever the error, a subject with one does not compile alone either: it asked for the
+    failing type. But its first error here need not be its own first error: clang reports a
+    failed instantiation once, so a subject that instantiates what an earlier one already
+    failed on gets no error for it (a function template's failure is silent), or only a
+    follow-up such as ``no type named 'X' in 'C'``, and its first error here is a later one.
+
+    Sure are: the unit's first error (nothing failed before it); with ``kins`` (each
+    subject's :attr:`Batch.kin`, ``None`` where unknown), a static_assert of a subject no
+    earlier failing subject is kin to (kin share the instantiations that fail; CUTLASS
+    4.7.0's SM120 library in units of 24, measured against each kernel parsed alone: every
+    error sure by this rule is the kernel's own, and each of the 125 kernels whose kin
+    failed before them showed another error than its own); a follow-up on a class template that failed on a
+    static_assert (``no type named 'X' in 'C'``) becomes that static_assert and counts as one.
+    Where a subject's kin is unknown, also any static_assert and an error identical (message,
+    file, line) to another subject's first error. ``lines``, where given, gets the probe line
+    each failing subject's first error was asked for from.
     """
     failed: dict[int, CompileError] = {}
     sure: set[int] = set()
     firsts: set[tuple] = set()
     current = None
     classes = None
+    last = None
     for err, line in unit.errors_with_probe_lines():
         if line is not None:
             current = next((k for k, (a, b) in enumerate(ranges) if a <= line <= b), None)
+            last = line
         if current is None:
             return None
         if current in failed:
             continue
+        if lines is not None:
+            lines[current] = last
         if err.kind != "static_assert":
             m = FOLLOW_UP_RE.match(err.message)
             if m:
                 classes = unit.failed_classes() if classes is None else classes
                 err = classes.get(m.group(1), err)
+        kin = kins[current] if kins is not None else None
         key = (err.message, err.file, err.line)
-        if err.kind == "static_assert" or not failed or key in firsts:
+        if not failed:
+            sure.add(current)
+        elif kin is not None:
+            if err.kind == "static_assert" and all(kins[j] is not None and kins[j] != kin for j in failed):  # type: ignore[index]
+                sure.add(current)
+        elif err.kind == "static_assert" or key in firsts:
             sure.add(current)
         firsts.add(key)
         failed[current] = err
     return failed, sure
+
+
+def spread(items: list[int], kin: Callable[[int], Any], size: int) -> list[list[int]]:
+    """``items`` in groups of at most ``size`` where no two share a kin (``kin(item)``; an item
+    of unknown kin, ``None``, in a group of its own), so that none can hide another's
+    failure: as few groups as the largest kin allows, filled in turn."""
+    groups: list[list[int]] = []
+    kins: list[set] = []
+    for i in items:
+        k = kin(i)
+        if k is None:
+            groups.append([i])
+            kins.append({None})
+            continue
+        g = next((j for j, ks in enumerate(kins) if None not in ks and k not in ks and len(groups[j]) < size), None)
+        if g is None:
+            groups.append([])
+            kins.append(set())
+            g = len(groups) - 1
+        groups[g].append(i)
+        kins[g].add(k)
+    return groups
 
 
 def _budget_errors(unit: ProbeUnit, ranges: list[tuple[int, int]], spans: dict[int, tuple[int, int]]) -> set[int]:
@@ -526,6 +574,17 @@ class Batch:
         read: ``read(unit, subject, index) -> LayoutReport`` of an error-free unit.
         failed: ``failed(subject, error) -> LayoutReport`` for a subject that does not compile.
         where: names the tree in the error for a missing include.
+        kin: ``kin(subject)``: what subjects likely to share the instantiations that fail have
+            in common (hashable), or ``None`` where unknown (:func:`_attribute`); default
+            :func:`_kin`.
+        twin: ``twin(subject) -> (key, lines)`` or ``None``: subjects of one key begin their
+            blocks with the same declarations, ``lines`` lines of them (the same instantiations:
+            a twin's first error asked for from those lines is a subject's own first error,
+            found without parsing it); a subject that looks clean beside a failing twin is
+            parsed apart, as one whose failure may have gone unreported (any other is parsed
+            again with the clean ones, where a failure would show).
+        alone: ``alone(text, [subject]) -> ProbeUnit``: a parse of one subject's unit that may
+            stop at its first error (a subject's error alone is its first); ``None``: ``parse``.
     """
 
     # a subject (Any): whatever the batch's own functions take (a config, a fix's candidate)
@@ -535,26 +594,44 @@ class Batch:
     read: Callable[[ProbeUnit, Any, int], LayoutReport]
     failed: Callable[[Any, CompileError], LayoutReport]
     where: str = ""
+    kin: Callable[[Any], Any] | None = None
+    twin: Callable[[Any], Any] | None = None
+    alone: Callable[[str, list], ProbeUnit] | None = None
+
+
+#: Subjects in one of :func:`lay_out`'s units of kin apart, at most (each that fails brings a
+#: few dozen follow-up errors, and clang stops at ``-ferror-limit``)
+SPREAD = 12
 
 
 def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
+    """The one layout loop (:func:`lay_out_deferring`): every subject's report."""
+    return lay_out_deferring(batch, subjects, done, defer=False)  # type: ignore[return-value]  # none deferred
+
+
+def lay_out_deferring(batch: Batch, subjects: list, done=None, *, defer: bool = True) -> list[LayoutReport | None]:
     """The one layout loop: ``subjects`` laid out in as few parses of ``batch`` as the errors
     allow; ``done(i, report)`` is called for each as soon as its parse gives it.
 
     All subjects go into one translation unit (the head, then one block each). A unit
     without errors gives every subject's numbers. Otherwise each error is tied to the
-    subject whose block asked for the failing type (:func:`_attribute`); subjects whose error
-    is sure get it, those that may be follow-ups are parsed alone, and the rest again
-    without them (those sharing the failing ones' element types and K apart: :func:`_kin`);
-    an error tied to no subject splits the group in halves. An error inside a subject's
-    builder-budget block lays it out again without the budget. Numbers only ever come from
-    a unit without errors.
+    subject whose block asked for the failing type (:func:`_attribute`), and a subject whose
+    error is surely its own gets it there. The others that fail, and those that look clean
+    but are kin (:attr:`Batch.kin`) to one that failed (clang reports a failed instantiation
+    once: theirs may have gone unreported), are parsed again in units of no two kin
+    (:func:`spread`), where an earlier failure cannot hide theirs; the ones left, which look
+    clean, are parsed again all together once the rest is settled, since numbers only ever
+    come from a unit without errors. An error tied to no subject splits the group in halves.
+    An error inside a subject's builder-budget block lays it out again without the budget.
+    ``defer``: those left are not parsed again here (``None`` in the list): the caller lays
+    them out together with those of its other batches.
 
     Raises:
         BadInput: an include is missing (an incomplete tree or header, no subject's fault),
             or ``batch.parse`` raised it.
     """
     out: list[LayoutReport | None] = [None] * len(subjects)
+    kin_of = batch.kin or _kin
 
     def give(i: int, rep: LayoutReport) -> None:
         out[i] = rep
@@ -563,8 +640,32 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
 
     no_budget: set[int] = set()  # subjects whose budget block does not compile: laid out without
     pending = [list(range(len(subjects)))] if subjects else []
-    while pending:
+    clean: list[int] = []  # looked clean in a unit with errors: parsed again together, last
+    apart: set[int] = set()  # parsed alone, as far as their first error (Batch.alone)
+    twin_of = batch.twin or (lambda _s: None)
+    twins_all = [twin_of(x) for x in subjects]
+    by_twin: dict = {}  # twin key -> the first error its leading declarations give
+
+    def settle(i: int, err: CompileError, line: int | None, start: int) -> None:
+        """Give subject ``i`` its own error (``line``: the probe line it was asked for from,
+        ``start``: the block's first line), and remember it for its twins where those lines
+        are the ones all twins share."""
+        give(i, batch.failed(subjects[i], err))
+        t = twins_all[i]
+        if t is not None and line is not None and line - start < t[1]:
+            by_twin.setdefault(t[0], err)
+
+    while pending or clean:
+        if not pending:
+            if defer:
+                break
+            pending, clean = [clean], []
         group = pending.pop()
+        if len(group) == 1 and group[0] in apart:
+            t = twins_all[group[0]]
+            if t is not None and t[0] in by_twin:  # its twin's first error, in the same lines
+                give(group[0], batch.failed(subjects[group[0]], by_twin[t[0]]))
+                continue
         text, ranges, spans = [batch.head], [], {}
         line = 1 + batch.head.count("\n")
         for k, i in enumerate(group):
@@ -575,7 +676,8 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
                 spans[k] = (line + n_body, line + n_body + n_budget - 1)
             line += n_body + n_budget
             text += [body, budget]
-        unit = batch.parse("".join(text), [subjects[i] for i in group])
+        parse = batch.alone if batch.alone is not None and len(group) == 1 and group[0] in apart else batch.parse
+        unit = parse("".join(text), [subjects[i] for i in group])
         errors = unit.errors()
         missing = next((e for e in errors if e.message.endswith("file not found")), None)
         if missing is not None:  # an incomplete tree (or header), not a subject's problem
@@ -592,30 +694,31 @@ def lay_out(batch: Batch, subjects: list, done=None) -> list[LayoutReport]:
             for k, i in enumerate(group):
                 give(i, batch.read(unit, subjects[i], k))
             continue
-        tied = _attribute(unit, ranges) if len(group) > 1 else ({0: errors[0]}, {0})
+        kins = [kin_of(subjects[i]) for i in group]
+        lines: dict[int, int | None] = {0: unit.errors_with_probe_lines()[0][1]}
+        tied = _attribute(unit, ranges, kins, lines) if len(group) > 1 else ({0: errors[0]}, {0})
         if tied is None:  # cannot tell which subject broke: split and retry
             half = len(group) // 2
             pending += [group[:half], group[half:]]
             continue
         failed, sure = tied
         for k, err in failed.items():
-            if k not in sure:
-                # may be a follow-up of another subject's failed instantiation of a shared
-                # type: find its own first error in a translation unit alone
-                pending.append([group[k]])
-                continue
-            give(group[k], batch.failed(subjects[group[k]], err))
-        # numbers only ever come from a translation unit without errors: parse the others
-        # again. A failed instantiation is reported once, so a subject that shares it with a
-        # failing one can look clean here (and its types read back as if complete); the
-        # likely ones go to a unit of their own, so that their errors do not cost the others
-        # yet another parse
-        rest = [i for k, i in enumerate(group) if k not in failed]
-        kin = {_kin(subjects[group[k]]) for k in failed} - {None}
-        suspects = [i for i in rest if _kin(subjects[i]) in kin]
-        clean = [i for i in rest if i not in suspects]
-        pending += [g for g in (clean, suspects) if g]
-    return out  # type: ignore[return-value]  # each None filled in above
+            if k in sure:
+                settle(group[k], err, lines.get(k), ranges[k][0])
+        # the others that failed, and those kin to one that failed, apart from their kin;
+        # those that look clean (numbers only ever come from a unit without errors) later
+        twins = kins if batch.twin is None else [(twins_all[i] or (None,))[0] for i in group]
+        kin = {twins[k] for k in failed} - {None}
+        again = [
+            i for k, i in enumerate(group) if (k in failed and k not in sure) or (k not in failed and twins[k] in kin)
+        ]
+        if batch.alone is None:
+            pending += spread(again, lambda i: kin_of(subjects[i]), SPREAD)[::-1]
+        else:
+            pending += [[i] for i in again[::-1]]
+            apart.update(again)
+        clean += [i for k, i in enumerate(group) if k not in failed and twins[k] not in kin]
+    return out
 
 
 def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
@@ -652,21 +755,27 @@ def text_batch(
     head: str = "",
     extra: list[str] | None = None,
     where: str = "",
+    kin: Callable[[Any], Any] | None = None,
+    twin: Callable[[Any], Any] | None = None,
 ) -> Batch:
     """The :class:`Batch` of subjects that bring their own C++ (a kernel library's emitted
     instances, :mod:`cutlass_layout.installs.kernel_library`): :func:`cutlass_layout.subjects.probe.render`'s
     includes and helpers, then ``head``; ``block(subject, index)`` is the subject's text in
     ``namespace cl_probe_<index>``, ending with a :func:`cutlass_layout.subjects.aliases.subject_block`;
     parsed with the tree's precompiled header for ``arch`` (``extra``: more ``-I`` flags, the
-    header built with them too); a subject's report config is its ``to_dict()``."""
+    header built with them too); a subject's report config is its ``to_dict()``; ``kin``,
+    ``twin``: :attr:`Batch.kin`, :attr:`Batch.twin`."""
     prov = tgt.provenance(arch)
     return Batch(
         head=probe.render([]) + head,
         parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
+        alone=lambda text, _members: _parse_text(tgt, text, arch, extra, warm=False, first_error=True),
         block=lambda subject, index, _budget: (block(subject, index), ""),
         read=lambda unit, subject, index: read_report(unit, subject, index, prov),
         failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov, error=err),
         where=where or f"CUTLASS tree {tgt.tree.include_root}",
+        kin=kin,
+        twin=twin,
     )
 
 
@@ -843,6 +952,7 @@ __all__ = [
     "Target",
     "cached",
     "lay_out",
+    "lay_out_deferring",
     "layout",
     "layouts",
     "load_report",

@@ -348,18 +348,47 @@ def store_report(tgt, kernel: LibraryKernel, arch: str, rep: LayoutReport, util_
     _LAYOUTS.put(report_key(tgt, kernel, arch, util_include), rep.to_dict())
 
 
+def kin(kernel: LibraryKernel) -> tuple | None:
+    """What kernels likely to share the instantiations that fail have in common
+    (:attr:`cutlass_layout.engine.loop.Batch.kin`): the tile and the D element of the epilogue's
+    ``CollectiveBuilder`` (the epilogue's shared memory atoms are chosen from these: CUTLASS
+    4.7.0's SM120 kernels that do not compile fail there, in ``ss_smem_selector``,
+    ``sm120_builder.inl``'s FP6 tile check and the block-scale-factor store's
+    ``EpilogueTileN``); ``None`` without such a builder."""
+    args = builder_args(kernel.instance or "", "epilogue")
+    return (" ".join(args[2].split()), " ".join(args[10].split())) if len(args) > 10 else None
+
+
+def twin(kernel: LibraryKernel) -> tuple[str, int] | None:
+    """Kernels whose emitted instances begin with the same first ``CollectiveBuilder`` (the
+    epilogue's: the same template arguments), and the lines of a block
+    (:func:`block_text`) through that declaration (:attr:`cutlass_layout.engine.loop.Batch.twin`):
+    the instance's text up to its first ``::CollectiveOp;``, the kernel's name left out. CUTLASS
+    4.7.0's SM120 library: the 338 kernels that do not compile are of 28 such keys, each with
+    one error alone."""
+    text = kernel.instance or ""
+    at = text.find("::CollectiveOp;")
+    if at < 0:
+        return None
+    head = text[: at + len("::CollectiveOp;")]
+    return " ".join(head.replace(kernel.name, "<name>").split()), 3 + head.count("\n")
+
+
 def lay_out_kernels(
-    tgt, kernels: list[LibraryKernel], arch: str, util_include: Path | None = None
-) -> list[LayoutReport]:
+    tgt, kernels: list[LibraryKernel], arch: str, util_include: Path | None = None, *, defer: bool = False
+) -> list[LayoutReport | None]:
     """The report of each of ``kernels`` (laid out together: the module docstring); bytes.
     ``util_include``: the library's ``tools/util/include``
     (:attr:`~cutlass_layout.sources.library.KernelLibrary.util_include`), for kernels whose instance
-    uses :data:`UTIL_HEADER`; without it those kernels do not compile.
+    uses :data:`UTIL_HEADER`; without it those kernels do not compile. ``defer``: the kernels
+    that only looked clean beside others that failed are left ``None``
+    (:func:`~cutlass_layout.engine.loop.lay_out_deferring`), for the caller to lay out with those of its
+    other batches.
 
     Raises:
         BadInput: an include is missing (the tree is not the one the library emits for).
     """
-    from ..engine.loop import lay_out, text_batch
+    from ..engine.loop import lay_out_deferring, text_batch
 
     cap = capacity_of(arch)
     batch = text_batch(
@@ -369,15 +398,20 @@ def lay_out_kernels(
         head=includes_head(kernels),
         extra=util_flags(kernels, util_include),
         where=f"CUTLASS tree {tgt.tree.include_root}",
+        kin=kin,
+        twin=twin,
     )
-    return lay_out(batch, kernels)
+    return lay_out_deferring(batch, kernels, defer=defer)
 
 
-def lay_out_batch(tgt, kernels: list[dict], arch: str, util_include: Path | None = None) -> tuple[list[dict], float]:
-    """:func:`lay_out_kernels` in a worker process: ``([report as a dict], CPU seconds)``."""
+def lay_out_batch(
+    tgt, kernels: list[dict], arch: str, util_include: Path | None = None, defer: bool = False
+) -> tuple[list[dict | None], float]:
+    """:func:`lay_out_kernels` in a worker process: ``([report as a dict, or None where
+    deferred], CPU seconds)``."""
     t0 = time.process_time()
-    reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch, util_include)
-    return [r.to_dict() for r in reps], round(time.process_time() - t0, 2)
+    reps = lay_out_kernels(tgt, [_kernel(k) for k in kernels], arch, util_include, defer=defer)
+    return [r.to_dict() if r is not None else None for r in reps], round(time.process_time() - t0, 2)
 
 
 def batches(items: list, jobs: int) -> list[list]:
