@@ -601,7 +601,6 @@ KINDS = kinds_by_name(
     Kind("fixes", 1, ("installs/fixes.py", *_KERNELS, *_TEXT, "model/audit.py", *_ENGINE)),
     # layout --tactic's Params: one tactic laid out again with its Params read (never an audit's:
     # an audit's layouts have none, and this kind holds only those read)
-    # 2: {"linux", "msvc"}: Params on both host ABIs
     # 2: {"linux", "msvc"}, Params on both host ABIs (the MSVC parse's stand-in headers too)
     Kind(
         "tactic-params",
