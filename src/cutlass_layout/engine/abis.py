@@ -15,14 +15,14 @@ from ..errors import BadInput
 from ..model import LayoutReport, ParamsLayout
 from ..subjects import aliases, probe
 from ..subjects.config import Config
-from .loop import Target, _capacities, _extra_flags, _parse_text, parse_arch
+from .loop import Target, probe_capacities, subject_flags, parse_text, parse_arch
 from .numbers import params_layout
 
 
 def params_probe(tgt: Target, subject) -> str:
     """``subject``'s probe (:func:`cutlass_layout.subjects.probe.render`, ``namespace
     cl_probe_0``) with ``KernelParams`` added to its block."""
-    text = probe.render([subject], capacities=_capacities(tgt, [subject]))
+    text = probe.render([subject], capacities=probe_capacities(tgt, [subject]))
     return text + f"namespace {aliases.NAMESPACE}0 {{\n{aliases.params_aliases()}}}\n"
 
 
@@ -31,11 +31,11 @@ def read_params(tgt: Target, subject, *, msvc: bool, zc_cplusplus: bool = False)
     :func:`cutlass_layout.cpp.clang.msvc_flags` takes it; else Linux x86-64), or why not (a
     str: the parse's first error, the kernel has no ``Params``)."""
     try:
-        unit = _parse_text(
+        unit = parse_text(
             tgt,
             params_probe(tgt, subject),
             parse_arch(subject),
-            _extra_flags([subject]),
+            subject_flags([subject]),
             warm=isinstance(subject, Config) and not msvc,
             msvc=msvc,
             zc_cplusplus=zc_cplusplus,

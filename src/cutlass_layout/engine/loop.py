@@ -106,11 +106,12 @@ def _unit_key(subject) -> tuple:
     return (subject.arch, None)
 
 
-def _extra_flags(subjects) -> list[str]:
+def subject_flags(subjects) -> list[str]:
+    """The ``-I``/``-D`` flags the user types among ``subjects`` add to a parse, each once."""
     return list(dict.fromkeys(f for s in subjects if isinstance(s, UserType) for f in s.extra_flags()))
 
 
-def _capacities(tgt: Target, subjects) -> tuple[str, ...]:
+def probe_capacities(tgt: Target, subjects) -> tuple[str, ...]:
     """The capacity constants the tree defines, where a user type takes its arch from its tag."""
     if any(isinstance(s, UserType) and s.arch is None for s in subjects):
         return archs.defined_capacities(tgt.tree.include_root)
@@ -121,11 +122,11 @@ def parse_probe(tgt: Target, configs: list, arch: str, text: str | None = None) 
     """One parse of ``configs``' probe: ``text`` (:func:`lay_out`'s), or
     :func:`cutlass_layout.subjects.probe.render`'s."""
     if text is None:
-        text = probe.render(configs, capacities=_capacities(tgt, configs))
-    return _parse_text(tgt, text, arch, _extra_flags(configs), warm=any(isinstance(c, Config) for c in configs))
+        text = probe.render(configs, capacities=probe_capacities(tgt, configs))
+    return parse_text(tgt, text, arch, subject_flags(configs), warm=any(isinstance(c, Config) for c in configs))
 
 
-def _parse_text(
+def parse_text(
     tgt: Target,
     text: str,
     arch: str,
@@ -296,8 +297,8 @@ def check_kernel_diagnostics(
     nvcc's front end accepts) is not a reason to say "does not compile"; clang recovers from
     it (the name is taken as the type it names) and goes on checking the rest.
     """
-    text = probe.render([subject], capacities=_capacities(tgt, [subject])) + probe.kernel_instantiation(0, kind)
-    flags = [f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"] + _extra_flags([subject])
+    text = probe.render([subject], capacities=probe_capacities(tgt, [subject])) + probe.kernel_instantiation(0, kind)
+    flags = [f for f in tgt.flags(arch) if f != "--cuda-host-only"] + ["--cuda-device-only"] + subject_flags([subject])
     with step(
         "instantiating the kernel's device entry point with libclang (device pass with function bodies, about 20-80 s)"
     ):
@@ -725,7 +726,7 @@ def probe_batch(tgt: Target, subjects: list, arch: str) -> Batch:
     """The :class:`Batch` of configs and user types of one arch (and, for user types, one
     header: :func:`_unit_key`): :func:`cutlass_layout.subjects.probe.render`'s text, parsed with the
     tree's precompiled header."""
-    capacities = _capacities(tgt, subjects)
+    capacities = probe_capacities(tgt, subjects)
     prov = tgt.provenance(arch)
 
     def block(subject, index: int, budget: bool) -> tuple[str, str]:
@@ -768,8 +769,8 @@ def text_batch(
     prov = tgt.provenance(arch)
     return Batch(
         head=probe.render([]) + head,
-        parse=lambda text, _members: _parse_text(tgt, text, arch, extra),
-        alone=lambda text, _members: _parse_text(tgt, text, arch, extra, warm=False, first_error=True),
+        parse=lambda text, _members: parse_text(tgt, text, arch, extra),
+        alone=lambda text, _members: parse_text(tgt, text, arch, extra, warm=False, first_error=True),
         block=lambda subject, index, _budget: (block(subject, index), ""),
         read=lambda unit, subject, index: read_report(unit, subject, index, prov),
         failed=lambda subject, err: LayoutReport(config=subject.to_dict(), provenance=prov, error=err),
@@ -919,8 +920,8 @@ def user_budget(tgt: Target, user: UserType, rep: LayoutReport, unit: ProbeUnit)
     cands = builder_candidates(unit, user.header)
     if not cands:
         return None
-    text = probe.render([user], capacities=_capacities(tgt, [user])) + budgets.user_budget_block(family, cands)
-    bunit = _parse_text(tgt, text, user.parse_arch, _extra_flags([user]), warm=False)
+    text = probe.render([user], capacities=probe_capacities(tgt, [user])) + budgets.user_budget_block(family, cands)
+    bunit = parse_text(tgt, text, user.parse_arch, subject_flags([user]), warm=False)
     if bunit.errors():
         return None
     for j in range(len(cands)):
@@ -956,9 +957,12 @@ __all__ = [
     "layout",
     "layouts",
     "load_report",
+    "parse_text",
     "probe_batch",
+    "probe_capacities",
     "report_key",
     "subject",
+    "subject_flags",
     "target",
     "text_batch",
 ]
