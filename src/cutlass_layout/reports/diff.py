@@ -413,8 +413,8 @@ def audit_sections(a, member_lines: int = 8) -> list[tuple[str | None, list[str]
         kinds = Counter(r.change for r in rest)
         kinds["renamed"] += len(by_core)
         words = {"verdict": "verdict", "numbers": "numbers", "renamed": "renamed", "added": "only new"}
-        parts = ", ".join(f"{kinds[k]} {w}" for k, w in (*words.items(), ("removed", "only old")) if kinds[k])
-        out.append((f"the other kernels that differ ({len(rest) + len(by_core)}: {parts}):", lines))
+        kind_words = ", ".join(f"{kinds[k]} {w}" for k, w in (*words.items(), ("removed", "only old")) if kinds[k])
+        out.append((f"the other kernels that differ ({len(rest) + len(by_core)}: {kind_words}):", lines))
     both = [r for r in a.rows if r.change == "same" and r.new.verdict == Verdict.OVER_CAPACITY]
     tail = [f"= {r.id}: over capacity on both sides, {_tactic_numbers(r.new)}" for r in both]
     tail += [f"note: {n}" for n in a.notes]
