@@ -618,9 +618,11 @@ def lay_out_deferring(batch: Batch, subjects: list, done=None, *, defer: bool = 
     without errors gives every subject's numbers. Otherwise each error is tied to the
     subject whose block asked for the failing type (:func:`_attribute`), and a subject whose
     error is surely its own gets it there. The others that fail, and those that look clean
-    but are kin (:attr:`Batch.kin`) to one that failed (clang reports a failed instantiation
-    once: theirs may have gone unreported), are parsed again in units of no two kin
-    (:func:`spread`), where an earlier failure cannot hide theirs; the ones left, which look
+    but are kin (:attr:`Batch.kin`; :attr:`Batch.twin` where given) to one that failed
+    (clang reports a failed instantiation once: theirs may have gone unreported), are parsed
+    again in units of no two kin (:func:`spread`), where an earlier failure cannot hide
+    theirs, or, where the batch has :attr:`Batch.alone`, each alone as far as its first error,
+    unless a twin's first error came from the lines they share; the ones left, which look
     clean, are parsed again all together once the rest is settled, since numbers only ever
     come from a unit without errors. An error tied to no subject splits the group in halves.
     An error inside a subject's builder-budget block lays it out again without the budget.
