@@ -204,6 +204,22 @@ def test_no_arch_traits_header_gives_no_count(nc420, monkeypatch, tmp_path):
     assert o.note == f"per-SM limits not found in {tmp_path} (no cuda/__device/arch_traits.h)"
 
 
+def test_the_pip_cccl_is_the_last_place_looked(monkeypatch, tmp_path):
+    """A CUDA 13.0 toolkit's CCCL has no cuda/__device/arch_traits.h (the newcomer's trial:
+    "CTAs/SM not known" with nvcc on PATH): the pip CUDA header wheels' CCCL, a dependency, is
+    looked in after the unit's own include directories and a CCCL beside the tree."""
+    from types import SimpleNamespace
+
+    from cutlass_layout.engine import numbers
+
+    unit = SimpleNamespace(include_root=tmp_path / "a" / "b" / "include", include_dirs=lambda: [tmp_path / "cuda"])
+    monkeypatch.setattr(numbers, "pip_cuda_include", lambda: tmp_path / "pip" / "include")
+    dirs = numbers.cccl_dirs(unit)
+    assert dirs[0] == tmp_path / "cuda" and dirs[-1] == tmp_path / "pip" / "include" / "cccl"
+    monkeypatch.setattr(numbers, "pip_cuda_include", lambda: None)
+    assert tmp_path / "pip" / "include" / "cccl" not in numbers.cccl_dirs(unit)
+
+
 def test_params_findings():
     """A descriptor at an offset that is no multiple of 64 is named; a Params over the limit too
     (limits: 4096 B before CUDA 12.1, 32764 B from it on)."""

@@ -270,8 +270,9 @@ def ensure_pch(preambles: str | list[str], flags: list[str], key: str, *, buildi
                 return path
             if bad.is_file():
                 continue
+            abi = " for the MSVC x64 host ABI" if abi_of(flags) == ABI_MSVC else ""
             with (building or (lambda what: nullcontext()))(
-                "building a precompiled header of the CUTLASS includes (once per tree and flags)"
+                f"building a precompiled header of the CUTLASS includes{abi} (once per tree and flags)"
             ):
                 built = build_pch(preamble, flags, folder / f"{digest}.cuh", path, digest)
         if built:

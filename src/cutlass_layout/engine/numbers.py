@@ -33,6 +33,7 @@ from ..model import (
     TmaCheck,
 )
 from ..model.launch import param_limit
+from ..sources.cuda import pip_cuda_include
 from ..subjects import aliases, archs, budgets, shapes, tma
 from ..subjects.config import Config
 from ..subjects.user_type import UserType
@@ -250,9 +251,12 @@ def _member(names: dict, alias: str) -> int | None:
 def cccl_dirs(unit: ProbeUnit) -> list[Path]:
     """Where ``cuda/__device/arch_traits.h`` is looked for: the unit's include directories (the
     CUDA headers' CCCL first), then a CCCL shipped beside the CUTLASS tree (flashinfer's
-    ``data/cccl/libcudacxx/include`` beside ``data/cutlass/include``)."""
+    ``data/cccl/libcudacxx/include`` beside ``data/cutlass/include``), then the pip CUDA header
+    wheels' (nvidia-cuda-cccl, a dependency: a CUDA 13.0 toolkit's own CCCL has no
+    ``arch_traits.h``, and the per-SM limits are the arch's, whichever CCCL states them)."""
     beside = [p / "cccl" / "libcudacxx" / "include" for p in unit.include_root.parents[:3]]
-    return unit.include_dirs() + beside
+    pip = pip_cuda_include()
+    return unit.include_dirs() + beside + ([pip / "cccl"] if pip is not None else [])
 
 
 def occupancy(unit: ProbeUnit, names: dict, arch: str | None, smem: int) -> Occupancy | None:
