@@ -295,10 +295,15 @@ def test_sources_without_a_kernel_in_the_report(mini, capsys):
     ) in out
     assert ("sources: gemm_sm120 1 kernel of 3 instantiations in 3 sources, 1 with an error, 1 without a kernel") in out
     assert main(["audit", str(mini)]) == 0  # a skipped source counted with why
-    assert (
-        "sources: moe 4 kernels of 4 instantiations in 1 source, 1 skipped (names no sm120 symbol)"
-        in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # the last line says how to pick a row for layout --tactic, its example the row over
+    # capacity (the miniature install's one: tests/test_audit.py's test_mini_audit)
+    assert out.splitlines()[-1] == (
+        "one row in full: layout --tactic ID (ID: family/tactic/AxB/out, then fusion, swap_ab and the "
+        "varying columns where a row has them, e.g. moe/CtaShape256x128x32B/nvfp4xnvfp4/f16/finalize; "
+        "--json lists every row's id)"
     )
+    assert "sources: moe 4 kernels of 4 instantiations in 1 source, 1 skipped (names no sm120 symbol)" in out
     assert main(["audit", str(mini), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["fp4_gemm_cutlass_sm120"] == {
